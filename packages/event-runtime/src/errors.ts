@@ -1,0 +1,76 @@
+/**
+ * Stable error codes of `@loom/event-runtime`. Callers match on `code`, never on `instanceof`
+ * (two installed copies of the package break `instanceof`). A code is never reused.
+ */
+export const ErrorCode = {
+  /** Sequence 0 of an execution that already exists was appended again. */
+  EXECUTION_ALREADY_STARTED: 'EXECUTION_ALREADY_STARTED',
+  /** An append was not at the execution's next sequence (a clash or a gap). */
+  SEQUENCE_CONFLICT: 'SEQUENCE_CONFLICT',
+  /** The writer's fence epoch is not the execution's current one: someone took over. */
+  FENCE_STALE: 'FENCE_STALE',
+  /** An envelope is malformed: a missing, unknown or ill-typed field. */
+  INVALID_ENVELOPE: 'INVALID_ENVELOPE',
+  /** A payload is not representable as JSON (function, cycle, undefined, BigInt, NaN, …). */
+  PAYLOAD_NOT_JSON: 'PAYLOAD_NOT_JSON',
+  /** A named limit (payload bytes, events per append, id length, …) was exceeded. */
+  LIMIT_EXCEEDED: 'LIMIT_EXCEEDED',
+  /** An option passed to a store call is invalid (negative limit, unknown position, …). */
+  INVALID_ARGUMENT: 'INVALID_ARGUMENT',
+  /** The database is locked by another writer past the busy timeout. */
+  STORE_BUSY: 'STORE_BUSY',
+  /** The connection to the database was lost or could not be made. */
+  STORE_UNAVAILABLE: 'STORE_UNAVAILABLE',
+  /** The store was closed and cannot serve calls any more. */
+  STORE_CLOSED: 'STORE_CLOSED',
+  /** A write was attempted on a store opened read-only. */
+  STORE_READ_ONLY: 'STORE_READ_ONLY',
+  /** The database has no Loom schema (or an older one): run `migrate()` first. */
+  SCHEMA_NOT_MIGRATED: 'SCHEMA_NOT_MIGRATED',
+  /** The database's schema was written by a newer Loom than this one. */
+  SCHEMA_TOO_NEW: 'SCHEMA_TOO_NEW',
+  /** The driver failed in a way the store does not classify; see `cause`. */
+  STORE_FAILURE: 'STORE_FAILURE',
+} as const;
+
+/** One of the stable error codes in {@link ErrorCode}. */
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** Structured facts an error carries, so a caller never has to parse a message. */
+export interface LoomErrorFields {
+  executionId?: string;
+  sequence?: number;
+  expected?: unknown;
+  actual?: unknown;
+  limit?: string;
+  path?: string;
+  [key: string]: unknown;
+}
+
+/**
+ * The one error type of Loom. `code` is stable and documented; `fields` carry the facts
+ * (`executionId`, `sequence`, `expected`, `actual`, …); `cause` the driver's error, if any.
+ */
+export class LoomError extends Error {
+  readonly code: ErrorCode;
+  readonly fields: Readonly<LoomErrorFields>;
+
+  constructor(code: ErrorCode, message: string, fields: LoomErrorFields = {}, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = 'LoomError';
+    this.code = code;
+    this.fields = fields;
+  }
+
+  get executionId(): string | undefined {
+    return this.fields.executionId;
+  }
+}
+
+/** True when `error` is a {@link LoomError} with the given code (works across package copies). */
+export function isLoomError(error: unknown, code?: ErrorCode): error is LoomError {
+  if (typeof error !== 'object' || error === null) return false;
+  const candidate = error as { name?: unknown; code?: unknown };
+  if (candidate.name !== 'LoomError' || typeof candidate.code !== 'string') return false;
+  return code === undefined || candidate.code === code;
+}

@@ -1,0 +1,77 @@
+import type {
+  AppendGuard,
+  EventEnvelope,
+  ReadAllOptions,
+  ReadOptions,
+  StoredEvent,
+} from './envelope.js';
+
+/** Per-execution fence epochs. A takeover advances the epoch; appends with an older one fail. */
+export interface FenceStore {
+  /** The execution's current epoch (0 when it was never advanced). */
+  current(executionId: string): Promise<number>;
+  /** Atomically advance the epoch and return the new value. */
+  advance(executionId: string): Promise<number>;
+}
+
+/** What a subscription follows: the global log, or one execution. */
+export interface SubscribeOptions {
+  /** Follow one execution only (by sequence). Without it, the whole log (by position). */
+  executionId?: string;
+  /** Global subscriptions: deliver events after this position (exclusive). Default 0. */
+  afterPosition?: number;
+  /** Execution subscriptions: deliver events from this sequence (inclusive). Default 0. */
+  fromSequence?: number;
+  /** Most events per handler call. Default 500. */
+  batchSize?: number;
+  /** Called once if the handler or a read fails; the subscription is closed after it. */
+  onError?: (error: unknown) => void;
+}
+
+/** Receives events in order, in batches; the next batch waits for the returned promise. */
+export type SubscriptionHandler = (events: StoredEvent[]) => void | Promise<void>;
+
+export interface Subscription {
+  /** Stop delivery; resolves once no handler call is running. */
+  close(): Promise<void>;
+}
+
+/** Outcome of `verify`: either the whole chain checks out, or where it first breaks. */
+export type VerifyResult =
+  | { ok: true; executionId: string; events: number; lastHash: string | null }
+  | {
+      ok: false;
+      executionId: string;
+      events: number;
+      brokenAtSequence: number;
+      reason: string;
+    };
+
+/**
+ * The event log. One interface, three backends (memory, SQLite, Postgres), one conformance
+ * suite (`@loom/event-runtime/testing`).
+ *
+ * Error codes: `EXECUTION_ALREADY_STARTED`, `SEQUENCE_CONFLICT`, `FENCE_STALE`,
+ * `INVALID_ENVELOPE`, `PAYLOAD_NOT_JSON`, `LIMIT_EXCEEDED`, `INVALID_ARGUMENT`, `STORE_BUSY`,
+ * `STORE_UNAVAILABLE`, `STORE_CLOSED`, `STORE_READ_ONLY`, `STORE_FAILURE`.
+ */
+export interface EventStore {
+  /** Which backend this is, for logs and benchmarks. */
+  readonly backend: string;
+  readonly fences: FenceStore;
+  /**
+   * Atomically append one or more envelopes of one execution, starting at its next sequence.
+   * All or nothing: on any error nothing is written. Returns the events as stored.
+   */
+  append(envelopes: readonly EventEnvelope[], guard?: AppendGuard): Promise<StoredEvent[]>;
+  /** Events of one execution in sequence order. */
+  read(executionId: string, options?: ReadOptions): Promise<StoredEvent[]>;
+  /** Events of all executions in the store's commit order. */
+  readAll(options?: ReadAllOptions): Promise<StoredEvent[]>;
+  /** Deliver events as they are appended, after catching up from the given cursor. */
+  subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription;
+  /** Recompute the execution's hash chain from its stored events. */
+  verify(executionId: string): Promise<VerifyResult>;
+  /** Release connections and stop subscriptions. Further calls fail with `STORE_CLOSED`. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,41 @@
+/**
+ * In-process "something was appended" fan-out, keyed by execution. Global watchers hear every
+ * append; an execution's watchers hear only its own.
+ */
+export class AppendSignal {
+  private readonly global = new Set<() => void>();
+  private readonly byExecution = new Map<string, Set<() => void>>();
+
+  watch(executionId: string | undefined, wake: () => void): () => void {
+    if (executionId === undefined) {
+      this.global.add(wake);
+      return () => this.global.delete(wake);
+    }
+    let set = this.byExecution.get(executionId);
+    if (set === undefined) {
+      set = new Set();
+      this.byExecution.set(executionId, set);
+    }
+    set.add(wake);
+    return () => {
+      set.delete(wake);
+      if (set.size === 0) this.byExecution.delete(executionId);
+    };
+  }
+
+  /** True when anyone at all is watching (lets a backend skip work when nobody is). */
+  get watched(): boolean {
+    return this.global.size > 0 || this.byExecution.size > 0;
+  }
+
+  emit(executionId: string): void {
+    for (const wake of this.global) wake();
+    const set = this.byExecution.get(executionId);
+    if (set !== undefined) for (const wake of set) wake();
+  }
+
+  emitAll(): void {
+    for (const wake of this.global) wake();
+    for (const set of this.byExecution.values()) for (const wake of set) wake();
+  }
+}

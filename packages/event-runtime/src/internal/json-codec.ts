@@ -1,0 +1,97 @@
+import type { JsonValue } from '../envelope.js';
+import { ErrorCode, LoomError } from '../errors.js';
+import { Limits } from '../limits.js';
+
+/**
+ * Turns a payload into the exact text the log stores, refusing anything JSON cannot give back.
+ * Round-trip rule: what `decodePayload(encodePayload(x))` returns is deep-equal to `x`,
+ * including `-0`, unicode and empty containers. Integers beyond 2^53 must be strings (BigInt
+ * is refused); doubles round-trip exactly because JSON text keeps their shortest form.
+ */
+export function encodePayload(payload: unknown, executionId?: string): string {
+  const sawNegativeZero = { value: false };
+  check(payload, '$', 0, new Set<object>(), sawNegativeZero, executionId);
+  // JSON.stringify is fast and exact for everything `check` accepts except -0 (it prints 0).
+  return sawNegativeZero.value ? stringifyExact(payload as JsonValue) : JSON.stringify(payload);
+}
+
+/** Parses stored payload text back into a value (`-0` included). */
+export function decodePayload(text: string): JsonValue {
+  return JSON.parse(text) as JsonValue;
+}
+
+const refusedKinds: Partial<Record<string, string>> = {
+  undefined: 'undefined',
+  bigint: 'a BigInt (store large integers as strings)',
+  function: 'a function',
+  symbol: 'a symbol',
+};
+
+function fail(path: string, what: string, executionId: string | undefined): never {
+  throw new LoomError(
+    ErrorCode.PAYLOAD_NOT_JSON,
+    `payload at ${path} is ${what}, which JSON cannot store and give back: convert it to a ` +
+      'string, number, boolean, null, array or plain object first',
+    executionId === undefined ? { path } : { path, executionId },
+  );
+}
+
+function check(
+  value: unknown,
+  path: string,
+  depth: number,
+  ancestors: Set<object>,
+  sawNegativeZero: { value: boolean },
+  executionId: string | undefined,
+): void {
+  const kind = typeof value;
+  if (kind === 'string' || kind === 'boolean') return;
+  if (kind === 'number') {
+    if (!Number.isFinite(value)) fail(path, String(value), executionId);
+    if (value === 0 && Object.is(value, -0)) sawNegativeZero.value = true;
+    return;
+  }
+  const refused = refusedKinds[kind];
+  if (refused !== undefined) fail(path, refused, executionId);
+  if (value === null) return;
+  const object = value as object;
+  if (depth >= Limits.payloadDepthMax) {
+    throw new LoomError(
+      ErrorCode.LIMIT_EXCEEDED,
+      `payload at ${path} nests deeper than payloadDepthMax (${Limits.payloadDepthMax})`,
+      { limit: 'payloadDepthMax', path, ...(executionId === undefined ? {} : { executionId }) },
+    );
+  }
+  if (ancestors.has(object)) fail(path, 'a reference cycle', executionId);
+  ancestors.add(object);
+  if (Array.isArray(object)) {
+    for (let index = 0; index < object.length; index++) {
+      if (!(index in object)) fail(`${path}[${index}]`, 'a hole in a sparse array', executionId);
+      check(object[index], `${path}[${index}]`, depth + 1, ancestors, sawNegativeZero, executionId);
+    }
+  } else {
+    const proto = Object.getPrototypeOf(object);
+    if (proto !== Object.prototype && proto !== null) {
+      const name = (object as { constructor?: { name?: string } }).constructor?.name ?? 'object';
+      fail(path, `an instance of ${name} (only plain objects round-trip)`, executionId);
+    }
+    if (Object.getOwnPropertySymbols(object).length > 0)
+      fail(path, 'keyed by a symbol', executionId);
+    for (const key of Object.keys(object)) {
+      const child = (object as Record<string, unknown>)[key];
+      check(child, `${path}.${key}`, depth + 1, ancestors, sawNegativeZero, executionId);
+    }
+  }
+  ancestors.delete(object);
+}
+
+function stringifyExact(value: JsonValue): string {
+  if (typeof value === 'number') return Object.is(value, -0) ? '-0' : JSON.stringify(value);
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map(stringifyExact).join(',')}]`;
+  const parts: string[] = [];
+  for (const key of Object.keys(value)) {
+    parts.push(`${JSON.stringify(key)}:${stringifyExact(value[key] as JsonValue)}`);
+  }
+  return `{${parts.join(',')}}`;
+}

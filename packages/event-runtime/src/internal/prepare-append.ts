@@ -1,0 +1,198 @@
+import type { AppendGuard, EventEnvelope, JsonValue, StoredEvent } from '../envelope.js';
+import { ErrorCode, LoomError } from '../errors.js';
+import { Limits } from '../limits.js';
+import { eventHash } from './hash-chain.js';
+import { encodePayload } from './json-codec.js';
+
+/** One validated event, payload already in its stored text form. */
+export interface PreparedEvent {
+  sequence: number;
+  type: string;
+  at: number;
+  payload: JsonValue;
+  payloadText: string;
+}
+
+/** A validated append: one execution, contiguous sequences, encoded payloads. */
+export interface PreparedAppend {
+  executionId: string;
+  firstSequence: number;
+  events: PreparedEvent[];
+  fenceEpoch: number | undefined;
+}
+
+const envelopeKeys = new Set(['executionId', 'sequence', 'type', 'payload', 'at']);
+const guardKeys = new Set(['fenceEpoch']);
+
+function invalid(message: string, fields: Record<string, unknown> = {}): never {
+  throw new LoomError(ErrorCode.INVALID_ENVELOPE, message, fields);
+}
+
+/** Validates an execution id (shared by every call that takes one). */
+export function checkExecutionId(executionId: unknown): string {
+  if (typeof executionId !== 'string' || executionId.length === 0) {
+    invalid(`executionId must be a non-empty string, got ${describe(executionId)}`);
+  }
+  if (executionId.length > Limits.executionIdLengthMax) {
+    throw new LoomError(
+      ErrorCode.LIMIT_EXCEEDED,
+      `executionId is ${executionId.length} characters, over executionIdLengthMax ` +
+        `(${Limits.executionIdLengthMax})`,
+      { limit: 'executionIdLengthMax', actual: executionId.length },
+    );
+  }
+  return executionId;
+}
+
+/** Validates a sequence number (a non-negative safe integer). */
+export function checkSequence(sequence: unknown, what = 'sequence'): number {
+  if (typeof sequence !== 'number' || !Number.isSafeInteger(sequence) || sequence < 0) {
+    invalid(`${what} must be a non-negative integer, got ${describe(sequence)}`);
+  }
+  return sequence;
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.slice(0, 40));
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (value === null) return 'null';
+  return typeof value;
+}
+
+/**
+ * Validates `append`'s arguments and encodes payloads. Throws a typed error (and the caller
+ * writes nothing) on the first problem.
+ */
+export function prepareAppend(
+  envelopes: readonly EventEnvelope[],
+  guard: AppendGuard | undefined,
+  nowMs: number,
+): PreparedAppend {
+  if (!Array.isArray(envelopes) || envelopes.length === 0) {
+    invalid('append needs a non-empty array of envelopes');
+  }
+  if (envelopes.length > Limits.eventsPerAppendMax) {
+    throw new LoomError(
+      ErrorCode.LIMIT_EXCEEDED,
+      `append got ${envelopes.length} envelopes, over eventsPerAppendMax (${Limits.eventsPerAppendMax}): split it`,
+      { limit: 'eventsPerAppendMax', actual: envelopes.length },
+    );
+  }
+  const fenceEpoch = checkGuard(guard);
+  const first = envelopes[0] as EventEnvelope;
+  const executionId = checkExecutionId(first?.executionId);
+  const firstSequence = checkSequence(first?.sequence);
+  const events: PreparedEvent[] = new Array(envelopes.length);
+  for (let index = 0; index < envelopes.length; index++) {
+    events[index] = prepareOne(envelopes[index], index, executionId, firstSequence + index, nowMs);
+  }
+  return { executionId, firstSequence, events, fenceEpoch };
+}
+
+function checkGuard(guard: AppendGuard | undefined): number | undefined {
+  if (guard === undefined) return undefined;
+  if (typeof guard !== 'object' || guard === null) invalid('the append guard must be an object');
+  for (const key of Object.keys(guard)) {
+    if (!guardKeys.has(key)) invalid(`the append guard has an unknown field '${key}'`);
+  }
+  if (guard.fenceEpoch === undefined) return undefined;
+  return checkSequence(guard.fenceEpoch, 'guard.fenceEpoch');
+}
+
+function prepareOne(
+  envelope: EventEnvelope | undefined,
+  index: number,
+  executionId: string,
+  expectedSequence: number,
+  nowMs: number,
+): PreparedEvent {
+  if (typeof envelope !== 'object' || envelope === null || Array.isArray(envelope)) {
+    invalid(`envelope ${index} is not an object`);
+  }
+  for (const key of Object.keys(envelope)) {
+    if (!envelopeKeys.has(key)) {
+      invalid(`envelope ${index} has an unknown field '${key}'`, { executionId, path: key });
+    }
+  }
+  if (envelope.executionId !== executionId) {
+    invalid(
+      `envelope ${index} is for execution ${describe(envelope.executionId)}; one append takes ` +
+        `events of one execution (${executionId})`,
+      { executionId },
+    );
+  }
+  const sequence = checkSequence(envelope.sequence);
+  if (sequence !== expectedSequence) {
+    invalid(
+      `envelope ${index} has sequence ${sequence}, expected ${expectedSequence}: the envelopes ` +
+        'of one append must have consecutive sequences',
+      { executionId, expected: expectedSequence, actual: sequence },
+    );
+  }
+  const type = envelope.type;
+  if (typeof type !== 'string' || type.length === 0) {
+    invalid(`envelope ${index} needs a non-empty string type`, { executionId, sequence });
+  }
+  if (type.length > Limits.eventTypeLengthMax) {
+    throw new LoomError(
+      ErrorCode.LIMIT_EXCEEDED,
+      `event type is ${type.length} characters, over eventTypeLengthMax (${Limits.eventTypeLengthMax})`,
+      { limit: 'eventTypeLengthMax', executionId, sequence },
+    );
+  }
+  const at = envelope.at ?? nowMs;
+  if (typeof at !== 'number' || !Number.isSafeInteger(at) || at < 0) {
+    invalid(`envelope ${index} has 'at' ${describe(at)}; it must be epoch milliseconds`, {
+      executionId,
+      sequence,
+    });
+  }
+  if (!('payload' in envelope)) {
+    invalid(`envelope ${index} has no payload (use null for none)`, { executionId, sequence });
+  }
+  const payloadText = encodePayload(envelope.payload, executionId);
+  if (payloadText.length > Limits.payloadBytesMax / 3) {
+    const bytes = Buffer.byteLength(payloadText, 'utf8');
+    if (bytes > Limits.payloadBytesMax) {
+      throw new LoomError(
+        ErrorCode.LIMIT_EXCEEDED,
+        `payload of event ${sequence} is ${bytes} bytes, over payloadBytesMax ` +
+          `(${Limits.payloadBytesMax}): move large content to a content store and keep a reference`,
+        { limit: 'payloadBytesMax', executionId, sequence, actual: bytes },
+      );
+    }
+  }
+  return { sequence, type, at, payload: envelope.payload, payloadText };
+}
+
+/**
+ * Chains hashes over a prepared append given the hash of the event before it, and returns the
+ * events as stored, `position` still 0: the backend sets it once the database assigned it.
+ */
+export function chainEvents(prepared: PreparedAppend, prevHash: string | null): StoredEvent[] {
+  const stored: StoredEvent[] = new Array(prepared.events.length);
+  let previous = prevHash;
+  for (let index = 0; index < prepared.events.length; index++) {
+    const event = prepared.events[index] as PreparedEvent;
+    const hash = eventHash(
+      previous,
+      prepared.executionId,
+      event.sequence,
+      event.type,
+      event.at,
+      event.payloadText,
+    );
+    stored[index] = {
+      executionId: prepared.executionId,
+      sequence: event.sequence,
+      type: event.type,
+      payload: event.payload,
+      at: event.at,
+      position: 0,
+      prevHash: previous,
+      hash,
+    };
+    previous = hash;
+  }
+  return stored;
+}

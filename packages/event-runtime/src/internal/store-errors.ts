@@ -1,0 +1,49 @@
+import { ErrorCode, LoomError } from '../errors.js';
+
+/** `EXECUTION_ALREADY_STARTED`: sequence 0 of an existing execution. */
+export function alreadyStarted(executionId: string): LoomError {
+  return new LoomError(
+    ErrorCode.EXECUTION_ALREADY_STARTED,
+    `execution ${executionId} already exists (its sequence 0 is in the log); start it under a new ` +
+      'id or attach to the existing one',
+    { executionId, sequence: 0 },
+  );
+}
+
+/** `SEQUENCE_CONFLICT`: an append that is not at the execution's next sequence. */
+export function sequenceConflict(executionId: string, expected: number, actual: number): LoomError {
+  const what = actual < expected ? 'already holds that sequence' : 'would leave a gap';
+  return new LoomError(
+    ErrorCode.SEQUENCE_CONFLICT,
+    `append to execution ${executionId} at sequence ${actual} refused: the next sequence is ` +
+      `${expected} (the log ${what}); another writer got there first, re-read the log`,
+    { executionId, expected, actual, sequence: actual },
+  );
+}
+
+/** `FENCE_STALE`: the writer's epoch is not the execution's current epoch. */
+export function fenceStale(executionId: string, current: number, claimed: number): LoomError {
+  return new LoomError(
+    ErrorCode.FENCE_STALE,
+    `append to execution ${executionId} refused: the writer holds fence epoch ${claimed} but the ` +
+      `execution is at epoch ${current}; another node took it over, so stop driving it`,
+    { executionId, expected: current, actual: claimed },
+  );
+}
+
+/** `STORE_CLOSED`. */
+export function storeClosed(backend: string): LoomError {
+  return new LoomError(ErrorCode.STORE_CLOSED, `the ${backend} event store is closed`, { backend });
+}
+
+/** `STORE_READ_ONLY`. */
+export function storeReadOnly(backend: string, operation: string): LoomError {
+  return new LoomError(
+    ErrorCode.STORE_READ_ONLY,
+    `cannot ${operation}: the ${backend} store was opened read-only`,
+    { backend, operation },
+  );
+}
+
+/** The small set of failure kinds every backend maps its driver errors to. */
+export type StoreFailureKind = 'unique_violation' | 'busy' | 'connection_lost' | 'other';

@@ -1,0 +1,165 @@
+import type { Clock } from '../../clock.js';
+import { systemClock } from '../../clock.js';
+import type {
+  AppendGuard,
+  EventEnvelope,
+  ReadAllOptions,
+  ReadOptions,
+  StoredEvent,
+} from '../../envelope.js';
+import type {
+  EventStore,
+  FenceStore,
+  SubscribeOptions,
+  Subscription,
+  SubscriptionHandler,
+  VerifyResult,
+} from '../../event-store.js';
+import { AppendSignal } from '../../internal/append-signal.js';
+import { chainEvents, checkExecutionId, prepareAppend } from '../../internal/prepare-append.js';
+import { readAllOptions, readOptions } from '../../internal/read-options.js';
+import {
+  alreadyStarted,
+  fenceStale,
+  sequenceConflict,
+  storeClosed,
+} from '../../internal/store-errors.js';
+import { rowToEvent, type StoredRow } from '../../internal/stored-row.js';
+import { SubscriptionPump } from '../../internal/subscription-pump.js';
+import { verifyRows } from '../../internal/verify-rows.js';
+
+export interface InMemoryEventStoreOptions {
+  clock?: Clock;
+}
+
+/**
+ * The event log in process memory: for tests, simulation and the kernel's own benchmarks.
+ * Same contract as the durable backends (one conformance suite); nothing survives the process.
+ * Payloads are kept as their stored text, so a caller mutating a returned event never changes
+ * the log.
+ *
+ * @example
+ * const store = new InMemoryEventStore();
+ * await store.append([{ executionId: 'order-1', sequence: 0, type: 'execution.started', payload: {} }]);
+ */
+export class InMemoryEventStore implements EventStore {
+  readonly backend = 'memory';
+  readonly fences: FenceStore;
+  private readonly clock: Clock;
+  private readonly executions = new Map<string, StoredRow[]>();
+  private readonly log: StoredRow[] = [];
+  private readonly epochs = new Map<string, number>();
+  private readonly signal = new AppendSignal();
+  private readonly subscriptions = new Set<Subscription>();
+  private closed = false;
+
+  constructor(options: InMemoryEventStoreOptions = {}) {
+    this.clock = options.clock ?? systemClock;
+    this.fences = {
+      current: async (executionId) => {
+        this.assertOpen();
+        return this.epochs.get(checkExecutionId(executionId)) ?? 0;
+      },
+      advance: async (executionId) => {
+        this.assertOpen();
+        const next = (this.epochs.get(checkExecutionId(executionId)) ?? 0) + 1;
+        this.epochs.set(executionId, next);
+        return next;
+      },
+    };
+  }
+
+  async append(envelopes: readonly EventEnvelope[], guard?: AppendGuard): Promise<StoredEvent[]> {
+    this.assertOpen();
+    const prepared = prepareAppend(envelopes, guard, this.clock.now());
+    const { executionId, firstSequence } = prepared;
+    // Fence first, like the SQL backends: a zombie learns it was fenced, not merely that it raced.
+    if (prepared.fenceEpoch !== undefined) {
+      const current = this.epochs.get(executionId) ?? 0;
+      if (current !== prepared.fenceEpoch)
+        throw fenceStale(executionId, current, prepared.fenceEpoch);
+    }
+    const rows = this.executions.get(executionId);
+    const next = rows?.length ?? 0;
+    if (firstSequence !== next) {
+      if (firstSequence === 0) throw alreadyStarted(executionId);
+      throw sequenceConflict(executionId, next, firstSequence);
+    }
+    const prevHash = rows === undefined ? null : (rows[rows.length - 1] as StoredRow).hash;
+    const stored = chainEvents(prepared, prevHash);
+    const target = rows ?? [];
+    for (let index = 0; index < stored.length; index++) {
+      const event = stored[index] as StoredEvent;
+      event.position = this.log.length + 1;
+      const row: StoredRow = {
+        executionId,
+        sequence: event.sequence,
+        type: event.type,
+        at: event.at,
+        payloadText: prepared.events[index]?.payloadText as string,
+        position: event.position,
+        prevHash: event.prevHash,
+        hash: event.hash,
+      };
+      target.push(row);
+      this.log.push(row);
+    }
+    if (rows === undefined) this.executions.set(executionId, target);
+    this.signal.emit(executionId);
+    return stored;
+  }
+
+  async read(executionId: string, options?: ReadOptions): Promise<StoredEvent[]> {
+    this.assertOpen();
+    const { fromSequence, limit } = readOptions(options);
+    const rows = this.executions.get(checkExecutionId(executionId)) ?? [];
+    return rows.slice(fromSequence, fromSequence + limit).map(rowToEvent);
+  }
+
+  async readAll(options?: ReadAllOptions): Promise<StoredEvent[]> {
+    this.assertOpen();
+    const { afterPosition, limit } = readAllOptions(options);
+    return this.log.slice(afterPosition, afterPosition + limit).map(rowToEvent);
+  }
+
+  subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {
+    this.assertOpen();
+    const pump = new SubscriptionPump(
+      {
+        readAll: (afterPosition, limit) => this.readAll({ afterPosition, limit }),
+        read: (executionId, fromSequence, limit) => this.read(executionId, { fromSequence, limit }),
+        watch: (executionId, wake) => this.signal.watch(executionId, wake),
+        pollIntervalMs: 0,
+      },
+      options,
+      handler,
+    );
+    this.subscriptions.add(pump);
+    return {
+      close: async () => {
+        this.subscriptions.delete(pump);
+        await pump.close();
+      },
+    };
+  }
+
+  async verify(executionId: string): Promise<VerifyResult> {
+    this.assertOpen();
+    return verifyRows(executionId, this.executions.get(checkExecutionId(executionId)) ?? []);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all([...this.subscriptions].map((subscription) => subscription.close()));
+  }
+
+  /** Test hook: the stored rows of an execution, to prove `verify` catches tampering. */
+  rowsForTesting(executionId: string): StoredRow[] {
+    return this.executions.get(executionId) ?? [];
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw storeClosed(this.backend);
+  }
+}

@@ -1,0 +1,42 @@
+import { ErrorCode, LoomError } from '../../errors.js';
+import type { StoreFailureKind } from '../../internal/store-errors.js';
+
+/** Classifies a better-sqlite3 error into the kernel's failure kinds. */
+export function sqliteFailureKind(error: unknown): StoreFailureKind {
+  const code = (error as { code?: unknown })?.code;
+  if (typeof code !== 'string') return 'other';
+  if (code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE') {
+    return 'unique_violation';
+  }
+  if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return 'busy';
+  if (code === 'SQLITE_CANTOPEN' || code.startsWith('SQLITE_IOERR')) return 'connection_lost';
+  return 'other';
+}
+
+/** Wraps a driver error as a typed LoomError (never loses the original: it is the `cause`). */
+export function mapSqliteError(error: unknown, operation: string): LoomError {
+  switch (sqliteFailureKind(error)) {
+    case 'busy':
+      return new LoomError(
+        ErrorCode.STORE_BUSY,
+        `SQLite was locked by another writer for longer than the busy timeout during ${operation}; ` +
+          'retry, or raise busyTimeoutMs',
+        { operation },
+        error,
+      );
+    case 'connection_lost':
+      return new LoomError(
+        ErrorCode.STORE_UNAVAILABLE,
+        `SQLite could not read or write its file during ${operation}`,
+        { operation },
+        error,
+      );
+    default:
+      return new LoomError(
+        ErrorCode.STORE_FAILURE,
+        `SQLite failed during ${operation}: ${(error as Error)?.message ?? String(error)}`,
+        { operation },
+        error,
+      );
+  }
+}

@@ -1,0 +1,362 @@
+import Database from 'better-sqlite3';
+import type { Clock } from '../../clock.js';
+import { systemClock } from '../../clock.js';
+import type {
+  AppendGuard,
+  EventEnvelope,
+  ReadAllOptions,
+  ReadOptions,
+  StoredEvent,
+} from '../../envelope.js';
+import { ErrorCode, isLoomError, LoomError } from '../../errors.js';
+import type {
+  EventStore,
+  FenceStore,
+  SubscribeOptions,
+  Subscription,
+  SubscriptionHandler,
+  VerifyResult,
+} from '../../event-store.js';
+import { AppendSignal } from '../../internal/append-signal.js';
+import {
+  chainEvents,
+  checkExecutionId,
+  type PreparedAppend,
+  prepareAppend,
+} from '../../internal/prepare-append.js';
+import { readAllOptions, readOptions } from '../../internal/read-options.js';
+import {
+  alreadyStarted,
+  fenceStale,
+  sequenceConflict,
+  storeClosed,
+  storeReadOnly,
+} from '../../internal/store-errors.js';
+import { rowToEvent, type StoredRow } from '../../internal/stored-row.js';
+import { SubscriptionPump } from '../../internal/subscription-pump.js';
+import { verifyRows } from '../../internal/verify-rows.js';
+import { mapSqliteError } from './sqlite-errors.js';
+import { sqliteMigrations, sqliteSchemaVersion } from './sqlite-migrations.js';
+
+export interface SqliteEventStoreOptions {
+  /** Database file (created on a writable open). */
+  path: string;
+  /** Open without writing anything: never creates the file, never migrates. Default false. */
+  readOnly?: boolean;
+  /** Apply pending migrations while opening (same as calling `migrate()`). Default false. */
+  migrate?: boolean;
+  clock?: Clock;
+  /** How long a writer waits for another process's write lock. Default 5,000 ms. */
+  busyTimeoutMs?: number;
+  /** `FULL` (default) syncs every commit; `NORMAL` may lose the last commits on power loss. */
+  synchronous?: 'FULL' | 'NORMAL';
+  /** How often subscriptions look for other processes' appends. Default 250 ms; 0 = never. */
+  pollIntervalMs?: number;
+}
+
+interface RawRow {
+  position: number;
+  execution_id: string;
+  sequence: number;
+  type: string;
+  payload: string;
+  at: number;
+  prev_hash: string | null;
+  hash: string;
+}
+
+const rowColumns = 'position, execution_id, sequence, type, payload, at, prev_hash, hash';
+
+function toStoredRow(raw: RawRow): StoredRow {
+  return {
+    executionId: raw.execution_id,
+    sequence: raw.sequence,
+    type: raw.type,
+    at: raw.at,
+    payloadText: raw.payload,
+    position: raw.position,
+    prevHash: raw.prev_hash,
+    hash: raw.hash,
+  };
+}
+
+/**
+ * The event log in one SQLite file (better-sqlite3 12.x): WAL, `synchronous=FULL` when opened
+ * for writing, a busy timeout for other processes, cached prepared statements. Appends are
+ * transactions (`BEGIN IMMEDIATE`), so two processes on one file serialize and exactly one
+ * wins a sequence.
+ *
+ * Error codes: those of {@link EventStore}, plus `SCHEMA_NOT_MIGRATED`, `SCHEMA_TOO_NEW` and
+ * `STORE_UNAVAILABLE` (the file cannot be opened) from `open`.
+ *
+ * @example
+ * const store = SqliteEventStore.open({ path: 'loom.db', migrate: true });
+ * await store.append([{ executionId: 'order-1', sequence: 0, type: 'execution.started', payload: {} }]);
+ * console.log(await store.verify('order-1'));
+ */
+export class SqliteEventStore implements EventStore {
+  readonly backend = 'sqlite';
+  readonly fences: FenceStore;
+  /** The better-sqlite3 handle (for kernel tables that share the file and its transactions). */
+  readonly database: Database.Database;
+  readonly readOnly: boolean;
+  private readonly clock: Clock;
+  private readonly pollIntervalMs: number;
+  private readonly signal = new AppendSignal();
+  private readonly subscriptions = new Set<Subscription>();
+  private statements: ReturnType<SqliteEventStore['prepareStatements']> | undefined;
+  private closed = false;
+
+  private constructor(database: Database.Database, options: SqliteEventStoreOptions) {
+    this.database = database;
+    this.readOnly = options.readOnly ?? false;
+    this.clock = options.clock ?? systemClock;
+    this.pollIntervalMs = options.pollIntervalMs ?? 250;
+    this.fences = {
+      current: async (executionId) => {
+        const statements = this.ready();
+        const row = statements.fence.get(checkExecutionId(executionId)) as
+          | { epoch: number }
+          | undefined;
+        return row?.epoch ?? 0;
+      },
+      advance: async (executionId) => {
+        const statements = this.ready('advance a fence');
+        checkExecutionId(executionId);
+        try {
+          return (statements.advanceFence.get(executionId) as { epoch: number }).epoch;
+        } catch (error) {
+          throw mapSqliteError(error, 'fences.advance');
+        }
+      },
+    };
+  }
+
+  /**
+   * Opens (and for a writable open, creates) the database file.
+   * Throws `STORE_UNAVAILABLE` when the file cannot be opened (a read-only open of a missing
+   * file included) and `SCHEMA_TOO_NEW` when a newer Loom wrote its schema.
+   */
+  static open(options: SqliteEventStoreOptions): SqliteEventStore {
+    const readOnly = options.readOnly ?? false;
+    let database: Database.Database;
+    try {
+      database = new Database(options.path, { readonly: readOnly, fileMustExist: readOnly });
+    } catch (error) {
+      throw new LoomError(
+        ErrorCode.STORE_UNAVAILABLE,
+        `cannot open SQLite database ${options.path}${readOnly ? ' read-only (it must exist)' : ''}: ${(error as Error).message}`,
+        { path: options.path },
+        error,
+      );
+    }
+    try {
+      database.pragma(`busy_timeout = ${Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5_000))}`);
+      if (!readOnly) {
+        database.pragma('journal_mode = WAL');
+        database.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
+      }
+      const version = database.pragma('user_version', { simple: true }) as number;
+      if (version > sqliteSchemaVersion) {
+        throw new LoomError(
+          ErrorCode.SCHEMA_TOO_NEW,
+          `SQLite database ${options.path} has schema version ${version}, but this Loom knows up to ` +
+            `${sqliteSchemaVersion}: upgrade @loom/event-runtime before opening it`,
+          { path: options.path, expected: sqliteSchemaVersion, actual: version },
+        );
+      }
+    } catch (error) {
+      database.close();
+      throw isLoomError(error) ? error : mapSqliteError(error, 'open');
+    }
+    const store = new SqliteEventStore(database, options);
+    if (options.migrate === true) store.migrateSync();
+    return store;
+  }
+
+  /** Applies pending migrations in one transaction. Throws `STORE_READ_ONLY` on a read-only open. */
+  async migrate(): Promise<void> {
+    this.migrateSync();
+  }
+
+  private migrateSync(): void {
+    this.assertOpen();
+    if (this.readOnly) throw storeReadOnly(this.backend, 'migrate');
+    try {
+      this.database
+        .transaction(() => {
+          const version = this.database.pragma('user_version', { simple: true }) as number;
+          for (const migration of sqliteMigrations) {
+            if (migration.version <= version) continue;
+            this.database.exec(migration.sql);
+            this.database.pragma(`user_version = ${migration.version}`);
+          }
+        })
+        .immediate();
+    } catch (error) {
+      throw mapSqliteError(error, 'migrate');
+    }
+  }
+
+  private prepareStatements() {
+    const db = this.database;
+    return {
+      tail: db.prepare(
+        'SELECT sequence, hash FROM loom_events WHERE execution_id = ? ORDER BY sequence DESC LIMIT 1',
+      ),
+      fence: db.prepare('SELECT epoch FROM loom_fences WHERE execution_id = ?'),
+      advanceFence: db.prepare(
+        'INSERT INTO loom_fences (execution_id, epoch) VALUES (?, 1) ' +
+          'ON CONFLICT (execution_id) DO UPDATE SET epoch = epoch + 1 RETURNING epoch',
+      ),
+      insert: db.prepare(
+        'INSERT INTO loom_events (execution_id, sequence, type, payload, at, prev_hash, hash) ' +
+          'VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ),
+      read: db.prepare(
+        `SELECT ${rowColumns} FROM loom_events WHERE execution_id = ? AND sequence >= ? ` +
+          'ORDER BY sequence LIMIT ?',
+      ),
+      readAll: db.prepare(
+        `SELECT ${rowColumns} FROM loom_events WHERE position > ? ORDER BY position LIMIT ?`,
+      ),
+    };
+  }
+
+  /** The prepared statements, once the schema is known to be current. */
+  private ready(writeOperation?: string) {
+    this.assertOpen();
+    if (writeOperation !== undefined && this.readOnly) {
+      throw storeReadOnly(this.backend, writeOperation);
+    }
+    if (this.statements !== undefined) return this.statements;
+    const version = this.database.pragma('user_version', { simple: true }) as number;
+    if (version < sqliteSchemaVersion) {
+      throw new LoomError(
+        ErrorCode.SCHEMA_NOT_MIGRATED,
+        `SQLite database ${this.database.name} is at schema version ${version}, this Loom needs ` +
+          `${sqliteSchemaVersion}: call migrate() (or open with { migrate: true }) first`,
+        { expected: sqliteSchemaVersion, actual: version },
+      );
+    }
+    this.statements = this.prepareStatements();
+    return this.statements;
+  }
+
+  async append(envelopes: readonly EventEnvelope[], guard?: AppendGuard): Promise<StoredEvent[]> {
+    const statements = this.ready('append');
+    const prepared = prepareAppend(envelopes, guard, this.clock.now());
+    let stored: StoredEvent[];
+    try {
+      stored = this.database
+        .transaction(() => this.appendInTransaction(statements, prepared))
+        .immediate();
+    } catch (error) {
+      throw isLoomError(error) ? error : mapSqliteError(error, 'append');
+    }
+    this.signal.emit(prepared.executionId);
+    return stored;
+  }
+
+  private appendInTransaction(
+    statements: ReturnType<SqliteEventStore['prepareStatements']>,
+    prepared: PreparedAppend,
+  ): StoredEvent[] {
+    const { executionId, firstSequence, fenceEpoch } = prepared;
+    if (fenceEpoch !== undefined) {
+      const row = statements.fence.get(executionId) as { epoch: number } | undefined;
+      const current = row?.epoch ?? 0;
+      if (current !== fenceEpoch) throw fenceStale(executionId, current, fenceEpoch);
+    }
+    const tail = statements.tail.get(executionId) as { sequence: number; hash: string } | undefined;
+    const next = tail === undefined ? 0 : tail.sequence + 1;
+    if (firstSequence !== next) {
+      if (firstSequence === 0) throw alreadyStarted(executionId);
+      throw sequenceConflict(executionId, next, firstSequence);
+    }
+    const stored = chainEvents(prepared, tail?.hash ?? null);
+    for (let index = 0; index < stored.length; index++) {
+      const event = stored[index] as StoredEvent;
+      const info = statements.insert.run(
+        executionId,
+        event.sequence,
+        event.type,
+        prepared.events[index]?.payloadText,
+        event.at,
+        event.prevHash,
+        event.hash,
+      );
+      event.position = Number(info.lastInsertRowid);
+    }
+    return stored;
+  }
+
+  async read(executionId: string, options?: ReadOptions): Promise<StoredEvent[]> {
+    return this.readRows(executionId, options).map(rowToEvent);
+  }
+
+  private readRows(executionId: string, options?: ReadOptions): StoredRow[] {
+    const statements = this.ready();
+    const { fromSequence, limit } = readOptions(options);
+    checkExecutionId(executionId);
+    try {
+      return (statements.read.all(executionId, fromSequence, limit) as RawRow[]).map(toStoredRow);
+    } catch (error) {
+      throw mapSqliteError(error, 'read');
+    }
+  }
+
+  async readAll(options?: ReadAllOptions): Promise<StoredEvent[]> {
+    const statements = this.ready();
+    const { afterPosition, limit } = readAllOptions(options);
+    try {
+      return (statements.readAll.all(afterPosition, limit) as RawRow[]).map((raw) =>
+        rowToEvent(toStoredRow(raw)),
+      );
+    } catch (error) {
+      throw mapSqliteError(error, 'readAll');
+    }
+  }
+
+  subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {
+    this.ready();
+    const pump = new SubscriptionPump(
+      {
+        readAll: (afterPosition, limit) => this.readAll({ afterPosition, limit }),
+        read: (executionId, fromSequence, limit) => this.read(executionId, { fromSequence, limit }),
+        watch: (executionId, wake) => this.signal.watch(executionId, wake),
+        pollIntervalMs: this.pollIntervalMs,
+      },
+      options,
+      handler,
+    );
+    this.subscriptions.add(pump);
+    return {
+      close: async () => {
+        this.subscriptions.delete(pump);
+        await pump.close();
+      },
+    };
+  }
+
+  async verify(executionId: string): Promise<VerifyResult> {
+    const rows: StoredRow[] = [];
+    for (;;) {
+      const page = this.readRows(executionId, { fromSequence: rows.length });
+      rows.push(...page);
+      if (page.length === 0) break;
+    }
+    return verifyRows(executionId, rows);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await Promise.all([...this.subscriptions].map((subscription) => subscription.close()));
+    this.closed = true;
+    this.database.close();
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw storeClosed(this.backend);
+  }
+}

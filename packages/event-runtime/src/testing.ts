@@ -1,0 +1,5 @@
+export {
+  type ConformanceHarness,
+  eventStoreConformance,
+  freshId,
+} from './testing/event-store-conformance.js';

@@ -1,0 +1,657 @@
+import { createHash } from 'node:crypto';
+import fc from 'fast-check';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { EventEnvelope, JsonValue, StoredEvent } from '../envelope.js';
+import { ErrorCode, type LoomError } from '../errors.js';
+import type { EventStore } from '../event-store.js';
+import { Limits } from '../limits.js';
+
+/** What a backend hands the conformance suite for one test. */
+export interface ConformanceHarness {
+  /** A fresh, empty, writable store. */
+  store: EventStore;
+  /** A second, independent handle on the same database (another connection, pool or process). */
+  openPeer(): Promise<EventStore>;
+  /** Rows actually stored for an execution, counted behind the store's back. */
+  countRows(executionId: string): Promise<number>;
+  /** Overwrite one stored payload behind the store's back (to prove `verify` catches it). */
+  tamper(executionId: string, sequence: number, payloadText: string): Promise<void>;
+  /** Release everything (the store, peers, throwaway schemas or files). */
+  close(): Promise<void>;
+}
+
+let idCounter = 0;
+/** A unique execution id for one test. */
+export function freshId(prefix = 'exec'): string {
+  idCounter += 1;
+  return `${prefix}-${process.pid}-${Date.now().toString(36)}-${idCounter}`;
+}
+
+function env(executionId: string, sequence: number, payload: JsonValue = { n: sequence }) {
+  return { executionId, sequence, type: `test.event.${sequence}`, payload } satisfies EventEnvelope;
+}
+
+function range(executionId: string, from: number, count: number): EventEnvelope[] {
+  return Array.from({ length: count }, (_, index) => env(executionId, from + index));
+}
+
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    return (error as LoomError).code ?? `untyped: ${String(error)}`;
+  }
+  return 'resolved';
+}
+
+function waitFor(check: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  return new Promise((resolve, reject) => {
+    const tick = () => {
+      if (check()) return resolve();
+      if (Date.now() > deadline) return reject(new Error(`timed out waiting for ${what}`));
+      setTimeout(tick, 5);
+    };
+    tick();
+  });
+}
+
+const jsonArbitrary: fc.Arbitrary<JsonValue> = fc.letrec<{ value: JsonValue }>((tie) => ({
+  value: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    fc.constant(null),
+    fc.boolean(),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.integer(),
+    fc.constantFrom(-0, Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER, 1e308, 5e-324),
+    fc.string({ unit: 'grapheme' }),
+    fc.string({ unit: 'binary' }),
+    fc.array(tie('value'), { maxLength: 5 }),
+    fc.dictionary(
+      fc.string({ unit: 'grapheme' }).filter((key) => key !== '__proto__'),
+      tie('value'),
+      { maxKeys: 5 },
+    ),
+  ),
+})).value;
+
+/**
+ * The one behaviour suite every `EventStore` backend and decorator must pass, unchanged.
+ * Call it from a `*.test.ts` with a factory for a fresh harness per test.
+ *
+ * @example
+ * eventStoreConformance('memory', async () => { const store = new InMemoryEventStore(); … });
+ */
+export function eventStoreConformance(name: string, open: () => Promise<ConformanceHarness>): void {
+  describe(`EventStore conformance: ${name}`, () => {
+    let harness: ConformanceHarness;
+    let store: EventStore;
+
+    beforeEach(async () => {
+      harness = await open();
+      store = harness.store;
+    });
+    afterEach(async () => {
+      await harness.close();
+    });
+
+    describe('append and read', () => {
+      it('stores envelopes in sequence order with positions and a hash chain', async () => {
+        const id = freshId();
+        const stored = await store.append(range(id, 0, 3));
+        expect(stored.map((event) => event.sequence)).toEqual([0, 1, 2]);
+        expect(stored[0]?.prevHash).toBeNull();
+        expect(stored[1]?.prevHash).toBe(stored[0]?.hash);
+        const read = await store.read(id);
+        expect(read).toEqual(stored);
+        const positions = new Set(read.map((event) => event.position));
+        expect(positions.size).toBe(3);
+        for (const event of read) expect(event.position).toBeGreaterThan(0);
+        expect(read[2]?.type).toBe('test.event.2');
+        expect(typeof read[0]?.at).toBe('number');
+      });
+
+      it('keeps the at given by the writer', async () => {
+        const id = freshId();
+        await store.append([{ ...env(id, 0), at: 1_700_000_000_123 }]);
+        expect((await store.read(id))[0]?.at).toBe(1_700_000_000_123);
+      });
+
+      it('appends continue an execution across calls', async () => {
+        const id = freshId();
+        await store.append(range(id, 0, 2));
+        await store.append(range(id, 2, 2));
+        const read = await store.read(id);
+        expect(read.map((event) => event.sequence)).toEqual([0, 1, 2, 3]);
+        expect(read[2]?.prevHash).toBe(read[1]?.hash);
+      });
+
+      it('reads from a sequence with a limit', async () => {
+        const id = freshId();
+        await store.append(range(id, 0, 10));
+        const page = await store.read(id, { fromSequence: 4, limit: 3 });
+        expect(page.map((event) => event.sequence)).toEqual([4, 5, 6]);
+        expect(await store.read(id, { fromSequence: 10 })).toEqual([]);
+        expect(await store.read(freshId('missing'))).toEqual([]);
+      });
+
+      it('a mutation of a returned event never changes the log', async () => {
+        const id = freshId();
+        await store.append([env(id, 0, { list: [1, 2] })]);
+        const first = await store.read(id);
+        (first[0]!.payload as { list: number[] }).list.push(3);
+        expect((await store.read(id))[0]?.payload).toEqual({ list: [1, 2] });
+      });
+
+      it('accepts a batch of eventsPerAppendMax and refuses one more', async () => {
+        const id = freshId();
+        const max = Limits.eventsPerAppendMax;
+        expect(await codeOf(store.append(range(id, 0, max + 1)))).toBe(ErrorCode.LIMIT_EXCEEDED);
+        expect(await harness.countRows(id)).toBe(0);
+        await store.append(range(id, 0, max));
+        expect(await harness.countRows(id)).toBe(max);
+      });
+    });
+
+    describe('sequence rules', () => {
+      it('a second sequence 0 fails with EXECUTION_ALREADY_STARTED and changes nothing', async () => {
+        const id = freshId();
+        await store.append([env(id, 0, { original: true })]);
+        expect(await codeOf(store.append([env(id, 0, { original: false })]))).toBe(
+          ErrorCode.EXECUTION_ALREADY_STARTED,
+        );
+        expect((await store.read(id))[0]?.payload).toEqual({ original: true });
+        expect(await harness.countRows(id)).toBe(1);
+      });
+
+      it('a duplicate sequence fails with SEQUENCE_CONFLICT naming expected and actual', async () => {
+        const id = freshId();
+        await store.append(range(id, 0, 3));
+        try {
+          await store.append(range(id, 1, 2));
+          expect.unreachable('append should have failed');
+        } catch (error) {
+          const loom = error as LoomError;
+          expect(loom.code).toBe(ErrorCode.SEQUENCE_CONFLICT);
+          expect(loom.fields.expected).toBe(3);
+          expect(loom.fields.actual).toBe(1);
+          expect(loom.fields.executionId).toBe(id);
+        }
+        expect(await harness.countRows(id)).toBe(3);
+      });
+
+      it('a gap is refused with SEQUENCE_CONFLICT and nothing is written', async () => {
+        const id = freshId();
+        await store.append(range(id, 0, 2));
+        try {
+          await store.append(range(id, 3, 2));
+          expect.unreachable('append should have failed');
+        } catch (error) {
+          expect((error as LoomError).code).toBe(ErrorCode.SEQUENCE_CONFLICT);
+          expect((error as LoomError).fields.expected).toBe(2);
+          expect((error as LoomError).fields.actual).toBe(3);
+        }
+        expect(await harness.countRows(id)).toBe(2);
+        const missing = freshId('missing');
+        expect(await codeOf(store.append([env(missing, 1)]))).toBe(ErrorCode.SEQUENCE_CONFLICT);
+        expect(await harness.countRows(missing)).toBe(0);
+      });
+
+      it('of concurrent appends at one sequence exactly one wins', async () => {
+        const id = freshId();
+        await store.append([env(id, 0)]);
+        const outcomes = await Promise.all(
+          Array.from({ length: 10 }, (_, index) => codeOf(store.append([env(id, 1, { index })]))),
+        );
+        expect(outcomes.filter((outcome) => outcome === 'resolved')).toHaveLength(1);
+        expect(outcomes.filter((outcome) => outcome === ErrorCode.SEQUENCE_CONFLICT)).toHaveLength(
+          9,
+        );
+        expect(await harness.countRows(id)).toBe(2);
+        expect((await store.verify(id)).ok).toBe(true);
+      });
+
+      it('of concurrent starts of one id exactly one wins', async () => {
+        const id = freshId();
+        const outcomes = await Promise.all(
+          Array.from({ length: 10 }, () => codeOf(store.append(range(id, 0, 2)))),
+        );
+        expect(outcomes.filter((outcome) => outcome === 'resolved')).toHaveLength(1);
+        expect(
+          outcomes.filter((outcome) => outcome === ErrorCode.EXECUTION_ALREADY_STARTED),
+        ).toHaveLength(9);
+        expect(await harness.countRows(id)).toBe(2);
+      });
+
+      it('two independent handles racing one sequence: exactly one wins', async () => {
+        const peer = await harness.openPeer();
+        try {
+          for (let round = 0; round < 5; round++) {
+            const id = freshId('race');
+            await store.append([env(id, 0)]);
+            const outcomes = await Promise.all([
+              codeOf(store.append(range(id, 1, 3))),
+              codeOf(peer.append(range(id, 1, 2))),
+            ]);
+            expect(outcomes.filter((outcome) => outcome === 'resolved')).toHaveLength(1);
+            expect(outcomes).toContain(ErrorCode.SEQUENCE_CONFLICT);
+            const rows = await harness.countRows(id);
+            expect(rows === 4 || rows === 3).toBe(true);
+            expect((await peer.verify(id)).ok).toBe(true);
+          }
+        } finally {
+          await peer.close();
+        }
+      });
+
+      it('an append with one bad envelope writes none of them', async () => {
+        const id = freshId();
+        await store.append([env(id, 0)]);
+        const batch: EventEnvelope[] = range(id, 1, 3);
+        (batch[2] as { payload: unknown }).payload = { bad: () => 1 };
+        expect(await codeOf(store.append(batch))).toBe(ErrorCode.PAYLOAD_NOT_JSON);
+        expect(await harness.countRows(id)).toBe(1);
+        await store.append(range(id, 1, 3));
+        expect(await harness.countRows(id)).toBe(4);
+      });
+    });
+
+    describe('fences', () => {
+      it('starts at epoch 0 and advances by one', async () => {
+        const id = freshId();
+        expect(await store.fences.current(id)).toBe(0);
+        expect(await store.fences.advance(id)).toBe(1);
+        expect(await store.fences.advance(id)).toBe(2);
+        expect(await store.fences.current(id)).toBe(2);
+      });
+
+      it('a stale fence cannot append after takeover, and writes nothing', async () => {
+        const id = freshId();
+        await store.append([env(id, 0)], { fenceEpoch: 0 });
+        const epoch = await store.fences.advance(id);
+        try {
+          await store.append([env(id, 1)], { fenceEpoch: 0 });
+          expect.unreachable('stale append should have failed');
+        } catch (error) {
+          expect((error as LoomError).code).toBe(ErrorCode.FENCE_STALE);
+          expect((error as LoomError).fields.expected).toBe(epoch);
+          expect((error as LoomError).fields.actual).toBe(0);
+        }
+        expect(await harness.countRows(id)).toBe(1);
+        await store.append([env(id, 1)], { fenceEpoch: epoch });
+        expect(await harness.countRows(id)).toBe(2);
+      });
+
+      it('an epoch from the future is refused too', async () => {
+        const id = freshId();
+        expect(await codeOf(store.append([env(id, 0)], { fenceEpoch: 3 }))).toBe(
+          ErrorCode.FENCE_STALE,
+        );
+        expect(await harness.countRows(id)).toBe(0);
+      });
+
+      it('concurrent advances hand out distinct epochs', async () => {
+        const id = freshId();
+        const peer = await harness.openPeer();
+        try {
+          const epochs = await Promise.all(
+            Array.from({ length: 10 }, (_, index) =>
+              (index % 2 === 0 ? store : peer).fences.advance(id),
+            ),
+          );
+          expect([...epochs].sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        } finally {
+          await peer.close();
+        }
+      });
+
+      it('a takeover on another handle fences the first writer', async () => {
+        const id = freshId();
+        const peer = await harness.openPeer();
+        try {
+          await store.append([env(id, 0)], { fenceEpoch: 0 });
+          const epoch = await peer.fences.advance(id);
+          expect(await codeOf(store.append([env(id, 1)], { fenceEpoch: 0 }))).toBe(
+            ErrorCode.FENCE_STALE,
+          );
+          await peer.append([env(id, 1)], { fenceEpoch: epoch });
+          expect(await harness.countRows(id)).toBe(2);
+        } finally {
+          await peer.close();
+        }
+      });
+    });
+
+    describe('readAll', () => {
+      it('returns every execution in commit order and pages without loss', async () => {
+        const ids = [freshId('a'), freshId('b'), freshId('c')];
+        const expected: string[] = [];
+        for (let round = 0; round < 4; round++) {
+          for (const id of ids) {
+            await store.append([env(id, round)]);
+            expected.push(`${id}:${round}`);
+          }
+        }
+        const all = await store.readAll();
+        expect(all.map((event) => `${event.executionId}:${event.sequence}`)).toEqual(expected);
+        const paged: StoredEvent[] = [];
+        let after = 0;
+        for (;;) {
+          const page = await store.readAll({ afterPosition: after, limit: 5 });
+          if (page.length === 0) break;
+          paged.push(...page);
+          after = (page[page.length - 1] as StoredEvent).position;
+        }
+        expect(paged).toEqual(all);
+      });
+    });
+
+    describe('subscribe', () => {
+      it('catches up, then delivers live appends in order', async () => {
+        const id = freshId();
+        await store.append(range(id, 0, 3));
+        const seen: string[] = [];
+        const subscription = store.subscribe({}, (events) => {
+          for (const event of events) seen.push(`${event.executionId}:${event.sequence}`);
+        });
+        try {
+          await waitFor(() => seen.length === 3, 'catch-up');
+          const other = freshId('live');
+          await store.append(range(other, 0, 2));
+          await store.append(range(id, 3, 1));
+          await waitFor(() => seen.length === 6, 'live events');
+          expect(seen).toEqual([
+            `${id}:0`,
+            `${id}:1`,
+            `${id}:2`,
+            `${other}:0`,
+            `${other}:1`,
+            `${id}:3`,
+          ]);
+        } finally {
+          await subscription.close();
+        }
+        await store.append(range(id, 4, 1));
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        expect(seen).toHaveLength(6);
+      });
+
+      it('resumes after a position', async () => {
+        const id = freshId();
+        const stored = await store.append(range(id, 0, 5));
+        const seen: number[] = [];
+        const subscription = store.subscribe(
+          { afterPosition: (stored[1] as StoredEvent).position },
+          (events) => {
+            for (const event of events) seen.push(event.sequence);
+          },
+        );
+        try {
+          await waitFor(() => seen.length === 3, 'resumed events');
+          expect(seen).toEqual([2, 3, 4]);
+        } finally {
+          await subscription.close();
+        }
+      });
+
+      it('follows one execution from a sequence', async () => {
+        const id = freshId();
+        const other = freshId('other');
+        await store.append(range(id, 0, 2));
+        const seen: string[] = [];
+        const subscription = store.subscribe({ executionId: id, fromSequence: 1 }, (events) => {
+          for (const event of events) seen.push(`${event.executionId}:${event.sequence}`);
+        });
+        try {
+          await store.append(range(other, 0, 2));
+          await store.append(range(id, 2, 2));
+          await waitFor(() => seen.length === 3, 'execution events');
+          expect(seen).toEqual([`${id}:1`, `${id}:2`, `${id}:3`]);
+        } finally {
+          await subscription.close();
+        }
+      });
+
+      it('a failing handler closes the subscription and reports the error', async () => {
+        const id = freshId();
+        await store.append(range(id, 0, 1));
+        let reported: unknown;
+        let calls = 0;
+        const subscription = store.subscribe({ onError: (error) => (reported = error) }, () => {
+          calls += 1;
+          throw new Error('handler broke');
+        });
+        await waitFor(() => reported !== undefined, 'the error report');
+        expect((reported as Error).message).toBe('handler broke');
+        await store.append(range(id, 1, 1));
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        expect(calls).toBe(1);
+        await subscription.close();
+      });
+    });
+
+    describe('hash chain', () => {
+      it('verify accepts an untouched log and finds an edited event', async () => {
+        const id = freshId();
+        await store.append(range(id, 0, 4));
+        const good = await store.verify(id);
+        expect(good).toMatchObject({ ok: true, events: 4 });
+        await harness.tamper(id, 2, '{"n":999}');
+        const bad = await store.verify(id);
+        expect(bad).toMatchObject({ ok: false, brokenAtSequence: 2 });
+      });
+
+      it('hashes follow the documented formula, whatever the backend', async () => {
+        const id = freshId('hash');
+        const payloadText = '{"a":[1,"two",null]}';
+        const stored = await store.append([
+          {
+            executionId: id,
+            sequence: 0,
+            type: 'fixture',
+            payload: JSON.parse(payloadText),
+            at: 7,
+          },
+          { executionId: id, sequence: 1, type: 'fixture', payload: -0, at: 8 },
+        ]);
+        const first = createHash('sha256')
+          .update(`\n${id}\n0\nfixture\n7\n${payloadText}`)
+          .digest('hex');
+        const second = createHash('sha256')
+          .update(`${first}\n${id}\n1\nfixture\n8\n-0`)
+          .digest('hex');
+        expect(stored.map((event) => event.hash)).toEqual([first, second]);
+        expect((await store.read(id)).map((event) => event.hash)).toEqual([first, second]);
+      });
+    });
+
+    describe('round-trip fidelity', () => {
+      it('edge cases come back exactly', async () => {
+        let nested: JsonValue = 'bottom';
+        for (let depth = 0; depth < 200; depth++) nested = { d: [nested] };
+        const cases: JsonValue[] = [
+          -0,
+          0,
+          [-0, { z: -0 }],
+          '',
+          'ünïcødé 🧵 \u0000 \u2028 \ud83d\ude00',
+          { '': 'empty key', 'key with "quotes"': true },
+          {},
+          [],
+          [[], {}],
+          Number.MAX_SAFE_INTEGER,
+          1e308,
+          5e-324,
+          0.1 + 0.2,
+          '12345678901234567890123',
+          nested,
+          null,
+          { b: 1, a: 2 },
+        ];
+        const id = freshId();
+        await store.append(cases.map((payload, sequence) => env(id, sequence, payload)));
+        const read = await store.read(id);
+        read.forEach((event, index) => {
+          expect(event.payload).toEqual(cases[index]);
+          expect(Object.is(event.payload, -0)).toBe(Object.is(cases[index], -0));
+        });
+        expect(Object.keys(read[16]?.payload as object)).toEqual(['b', 'a']);
+      });
+
+      it('any JSON value round-trips (property)', async () => {
+        await fc.assert(
+          fc.asyncProperty(jsonArbitrary, async (payload) => {
+            const id = freshId('prop');
+            await store.append([env(id, 0, payload)]);
+            const [event] = await store.read(id);
+            expect(event?.payload).toEqual(payload);
+          }),
+          { numRuns: 60 },
+        );
+      });
+    });
+
+    describe('bad input', () => {
+      const badPayloads: Array<[string, () => unknown]> = [
+        ['a function', () => ({ f: () => 1 })],
+        ['undefined', () => ({ u: undefined })],
+        ['top-level undefined', () => undefined],
+        ['a BigInt', () => ({ big: 10n })],
+        ['NaN', () => [Number.NaN]],
+        ['Infinity', () => ({ i: Number.POSITIVE_INFINITY })],
+        ['a Date', () => ({ when: new Date(0) })],
+        ['a Map', () => new Map()],
+        // biome-ignore lint/suspicious/noSparseArray: the hole is the bad input under test
+        ['a sparse array', () => [1, , 3]],
+        ['a symbol', () => ({ s: Symbol('x') })],
+        [
+          'a cycle',
+          () => {
+            const cyclic: Record<string, unknown> = { a: 1 };
+            cyclic.self = cyclic;
+            return cyclic;
+          },
+        ],
+      ];
+      for (const [what, make] of badPayloads) {
+        it(`a payload with ${what} is PAYLOAD_NOT_JSON and writes nothing`, async () => {
+          const id = freshId();
+          const error = await store
+            .append([{ executionId: id, sequence: 0, type: 't', payload: make() as JsonValue }])
+            .then(
+              () => undefined,
+              (caught: LoomError) => caught,
+            );
+          expect(error?.code).toBe(ErrorCode.PAYLOAD_NOT_JSON);
+          expect(error?.message).toMatch(/payload at \$/);
+          expect(await harness.countRows(id)).toBe(0);
+          await store.append([env(id, 0)]);
+          expect(await harness.countRows(id)).toBe(1);
+        });
+      }
+
+      it('a payload nested past payloadDepthMax is LIMIT_EXCEEDED', async () => {
+        let deep: JsonValue = 1;
+        for (let depth = 0; depth < Limits.payloadDepthMax + 1; depth++) deep = [deep];
+        const id = freshId();
+        expect(await codeOf(store.append([env(id, 0, deep)]))).toBe(ErrorCode.LIMIT_EXCEEDED);
+        expect(await harness.countRows(id)).toBe(0);
+      });
+
+      it('a payload over payloadBytesMax is LIMIT_EXCEEDED', async () => {
+        const id = freshId();
+        const big = 'é'.repeat(Limits.payloadBytesMax / 2);
+        const error = await store.append([env(id, 0, big)]).catch((caught: LoomError) => caught);
+        expect((error as LoomError).code).toBe(ErrorCode.LIMIT_EXCEEDED);
+        expect((error as LoomError).fields.limit).toBe('payloadBytesMax');
+        expect(await harness.countRows(id)).toBe(0);
+      });
+
+      const badEnvelopes: Array<[string, (id: string) => unknown, string]> = [
+        ['an empty execution id', () => [env('', 0)], ErrorCode.INVALID_ENVELOPE],
+        [
+          'an oversized execution id',
+          () => [env('x'.repeat(Limits.executionIdLengthMax + 1), 0)],
+          ErrorCode.LIMIT_EXCEEDED,
+        ],
+        [
+          'a numeric execution id',
+          () => [{ ...env('x', 0), executionId: 7 }],
+          ErrorCode.INVALID_ENVELOPE,
+        ],
+        ['a negative sequence', (id) => [env(id, -1)], ErrorCode.INVALID_ENVELOPE],
+        ['a fractional sequence', (id) => [env(id, 0.5)], ErrorCode.INVALID_ENVELOPE],
+        ['a NaN sequence', (id) => [env(id, Number.NaN)], ErrorCode.INVALID_ENVELOPE],
+        [
+          'a string sequence',
+          (id) => [{ ...env(id, 0), sequence: '0' }],
+          ErrorCode.INVALID_ENVELOPE,
+        ],
+        ['an unknown field', (id) => [{ ...env(id, 0), extra: 1 }], ErrorCode.INVALID_ENVELOPE],
+        [
+          'a missing payload',
+          (id) => [{ executionId: id, sequence: 0, type: 't' }],
+          ErrorCode.INVALID_ENVELOPE,
+        ],
+        ['an empty type', (id) => [{ ...env(id, 0), type: '' }], ErrorCode.INVALID_ENVELOPE],
+        [
+          'an oversized type',
+          (id) => [{ ...env(id, 0), type: 't'.repeat(Limits.eventTypeLengthMax + 1) }],
+          ErrorCode.LIMIT_EXCEEDED,
+        ],
+        ['a negative at', (id) => [{ ...env(id, 0), at: -5 }], ErrorCode.INVALID_ENVELOPE],
+        [
+          'two executions in one append',
+          (id) => [env(id, 0), env(`${id}-2`, 1)],
+          ErrorCode.INVALID_ENVELOPE,
+        ],
+        ['non-consecutive sequences', (id) => [env(id, 0), env(id, 2)], ErrorCode.INVALID_ENVELOPE],
+        ['an empty batch', () => [], ErrorCode.INVALID_ENVELOPE],
+        ['not an array', (id) => env(id, 0), ErrorCode.INVALID_ENVELOPE],
+        ['a null envelope', () => [null], ErrorCode.INVALID_ENVELOPE],
+      ];
+      for (const [what, make, code] of badEnvelopes) {
+        it(`an append with ${what} is ${code} and writes nothing`, async () => {
+          const id = freshId();
+          expect(await codeOf(store.append(make(id) as EventEnvelope[]))).toBe(code);
+          expect(await harness.countRows(id)).toBe(0);
+          await store.append([env(id, 0)]);
+          expect(await harness.countRows(id)).toBe(1);
+        });
+      }
+
+      it('a malformed guard is refused', async () => {
+        const id = freshId();
+        expect(await codeOf(store.append([env(id, 0)], { fenceEpoch: -1 }))).toBe(
+          ErrorCode.INVALID_ENVELOPE,
+        );
+        expect(
+          await codeOf(
+            store.append([env(id, 0)], { epoch: 1 } as unknown as { fenceEpoch: number }),
+          ),
+        ).toBe(ErrorCode.INVALID_ENVELOPE);
+        expect(await harness.countRows(id)).toBe(0);
+      });
+
+      it('bad read options are INVALID_ARGUMENT', async () => {
+        const id = freshId();
+        expect(await codeOf(store.read(id, { limit: 0 }))).toBe(ErrorCode.INVALID_ARGUMENT);
+        expect(await codeOf(store.read(id, { fromSequence: -1 }))).toBe(ErrorCode.INVALID_ARGUMENT);
+        expect(await codeOf(store.readAll({ limit: Limits.readLimitMax + 1 }))).toBe(
+          ErrorCode.INVALID_ARGUMENT,
+        );
+        expect(await codeOf(store.readAll({ afterPosition: 1.5 }))).toBe(
+          ErrorCode.INVALID_ARGUMENT,
+        );
+        expect(await codeOf(store.read('', {}))).toBe(ErrorCode.INVALID_ENVELOPE);
+      });
+
+      it('a closed store refuses calls with STORE_CLOSED', async () => {
+        const peer = await harness.openPeer();
+        await peer.close();
+        expect(await codeOf(peer.append([env(freshId(), 0)]))).toBe(ErrorCode.STORE_CLOSED);
+        expect(await codeOf(peer.read(freshId()))).toBe(ErrorCode.STORE_CLOSED);
+      });
+    });
+  });
+}
