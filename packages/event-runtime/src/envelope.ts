@@ -35,13 +35,48 @@ export interface StoredEvent<P extends JsonValue = JsonValue> {
   hash: string;
 }
 
-/** What a writer claims when it appends. */
+/**
+ * Where an execution stands, as the execution index records it: `running` (someone drives it
+ * or should), `suspended` (waiting for a timer or a signal, driven by nobody), `settled`
+ * (completed, failed, cancelled or continued as new).
+ */
+export type ExecutionStatus = 'running' | 'suspended' | 'settled';
+
+/** What a writer claims when it appends, and what the append records besides events. */
 export interface AppendGuard {
   /**
    * The writer's fence epoch for this execution. When given, the append is refused with
    * `FENCE_STALE` (and nothing is written) unless it equals the execution's current epoch.
    */
   fenceEpoch?: number;
+  /**
+   * Record the execution's new status in the execution index, atomically with the events.
+   * Omit it when the status does not change (most appends), so they cost no index write.
+   */
+  status?: ExecutionStatus;
+  /** With `status: 'suspended'`: when a timer should wake it (epoch ms), or null for never. */
+  wakeAtMs?: number | null;
+}
+
+/** One row of the execution index. */
+export interface ExecutionSummary {
+  executionId: string;
+  status: ExecutionStatus;
+  wakeAtMs: number | null;
+  /** `at` of the execution's newest event. */
+  lastEventAt: number;
+  /** The sequence its next event will have. */
+  nextSequence: number;
+}
+
+export interface FindExecutionsOptions {
+  status: ExecutionStatus;
+  /** Only executions whose id sorts after this one (for paging). */
+  afterExecutionId?: string;
+  /** Only suspended executions due at or before this instant (epoch ms). */
+  dueAtOrBeforeMs?: number;
+  /** Most rows to return. Default and maximum: `Limits.readLimitMax`. */
+  limit?: number;
 }
 
 export interface ReadOptions {

@@ -31,6 +31,30 @@ export const ErrorCode = {
   SCHEMA_TOO_NEW: 'SCHEMA_TOO_NEW',
   /** The driver failed in a way the store does not classify; see `cause`. */
   STORE_FAILURE: 'STORE_FAILURE',
+  /** A replay asked for a different step than the log recorded at that position. */
+  NON_DETERMINISM: 'NON_DETERMINISM',
+  /** A flow used one step name twice in one execution. */
+  DUPLICATE_STEP_NAME: 'DUPLICATE_STEP_NAME',
+  /** A step name is empty, not a string, or too long. */
+  INVALID_STEP_NAME: 'INVALID_STEP_NAME',
+  /** A step's effect threw; `fields.error` holds what it threw, as recorded in the log. */
+  STEP_FAILED: 'STEP_FAILED',
+  /** A flow threw, or its execution was recorded as failed; `fields.error` holds the reason. */
+  EXECUTION_FAILED: 'EXECUTION_FAILED',
+  /** The execution was cancelled; `fields.reason` says why. */
+  EXECUTION_CANCELLED: 'EXECUTION_CANCELLED',
+  /** No execution with that id is in the log. */
+  EXECUTION_NOT_FOUND: 'EXECUTION_NOT_FOUND',
+  /** The log names a flow (or flow version) this runtime has not registered. */
+  FLOW_NOT_REGISTERED: 'FLOW_NOT_REGISTERED',
+  /** A flow definition is malformed (no name, no run function, a bad version). */
+  INVALID_FLOW: 'INVALID_FLOW',
+  /** This node stopped driving the execution: its lease or fence was taken over. */
+  OWNERSHIP_LOST: 'OWNERSHIP_LOST',
+  /** The runtime was shut down; the execution stays in the log for another node to resume. */
+  RUNTIME_SHUT_DOWN: 'RUNTIME_SHUT_DOWN',
+  /** A transactional step was asked of a store that cannot run one. */
+  TRANSACTIONS_UNSUPPORTED: 'TRANSACTIONS_UNSUPPORTED',
 } as const;
 
 /** One of the stable error codes in {@link ErrorCode}. */

@@ -1,6 +1,8 @@
 import type {
   AppendGuard,
   EventEnvelope,
+  ExecutionSummary,
+  FindExecutionsOptions,
   ReadAllOptions,
   ReadOptions,
   StoredEvent,
@@ -68,10 +70,36 @@ export interface EventStore {
   read(executionId: string, options?: ReadOptions): Promise<StoredEvent[]>;
   /** Events of all executions in the store's commit order. */
   readAll(options?: ReadAllOptions): Promise<StoredEvent[]>;
+  /**
+   * Executions in the index with the given status, ordered by id (suspended ones filtered by
+   * due time when asked). Recovery and timers use it; it never scans the event log.
+   */
+  findExecutions(options: FindExecutionsOptions): Promise<ExecutionSummary[]>;
   /** Deliver events as they are appended, after catching up from the given cursor. */
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription;
   /** Recompute the execution's hash chain from its stored events. */
   verify(executionId: string): Promise<VerifyResult>;
   /** Release connections and stop subscriptions. Further calls fail with `STORE_CLOSED`. */
   close(): Promise<void>;
+}
+
+/**
+ * A store that can run caller work and an append in one database transaction: the basis of
+ * exactly-once steps (`ctx.transaction`). SQLite and Postgres implement it; memory does not.
+ */
+export interface TransactionalEventStore extends EventStore {
+  /**
+   * Runs `work` with the store's transaction handle, then appends `envelopes(result)`, and
+   * commits both or neither. If `work` throws, nothing is written and the error is rethrown.
+   */
+  transact<T>(
+    work: (tx: unknown) => T | Promise<T>,
+    envelopes: (result: T) => readonly EventEnvelope[],
+    guard?: AppendGuard,
+  ): Promise<{ result: T; stored: StoredEvent[] }>;
+}
+
+/** True when the store can run transactional steps. */
+export function isTransactional(store: EventStore): store is TransactionalEventStore {
+  return typeof (store as Partial<TransactionalEventStore>).transact === 'function';
 }

@@ -2,6 +2,9 @@ export { type Clock, systemClock } from './clock.js';
 export type {
   AppendGuard,
   EventEnvelope,
+  ExecutionStatus,
+  ExecutionSummary,
+  FindExecutionsOptions,
   JsonValue,
   ReadAllOptions,
   ReadOptions,
@@ -14,10 +17,38 @@ export type {
   SubscribeOptions,
   Subscription,
   SubscriptionHandler,
+  TransactionalEventStore,
   VerifyResult,
 } from './event-store.js';
+export { isTransactional } from './event-store.js';
+export type { Lease, LeaseStore } from './lease-store.js';
 export { type LimitName, Limits } from './limits.js';
+export { ExecutionJournal } from './runtime/execution-journal.js';
+export type { ExecutionState, StepRecord } from './runtime/execution-state.js';
+export type {
+  EffectContext,
+  Flow,
+  FlowContext,
+  StepOptions,
+  TransactionHandle,
+} from './runtime/flow.js';
+export { EventType, type KernelEventType, type RecordedError } from './runtime/kernel-events.js';
+export { type LoadedState, loadState } from './runtime/load-state.js';
+export {
+  createRuntime,
+  type ExecutionHandle,
+  type LeaseMode,
+  Runtime,
+  type RuntimeOptions,
+  type StartOptions,
+} from './runtime/runtime.js';
+export type { Snapshot, SnapshotStore } from './snapshot-store.js';
 export {
   InMemoryEventStore,
   type InMemoryEventStoreOptions,
 } from './store/memory/in-memory-event-store.js';
+export {
+  InMemoryLeaseStore,
+  type InMemoryLeaseStoreOptions,
+} from './store/memory/in-memory-lease-store.js';
+export { InMemorySnapshotStore } from './store/memory/in-memory-snapshot-store.js';

@@ -15,6 +15,10 @@ export const Limits = {
   payloadDepthMax: 512,
   /** Rows one `read` / `readAll` call returns when no `limit` is given, and the most it may ask. */
   readLimitMax: 10_000,
+  /** Execution ids in one `acquireMany` / `renewMany` / `releaseMany`. Bounds one statement and one transaction. */
+  leaseBatchMax: 10_000,
+  /** Bytes of one snapshot's state in its stored JSON form (UTF-8). 16 MiB: a bigger state is a design smell. */
+  snapshotBytesMax: 16 * 1024 * 1024,
 } as const;
 
 export type LimitName = keyof typeof Limits;

@@ -4,7 +4,15 @@ export {
   type SqliteEventStoreOptions,
 } from './store/sqlite/sqlite-event-store.js';
 export {
+  SqliteLeaseStore,
+  type SqliteLeaseStoreOptions,
+} from './store/sqlite/sqlite-lease-store.js';
+export {
   type SqliteMigration,
   sqliteMigrations,
   sqliteSchemaVersion,
 } from './store/sqlite/sqlite-migrations.js';
+export {
+  SqliteSnapshotStore,
+  type SqliteSnapshotStoreOptions,
+} from './store/sqlite/sqlite-snapshot-store.js';

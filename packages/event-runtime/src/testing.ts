@@ -1,5 +1,16 @@
+export { CountingEventStore, type StoreCallCounts } from './testing/counting-event-store.js';
 export {
   type ConformanceHarness,
   eventStoreConformance,
   freshId,
 } from './testing/event-store-conformance.js';
+export {
+  type LeaseStoreHarness,
+  leaseStoreConformance,
+} from './testing/lease-store-conformance.js';
+export { ManualClock, type TestClock } from './testing/manual-clock.js';
+export { type RuntimeHarness, runtimeConformance } from './testing/runtime-conformance.js';
+export {
+  type SnapshotStoreHarness,
+  snapshotStoreConformance,
+} from './testing/snapshot-store-conformance.js';

@@ -1,4 +1,10 @@
-import type { AppendGuard, EventEnvelope, JsonValue, StoredEvent } from '../envelope.js';
+import type {
+  AppendGuard,
+  EventEnvelope,
+  ExecutionStatus,
+  JsonValue,
+  StoredEvent,
+} from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { Limits } from '../limits.js';
 import { eventHash } from './hash-chain.js';
@@ -19,10 +25,13 @@ export interface PreparedAppend {
   firstSequence: number;
   events: PreparedEvent[];
   fenceEpoch: number | undefined;
+  /** The index update to make with the events, if any. */
+  status: { status: ExecutionStatus; wakeAtMs: number | null } | undefined;
 }
 
 const envelopeKeys = new Set(['executionId', 'sequence', 'type', 'payload', 'at']);
-const guardKeys = new Set(['fenceEpoch']);
+const guardKeys = new Set(['fenceEpoch', 'status', 'wakeAtMs']);
+const statuses = new Set(['running', 'suspended', 'settled']);
 
 function invalid(message: string, fields: Record<string, unknown> = {}): never {
   throw new LoomError(ErrorCode.INVALID_ENVELOPE, message, fields);
@@ -79,6 +88,7 @@ export function prepareAppend(
     );
   }
   const fenceEpoch = checkGuard(guard);
+  const status = checkStatus(guard);
   const first = envelopes[0] as EventEnvelope;
   const executionId = checkExecutionId(first?.executionId);
   const firstSequence = checkSequence(first?.sequence);
@@ -86,7 +96,24 @@ export function prepareAppend(
   for (let index = 0; index < envelopes.length; index++) {
     events[index] = prepareOne(envelopes[index], index, executionId, firstSequence + index, nowMs);
   }
-  return { executionId, firstSequence, events, fenceEpoch };
+  return { executionId, firstSequence, events, fenceEpoch, status };
+}
+
+function checkStatus(guard: AppendGuard | undefined): PreparedAppend['status'] {
+  if (guard?.status === undefined) {
+    if (guard?.wakeAtMs !== undefined) invalid('guard.wakeAtMs needs guard.status');
+    return undefined;
+  }
+  if (!statuses.has(guard.status)) {
+    invalid(`guard.status must be running, suspended or settled, got ${describe(guard.status)}`);
+  }
+  const wakeAtMs = guard.wakeAtMs ?? null;
+  if (wakeAtMs !== null) {
+    checkSequence(wakeAtMs, 'guard.wakeAtMs');
+    if (guard.status !== 'suspended')
+      invalid('guard.wakeAtMs is only meaningful with status suspended');
+  }
+  return { status: guard.status, wakeAtMs };
 }
 
 function checkGuard(guard: AppendGuard | undefined): number | undefined {

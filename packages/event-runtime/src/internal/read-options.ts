@@ -1,4 +1,4 @@
-import type { ReadAllOptions, ReadOptions } from '../envelope.js';
+import type { FindExecutionsOptions, ReadAllOptions, ReadOptions } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { Limits } from '../limits.js';
 
@@ -44,5 +44,31 @@ export function readAllOptions(options: ReadAllOptions | undefined): {
   return {
     afterPosition: nonNegativeInteger(options?.afterPosition ?? 0, 'afterPosition'),
     limit: checkLimit(options?.limit),
+  };
+}
+
+/** Validated `findExecutions` options with defaults filled in. */
+export function findExecutionsOptions(options: FindExecutionsOptions): {
+  status: FindExecutionsOptions['status'];
+  afterExecutionId: string;
+  dueAtOrBeforeMs: number | undefined;
+  limit: number;
+} {
+  if (!['running', 'suspended', 'settled'].includes(options?.status)) {
+    argument(`status must be running, suspended or settled, got ${String(options?.status)}`, {
+      path: 'status',
+    });
+  }
+  const after = options.afterExecutionId ?? '';
+  if (typeof after !== 'string')
+    argument('afterExecutionId must be a string', { path: 'afterExecutionId' });
+  return {
+    status: options.status,
+    afterExecutionId: after,
+    dueAtOrBeforeMs:
+      options.dueAtOrBeforeMs === undefined
+        ? undefined
+        : nonNegativeInteger(options.dueAtOrBeforeMs, 'dueAtOrBeforeMs'),
+    limit: checkLimit(options.limit),
   };
 }

@@ -346,6 +346,90 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
       });
     });
 
+    describe('execution index', () => {
+      it('records status with the append that changes it, and finds by status', async () => {
+        const running = freshId('idx-run');
+        const suspended = freshId('idx-sus');
+        const settled = freshId('idx-set');
+        await store.append([{ ...env(running, 0), at: 1_000 }], { status: 'running' });
+        await store.append([{ ...env(running, 1), at: 2_000 }]);
+        await store.append([env(suspended, 0)], { status: 'running' });
+        await store.append([env(suspended, 1)], { status: 'suspended', wakeAtMs: 5_000 });
+        await store.append([env(settled, 0), env(settled, 1)], { status: 'settled' });
+        const found = await store.findExecutions({ status: 'running' });
+        const mine = found.find((summary) => summary.executionId === running);
+        expect(mine).toEqual({
+          executionId: running,
+          status: 'running',
+          wakeAtMs: null,
+          lastEventAt: 2_000,
+          nextSequence: 2,
+        });
+        expect(found.map((summary) => summary.executionId)).not.toContain(suspended);
+        const due = await store.findExecutions({ status: 'suspended', dueAtOrBeforeMs: 5_000 });
+        expect(due.map((summary) => summary.executionId)).toContain(suspended);
+        expect(due.find((summary) => summary.executionId === suspended)?.wakeAtMs).toBe(5_000);
+        const early = await store.findExecutions({ status: 'suspended', dueAtOrBeforeMs: 4_999 });
+        expect(early.map((summary) => summary.executionId)).not.toContain(suspended);
+        const done = await store.findExecutions({ status: 'settled' });
+        expect(done.map((summary) => summary.executionId)).toContain(settled);
+      });
+
+      it('pages by execution id', async () => {
+        const prefix = freshId('page');
+        for (let index = 0; index < 7; index++) {
+          await store.append([env(`${prefix}-${index}`, 0)], { status: 'running' });
+        }
+        const seen: string[] = [];
+        let after = '';
+        for (;;) {
+          const page = await store.findExecutions({
+            status: 'running',
+            afterExecutionId: after,
+            limit: 3,
+          });
+          if (page.length === 0) break;
+          seen.push(...page.map((summary) => summary.executionId));
+          after = page[page.length - 1]?.executionId as string;
+        }
+        expect(seen.filter((id) => id.startsWith(prefix))).toHaveLength(7);
+        expect([...seen].sort()).toEqual(seen);
+      });
+
+      it('a refused append leaves the index untouched', async () => {
+        const id = freshId('idx-atomic');
+        await store.append([env(id, 0)], { status: 'running' });
+        await store.fences.advance(id);
+        expect(await codeOf(store.append([env(id, 1)], { fenceEpoch: 0, status: 'settled' }))).toBe(
+          ErrorCode.FENCE_STALE,
+        );
+        expect(await codeOf(store.append([env(id, 5)], { status: 'settled' }))).toBe(
+          ErrorCode.SEQUENCE_CONFLICT,
+        );
+        const settled = await store.findExecutions({ status: 'settled' });
+        expect(settled.map((summary) => summary.executionId)).not.toContain(id);
+      });
+
+      it('bad status arguments are typed errors and write nothing', async () => {
+        const id = freshId('idx-bad');
+        const bad = [
+          { status: 'done' },
+          { wakeAtMs: 5 },
+          { status: 'running', wakeAtMs: 5 },
+          { status: 'suspended', wakeAtMs: -1 },
+        ];
+        for (const guard of bad) {
+          expect(await codeOf(store.append([env(id, 0)], guard as never))).toBe(
+            ErrorCode.INVALID_ENVELOPE,
+          );
+        }
+        expect(await harness.countRows(id)).toBe(0);
+        expect(await codeOf(store.findExecutions({ status: 'nope' as never }))).toBe(
+          ErrorCode.INVALID_ARGUMENT,
+        );
+      });
+    });
+
     describe('subscribe', () => {
       it('catches up, then delivers live appends in order', async () => {
         const id = freshId();

@@ -22,6 +22,7 @@ eventStoreConformance('memory', async () => {
         append: (envelopes, guardArg) => guard(() => store.append(envelopes, guardArg)),
         read: (id, options) => guard(() => store.read(id, options)),
         readAll: (options) => guard(() => store.readAll(options)),
+        findExecutions: (options) => guard(() => store.findExecutions(options)),
         subscribe: (options, handler) => store.subscribe(options, handler),
         verify: (id) => guard(() => store.verify(id)),
         close: async () => {

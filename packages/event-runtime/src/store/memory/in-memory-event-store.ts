@@ -3,6 +3,9 @@ import { systemClock } from '../../clock.js';
 import type {
   AppendGuard,
   EventEnvelope,
+  ExecutionStatus,
+  ExecutionSummary,
+  FindExecutionsOptions,
   ReadAllOptions,
   ReadOptions,
   StoredEvent,
@@ -17,7 +20,7 @@ import type {
 } from '../../event-store.js';
 import { AppendSignal } from '../../internal/append-signal.js';
 import { chainEvents, checkExecutionId, prepareAppend } from '../../internal/prepare-append.js';
-import { readAllOptions, readOptions } from '../../internal/read-options.js';
+import { findExecutionsOptions, readAllOptions, readOptions } from '../../internal/read-options.js';
 import {
   alreadyStarted,
   fenceStale,
@@ -49,6 +52,7 @@ export class InMemoryEventStore implements EventStore {
   private readonly executions = new Map<string, StoredRow[]>();
   private readonly log: StoredRow[] = [];
   private readonly epochs = new Map<string, number>();
+  private readonly index = new Map<string, { status: ExecutionStatus; wakeAtMs: number | null }>();
   private readonly signal = new AppendSignal();
   private readonly subscriptions = new Set<Subscription>();
   private closed = false;
@@ -105,6 +109,7 @@ export class InMemoryEventStore implements EventStore {
       this.log.push(row);
     }
     if (rows === undefined) this.executions.set(executionId, target);
+    if (prepared.status !== undefined) this.index.set(executionId, { ...prepared.status });
     this.signal.emit(executionId);
     return stored;
   }
@@ -120,6 +125,28 @@ export class InMemoryEventStore implements EventStore {
     this.assertOpen();
     const { afterPosition, limit } = readAllOptions(options);
     return this.log.slice(afterPosition, afterPosition + limit).map(rowToEvent);
+  }
+
+  async findExecutions(options: FindExecutionsOptions): Promise<ExecutionSummary[]> {
+    this.assertOpen();
+    const { status, afterExecutionId, dueAtOrBeforeMs, limit } = findExecutionsOptions(options);
+    const found: ExecutionSummary[] = [];
+    for (const [executionId, entry] of this.index) {
+      if (entry.status !== status || executionId <= afterExecutionId) continue;
+      if (
+        dueAtOrBeforeMs !== undefined &&
+        (entry.wakeAtMs === null || entry.wakeAtMs > dueAtOrBeforeMs)
+      ) {
+        continue;
+      }
+      const rows = this.executions.get(executionId) as StoredRow[];
+      const last = rows[rows.length - 1] as StoredRow;
+      found.push({ executionId, ...entry, lastEventAt: last.at, nextSequence: rows.length });
+    }
+    found.sort((a, b) =>
+      a.executionId < b.executionId ? -1 : a.executionId > b.executionId ? 1 : 0,
+    );
+    return found.slice(0, limit);
   }
 
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {

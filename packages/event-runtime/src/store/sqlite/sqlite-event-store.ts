@@ -4,6 +4,9 @@ import { systemClock } from '../../clock.js';
 import type {
   AppendGuard,
   EventEnvelope,
+  ExecutionStatus,
+  ExecutionSummary,
+  FindExecutionsOptions,
   ReadAllOptions,
   ReadOptions,
   StoredEvent,
@@ -24,7 +27,7 @@ import {
   type PreparedAppend,
   prepareAppend,
 } from '../../internal/prepare-append.js';
-import { readAllOptions, readOptions } from '../../internal/read-options.js';
+import { findExecutionsOptions, readAllOptions, readOptions } from '../../internal/read-options.js';
 import {
   alreadyStarted,
   fenceStale,
@@ -63,6 +66,18 @@ interface RawRow {
   at: number;
   prev_hash: string | null;
   hash: string;
+}
+
+function findExecutionsSql(due: boolean): string {
+  // The tail row gives lastEventAt and nextSequence: one index probe per execution found.
+  return (
+    'SELECT x.execution_id, x.status, x.wake_at_ms, e.at, e.sequence FROM loom_executions x ' +
+    'JOIN loom_events e ON e.execution_id = x.execution_id AND e.sequence = ' +
+    '(SELECT max(sequence) FROM loom_events WHERE execution_id = x.execution_id) ' +
+    'WHERE x.status = ? AND x.execution_id > ? ' +
+    (due ? 'AND x.wake_at_ms <= ? ' : '') +
+    'ORDER BY x.execution_id LIMIT ?'
+  );
 }
 
 const rowColumns = 'position, execution_id, sequence, type, payload, at, prev_hash, hash';
@@ -220,6 +235,13 @@ export class SqliteEventStore implements EventStore {
       readAll: db.prepare(
         `SELECT ${rowColumns} FROM loom_events WHERE position > ? ORDER BY position LIMIT ?`,
       ),
+      upsertStatus: db.prepare(
+        'INSERT INTO loom_executions (execution_id, status, wake_at_ms, updated_at_ms) ' +
+          'VALUES (?, ?, ?, ?) ON CONFLICT (execution_id) DO UPDATE SET status = excluded.status, ' +
+          'wake_at_ms = excluded.wake_at_ms, updated_at_ms = excluded.updated_at_ms',
+      ),
+      findExecutions: db.prepare(findExecutionsSql(false)),
+      findDueExecutions: db.prepare(findExecutionsSql(true)),
     };
   }
 
@@ -288,6 +310,15 @@ export class SqliteEventStore implements EventStore {
       );
       event.position = Number(info.lastInsertRowid);
     }
+    if (prepared.status !== undefined) {
+      const last = stored[stored.length - 1] as StoredEvent;
+      statements.upsertStatus.run(
+        executionId,
+        prepared.status.status,
+        prepared.status.wakeAtMs,
+        last.at,
+      );
+    }
     return stored;
   }
 
@@ -315,6 +346,33 @@ export class SqliteEventStore implements EventStore {
       );
     } catch (error) {
       throw mapSqliteError(error, 'readAll');
+    }
+  }
+
+  async findExecutions(options: FindExecutionsOptions): Promise<ExecutionSummary[]> {
+    const statements = this.ready();
+    const { status, afterExecutionId, dueAtOrBeforeMs, limit } = findExecutionsOptions(options);
+    try {
+      const rows = (
+        dueAtOrBeforeMs === undefined
+          ? statements.findExecutions.all(status, afterExecutionId, limit)
+          : statements.findDueExecutions.all(status, afterExecutionId, dueAtOrBeforeMs, limit)
+      ) as Array<{
+        execution_id: string;
+        status: string;
+        wake_at_ms: number | null;
+        at: number;
+        sequence: number;
+      }>;
+      return rows.map((row) => ({
+        executionId: row.execution_id,
+        status: row.status as ExecutionStatus,
+        wakeAtMs: row.wake_at_ms,
+        lastEventAt: row.at,
+        nextSequence: row.sequence + 1,
+      }));
+    } catch (error) {
+      throw mapSqliteError(error, 'findExecutions');
     }
   }
 

@@ -32,6 +32,42 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
         execution_id TEXT    PRIMARY KEY,
         epoch        INTEGER NOT NULL
       ) WITHOUT ROWID;
+      -- The execution index: written only by appends that change an execution's status.
+      CREATE TABLE loom_executions (
+        execution_id  TEXT    PRIMARY KEY,
+        status        TEXT    NOT NULL,
+        wake_at_ms    INTEGER,
+        updated_at_ms INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      -- Serves findExecutions(status, afterExecutionId): recovery's scan of running executions.
+      CREATE INDEX loom_executions_status ON loom_executions (status, execution_id);
+      -- Serves the timer query: suspended executions due at or before now.
+      CREATE INDEX loom_executions_due ON loom_executions (wake_at_ms) WHERE status = 'suspended';
+    `,
+  },
+  {
+    version: 2,
+    name: 'leases-and-snapshots',
+    sql: `
+      -- One row per leased execution; a released lease is deleted. The primary key is the only
+      -- index: it serves every lease statement (acquire's ON CONFLICT (execution_id), renew's and
+      -- release's WHERE execution_id IN (ids of the batch), get's WHERE execution_id = ?).
+      -- WITHOUT ROWID: rows are small and always found by that key, so the table is the index.
+      CREATE TABLE loom_leases (
+        execution_id  TEXT    PRIMARY KEY,
+        owner         TEXT    NOT NULL,
+        expires_at_ms INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      -- The newest snapshot per execution; state is the exact JSON text of the snapshot (-0 kept).
+      -- The primary key's index serves load's WHERE execution_id = ? and save's
+      -- ON CONFLICT (execution_id). A rowid table, not WITHOUT ROWID: states run to megabytes,
+      -- and a WITHOUT ROWID table wants rows far smaller than a page.
+      CREATE TABLE loom_snapshots (
+        execution_id TEXT    PRIMARY KEY,
+        sequence     INTEGER NOT NULL,
+        state        TEXT    NOT NULL,
+        at           INTEGER NOT NULL
+      );
     `,
   },
 ];

@@ -1,0 +1,197 @@
+import type { Clock } from '../clock.js';
+import type {
+  AppendGuard,
+  EventEnvelope,
+  ExecutionStatus,
+  JsonValue,
+  StoredEvent,
+} from '../envelope.js';
+import type { EventStore, TransactionalEventStore } from '../event-store.js';
+import { Limits } from '../limits.js';
+
+interface Waiter {
+  /** Durable once every event up to this sequence is in the log. */
+  upTo: number;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * One execution's append tail: events are recorded in order and appended in order, one append
+ * in flight at a time. Nothing is written until someone needs durability (`flush`): the kernel
+ * flushes before an effect starts, before a result leaves the execution and before it suspends.
+ * Everything recorded between two barriers goes in one append, so an n-step flow costs n + 1
+ * store round trips. Flushes asked for in the same tick share one append.
+ *
+ * Once an append fails, the journal is broken: every later flush rejects with that error (the
+ * execution must be reloaded from the log, which is the truth).
+ */
+export class ExecutionJournal {
+  private pending: EventEnvelope[] = [];
+  private waiters: Waiter[] = [];
+  private inFlight = false;
+  private scheduled = false;
+  private broken: unknown;
+  private durableUpTo: number;
+  private nextSequence: number;
+  private pendingStatus: { status: ExecutionStatus; wakeAtMs: number | null } | undefined;
+  /** Called after each successful append with the events as stored. */
+  onAppended: ((events: StoredEvent[]) => void) | undefined;
+
+  constructor(
+    private readonly store: EventStore,
+    readonly executionId: string,
+    nextSequence: number,
+    private fenceEpoch: number,
+    private readonly clock: Clock,
+  ) {
+    this.nextSequence = nextSequence;
+    this.durableUpTo = nextSequence - 1;
+  }
+
+  /** The sequence the next recorded event gets. */
+  get sequence(): number {
+    return this.nextSequence;
+  }
+
+  get epoch(): number {
+    return this.fenceEpoch;
+  }
+
+  /** The error that broke the journal, if one did. */
+  get failure(): unknown {
+    return this.broken;
+  }
+
+  /** Queue an event; it becomes durable at the next flush. Returns its sequence. */
+  record(type: string, payload: JsonValue): number {
+    const sequence = this.nextSequence++;
+    this.pending.push({
+      executionId: this.executionId,
+      sequence,
+      type,
+      payload,
+      at: this.clock.now(),
+    });
+    return sequence;
+  }
+
+  /** Record the execution's new status with the next append (the index is updated atomically). */
+  setStatus(status: ExecutionStatus, wakeAtMs: number | null = null): void {
+    this.pendingStatus = { status, wakeAtMs };
+  }
+
+  /** Resolves once everything recorded so far is durable; rejects if an append fails. */
+  flush(): Promise<void> {
+    if (this.broken !== undefined) return Promise.reject(this.broken);
+    const upTo = this.nextSequence - 1;
+    if (upTo <= this.durableUpTo) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      this.waiters.push({ upTo, resolve, reject });
+      if (!this.inFlight && !this.scheduled) {
+        this.scheduled = true;
+        // Let everything the flow does before yielding to I/O (parallel steps, a flow that ends
+        // without a step) join one append.
+        setImmediate(() => {
+          this.scheduled = false;
+          this.pump();
+        });
+      }
+    });
+  }
+
+  private pump(): void {
+    if (this.inFlight || this.broken !== undefined || this.pending.length === 0) return;
+    const batch = this.pending.splice(0, Limits.eventsPerAppendMax);
+    const guard: AppendGuard = { fenceEpoch: this.fenceEpoch };
+    const status = this.pending.length === 0 ? this.pendingStatus : undefined;
+    if (status !== undefined) {
+      guard.status = status.status;
+      if (status.wakeAtMs !== null) guard.wakeAtMs = status.wakeAtMs;
+      this.pendingStatus = undefined;
+    }
+    this.inFlight = true;
+    this.store.append(batch, guard).then(
+      (stored) => {
+        this.inFlight = false;
+        this.durableUpTo = (batch[batch.length - 1] as EventEnvelope).sequence;
+        this.onAppended?.(stored);
+        this.settleWaiters();
+        if (this.waiters.length > 0) this.pump();
+      },
+      (error: unknown) => {
+        this.inFlight = false;
+        this.broken = error;
+        const waiters = this.waiters;
+        this.waiters = [];
+        for (const waiter of waiters) waiter.reject(error);
+      },
+    );
+  }
+
+  /**
+   * Appends everything pending plus the event `completion` makes of `work`'s result in one
+   * database transaction with `work` itself. If `work` (or `completion`) throws, nothing is
+   * written and the error is rethrown; if the append fails, the journal is broken.
+   */
+  async transact<T>(
+    store: TransactionalEventStore,
+    work: (tx: unknown) => T | Promise<T>,
+    completion: (result: T) => { type: string; payload: JsonValue },
+  ): Promise<T> {
+    await this.flush();
+    while (this.inFlight) await new Promise((resolve) => setImmediate(resolve));
+    if (this.broken !== undefined) throw this.broken;
+    this.inFlight = true;
+    let batch: EventEnvelope[] | undefined;
+    let lastSequence = this.durableUpTo;
+    try {
+      const { result, stored } = await store.transact(
+        work,
+        (result) => {
+          const event = completion(result);
+          batch = this.pending.splice(0);
+          lastSequence = this.nextSequence++;
+          batch.push({
+            executionId: this.executionId,
+            sequence: lastSequence,
+            type: event.type,
+            payload: event.payload,
+            at: this.clock.now(),
+          });
+          return batch;
+        },
+        { fenceEpoch: this.fenceEpoch },
+      );
+      this.durableUpTo = lastSequence;
+      this.onAppended?.(stored);
+      return result;
+    } catch (error) {
+      if (batch !== undefined) {
+        this.broken = error;
+        const waiters = this.waiters;
+        this.waiters = [];
+        for (const waiter of waiters) waiter.reject(error);
+      }
+      throw error;
+    } finally {
+      this.inFlight = false;
+      this.settleWaiters();
+      if (this.waiters.length > 0) this.pump();
+    }
+  }
+
+  /** True when every recorded event is durable. */
+  get idle(): boolean {
+    return this.pending.length === 0 && !this.inFlight;
+  }
+
+  private settleWaiters(): void {
+    const still: Waiter[] = [];
+    for (const waiter of this.waiters) {
+      if (waiter.upTo <= this.durableUpTo) waiter.resolve();
+      else still.push(waiter);
+    }
+    this.waiters = still;
+  }
+}

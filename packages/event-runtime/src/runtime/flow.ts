@@ -1,0 +1,105 @@
+import { ErrorCode, LoomError } from '../errors.js';
+
+/** What a step's effect receives. */
+export interface EffectContext {
+  executionId: string;
+  stepIndex: number;
+  stepName: string;
+  /**
+   * Stable across re-runs of this step (`executionId/stepIndex`): hand it to the outside world
+   * so it can deduplicate, because a step interrupted by a crash runs again (at-least-once).
+   */
+  idempotencyKey: string;
+  /** Fires when the execution is cancelled or this node loses it (lease or fence taken over). */
+  signal: AbortSignal;
+}
+
+export interface StepOptions {
+  /**
+   * The effect is safe to repeat. Recorded in `step.started` for operators and higher layers;
+   * the kernel re-runs an interrupted step either way (steps are at-least-once).
+   */
+  idempotent?: boolean;
+}
+
+/** The handle a transactional step's work gets: the store's own database connection. */
+export type TransactionHandle = unknown;
+
+/** What a flow function gets: durable steps, and facts about its execution. */
+export interface FlowContext {
+  readonly executionId: string;
+  /** Fires when the execution is cancelled or this node stops driving it. */
+  readonly signal: AbortSignal;
+  /**
+   * Run an effect once per execution (at least once across crashes) and record its result.
+   * On replay a recorded step returns its recorded result without running the effect.
+   * Names must be unique within an execution. The result must be JSON.
+   *
+   * Error codes: `STEP_FAILED` (the effect threw; replayed identically), `DUPLICATE_STEP_NAME`,
+   * `INVALID_STEP_NAME`, `NON_DETERMINISM`, `EXECUTION_CANCELLED`, `OWNERSHIP_LOST`.
+   */
+  step<T>(
+    name: string,
+    fn: (effect: EffectContext) => T | Promise<T>,
+    options?: StepOptions,
+  ): Promise<T>;
+  /**
+   * A step whose writes go to the log's own database: `work` runs inside the database
+   * transaction that also appends `step.completed`, so the step happens exactly once.
+   * SQLite: `work` gets the better-sqlite3 `Database` and must be synchronous. Postgres: it gets
+   * a `pg` client inside `BEGIN … COMMIT`.
+   *
+   * Error codes: those of `step`, and `TRANSACTIONS_UNSUPPORTED` on the memory store.
+   */
+  transaction<T>(name: string, work: (tx: TransactionHandle) => T | Promise<T>): Promise<T>;
+}
+
+/** A durable flow: an async function replayed against its execution's log. */
+export interface Flow<I = unknown, O = unknown> {
+  /** Stable name; the log records it and resume looks it up. */
+  name: string;
+  /** Pinned at start; resume refuses to replay under another version. */
+  version?: string;
+  run(ctx: FlowContext, input: I): Promise<O>;
+}
+
+const nameLengthMax = 200;
+
+/** Checks a flow definition; throws `INVALID_FLOW` naming the problem. */
+export function checkFlow(flow: Flow<never, unknown>): void {
+  if (typeof flow !== 'object' || flow === null) {
+    throw new LoomError(ErrorCode.INVALID_FLOW, 'a flow must be an object { name, run }');
+  }
+  if (typeof flow.name !== 'string' || flow.name.length === 0 || flow.name.length > nameLengthMax) {
+    throw new LoomError(
+      ErrorCode.INVALID_FLOW,
+      `a flow needs a name of 1 to ${nameLengthMax} characters`,
+      { actual: String(flow.name) },
+    );
+  }
+  if (typeof flow.run !== 'function') {
+    throw new LoomError(ErrorCode.INVALID_FLOW, `flow '${flow.name}' has no run function`, {
+      flow: flow.name,
+    });
+  }
+  if (
+    flow.version !== undefined &&
+    (typeof flow.version !== 'string' || flow.version.length === 0)
+  ) {
+    throw new LoomError(ErrorCode.INVALID_FLOW, `flow '${flow.name}' has an invalid version`, {
+      flow: flow.name,
+    });
+  }
+}
+
+/** Checks a step name; throws `INVALID_STEP_NAME`. */
+export function checkStepName(name: unknown, executionId: string): string {
+  if (typeof name !== 'string' || name.length === 0 || name.length > nameLengthMax) {
+    throw new LoomError(
+      ErrorCode.INVALID_STEP_NAME,
+      `a step name must be a string of 1 to ${nameLengthMax} characters, got ${typeof name === 'string' ? JSON.stringify(name.slice(0, 40)) : typeof name}`,
+      { executionId },
+    );
+  }
+  return name;
+}

@@ -1,0 +1,32 @@
+import { describe, expect, it } from 'vitest';
+import { InMemoryEventStore } from '../store/memory/in-memory-event-store.js';
+import { InMemoryLeaseStore } from '../store/memory/in-memory-lease-store.js';
+import { InMemorySnapshotStore } from '../store/memory/in-memory-snapshot-store.js';
+import { ManualClock } from '../testing/manual-clock.js';
+import { runtimeConformance } from '../testing/runtime-conformance.js';
+import { createRuntime } from './runtime.js';
+
+runtimeConformance('memory', async () => {
+  const clock = new ManualClock();
+  const store = new InMemoryEventStore({ clock });
+  return {
+    store,
+    leases: new InMemoryLeaseStore({ clock }),
+    snapshots: new InMemorySnapshotStore(),
+    clock,
+    countRows: async (executionId) => store.rowsForTesting(executionId).length,
+    close: () => store.close(),
+  };
+});
+
+describe('runtime on the memory store', () => {
+  it('a transactional step is refused with TRANSACTIONS_UNSUPPORTED, recorded as a failure', async () => {
+    const runtime = createRuntime({ store: new InMemoryEventStore() });
+    const handle = await runtime.start(
+      { name: 'tx', run: async (ctx) => ctx.transaction('t', () => 1) },
+      null,
+    );
+    await expect(handle.result()).rejects.toMatchObject({ code: 'TRANSACTIONS_UNSUPPORTED' });
+    await runtime.shutdown();
+  });
+});

@@ -1,0 +1,66 @@
+import { ErrorCode, LoomError } from '../../errors.js';
+import { decodePayload } from '../../internal/json-codec.js';
+import { checkExecutionId } from '../../internal/prepare-append.js';
+import { type PreparedSnapshot, prepareSnapshot } from '../../internal/prepare-snapshot.js';
+import type { Snapshot, SnapshotStore } from '../../snapshot-store.js';
+
+/**
+ * The newest snapshot per execution, in process memory: for tests, simulation and single-process
+ * runtimes. Same contract as the durable backends (one conformance suite). State is kept as its
+ * stored JSON text, so mutating a saved or loaded state never changes the store.
+ *
+ * Error codes: `INVALID_ENVELOPE` / `LIMIT_EXCEEDED` (bad id, sequence or `at`; state over
+ * `snapshotBytesMax` or `payloadDepthMax`), `PAYLOAD_NOT_JSON`, `STORE_CLOSED`.
+ *
+ * @example
+ * const snapshots = new InMemorySnapshotStore();
+ * await snapshots.save({ executionId: 'order-1', sequence: 40, state: { paid: true }, at: Date.now() });
+ * const newest = await snapshots.load('order-1'); // { executionId: 'order-1', sequence: 40, … }
+ */
+export class InMemorySnapshotStore implements SnapshotStore {
+  readonly backend = 'memory';
+  private readonly snapshots = new Map<string, PreparedSnapshot>();
+  private closed = false;
+
+  /**
+   * Stores `snapshot` unless one at the same or a later sequence is already stored.
+   * Throws `INVALID_ENVELOPE`, `LIMIT_EXCEEDED`, `PAYLOAD_NOT_JSON`, `STORE_CLOSED`.
+   */
+  async save(snapshot: Snapshot): Promise<void> {
+    this.assertOpen();
+    const prepared = prepareSnapshot(snapshot);
+    const stored = this.snapshots.get(prepared.executionId);
+    if (stored === undefined || prepared.sequence > stored.sequence) {
+      this.snapshots.set(prepared.executionId, prepared);
+    }
+  }
+
+  /**
+   * The newest snapshot of `executionId` (state decoded afresh on every call), or undefined.
+   * Throws `INVALID_ENVELOPE`, `LIMIT_EXCEEDED`, `STORE_CLOSED`.
+   */
+  async load(executionId: string): Promise<Snapshot | undefined> {
+    this.assertOpen();
+    const stored = this.snapshots.get(checkExecutionId(executionId));
+    if (stored === undefined) return undefined;
+    return {
+      executionId: stored.executionId,
+      sequence: stored.sequence,
+      state: decodePayload(stored.stateText),
+      at: stored.at,
+    };
+  }
+
+  /** Further calls fail with `STORE_CLOSED`. Idempotent. */
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) {
+      throw new LoomError(ErrorCode.STORE_CLOSED, 'the memory snapshot store is closed', {
+        backend: this.backend,
+      });
+    }
+  }
+}

@@ -1,0 +1,224 @@
+import type Database from 'better-sqlite3';
+import type { Clock } from '../../clock.js';
+import { systemClock } from '../../clock.js';
+import { ErrorCode, LoomError } from '../../errors.js';
+import { checkLeaseBatch, checkLeaseOwner, leaseExpiry } from '../../internal/lease-input.js';
+import { checkExecutionId } from '../../internal/prepare-append.js';
+import { storeReadOnly } from '../../internal/store-errors.js';
+import type { Lease, LeaseStore } from '../../lease-store.js';
+import { mapSqliteError } from './sqlite-errors.js';
+import { assertSqliteSchema, sqliteMigrationVersion } from './sqlite-schema-gate.js';
+
+/** Options of {@link SqliteLeaseStore}. */
+export interface SqliteLeaseStoreOptions {
+  /** Judges expiry and computes new expiries. Default: the wall clock. */
+  clock?: Clock;
+  /** Refuse writes with `STORE_READ_ONLY`. Always true on a read-only handle. Default false. */
+  readOnly?: boolean;
+}
+
+// Each batch is one statement, so one implicit transaction: the ids travel as one JSON array
+// parameter and json_each turns them into rows. A write statement takes SQLite's write lock
+// before it reads, so two connections (or processes) serialize on it and cannot both win an id.
+
+/** Grant free, expired (expires_at_ms <= now) or already-owned ids; RETURNING lists the granted. */
+const acquireSql = `
+  INSERT INTO loom_leases (execution_id, owner, expires_at_ms)
+  SELECT value, @owner, @expiresAtMs FROM json_each(@ids) WHERE true
+  ON CONFLICT (execution_id) DO UPDATE
+    SET owner = excluded.owner, expires_at_ms = excluded.expires_at_ms
+    WHERE loom_leases.expires_at_ms <= @nowMs OR loom_leases.owner = excluded.owner
+  RETURNING execution_id`;
+
+/** Extend the owner's leases, expired ones included (untaken, they are still the owner's). */
+const renewSql = `
+  UPDATE loom_leases SET expires_at_ms = @expiresAtMs
+  WHERE owner = @owner AND execution_id IN (SELECT value FROM json_each(@ids))
+  RETURNING execution_id`;
+
+const releaseSql = `
+  DELETE FROM loom_leases
+  WHERE owner = @owner AND execution_id IN (SELECT value FROM json_each(@ids))`;
+
+const getSql = 'SELECT owner, expires_at_ms FROM loom_leases WHERE execution_id = ?';
+
+function prepareStatements(db: Database.Database) {
+  return {
+    acquire: db
+      .prepare<[{ ids: string; owner: string; expiresAtMs: number; nowMs: number }], string>(
+        acquireSql,
+      )
+      .pluck(),
+    renew: db
+      .prepare<[{ ids: string; owner: string; expiresAtMs: number }], string>(renewSql)
+      .pluck(),
+    release: db.prepare<[{ ids: string; owner: string }]>(releaseSql),
+    get: db.prepare<[string], { owner: string; expires_at_ms: number }>(getSql),
+  };
+}
+
+type Statements = ReturnType<typeof prepareStatements>;
+
+/**
+ * Leases in the SQLite file of a `SqliteEventStore`, on its connection (pass
+ * `eventStore.database`), so leases and the log share one file and one writer. Every batch is
+ * one statement and one transaction, through cached prepared statements. A lease is expired once
+ * `expires_at_ms <= clock.now()`; until someone else takes it, its owner still holds it and may
+ * renew it. The tables come from migration 2 ('leases-and-snapshots'); an older schema is refused.
+ *
+ * Error codes: `INVALID_ENVELOPE` / `LIMIT_EXCEEDED` (bad id, batch over `leaseBatchMax`),
+ * `INVALID_ARGUMENT` (bad owner, ttl or id array), `SCHEMA_NOT_MIGRATED`, `SCHEMA_TOO_NEW`,
+ * `STORE_READ_ONLY`, `STORE_BUSY`, `STORE_UNAVAILABLE`, `STORE_CLOSED`, `STORE_FAILURE`.
+ *
+ * @example
+ * const events = SqliteEventStore.open({ path: 'loom.db', migrate: true });
+ * const leases = new SqliteLeaseStore(events.database);
+ * const granted = await leases.acquireMany('node-a', ['order-1', 'order-2'], 30_000);
+ * const lost = await leases.renewMany('node-a', [...granted], 30_000); // stop driving these
+ */
+export class SqliteLeaseStore implements LeaseStore {
+  readonly backend = 'sqlite';
+  readonly readOnly: boolean;
+  private readonly database: Database.Database;
+  private readonly clock: Clock;
+  private statements: Statements | undefined;
+  private closed = false;
+
+  /**
+   * Wraps an open better-sqlite3 handle; touches nothing until the first call, so it may be
+   * created before `migrate()`. The store never closes the handle: its owner does.
+   */
+  constructor(database: Database.Database, options: SqliteLeaseStoreOptions = {}) {
+    this.database = database;
+    this.clock = options.clock ?? systemClock;
+    this.readOnly = options.readOnly === true || database.readonly;
+  }
+
+  /**
+   * Grants each id that has no lease, whose lease expired, or that `owner` already holds (the
+   * expiry becomes now + ttl), in one statement. Returns the ids granted.
+   * Throws `INVALID_ARGUMENT`, `INVALID_ENVELOPE`, `LIMIT_EXCEEDED`, `STORE_READ_ONLY`,
+   * `SCHEMA_NOT_MIGRATED`, `STORE_BUSY`, `STORE_CLOSED`, `STORE_FAILURE`.
+   */
+  async acquireMany(
+    owner: string,
+    executionIds: readonly string[],
+    ttlMs: number,
+  ): Promise<Set<string>> {
+    this.assertWritable('acquire leases');
+    const nowMs = this.clock.now();
+    checkLeaseOwner(owner);
+    const expiresAtMs = leaseExpiry(ttlMs, nowMs);
+    const ids = checkLeaseBatch(executionIds, 'acquireMany');
+    if (ids.length === 0) return new Set();
+    const { acquire } = this.ready();
+    try {
+      return new Set(acquire.all({ ids: JSON.stringify(ids), owner, expiresAtMs, nowMs }));
+    } catch (error) {
+      throw mapSqliteError(error, 'acquireMany');
+    }
+  }
+
+  /**
+   * Extends each lease `owner` holds, expired or not (nobody took it, so it is still the
+   * owner's), in one statement. Returns the ids not renewed: held by someone else, or released.
+   * Throws `INVALID_ARGUMENT`, `INVALID_ENVELOPE`, `LIMIT_EXCEEDED`, `STORE_READ_ONLY`,
+   * `SCHEMA_NOT_MIGRATED`, `STORE_BUSY`, `STORE_CLOSED`, `STORE_FAILURE`.
+   */
+  async renewMany(
+    owner: string,
+    executionIds: readonly string[],
+    ttlMs: number,
+  ): Promise<string[]> {
+    this.assertWritable('renew leases');
+    checkLeaseOwner(owner);
+    const expiresAtMs = leaseExpiry(ttlMs, this.clock.now());
+    const ids = checkLeaseBatch(executionIds, 'renewMany');
+    if (ids.length === 0) return [];
+    const { renew } = this.ready();
+    let renewed: Set<string>;
+    try {
+      renewed = new Set(renew.all({ ids: JSON.stringify(ids), owner, expiresAtMs }));
+    } catch (error) {
+      throw mapSqliteError(error, 'renewMany');
+    }
+    return ids.filter((executionId) => !renewed.has(executionId));
+  }
+
+  /**
+   * Deletes the leases `owner` holds among `executionIds`, in one statement; others' stay.
+   * Throws `INVALID_ARGUMENT`, `INVALID_ENVELOPE`, `LIMIT_EXCEEDED`, `STORE_READ_ONLY`,
+   * `SCHEMA_NOT_MIGRATED`, `STORE_BUSY`, `STORE_CLOSED`, `STORE_FAILURE`.
+   */
+  async releaseMany(owner: string, executionIds: readonly string[]): Promise<void> {
+    this.assertWritable('release leases');
+    checkLeaseOwner(owner);
+    const ids = checkLeaseBatch(executionIds, 'releaseMany');
+    if (ids.length === 0) return;
+    const { release } = this.ready();
+    try {
+      release.run({ ids: JSON.stringify(ids), owner });
+    } catch (error) {
+      throw mapSqliteError(error, 'releaseMany');
+    }
+  }
+
+  /**
+   * The lease on `executionId`, expired or not; undefined when there is none.
+   * Throws `INVALID_ENVELOPE`, `LIMIT_EXCEEDED`, `SCHEMA_NOT_MIGRATED`, `STORE_CLOSED`,
+   * `STORE_FAILURE`.
+   */
+  async get(executionId: string): Promise<Lease | undefined> {
+    this.assertOpen();
+    checkExecutionId(executionId);
+    const { get } = this.ready();
+    let row: { owner: string; expires_at_ms: number } | undefined;
+    try {
+      row = get.get(executionId);
+    } catch (error) {
+      throw mapSqliteError(error, 'get lease');
+    }
+    return row === undefined
+      ? undefined
+      : { executionId, owner: row.owner, expiresAtMs: row.expires_at_ms };
+  }
+
+  /** Further calls fail with `STORE_CLOSED`. Leaves the database handle open. Idempotent. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.statements = undefined;
+  }
+
+  /** The cached statements, prepared once the schema is known to hold the lease table. */
+  private ready(): Statements {
+    if (this.statements !== undefined) return this.statements;
+    assertSqliteSchema(
+      this.database,
+      sqliteMigrationVersion('leases-and-snapshots'),
+      'lease store',
+    );
+    try {
+      this.statements = prepareStatements(this.database);
+    } catch (error) {
+      throw mapSqliteError(error, 'prepare lease statements');
+    }
+    return this.statements;
+  }
+
+  private assertWritable(operation: string): void {
+    this.assertOpen();
+    if (this.readOnly) throw storeReadOnly('sqlite lease', operation);
+  }
+
+  private assertOpen(): void {
+    if (this.closed || !this.database.open) {
+      throw new LoomError(
+        ErrorCode.STORE_CLOSED,
+        this.closed
+          ? 'the sqlite lease store is closed'
+          : `the SQLite handle of the lease store (${this.database.name}) was closed by its owner`,
+        { backend: this.backend },
+      );
+    }
+  }
+}

@@ -1,0 +1,149 @@
+import type Database from 'better-sqlite3';
+import { ErrorCode, LoomError } from '../../errors.js';
+import { decodePayload } from '../../internal/json-codec.js';
+import { checkExecutionId } from '../../internal/prepare-append.js';
+import { prepareSnapshot } from '../../internal/prepare-snapshot.js';
+import { storeReadOnly } from '../../internal/store-errors.js';
+import type { Snapshot, SnapshotStore } from '../../snapshot-store.js';
+import { mapSqliteError } from './sqlite-errors.js';
+import { assertSqliteSchema, sqliteMigrationVersion } from './sqlite-schema-gate.js';
+
+/** Options of {@link SqliteSnapshotStore}. */
+export interface SqliteSnapshotStoreOptions {
+  /** Refuse saves with `STORE_READ_ONLY`. Always true on a read-only handle. Default false. */
+  readOnly?: boolean;
+}
+
+/**
+ * Insert, or overwrite only with a strictly newer sequence: the comparison happens inside the one
+ * statement, under SQLite's write lock, so racing savers cannot move the snapshot backwards.
+ */
+const saveSql = `
+  INSERT INTO loom_snapshots (execution_id, sequence, state, at)
+  VALUES (@executionId, @sequence, @stateText, @at)
+  ON CONFLICT (execution_id) DO UPDATE
+    SET sequence = excluded.sequence, state = excluded.state, at = excluded.at
+    WHERE excluded.sequence > loom_snapshots.sequence`;
+
+const loadSql = 'SELECT sequence, state, at FROM loom_snapshots WHERE execution_id = ?';
+
+interface SnapshotRow {
+  sequence: number;
+  state: string;
+  at: number;
+}
+
+function prepareStatements(db: Database.Database) {
+  return {
+    save: db.prepare<[{ executionId: string; sequence: number; stateText: string; at: number }]>(
+      saveSql,
+    ),
+    load: db.prepare<[string], SnapshotRow>(loadSql),
+  };
+}
+
+type Statements = ReturnType<typeof prepareStatements>;
+
+/**
+ * The newest snapshot per execution, in the SQLite file of a `SqliteEventStore`, on its
+ * connection (pass `eventStore.database`). State is stored as its exact JSON text (`-0` and key
+ * order kept) and decoded afresh on every load. The table comes from migration 2
+ * ('leases-and-snapshots'); an older schema is refused.
+ *
+ * Error codes: `INVALID_ENVELOPE` / `LIMIT_EXCEEDED` (bad id, sequence or `at`; state over
+ * `snapshotBytesMax` or `payloadDepthMax`), `PAYLOAD_NOT_JSON`, `SCHEMA_NOT_MIGRATED`,
+ * `SCHEMA_TOO_NEW`, `STORE_READ_ONLY`, `STORE_BUSY`, `STORE_UNAVAILABLE`, `STORE_CLOSED`,
+ * `STORE_FAILURE`.
+ *
+ * @example
+ * const events = SqliteEventStore.open({ path: 'loom.db', migrate: true });
+ * const snapshots = new SqliteSnapshotStore(events.database);
+ * await snapshots.save({ executionId: 'order-1', sequence: 40, state: { paid: true }, at: Date.now() });
+ * const newest = await snapshots.load('order-1');
+ */
+export class SqliteSnapshotStore implements SnapshotStore {
+  readonly backend = 'sqlite';
+  readonly readOnly: boolean;
+  private readonly database: Database.Database;
+  private statements: Statements | undefined;
+  private closed = false;
+
+  /**
+   * Wraps an open better-sqlite3 handle; touches nothing until the first call, so it may be
+   * created before `migrate()`. The store never closes the handle: its owner does.
+   */
+  constructor(database: Database.Database, options: SqliteSnapshotStoreOptions = {}) {
+    this.database = database;
+    this.readOnly = options.readOnly === true || database.readonly;
+  }
+
+  /**
+   * Stores `snapshot` unless one at the same or a later sequence is already stored.
+   * Throws `INVALID_ENVELOPE`, `LIMIT_EXCEEDED`, `PAYLOAD_NOT_JSON`, `STORE_READ_ONLY`,
+   * `SCHEMA_NOT_MIGRATED`, `STORE_BUSY`, `STORE_CLOSED`, `STORE_FAILURE`.
+   */
+  async save(snapshot: Snapshot): Promise<void> {
+    this.assertOpen();
+    if (this.readOnly) throw storeReadOnly('sqlite snapshot', 'save a snapshot');
+    const prepared = prepareSnapshot(snapshot);
+    const { save } = this.ready();
+    try {
+      save.run(prepared);
+    } catch (error) {
+      throw mapSqliteError(error, 'save snapshot');
+    }
+  }
+
+  /**
+   * The newest snapshot of `executionId` (state decoded afresh on every call), or undefined.
+   * Throws `INVALID_ENVELOPE`, `LIMIT_EXCEEDED`, `SCHEMA_NOT_MIGRATED`, `STORE_CLOSED`,
+   * `STORE_FAILURE`.
+   */
+  async load(executionId: string): Promise<Snapshot | undefined> {
+    this.assertOpen();
+    checkExecutionId(executionId);
+    const { load } = this.ready();
+    let row: SnapshotRow | undefined;
+    try {
+      row = load.get(executionId);
+    } catch (error) {
+      throw mapSqliteError(error, 'load snapshot');
+    }
+    if (row === undefined) return undefined;
+    return { executionId, sequence: row.sequence, state: decodePayload(row.state), at: row.at };
+  }
+
+  /** Further calls fail with `STORE_CLOSED`. Leaves the database handle open. Idempotent. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.statements = undefined;
+  }
+
+  /** The cached statements, prepared once the schema is known to hold the snapshot table. */
+  private ready(): Statements {
+    if (this.statements !== undefined) return this.statements;
+    assertSqliteSchema(
+      this.database,
+      sqliteMigrationVersion('leases-and-snapshots'),
+      'snapshot store',
+    );
+    try {
+      this.statements = prepareStatements(this.database);
+    } catch (error) {
+      throw mapSqliteError(error, 'prepare snapshot statements');
+    }
+    return this.statements;
+  }
+
+  private assertOpen(): void {
+    if (this.closed || !this.database.open) {
+      throw new LoomError(
+        ErrorCode.STORE_CLOSED,
+        this.closed
+          ? 'the sqlite snapshot store is closed'
+          : `the SQLite handle of the snapshot store (${this.database.name}) was closed by its owner`,
+        { backend: this.backend },
+      );
+    }
+  }
+}

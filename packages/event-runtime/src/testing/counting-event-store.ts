@@ -1,0 +1,98 @@
+import type {
+  AppendGuard,
+  EventEnvelope,
+  FindExecutionsOptions,
+  ReadAllOptions,
+  ReadOptions,
+} from '../envelope.js';
+import type {
+  EventStore,
+  SubscribeOptions,
+  SubscriptionHandler,
+  TransactionalEventStore,
+} from '../event-store.js';
+import { isTransactional } from '../event-store.js';
+
+/** Calls made through a {@link CountingEventStore}. */
+export interface StoreCallCounts {
+  /** `append` calls: one store round trip each. */
+  appends: number;
+  /** Envelopes handed to `append`. */
+  eventsAppended: number;
+  /** `transact` calls (one transaction, one round trip on SQLite, a few on Postgres). */
+  transactions: number;
+  reads: number;
+  readAlls: number;
+  findExecutions: number;
+}
+
+/**
+ * Wraps a store and counts its calls, changing nothing else. Tests and benchmarks use it to
+ * assert round trips ("an n-step flow costs n + 1 appends") without timing anything.
+ */
+export class CountingEventStore implements EventStore {
+  readonly counts: StoreCallCounts = {
+    appends: 0,
+    eventsAppended: 0,
+    transactions: 0,
+    reads: 0,
+    readAlls: 0,
+    findExecutions: 0,
+  };
+  readonly transact: TransactionalEventStore['transact'] | undefined;
+
+  constructor(readonly inner: EventStore) {
+    if (isTransactional(inner)) {
+      this.transact = (work, envelopes, guard) => {
+        this.counts.transactions += 1;
+        return inner.transact(work, envelopes, guard);
+      };
+    }
+  }
+
+  get backend(): string {
+    return this.inner.backend;
+  }
+
+  get fences() {
+    return this.inner.fences;
+  }
+
+  reset(): void {
+    for (const key of Object.keys(this.counts) as Array<keyof StoreCallCounts>)
+      this.counts[key] = 0;
+  }
+
+  append(envelopes: readonly EventEnvelope[], guard?: AppendGuard) {
+    this.counts.appends += 1;
+    this.counts.eventsAppended += Array.isArray(envelopes) ? envelopes.length : 0;
+    return this.inner.append(envelopes, guard);
+  }
+
+  read(executionId: string, options?: ReadOptions) {
+    this.counts.reads += 1;
+    return this.inner.read(executionId, options);
+  }
+
+  readAll(options?: ReadAllOptions) {
+    this.counts.readAlls += 1;
+    return this.inner.readAll(options);
+  }
+
+  findExecutions(options: FindExecutionsOptions) {
+    this.counts.findExecutions += 1;
+    return this.inner.findExecutions(options);
+  }
+
+  subscribe(options: SubscribeOptions, handler: SubscriptionHandler) {
+    return this.inner.subscribe(options, handler);
+  }
+
+  verify(executionId: string) {
+    return this.inner.verify(executionId);
+  }
+
+  close() {
+    return this.inner.close();
+  }
+}

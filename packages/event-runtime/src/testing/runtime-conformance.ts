@@ -1,0 +1,659 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { JsonValue } from '../envelope.js';
+import { ErrorCode, type LoomError } from '../errors.js';
+import type { EventStore } from '../event-store.js';
+import type { LeaseStore } from '../lease-store.js';
+import type { Flow } from '../runtime/flow.js';
+import { loadState } from '../runtime/load-state.js';
+import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
+import type { SnapshotStore } from '../snapshot-store.js';
+import { CountingEventStore } from './counting-event-store.js';
+import { freshId } from './event-store-conformance.js';
+import type { ManualClock } from './manual-clock.js';
+
+/** What a backend hands the runtime suite for one test. */
+export interface RuntimeHarness {
+  store: EventStore;
+  leases: LeaseStore;
+  snapshots: SnapshotStore;
+  /** Shared by every store handle, so tests move time by hand. */
+  clock: ManualClock;
+  /** Rows actually stored for an execution, counted behind the store's back. */
+  countRows(executionId: string): Promise<number>;
+  close(): Promise<void>;
+}
+
+function deferred<T = void>() {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    return (error as LoomError).code ?? `untyped: ${String(error)}`;
+  }
+  return 'resolved';
+}
+
+function stepsFlow(
+  name: string,
+  steps: number,
+  ran: string[] = [],
+): Flow<{ tag: string }, string[]> {
+  return {
+    name,
+    run: async (ctx, input) => {
+      const results: string[] = [];
+      for (let index = 0; index < steps; index++) {
+        results.push(
+          await ctx.step(`step-${index}`, (effect) => {
+            ran.push(`${effect.executionId}:${index}`);
+            return `${input.tag}-${index}`;
+          }),
+        );
+      }
+      return results;
+    },
+  };
+}
+
+/**
+ * The kernel's behaviour suite, run unchanged against every backend: steps and replay,
+ * durability barriers (counted round trips), idempotent start, non-determinism, bad input,
+ * cancel, leases, recovery and snapshots.
+ */
+export function runtimeConformance(name: string, open: () => Promise<RuntimeHarness>): void {
+  describe(`runtime conformance: ${name}`, () => {
+    let harness: RuntimeHarness;
+    const runtimes: Runtime[] = [];
+    const runtime = (options: Partial<RuntimeOptions> = {}) => {
+      const created = createRuntime({ store: harness.store, clock: harness.clock, ...options });
+      runtimes.push(created);
+      return created;
+    };
+
+    beforeEach(async () => {
+      harness = await open();
+    });
+    afterEach(async () => {
+      await Promise.all(runtimes.splice(0).map((created) => created.shutdown()));
+      await harness.close();
+    });
+
+    describe('steps and barriers', () => {
+      for (const steps of [0, 1, 3, 10]) {
+        it(`a ${steps}-step flow writes 2n + 2 events in n + 1 appends`, async () => {
+          const counting = new CountingEventStore(harness.store);
+          const created = runtime({ store: counting });
+          const id = freshId('steps');
+          const handle = await created.start(
+            stepsFlow('steps', steps),
+            { tag: 't' },
+            { executionId: id },
+          );
+          expect(await handle.result()).toEqual(
+            Array.from({ length: steps }, (_, index) => `t-${index}`),
+          );
+          expect(await harness.countRows(id)).toBe(2 * steps + 2);
+          expect(counting.counts.appends).toBe(steps + 1);
+          expect(handle.existing).toBe(false);
+          const events = await harness.store.read(id);
+          expect(events.map((event) => event.type)).toEqual([
+            'execution.started',
+            ...Array.from({ length: steps }, () => ['step.started', 'step.completed']).flat(),
+            'execution.completed',
+          ]);
+          expect((await harness.store.verify(id)).ok).toBe(true);
+        });
+      }
+
+      it('step.started is durable before the effect runs', async () => {
+        const created = runtime();
+        const id = freshId('durable');
+        let rowsSeenByEffect = -1;
+        const flow: Flow<null, number> = {
+          name: 'durable-before-effect',
+          run: async (ctx) =>
+            ctx.step('look', async () => {
+              rowsSeenByEffect = await harness.countRows(id);
+              return rowsSeenByEffect;
+            }),
+        };
+        await (await created.start(flow, null, { executionId: id })).result();
+        expect(rowsSeenByEffect).toBe(2);
+      });
+
+      it('parallel steps share one append and replay deterministically', async () => {
+        const counting = new CountingEventStore(harness.store);
+        const created = runtime({ store: counting });
+        const flow: Flow<null, number[]> = {
+          name: 'parallel',
+          run: async (ctx) => Promise.all([1, 2, 3].map((n) => ctx.step(`p-${n}`, () => n * 10))),
+        };
+        const handle = await created.start(flow, null);
+        expect(await handle.result()).toEqual([10, 20, 30]);
+        expect(counting.counts.appends).toBe(2);
+        expect(await harness.countRows(handle.executionId)).toBe(8);
+      });
+
+      it('effects get a stable idempotency key', async () => {
+        const created = runtime();
+        const keys: string[] = [];
+        const flow: Flow<null, null> = {
+          name: 'keys',
+          run: async (ctx) => {
+            await ctx.step('a', (effect) => void keys.push(effect.idempotencyKey));
+            await ctx.step('b', (effect) => void keys.push(effect.idempotencyKey));
+            return null;
+          },
+        };
+        const handle = await created.start(flow, null, { executionId: freshId('keys') });
+        await handle.result();
+        expect(keys).toEqual([`${handle.executionId}/0`, `${handle.executionId}/1`]);
+      });
+
+      it('a failed step is recorded and rethrown the same way on replay', async () => {
+        const id = freshId('fail-step');
+        const gate = deferred();
+        let secondRuns = 0;
+        const flow: Flow<null, string> = {
+          name: 'fails-then-recovers',
+          run: async (ctx) => {
+            let note = 'none';
+            try {
+              await ctx.step('boom', () => {
+                throw new TypeError('kaput');
+              });
+            } catch (error) {
+              note = `${(error as LoomError).code}:${((error as LoomError).fields.error as { name: string }).name}`;
+            }
+            await ctx.step('after', async () => {
+              secondRuns += 1;
+              if (secondRuns === 1) await gate.promise;
+              return 1;
+            });
+            return note;
+          },
+        };
+        const first = runtime({ nodeId: 'first' });
+        await first.start(flow, null, { executionId: id });
+        while (secondRuns === 0) await new Promise((resolve) => setTimeout(resolve, 2));
+        // A second node takes over while 'after' is in flight: replay must see the same failure.
+        const second = runtime({ nodeId: 'second', flows: [flow as Flow<never, unknown>] });
+        const handle = await second.resume<string>(id);
+        expect(await handle.result()).toBe('STEP_FAILED:TypeError');
+        gate.resolve();
+        expect(secondRuns).toBe(2);
+      });
+    });
+
+    describe('replay and resume', () => {
+      it('resume replays recorded steps without re-running their effects', async () => {
+        const id = freshId('resume');
+        const ran: string[] = [];
+        const hang = deferred();
+        const flow: Flow<null, string> = {
+          name: 'resumable',
+          run: async (ctx) => {
+            const a = await ctx.step('a', () => {
+              ran.push('a');
+              return 'A';
+            });
+            const b = await ctx.step('b', async () => {
+              ran.push('b');
+              if (ran.filter((entry) => entry === 'b').length === 1) await hang.promise;
+              return 'B';
+            });
+            return a + b;
+          },
+        };
+        const crashed = runtime({ nodeId: 'crashed' });
+        await crashed.start(flow, null, { executionId: id });
+        while (!ran.includes('b')) await new Promise((resolve) => setTimeout(resolve, 2));
+        // The first node is "dead" from here on: its effect never returns.
+        const survivor = runtime({ nodeId: 'survivor', flows: [flow as Flow<never, unknown>] });
+        const handle = await survivor.resume<string>(id);
+        expect(await handle.result()).toBe('AB');
+        expect(ran).toEqual(['a', 'b', 'b']);
+        const completed = (await harness.store.read(id)).filter(
+          (event) => event.type === 'step.completed',
+        );
+        expect(completed.map((event) => (event.payload as { name: string }).name)).toEqual([
+          'a',
+          'b',
+        ]);
+        hang.resolve();
+        // The dead node's late completion is fenced out: nothing more is written.
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        expect(await harness.countRows(id)).toBe(6);
+      });
+
+      it('a replay that asks for another step fails with NON_DETERMINISM naming both', async () => {
+        const id = freshId('nondet');
+        const hang = deferred();
+        const v1: Flow<null, string> = {
+          name: 'changing',
+          run: async (ctx) => {
+            await ctx.step('charge', () => 'charged');
+            await ctx.step('ship', async () => {
+              await hang.promise;
+              return 'shipped';
+            });
+            return 'done';
+          },
+        };
+        await runtime({ nodeId: 'old' }).start(v1, null, { executionId: id });
+        while ((await harness.countRows(id)) < 4)
+          await new Promise((resolve) => setTimeout(resolve, 2));
+        const v2: Flow<null, string> = {
+          name: 'changing',
+          run: async (ctx) => {
+            await ctx.step('refund', () => 'refunded');
+            return 'done';
+          },
+        };
+        const handle = await runtime({ nodeId: 'new', flows: [v2 as Flow<never, unknown>] }).resume(
+          id,
+        );
+        const error = (await handle.result().catch((caught) => caught)) as LoomError;
+        expect(error.code).toBe(ErrorCode.NON_DETERMINISM);
+        expect(error.message).toMatch(/'charge'.*'refund'/);
+        expect(error.fields.expected).toBe('charge');
+        expect(error.fields.actual).toBe('refund');
+        const events = await harness.store.read(id);
+        expect(events[events.length - 1]?.type).toBe('execution.failed');
+        hang.resolve();
+      });
+
+      it('resume of a flow this runtime does not know fails with FLOW_NOT_REGISTERED', async () => {
+        const id = freshId('unknown-flow');
+        const hang = deferred();
+        await runtime().start(
+          {
+            name: 'elsewhere',
+            run: async (ctx) => ctx.step('x', () => hang.promise.then(() => 1)),
+          },
+          null,
+          { executionId: id },
+        );
+        while ((await harness.countRows(id)) < 2)
+          await new Promise((resolve) => setTimeout(resolve, 2));
+        expect(await codeOf(runtime().resume(id))).toBe(ErrorCode.FLOW_NOT_REGISTERED);
+        expect(await codeOf(runtime().resume(freshId('none')))).toBe(ErrorCode.EXECUTION_NOT_FOUND);
+        hang.resolve();
+      });
+    });
+
+    describe('idempotent start', () => {
+      it('20 concurrent starts of one id: one execution, 19 handles to it', async () => {
+        const created = runtime();
+        const id = freshId('idem');
+        const ran: string[] = [];
+        const flow = stepsFlow('idem', 2, ran);
+        const handles = await Promise.all(
+          Array.from({ length: 20 }, () => created.start(flow, { tag: 'x' }, { executionId: id })),
+        );
+        expect(handles.filter((handle) => !handle.existing)).toHaveLength(1);
+        expect(handles.filter((handle) => handle.existing)).toHaveLength(19);
+        const results = await Promise.all(handles.map((handle) => handle.result()));
+        for (const result of results) expect(result).toEqual(['x-0', 'x-1']);
+        expect(ran).toHaveLength(2);
+        expect(await harness.countRows(id)).toBe(6);
+      });
+
+      it('a start racing on two runtimes: one execution, effects run once', async () => {
+        const id = freshId('idem-2');
+        const ran: string[] = [];
+        const flow = stepsFlow('idem-two', 1, ran);
+        const [a, b] = await Promise.all([
+          runtime({ nodeId: 'a' }).start(flow, { tag: 'a' }, { executionId: id }),
+          runtime({ nodeId: 'b' }).start(flow, { tag: 'b' }, { executionId: id }),
+        ]);
+        expect([a?.existing, b?.existing].sort()).toEqual([false, true]);
+        const [ra, rb] = await Promise.all([a?.result(), b?.result()]);
+        expect(ra).toEqual(rb);
+        expect(ran).toHaveLength(1);
+        expect(await harness.countRows(id)).toBe(4);
+      });
+
+      it('minted ids are ULIDs and unique', async () => {
+        const created = runtime();
+        const flow = stepsFlow('minted', 0);
+        const ids = new Set<string>();
+        for (let index = 0; index < 5; index++)
+          ids.add((await created.start(flow, { tag: '' })).executionId);
+        expect(ids.size).toBe(5);
+        for (const id of ids) expect(id).toMatch(/^[0-9A-HJKMNP-TV-Z]{26}$/);
+      });
+    });
+
+    describe('bad input', () => {
+      const failing: Array<[string, Flow<null, unknown>, string]> = [
+        [
+          'a flow that throws a non-Error',
+          { name: 'throws-string', run: async () => Promise.reject('just a string') },
+          'EXECUTION_FAILED',
+        ],
+        [
+          'a flow that returns a non-serializable value',
+          { name: 'returns-function', run: async () => () => 1 },
+          ErrorCode.PAYLOAD_NOT_JSON,
+        ],
+        [
+          'a step whose result is not JSON',
+          { name: 'bad-result', run: async (ctx) => ctx.step('big', () => 10n) },
+          ErrorCode.PAYLOAD_NOT_JSON,
+        ],
+        [
+          'a duplicate step name',
+          {
+            name: 'dup',
+            run: async (ctx) => {
+              await ctx.step('same', () => 1);
+              return ctx.step('same', () => 2);
+            },
+          },
+          ErrorCode.DUPLICATE_STEP_NAME,
+        ],
+        [
+          'an empty step name',
+          { name: 'empty', run: async (ctx) => ctx.step('', () => 1) },
+          ErrorCode.INVALID_STEP_NAME,
+        ],
+      ];
+      for (const [what, flow, code] of failing) {
+        it(`${what} is recorded as execution.failed (${code}); the runtime stays healthy`, async () => {
+          const created = runtime();
+          const handle = await created.start(flow, null);
+          const error = (await handle.result().catch((caught) => caught)) as LoomError;
+          expect(error.code).toBe(code);
+          const events = await harness.store.read(handle.executionId);
+          const last = events[events.length - 1];
+          expect(last?.type).toBe('execution.failed');
+          const recorded = (
+            last!.payload as { error: { code?: string; name: string; message: string } }
+          ).error;
+          if (code === 'EXECUTION_FAILED') {
+            expect(recorded).toEqual({ name: 'NonError', message: 'just a string' });
+          } else {
+            expect(recorded.code).toBe(code);
+          }
+          const healthy = await created.start(stepsFlow('healthy', 1), { tag: 'ok' });
+          expect(await healthy.result()).toEqual(['ok-0']);
+        });
+      }
+
+      it('a start with input JSON cannot hold writes nothing', async () => {
+        const id = freshId('bad-input');
+        const created = runtime();
+        expect(
+          await codeOf(created.start(stepsFlow('x', 1), { tag: 1n } as never, { executionId: id })),
+        ).toBe(ErrorCode.PAYLOAD_NOT_JSON);
+        expect(await codeOf(created.start({ name: '', run: async () => 1 }, null))).toBe(
+          ErrorCode.INVALID_FLOW,
+        );
+        expect(
+          await codeOf(created.start(stepsFlow('x', 1), { tag: '' }, { executionId: '' })),
+        ).toBe(ErrorCode.INVALID_ENVELOPE);
+        expect(await harness.countRows(id)).toBe(0);
+      });
+    });
+
+    describe('cancel', () => {
+      it('a local cancel aborts the effect and ends the execution as cancelled', async () => {
+        const created = runtime();
+        let aborted = false;
+        const flow: Flow<null, string> = {
+          name: 'cancellable',
+          run: async (ctx) =>
+            ctx.step('wait', (effect) => {
+              return new Promise<string>((_, reject) => {
+                effect.signal.addEventListener('abort', () => {
+                  aborted = true;
+                  reject(new Error('aborted'));
+                });
+              });
+            }),
+        };
+        const handle = await created.start(flow, null);
+        while ((await harness.countRows(handle.executionId)) < 2)
+          await new Promise((r) => setTimeout(r, 2));
+        expect(await created.cancel(handle.executionId, 'operator said so')).toBe(true);
+        expect(aborted).toBe(true);
+        const error = (await handle.result().catch((caught) => caught)) as LoomError;
+        expect(error.code).toBe(ErrorCode.EXECUTION_CANCELLED);
+        const events = await harness.store.read(handle.executionId);
+        expect(events.map((event) => event.type)).toEqual([
+          'execution.started',
+          'step.started',
+          'execution.cancelled',
+        ]);
+        expect(await created.cancel(handle.executionId, 'again')).toBe(false);
+      });
+
+      it('a cancel from another node fences the owner out', async () => {
+        const hang = deferred();
+        const owner = runtime({ nodeId: 'owner' });
+        const flow: Flow<null, string> = {
+          name: 'remote-cancel',
+          run: async (ctx) => {
+            await ctx.step('slow', () => hang.promise.then(() => 1));
+            return ctx.step('never', () => 'x');
+          },
+        };
+        const handle = await owner.start(flow, null);
+        while ((await harness.countRows(handle.executionId)) < 2)
+          await new Promise((r) => setTimeout(r, 2));
+        const operator = runtime({ nodeId: 'operator' });
+        expect(await operator.cancel(handle.executionId, 'stop it')).toBe(true);
+        hang.resolve();
+        expect(await codeOf(handle.result())).toBe(ErrorCode.EXECUTION_CANCELLED);
+        expect(await codeOf(operator.attach(handle.executionId).result())).toBe(
+          ErrorCode.EXECUTION_CANCELLED,
+        );
+        const types = (await harness.store.read(handle.executionId)).map((event) => event.type);
+        expect(types).toEqual(['execution.started', 'step.started', 'execution.cancelled']);
+      });
+    });
+
+    describe('leases', () => {
+      it('lazy: a short execution never touches the lease store', async () => {
+        const created = runtime({ leases: harness.leases });
+        const handles = await Promise.all(
+          Array.from({ length: 10 }, () => created.start(stepsFlow('short', 2), { tag: 's' })),
+        );
+        await Promise.all(handles.map((handle) => handle.result()));
+        await created.tickLeases();
+        expect(created.leaseCalls).toEqual({ acquireMany: 0, renewMany: 0, releaseMany: 0 });
+      });
+
+      it('lazy: long executions are leased after the grace in one batch, renewed in one call per tick', async () => {
+        const hang = deferred();
+        const created = runtime({ leases: harness.leases, leaseTtlMs: 30_000 });
+        const flow: Flow<null, number> = {
+          name: 'long',
+          run: async (ctx) => ctx.step('wait', () => hang.promise.then(() => 1)),
+        };
+        const handles = await Promise.all(
+          Array.from({ length: 5 }, () => created.start(flow, null)),
+        );
+        await created.tickLeases();
+        expect(created.leaseCalls.acquireMany).toBe(0);
+        harness.clock.advance(10_000);
+        await created.tickLeases();
+        expect(created.leaseCalls.acquireMany).toBe(1);
+        for (const handle of handles) {
+          expect((await harness.leases.get(handle.executionId))?.owner).toBe(created.nodeId);
+        }
+        harness.clock.advance(10_000);
+        await created.tickLeases();
+        expect(created.leaseCalls.renewMany).toBe(1);
+        hang.resolve();
+        await Promise.all(handles.map((handle) => handle.result()));
+        await created.idle();
+        expect(created.leaseCalls.releaseMany).toBe(1);
+        for (const handle of handles)
+          expect(await harness.leases.get(handle.executionId)).toBeUndefined();
+      });
+
+      it('eager: a lease before the first append, released at the end', async () => {
+        const created = runtime({ leases: harness.leases, leaseMode: 'eager' });
+        let leasedDuringEffect = false;
+        const flow: Flow<null, null> = {
+          name: 'eager',
+          run: async (ctx) => {
+            await ctx.step('check', async (effect) => {
+              leasedDuringEffect =
+                (await harness.leases.get(effect.executionId))?.owner === created.nodeId;
+            });
+            return null;
+          },
+        };
+        const handle = await created.start(flow, null);
+        await handle.result();
+        await created.idle();
+        expect(leasedDuringEffect).toBe(true);
+        expect(await harness.leases.get(handle.executionId)).toBeUndefined();
+      });
+
+      it('a node that loses its lease stops driving and its effect sees the abort', async () => {
+        const aNode = runtime({
+          nodeId: 'a',
+          leases: harness.leases,
+          leaseMode: 'eager',
+          leaseTtlMs: 3_000,
+        });
+        let sawAbort = false;
+        const release = deferred();
+        const flow: Flow<null, string> = {
+          name: 'lose-lease',
+          run: async (ctx) => {
+            await ctx.step('long', async (effect) => {
+              effect.signal.addEventListener('abort', () => {
+                sawAbort = true;
+              });
+              await release.promise;
+              return 1;
+            });
+            return 'finished';
+          },
+        };
+        const handle = await aNode.start(flow, null);
+        while ((await harness.countRows(handle.executionId)) < 2)
+          await new Promise((r) => setTimeout(r, 2));
+        harness.clock.advance(3_001);
+        const bNode = runtime({
+          nodeId: 'b',
+          leases: harness.leases,
+          flows: [flow as Flow<never, unknown>],
+        });
+        expect(await bNode.recover()).toEqual([handle.executionId]);
+        await aNode.tickLeases();
+        expect(sawAbort).toBe(true);
+        release.resolve();
+        expect(await handle.result()).toBe('finished');
+        const completions = (await harness.store.read(handle.executionId)).filter(
+          (event) => event.type === 'execution.completed',
+        );
+        expect(completions).toHaveLength(1);
+      });
+    });
+
+    describe('recovery', () => {
+      it('recovers an unleased execution only after it went quiet', async () => {
+        const hang = deferred();
+        const flow: Flow<null, string> = {
+          name: 'quiet',
+          run: async (ctx) => {
+            await ctx.step('stuck', () => hang.promise.then(() => 1));
+            return 'recovered';
+          },
+        };
+        const dead = runtime({ nodeId: 'dead' });
+        const handle = await dead.start(flow, null);
+        while ((await harness.countRows(handle.executionId)) < 2)
+          await new Promise((r) => setTimeout(r, 2));
+        const rescuer = runtime({
+          nodeId: 'rescuer',
+          flows: [flow as Flow<never, unknown>],
+          recoverQuietMs: 5_000,
+        });
+        expect(await rescuer.recover()).toEqual([]);
+        harness.clock.advance(5_001);
+        expect(await rescuer.recover()).toEqual([handle.executionId]);
+        hang.resolve();
+        expect(await rescuer.attach(handle.executionId).result()).toBe('recovered');
+        expect(await rescuer.recover()).toEqual([]);
+      });
+    });
+
+    describe('snapshots', () => {
+      it('loadState of a 1,000-event execution reads the snapshot and one short tail', async () => {
+        const created = runtime({ snapshots: harness.snapshots, snapshotEvery: 100 });
+        const flow: Flow<null, number> = {
+          name: 'long-log',
+          run: async (ctx) => {
+            let sum = 0;
+            for (let index = 0; index < 499; index++)
+              sum += await ctx.step(`s-${index}`, () => index);
+            return sum;
+          },
+        };
+        const handle = await created.start(flow, null);
+        expect(await handle.result()).toBe((498 * 499) / 2);
+        await created.idle();
+        expect(await harness.countRows(handle.executionId)).toBe(1_000);
+        const loaded = await loadState(harness.store, harness.snapshots, handle.executionId);
+        const snapshotSequence = loaded.snapshotSequence as number;
+        expect(snapshotSequence).toBeGreaterThanOrEqual(900);
+        expect(loaded.reads).toBe(2);
+        expect(loaded.eventsRead).toBe(999 - snapshotSequence);
+        expect(loaded.state?.status).toBe('completed');
+        const full = await loadState(harness.store, undefined, handle.executionId);
+        expect(full.eventsRead).toBe(1_000);
+        expect(loaded.state).toEqual(full.state);
+      });
+
+      it('a resume from a snapshot mid-run replays the rest exactly', async () => {
+        const hang = deferred();
+        let lateRuns = 0;
+        const flow: Flow<null, JsonValue> = {
+          name: 'snap-resume',
+          run: async (ctx) => {
+            const values: number[] = [];
+            for (let index = 0; index < 30; index++)
+              values.push(await ctx.step(`s-${index}`, () => index));
+            values.push(
+              await ctx.step('late', async () => {
+                lateRuns += 1;
+                if (lateRuns === 1) await hang.promise;
+                return -0;
+              }),
+            );
+            return values;
+          },
+        };
+        const first = runtime({ nodeId: 'first', snapshots: harness.snapshots, snapshotEvery: 10 });
+        const handle = await first.start(flow, null);
+        while (lateRuns === 0) await new Promise((r) => setTimeout(r, 2));
+        await first.idle();
+        const second = runtime({
+          nodeId: 'second',
+          snapshots: harness.snapshots,
+          snapshotEvery: 10,
+          flows: [flow as Flow<never, unknown>],
+        });
+        const resumed = await second.resume<number[]>(handle.executionId);
+        const values = await resumed.result();
+        expect(values).toEqual([...Array.from({ length: 30 }, (_, index) => index), -0]);
+        expect(Object.is(values[30], -0)).toBe(true);
+        hang.resolve();
+      });
+    });
+  });
+}
