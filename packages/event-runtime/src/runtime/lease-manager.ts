@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.js';
 import type { LeaseStore } from '../lease-store.js';
+import { Limits } from '../limits.js';
 
 export interface LeaseManagerOptions {
   store: LeaseStore;
@@ -22,7 +23,7 @@ interface Batch<T> {
 }
 
 /**
- * A node's leases, batched: every held lease is renewed by one `renewMany` per tick (never a
+ * A node's leases, batched: every held lease is renewed by one `renewMany` per tick (per `leaseBatchMax` ids; never a
  * timer per execution), and acquires and releases asked for in the same tick share one call.
  * Lazy starts are remembered with their start time and leased by the tick once they have been
  * driving for the grace, so executions shorter than the grace never touch the lease store.
@@ -86,8 +87,10 @@ export class LeaseManager {
       const ids = new Set<string>();
       const done = nextTurn().then(async () => {
         this.releasing = undefined;
-        this.calls.releaseMany += 1;
-        await this.options.store.releaseMany(this.options.nodeId, [...ids]);
+        for (const chunk of chunks([...ids])) {
+          this.calls.releaseMany += 1;
+          await this.options.store.releaseMany(this.options.nodeId, chunk);
+        }
       });
       this.releasing = { ids, done };
     }
@@ -140,6 +143,15 @@ export class LeaseManager {
     this.lazy.clear();
     await Promise.all([...this.held].map((id) => this.release(id)));
   }
+}
+
+/** Splits ids into batches the lease store accepts (`Limits.leaseBatchMax`). */
+function chunks(ids: string[]): string[][] {
+  const batches: string[][] = [];
+  for (let start = 0; start < ids.length; start += Limits.leaseBatchMax) {
+    batches.push(ids.slice(start, start + Limits.leaseBatchMax));
+  }
+  return batches;
 }
 
 /** Resolves on the next event-loop turn: the window in which acquires or releases group-commit. */

@@ -13,11 +13,11 @@ import type {
 } from '../../envelope.js';
 import { ErrorCode, isLoomError, LoomError } from '../../errors.js';
 import type {
-  EventStore,
   FenceStore,
   SubscribeOptions,
   Subscription,
   SubscriptionHandler,
+  TransactionalEventStore,
   VerifyResult,
 } from '../../event-store.js';
 import { AppendSignal } from '../../internal/append-signal.js';
@@ -109,7 +109,7 @@ function toStoredRow(raw: RawRow): StoredRow {
  * await store.append([{ executionId: 'order-1', sequence: 0, type: 'execution.started', payload: {} }]);
  * console.log(await store.verify('order-1'));
  */
-export class SqliteEventStore implements EventStore {
+export class SqliteEventStore implements TransactionalEventStore {
   readonly backend = 'sqlite';
   readonly fences: FenceStore;
   /** The better-sqlite3 handle (for kernel tables that share the file and its transactions). */
@@ -320,6 +320,50 @@ export class SqliteEventStore implements EventStore {
       );
     }
     return stored;
+  }
+
+  /**
+   * Runs `work(database)` and appends `envelopes(result)` in one SQLite transaction: both commit
+   * or neither does. `work` must be synchronous (better-sqlite3 cannot hold a transaction across
+   * an await); a `work` that returns a promise is refused with `INVALID_ARGUMENT`. Errors thrown
+   * by `work` are rethrown unchanged, after the rollback.
+   */
+  async transact<T>(
+    work: (tx: unknown) => T | Promise<T>,
+    envelopes: (result: T) => readonly EventEnvelope[],
+    guard?: AppendGuard,
+  ): Promise<{ result: T; stored: StoredEvent[] }> {
+    const statements = this.ready('transact');
+    let fromWork: { error: unknown } | undefined;
+    let outcome: { result: T; stored: StoredEvent[] };
+    try {
+      outcome = this.database
+        .transaction(() => {
+          let result: T;
+          try {
+            result = work(this.database) as T;
+            if (typeof (result as { then?: unknown })?.then === 'function') {
+              throw new LoomError(
+                ErrorCode.INVALID_ARGUMENT,
+                'a SQLite transactional step must be synchronous: better-sqlite3 cannot hold a ' +
+                  'transaction across an await (do the async work in an ordinary step first)',
+              );
+            }
+          } catch (error) {
+            fromWork = { error };
+            throw error;
+          }
+          const prepared = prepareAppend(envelopes(result), guard, this.clock.now());
+          return { result, stored: this.appendInTransaction(statements, prepared) };
+        })
+        .immediate();
+    } catch (error) {
+      if (fromWork !== undefined || isLoomError(error)) throw error;
+      throw mapSqliteError(error, 'transact');
+    }
+    const first = outcome.stored[0];
+    if (first !== undefined) this.signal.emit(first.executionId);
+    return outcome;
   }
 
   async read(executionId: string, options?: ReadOptions): Promise<StoredEvent[]> {

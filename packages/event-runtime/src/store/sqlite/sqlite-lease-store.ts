@@ -36,6 +36,7 @@ const renewSql = `
   WHERE owner = @owner AND execution_id IN (SELECT value FROM json_each(@ids))
   RETURNING execution_id`;
 
+/** Delete the owner's leases among the ids; rows of other owners are never touched. */
 const releaseSql = `
   DELETE FROM loom_leases
   WHERE owner = @owner AND execution_id IN (SELECT value FROM json_each(@ids))`;

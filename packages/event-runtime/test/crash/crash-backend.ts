@@ -1,0 +1,20 @@
+// Opens the store a crash worker drives, from environment variables set by the test.
+import type { EventStore } from '../../src/index.js';
+import { SqliteEventStore } from '../../src/sqlite.js';
+
+export interface CrashBackend {
+  store: EventStore;
+  close(): Promise<void>;
+}
+
+export async function openCrashBackend(): Promise<CrashBackend> {
+  const backend = process.env.LOOM_CRASH_BACKEND ?? 'sqlite';
+  if (backend === 'sqlite') {
+    const store = SqliteEventStore.open({
+      path: process.env.LOOM_CRASH_DB as string,
+      migrate: true,
+    });
+    return { store, close: () => store.close() };
+  }
+  throw new Error(`unknown LOOM_CRASH_BACKEND ${backend}`);
+}
