@@ -1,0 +1,45 @@
+// The demo's worker process: recovers what a dead predecessor left, or starts the order flow.
+import { createRuntime, type Flow } from '../src/index.js';
+import { SqliteEventStore } from '../src/sqlite.js';
+
+const [db, executionId] = process.argv.slice(2) as [string, string];
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const steps = ['reserve-stock', 'price-order', 'charge-card', 'ship-parcel', 'send-receipt'];
+
+const orderFlow: Flow<{ sku: string }, string> = {
+  name: 'order',
+  run: async (ctx, input) => {
+    const done: string[] = [];
+    for (const name of steps) {
+      let ran = false;
+      const result = await ctx.step(name, async (effect) => {
+        ran = true;
+        console.log(`running step ${name} (idempotency key ${effect.idempotencyKey})`);
+        await sleep(400);
+        return `${name} ok for ${input.sku}`;
+      });
+      console.log(`✓ ${name}: ${result}${ran ? '' : '   (replayed from the log, not run again)'}`);
+      done.push(name);
+    }
+    return `order ${executionId} done: ${done.length} steps`;
+  },
+};
+
+const store = SqliteEventStore.open({ path: db, migrate: true });
+const runtime = createRuntime({
+  store,
+  flows: [orderFlow as Flow<never, unknown>],
+  recoverQuietMs: 0,
+});
+const recovered = await runtime.recover();
+if (recovered.length > 0) {
+  console.log(
+    `recovered ${recovered.join(', ')}: completed steps come back from the log, not re-run`,
+  );
+}
+const handle = await runtime.start(orderFlow, { sku: 'loom-1' }, { executionId });
+console.log(handle.existing ? `attached to existing ${executionId}` : `started ${executionId}`);
+console.log(`result: ${await handle.result()}`);
+await runtime.shutdown();
+await store.close();
