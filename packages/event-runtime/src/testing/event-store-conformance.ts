@@ -332,7 +332,15 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
             expected.push(`${id}:${round}`);
           }
         }
-        const all = await store.readAll();
+        // readAll may lag behind a commit (on Postgres it waits out transactions still open
+        // anywhere in the cluster), but it never skips or reorders: poll until all are there.
+        const mine = (events: StoredEvent[]) =>
+          events.filter((event) => ids.includes(event.executionId));
+        let all = mine(await store.readAll());
+        for (let attempt = 0; all.length < expected.length && attempt < 200; attempt++) {
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          all = mine(await store.readAll());
+        }
         expect(all.map((event) => `${event.executionId}:${event.sequence}`)).toEqual(expected);
         const paged: StoredEvent[] = [];
         let after = 0;
@@ -342,7 +350,7 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
           paged.push(...page);
           after = (page[page.length - 1] as StoredEvent).position;
         }
-        expect(paged).toEqual(all);
+        expect(mine(paged)).toEqual(all);
       });
     });
 

@@ -1,0 +1,17 @@
+/**
+ * `@loom/event-runtime/postgres`: the Postgres event store. A separate entry so that a user of
+ * the memory or SQLite stores never loads `pg` (an optional peer dependency).
+ */
+export {
+  migrate,
+  type PostgresMigrateOptions,
+  type PostgresMigrateResult,
+} from './store/postgres/migrate.js';
+export { latestSchemaVersion } from './store/postgres/migrations/migration-list.js';
+export { bucketOf, channelName } from './store/postgres/notify-bucket.js';
+export type { PgConnectionOptions } from './store/postgres/pg-pool.js';
+export {
+  PostgresEventStore,
+  type PostgresEventStoreStats,
+} from './store/postgres/postgres-event-store.js';
+export type { PostgresEventStoreOptions } from './store/postgres/postgres-store-options.js';

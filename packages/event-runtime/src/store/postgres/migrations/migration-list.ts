@@ -1,0 +1,9 @@
+import { eventLogMigration } from './0001-event-log.js';
+import type { PostgresMigration } from './postgres-migration.js';
+
+/** Every Postgres migration, oldest first. Append only: a shipped migration is never edited. */
+export const postgresMigrations: readonly PostgresMigration[] = [eventLogMigration];
+
+/** The schema version this code writes and reads: the number of the newest migration. */
+export const latestSchemaVersion: number =
+  postgresMigrations[postgresMigrations.length - 1]?.version ?? 0;

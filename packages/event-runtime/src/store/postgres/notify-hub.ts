@@ -1,0 +1,94 @@
+import type { Pool } from 'pg';
+import { AppendSignal } from '../../internal/append-signal.js';
+import { BucketListener } from './bucket-listener.js';
+import { bucketOf, channelName } from './notify-bucket.js';
+
+/**
+ * A second wake this long after a notification: readAll only returns rows below the snapshot
+ * xmin, so a row whose notification arrives while another transaction is still open stays
+ * hidden from the first re-read; most such transactions are over by then.
+ */
+const lateWakeMs = 25;
+
+/**
+ * Turns the NOTIFYs of a schema's bucketed channels into wake-ups of the store's subscriptions:
+ * global watchers hear every append, an execution's watchers hear its own. The one listener
+ * connection is created on the first watch.
+ */
+export class NotifyHub {
+  private readonly signal = new AppendSignal();
+  private readonly channels: readonly string[];
+  private listener: BucketListener | undefined;
+  private readonly lateWakes = new Set<string>();
+  private lateWakeTimer: NodeJS.Timeout | undefined;
+  /** Notifications received (for the store's stats). */
+  received = 0;
+
+  constructor(
+    private readonly pool: Pool,
+    schema: string,
+    private readonly buckets: number,
+  ) {
+    this.channels = Array.from({ length: buckets }, (_, bucket) => channelName(schema, bucket));
+  }
+
+  /** The channel an execution's appends notify. */
+  channelOf(executionId: string): string {
+    return this.channels[bucketOf(executionId, this.buckets)] as string;
+  }
+
+  /**
+   * Calls `wake` when events of the execution (or of any, when undefined) may have been
+   * appended, including once the LISTEN is in effect. Returns an unwatch.
+   */
+  watch(executionId: string | undefined, wake: () => void): () => void {
+    const channels = executionId === undefined ? this.channels : [this.channelOf(executionId)];
+    const unwatch = this.signal.watch(executionId, wake);
+    this.listener ??= new BucketListener({
+      connect: () => this.pool.connect(),
+      onNotification: (_channel, payload) => this.notified(payload),
+      onReconnect: () => this.signal.emitAll(),
+    });
+    const release = this.listener.retain(channels, wake);
+    return () => {
+      unwatch();
+      release();
+    };
+  }
+
+  /** This process appended: wake its own watchers now rather than after the NOTIFY round trip. */
+  appended(executionId: string): void {
+    if (this.signal.watched) this.signal.emit(executionId);
+  }
+
+  async close(): Promise<void> {
+    if (this.lateWakeTimer !== undefined) clearTimeout(this.lateWakeTimer);
+    await this.listener?.close();
+  }
+
+  /** Test hook: the channels the listener connection LISTENs to, as the server reports them. */
+  listeningChannels(): Promise<string[]> {
+    return this.listener?.channelsOnServer() ?? Promise.resolve([]);
+  }
+
+  /** Test hook: the server pid of the listener connection, if connected. */
+  get listenerProcessId(): number | undefined {
+    return this.listener?.processId;
+  }
+
+  /** A notification's payload is `<tip sequence>:<executionId>`. */
+  private notified(payload: string): void {
+    this.received++;
+    const executionId = payload.slice(payload.indexOf(':') + 1);
+    this.signal.emit(executionId);
+    this.lateWakes.add(executionId);
+    if (this.lateWakeTimer !== undefined) return;
+    this.lateWakeTimer = setTimeout(() => {
+      this.lateWakeTimer = undefined;
+      const executionIds = [...this.lateWakes];
+      this.lateWakes.clear();
+      for (const id of executionIds) this.signal.emit(id);
+    }, lateWakeMs);
+    this.lateWakeTimer.unref();
+  }
+}

@@ -1,0 +1,140 @@
+import { ErrorCode, LoomError } from '../../errors.js';
+import type { StoreFailureKind } from '../../internal/store-errors.js';
+
+/** Node socket errors that mean "the server is not reachable", not "the query was wrong". */
+const socketCodes = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+/**
+ * SQLSTATEs of a server that is going away or cannot take the session: admin/crash shutdown,
+ * cannot connect now, too many connections. Class 08 (connection exception) is matched by prefix.
+ */
+const unavailableStates = new Set(['57P01', '57P02', '57P03', '53300']);
+
+/** Lock timeouts, serialization failures and deadlocks: retrying later may succeed. */
+const busyStates = new Set(['55P03', '40001', '40P01']);
+
+/** `undefined_table` and `invalid_schema_name`: the Loom schema is not there (yet). */
+const missingSchemaStates = new Set(['42P01', '3F000']);
+
+/** pg's own messages for a connection that died under it (these errors carry no code). */
+const lostConnectionMessage =
+  /Connection terminated|connection error|not queryable|timeout exceeded when trying to connect|Client was closed/i;
+
+function codeOf(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+function isConnectionLost(error: unknown): boolean {
+  const code = codeOf(error);
+  if (code !== undefined && (socketCodes.has(code) || unavailableStates.has(code))) return true;
+  if (code?.startsWith('08')) return true;
+  // Node reports a refused connection to a host with several addresses as an AggregateError.
+  if (error instanceof AggregateError) return error.errors.some(isConnectionLost);
+  return code === undefined && error instanceof Error && lostConnectionMessage.test(error.message);
+}
+
+/** Maps a `pg` error to the kernel's small set of failure kinds. */
+export function classifyPgError(error: unknown): StoreFailureKind {
+  const code = codeOf(error);
+  if (code === '23505') return 'unique_violation';
+  if (code !== undefined && busyStates.has(code)) return 'busy';
+  if (isConnectionLost(error)) return 'connection_lost';
+  return 'other';
+}
+
+/** True when the error says the Loom schema or one of its tables does not exist. */
+export function isMissingSchemaError(error: unknown): boolean {
+  const code = codeOf(error);
+  return code !== undefined && missingSchemaStates.has(code);
+}
+
+/** `SCHEMA_NOT_MIGRATED` for a schema that is absent or older than this code. */
+export function schemaNotMigrated(
+  schema: string,
+  found: number | null,
+  latest: number,
+  cause?: unknown,
+): LoomError {
+  const what = found === null ? 'has no Loom tables' : `is at schema version ${found}`;
+  return new LoomError(
+    ErrorCode.SCHEMA_NOT_MIGRATED,
+    `Postgres schema "${schema}" ${what} but this Loom needs version ${latest}: run migrate() ` +
+      `(or PostgresEventStore#migrate()) with a writable connection first`,
+    { schema, expected: latest, actual: found },
+    cause,
+  );
+}
+
+/** `SCHEMA_TOO_NEW` for a schema written by a newer Loom. */
+export function schemaTooNew(schema: string, found: number, latest: number): LoomError {
+  return new LoomError(
+    ErrorCode.SCHEMA_TOO_NEW,
+    `Postgres schema "${schema}" is at schema version ${found} but this Loom knows only up to ` +
+      `${latest}: upgrade @loom/event-runtime, or point this process at another schema`,
+    { schema, expected: latest, actual: found },
+  );
+}
+
+/**
+ * Turns any error of a `pg` call into a {@link LoomError}: `STORE_UNAVAILABLE` when the
+ * connection is gone, `STORE_BUSY` for lock/serialization conflicts, `SCHEMA_NOT_MIGRATED` when
+ * the tables are missing, `INVALID_ENVELOPE` for text Postgres cannot store (NUL), and
+ * `STORE_FAILURE` (with `cause`) for everything else. A `LoomError` passes through unchanged.
+ */
+export function toLoomError(
+  error: unknown,
+  context: { schema: string; operation: string; latestVersion: number },
+): LoomError {
+  if (error instanceof LoomError) return error;
+  const { schema, operation } = context;
+  if (isMissingSchemaError(error)) {
+    return schemaNotMigrated(schema, null, context.latestVersion, error);
+  }
+  const code = codeOf(error);
+  const detail = error instanceof Error ? error.message : String(error);
+  switch (classifyPgError(error)) {
+    case 'connection_lost':
+      return new LoomError(
+        ErrorCode.STORE_UNAVAILABLE,
+        `${operation} failed: the Postgres connection was lost or could not be made (${detail}); ` +
+          'check that the server is up and reachable, then retry',
+        { schema, operation, code },
+        error,
+      );
+    case 'busy':
+      return new LoomError(
+        ErrorCode.STORE_BUSY,
+        `${operation} failed: Postgres reported a lock or serialization conflict (${detail}); retry`,
+        { schema, operation, code },
+        error,
+      );
+    default:
+      if (code === '22021') {
+        return new LoomError(
+          ErrorCode.INVALID_ENVELOPE,
+          `${operation} failed: a string contains a character Postgres text cannot store (NUL); ` +
+            'remove it from the execution id or event type',
+          { schema, operation, code },
+          error,
+        );
+      }
+      return new LoomError(
+        ErrorCode.STORE_FAILURE,
+        `${operation} failed in Postgres (${code ?? 'no SQLSTATE'}): ${detail}`,
+        { schema, operation, code },
+        error,
+      );
+  }
+}

@@ -1,0 +1,444 @@
+import type { Pool } from 'pg';
+import type {
+  AppendGuard,
+  EventEnvelope,
+  ExecutionSummary,
+  FindExecutionsOptions,
+  ReadAllOptions,
+  ReadOptions,
+  StoredEvent,
+} from '../../envelope.js';
+import { ErrorCode, LoomError } from '../../errors.js';
+import type {
+  EventStore,
+  FenceStore,
+  SubscribeOptions,
+  Subscription,
+  SubscriptionHandler,
+  VerifyResult,
+} from '../../event-store.js';
+import {
+  chainEvents,
+  checkExecutionId,
+  type PreparedAppend,
+  prepareAppend,
+} from '../../internal/prepare-append.js';
+import { findExecutionsOptions, readAllOptions, readOptions } from '../../internal/read-options.js';
+import {
+  alreadyStarted,
+  fenceStale,
+  sequenceConflict,
+  storeClosed,
+  storeReadOnly,
+} from '../../internal/store-errors.js';
+import { rowToEvent, type StoredRow } from '../../internal/stored-row.js';
+import { SubscriptionPump } from '../../internal/subscription-pump.js';
+import { verifyRows } from '../../internal/verify-rows.js';
+import { Limits } from '../../limits.js';
+import { type AppendedRow, appendValues } from './append-statement.js';
+import { type PgExecutionRow, summaryFromPg } from './find-executions-statement.js';
+import { migratePool, type PostgresMigrateResult } from './migrate.js';
+import { eventLogMigration } from './migrations/0001-event-log.js';
+import { latestSchemaVersion } from './migrations/migration-list.js';
+import { NotifyHub } from './notify-hub.js';
+import { classifyPgError, schemaNotMigrated, schemaTooNew, toLoomError } from './pg-errors.js';
+import { resolvePool } from './pg-pool.js';
+import type { PgStatement } from './pg-statement.js';
+import {
+  type PostgresEventStoreOptions,
+  type ResolvedStoreOptions,
+  resolveStoreOptions,
+} from './postgres-store-options.js';
+import type { PgReadAllRow } from './read-all-statement.js';
+import { type PgEventRow, rowFromPg } from './read-statement.js';
+import { readSchemaVersion } from './schema-version.js';
+import { type StoreStatements, storeStatements } from './store-statements.js';
+import { TailCache } from './tail-cache.js';
+
+/** Counters a test or a benchmark can read (a snapshot; never reset). */
+export interface PostgresEventStoreStats {
+  /** Statements this store sent through its pool, each one round trip (migrate excluded). */
+  roundTrips: number;
+  /** Notifications its listener connection received. */
+  notifications: number;
+}
+
+/** The schema version that created this store's tables: older schemas are not migrated. */
+const requiredSchemaVersion = eventLogMigration.version;
+
+/**
+ * The event log on Postgres (`pg`): named prepared statements, one round trip per append on a
+ * warm cache, NOTIFY on bucketed channels for subscriptions, one LISTEN connection per store.
+ * Opening never creates or migrates anything: run {@link PostgresEventStore.migrate} (or the
+ * `migrate` function) once per schema. `readAll` returns a commit-safe order in which positions
+ * are unique but not necessarily increasing (see README).
+ *
+ * Error codes: those of {@link EventStore}, plus `SCHEMA_NOT_MIGRATED` and `SCHEMA_TOO_NEW`.
+ */
+export class PostgresEventStore implements EventStore {
+  readonly backend = 'postgres';
+  readonly fences: FenceStore;
+  /** The Postgres schema holding this store's tables. */
+  readonly schema: string;
+  /** True when opened with `readOnly`: every write is `STORE_READ_ONLY`. */
+  readonly readOnly: boolean;
+  private roundTrips = 0;
+  private readonly pool: Pool;
+  private readonly ownsPool: boolean;
+  private readonly options: ResolvedStoreOptions;
+  private readonly sql: StoreStatements;
+  private readonly tails: TailCache;
+  private readonly notifications: NotifyHub;
+  private readonly subscriptions = new Set<Subscription>();
+  private schemaReady = false;
+  private closed = false;
+
+  /**
+   * Opens a store on a schema and checks its version (one round trip). A schema that does not
+   * exist yet is fine here: calls then fail with `SCHEMA_NOT_MIGRATED` until someone migrates
+   * it. Throws
+   * `SCHEMA_TOO_NEW`, `STORE_UNAVAILABLE`, `INVALID_ARGUMENT`.
+   *
+   * @example
+   * const store = await PostgresEventStore.open({ connectionString: 'postgres://localhost/app' });
+   * await store.migrate(); // once per schema, e.g. at deploy time
+   * await store.append([{ executionId: 'order-1', sequence: 0, type: 'execution.started', payload: {} }]);
+   */
+  static async open(options: PostgresEventStoreOptions = {}): Promise<PostgresEventStore> {
+    const resolved = resolveStoreOptions(options);
+    const store = new PostgresEventStore(resolvePool(options), resolved);
+    try {
+      await store.inspectSchema();
+    } catch (error) {
+      await store.close();
+      throw error;
+    }
+    return store;
+  }
+
+  private constructor(pool: { pool: Pool; owned: boolean }, options: ResolvedStoreOptions) {
+    this.pool = pool.pool;
+    this.ownsPool = pool.owned;
+    this.options = options;
+    this.schema = options.schema;
+    this.readOnly = options.readOnly;
+    this.sql = storeStatements(options.schema);
+    this.tails = new TailCache(options.tailCacheEntries);
+    this.notifications = new NotifyHub(this.pool, options.schema, options.notifyBuckets);
+    this.fences = {
+      current: async (executionId) => {
+        this.assertOpen();
+        return this.currentEpoch(checkExecutionId(executionId));
+      },
+      advance: async (executionId) => {
+        this.assertWritable('advance a fence');
+        const id = checkExecutionId(executionId);
+        await this.requireSchema();
+        const rows = await this.run<{ epoch: string }>(
+          this.sql.fenceAdvance,
+          [id],
+          'fences.advance',
+        );
+        return Number(rows[0]?.epoch);
+      },
+    };
+  }
+
+  /**
+   * Creates or upgrades this store's schema (see `migrate`). Throws `STORE_READ_ONLY`,
+   * `SCHEMA_TOO_NEW`, `STORE_UNAVAILABLE`, `STORE_FAILURE`.
+   */
+  async migrate(): Promise<PostgresMigrateResult> {
+    this.assertWritable('migrate');
+    const result = await migratePool(this.pool, this.schema);
+    this.schemaReady = true;
+    return result;
+  }
+
+  /**
+   * Appends atomically in one round trip (two on a cold tail cache). Throws
+   * `EXECUTION_ALREADY_STARTED`, `SEQUENCE_CONFLICT`, `FENCE_STALE`, `INVALID_ENVELOPE`,
+   * `PAYLOAD_NOT_JSON`, `LIMIT_EXCEEDED`, `STORE_READ_ONLY`, `SCHEMA_NOT_MIGRATED`, `STORE_*`.
+   */
+  async append(envelopes: readonly EventEnvelope[], guard?: AppendGuard): Promise<StoredEvent[]> {
+    this.assertWritable('append');
+    const prepared = prepareAppend(envelopes, guard, this.options.clock.now());
+    if (!this.schemaReady) await this.requireSchema();
+    const { executionId, firstSequence } = prepared;
+    const prevHash = firstSequence === 0 ? null : await this.hashBefore(executionId, firstSequence);
+    const stored = chainEvents(prepared, prevHash);
+    const channel = this.notifications.channelOf(executionId);
+    let rows: AppendedRow[];
+    try {
+      const shape =
+        (prepared.fenceEpoch === undefined ? 0 : 1) + (prepared.status === undefined ? 0 : 2);
+      rows = await this.send<AppendedRow>(
+        this.sql.append[shape] as PgStatement,
+        appendValues(prepared, stored, channel),
+      );
+    } catch (error) {
+      throw await this.appendFailure(error, executionId, firstSequence);
+    }
+    if (rows.length === 0) throw await this.fenceRefused(prepared);
+    if (rows.length !== stored.length) {
+      throw new Error(`invariant: append inserted ${rows.length} of ${stored.length} rows`);
+    }
+    for (const row of rows) {
+      (stored[Number(row.sequence) - firstSequence] as StoredEvent).position = Number(row.position);
+    }
+    const last = stored[stored.length - 1] as StoredEvent;
+    this.tails.remember(executionId, last.sequence, last.hash);
+    this.notifications.appended(executionId);
+    return stored;
+  }
+
+  /** One execution's events by sequence. Throws `INVALID_ARGUMENT`, `SCHEMA_NOT_MIGRATED`, `STORE_*`. */
+  async read(executionId: string, options?: ReadOptions): Promise<StoredEvent[]> {
+    this.assertOpen();
+    const { fromSequence, limit } = readOptions(options);
+    const id = checkExecutionId(executionId);
+    await this.requireSchema();
+    const rows = await this.run<PgEventRow>(this.sql.read, [id, fromSequence, limit], 'read');
+    const last = rows[rows.length - 1];
+    if (last !== undefined) this.tails.remember(id, Number(last.sequence), last.hash);
+    return rows.map((row) => rowToEvent(rowFromPg(row)));
+  }
+
+  /**
+   * Events of all executions in commit-safe order: only rows whose transaction is older than
+   * every transaction still running, ordered by (transaction id, position). `afterPosition` must
+   * be 0 or the position of a stored event (else `INVALID_ARGUMENT`); positions are unique but
+   * NOT increasing along this order, so resume from the last event you processed, never from
+   * a larger number.
+   */
+  async readAll(options?: ReadAllOptions): Promise<StoredEvent[]> {
+    this.assertOpen();
+    const { afterPosition, limit } = readAllOptions(options);
+    await this.requireSchema();
+    if (afterPosition === 0) {
+      const rows = await this.run<PgEventRow>(this.sql.readAllFromStart, [limit], 'readAll');
+      return rows.map((row) => rowToEvent(rowFromPg(row)));
+    }
+    const rows = await this.run<PgReadAllRow>(
+      this.sql.readAllAfter,
+      [afterPosition, limit],
+      'readAll',
+    );
+    if (rows[0]?.cursor_found !== true) {
+      throw new LoomError(
+        ErrorCode.INVALID_ARGUMENT,
+        `afterPosition ${afterPosition} is not the position of a stored event: pass 0, or the ` +
+          'position of the last event readAll or a subscription gave you',
+        { path: 'afterPosition', actual: afterPosition },
+      );
+    }
+    const events: StoredEvent[] = [];
+    for (const row of rows) {
+      if (row.execution_id !== null) events.push(rowToEvent(rowFromPg(row as PgEventRow)));
+    }
+    return events;
+  }
+
+  /** Executions of a status from the execution index, by id (see {@link EventStore}). */
+  async findExecutions(options: FindExecutionsOptions): Promise<ExecutionSummary[]> {
+    this.assertOpen();
+    const { status, afterExecutionId, dueAtOrBeforeMs, limit } = findExecutionsOptions(options);
+    await this.requireSchema();
+    const rows =
+      dueAtOrBeforeMs === undefined
+        ? await this.run<PgExecutionRow>(
+            this.sql.findExecutions,
+            [status, afterExecutionId, limit],
+            'findExecutions',
+          )
+        : await this.run<PgExecutionRow>(
+            this.sql.findDueExecutions,
+            [status, afterExecutionId, dueAtOrBeforeMs, limit],
+            'findExecutions',
+          );
+    return rows.map(summaryFromPg);
+  }
+
+  /**
+   * Delivers events as they are appended by any process on this schema: LISTENs (on the
+   * store's one listener connection) to all buckets for a global subscription, to the
+   * execution's bucket otherwise, and polls every `pollIntervalMs` as a safety net.
+   */
+  subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {
+    this.assertOpen();
+    const pump = new SubscriptionPump(
+      {
+        readAll: (afterPosition, limit) => this.readAll({ afterPosition, limit }),
+        read: (executionId, fromSequence, limit) => this.read(executionId, { fromSequence, limit }),
+        watch: (executionId, wake) => this.notifications.watch(executionId, wake),
+        pollIntervalMs: this.options.pollIntervalMs,
+      },
+      options,
+      handler,
+    );
+    this.subscriptions.add(pump);
+    return {
+      close: async () => {
+        this.subscriptions.delete(pump);
+        await pump.close();
+      },
+    };
+  }
+
+  /** Re-reads the execution's raw rows (in pages) and recomputes its hash chain. */
+  async verify(executionId: string): Promise<VerifyResult> {
+    this.assertOpen();
+    const id = checkExecutionId(executionId);
+    await this.requireSchema();
+    const rows: StoredRow[] = [];
+    let fromSequence = 0;
+    for (;;) {
+      const page = await this.run<PgEventRow>(
+        this.sql.read,
+        [id, fromSequence, Limits.readLimitMax],
+        'verify',
+      );
+      for (const row of page) rows.push(rowFromPg(row));
+      const last = page[page.length - 1];
+      if (last === undefined || page.length < Limits.readLimitMax) break;
+      fromSequence = Number(last.sequence) + 1;
+    }
+    return verifyRows(id, rows);
+  }
+
+  /** Closes subscriptions and the listener connection, and ends the pool if the store created it. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all([...this.subscriptions].map((subscription) => subscription.close()));
+    await this.notifications.close();
+    if (this.ownsPool) await this.pool.end();
+  }
+
+  /** Round trips and notifications so far (live counters; tests assert round trips per call). */
+  get stats(): PostgresEventStoreStats {
+    return { roundTrips: this.roundTrips, notifications: this.notifications.received };
+  }
+
+  /** Test hook: the channels the listener connection LISTENs to, as the server reports them. */
+  listeningChannelsForTesting(): Promise<string[]> {
+    return this.notifications.listeningChannels();
+  }
+
+  /** Test hook: the server pid of the listener connection (to kill it), if connected. */
+  listenerProcessIdForTesting(): number | undefined {
+    return this.notifications.listenerProcessId;
+  }
+
+  private async hashBefore(executionId: string, firstSequence: number): Promise<string> {
+    const cached = this.tails.hashAt(executionId, firstSequence - 1);
+    if (cached !== undefined) return cached;
+    const rows = await this.run<{ hash: string }>(
+      this.sql.hashAt,
+      [executionId, firstSequence - 1],
+      'append',
+    );
+    const hash = rows[0]?.hash;
+    if (hash === undefined) {
+      throw sequenceConflict(executionId, await this.nextSequence(executionId), firstSequence);
+    }
+    this.tails.remember(executionId, firstSequence - 1, hash);
+    return hash;
+  }
+
+  private async appendFailure(
+    error: unknown,
+    executionId: string,
+    firstSequence: number,
+  ): Promise<LoomError> {
+    if (classifyPgError(error) !== 'unique_violation') return this.mapError(error, 'append');
+    if (firstSequence === 0) return alreadyStarted(executionId);
+    return sequenceConflict(executionId, await this.nextSequence(executionId), firstSequence);
+  }
+
+  private async fenceRefused(prepared: PreparedAppend): Promise<LoomError> {
+    if (prepared.fenceEpoch === undefined) {
+      throw new Error('invariant: an unfenced append inserted no rows');
+    }
+    const current = await this.currentEpoch(prepared.executionId);
+    return fenceStale(prepared.executionId, current, prepared.fenceEpoch);
+  }
+
+  private async nextSequence(executionId: string): Promise<number> {
+    const rows = await this.run<{ next: string }>(this.sql.nextSequence, [executionId], 'append');
+    return Number(rows[0]?.next ?? 0);
+  }
+
+  private async currentEpoch(executionId: string): Promise<number> {
+    await this.requireSchema();
+    const rows = await this.run<{ epoch: string }>(
+      this.sql.fenceCurrent,
+      [executionId],
+      'fences.current',
+    );
+    return Number(rows[0]?.epoch ?? 0);
+  }
+
+  /** Checks the schema version until it is known to be usable (free once it is). */
+  private async requireSchema(): Promise<void> {
+    if (this.schemaReady) return;
+    const version = await this.inspectSchema();
+    if (!this.schemaReady) throw schemaNotMigrated(this.schema, version, latestSchemaVersion);
+  }
+
+  private async inspectSchema(): Promise<number | null> {
+    this.count('schema-version');
+    let version: number | null;
+    try {
+      version = await readSchemaVersion(this.pool, this.schema);
+    } catch (error) {
+      throw this.mapError(error, 'schema version check');
+    }
+    if (version !== null && version > latestSchemaVersion) {
+      throw schemaTooNew(this.schema, version, latestSchemaVersion);
+    }
+    this.schemaReady = version !== null && version >= requiredSchemaVersion;
+    return version;
+  }
+
+  /** One round trip, driver errors mapped to LoomErrors. */
+  private async run<R>(statement: PgStatement, values: unknown[], operation: string): Promise<R[]> {
+    try {
+      return await this.send<R>(statement, values);
+    } catch (error) {
+      throw this.mapError(error, operation);
+    }
+  }
+
+  /** One round trip, driver errors raw (append needs to see 23505). */
+  private async send<R>(statement: PgStatement, values: unknown[]): Promise<R[]> {
+    this.count(statement.name);
+    const result = await this.pool.query({ name: statement.name, text: statement.text, values });
+    return result.rows as R[];
+  }
+
+  private count(statementName: string): void {
+    this.roundTrips++;
+    this.options.onQuery?.(statementName);
+  }
+
+  private mapError(error: unknown, operation: string): LoomError {
+    const mapped = toLoomError(error, {
+      schema: this.schema,
+      operation,
+      latestVersion: latestSchemaVersion,
+    });
+    // The schema was dropped under us: check again (and fail fast) on the next call.
+    if (mapped.code === ErrorCode.SCHEMA_NOT_MIGRATED) this.schemaReady = false;
+    return mapped;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw storeClosed(this.backend);
+  }
+
+  private assertWritable(operation: string): void {
+    this.assertOpen();
+    if (this.readOnly) throw storeReadOnly(this.backend, operation);
+  }
+}

@@ -1,0 +1,45 @@
+import { appendStatement } from './append-statement.js';
+import { fenceAdvanceStatement, fenceCurrentStatement } from './fence-statements.js';
+import { findExecutionsStatement } from './find-executions-statement.js';
+import type { PgStatement } from './pg-statement.js';
+import { readAllAfterStatement, readAllFromStartStatement } from './read-all-statement.js';
+import { readStatement } from './read-statement.js';
+import { quoteIdent } from './schema-name.js';
+import { hashAtStatement, nextSequenceStatement } from './tail-statements.js';
+
+/** Every prepared statement a store sends, built once per store for its schema. */
+export interface StoreStatements {
+  /** Indexed by `fenced ? 1 : 0` + `indexed ? 2 : 0`. */
+  append: readonly [PgStatement, PgStatement, PgStatement, PgStatement];
+  findExecutions: PgStatement;
+  findDueExecutions: PgStatement;
+  hashAt: PgStatement;
+  nextSequence: PgStatement;
+  read: PgStatement;
+  readAllFromStart: PgStatement;
+  readAllAfter: PgStatement;
+  fenceCurrent: PgStatement;
+  fenceAdvance: PgStatement;
+}
+
+/** Builds the statements of a (validated) schema. */
+export function storeStatements(schema: string): StoreStatements {
+  const quoted = quoteIdent(schema);
+  return {
+    append: [
+      appendStatement(quoted, schema, { fenced: false, indexed: false }),
+      appendStatement(quoted, schema, { fenced: true, indexed: false }),
+      appendStatement(quoted, schema, { fenced: false, indexed: true }),
+      appendStatement(quoted, schema, { fenced: true, indexed: true }),
+    ],
+    findExecutions: findExecutionsStatement(quoted, schema, false),
+    findDueExecutions: findExecutionsStatement(quoted, schema, true),
+    hashAt: hashAtStatement(quoted, schema),
+    nextSequence: nextSequenceStatement(quoted, schema),
+    read: readStatement(quoted, schema),
+    readAllFromStart: readAllFromStartStatement(quoted, schema),
+    readAllAfter: readAllAfterStatement(quoted, schema),
+    fenceCurrent: fenceCurrentStatement(quoted, schema),
+    fenceAdvance: fenceAdvanceStatement(quoted, schema),
+  };
+}
