@@ -14,4 +14,12 @@ export {
   PostgresEventStore,
   type PostgresEventStoreStats,
 } from './store/postgres/postgres-event-store.js';
+export {
+  PostgresLeaseStore,
+  type PostgresLeaseStoreOptions,
+} from './store/postgres/postgres-lease-store.js';
+export {
+  PostgresSnapshotStore,
+  type PostgresSnapshotStoreOptions,
+} from './store/postgres/postgres-snapshot-store.js';
 export type { PostgresEventStoreOptions } from './store/postgres/postgres-store-options.js';

@@ -23,8 +23,9 @@ interface Batch<T> {
 }
 
 /**
- * A node's leases, batched: every held lease is renewed by one `renewMany` per tick (per `leaseBatchMax` ids; never a
- * timer per execution), and acquires and releases asked for in the same tick share one call.
+ * A node's leases, batched: every held lease is renewed by one `renewMany` per tick (per
+ * `leaseBatchMax` ids; never a timer per execution); acquires asked for in the same event-loop
+ * turn share one `acquireMany`, and releases ride with the next tick in one `releaseMany`.
  * Lazy starts are remembered with their start time and leased by the tick once they have been
  * driving for the grace, so executions shorter than the grace never touch the lease store.
  */
@@ -32,7 +33,7 @@ export class LeaseManager {
   private readonly held = new Set<string>();
   private readonly lazy = new Map<string, number>();
   private acquiring: Batch<Set<string>> | undefined;
-  private releasing: Batch<void> | undefined;
+  private readonly releasing = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   private ticking: Promise<void> | undefined;
   /** Counts of store calls, for tests and benchmarks. */
@@ -54,6 +55,7 @@ export class LeaseManager {
   /** Take the lease now (group-committed with others asked for in this tick). */
   async acquire(executionId: string): Promise<boolean> {
     this.lazy.delete(executionId);
+    this.releasing.delete(executionId);
     if (this.acquiring === undefined) {
       const ids = new Set<string>();
       const done = nextTurn().then(async () => {
@@ -79,26 +81,26 @@ export class LeaseManager {
     this.lazy.set(executionId, this.options.clock.now());
   }
 
-  /** Give the lease up (group-committed). Forgets a pending lazy acquire too. */
-  release(executionId: string): Promise<void> {
+  /**
+   * Give the lease up. Releases ride with the next tick (one `releaseMany` for all of them): a
+   * settled execution needs no driving, so its lease row may outlive it by a tick.
+   */
+  release(executionId: string): void {
     this.lazy.delete(executionId);
-    if (!this.held.delete(executionId)) return Promise.resolve();
-    if (this.releasing === undefined) {
-      const ids = new Set<string>();
-      const done = nextTurn().then(async () => {
-        this.releasing = undefined;
-        for (const chunk of chunks([...ids])) {
-          this.calls.releaseMany += 1;
-          await this.options.store.releaseMany(this.options.nodeId, chunk);
-        }
-      });
-      this.releasing = { ids, done };
-    }
-    this.releasing.ids.add(executionId);
-    return this.releasing.done.catch((error) => this.options.onError(error));
+    if (this.held.delete(executionId)) this.releasing.add(executionId);
   }
 
-  /** One renewal round: renew all held leases in one call, then lease lazy starts past the grace. */
+  private async flushReleases(): Promise<void> {
+    if (this.releasing.size === 0) return;
+    const ids = [...this.releasing];
+    this.releasing.clear();
+    for (const chunk of chunks(ids)) {
+      this.calls.releaseMany += 1;
+      await this.options.store.releaseMany(this.options.nodeId, chunk);
+    }
+  }
+
+  /** One round: flush releases, renew all held leases in one call, lease lazy starts past the grace. */
   tick(): Promise<void> {
     this.ticking ??= this.runTick().finally(() => {
       this.ticking = undefined;
@@ -108,6 +110,7 @@ export class LeaseManager {
 
   private async runTick(): Promise<void> {
     try {
+      await this.flushReleases();
       if (this.held.size > 0) {
         const ids = [...this.held];
         this.calls.renewMany += 1;
@@ -141,7 +144,8 @@ export class LeaseManager {
     this.timer = undefined;
     await this.ticking;
     this.lazy.clear();
-    await Promise.all([...this.held].map((id) => this.release(id)));
+    for (const id of [...this.held]) this.release(id);
+    await this.flushReleases().catch((error) => this.options.onError(error));
   }
 }
 

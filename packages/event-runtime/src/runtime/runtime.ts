@@ -217,7 +217,7 @@ export class Runtime {
     for (const event of await this.readTail(executionId, state.nextSequence))
       foldEvent(state, event);
     if (isSettled(state) || this.running.has(executionId)) {
-      await this.leases?.release(executionId);
+      this.leases?.release(executionId);
       return this.handle<O>(executionId, true);
     }
     const journal = new ExecutionJournal(
@@ -381,7 +381,7 @@ export class Runtime {
     const { executionId } = running.driver;
     if (this.running.get(executionId) === running) this.running.delete(executionId);
     if (outcome.status !== 'stopped') this.maybeSnapshot(running);
-    if (this.leases !== undefined) this.track(this.leases.release(executionId));
+    this.leases?.release(executionId);
   }
 
   private maybeSnapshot(running: Running): void {

@@ -495,8 +495,9 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         expect(created.leaseCalls.renewMany).toBe(1);
         hang.resolve();
         await Promise.all(handles.map((handle) => handle.result()));
-        await created.idle();
+        await created.tickLeases();
         expect(created.leaseCalls.releaseMany).toBe(1);
+        expect(created.leaseCalls.renewMany).toBe(1);
         for (const handle of handles)
           expect(await harness.leases.get(handle.executionId)).toBeUndefined();
       });
@@ -516,7 +517,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         };
         const handle = await created.start(flow, null);
         await handle.result();
-        await created.idle();
+        await created.tickLeases();
         expect(leasedDuringEffect).toBe(true);
         expect(await harness.leases.get(handle.executionId)).toBeUndefined();
       });

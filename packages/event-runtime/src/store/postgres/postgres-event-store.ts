@@ -8,13 +8,13 @@ import type {
   ReadOptions,
   StoredEvent,
 } from '../../envelope.js';
-import { ErrorCode, LoomError } from '../../errors.js';
+import { ErrorCode, isLoomError, LoomError } from '../../errors.js';
 import type {
-  EventStore,
   FenceStore,
   SubscribeOptions,
   Subscription,
   SubscriptionHandler,
+  TransactionalEventStore,
   VerifyResult,
 } from '../../event-store.js';
 import {
@@ -75,7 +75,7 @@ const requiredSchemaVersion = eventLogMigration.version;
  *
  * Error codes: those of {@link EventStore}, plus `SCHEMA_NOT_MIGRATED` and `SCHEMA_TOO_NEW`.
  */
-export class PostgresEventStore implements EventStore {
+export class PostgresEventStore implements TransactionalEventStore {
   readonly backend = 'postgres';
   readonly fences: FenceStore;
   /** The Postgres schema holding this store's tables. */
@@ -190,6 +190,71 @@ export class PostgresEventStore implements EventStore {
     this.tails.remember(executionId, last.sequence, last.hash);
     this.notifications.appended(executionId);
     return stored;
+  }
+
+  /**
+   * Runs `work(client)` inside `BEGIN … COMMIT` on one pooled connection, then appends
+   * `envelopes(result)` through the same connection, and commits both or neither. Errors thrown
+   * by `work` are rethrown unchanged after the rollback. The notify is delivered at commit.
+   *
+   * Error codes: those of `append`.
+   */
+  async transact<T>(
+    work: (tx: unknown) => T | Promise<T>,
+    envelopes: (result: T) => readonly EventEnvelope[],
+    guard?: AppendGuard,
+  ): Promise<{ result: T; stored: StoredEvent[] }> {
+    this.assertWritable('transact');
+    if (!this.schemaReady) await this.requireSchema();
+    const client = await this.pool.connect().catch((error: unknown) => {
+      throw this.mapError(error, 'transact');
+    });
+    let failedInWork = false;
+    let prepared: PreparedAppend | undefined;
+    try {
+      this.count('begin');
+      await client.query('BEGIN');
+      let result: T;
+      try {
+        result = await work(client);
+      } catch (error) {
+        failedInWork = true;
+        throw error;
+      }
+      prepared = prepareAppend(envelopes(result), guard, this.options.clock.now());
+      const { executionId, firstSequence } = prepared;
+      const prevHash =
+        firstSequence === 0 ? null : await this.hashBefore(executionId, firstSequence);
+      const stored = chainEvents(prepared, prevHash);
+      const shape =
+        (prepared.fenceEpoch === undefined ? 0 : 1) + (prepared.status === undefined ? 0 : 2);
+      const statement = this.sql.append[shape] as PgStatement;
+      const values = appendValues(prepared, stored, this.notifications.channelOf(executionId));
+      this.count(statement.name);
+      const rows = (await client.query({ name: statement.name, text: statement.text, values }))
+        .rows as AppendedRow[];
+      if (rows.length === 0) throw await this.fenceRefused(prepared);
+      this.count('commit');
+      await client.query('COMMIT');
+      for (const row of rows) {
+        (stored[Number(row.sequence) - firstSequence] as StoredEvent).position = Number(
+          row.position,
+        );
+      }
+      const last = stored[stored.length - 1] as StoredEvent;
+      this.tails.remember(executionId, last.sequence, last.hash);
+      this.notifications.appended(executionId);
+      return { result, stored };
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      if (failedInWork || isLoomError(error)) throw error;
+      if (prepared !== undefined) {
+        throw await this.appendFailure(error, prepared.executionId, prepared.firstSequence);
+      }
+      throw this.mapError(error, 'transact');
+    } finally {
+      client.release();
+    }
   }
 
   /** One execution's events by sequence. Throws `INVALID_ARGUMENT`, `SCHEMA_NOT_MIGRATED`, `STORE_*`. */
@@ -440,5 +505,14 @@ export class PostgresEventStore implements EventStore {
   private assertWritable(operation: string): void {
     this.assertOpen();
     if (this.readOnly) throw storeReadOnly(this.backend, operation);
+  }
+
+  /**
+   * The pg pool this store queries through, so `PostgresLeaseStore` and `PostgresSnapshotStore`
+   * can share it (`{ pool: store.connectionPool, schema: store.schema }`). A pool the store
+   * created is ended by {@link PostgresEventStore.close}: close the sharing stores first.
+   */
+  get connectionPool(): Pool {
+    return this.pool;
   }
 }

@@ -1,8 +1,12 @@
 import { eventLogMigration } from './0001-event-log.js';
+import { leasesAndSnapshotsMigration } from './0002-leases-and-snapshots.js';
 import type { PostgresMigration } from './postgres-migration.js';
 
 /** Every Postgres migration, oldest first. Append only: a shipped migration is never edited. */
-export const postgresMigrations: readonly PostgresMigration[] = [eventLogMigration];
+export const postgresMigrations: readonly PostgresMigration[] = [
+  eventLogMigration,
+  leasesAndSnapshotsMigration,
+];
 
 /** The schema version this code writes and reads: the number of the newest migration. */
 export const latestSchemaVersion: number =

@@ -1,0 +1,193 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ErrorCode, type LoomError } from '../../errors.js';
+import { freshId } from '../../testing/event-store-conformance.js';
+import { snapshotStoreConformance } from '../../testing/snapshot-store-conformance.js';
+import { migrate } from './migrate.js';
+import { eventLogMigration } from './migrations/0001-event-log.js';
+import { PostgresEventStore } from './postgres-event-store.js';
+import { PostgresSnapshotStore } from './postgres-snapshot-store.js';
+
+const url = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
+
+let admin: pg.Pool;
+const schemas: string[] = [];
+
+/** A throwaway schema name, dropped after the file. */
+function freshSchema(): string {
+  const schema = `loom_test_${randomBytes(5).toString('hex')}`;
+  schemas.push(schema);
+  return schema;
+}
+
+async function dropSchema(schema: string): Promise<void> {
+  await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+}
+
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    return (error as LoomError).code ?? `untyped: ${String(error)}`;
+  }
+  return 'resolved';
+}
+
+async function openMigrated() {
+  const schema = freshSchema();
+  await migrate({ pool: admin, schema });
+  return { schema, snapshots: await PostgresSnapshotStore.open({ pool: admin, schema }) };
+}
+
+beforeAll(() => {
+  admin = new pg.Pool({ connectionString: url, max: 4 });
+});
+
+afterAll(async () => {
+  for (const schema of schemas) await dropSchema(schema);
+  await admin.end();
+});
+
+snapshotStoreConformance('postgres', async () => {
+  const schema = freshSchema();
+  await migrate({ pool: admin, schema });
+  // The store shares its event store's pool, as a runtime would; each peer has a pool of its own.
+  const events = await PostgresEventStore.open({ connectionString: url, schema });
+  const store = await PostgresSnapshotStore.open({ pool: events.connectionPool, schema });
+  const peers: PostgresSnapshotStore[] = [];
+  return {
+    store,
+    openPeer: async () => {
+      const peer = await PostgresSnapshotStore.open({ connectionString: url, schema });
+      peers.push(peer);
+      return peer;
+    },
+    close: async () => {
+      await Promise.all([store.close(), ...peers.map((peer) => peer.close())]);
+      await events.close();
+      await dropSchema(schema);
+    },
+  };
+});
+
+describe('PostgresSnapshotStore', () => {
+  it('stores state as its exact JSON text and numbers as bigint', async () => {
+    const { schema, snapshots } = await openMigrated();
+    const at = 1_700_000_000_123;
+    const sequence = 2 ** 40;
+    try {
+      await snapshots.save({ executionId: 'exact', sequence, state: { z: -0, s: 'ü🧵' }, at });
+      const rows = await admin.query(
+        `SELECT sequence::text, state, at::text, pg_typeof(sequence)::text AS type
+         FROM "${schema}".snapshots`,
+      );
+      expect(rows.rows).toEqual([
+        { sequence: String(sequence), state: '{"z":-0,"s":"ü🧵"}', at: String(at), type: 'bigint' },
+      ]);
+      const loaded = await snapshots.load('exact');
+      expect(loaded).toEqual({ executionId: 'exact', sequence, state: { z: -0, s: 'ü🧵' }, at });
+      expect(Object.is((loaded?.state as { z?: number } | undefined)?.z, -0)).toBe(true);
+    } finally {
+      await snapshots.close();
+    }
+  });
+
+  it('a save at a lower sequence leaves the stored row untouched', async () => {
+    const { schema, snapshots } = await openMigrated();
+    const id = freshId('keep');
+    const xmin = async () =>
+      (
+        await admin.query(`SELECT xmin::text FROM "${schema}".snapshots WHERE execution_id = $1`, [
+          id,
+        ])
+      ).rows[0]?.xmin as string;
+    try {
+      await snapshots.save({ executionId: id, sequence: 5, state: 'five', at: 1 });
+      const before = await xmin();
+      await snapshots.save({ executionId: id, sequence: 4, state: 'four', at: 2 });
+      await snapshots.save({ executionId: id, sequence: 5, state: 'again', at: 3 });
+      expect(await xmin()).toBe(before);
+    } finally {
+      await snapshots.close();
+    }
+  });
+
+  it('a read-only store refuses saves with STORE_READ_ONLY and still loads', async () => {
+    const { schema, snapshots } = await openMigrated();
+    const snapshot = { executionId: 'ro', sequence: 1, state: { a: 1 }, at: 5 };
+    await snapshots.save(snapshot);
+    const reader = await PostgresSnapshotStore.open({
+      connectionString: url,
+      schema,
+      readOnly: true,
+    });
+    try {
+      expect(reader.readOnly).toBe(true);
+      await expect(reader.save({ ...snapshot, sequence: 2 })).rejects.toMatchObject({
+        code: ErrorCode.STORE_READ_ONLY,
+      });
+      expect(await reader.load('ro')).toEqual(snapshot);
+    } finally {
+      await reader.close();
+      await snapshots.close();
+    }
+  });
+
+  it('is SCHEMA_NOT_MIGRATED on an absent or version-1 schema until migrate(), without reopening', async () => {
+    const absent = freshSchema();
+    const early = await PostgresSnapshotStore.open({ connectionString: url, schema: absent });
+    const older = freshSchema();
+    await admin.query(`CREATE SCHEMA "${older}"`);
+    for (const statement of eventLogMigration.statements(`"${older}"`)) {
+      await admin.query(statement);
+    }
+    await admin.query(`INSERT INTO "${older}".loom_schema_version (version) VALUES (1)`);
+    const late = await PostgresSnapshotStore.open({ pool: admin, schema: older });
+    const snapshot = { executionId: 'x', sequence: 0, state: null, at: 0 };
+    try {
+      await expect(early.load('x')).rejects.toMatchObject({
+        code: ErrorCode.SCHEMA_NOT_MIGRATED,
+        fields: { expected: 2, actual: null },
+      });
+      await expect(late.save(snapshot)).rejects.toMatchObject({
+        code: ErrorCode.SCHEMA_NOT_MIGRATED,
+        fields: { expected: 2, actual: 1 },
+      });
+      await migrate({ pool: admin, schema: absent });
+      await migrate({ pool: admin, schema: older });
+      expect(await early.load('x')).toBeUndefined();
+      await late.save(snapshot);
+      expect(await late.load('x')).toEqual(snapshot);
+    } finally {
+      await early.close();
+      await late.close();
+    }
+  });
+
+  it('refuses a schema written by a newer Loom with SCHEMA_TOO_NEW at open', async () => {
+    const schema = freshSchema();
+    await migrate({ pool: admin, schema });
+    await admin.query(`UPDATE "${schema}".loom_schema_version SET version = version + 1`);
+    expect(await codeOf(PostgresSnapshotStore.open({ pool: admin, schema }))).toBe(
+      ErrorCode.SCHEMA_TOO_NEW,
+    );
+  });
+
+  it('shares the event store pool: closing it leaves the pool open; ending the pool is STORE_CLOSED', async () => {
+    const schema = freshSchema();
+    await migrate({ pool: admin, schema });
+    const events = await PostgresEventStore.open({ connectionString: url, schema });
+    const first = await PostgresSnapshotStore.open({ pool: events.connectionPool, schema });
+    const second = await PostgresSnapshotStore.open({ pool: events.connectionPool, schema });
+    const snapshot = { executionId: 'x', sequence: 1, state: [1], at: 1 };
+    await first.close();
+    expect(await codeOf(first.load('x'))).toBe(ErrorCode.STORE_CLOSED);
+    await second.save(snapshot);
+    expect(await second.load('x')).toEqual(snapshot);
+    await events.close();
+    expect(await codeOf(second.load('x'))).toBe(ErrorCode.STORE_CLOSED);
+    expect(await codeOf(second.save(snapshot))).toBe(ErrorCode.STORE_CLOSED);
+    await second.close();
+  });
+});
