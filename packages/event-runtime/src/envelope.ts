@@ -96,3 +96,31 @@ export interface ReadAllOptions {
   /** Most events to return. Default and maximum: `Limits.readLimitMax`. */
   limit?: number;
 }
+
+/** A signal as a sender hands it to `sendSignal`. */
+export interface SignalInput {
+  executionId: string;
+  /** What the flow waits for (`ctx.waitForSignal(name)`). */
+  name: string;
+  payload: JsonValue;
+  /** A second signal with the same key for the same execution is a no-op (delivered once). */
+  idempotencyKey?: string;
+}
+
+/** A signal in an execution's inbox. */
+export interface StoredSignal {
+  executionId: string;
+  /** 1, 2, 3, … per execution, in arrival order. */
+  signalId: number;
+  name: string;
+  payload: JsonValue;
+  idempotencyKey: string | null;
+  at: number;
+}
+
+export interface ReadSignalsOptions {
+  /** Signals after this id (exclusive). Default 0. */
+  afterSignalId?: number;
+  /** Most signals to return. Default and maximum: `Limits.readLimitMax`. */
+  limit?: number;
+}

@@ -39,10 +39,14 @@ export const ErrorCode = {
   INVALID_STEP_NAME: 'INVALID_STEP_NAME',
   /** A step's effect threw; `fields.error` holds what it threw, as recorded in the log. */
   STEP_FAILED: 'STEP_FAILED',
+  /** A child execution (`ctx.child`) failed or was cancelled; `fields.error` says why. */
+  CHILD_FAILED: 'CHILD_FAILED',
   /** A flow threw, or its execution was recorded as failed; `fields.error` holds the reason. */
   EXECUTION_FAILED: 'EXECUTION_FAILED',
   /** The execution was cancelled; `fields.reason` says why. */
   EXECUTION_CANCELLED: 'EXECUTION_CANCELLED',
+  /** A signal was sent to an execution that already settled: nothing would ever receive it. */
+  EXECUTION_SETTLED: 'EXECUTION_SETTLED',
   /** No execution with that id is in the log. */
   EXECUTION_NOT_FOUND: 'EXECUTION_NOT_FOUND',
   /** The log names a flow (or flow version) this runtime has not registered. */
@@ -75,11 +79,12 @@ export interface LoomErrorFields {
  * The one error type of Loom. `code` is stable and documented; `fields` carry the facts
  * (`executionId`, `sequence`, `expected`, `actual`, …); `cause` the driver's error, if any.
  */
-export class LoomError extends Error {
-  readonly code: ErrorCode;
+export class LoomError<Code extends string = ErrorCode> extends Error {
+  readonly code: Code;
   readonly fields: Readonly<LoomErrorFields>;
 
-  constructor(code: ErrorCode, message: string, fields: LoomErrorFields = {}, cause?: unknown) {
+  /** Higher packages pass their own code type (`LoomError<WorkflowErrorCode>`). */
+  constructor(code: Code, message: string, fields: LoomErrorFields = {}, cause?: unknown) {
     super(message, cause === undefined ? undefined : { cause });
     this.name = 'LoomError';
     this.code = code;
@@ -92,7 +97,7 @@ export class LoomError extends Error {
 }
 
 /** True when `error` is a {@link LoomError} with the given code (works across package copies). */
-export function isLoomError(error: unknown, code?: ErrorCode): error is LoomError {
+export function isLoomError(error: unknown, code?: string): error is LoomError<string> {
   if (typeof error !== 'object' || error === null) return false;
   const candidate = error as { name?: unknown; code?: unknown };
   if (candidate.name !== 'LoomError' || typeof candidate.code !== 'string') return false;

@@ -5,7 +5,10 @@ import type {
   FindExecutionsOptions,
   ReadAllOptions,
   ReadOptions,
+  ReadSignalsOptions,
+  SignalInput,
   StoredEvent,
+  StoredSignal,
 } from './envelope.js';
 
 /** Per-execution fence epochs. A takeover advances the epoch; appends with an older one fail. */
@@ -75,6 +78,22 @@ export interface EventStore {
    * due time when asked). Recovery and timers use it; it never scans the event log.
    */
   findExecutions(options: FindExecutionsOptions): Promise<ExecutionSummary[]>;
+  /**
+   * Put a signal in an execution's inbox, and make a suspended execution due now (so a timer
+   * service wakes it) in the same write. A repeated idempotency key is a no-op that returns the
+   * first signal's id with `duplicate: true`.
+   *
+   * Error codes: `EXECUTION_NOT_FOUND`, `EXECUTION_SETTLED`, `INVALID_ENVELOPE`,
+   * `PAYLOAD_NOT_JSON`, `LIMIT_EXCEEDED`, store errors.
+   */
+  sendSignal(signal: SignalInput): Promise<{ signalId: number; duplicate: boolean }>;
+  /** An execution's inbox in arrival order. */
+  readSignals(executionId: string, options?: ReadSignalsOptions): Promise<StoredSignal[]>;
+  /**
+   * Claim suspended executions that are due (`wakeAtMs <= nowMs`): each is flipped to `running`
+   * atomically, so of several nodes claiming at once exactly one gets it. Returns the ids.
+   */
+  claimDue(nowMs: number, limit: number): Promise<string[]>;
   /** Deliver events as they are appended, after catching up from the given cursor. */
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription;
   /** Recompute the execution's hash chain from its stored events. */

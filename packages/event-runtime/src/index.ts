@@ -8,7 +8,10 @@ export type {
   JsonValue,
   ReadAllOptions,
   ReadOptions,
+  ReadSignalsOptions,
+  SignalInput,
   StoredEvent,
+  StoredSignal,
 } from './envelope.js';
 export { ErrorCode, isLoomError, LoomError, type LoomErrorFields } from './errors.js';
 export type {

@@ -13,6 +13,8 @@ export const Limits = {
   eventTypeLengthMax: 200,
   /** Nesting depth of a payload. Deeper structures are almost always a bug (or a cycle). */
   payloadDepthMax: 512,
+  /** Characters of a signal name or a signal idempotency key. */
+  signalNameLengthMax: 200,
   /** Rows one `read` / `readAll` call returns when no `limit` is given, and the most it may ask. */
   readLimitMax: 10_000,
   /** Execution ids in one `acquireMany` / `renewMany` / `releaseMany`. Bounds one statement and one transaction. */

@@ -32,6 +32,7 @@ export class ExecutionJournal {
   private inFlight = false;
   private scheduled = false;
   private broken: unknown;
+  private sealed = false;
   private durableUpTo: number;
   private nextSequence: number;
   private pendingStatus: { status: ExecutionStatus; wakeAtMs: number | null } | undefined;
@@ -63,8 +64,17 @@ export class ExecutionJournal {
     return this.broken;
   }
 
-  /** Queue an event; it becomes durable at the next flush. Returns its sequence. */
+  /** No more records after this (the terminal or the suspension was recorded). */
+  seal(): void {
+    this.sealed = true;
+  }
+
+  /**
+   * Queue an event; it becomes durable at the next flush. Returns its sequence, or -1 once the
+   * journal is sealed (a late effect's completion after the terminal is dropped, not appended).
+   */
   record(type: string, payload: JsonValue): number {
+    if (this.sealed) return -1;
     const sequence = this.nextSequence++;
     this.pending.push({
       executionId: this.executionId,

@@ -8,7 +8,9 @@ export type ExecutionOutcome =
   | { status: 'completed'; output: JsonValue }
   | { status: 'failed'; error: RecordedError }
   | { status: 'cancelled'; reason: string }
-  | { status: 'stopped'; error: LoomError };
+  | { status: 'stopped'; error: LoomError }
+  | { status: 'suspended'; wakeAtMs: number | null }
+  | { status: 'continued'; successorId: string };
 
 const kernelCodes = new Set<string>(Object.values(ErrorCode));
 
@@ -21,6 +23,8 @@ export function outcomeOfState(state: ExecutionState): ExecutionOutcome | undefi
       return { status: 'failed', error: state.error ?? { name: 'Error', message: 'unknown' } };
     case 'cancelled':
       return { status: 'cancelled', reason: state.cancelReason ?? '' };
+    case 'continued':
+      return { status: 'continued', successorId: state.successorId ?? '' };
     default:
       return undefined;
   }
@@ -43,13 +47,20 @@ export function resultOf(executionId: string, outcome: ExecutionOutcome): unknow
         error.code !== undefined && kernelCodes.has(error.code)
           ? (error.code as ErrorCode)
           : ErrorCode.EXECUTION_FAILED;
+      // The recorded fields go last: a STEP_FAILED keeps the step's own error in `fields.error`.
       throw new LoomError(code, `execution ${executionId} failed: ${error.message}`, {
-        ...(error.fields ?? {}),
         executionId,
         error,
+        ...(error.fields ?? {}),
       });
     }
     case 'stopped':
       throw outcome.error;
+    default:
+      // Suspended and continued executions have no result yet: the runtime follows them.
+      throw new LoomError(ErrorCode.STORE_FAILURE, `execution ${executionId} has not settled`, {
+        executionId,
+        status: outcome.status,
+      });
   }
 }

@@ -1,21 +1,39 @@
 import type { JsonValue, StoredEvent } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import {
+  type ChildCompletedPayload,
+  type ChildStartedPayload,
   EventType,
   type ExecutionCancelledPayload,
   type ExecutionCompletedPayload,
+  type ExecutionContinuedAsNewPayload,
   type ExecutionFailedPayload,
   type ExecutionStartedPayload,
   type RecordedError,
+  type SignalReceivedPayload,
+  type SignalWaitingPayload,
   type StepCompletedPayload,
   type StepFailedPayload,
   type StepStartedPayload,
+  type TimerScheduledPayload,
+  type ValueRecordedPayload,
 } from './kernel-events.js';
 
-/** One step as the log has it so far. */
+/** What an operation of the flow was: a step, a timer, a signal wait, a recorded value, … */
+export type OperationKind = 'step' | 'timer' | 'signal' | 'value' | 'patch' | 'child';
+
+/** One operation (step, timer, signal wait, value, patch marker, child) as the log has it. */
 export interface StepRecord {
+  /** Omitted for plain steps. */
+  kind?: OperationKind;
   name: string;
   status: 'started' | 'completed' | 'failed';
+  /** Timers: when it fires. Signal waits: when they time out (null: never). */
+  wakeAtMs?: number | null;
+  /** Signal waits: the inbox signal consumed. */
+  signalId?: number;
+  /** Children: the child's execution id. */
+  childId?: string;
   /** The result (completed steps). */
   result?: JsonValue;
   error?: RecordedError;
@@ -30,8 +48,15 @@ export interface ExecutionState {
   flow: string;
   version: string | null;
   input: JsonValue;
-  status: 'running' | 'completed' | 'failed' | 'cancelled';
+  status: 'running' | 'completed' | 'failed' | 'cancelled' | 'continued';
   steps: StepRecord[];
+  /** Inbox signals already consumed by a wait (so each is delivered once). */
+  consumedSignals: number[];
+  parent?: { executionId: string; index: number };
+  continuedFrom?: string;
+  rootId: string;
+  generation: number;
+  successorId?: string;
   output?: JsonValue;
   error?: RecordedError;
   cancelReason?: string;
@@ -44,15 +69,21 @@ export function initialState(
   executionId: string,
   started: ExecutionStartedPayload,
 ): ExecutionState {
-  return {
+  const state: ExecutionState = {
     executionId,
     flow: started.flow,
     version: started.version,
     input: started.input,
     status: 'running',
     steps: [],
+    consumedSignals: [],
+    rootId: started.rootId ?? executionId,
+    generation: started.generation ?? 0,
     nextSequence: 1,
   };
+  if (started.parent !== undefined) state.parent = started.parent;
+  if (started.continuedFrom !== undefined) state.continuedFrom = started.continuedFrom;
+  return state;
 }
 
 function corrupt(state: ExecutionState | undefined, event: StoredEvent, why: string): never {
@@ -108,11 +139,91 @@ export function foldEvent(state: ExecutionState | undefined, event: StoredEvent)
       state.status = 'cancelled';
       state.cancelReason = (event.payload as unknown as ExecutionCancelledPayload).reason;
       break;
+    case EventType.executionContinuedAsNew:
+      state.status = 'continued';
+      state.successorId = (event.payload as unknown as ExecutionContinuedAsNewPayload).successorId;
+      break;
     default:
-      // Event types of higher layers (timers, signals, agent steps) do not change kernel state.
+      foldOperation(state, event);
       break;
   }
   return state;
+}
+
+/** Events of timers, signals, values, patches and children. */
+function foldOperation(state: ExecutionState, event: StoredEvent): void {
+  const payload = event.payload as unknown as { index: number; name: string };
+  switch (event.type) {
+    case EventType.timerScheduled:
+      state.steps[payload.index] = {
+        kind: 'timer',
+        name: payload.name,
+        status: 'started',
+        wakeAtMs: (event.payload as unknown as TimerScheduledPayload).wakeAtMs,
+      };
+      break;
+    case EventType.timerFired:
+      markCompleted(state, payload.index, undefined);
+      break;
+    case EventType.signalWaiting:
+      state.steps[payload.index] = {
+        kind: 'signal',
+        name: payload.name,
+        status: 'started',
+        wakeAtMs: (event.payload as unknown as SignalWaitingPayload).timeoutAtMs,
+      };
+      break;
+    case EventType.signalReceived: {
+      const received = event.payload as unknown as SignalReceivedPayload;
+      markCompleted(state, received.index, received.payload);
+      const record = state.steps[received.index];
+      if (record !== undefined) record.signalId = received.signalId;
+      state.consumedSignals.push(received.signalId);
+      break;
+    }
+    case EventType.signalTimedOut:
+      markCompleted(state, payload.index, undefined);
+      break;
+    case EventType.valueRecorded:
+      state.steps[payload.index] = {
+        kind: 'value',
+        name: payload.name,
+        status: 'completed',
+        result: (event.payload as unknown as ValueRecordedPayload).value,
+      };
+      break;
+    case EventType.patchMarked:
+      state.steps[payload.index] = { kind: 'patch', name: payload.name, status: 'completed' };
+      break;
+    case EventType.childStarted:
+      state.steps[payload.index] = {
+        kind: 'child',
+        name: payload.name,
+        status: 'started',
+        childId: (event.payload as unknown as ChildStartedPayload).childId,
+      };
+      break;
+    case EventType.childCompleted: {
+      const done = event.payload as unknown as ChildCompletedPayload;
+      const record = state.steps[done.index];
+      if (record !== undefined) {
+        record.status = done.status === 'completed' ? 'completed' : 'failed';
+        if (done.output !== undefined) record.result = done.output;
+        if (done.error !== undefined) record.error = done.error;
+      }
+      break;
+    }
+    default:
+      // execution.suspended and the event types of higher layers do not change kernel state.
+      break;
+  }
+}
+
+function markCompleted(state: ExecutionState, index: number, result: JsonValue | undefined): void {
+  const record = state.steps[index];
+  if (record === undefined) return;
+  record.status = 'completed';
+  if (result !== undefined) record.result = result;
 }
 
 /** True once the execution has its terminal event. */

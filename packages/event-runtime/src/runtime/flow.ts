@@ -1,3 +1,4 @@
+import type { JsonValue } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 
 /** What a step's effect receives. */
@@ -24,6 +25,11 @@ export interface StepOptions {
 
 /** The handle a transactional step's work gets: the store's own database connection. */
 export type TransactionHandle = unknown;
+
+/** What `waitForSignal` gives back: the signal's payload, or that the wait timed out. */
+export type SignalWait =
+  | { received: true; payload: JsonValue; signalId: number }
+  | { received: false };
 
 /** What a flow function gets: durable steps, and facts about its execution. */
 export interface FlowContext {
@@ -52,6 +58,39 @@ export interface FlowContext {
    * Error codes: those of `step`, and `TRANSACTIONS_UNSUPPORTED` on the memory store.
    */
   transaction<T>(name: string, work: (tx: TransactionHandle) => T | Promise<T>): Promise<T>;
+  /**
+   * Durable sleep. The wake time is recorded; if it is further away than the runtime's
+   * `inlineWaitMs`, the execution suspends (no lease, no memory) and the timer service resumes
+   * it when due, on whichever node claims it first. `name` (default 'sleep') is checked on replay.
+   */
+  sleep(ms: number, name?: string): Promise<void>;
+  /** Durable sleep until an instant (epoch ms). */
+  sleepUntil(atMs: number, name?: string): Promise<void>;
+  /**
+   * Wait for a signal sent with `runtime.signal(executionId, name, payload)`. Signals that
+   * arrived earlier are kept in order and taken first; each is delivered to one wait. With
+   * `timeoutMs`, resolves `{ received: false }` once it passes.
+   */
+  waitForSignal(name: string, options?: { timeoutMs?: number }): Promise<SignalWait>;
+  /**
+   * Start a child execution of `flow` (id `<parent>.<index>` unless given) and wait durably for
+   * its output. Throws `CHILD_FAILED` if it failed or was cancelled. Cancelling the parent
+   * cancels its running children.
+   */
+  child<I, O>(flow: Flow<I, O>, input: I, options?: { executionId?: string }): Promise<O>;
+  /** End this execution and start its successor (id `<root>#<generation>`) with a fresh log. */
+  continueAsNew(input: unknown): Promise<never>;
+  /** The time, recorded on first run and replayed. */
+  now(): number;
+  /** A random number in [0, 1), recorded on first run and replayed. */
+  random(): number;
+  /** A random UUID, recorded on first run and replayed. */
+  uuid(): string;
+  /**
+   * True where new code may take a new path: for executions that reach this point with the
+   * patch deployed. False when replaying an execution that passed this point under old code.
+   */
+  patched(id: string): boolean;
 }
 
 /** A durable flow: an async function replayed against its execution's log. */

@@ -9,6 +9,17 @@ export const EventType = {
   executionCompleted: 'execution.completed',
   executionFailed: 'execution.failed',
   executionCancelled: 'execution.cancelled',
+  executionSuspended: 'execution.suspended',
+  executionContinuedAsNew: 'execution.continued_as_new',
+  timerScheduled: 'timer.scheduled',
+  timerFired: 'timer.fired',
+  signalWaiting: 'signal.waiting',
+  signalReceived: 'signal.received',
+  signalTimedOut: 'signal.timed_out',
+  valueRecorded: 'value.recorded',
+  patchMarked: 'patch.marked',
+  childStarted: 'child.started',
+  childCompleted: 'child.completed',
 } as const;
 
 export type KernelEventType = (typeof EventType)[keyof typeof EventType];
@@ -27,6 +38,64 @@ export interface ExecutionStartedPayload {
   flow: string;
   version: string | null;
   input: JsonValue;
+  /** Set when a parent flow started this one with `ctx.child`. */
+  parent?: { executionId: string; index: number };
+  /** Set on a continue-as-new successor: its predecessor, the chain's first id, its generation. */
+  continuedFrom?: string;
+  rootId?: string;
+  generation?: number;
+}
+
+/** `timer.scheduled`: a durable sleep until `wakeAtMs`. `timer.fired` carries only the index. */
+export interface TimerScheduledPayload {
+  index: number;
+  name: string;
+  wakeAtMs: number;
+}
+
+/** `signal.waiting`: the flow waits for a signal `name` (until `timeoutAtMs`, if set). */
+export interface SignalWaitingPayload {
+  index: number;
+  name: string;
+  timeoutAtMs: number | null;
+}
+
+/** `signal.received`: the wait at `index` consumed inbox signal `signalId`. */
+export interface SignalReceivedPayload {
+  index: number;
+  name: string;
+  signalId: number;
+  payload: JsonValue;
+}
+
+/** `value.recorded`: a non-deterministic value (`now`, `random`, `uuid`) fixed for replay. */
+export interface ValueRecordedPayload {
+  index: number;
+  name: string;
+  value: JsonValue;
+}
+
+/** `child.started` / `child.completed`: a child execution and, later, its outcome. */
+export interface ChildStartedPayload {
+  index: number;
+  name: string;
+  childId: string;
+}
+
+export interface ChildCompletedPayload {
+  index: number;
+  childId: string;
+  status: 'completed' | 'failed' | 'cancelled';
+  output?: JsonValue;
+  error?: RecordedError;
+}
+
+export interface ExecutionSuspendedPayload {
+  wakeAtMs: number | null;
+}
+
+export interface ExecutionContinuedAsNewPayload {
+  successorId: string;
 }
 
 export interface StepStartedPayload {

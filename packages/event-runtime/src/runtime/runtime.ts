@@ -13,7 +13,7 @@ import { ExecutionJournal } from './execution-journal.js';
 import { type ExecutionOutcome, outcomeOfState, resultOf } from './execution-outcome.js';
 import { type ExecutionState, foldEvent, initialState, isSettled } from './execution-state.js';
 import { checkFlow, type Flow } from './flow.js';
-import { EventType } from './kernel-events.js';
+import { EventType, type ExecutionStartedPayload } from './kernel-events.js';
 import { LeaseManager } from './lease-manager.js';
 import { loadState } from './load-state.js';
 
@@ -47,6 +47,18 @@ export interface RuntimeOptions {
   flows?: ReadonlyArray<Flow<never, unknown>>;
   /** Background failures (lease renewals, snapshots) are reported here. Default: ignored. */
   onError?: (error: unknown) => void;
+  /**
+   * How often this node claims due suspended executions (timers, signals) and resumes them.
+   * Default 1,000 ms; 0 = never (call `wakeDue()` yourself).
+   */
+  timerPollMs?: number;
+  /** How often this node runs `recover()`. Default 0 = only when you call it (e.g. on boot). */
+  recoverEveryMs?: number;
+  /**
+   * A timer due within this many ms is waited for in memory instead of suspending the
+   * execution. Default 1,000; 0 = always suspend.
+   */
+  inlineWaitMs?: number;
 }
 
 export interface StartOptions {
@@ -67,6 +79,12 @@ export interface ExecutionHandle<O = unknown> {
   result(): Promise<O>;
 }
 
+/** How a new execution is linked to others: its parent, or its continue-as-new predecessor. */
+type StartLinks = Pick<
+  ExecutionStartedPayload,
+  'parent' | 'continuedFrom' | 'rootId' | 'generation'
+>;
+
 interface Running {
   driver: ExecutionDriver;
   lastSnapshotSequence: number;
@@ -79,7 +97,8 @@ interface Running {
  */
 export class Runtime {
   readonly nodeId: string;
-  private readonly store: EventStore;
+  /** The event log this runtime drives. */
+  readonly store: EventStore;
   private readonly clock: Clock;
   private readonly flows = new Map<string, Flow<never, unknown>>();
   private readonly running = new Map<string, Running>();
@@ -88,6 +107,8 @@ export class Runtime {
   private readonly recoverQuietMs: number;
   private readonly background = new Set<Promise<unknown>>();
   private shuttingDown = false;
+  private readonly timerPollMs: number;
+  private readonly pollers: Array<() => void> = [];
 
   constructor(private readonly options: RuntimeOptions) {
     this.store = options.store;
@@ -119,6 +140,12 @@ export class Runtime {
       this.leases.start();
     }
     for (const flow of options.flows ?? []) this.register(flow);
+    this.timerPollMs = options.timerPollMs ?? 1_000;
+    const report = (error: unknown) => this.options.onError?.(error);
+    this.pollers.push(
+      every(this.timerPollMs, () => this.wakeDue().catch(report)),
+      every(options.recoverEveryMs ?? 0, () => this.recover().catch(report)),
+    );
   }
 
   /** Lease calls made so far (acquireMany, renewMany, releaseMany), for tests and benchmarks. */
@@ -158,20 +185,38 @@ export class Runtime {
     input: I,
     options: StartOptions = {},
   ): Promise<ExecutionHandle<O>> {
+    return this.startExecution(
+      flow as unknown as Flow<never, unknown>,
+      input,
+      options.executionId,
+      {},
+    );
+  }
+
+  private async startExecution<O>(
+    typedFlow: Flow<never, unknown>,
+    input: unknown,
+    requestedId: string | undefined,
+    links: StartLinks,
+  ): Promise<ExecutionHandle<O>> {
     this.assertRunning();
-    const typedFlow = flow as unknown as Flow<never, unknown>;
     checkFlow(typedFlow);
-    const key = flowKey(flow.name, flow.version ?? null);
+    const key = flowKey(typedFlow.name, typedFlow.version ?? null);
     if (!this.flows.has(key)) this.flows.set(key, typedFlow);
-    const executionId =
-      options.executionId === undefined ? ulid() : checkExecutionId(options.executionId);
+    const executionId = requestedId === undefined ? ulid() : checkExecutionId(requestedId);
     const inputValue = (input === undefined ? null : input) as JsonValue;
     encodePayload(inputValue, executionId);
     if (this.running.has(executionId)) return this.handle<O>(executionId, true);
-    if (this.leaseMode === 'eager' && !(await this.leases?.acquire(executionId))) {
+    const eager = this.leaseMode === 'eager' || links.continuedFrom !== undefined;
+    if (eager && this.leases !== undefined && !(await this.leases.acquire(executionId))) {
       return this.handle<O>(executionId, true);
     }
-    const started = { flow: flow.name, version: flow.version ?? null, input: inputValue };
+    const started: ExecutionStartedPayload = {
+      flow: typedFlow.name,
+      version: typedFlow.version ?? null,
+      input: inputValue,
+      ...links,
+    };
     const journal = new ExecutionJournal(this.store, executionId, 0, 0, this.clock);
     journal.record(EventType.executionStarted, started as unknown as JsonValue);
     journal.setStatus('running');
@@ -189,8 +234,9 @@ export class Runtime {
       }
       throw error;
     }
-    if (this.leaseMode === 'lazy' && this.running.has(executionId))
+    if (this.leaseMode === 'lazy' && !eager && this.running.has(executionId)) {
       this.leases?.acquireLater(executionId);
+    }
     return this.handle<O>(executionId, false);
   }
 
@@ -227,8 +273,21 @@ export class Runtime {
       epoch,
       this.clock,
     );
+    // A suspended execution woken by hand (not claimed) is running again from its next append.
+    journal.setStatus('running');
     this.drive(flow, state, journal, loaded.snapshotSequence ?? -1);
     return this.handle<O>(executionId, true);
+  }
+
+  /**
+   * Where an execution stands, from its log: `running` (or suspended), or how it settled.
+   * Throws `EXECUTION_NOT_FOUND`.
+   */
+  async status(executionId: string): Promise<ExecutionState['status']> {
+    checkExecutionId(executionId);
+    const { state } = await loadState(this.store, this.options.snapshots, executionId);
+    if (state === undefined) throw notFound(executionId);
+    return state.status;
   }
 
   /** A handle on an execution without driving it (it may run on another node). */
@@ -252,7 +311,7 @@ export class Runtime {
       const outcome = await local.driver.done;
       if (outcome.status !== 'stopped') return outcome.status === 'cancelled';
     }
-    for (let attempt = 0; attempt < 5; attempt++) {
+    for (let attempt = 0; attempt < cancelAttemptsMax; attempt++) {
       const { state } = await loadState(this.store, this.options.snapshots, executionId);
       if (state === undefined) throw notFound(executionId);
       if (isSettled(state)) return false;
@@ -273,6 +332,7 @@ export class Runtime {
           ],
           { fenceEpoch: epoch, status: 'settled' },
         );
+        await this.cancelChildren(state, reason);
         return true;
       } catch (error) {
         if (
@@ -289,6 +349,65 @@ export class Runtime {
         executionId,
       },
     );
+  }
+
+  /** Cancels the running children of a cancelled parent (and theirs, recursively). */
+  private async cancelChildren(parent: ExecutionState, reason: string): Promise<void> {
+    const children = parent.steps.filter(
+      (record) => record.kind === 'child' && record.status === 'started',
+    );
+    for (const child of children) {
+      if (child.childId === undefined) continue;
+      try {
+        await this.cancel(child.childId, `parent ${parent.executionId} was cancelled: ${reason}`);
+      } catch (error) {
+        if (!isLoomError(error, ErrorCode.EXECUTION_NOT_FOUND)) this.options.onError?.(error);
+      }
+    }
+  }
+
+  /**
+   * Send a signal to an execution, from any process: it is kept in the execution's inbox, and a
+   * suspended execution becomes due at once, so the next timer poll of any node running that flow
+   * wakes it (the sender does not claim it: a short-lived sender would strand it). A repeated
+   * `idempotencyKey` is delivered once.
+   *
+   * Error codes: `EXECUTION_NOT_FOUND`, `EXECUTION_SETTLED`, `INVALID_ENVELOPE`,
+   * `PAYLOAD_NOT_JSON`, `LIMIT_EXCEEDED`, store errors.
+   */
+  async signal(
+    executionId: string,
+    name: string,
+    payload: unknown,
+    options: { idempotencyKey?: string } = {},
+  ): Promise<{ signalId: number; duplicate: boolean }> {
+    const sent = await this.store.sendSignal({
+      executionId,
+      name,
+      payload: (payload === undefined ? null : payload) as JsonValue,
+      ...(options.idempotencyKey === undefined ? {} : { idempotencyKey: options.idempotencyKey }),
+    });
+    return sent;
+  }
+
+  /**
+   * Claim suspended executions whose timer is due (or that got a signal) and resume them here.
+   * The timer service calls it every `timerPollMs`; of several nodes, exactly one claims each.
+   * Returns the ids resumed.
+   */
+  async wakeDue(limit = 100): Promise<string[]> {
+    this.assertRunning();
+    const claimed = await this.store.claimDue(this.clock.now(), limit);
+    const resumed: string[] = [];
+    for (const executionId of claimed) {
+      try {
+        await this.resume(executionId);
+        resumed.push(executionId);
+      } catch (error) {
+        this.options.onError?.(error);
+      }
+    }
+    return resumed;
   }
 
   /**
@@ -332,6 +451,7 @@ export class Runtime {
   async shutdown(): Promise<void> {
     if (this.shuttingDown) return;
     this.shuttingDown = true;
+    for (const stop of this.pollers) stop();
     const stopping = [...this.running.values()].map(async ({ driver }) => {
       driver.stop(
         new LoomError(ErrorCode.RUNTIME_SHUT_DOWN, `the runtime on ${this.nodeId} shut down`, {
@@ -344,6 +464,26 @@ export class Runtime {
     await Promise.all(stopping);
     await Promise.all([...this.background]);
     await this.leases?.shutdown();
+  }
+
+  /**
+   * Keep this process alive (its own timers never do) while the runtime polls timers, recovers
+   * and drives executions, until `shutdown()`. For a dedicated worker process.
+   *
+   * @example
+   * const runtime = createRuntime({ store, flows, recoverEveryMs: 10_000 });
+   * await runtime.recover();
+   * await runtime.serve(); // returns after runtime.shutdown()
+   */
+  serve(): Promise<void> {
+    this.assertRunning();
+    return new Promise((resolve) => {
+      const keepAlive = setInterval(() => {
+        if (!this.shuttingDown) return;
+        clearInterval(keepAlive);
+        resolve();
+      }, 100);
+    });
   }
 
   /** Wait for background work (snapshots, lease releases) to finish. For tests. */
@@ -360,10 +500,29 @@ export class Runtime {
     const driver = new ExecutionDriver(state, journal, {
       clock: this.clock,
       keepResults: this.options.snapshots !== undefined && this.options.snapshotEvery !== undefined,
+      inlineWaitMs: this.options.inlineWaitMs ?? 1_000,
+      readSignals: (executionId, afterSignalId) =>
+        this.store.readSignals(executionId, { afterSignalId }),
+      startChild: async (childFlow, input, childId, parent) => {
+        await this.startExecution(childFlow, input, childId, { parent });
+      },
+      childOutcome: (childId) => this.settledOutcome(childId),
+      startSuccessor: async (successorFlow, input, successorId, predecessor) => {
+        const links: StartLinks = {
+          continuedFrom: predecessor.executionId,
+          rootId: predecessor.rootId,
+          generation: predecessor.generation + 1,
+        };
+        if (predecessor.parent !== undefined) links.parent = predecessor.parent;
+        await this.startExecution(successorFlow, input, successorId, links);
+      },
       ...(isTransactional(this.store)
         ? {
-            transact: (j, work, completion) =>
-              j.transact(this.store as never, work, completion as never),
+            transact: (
+              j: ExecutionJournal,
+              work: (tx: unknown) => unknown,
+              completion: (result: unknown) => { type: string; payload: JsonValue },
+            ) => j.transact(this.store as never, work, completion as never),
           }
         : {}),
     });
@@ -378,10 +537,59 @@ export class Runtime {
   }
 
   private settled(running: Running, outcome: ExecutionOutcome): void {
-    const { executionId } = running.driver;
+    const { executionId, state } = running.driver;
     if (this.running.get(executionId) === running) this.running.delete(executionId);
     if (outcome.status !== 'stopped') this.maybeSnapshot(running);
     this.leases?.release(executionId);
+    const ended =
+      outcome.status === 'completed' ||
+      outcome.status === 'failed' ||
+      outcome.status === 'cancelled';
+    if (ended && state.parent !== undefined) {
+      this.track(this.notifyParent(state.parent.executionId, executionId));
+    }
+    if (outcome.status === 'cancelled') this.track(this.cancelChildren(state, outcome.reason));
+    if (outcome.status === 'suspended') this.track(this.wakeIfSignalled(running));
+  }
+
+  /** Wakes a parent waiting in `ctx.child` (the parent reads the outcome from the child's log). */
+  private async notifyParent(parentId: string, childId: string): Promise<void> {
+    try {
+      await this.store.sendSignal({
+        executionId: parentId,
+        name: childSignalName,
+        payload: { childId },
+      });
+    } catch (error) {
+      if (!isLoomError(error, ErrorCode.EXECUTION_SETTLED)) this.options.onError?.(error);
+      return;
+    }
+    if (this.timerPollMs > 0 && !this.shuttingDown) await this.wakeDue().catch(() => undefined);
+  }
+
+  /**
+   * A signal (or a child's end) that came after the driver looked but before its suspension was
+   * durable found the execution still running and set no wake time: look once more now.
+   */
+  private async wakeIfSignalled(running: Running): Promise<void> {
+    const { state } = running.driver;
+    const waiting = state.steps.filter((record) => record.status === 'started');
+    const names = new Set(
+      waiting.filter((record) => record.kind === 'signal').map((record) => record.name),
+    );
+    let due = false;
+    if (names.size > 0) {
+      const consumed = new Set(state.consumedSignals);
+      const inbox = await this.store.readSignals(state.executionId);
+      due = inbox.some((signal) => names.has(signal.name) && !consumed.has(signal.signalId));
+    }
+    for (const record of waiting) {
+      if (due || record.kind !== 'child' || record.childId === undefined) continue;
+      due = (await this.settledOutcome(record.childId)) !== undefined;
+    }
+    if (due && !this.shuttingDown) {
+      await this.resume(state.executionId).catch((error) => this.options.onError?.(error));
+    }
   }
 
   private maybeSnapshot(running: Running): void {
@@ -461,14 +669,45 @@ export class Runtime {
   }
 
   private async awaitResult<O>(executionId: string): Promise<O> {
+    // Someone waits for this outcome (perhaps a sleeping execution's): keep the process alive
+    // until it arrives, as an open server would. The runtime's own pollers never do.
+    const keepAlive = setInterval(() => undefined, 2 ** 30);
+    try {
+      let current = executionId;
+      for (let hops = 0; ; hops++) {
+        const outcome = await this.outcomeOf(current);
+        if (outcome.status !== 'continued') return resultOf(current, outcome) as O;
+        if (hops >= continuedHopsMax) throw notFound(outcome.successorId);
+        current = outcome.successorId;
+      }
+    } finally {
+      clearInterval(keepAlive);
+    }
+  }
+
+  /** The execution's outcome: from the local driver, else by following its log. */
+  private async outcomeOf(executionId: string): Promise<ExecutionOutcome> {
     const local = this.running.get(executionId);
     if (local !== undefined) {
       const outcome = await local.driver.done;
-      if (outcome.status !== 'stopped' || isLoomError(outcome.error, ErrorCode.RUNTIME_SHUT_DOWN)) {
-        return resultOf(executionId, outcome) as O;
-      }
+      const final = outcome.status !== 'stopped' && outcome.status !== 'suspended';
+      const shutDown =
+        outcome.status === 'stopped' && isLoomError(outcome.error, ErrorCode.RUNTIME_SHUT_DOWN);
+      if (final || shutDown) return outcome;
     }
-    return resultOf(executionId, await this.followLog(executionId)) as O;
+    return this.followLog(executionId);
+  }
+
+  /** The outcome of a settled execution (following continue-as-new), or undefined if it runs. */
+  private async settledOutcome(executionId: string): Promise<ExecutionOutcome | undefined> {
+    let current = executionId;
+    for (let hops = 0; hops < continuedHopsMax; hops++) {
+      const { state } = await loadState(this.store, this.options.snapshots, current);
+      const outcome = state === undefined ? undefined : outcomeOfState(state);
+      if (outcome?.status !== 'continued') return outcome;
+      current = outcome.successorId;
+    }
+    return undefined;
   }
 
   /** Waits for the execution's terminal event in the log, wherever it is driven. */
@@ -506,8 +745,30 @@ export class Runtime {
   }
 }
 
+/** The signal a settled child sends its parent (the parent reads the outcome from the child's log). */
+const childSignalName = 'loom.child.settled';
+/** Continue-as-new chains followed by `result()` before giving up (a runaway chain is a bug). */
+const continuedHopsMax = 10_000;
+/** Attempts of a remote cancel while the execution's log keeps moving. */
+const cancelAttemptsMax = 5;
+
 function flowKey(name: string, version: string | null): string {
   return version === null ? name : `${name}@${version}`;
+}
+
+/** Runs `work` every `ms` (never overlapping itself) until the returned stop is called; 0 = never. */
+function every(ms: number, work: () => Promise<unknown>): () => void {
+  if (ms <= 0) return () => undefined;
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    void work().finally(() => {
+      running = false;
+    });
+  }, ms);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 function notFound(executionId: string): LoomError {

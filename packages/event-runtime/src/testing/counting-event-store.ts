@@ -4,6 +4,8 @@ import type {
   FindExecutionsOptions,
   ReadAllOptions,
   ReadOptions,
+  ReadSignalsOptions,
+  SignalInput,
 } from '../envelope.js';
 import type {
   EventStore,
@@ -82,6 +84,19 @@ export class CountingEventStore implements EventStore {
   findExecutions(options: FindExecutionsOptions) {
     this.counts.findExecutions += 1;
     return this.inner.findExecutions(options);
+  }
+
+  sendSignal(signal: SignalInput) {
+    return this.inner.sendSignal(signal);
+  }
+
+  readSignals(executionId: string, options?: ReadSignalsOptions) {
+    this.counts.reads += 1;
+    return this.inner.readSignals(executionId, options);
+  }
+
+  claimDue(nowMs: number, limit: number) {
+    return this.inner.claimDue(nowMs, limit);
   }
 
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler) {

@@ -438,6 +438,105 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
       });
     });
 
+    describe('signals and due executions', () => {
+      it('keeps signals in arrival order and delivers an idempotency key once', async () => {
+        const id = freshId('sig');
+        await store.append([env(id, 0)], { status: 'running' });
+        expect(
+          await store.sendSignal({ executionId: id, name: 'approve', payload: { by: 'ada' } }),
+        ).toEqual({
+          signalId: 1,
+          duplicate: false,
+        });
+        expect(
+          await store.sendSignal({
+            executionId: id,
+            name: 'note',
+            payload: -0,
+            idempotencyKey: 'k1',
+          }),
+        ).toEqual({ signalId: 2, duplicate: false });
+        expect(
+          await store.sendSignal({
+            executionId: id,
+            name: 'note',
+            payload: 'again',
+            idempotencyKey: 'k1',
+          }),
+        ).toEqual({ signalId: 2, duplicate: true });
+        const inbox = await store.readSignals(id);
+        expect(
+          inbox.map((signal) => [signal.signalId, signal.name, signal.idempotencyKey]),
+        ).toEqual([
+          [1, 'approve', null],
+          [2, 'note', 'k1'],
+        ]);
+        expect(inbox[0]?.payload).toEqual({ by: 'ada' });
+        expect(Object.is(inbox[1]?.payload, -0)).toBe(true);
+        expect(
+          (await store.readSignals(id, { afterSignalId: 1 })).map((signal) => signal.signalId),
+        ).toEqual([2]);
+      });
+
+      it('refuses signals to unknown or settled executions, and bad signals, writing nothing', async () => {
+        const missing = freshId('sig-missing');
+        expect(
+          await codeOf(store.sendSignal({ executionId: missing, name: 'x', payload: null })),
+        ).toBe(ErrorCode.EXECUTION_NOT_FOUND);
+        const done = freshId('sig-done');
+        await store.append([env(done, 0), env(done, 1)], { status: 'settled' });
+        expect(
+          await codeOf(store.sendSignal({ executionId: done, name: 'x', payload: null })),
+        ).toBe(ErrorCode.EXECUTION_SETTLED);
+        const id = freshId('sig-bad');
+        await store.append([env(id, 0)], { status: 'running' });
+        const bad: unknown[] = [
+          { executionId: id, name: '', payload: null },
+          { executionId: id, name: 'x', payload: () => 1 },
+          { executionId: id, name: 'x' },
+          { executionId: id, name: 'x', payload: null, extra: true },
+          { executionId: id, name: 'x'.repeat(Limits.signalNameLengthMax + 1), payload: null },
+          { executionId: id, name: 'x', payload: null, idempotencyKey: '' },
+        ];
+        const codes = [];
+        for (const signal of bad) codes.push(await codeOf(store.sendSignal(signal as never)));
+        expect(codes).toEqual([
+          ErrorCode.INVALID_ENVELOPE,
+          ErrorCode.PAYLOAD_NOT_JSON,
+          ErrorCode.INVALID_ENVELOPE,
+          ErrorCode.INVALID_ENVELOPE,
+          ErrorCode.LIMIT_EXCEEDED,
+          ErrorCode.INVALID_ENVELOPE,
+        ]);
+        expect(await store.readSignals(id)).toEqual([]);
+      });
+
+      it('claims due suspended executions once, and a signal makes a suspended one due', async () => {
+        const early = freshId('due-early');
+        const late = freshId('due-late');
+        const waiting = freshId('due-signal');
+        await store.append([env(early, 0)], { status: 'suspended', wakeAtMs: 1_000 });
+        await store.append([env(late, 0)], { status: 'suspended', wakeAtMs: 9_000_000_000_000 });
+        await store.append([env(waiting, 0)], { status: 'suspended' });
+        const peer = await harness.openPeer();
+        try {
+          const [a, b] = await Promise.all([store.claimDue(5_000, 100), peer.claimDue(5_000, 100)]);
+          const claimed = [...a, ...b];
+          expect(claimed.filter((id) => id === early)).toHaveLength(1);
+          expect(claimed).not.toContain(late);
+          expect(claimed).not.toContain(waiting);
+          const running = await store.findExecutions({ status: 'running' });
+          expect(running.map((summary) => summary.executionId)).toContain(early);
+          await store.sendSignal({ executionId: waiting, name: 'go', payload: null });
+          const now = Date.now() + 60_000;
+          const woken = [...(await store.claimDue(now, 100)), ...(await peer.claimDue(now, 100))];
+          expect(woken.filter((id) => id === waiting)).toHaveLength(1);
+        } finally {
+          await peer.close();
+        }
+      });
+    });
+
     describe('subscribe', () => {
       it('catches up, then delivers live appends in order', async () => {
         const id = freshId();

@@ -72,7 +72,13 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
     let harness: RuntimeHarness;
     const runtimes: Runtime[] = [];
     const runtime = (options: Partial<RuntimeOptions> = {}) => {
-      const created = createRuntime({ store: harness.store, clock: harness.clock, ...options });
+      const created = createRuntime({
+        store: harness.store,
+        clock: harness.clock,
+        timerPollMs: 0,
+        inlineWaitMs: 0,
+        ...options,
+      });
       runtimes.push(created);
       return created;
     };
@@ -590,6 +596,268 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         hang.resolve();
         expect(await rescuer.attach(handle.executionId).result()).toBe('recovered');
         expect(await rescuer.recover()).toEqual([]);
+      });
+    });
+
+    describe('durable time, signals, values, versions, children, continue-as-new', () => {
+      const wait = async (check: () => Promise<boolean>, what: string) => {
+        for (let attempt = 0; attempt < 500; attempt++) {
+          if (await check()) return;
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+        throw new Error(`timed out waiting for ${what}`);
+      };
+      const statusOf = async (id: string) => {
+        for (const status of ['running', 'suspended', 'settled'] as const) {
+          const found = await harness.store.findExecutions({ status });
+          if (found.some((summary) => summary.executionId === id)) return status;
+        }
+        return 'none';
+      };
+      const typesOf = async (id: string) =>
+        (await harness.store.read(id)).map((event) => event.type);
+
+      it('a sleeping execution suspends (holding nothing) and a timer service wakes it when due', async () => {
+        const sleeper: Flow<null, string> = {
+          name: 'sleeper',
+          run: async (ctx) => {
+            await ctx.step('before', () => 1);
+            await ctx.sleep(10_000);
+            return ctx.step('after', () => 'woke');
+          },
+        };
+        const first = runtime({ nodeId: 'first' });
+        const handle = await first.start(sleeper, null);
+        await wait(async () => (await statusOf(handle.executionId)) === 'suspended', 'suspension');
+        expect(first.activeExecutions).toEqual([]);
+        expect(await typesOf(handle.executionId)).toEqual([
+          'execution.started',
+          'step.started',
+          'step.completed',
+          'timer.scheduled',
+          'execution.suspended',
+        ]);
+        const other = runtime({ nodeId: 'other', flows: [sleeper as Flow<never, unknown>] });
+        expect(await other.wakeDue()).toEqual([]);
+        harness.clock.advance(10_000);
+        expect(await other.wakeDue()).toEqual([handle.executionId]);
+        expect(await handle.result()).toBe('woke');
+        expect(await first.wakeDue()).toEqual([]);
+        const types = await typesOf(handle.executionId);
+        expect(types.slice(5)).toEqual([
+          'timer.fired',
+          'step.started',
+          'step.completed',
+          'execution.completed',
+        ]);
+      });
+
+      it('signals: kept in order before the wait, delivered once per key, woken from another node', async () => {
+        const waiter: Flow<null, JsonValue[]> = {
+          name: 'waiter',
+          run: async (ctx) => {
+            const got: JsonValue[] = [];
+            for (let index = 0; index < 3; index++) {
+              const signal = await ctx.waitForSignal('note');
+              got.push(signal.received ? signal.payload : 'none');
+            }
+            return got;
+          },
+        };
+        const owner = runtime({ nodeId: 'owner', flows: [waiter as Flow<never, unknown>] });
+        const sender = runtime({ nodeId: 'sender' });
+        const handle = await owner.start(waiter, null, { executionId: freshId('waiter') });
+        await sender.signal(handle.executionId, 'note', 'a');
+        await sender.signal(handle.executionId, 'note', 'b', { idempotencyKey: 'k' });
+        expect(
+          await sender.signal(handle.executionId, 'note', 'b-again', { idempotencyKey: 'k' }),
+        ).toMatchObject({
+          duplicate: true,
+        });
+        await wait(async () => (await statusOf(handle.executionId)) === 'suspended', 'suspension');
+        await sender.signal(handle.executionId, 'note', 'c');
+        await wait(
+          async () =>
+            (await owner.wakeDue()).length > 0 ||
+            (await statusOf(handle.executionId)) === 'settled',
+          'wake',
+        );
+        expect(await handle.result()).toEqual(['a', 'b', 'c']);
+        expect(await codeOf(sender.signal(handle.executionId, 'note', 'late'))).toBe(
+          ErrorCode.EXECUTION_SETTLED,
+        );
+      });
+
+      it('a signal wait times out durably', async () => {
+        const flow: Flow<null, JsonValue> = {
+          name: 'timeout',
+          run: async (ctx) => {
+            const signal = await ctx.waitForSignal('never', { timeoutMs: 5_000 });
+            return signal.received ? 'got' : 'timed out';
+          },
+        };
+        const node = runtime({ flows: [flow as Flow<never, unknown>] });
+        const handle = await node.start(flow, null);
+        await wait(async () => (await statusOf(handle.executionId)) === 'suspended', 'suspension');
+        harness.clock.advance(5_000);
+        expect(await node.wakeDue()).toEqual([handle.executionId]);
+        expect(await handle.result()).toBe('timed out');
+        expect(await typesOf(handle.executionId)).toContain('signal.timed_out');
+      });
+
+      it('now, random and uuid are recorded and replayed', async () => {
+        const seen: JsonValue[] = [];
+        const flow: Flow<null, JsonValue> = {
+          name: 'values',
+          run: async (ctx) => {
+            const values = { now: ctx.now(), random: ctx.random(), uuid: ctx.uuid() };
+            seen.push(values);
+            await ctx.sleep(1_000);
+            return values;
+          },
+        };
+        const node = runtime({ flows: [flow as Flow<never, unknown>] });
+        const handle = await node.start(flow, null);
+        await wait(async () => (await statusOf(handle.executionId)) === 'suspended', 'suspension');
+        harness.clock.advance(1_000);
+        await node.wakeDue();
+        const result = await handle.result();
+        expect(seen).toHaveLength(2);
+        expect(seen[1]).toEqual(seen[0]);
+        expect(result).toEqual(seen[0]);
+        expect((result as { uuid: string }).uuid).toMatch(/^[0-9a-f-]{36}$/);
+      });
+
+      it('patched: old executions keep the old path, new ones take the new one', async () => {
+        const v1: Flow<null, string> = {
+          name: 'versioned',
+          run: async (ctx) => {
+            await ctx.step('a', () => 1);
+            await ctx.step('b', () => 2);
+            await ctx.sleep(1_000);
+            return 'v1';
+          },
+        };
+        const v2: Flow<null, string> = {
+          name: 'versioned',
+          run: async (ctx) => {
+            await ctx.step('a', () => 1);
+            const patched = ctx.patched('add-c');
+            if (patched) await ctx.step('c', () => 3);
+            await ctx.step('b', () => 2);
+            await ctx.sleep(1_000);
+            return patched ? 'v2-new' : 'v2-old';
+          },
+        };
+        const old = runtime({ nodeId: 'old' });
+        const oldHandle = await old.start(v1, null);
+        await wait(
+          async () => (await statusOf(oldHandle.executionId)) === 'suspended',
+          'suspension',
+        );
+        const upgraded = runtime({ nodeId: 'upgraded', flows: [v2 as Flow<never, unknown>] });
+        const newHandle = await upgraded.start(v2, null);
+        await wait(
+          async () => (await statusOf(newHandle.executionId)) === 'suspended',
+          'suspension',
+        );
+        harness.clock.advance(1_000);
+        await upgraded.wakeDue();
+        expect(await oldHandle.result()).toBe('v2-old');
+        expect(await newHandle.result()).toBe('v2-new');
+        expect(await typesOf(newHandle.executionId)).toContain('patch.marked');
+      });
+
+      it('a child runs to its output; a failing child is CHILD_FAILED in the parent', async () => {
+        const child: Flow<{ n: number }, number> = {
+          name: 'child',
+          run: async (ctx, input) => {
+            if (input.n < 0) throw new RangeError('negative');
+            return ctx.step('double', () => input.n * 2);
+          },
+        };
+        const parent: Flow<null, JsonValue> = {
+          name: 'parent',
+          run: async (ctx) => {
+            const doubled = await ctx.child(child, { n: 21 });
+            let failure = 'none';
+            try {
+              await ctx.child(child, { n: -1 });
+            } catch (error) {
+              failure = (error as LoomError).code;
+            }
+            return { doubled, failure };
+          },
+        };
+        const node = runtime({
+          timerPollMs: 5,
+          flows: [parent as Flow<never, unknown>, child as Flow<never, unknown>],
+        });
+        const handle = await node.start(parent, null, { executionId: freshId('parent') });
+        expect(await handle.result()).toEqual({ doubled: 42, failure: ErrorCode.CHILD_FAILED });
+        const started = (await harness.store.read(`${handle.executionId}.0`))[0];
+        expect(started?.payload).toMatchObject({
+          parent: { executionId: handle.executionId, index: 0 },
+        });
+      });
+
+      it('cancelling a parent cancels its running child', async () => {
+        const child: Flow<null, string> = {
+          name: 'sleepy-child',
+          run: async (ctx) => {
+            await ctx.sleep(60_000);
+            return 'never';
+          },
+        };
+        const parent: Flow<null, JsonValue> = {
+          name: 'waiting-parent',
+          run: async (ctx) => ctx.child(child, null),
+        };
+        const node = runtime({
+          flows: [parent as Flow<never, unknown>, child as Flow<never, unknown>],
+        });
+        const handle = await node.start(parent, null, { executionId: freshId('cancel-parent') });
+        const childId = `${handle.executionId}.0`;
+        await wait(async () => (await statusOf(childId)) === 'suspended', 'child suspension');
+        await wait(
+          async () => (await statusOf(handle.executionId)) === 'suspended',
+          'parent suspension',
+        );
+        expect(await node.cancel(handle.executionId, 'stop all')).toBe(true);
+        expect(await codeOf(node.attach(childId).result())).toBe(ErrorCode.EXECUTION_CANCELLED);
+        expect(await codeOf(handle.result())).toBe(ErrorCode.EXECUTION_CANCELLED);
+      });
+
+      it('continue-as-new starts a linked successor with a fresh log; result() follows the chain', async () => {
+        const counter: Flow<number, number> = {
+          name: 'counter',
+          run: async (ctx, n) => {
+            const next = await ctx.step(`add-${n}`, () => n + 1);
+            if (next < 3) return ctx.continueAsNew(next);
+            return next;
+          },
+        };
+        const node = runtime({ flows: [counter as Flow<never, unknown>] });
+        const id = freshId('can');
+        const handle = await node.start(counter, 0, { executionId: id });
+        expect(await handle.result()).toBe(3);
+        expect(await typesOf(id)).toEqual([
+          'execution.started',
+          'step.started',
+          'step.completed',
+          'execution.continued_as_new',
+        ]);
+        const first = await harness.store.read(id);
+        expect(first[3]?.payload).toEqual({ successorId: `${id}#1` });
+        const second = await harness.store.read(`${id}#1`);
+        expect(second[0]?.payload).toMatchObject({
+          continuedFrom: id,
+          rootId: id,
+          generation: 1,
+          input: 1,
+        });
+        const third = await harness.store.read(`${id}#2`);
+        expect(third[third.length - 1]?.type).toBe('execution.completed');
       });
     });
 

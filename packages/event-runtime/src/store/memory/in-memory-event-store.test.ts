@@ -23,6 +23,9 @@ eventStoreConformance('memory', async () => {
         read: (id, options) => guard(() => store.read(id, options)),
         readAll: (options) => guard(() => store.readAll(options)),
         findExecutions: (options) => guard(() => store.findExecutions(options)),
+        sendSignal: (signal) => guard(() => store.sendSignal(signal)),
+        readSignals: (id, options) => guard(() => store.readSignals(id, options)),
+        claimDue: (nowMs, limit) => guard(() => store.claimDue(nowMs, limit)),
         subscribe: (options, handler) => store.subscribe(options, handler),
         verify: (id) => guard(() => store.verify(id)),
         close: async () => {

@@ -8,7 +8,10 @@ import type {
   FindExecutionsOptions,
   ReadAllOptions,
   ReadOptions,
+  ReadSignalsOptions,
+  SignalInput,
   StoredEvent,
+  StoredSignal,
 } from '../../envelope.js';
 import type {
   EventStore,
@@ -19,7 +22,15 @@ import type {
   VerifyResult,
 } from '../../event-store.js';
 import { AppendSignal } from '../../internal/append-signal.js';
+import { checkClaimDue } from '../../internal/claim-due-arguments.js';
+import { decodePayload } from '../../internal/json-codec.js';
 import { chainEvents, checkExecutionId, prepareAppend } from '../../internal/prepare-append.js';
+import {
+  prepareSignal,
+  readSignalsOptions,
+  signalTargetMissing,
+  signalTargetSettled,
+} from '../../internal/prepare-signal.js';
 import { findExecutionsOptions, readAllOptions, readOptions } from '../../internal/read-options.js';
 import {
   alreadyStarted,
@@ -54,6 +65,8 @@ export class InMemoryEventStore implements EventStore {
   private readonly epochs = new Map<string, number>();
   private readonly index = new Map<string, { status: ExecutionStatus; wakeAtMs: number | null }>();
   private readonly signal = new AppendSignal();
+  private readonly inboxes = new Map<string, Array<StoredSignal & { payloadText: string }>>();
+  private readonly signalKeys = new Map<string, number>();
   private readonly subscriptions = new Set<Subscription>();
   private closed = false;
 
@@ -147,6 +160,62 @@ export class InMemoryEventStore implements EventStore {
       a.executionId < b.executionId ? -1 : a.executionId > b.executionId ? 1 : 0,
     );
     return found.slice(0, limit);
+  }
+
+  async sendSignal(input: SignalInput): Promise<{ signalId: number; duplicate: boolean }> {
+    this.assertOpen();
+    const prepared = prepareSignal(input, this.clock.now());
+    const { executionId } = prepared;
+    if (!this.executions.has(executionId)) throw signalTargetMissing(executionId);
+    const entry = this.index.get(executionId);
+    if (entry?.status === 'settled') throw signalTargetSettled(executionId);
+    const key =
+      prepared.idempotencyKey === null
+        ? undefined
+        : `${executionId}\u0000${prepared.idempotencyKey}`;
+    const existing = key === undefined ? undefined : this.signalKeys.get(key);
+    if (existing !== undefined) return { signalId: existing, duplicate: true };
+    const inbox = this.inboxes.get(executionId) ?? [];
+    const signalId = inbox.length + 1;
+    inbox.push({
+      executionId,
+      signalId,
+      name: prepared.name,
+      payload: null,
+      payloadText: prepared.payloadText,
+      idempotencyKey: prepared.idempotencyKey,
+      at: prepared.at,
+    });
+    this.inboxes.set(executionId, inbox);
+    if (key !== undefined) this.signalKeys.set(key, signalId);
+    if (entry?.status === 'suspended') entry.wakeAtMs = prepared.at;
+    return { signalId, duplicate: false };
+  }
+
+  async readSignals(executionId: string, options?: ReadSignalsOptions): Promise<StoredSignal[]> {
+    this.assertOpen();
+    const { afterSignalId, limit } = readSignalsOptions(options);
+    const inbox = this.inboxes.get(checkExecutionId(executionId)) ?? [];
+    return inbox.slice(afterSignalId, afterSignalId + limit).map(({ payloadText, ...signal }) => ({
+      ...signal,
+      payload: decodePayload(payloadText),
+    }));
+  }
+
+  async claimDue(nowMs: number, limit: number): Promise<string[]> {
+    this.assertOpen();
+    checkClaimDue(nowMs, limit);
+    const due: Array<[string, number]> = [];
+    for (const [executionId, entry] of this.index) {
+      if (entry.status === 'suspended' && entry.wakeAtMs !== null && entry.wakeAtMs <= nowMs) {
+        due.push([executionId, entry.wakeAtMs]);
+      }
+    }
+    due.sort((a, b) => a[1] - b[1]);
+    const claimed = due.slice(0, limit).map(([executionId]) => executionId);
+    for (const executionId of claimed)
+      this.index.set(executionId, { status: 'running', wakeAtMs: null });
+    return claimed;
   }
 
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {

@@ -6,7 +6,10 @@ import type {
   FindExecutionsOptions,
   ReadAllOptions,
   ReadOptions,
+  ReadSignalsOptions,
+  SignalInput,
   StoredEvent,
+  StoredSignal,
 } from '../../envelope.js';
 import { ErrorCode, isLoomError, LoomError } from '../../errors.js';
 import type {
@@ -17,12 +20,14 @@ import type {
   TransactionalEventStore,
   VerifyResult,
 } from '../../event-store.js';
+import { checkClaimDue } from '../../internal/claim-due-arguments.js';
 import {
   chainEvents,
   checkExecutionId,
   type PreparedAppend,
   prepareAppend,
 } from '../../internal/prepare-append.js';
+import { prepareSignal, readSignalsOptions } from '../../internal/prepare-signal.js';
 import { findExecutionsOptions, readAllOptions, readOptions } from '../../internal/read-options.js';
 import {
   alreadyStarted,
@@ -39,6 +44,7 @@ import { type AppendedRow, appendValues } from './append-statement.js';
 import { type PgExecutionRow, summaryFromPg } from './find-executions-statement.js';
 import { migratePool, type PostgresMigrateResult } from './migrate.js';
 import { eventLogMigration } from './migrations/0001-event-log.js';
+import { signalsMigration } from './migrations/0003-signals.js';
 import { latestSchemaVersion } from './migrations/migration-list.js';
 import { NotifyHub } from './notify-hub.js';
 import { classifyPgError, schemaNotMigrated, schemaTooNew, toLoomError } from './pg-errors.js';
@@ -50,8 +56,15 @@ import {
   resolveStoreOptions,
 } from './postgres-store-options.js';
 import type { PgReadAllRow } from './read-all-statement.js';
+import { type PgSignalRow, signalFromPg } from './read-signals-statement.js';
 import { type PgEventRow, rowFromPg } from './read-statement.js';
 import { readSchemaVersion } from './schema-version.js';
+import {
+  type PgSentSignalRow,
+  sendSignalAttemptsMax,
+  sendSignalValues,
+  signalSent,
+} from './send-signal-statement.js';
 import { type StoreStatements, storeStatements } from './store-statements.js';
 import { TailCache } from './tail-cache.js';
 
@@ -63,8 +76,14 @@ export interface PostgresEventStoreStats {
   notifications: number;
 }
 
-/** The schema version that created this store's tables: older schemas are not migrated. */
+/** The schema version that created the log's tables: older schemas are not migrated. */
 const requiredSchemaVersion = eventLogMigration.version;
+
+/**
+ * The schema version that created the inboxes. `sendSignal`, `readSignals` and `claimDue` need
+ * it; the log's own calls keep working on an older schema until someone migrates it.
+ */
+const signalsSchemaVersion = signalsMigration.version;
 
 /**
  * The event log on Postgres (`pg`): named prepared statements, one round trip per append on a
@@ -90,7 +109,8 @@ export class PostgresEventStore implements TransactionalEventStore {
   private readonly tails: TailCache;
   private readonly notifications: NotifyHub;
   private readonly subscriptions = new Set<Subscription>();
-  private schemaReady = false;
+  /** The schema version last found (0: none, or not checked yet). Raised by `migrate()`. */
+  private schemaVersion = 0;
   private closed = false;
 
   /**
@@ -151,7 +171,7 @@ export class PostgresEventStore implements TransactionalEventStore {
   async migrate(): Promise<PostgresMigrateResult> {
     this.assertWritable('migrate');
     const result = await migratePool(this.pool, this.schema);
-    this.schemaReady = true;
+    this.schemaVersion = result.toVersion;
     return result;
   }
 
@@ -163,7 +183,7 @@ export class PostgresEventStore implements TransactionalEventStore {
   async append(envelopes: readonly EventEnvelope[], guard?: AppendGuard): Promise<StoredEvent[]> {
     this.assertWritable('append');
     const prepared = prepareAppend(envelopes, guard, this.options.clock.now());
-    if (!this.schemaReady) await this.requireSchema();
+    if (this.schemaVersion < requiredSchemaVersion) await this.requireSchema();
     const { executionId, firstSequence } = prepared;
     const prevHash = firstSequence === 0 ? null : await this.hashBefore(executionId, firstSequence);
     const stored = chainEvents(prepared, prevHash);
@@ -205,7 +225,7 @@ export class PostgresEventStore implements TransactionalEventStore {
     guard?: AppendGuard,
   ): Promise<{ result: T; stored: StoredEvent[] }> {
     this.assertWritable('transact');
-    if (!this.schemaReady) await this.requireSchema();
+    if (this.schemaVersion < requiredSchemaVersion) await this.requireSchema();
     const client = await this.pool.connect().catch((error: unknown) => {
       throw this.mapError(error, 'transact');
     });
@@ -322,6 +342,71 @@ export class PostgresEventStore implements TransactionalEventStore {
             'findExecutions',
           );
     return rows.map(summaryFromPg);
+  }
+
+  /**
+   * Puts a signal in the execution's inbox and, when the execution is suspended, sets its
+   * `wake_at_ms` to now so `claimDue` picks it up: one statement, so one round trip unless
+   * another sender to the same execution got in first (then it is sent again, at most
+   * `sendSignalAttemptsMax` times; see send-signal-statement.ts). A repeated idempotency key
+   * returns the first signal's id with `duplicate: true`.
+   *
+   * Throws `EXECUTION_NOT_FOUND`, `EXECUTION_SETTLED`, `INVALID_ENVELOPE`, `PAYLOAD_NOT_JSON`,
+   * `LIMIT_EXCEEDED`, `STORE_READ_ONLY`, `SCHEMA_NOT_MIGRATED` (below schema version 3),
+   * `STORE_BUSY` (out of attempts), `STORE_*`.
+   */
+  async sendSignal(input: SignalInput): Promise<{ signalId: number; duplicate: boolean }> {
+    this.assertWritable('send a signal');
+    const signal = prepareSignal(input, this.options.clock.now());
+    await this.requireSchema(signalsSchemaVersion);
+    const values = sendSignalValues(signal);
+    for (let attempt = 1; attempt <= sendSignalAttemptsMax; attempt++) {
+      const rows = await this.run<PgSentSignalRow>(this.sql.sendSignal, values, 'sendSignal');
+      const sent = signalSent(rows[0], signal.executionId);
+      if (sent !== undefined) return sent;
+    }
+    throw new LoomError(
+      ErrorCode.STORE_BUSY,
+      `sendSignal to execution ${signal.executionId} lost ${sendSignalAttemptsMax} times in a ` +
+        'row to other senders to the same execution: its inbox is being flooded; retry later',
+      { executionId: signal.executionId, operation: 'sendSignal', limit: 'sendSignalAttemptsMax' },
+    );
+  }
+
+  /**
+   * The execution's inbox in arrival order, payloads decoded. Throws `INVALID_ARGUMENT`,
+   * `SCHEMA_NOT_MIGRATED` (below schema version 3), `STORE_*`.
+   */
+  async readSignals(executionId: string, options?: ReadSignalsOptions): Promise<StoredSignal[]> {
+    this.assertOpen();
+    const { afterSignalId, limit } = readSignalsOptions(options);
+    const id = checkExecutionId(executionId);
+    await this.requireSchema(signalsSchemaVersion);
+    const rows = await this.run<PgSignalRow>(
+      this.sql.readSignals,
+      [id, afterSignalId, limit],
+      'readSignals',
+    );
+    return rows.map(signalFromPg);
+  }
+
+  /**
+   * Claims up to `limit` suspended executions due at `nowMs` (oldest wake first), flipping them
+   * to `running` in one statement; stores on other nodes claiming at once skip the rows this one
+   * holds, so each execution is claimed exactly once (see claim-due-statement.ts). Throws
+   * `INVALID_ARGUMENT`, `STORE_READ_ONLY`, `SCHEMA_NOT_MIGRATED` (below schema version 3),
+   * `STORE_*`.
+   */
+  async claimDue(nowMs: number, limit: number): Promise<string[]> {
+    this.assertWritable('claim due executions');
+    checkClaimDue(nowMs, limit);
+    await this.requireSchema(signalsSchemaVersion);
+    const rows = await this.run<{ execution_id: string }>(
+      this.sql.claimDue,
+      [this.options.clock.now(), nowMs, limit],
+      'claimDue',
+    );
+    return rows.map((row) => row.execution_id);
   }
 
   /**
@@ -444,11 +529,13 @@ export class PostgresEventStore implements TransactionalEventStore {
     return Number(rows[0]?.epoch ?? 0);
   }
 
-  /** Checks the schema version until it is known to be usable (free once it is). */
-  private async requireSchema(): Promise<void> {
-    if (this.schemaReady) return;
+  /** Checks the schema version until it is known to be at least `needed` (free once it is). */
+  private async requireSchema(needed = requiredSchemaVersion): Promise<void> {
+    if (this.schemaVersion >= needed) return;
     const version = await this.inspectSchema();
-    if (!this.schemaReady) throw schemaNotMigrated(this.schema, version, latestSchemaVersion);
+    if (this.schemaVersion < needed) {
+      throw schemaNotMigrated(this.schema, version, latestSchemaVersion);
+    }
   }
 
   private async inspectSchema(): Promise<number | null> {
@@ -462,7 +549,7 @@ export class PostgresEventStore implements TransactionalEventStore {
     if (version !== null && version > latestSchemaVersion) {
       throw schemaTooNew(this.schema, version, latestSchemaVersion);
     }
-    this.schemaReady = version !== null && version >= requiredSchemaVersion;
+    this.schemaVersion = version ?? 0;
     return version;
   }
 
@@ -494,7 +581,7 @@ export class PostgresEventStore implements TransactionalEventStore {
       latestVersion: latestSchemaVersion,
     });
     // The schema was dropped under us: check again (and fail fast) on the next call.
-    if (mapped.code === ErrorCode.SCHEMA_NOT_MIGRATED) this.schemaReady = false;
+    if (mapped.code === ErrorCode.SCHEMA_NOT_MIGRATED) this.schemaVersion = 0;
     return mapped;
   }
 

@@ -1,10 +1,13 @@
 import { appendStatement } from './append-statement.js';
+import { claimDueStatement } from './claim-due-statement.js';
 import { fenceAdvanceStatement, fenceCurrentStatement } from './fence-statements.js';
 import { findExecutionsStatement } from './find-executions-statement.js';
 import type { PgStatement } from './pg-statement.js';
 import { readAllAfterStatement, readAllFromStartStatement } from './read-all-statement.js';
+import { readSignalsStatement } from './read-signals-statement.js';
 import { readStatement } from './read-statement.js';
 import { quoteIdent } from './schema-name.js';
+import { sendSignalStatement } from './send-signal-statement.js';
 import { hashAtStatement, nextSequenceStatement } from './tail-statements.js';
 
 /** Every prepared statement a store sends, built once per store for its schema. */
@@ -20,6 +23,9 @@ export interface StoreStatements {
   readAllAfter: PgStatement;
   fenceCurrent: PgStatement;
   fenceAdvance: PgStatement;
+  sendSignal: PgStatement;
+  readSignals: PgStatement;
+  claimDue: PgStatement;
 }
 
 /** Builds the statements of a (validated) schema. */
@@ -41,5 +47,8 @@ export function storeStatements(schema: string): StoreStatements {
     readAllAfter: readAllAfterStatement(quoted, schema),
     fenceCurrent: fenceCurrentStatement(quoted, schema),
     fenceAdvance: fenceAdvanceStatement(quoted, schema),
+    sendSignal: sendSignalStatement(quoted, schema),
+    readSignals: readSignalsStatement(quoted, schema),
+    claimDue: claimDueStatement(quoted, schema),
   };
 }

@@ -9,7 +9,10 @@ import type {
   FindExecutionsOptions,
   ReadAllOptions,
   ReadOptions,
+  ReadSignalsOptions,
+  SignalInput,
   StoredEvent,
+  StoredSignal,
 } from '../../envelope.js';
 import { ErrorCode, isLoomError, LoomError } from '../../errors.js';
 import type {
@@ -21,12 +24,20 @@ import type {
   VerifyResult,
 } from '../../event-store.js';
 import { AppendSignal } from '../../internal/append-signal.js';
+import { checkClaimDue } from '../../internal/claim-due-arguments.js';
+import { decodePayload } from '../../internal/json-codec.js';
 import {
   chainEvents,
   checkExecutionId,
   type PreparedAppend,
   prepareAppend,
 } from '../../internal/prepare-append.js';
+import {
+  prepareSignal,
+  readSignalsOptions,
+  signalTargetMissing,
+  signalTargetSettled,
+} from '../../internal/prepare-signal.js';
 import { findExecutionsOptions, readAllOptions, readOptions } from '../../internal/read-options.js';
 import {
   alreadyStarted,
@@ -241,6 +252,33 @@ export class SqliteEventStore implements TransactionalEventStore {
           'wake_at_ms = excluded.wake_at_ms, updated_at_ms = excluded.updated_at_ms',
       ),
       findExecutions: db.prepare(findExecutionsSql(false)),
+      started: db.prepare(
+        'SELECT 1 AS one FROM loom_events WHERE execution_id = ? AND sequence = 0',
+      ),
+      status: db.prepare('SELECT status FROM loom_executions WHERE execution_id = ?'),
+      signalByKey: db.prepare(
+        'SELECT signal_id FROM loom_signals WHERE execution_id = ? AND idempotency_key = ?',
+      ),
+      nextSignalId: db.prepare(
+        'SELECT coalesce(max(signal_id), 0) + 1 AS next FROM loom_signals WHERE execution_id = ?',
+      ),
+      insertSignal: db.prepare(
+        'INSERT INTO loom_signals (execution_id, signal_id, name, payload, idempotency_key, at) ' +
+          'VALUES (?, ?, ?, ?, ?, ?)',
+      ),
+      wakeSuspended: db.prepare(
+        "UPDATE loom_executions SET wake_at_ms = ? WHERE execution_id = ? AND status = 'suspended'",
+      ),
+      readSignals: db.prepare(
+        'SELECT execution_id, signal_id, name, payload, idempotency_key, at FROM loom_signals ' +
+          'WHERE execution_id = ? AND signal_id > ? ORDER BY signal_id LIMIT ?',
+      ),
+      claimDue: db.prepare(
+        "UPDATE loom_executions SET status = 'running', wake_at_ms = NULL, updated_at_ms = ? " +
+          'WHERE execution_id IN (SELECT execution_id FROM loom_executions ' +
+          "WHERE status = 'suspended' AND wake_at_ms <= ? ORDER BY wake_at_ms LIMIT ?) " +
+          'RETURNING execution_id',
+      ),
       findDueExecutions: db.prepare(findExecutionsSql(true)),
     };
   }
@@ -417,6 +455,81 @@ export class SqliteEventStore implements TransactionalEventStore {
       }));
     } catch (error) {
       throw mapSqliteError(error, 'findExecutions');
+    }
+  }
+
+  async sendSignal(input: SignalInput): Promise<{ signalId: number; duplicate: boolean }> {
+    const statements = this.ready('send a signal');
+    const signal = prepareSignal(input, this.clock.now());
+    const { executionId } = signal;
+    try {
+      return this.database
+        .transaction(() => {
+          if (statements.started.get(executionId) === undefined)
+            throw signalTargetMissing(executionId);
+          const status = (statements.status.get(executionId) as { status: string } | undefined)
+            ?.status;
+          if (status === 'settled') throw signalTargetSettled(executionId);
+          if (signal.idempotencyKey !== null) {
+            const existing = statements.signalByKey.get(executionId, signal.idempotencyKey) as
+              | { signal_id: number }
+              | undefined;
+            if (existing !== undefined) return { signalId: existing.signal_id, duplicate: true };
+          }
+          const signalId = (statements.nextSignalId.get(executionId) as { next: number }).next;
+          statements.insertSignal.run(
+            executionId,
+            signalId,
+            signal.name,
+            signal.payloadText,
+            signal.idempotencyKey,
+            signal.at,
+          );
+          if (status === 'suspended') statements.wakeSuspended.run(signal.at, executionId);
+          return { signalId, duplicate: false };
+        })
+        .immediate();
+    } catch (error) {
+      throw isLoomError(error) ? error : mapSqliteError(error, 'sendSignal');
+    }
+  }
+
+  async readSignals(executionId: string, options?: ReadSignalsOptions): Promise<StoredSignal[]> {
+    const statements = this.ready();
+    const { afterSignalId, limit } = readSignalsOptions(options);
+    checkExecutionId(executionId);
+    try {
+      const rows = statements.readSignals.all(executionId, afterSignalId, limit) as Array<{
+        execution_id: string;
+        signal_id: number;
+        name: string;
+        payload: string;
+        idempotency_key: string | null;
+        at: number;
+      }>;
+      return rows.map((row) => ({
+        executionId: row.execution_id,
+        signalId: row.signal_id,
+        name: row.name,
+        payload: decodePayload(row.payload),
+        idempotencyKey: row.idempotency_key,
+        at: row.at,
+      }));
+    } catch (error) {
+      throw mapSqliteError(error, 'readSignals');
+    }
+  }
+
+  async claimDue(nowMs: number, limit: number): Promise<string[]> {
+    const statements = this.ready('claim due executions');
+    checkClaimDue(nowMs, limit);
+    try {
+      const rows = statements.claimDue.all(this.clock.now(), nowMs, limit) as Array<{
+        execution_id: string;
+      }>;
+      return rows.map((row) => row.execution_id);
+    } catch (error) {
+      throw mapSqliteError(error, 'claimDue');
     }
   }
 

@@ -70,6 +70,26 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    name: 'signals',
+    sql: `
+      -- An execution's inbox: signals in arrival order (signal_id 1, 2, 3, … per execution).
+      -- The primary key serves readSignals(executionId, afterSignalId) and the next-id lookup.
+      CREATE TABLE loom_signals (
+        execution_id    TEXT    NOT NULL,
+        signal_id       INTEGER NOT NULL,
+        name            TEXT    NOT NULL,
+        payload         TEXT    NOT NULL,
+        idempotency_key TEXT,
+        at              INTEGER NOT NULL,
+        PRIMARY KEY (execution_id, signal_id)
+      ) WITHOUT ROWID;
+      -- Serves sendSignal's duplicate check: one signal per idempotency key per execution.
+      CREATE UNIQUE INDEX loom_signals_key ON loom_signals (execution_id, idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
+    `,
+  },
 ];
 
 /** The newest schema version this code knows. */

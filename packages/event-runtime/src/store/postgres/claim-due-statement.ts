@@ -1,0 +1,34 @@
+import { type PgStatement, statementName } from './pg-statement.js';
+
+/**
+ * `claimDue`: flips up to `$3` suspended executions due at `$2` (`wake_at_ms <= $2`, oldest wake
+ * first) to `running` and returns their ids; `$1` is the store's clock for `updated_at_ms`.
+ *
+ * `FOR UPDATE SKIP LOCKED` lets several nodes claim at once without queueing: each takes rows
+ * the others have not locked, and a row another claimer committed meanwhile is re-checked on its
+ * latest version (READ COMMITTED) and dropped, as it is no longer suspended. So every due
+ * execution goes to exactly one claimer. The candidates are collected with `= ANY (ARRAY(…))`
+ * rather than `IN (…)`: the array is an InitPlan, run exactly once, and the update then probes
+ * an index for those ids. With `IN`, the generic plan of the prepared statement hashes a
+ * sequential scan of the whole index table against the candidates, and nothing would forbid a
+ * plan that re-runs a LIMIT … SKIP LOCKED subquery (which could claim more than `$3`).
+ *
+ * Serves: executions_status_wake_idx (candidates, in wake order, no sort; see migration 3), then
+ * executions_pkey or executions_status_id_idx (the update's `execution_id = ANY`).
+ */
+export function claimDueStatement(quotedSchema: string, schema: string): PgStatement {
+  return {
+    name: statementName(schema, 'claim-due'),
+    text: `UPDATE ${quotedSchema}.executions x
+SET status = 'running', wake_at_ms = NULL, updated_at_ms = $1::bigint
+WHERE x.execution_id = ANY (ARRAY(
+    SELECT d.execution_id FROM ${quotedSchema}.executions d
+    WHERE d.status = 'suspended' AND d.wake_at_ms <= $2::bigint
+    ORDER BY d.wake_at_ms
+    LIMIT $3::bigint
+    FOR UPDATE SKIP LOCKED
+  ))
+  AND x.status = 'suspended'
+RETURNING x.execution_id`,
+  };
+}

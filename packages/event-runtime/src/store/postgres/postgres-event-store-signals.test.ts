@@ -1,0 +1,329 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EventEnvelope } from '../../envelope.js';
+import { ErrorCode, type LoomError } from '../../errors.js';
+import { freshId } from '../../testing/event-store-conformance.js';
+import { ManualClock } from '../../testing/manual-clock.js';
+import { claimDueStatement } from './claim-due-statement.js';
+import { migrate } from './migrate.js';
+import { latestSchemaVersion, postgresMigrations } from './migrations/migration-list.js';
+import { PostgresEventStore } from './postgres-event-store.js';
+import { quoteIdent } from './schema-name.js';
+
+const url = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
+
+let admin: pg.Pool;
+const schemas: string[] = [];
+
+/** A throwaway schema name, dropped after the file. */
+function freshSchema(): string {
+  const schema = `loom_test_${randomBytes(5).toString('hex')}`;
+  schemas.push(schema);
+  return schema;
+}
+
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    return (error as LoomError).code ?? `untyped: ${String(error)}`;
+  }
+  return 'resolved';
+}
+
+function env(executionId: string, sequence: number): EventEnvelope {
+  return { executionId, sequence, type: 'test.event', payload: { n: sequence } };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Resolves once some other session waits for a lock held by the session `pid`. */
+async function untilBlockedBy(pid: number): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const result = await admin.query(
+      'SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid))',
+      [pid],
+    );
+    if (result.rows[0].n > 0) return;
+    if (Date.now() > deadline) throw new Error(`nobody queued behind session ${pid}`);
+    await sleep(5);
+  }
+}
+
+/** The execution index row of `executionId`, as stored. */
+async function indexRow(
+  schema: string,
+  executionId: string,
+): Promise<{ status: string; wakeAtMs: number | null }> {
+  const result = await admin.query(
+    `SELECT status, wake_at_ms FROM ${quoteIdent(schema)}.executions WHERE execution_id = $1`,
+    [executionId],
+  );
+  const row = result.rows[0];
+  return { status: row.status, wakeAtMs: row.wake_at_ms === null ? null : Number(row.wake_at_ms) };
+}
+
+/** Round trips `call` cost on `store`. */
+async function trips(store: PostgresEventStore, call: () => Promise<unknown>): Promise<number> {
+  const before = store.stats.roundTrips;
+  await call();
+  return store.stats.roundTrips - before;
+}
+
+beforeAll(() => {
+  admin = new pg.Pool({ connectionString: url, max: 4 });
+});
+
+afterAll(async () => {
+  for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await admin.end();
+});
+
+describe('PostgresEventStore: signals', () => {
+  let schema: string;
+  let store: PostgresEventStore;
+  let peer: PostgresEventStore;
+  const clock = new ManualClock();
+
+  beforeAll(async () => {
+    schema = freshSchema();
+    await migrate({ pool: admin, schema });
+    // Two stores, each with its own pool: two nodes of one deployment.
+    store = await PostgresEventStore.open({ connectionString: url, schema, clock });
+    peer = await PostgresEventStore.open({ connectionString: url, schema, clock });
+  });
+
+  afterAll(async () => {
+    await Promise.all([store.close(), peer.close()]);
+  });
+
+  it('20 concurrent sends to one execution from two pools get ids 1..20, without an error', async () => {
+    const id = freshId('burst');
+    await store.append([env(id, 0)], { status: 'suspended', wakeAtMs: null });
+    const tripsBefore = store.stats.roundTrips + peer.stats.roundTrips;
+    const sent = await Promise.all(
+      Array.from({ length: 20 }, (_, index) =>
+        (index % 2 === 0 ? store : peer).sendSignal({ executionId: id, name: 'n', payload: index }),
+      ),
+    );
+    expect(sent.every((result) => !result.duplicate)).toBe(true);
+    // A sender loses an attempt only to a signal that committed during it, so the k-th to land
+    // sent at most k statements: retries stay bounded by 1 + 2 + … + 20.
+    const statements = store.stats.roundTrips + peer.stats.roundTrips - tripsBefore;
+    expect(statements).toBeLessThanOrEqual((20 * 21) / 2);
+    const signalIds = sent.map((result) => result.signalId).sort((a, b) => a - b);
+    expect(signalIds).toEqual(Array.from({ length: 20 }, (_, index) => index + 1));
+    const inbox = await store.readSignals(id);
+    expect(inbox.map((signal) => signal.signalId)).toEqual(signalIds);
+    expect(inbox.map((signal) => signal.payload).sort((a, b) => Number(a) - Number(b))).toEqual(
+      Array.from({ length: 20 }, (_, index) => index),
+    );
+    expect(await indexRow(schema, id)).toEqual({ status: 'suspended', wakeAtMs: clock.now() });
+  });
+
+  it('one idempotency key sent 10 times at once from two pools is stored once', async () => {
+    const id = freshId('same-key');
+    await store.append([env(id, 0)], { status: 'running' });
+    const sent = await Promise.all(
+      Array.from({ length: 10 }, (_, index) =>
+        (index % 2 === 0 ? store : peer).sendSignal({
+          executionId: id,
+          name: 'pay',
+          payload: index,
+          idempotencyKey: 'charge-1',
+        }),
+      ),
+    );
+    expect(sent.filter((result) => !result.duplicate)).toHaveLength(1);
+    expect(new Set(sent.map((result) => result.signalId))).toEqual(new Set([1]));
+    expect(await store.readSignals(id)).toHaveLength(1);
+  });
+
+  it('sendSignal, a duplicate, readSignals and claimDue are one round trip each', async () => {
+    const id = freshId('trips');
+    await store.append([env(id, 0)], { status: 'suspended', wakeAtMs: null });
+    const send = () =>
+      store.sendSignal({ executionId: id, name: 'go', payload: 1, idempotencyKey: 'k' });
+    expect(await trips(store, send)).toBe(1);
+    expect(await trips(store, send)).toBe(1);
+    expect(await trips(store, () => store.readSignals(id))).toBe(1);
+    let claimed: string[] = [];
+    expect(await trips(store, async () => (claimed = await store.claimDue(clock.now(), 100)))).toBe(
+      1,
+    );
+    expect(claimed).toContain(id);
+  });
+
+  it('a signal queued behind an in-flight suspend wakes it; behind a settle it is refused', async () => {
+    const suspending = freshId('queued-suspend');
+    const settling = freshId('queued-settle');
+    await store.append([env(suspending, 0)], { status: 'running' });
+    await store.append([env(settling, 0)], { status: 'running' });
+    const x = `${quoteIdent(schema)}.executions`;
+    for (const [id, status] of [
+      [suspending, 'suspended'],
+      [settling, 'settled'],
+    ] as const) {
+      // Stands in for an append whose guard changes the status: it holds the index row until it
+      // commits, and the signal's statement started while the row still said 'running'.
+      const writer = await admin.connect();
+      try {
+        await writer.query('BEGIN');
+        await writer.query(
+          `UPDATE ${x} SET status = $2, wake_at_ms = NULL WHERE execution_id = $1`,
+          [id, status],
+        );
+        const pid = (await writer.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+        const sending = codeOf(store.sendSignal({ executionId: id, name: 'go', payload: null }));
+        await untilBlockedBy(pid);
+        await writer.query('COMMIT');
+        expect(await sending).toBe(status === 'settled' ? ErrorCode.EXECUTION_SETTLED : 'resolved');
+      } finally {
+        writer.release();
+      }
+    }
+    expect(await indexRow(schema, suspending)).toEqual({
+      status: 'suspended',
+      wakeAtMs: clock.now(),
+    });
+    expect(await store.readSignals(settling)).toEqual([]);
+  });
+
+  it('refuses bad claimDue arguments with INVALID_ARGUMENT', async () => {
+    for (const [nowMs, limit] of [
+      [-1, 10],
+      [1.5, 10],
+      [Number.NaN, 10],
+      [1, 0],
+      [1, 10_001],
+      [1, 2.5],
+    ]) {
+      expect(await codeOf(store.claimDue(nowMs as number, limit as number))).toBe(
+        ErrorCode.INVALID_ARGUMENT,
+      );
+    }
+  });
+
+  it('a read-only store reads inboxes but refuses sendSignal and claimDue', async () => {
+    const id = freshId('ro');
+    await store.append([env(id, 0)], { status: 'running' });
+    await store.sendSignal({ executionId: id, name: 'a', payload: [1] });
+    const reader = await PostgresEventStore.open({ connectionString: url, schema, readOnly: true });
+    try {
+      expect((await reader.readSignals(id)).map((signal) => signal.payload)).toEqual([[1]]);
+      expect(await codeOf(reader.sendSignal({ executionId: id, name: 'a', payload: null }))).toBe(
+        ErrorCode.STORE_READ_ONLY,
+      );
+      expect(await codeOf(reader.claimDue(1, 1))).toBe(ErrorCode.STORE_READ_ONLY);
+    } finally {
+      await reader.close();
+    }
+  });
+});
+
+describe('PostgresEventStore: claimDue', () => {
+  it('two pools claiming 100 due executions at once claim each exactly once', async () => {
+    const schema = freshSchema();
+    await migrate({ pool: admin, schema });
+    const nodes = await Promise.all([
+      PostgresEventStore.open({ connectionString: url, schema }),
+      PostgresEventStore.open({ connectionString: url, schema }),
+    ]);
+    try {
+      const [first] = nodes as [PostgresEventStore, PostgresEventStore];
+      const due = Array.from({ length: 100 }, (_, index) => freshId(`due-${index}`));
+      for (const [index, id] of due.entries()) {
+        await first.append([env(id, 0)], { status: 'suspended', wakeAtMs: 1_000 + index });
+      }
+      const later = freshId('later');
+      await first.append([env(later, 0)], { status: 'suspended', wakeAtMs: 50_000 });
+      // Four claim loops per node, small batches, so claims interleave and contend.
+      const loop = async (node: PostgresEventStore): Promise<string[]> => {
+        const mine: string[] = [];
+        for (;;) {
+          const batch = await node.claimDue(10_000, 7);
+          if (batch.length === 0) return mine;
+          mine.push(...batch);
+        }
+      };
+      const claims = await Promise.all(nodes.flatMap((node) => [1, 2, 3, 4].map(() => loop(node))));
+      const all = claims.flat();
+      expect(all).toHaveLength(100);
+      expect(new Set(all)).toEqual(new Set(due));
+      expect(claims.filter((batch) => batch.length > 0).length).toBeGreaterThan(1);
+      const running = await first.findExecutions({ status: 'running' });
+      expect(running.map((summary) => summary.executionId).sort()).toEqual([...due].sort());
+      expect(await first.claimDue(10_000, 100)).toEqual([]);
+      expect(await first.claimDue(50_000, 100)).toEqual([later]);
+    } finally {
+      await Promise.all(nodes.map((node) => node.close()));
+    }
+  });
+
+  it('finds its candidates through executions_status_wake_idx, in wake order, without a sort', async () => {
+    const schema = freshSchema();
+    await migrate({ pool: admin, schema });
+    const client = await admin.connect();
+    try {
+      await client.query('BEGIN');
+      // The generic plan is the one a prepared statement settles on; forbidding sequential scans
+      // asks whether an index can serve the query at all, whatever the table's size.
+      await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
+      await client.query('SET LOCAL enable_seqscan = off');
+      const statement = claimDueStatement(quoteIdent(schema), schema);
+      await client.query(`PREPARE claim_plan AS ${statement.text}`);
+      const plan = await client.query('EXPLAIN (COSTS OFF) EXECUTE claim_plan(1, 2, 3)');
+      const text = plan.rows.map((row) => row['QUERY PLAN']).join('\n');
+      expect(text).toMatch(/Index Scan using executions_status_wake_idx/);
+      expect(text).not.toMatch(/Sort/);
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
+  });
+});
+
+describe('PostgresEventStore: signals on an older schema', () => {
+  it('a version-2 schema is SCHEMA_NOT_MIGRATED for signals, keeps its log, and upgrades to the latest', async () => {
+    const schema = freshSchema();
+    const quoted = quoteIdent(schema);
+    await admin.query(`CREATE SCHEMA ${quoted}`);
+    const older = postgresMigrations.filter((migration) => migration.version <= 2);
+    for (const migration of older) {
+      for (const statement of migration.statements(quoted)) await admin.query(statement);
+    }
+    await admin.query(`INSERT INTO ${quoted}.loom_schema_version (version) VALUES (2)`);
+    const store = await PostgresEventStore.open({ connectionString: url, schema });
+    try {
+      const id = freshId('v2');
+      await store.append([env(id, 0)], { status: 'suspended', wakeAtMs: 5 });
+      const notMigrated = {
+        code: ErrorCode.SCHEMA_NOT_MIGRATED,
+        fields: { expected: latestSchemaVersion, actual: 2 },
+      };
+      await expect(
+        store.sendSignal({ executionId: id, name: 'a', payload: null }),
+      ).rejects.toMatchObject(notMigrated);
+      await expect(store.readSignals(id)).rejects.toThrow(/run migrate\(\)/);
+      await expect(store.claimDue(10, 10)).rejects.toMatchObject(notMigrated);
+      const result = await migrate({ pool: admin, schema });
+      expect(result).toMatchObject({ fromVersion: 2, toVersion: latestSchemaVersion });
+      expect(result.applied).toEqual(
+        postgresMigrations.filter((migration) => migration.version > 2).map((m) => m.name),
+      );
+      // The same store, not reopened, notices the migration on its next call.
+      expect(await store.sendSignal({ executionId: id, name: 'a', payload: null })).toEqual({
+        signalId: 1,
+        duplicate: false,
+      });
+      expect(await store.claimDue(Date.now() + 60_000, 10)).toEqual([id]);
+      expect(await store.verify(id)).toMatchObject({ ok: true, events: 1 });
+    } finally {
+      await store.close();
+    }
+  });
+});

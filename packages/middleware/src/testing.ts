@@ -1,0 +1,2 @@
+export { ManualTime } from './testing/manual-time.js';
+export { testEffectContext } from './testing/test-effect-context.js';

@@ -1,0 +1,142 @@
+import { describe, expect, it } from 'vitest';
+import { composeMiddleware, wrapEffect } from '../compose-middleware.js';
+import type { AttemptContext } from '../effect-context.js';
+import { ErrorCode, isLoomError, type LoomError } from '../errors.js';
+import { expectInvalidOption } from '../internal/expect-invalid-option.test-support.js';
+import { Limits } from '../limits.js';
+import { retryMiddleware } from '../retry/retry-middleware.js';
+import { ManualTime } from '../testing/manual-time.js';
+import { testEffectContext } from '../testing/test-effect-context.js';
+import { timeoutMiddleware } from './timeout-middleware.js';
+
+/** An effect that settles only when the test says so, and records the signal it got. */
+function controllable<T>() {
+  const calls: { signal: AbortSignal; resolve: (v: T) => void; reject: (e: unknown) => void }[] =
+    [];
+  const effect = (ctx: AttemptContext) =>
+    new Promise<T>((resolve, reject) => calls.push({ signal: ctx.signal, resolve, reject }));
+  return { calls, effect };
+}
+
+describe('timeoutMiddleware', () => {
+  it('passes a result that comes in time through unchanged and cancels its timer', async () => {
+    const time = new ManualTime();
+    const { calls, effect } = controllable<{ id: number }>();
+    const pending = wrapEffect(
+      timeoutMiddleware({ ms: 1_000, setTimer: time.setTimer }),
+      effect,
+    )(testEffectContext());
+    await time.advance(999);
+    const result = { id: 1 };
+    calls[0]?.resolve(result);
+    await expect(pending).resolves.toBe(result);
+    expect(time.pendingTimers).toBe(0);
+    expect(calls[0]?.signal.aborted).toBe(false);
+  });
+
+  it('passes an error that comes in time through unchanged', async () => {
+    const time = new ManualTime();
+    const { calls, effect } = controllable();
+    const pending = wrapEffect(
+      timeoutMiddleware({ ms: 1_000, setTimer: time.setTimer }),
+      effect,
+    )(testEffectContext());
+    const thrown = { reason: 'not an Error' };
+    calls[0]?.reject(thrown);
+    await expect(pending).rejects.toBe(thrown);
+    expect(time.pendingTimers).toBe(0);
+  });
+
+  it('at the timeout, aborts the derived signal and rejects with TIMEOUT', async () => {
+    const time = new ManualTime();
+    const { calls, effect } = controllable();
+    const pending = wrapEffect(
+      timeoutMiddleware({ ms: 1_000, setTimer: time.setTimer }),
+      effect,
+    )(testEffectContext({ stepName: 'slow', attempt: 2 }));
+    const settled = pending.catch((error: unknown) => error);
+    await time.advance(1_000);
+    const error = (await settled) as LoomError;
+    expect(isLoomError(error, ErrorCode.TIMEOUT)).toBe(true);
+    expect(error.fields).toMatchObject({ timeoutMs: 1_000, stepName: 'slow', attempt: 2 });
+    expect(error.message).toContain('1000 ms');
+    expect(calls[0]?.signal.aborted).toBe(true);
+    expect(calls[0]?.signal.reason).toBe(error);
+  });
+
+  it('drops the late result or late rejection of an abandoned effect', async () => {
+    const time = new ManualTime();
+    const { calls, effect } = controllable();
+    const timeout = timeoutMiddleware({ ms: 10, setTimer: time.setTimer });
+    const first = wrapEffect(timeout, effect)(testEffectContext()).catch((e: unknown) => e);
+    const second = wrapEffect(timeout, effect)(testEffectContext()).catch((e: unknown) => e);
+    await time.advance(10);
+    calls[0]?.resolve('late');
+    calls[1]?.reject(new Error('late failure')); // must not become an unhandled rejection
+    await time.advance(0);
+    expect(isLoomError(await first, ErrorCode.TIMEOUT)).toBe(true);
+    expect(isLoomError(await second, ErrorCode.TIMEOUT)).toBe(true);
+  });
+
+  it("hands downstream a derived signal that follows the caller's abort and its reason", async () => {
+    const time = new ManualTime();
+    const { calls, effect } = controllable();
+    const controller = new AbortController();
+    const pending = wrapEffect(
+      timeoutMiddleware({ ms: 1_000, setTimer: time.setTimer }),
+      effect,
+    )(testEffectContext({ signal: controller.signal }));
+    const derived = calls[0]?.signal;
+    expect(derived).not.toBe(controller.signal);
+    const reason = new Error('execution cancelled');
+    controller.abort(reason);
+    expect(derived?.aborted).toBe(true);
+    expect(derived?.reason).toBe(reason);
+    calls[0]?.reject(derived?.reason);
+    await expect(pending).rejects.toBe(reason);
+    expect(time.pendingTimers).toBe(0);
+  });
+
+  it('hands an already-aborted signal on already aborted', async () => {
+    const controller = new AbortController();
+    controller.abort('gone');
+    const seen: AbortSignal[] = [];
+    const time = new ManualTime();
+    await wrapEffect(timeoutMiddleware({ ms: 5, setTimer: time.setTimer }), (ctx) => {
+      seen.push(ctx.signal);
+      return 1;
+    })(testEffectContext({ signal: controller.signal }));
+    expect(seen[0]?.aborted).toBe(true);
+    expect(seen[0]?.reason).toBe('gone');
+  });
+
+  it('inside retry, gives each attempt its own timeout', async () => {
+    const time = new ManualTime();
+    const signals: AbortSignal[] = [];
+    const chain = composeMiddleware(
+      retryMiddleware({
+        attempts: 3,
+        backoff: { initialMs: 50, jitter: 'none' },
+        clock: time,
+        setTimer: time.setTimer,
+      }),
+      timeoutMiddleware({ ms: 1_000, setTimer: time.setTimer }),
+    );
+    const pending = wrapEffect(chain, (ctx) => {
+      signals.push(ctx.signal);
+      return ctx.attempt < 3 ? new Promise<string>(() => {}) : 'third';
+    })(testEffectContext());
+    await time.runAll();
+    await expect(pending).resolves.toBe('third');
+    expect(signals.map((s) => s.aborted)).toEqual([true, true, false]);
+    expect(time.delaysMs).toEqual([1_000, 50, 1_000, 100, 1_000]);
+  });
+
+  it('names each bad option', () => {
+    for (const ms of [0, -5, Number.NaN, 1.5, Limits.timerMsMax + 1, '100', undefined]) {
+      expectInvalidOption(() => timeoutMiddleware({ ms } as never), 'ms');
+    }
+    expectInvalidOption(() => timeoutMiddleware({ timeoutMs: 5 } as never), 'timeoutMs');
+    expectInvalidOption(() => timeoutMiddleware({ ms: 5, setTimer: 1 } as never), 'setTimer');
+  });
+});

@@ -1,0 +1,6 @@
+export {
+  SpanAttribute,
+  type TracingMiddleware,
+  type TracingOptions,
+  tracingMiddleware,
+} from './tracing/tracing-middleware.js';

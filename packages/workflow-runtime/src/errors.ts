@@ -1,0 +1,45 @@
+import {
+  isLoomError as isKernelLoomError,
+  LoomError as KernelLoomError,
+} from '@loom/event-runtime';
+
+/**
+ * Stable error codes of `@loom/workflow-runtime`. Callers match on `code`, never on
+ * `instanceof` (two installed copies of the package break `instanceof`). A code is never
+ * reused. The kernel's codes (`@loom/event-runtime`) keep their own meaning; this list only
+ * adds what the workflow layer throws.
+ */
+export const ErrorCode = {
+  /** A cron expression does not parse; `fields.field` names the field, `fields.reason` says why. */
+  INVALID_CRON: 'INVALID_CRON',
+  /** A valid cron expression matches no time within `CronLimits.searchYearsMax` years: it never fires. */
+  CRON_NEVER_FIRES: 'CRON_NEVER_FIRES',
+  /** A time zone is not an IANA name this runtime's `Intl` knows. */
+  INVALID_TIME_ZONE: 'INVALID_TIME_ZONE',
+  /** An argument is out of its documented domain (an invalid date, a count past its limit, …). */
+  INVALID_ARGUMENT: 'INVALID_ARGUMENT',
+  /** A flow's input was refused by its schema (nothing was written). */
+  INVALID_INPUT: 'INVALID_INPUT',
+  /** A flow's output was refused by its schema (the execution failed). */
+  INVALID_OUTPUT: 'INVALID_OUTPUT',
+  /** A signal name the flow does not declare, or a payload its schema refuses. */
+  INVALID_SIGNAL: 'INVALID_SIGNAL',
+} as const;
+
+/** One of the stable error codes in {@link ErrorCode}. */
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** Structured facts an error carries (the kernel's shape). */
+export type { LoomErrorFields } from '@loom/event-runtime';
+
+/**
+ * The error type of Loom, the kernel's class with this package's codes: `code` is stable and
+ * documented, `fields` carry the facts, `cause` the underlying error. `isLoomError` (from either
+ * package) recognises it.
+ */
+export class LoomError extends KernelLoomError<ErrorCode> {}
+
+/** True when `error` is a {@link LoomError}, optionally with `code` (works across package copies). */
+export function isLoomError(error: unknown, code?: ErrorCode): error is LoomError {
+  return isKernelLoomError(error, code);
+}

@@ -1,0 +1,140 @@
+import type { Runtime } from '@loom/event-runtime';
+import { nextOccurrence } from '../cron/next-occurrence.js';
+import { parseCron } from '../cron/parse-cron.js';
+import { ErrorCode, LoomError } from '../errors.js';
+import { defineFlow, type WorkflowDefinition } from './define-flow.js';
+
+/** What happens when an occurrence is due while the previous run is still going. */
+export type CronOverlap = 'skip' | 'queue' | 'allow';
+/** What to do with occurrences missed while no node was up: none, the latest one, or all. */
+export type CronCatchUp = 'none' | 'latest' | 'all';
+
+export interface ScheduleOptions {
+  /** The schedule's id (default: the flow's name). One schedule execution exists per name. */
+  name?: string;
+  /** IANA time zone of the expression. Default 'UTC'. */
+  timezone?: string;
+  /** Default 'skip'. */
+  overlap?: CronOverlap;
+  /** Default 'latest'. */
+  catchUp?: CronCatchUp;
+  /** Input of every run. Default null. */
+  input?: unknown;
+}
+
+/** The input of a schedule execution (`cron:<name>`): everything it needs to fire on its own. */
+export interface CronScheduleInput {
+  name: string;
+  expression: string;
+  timezone: string;
+  overlap: CronOverlap;
+  catchUp: CronCatchUp;
+  flow: string;
+  version: string | null;
+  input: unknown;
+  /** The last occurrence fired (epoch ms), or null before the first. */
+  lastFiredAtMs: number | null;
+  /** The run of the last fired occurrence, for overlap decisions. */
+  lastRunId: string | null;
+}
+
+/** Occurrences one schedule execution fires before it continues as new (bounds its log). */
+export const cronRunsPerGeneration = 50;
+/** Most missed occurrences fired by `catchUp: 'all'` after a downtime. */
+export const cronCatchUpMax = 1_000;
+
+/** The id of a schedule's execution and of the run of one occurrence. */
+export const cronScheduleId = (name: string) => `cron:${name}`;
+export const cronRunId = (name: string, fireAtMs: number) => `cron:${name}:${fireAtMs}`;
+
+/**
+ * The flow behind every schedule: one execution per schedule name, sleeping durably until the
+ * next occurrence, then starting that occurrence's run under the id `cron:<name>:<fireAtMs>`.
+ * Because the schedule is one execution (one driver at a time, fenced) and the run's id is fixed
+ * by the occurrence, every occurrence fires exactly once however many processes run the
+ * schedule and whoever restarts when.
+ */
+export function cronScheduleFlow(
+  runtime: () => Runtime,
+  resolve: (flow: string, version: string | null) => WorkflowDefinition<unknown, unknown>,
+): WorkflowDefinition<CronScheduleInput, never> {
+  return defineFlow({ name: 'loom.cron.schedule' }, async (ctx, config: CronScheduleInput) => {
+    const parsed = parseCron(config.expression);
+    let { lastFiredAtMs, lastRunId } = config;
+    for (let fired = 0; fired < cronRunsPerGeneration; fired++) {
+      const now = ctx.now();
+      let due = nextOccurrence(parsed, lastFiredAtMs ?? now, config.timezone);
+      if (due <= now && config.catchUp !== 'all') {
+        // Missed occurrences: fire only the latest one ('latest'), or none ('none').
+        let latest = due;
+        for (let skipped = 0; skipped < cronCatchUpMax; skipped++) {
+          const following = nextOccurrence(parsed, latest, config.timezone);
+          if (following > now) break;
+          latest = following;
+        }
+        due = config.catchUp === 'latest' ? latest : nextOccurrence(parsed, now, config.timezone);
+      }
+      await ctx.sleepUntil(due);
+      const runId = cronRunId(config.name, due);
+      const previous = lastRunId;
+      const start = await ctx.step(`fire-${due}`, async () => {
+        const kernel = runtime();
+        if (previous !== null && config.overlap !== 'allow') {
+          const status = await kernel.status(previous).catch(() => 'completed');
+          if (status === 'running') {
+            if (config.overlap === 'skip') return false;
+            await kernel
+              .attach(previous)
+              .result()
+              .catch(() => undefined);
+          }
+        }
+        await kernel.start(resolve(config.flow, config.version), config.input, {
+          executionId: runId,
+        });
+        return true;
+      });
+      lastFiredAtMs = due;
+      if (start) lastRunId = runId;
+    }
+    return ctx.continueAsNew({ ...config, lastFiredAtMs, lastRunId });
+  });
+}
+
+/** Validates schedule options; throws `INVALID_CRON` / `INVALID_TIME_ZONE` / `INVALID_ARGUMENT`. */
+export function scheduleInput(
+  flow: WorkflowDefinition<unknown, unknown>,
+  expression: string,
+  options: ScheduleOptions,
+): CronScheduleInput {
+  const parsed = parseCron(expression);
+  const timezone = options.timezone ?? 'UTC';
+  // Throws INVALID_TIME_ZONE for a zone Intl does not know.
+  nextOccurrence(parsed, 0, timezone);
+  const overlap = options.overlap ?? 'skip';
+  const catchUp = options.catchUp ?? 'latest';
+  if (!['skip', 'queue', 'allow'].includes(overlap)) {
+    throw new LoomError(
+      ErrorCode.INVALID_ARGUMENT,
+      `overlap must be skip, queue or allow, got ${String(overlap)}`,
+    );
+  }
+  if (!['none', 'latest', 'all'].includes(catchUp)) {
+    throw new LoomError(
+      ErrorCode.INVALID_ARGUMENT,
+      `catchUp must be none, latest or all, got ${String(catchUp)}`,
+    );
+  }
+  return {
+    name: options.name ?? flow.name,
+    expression,
+    timezone,
+    overlap,
+    catchUp,
+    flow: flow.name,
+    version: flow.version ?? null,
+    input: options.input ?? null,
+    lastFiredAtMs: null,
+    lastRunId: null,
+  };
+}

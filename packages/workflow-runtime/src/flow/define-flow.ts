@@ -1,0 +1,83 @@
+import type { Flow, FlowContext } from '@loom/event-runtime';
+import { ErrorCode, LoomError } from '../errors.js';
+import { type StandardSchemaV1, validate } from './standard-schema.js';
+import { type WorkflowContext, workflowContext } from './workflow-context.js';
+
+/** What `defineFlow` takes besides the function. */
+export interface FlowOptions<I, O> {
+  /** Stable name: the log records it and every process resolves the flow by it. */
+  name: string;
+  /** Pinned at start; an execution is only ever replayed by the same version. */
+  version?: string;
+  /** Validates (and may transform) the input before anything is written. */
+  input?: StandardSchemaV1<unknown, I>;
+  /** Validates the output before it is recorded; a bad output fails the execution. */
+  output?: StandardSchemaV1<unknown, O>;
+  /** Schemas of the signals this flow accepts: senders' payloads are validated before writing. */
+  signals?: Readonly<Record<string, StandardSchemaV1>>;
+}
+
+/** A flow made with `defineFlow`: a kernel `Flow` that also carries its schemas. */
+export interface WorkflowDefinition<I = unknown, O = unknown> extends Flow<I, O> {
+  readonly options: FlowOptions<I, O>;
+}
+
+const namePattern = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
+
+/**
+ * Define a durable flow. The function gets a {@link WorkflowContext} (steps with retries and
+ * timeouts, durable time, signals, children, continue-as-new, recorded values, patches).
+ *
+ * Error codes: `INVALID_ARGUMENT` for a bad name, version or schema.
+ *
+ * @example
+ * const order = defineFlow({ name: 'order', version: '1' }, async (ctx, input: { sku: string }) => {
+ *   await ctx.step('reserve', () => reserve(input.sku), { retry: { attempts: 3 } });
+ *   await ctx.sleep('1h');
+ *   return 'done';
+ * });
+ */
+export function defineFlow<I, O>(
+  options: FlowOptions<I, O>,
+  run: (ctx: WorkflowContext, input: I) => Promise<O>,
+): WorkflowDefinition<I, O> {
+  if (typeof options?.name !== 'string' || !namePattern.test(options.name)) {
+    throw new LoomError(
+      ErrorCode.INVALID_ARGUMENT,
+      `a flow name must be 1 to 200 letters, digits or . _ : / - (starting with a letter or digit), got ${JSON.stringify(options?.name)}`,
+      { actual: options?.name },
+    );
+  }
+  if (
+    options.version !== undefined &&
+    (typeof options.version !== 'string' || options.version.length === 0)
+  ) {
+    throw new LoomError(
+      ErrorCode.INVALID_ARGUMENT,
+      `flow '${options.name}' has an empty or non-string version`,
+    );
+  }
+  if (typeof run !== 'function') {
+    throw new LoomError(ErrorCode.INVALID_ARGUMENT, `flow '${options.name}' needs a function`);
+  }
+  const output = options.output;
+  const flow: WorkflowDefinition<I, O> = {
+    name: options.name,
+    options,
+    run: async (ctx: FlowContext, input: I) => {
+      const result = await run(workflowContext(ctx), input);
+      if (output === undefined) return result;
+      const checked = await validate(output, result);
+      if (!checked.ok) {
+        throw new LoomError(
+          ErrorCode.INVALID_OUTPUT,
+          `flow '${options.name}' returned an output its schema refuses: ${checked.message}`,
+          { issues: checked.issues },
+        );
+      }
+      return checked.value;
+    },
+  };
+  if (options.version !== undefined) (flow as { version?: string }).version = options.version;
+  return flow;
+}

@@ -1,0 +1,250 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type EventStore, InMemoryEventStore, type LoomError } from '@loom/event-runtime';
+import { SqliteEventStore } from '@loom/event-runtime/sqlite';
+import { ManualClock } from '@loom/event-runtime/testing';
+import { TerminalError } from '@loom/middleware';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { occurrences } from '../cron/occurrences.js';
+import { ErrorCode } from '../errors.js';
+import { defineFlow } from './define-flow.js';
+import { createFlowRuntime, type FlowRuntime } from './flow-runtime.js';
+import { testSchema } from './test-schema.js';
+
+const directory = mkdtempSync(join(tmpdir(), 'loom-flows-'));
+afterAll(() => rmSync(directory, { recursive: true, force: true }));
+let fileCounter = 0;
+
+const backends: Array<[string, (clock: ManualClock) => EventStore]> = [
+  ['memory', (clock) => new InMemoryEventStore({ clock })],
+  [
+    'sqlite',
+    (clock) =>
+      SqliteEventStore.open({
+        path: join(directory, `flows-${++fileCounter}.db`),
+        migrate: true,
+        clock,
+      }),
+  ],
+];
+
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    return (error as LoomError).code;
+  }
+  return 'resolved';
+}
+
+async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
+  for (let attempt = 0; attempt < 400; attempt++) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+for (const [backend, open] of backends) {
+  describe(`flows on ${backend}`, () => {
+    const runtimes: FlowRuntime[] = [];
+    const make = () => {
+      const clock = new ManualClock();
+      const store = open(clock);
+      const runtime = createFlowRuntime({ store, clock, timerPollMs: 0, inlineWaitMs: 0 });
+      runtimes.push(runtime);
+      return { clock, store, runtime };
+    };
+    afterEach(async () => {
+      for (const runtime of runtimes.splice(0)) {
+        await runtime.kernel.shutdown();
+        await runtime.kernel.store.close();
+      }
+    });
+
+    it('validates input before anything is written, and passes the transformed value', async () => {
+      const { runtime, store } = make();
+      const flow = defineFlow(
+        {
+          name: 'greet',
+          input: testSchema(
+            (v) => (typeof v === 'string' ? undefined : 'must be a string'),
+            (v) => (v as string).trim(),
+          ),
+        },
+        async (ctx, name: string) => ctx.step('hello', () => `hello ${name}`),
+      );
+      expect(await codeOf(runtime.start(flow, 42 as never, { executionId: 'bad-input' }))).toBe(
+        ErrorCode.INVALID_INPUT,
+      );
+      expect(await store.read('bad-input')).toEqual([]);
+      const handle = await runtime.start(flow, '  ada ');
+      expect(await handle.result()).toBe('hello ada');
+    });
+
+    it('a refused output fails the execution with INVALID_OUTPUT', async () => {
+      const { runtime } = make();
+      const flow = defineFlow(
+        {
+          name: 'bad-output',
+          output: testSchema((v) => (typeof v === 'number' ? undefined : 'must be a number')),
+        },
+        async () => 'not a number' as unknown as number,
+      );
+      const handle = await runtime.start(flow, null);
+      const error = (await handle.result().catch((caught) => caught)) as LoomError;
+      expect(error.code).toBe('EXECUTION_FAILED');
+      expect((error.fields.error as { code: string }).code).toBe(ErrorCode.INVALID_OUTPUT);
+    });
+
+    it('retries a step inside one durable step; a TerminalError stops it', async () => {
+      const { runtime, store } = make();
+      const attempts: number[] = [];
+      const flow = defineFlow({ name: 'retrying' }, async (ctx) => {
+        const value = await ctx.step(
+          'flaky',
+          (effect) => {
+            attempts.push(effect.attempt);
+            if (effect.attempt < 3) throw new Error(`try ${effect.attempt}`);
+            return 'third time';
+          },
+          { retry: { attempts: 5, backoff: { initialMs: 1, jitter: 'none' } } },
+        );
+        let terminal = 'none';
+        try {
+          await ctx.step(
+            'refused',
+            () => {
+              throw new TerminalError('card declined');
+            },
+            { retry: { attempts: 5, backoff: { initialMs: 1 } } },
+          );
+        } catch (error) {
+          terminal = ((error as LoomError).fields.error as { code?: string }).code ?? 'no code';
+        }
+        return { value, terminal };
+      });
+      const handle = await runtime.start(flow, null);
+      expect(await handle.result()).toEqual({ value: 'third time', terminal: 'TERMINAL' });
+      expect(attempts).toEqual([1, 2, 3]);
+      const types = (await store.read(handle.executionId)).map((event) => event.type);
+      expect(types.filter((type) => type === 'step.started')).toHaveLength(2);
+    });
+
+    it('a step timeout aborts the effect and fails the step', async () => {
+      const { runtime } = make();
+      let aborted = false;
+      const flow = defineFlow({ name: 'slow' }, async (ctx) =>
+        ctx.step(
+          'hang',
+          (effect) =>
+            new Promise((_, reject) => {
+              effect.signal.addEventListener('abort', () => {
+                aborted = true;
+                reject(effect.signal.reason);
+              });
+            }),
+          { timeout: 20 },
+        ),
+      );
+      const handle = await runtime.start(flow, null);
+      const error = (await handle.result().catch((caught) => caught)) as LoomError;
+      expect(error.code).toBe('STEP_FAILED');
+      expect((error.fields.error as { code: string }).code).toBe('TIMEOUT');
+      expect(aborted).toBe(true);
+    });
+
+    it('sleeps for a duration text; bad durations are INVALID_ARGUMENT', async () => {
+      const { runtime, clock } = make();
+      const flow = defineFlow({ name: 'nap' }, async (ctx, duration: string) => {
+        await ctx.sleep(duration);
+        return 'rested';
+      });
+      const handle = await runtime.start(flow, '1h30m');
+      await eventually(async () => runtime.kernel.activeExecutions.length === 0, 'suspension');
+      clock.advance(90 * 60_000 - 1);
+      expect(await runtime.kernel.wakeDue()).toEqual([]);
+      clock.advance(1);
+      expect(await runtime.kernel.wakeDue()).toEqual([handle.executionId]);
+      expect(await handle.result()).toBe('rested');
+      const bad = await runtime.start(flow, '3 days');
+      expect(await codeOf(bad.result())).toBe(ErrorCode.INVALID_ARGUMENT);
+    });
+
+    it('validates signal payloads before writing; the flow gets the parsed value', async () => {
+      const { runtime, store } = make();
+      const approval = testSchema(
+        (v) => (typeof (v as { by?: unknown })?.by === 'string' ? undefined : 'needs by: string'),
+        (v) => ({ by: (v as { by: string }).by.toUpperCase() }),
+      );
+      const flow = defineFlow({ name: 'approval', signals: { approve: approval } }, async (ctx) => {
+        const signal = await ctx.waitForSignal('approve', { schema: approval });
+        return signal.received ? signal.payload : null;
+      });
+      const handle = await runtime.start(flow, null, { executionId: 'approval-1' });
+      expect(await codeOf(runtime.signal('approval-1', 'approve', { by: 7 }))).toBe(
+        ErrorCode.INVALID_SIGNAL,
+      );
+      expect(await codeOf(runtime.signal('approval-1', 'reject', {}))).toBe(
+        ErrorCode.INVALID_SIGNAL,
+      );
+      expect(await store.readSignals('approval-1')).toEqual([]);
+      await eventually(async () => runtime.kernel.activeExecutions.length === 0, 'suspension');
+      await runtime.signal('approval-1', 'approve', { by: 'ada' });
+      await runtime.kernel.wakeDue();
+      expect(await handle.result()).toEqual({ by: 'ADA' });
+    });
+
+    it('a cron schedule fires each occurrence once, skipping while the previous run is running', async () => {
+      const { runtime, clock, store } = make();
+      const release: Array<() => void> = [];
+      const job = defineFlow({ name: 'job' }, async (ctx) =>
+        ctx.step(
+          'work',
+          () => new Promise<string>((resolve) => release.push(() => resolve('done'))),
+        ),
+      );
+      const scheduleId = await runtime.schedule(job, '*/5 * * * *', {
+        name: 'five',
+        overlap: 'skip',
+      });
+      expect(await runtime.schedule(job, '*/5 * * * *', { name: 'five' })).toBe(scheduleId);
+      const idle = () =>
+        eventually(
+          async () => !runtime.kernel.activeExecutions.includes(scheduleId),
+          'schedule suspension',
+        );
+      await idle();
+      const [first, second, third] = occurrences('*/5 * * * *', clock.now(), 'UTC', 3) as [
+        number,
+        number,
+        number,
+      ];
+      clock.advance(first - clock.now());
+      await runtime.kernel.wakeDue();
+      await eventually(
+        async () => (await store.read(`cron:five:${first}`)).length > 0,
+        'first run',
+      );
+      await idle();
+      // The next occurrence comes while the first run still works: it is skipped.
+      clock.advance(second - clock.now());
+      await runtime.kernel.wakeDue();
+      await idle();
+      expect(await store.read(`cron:five:${second}`)).toEqual([]);
+      for (const done of release) done();
+      expect(await runtime.kernel.attach(`cron:five:${first}`).result()).toBe('done');
+      clock.advance(third - clock.now());
+      await runtime.kernel.wakeDue();
+      await eventually(
+        async () => (await store.read(`cron:five:${third}`)).length > 0,
+        'third run',
+      );
+      await eventually(async () => release.length === 2, 'third run effect');
+      release[1]?.();
+      expect(await runtime.kernel.attach(`cron:five:${third}`).result()).toBe('done');
+      expect(await runtime.unschedule('five')).toBe(true);
+    });
+  });
+}

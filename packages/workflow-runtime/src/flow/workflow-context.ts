@@ -1,0 +1,154 @@
+import type { EffectContext, FlowContext, JsonValue, TransactionHandle } from '@loom/event-runtime';
+import {
+  composeMiddleware,
+  type EffectMiddleware,
+  type RetryOptions,
+  retryMiddleware,
+  timeoutMiddleware,
+  wrapEffect,
+} from '@loom/middleware';
+import { ErrorCode, LoomError } from '../errors.js';
+import type { WorkflowDefinition } from './define-flow.js';
+import { type Duration, parseDuration } from './duration.js';
+import { type StandardSchemaV1, validate } from './standard-schema.js';
+
+/** Per-step policy: retries with backoff, a timeout, and any effect middleware. */
+export interface StepOptions {
+  /** Retry the effect on failure (a `TerminalError` stops it). All attempts are one step. */
+  retry?: Omit<RetryOptions, 'clock' | 'setTimer'>;
+  /** Abort the effect (through its signal) and fail the attempt after this long. */
+  timeout?: Duration;
+  /** More effect middleware, outermost first (timing, tracing, rate limits, …). */
+  middleware?: readonly EffectMiddleware[];
+  /** The effect is safe to repeat (recorded for operators). */
+  idempotent?: boolean;
+}
+
+/** What `waitForSignal` gives back. */
+export type Received<T> = { received: true; payload: T; signalId: number } | { received: false };
+
+/** What a flow defined with `defineFlow` gets. */
+export interface WorkflowContext {
+  readonly executionId: string;
+  /** Fires when the execution is cancelled or this node stops driving it. */
+  readonly signal: AbortSignal;
+  /**
+   * A durable step: runs once per execution (at least once across crashes), its result recorded
+   * and replayed. Retries and the timeout apply inside the step.
+   */
+  step<T>(
+    name: string,
+    fn: (effect: EffectContext & { attempt: number }) => T | Promise<T>,
+    options?: StepOptions,
+  ): Promise<T>;
+  /** An exactly-once step writing to the log's own database (SQLite, Postgres). */
+  transaction<T>(name: string, work: (tx: TransactionHandle) => T | Promise<T>): Promise<T>;
+  /** Durable sleep: `ctx.sleep('3d')`, `ctx.sleep(5_000)`. The execution suspends while it waits. */
+  sleep(duration: Duration): Promise<void>;
+  /** Durable sleep until an instant. */
+  sleepUntil(at: Date | number): Promise<void>;
+  /**
+   * Wait for a signal. Earlier signals are kept in order. With `timeout`, resolves
+   * `{ received: false }` once it passes. With `schema`, the payload is validated (and
+   * transformed) on receipt; a payload the schema refuses fails the execution.
+   */
+  waitForSignal<T = JsonValue>(
+    name: string,
+    options?: { timeout?: Duration; schema?: StandardSchemaV1<unknown, T> },
+  ): Promise<Received<T>>;
+  /** Run a child flow and wait for its output (`CHILD_FAILED` if it fails). */
+  child<I, O>(
+    flow: WorkflowDefinition<I, O>,
+    input: I,
+    options?: { executionId?: string },
+  ): Promise<O>;
+  /** End this execution and continue as a fresh one with `input`. */
+  continueAsNew(input: unknown): Promise<never>;
+  /** Epoch ms, recorded on first run and replayed. */
+  now(): number;
+  /** In [0, 1), recorded and replayed. */
+  random(): number;
+  /** A UUID, recorded and replayed. */
+  uuid(): string;
+  /** New code path for executions that reach here with the patch deployed (see ADR 0005). */
+  patched(id: string): boolean;
+}
+
+/** Wraps the kernel's context into the flow author's. */
+export function workflowContext(ctx: FlowContext): WorkflowContext {
+  return {
+    executionId: ctx.executionId,
+    signal: ctx.signal,
+    step: (name, fn, options) => {
+      const chain = stepMiddleware(name, options);
+      const effect =
+        chain === undefined
+          ? (effect: EffectContext) => fn({ ...effect, attempt: 1 })
+          : wrapEffect(chain, (attempt) => fn(attempt));
+      return ctx.step(
+        name,
+        effect,
+        options?.idempotent === true ? { idempotent: true } : undefined,
+      );
+    },
+    transaction: (name, work) => ctx.transaction(name, work),
+    sleep: (duration) => ctx.sleep(parseDuration(duration, 'sleep')),
+    sleepUntil: (at) => ctx.sleepUntil(instant(at)),
+    waitForSignal: async <T>(
+      name: string,
+      options?: { timeout?: Duration; schema?: StandardSchemaV1<unknown, T> },
+    ): Promise<Received<T>> => {
+      const wait = await ctx.waitForSignal(
+        name,
+        options?.timeout === undefined
+          ? undefined
+          : { timeoutMs: parseDuration(options.timeout, 'timeout') },
+      );
+      if (!wait.received || options?.schema === undefined) return wait as Received<T>;
+      const checked = await validate(options.schema, wait.payload);
+      if (!checked.ok) {
+        throw new LoomError(
+          ErrorCode.INVALID_SIGNAL,
+          `signal '${name}' #${wait.signalId} has a payload its schema refuses: ${checked.message}`,
+          { signal: name, signalId: wait.signalId, issues: checked.issues },
+        );
+      }
+      return { received: true, payload: checked.value, signalId: wait.signalId };
+    },
+    child: (flow, input, options) => ctx.child(flow, input, options),
+    continueAsNew: (input) => ctx.continueAsNew(input),
+    now: () => ctx.now(),
+    random: () => ctx.random(),
+    uuid: () => ctx.uuid(),
+    patched: (id) => ctx.patched(id),
+  };
+}
+
+function stepMiddleware(
+  name: string,
+  options: StepOptions | undefined,
+): EffectMiddleware | undefined {
+  if (options === undefined) return undefined;
+  const chain: EffectMiddleware[] = [...(options.middleware ?? [])];
+  if (options.retry !== undefined) chain.push(retryMiddleware(options.retry));
+  // The timeout sits inside the retry: each attempt gets the whole timeout.
+  if (options.timeout !== undefined)
+    chain.push(
+      timeoutMiddleware({ ms: parseDuration(options.timeout, `timeout of step '${name}'`) }),
+    );
+  return chain.length === 0 ? undefined : composeMiddleware(...chain);
+}
+
+function instant(at: Date | number): number {
+  const ms = at instanceof Date ? at.getTime() : at;
+  if (!Number.isSafeInteger(ms) || ms < 0) {
+    throw new LoomError(
+      ErrorCode.INVALID_ARGUMENT,
+      `sleepUntil needs a valid date or epoch ms, got ${String(at)}`,
+      {
+        actual: String(at),
+      },
+    );
+  }
+  return ms;
+}

@@ -1,0 +1,27 @@
+export { TerminalError } from '@loom/middleware';
+export {
+  type CronDaysOfMonth,
+  type CronDaysOfWeek,
+  type CronFieldName,
+  type CronLimitName,
+  CronLimits,
+  type CronNthWeekday,
+  nextOccurrence,
+  occurrences,
+  type ParsedCron,
+  parseCron,
+} from './cron.js';
+export { ErrorCode, isLoomError, LoomError, type LoomErrorFields } from './errors.js';
+export {
+  type CronCatchUp,
+  type CronOverlap,
+  type CronScheduleInput,
+  cronRunId,
+  cronScheduleId,
+  type ScheduleOptions,
+} from './flow/cron-schedule.js';
+export { defineFlow, type FlowOptions, type WorkflowDefinition } from './flow/define-flow.js';
+export { type Duration, parseDuration } from './flow/duration.js';
+export { createFlowRuntime, FlowRuntime, type FlowRuntimeOptions } from './flow/flow-runtime.js';
+export type { InferOutput, StandardIssue, StandardSchemaV1 } from './flow/standard-schema.js';
+export type { Received, StepOptions, WorkflowContext } from './flow/workflow-context.js';

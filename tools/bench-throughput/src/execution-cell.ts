@@ -1,0 +1,163 @@
+import { createRuntime, type JsonValue, type LeaseMode } from '@loom/event-runtime';
+import { CountingEventStore } from '@loom/event-runtime/testing';
+import { AppendTiming } from './append-timing.js';
+import type { BenchBackend } from './bench-backend.js';
+import { benchFlow, type EffectClock, eventsPerExecution, payload256 } from './bench-flows.js';
+import type { IdStyle } from './knobs.js';
+import {
+  busyMsBetween,
+  processBusyMsBetween,
+  readCpuJiffies,
+  readProcessJiffies,
+} from './proc-stat.js';
+import { type LatencyMs, latencies } from './stats.js';
+
+/** One cell: n-step flows, `executions` of them, `concurrency` in flight at any time. */
+export interface ExecutionCellSpec {
+  /** Unique within the run: caller ids and log lines carry it. */
+  cellId: string;
+  steps: number;
+  effectMs: number;
+  concurrency: number;
+  executions: number;
+  ids: IdStyle;
+  leaseMode: LeaseMode;
+}
+
+/** What one cell measured. Counts are per execution, averaged over the cell. */
+export interface ExecutionCellResult {
+  executions: number;
+  wallMs: number;
+  execPerSec: number;
+  latencyMs: LatencyMs;
+  /** Rows the cell added to the log, per execution (asserted equal to 2n + 2). */
+  eventsPerExecution: number;
+  /** Store calls (append, transact, read, readAll, findExecutions) per execution. */
+  storeCallsPerExecution: number;
+  /** Statements sent to Postgres per execution (Postgres only). */
+  roundTripsPerExecution: number | null;
+  /** Whole-machine busy CPU (every process, the database included) per execution. */
+  machineCpuMsPerExecution: number | null;
+  /**
+   * This process's CPU plus the Postgres server processes' CPU per execution (Postgres only):
+   * the client + database cost without the rest of a shared machine's load.
+   */
+  clientAndDbCpuMsPerExecution: number | null;
+  /** This process's CPU (user + system) per execution, in microseconds. */
+  processCpuUsPerExecution: number;
+  /** Time inside the store's append, summed over executions, per execution. */
+  appendMsPerExecution: number;
+  /** Time inside effects, summed over executions, per execution. */
+  effectMsPerExecution: number;
+  leaseCalls: { acquireMany: number; renewMany: number; releaseMany: number };
+}
+
+/** Runs `fn` after a full GC when the process was started with --expose-gc. */
+export function collectGarbage(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
+/**
+ * Runs one cell on a fresh runtime over `backend` and checks what it wrote: the rows added to
+ * the log must be exactly executions × (2n + 2), or it throws (a benchmark that silently wrote
+ * less would report a rate it never achieved).
+ */
+export async function runExecutionCell(
+  backend: BenchBackend,
+  spec: ExecutionCellSpec,
+  onProgress: (done: number) => void,
+): Promise<ExecutionCellResult> {
+  if (spec.leaseMode !== 'off' && typeof backend.leases === 'string') {
+    throw new Error(`cell ${spec.cellId} needs a lease store: ${backend.leases}`);
+  }
+  const clock: EffectClock = { effectMs: 0 };
+  const flow = benchFlow(spec.steps, spec.effectMs, clock);
+  const input: JsonValue = payload256();
+  const timing = new AppendTiming();
+  const counting = new CountingEventStore(timing.wrap(backend.events));
+  const backgroundErrors: unknown[] = [];
+  const runtime = createRuntime({
+    store: counting,
+    ...(spec.leaseMode === 'off' ? {} : { leases: backend.leases as never }),
+    leaseMode: spec.leaseMode,
+    onError: (error) => backgroundErrors.push(error),
+  });
+  const rowsBefore = await backend.countEvents();
+  const roundTripsBefore = backend.roundTrips();
+  const latencyMs = new Float64Array(spec.executions);
+  let next = 0;
+  let done = 0;
+  collectGarbage();
+  const postgres = backend.kind === 'postgres';
+  const cpuBefore = readCpuJiffies();
+  const dbBefore = postgres ? readProcessJiffies('postgres') : undefined;
+  const processBefore = process.cpuUsage();
+  const started = performance.now();
+  const worker = async () => {
+    for (;;) {
+      const index = next++;
+      if (index >= spec.executions) return;
+      const t0 = performance.now();
+      const handle = await runtime.start(
+        flow,
+        input,
+        spec.ids === 'caller' ? { executionId: `${spec.cellId}-${index}` } : {},
+      );
+      if (handle.existing) throw new Error(`execution ${handle.executionId} already existed`);
+      await handle.result();
+      latencyMs[index] = performance.now() - t0;
+      done++;
+      if ((done & 63) === 0) onProgress(done);
+    }
+  };
+  await Promise.all(Array.from({ length: spec.concurrency }, worker));
+  const wallMs = performance.now() - started;
+  const processCpu = process.cpuUsage(processBefore);
+  const dbAfter = postgres ? readProcessJiffies('postgres') : undefined;
+  const cpuAfter = readCpuJiffies();
+  const roundTripsAfter = backend.roundTrips();
+  const leaseCalls = { ...runtime.leaseCalls };
+  await runtime.shutdown();
+  if (backgroundErrors.length > 0) {
+    throw new Error(
+      `cell ${spec.cellId}: ${backgroundErrors.length} background errors, first: ${String(backgroundErrors[0])}`,
+    );
+  }
+  const rowsWritten = (await backend.countEvents()) - rowsBefore;
+  const expected = spec.executions * eventsPerExecution(spec.steps);
+  if (rowsWritten !== expected || counting.counts.eventsAppended !== expected) {
+    throw new Error(
+      `cell ${spec.cellId} on ${backend.kind}: ${spec.executions} executions of a ${spec.steps}-step ` +
+        `flow must write ${expected} events (2n + 2 each), but the log gained ${rowsWritten} rows ` +
+        `and append was handed ${counting.counts.eventsAppended} envelopes`,
+    );
+  }
+  const { appends, transactions, reads, readAlls, findExecutions } = counting.counts;
+  const per = (value: number) => value / spec.executions;
+  return {
+    executions: spec.executions,
+    wallMs,
+    execPerSec: (spec.executions * 1000) / wallMs,
+    latencyMs: latencies(latencyMs),
+    eventsPerExecution: per(rowsWritten),
+    storeCallsPerExecution: per(appends + transactions + reads + readAlls + findExecutions),
+    roundTripsPerExecution:
+      roundTripsBefore === null || roundTripsAfter === null
+        ? null
+        : per(roundTripsAfter - roundTripsBefore),
+    machineCpuMsPerExecution:
+      cpuBefore === undefined || cpuAfter === undefined
+        ? null
+        : per(busyMsBetween(cpuBefore, cpuAfter)),
+    clientAndDbCpuMsPerExecution:
+      dbBefore === undefined || dbAfter === undefined
+        ? null
+        : per(
+            (processCpu.user + processCpu.system) / 1000 + processBusyMsBetween(dbBefore, dbAfter),
+          ),
+    processCpuUsPerExecution: per(processCpu.user + processCpu.system),
+    appendMsPerExecution: per(timing.appendMs),
+    effectMsPerExecution: per(clock.effectMs),
+    leaseCalls,
+  };
+}

@@ -1,0 +1,146 @@
+/** Backends a sweep can run on. */
+export type Backend = 'memory' | 'sqlite' | 'postgres';
+/** Effect shapes: a no-op effect (the write ceiling) or an I/O-bound one (`ioMs` of waiting). */
+export type Shape = 'noop' | 'io';
+/** Caller-chosen execution ids (idempotent start) or ids the runtime mints (ULIDs). */
+export type IdStyle = 'caller' | 'minted';
+
+export const allBackends: readonly Backend[] = ['memory', 'sqlite', 'postgres'];
+export const allShapes: readonly Shape[] = ['noop', 'io'];
+export const allIdStyles: readonly IdStyle[] = ['caller', 'minted'];
+/** Sections of `bench`; `bench:lease` is P9 alone. */
+export const allSections = ['p1', 'p3', 'p8', 'p11'] as const;
+export type Section = (typeof allSections)[number];
+
+/** Every `LOOM_BENCH_*` setting, parsed and checked. */
+export interface Knobs {
+  pgUrl: string;
+  backends: Backend[];
+  /** Overrides every suite's default concurrency levels (P11 stays at its defined c = 32). */
+  concs: number[] | undefined;
+  repeats: number;
+  /** Operations per memory cell (executions; P1 does not run on memory). */
+  execs: number;
+  /** Operations per SQLite cell (P1: appends; P3, P9, P11: executions). */
+  sqliteExecs: number;
+  /** Operations per Postgres cell (P1: appends; P3, P9, P11: executions). */
+  pgExecs: number;
+  /** Executions per cell of the I/O-bound shape (P9). */
+  ioExecs: number;
+  ioMs: number;
+  shapes: Shape[];
+  ids: IdStyle[];
+  /** Reserved for the coalescing store (P2), which does not exist yet. */
+  batches: number[] | undefined;
+  sections: Section[];
+}
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** The knob names, for the command line printed above each table. */
+export const knobNames = [
+  'LOOM_BENCH_PG_URL',
+  'LOOM_BENCH_BACKENDS',
+  'LOOM_BENCH_CONCS',
+  'LOOM_BENCH_REPEATS',
+  'LOOM_BENCH_EXECS',
+  'LOOM_BENCH_SQLITE_EXECS',
+  'LOOM_BENCH_PG_EXECS',
+  'LOOM_BENCH_IO_EXECS',
+  'LOOM_BENCH_IO_MS',
+  'LOOM_BENCH_SHAPES',
+  'LOOM_BENCH_IDS',
+  'LOOM_BENCH_BATCHES',
+  'LOOM_BENCH_SECTIONS',
+] as const;
+
+export const defaultPgUrl = 'postgres://root@127.0.0.1:5432/test';
+
+/** Largest count any knob accepts: bounds a typo (an extra zero or three) to minutes, not days. */
+const countMax = 10_000_000;
+
+/** Parses every `LOOM_BENCH_*` knob; throws naming the knob and what it accepts. */
+export function readKnobs(env: Env): Knobs {
+  return {
+    pgUrl: nonEmpty(env.LOOM_BENCH_PG_URL) ?? defaultPgUrl,
+    backends: choices('LOOM_BENCH_BACKENDS', env.LOOM_BENCH_BACKENDS, allBackends),
+    concs: integers('LOOM_BENCH_CONCS', env.LOOM_BENCH_CONCS, 1, 100_000),
+    repeats: integer('LOOM_BENCH_REPEATS', env.LOOM_BENCH_REPEATS, 5, 1, 1000),
+    execs: integer('LOOM_BENCH_EXECS', env.LOOM_BENCH_EXECS, 10_000, 1, countMax),
+    sqliteExecs: integer(
+      'LOOM_BENCH_SQLITE_EXECS',
+      env.LOOM_BENCH_SQLITE_EXECS,
+      1_500,
+      1,
+      countMax,
+    ),
+    pgExecs: integer('LOOM_BENCH_PG_EXECS', env.LOOM_BENCH_PG_EXECS, 1_500, 1, countMax),
+    ioExecs: integer('LOOM_BENCH_IO_EXECS', env.LOOM_BENCH_IO_EXECS, 1_000, 1, countMax),
+    ioMs: integer('LOOM_BENCH_IO_MS', env.LOOM_BENCH_IO_MS, 20, 0, 60_000),
+    shapes: choices('LOOM_BENCH_SHAPES', env.LOOM_BENCH_SHAPES, allShapes),
+    ids: choices('LOOM_BENCH_IDS', env.LOOM_BENCH_IDS, allIdStyles),
+    batches: integers('LOOM_BENCH_BATCHES', env.LOOM_BENCH_BATCHES, 1, 10_000),
+    sections: choices('LOOM_BENCH_SECTIONS', env.LOOM_BENCH_SECTIONS, allSections),
+  };
+}
+
+/** Operations a cell runs: the requested count rounded up to a multiple of the concurrency. */
+export function roundToConcurrency(requested: number, concurrency: number): number {
+  return Math.max(concurrency, Math.ceil(requested / concurrency) * concurrency);
+}
+
+/** The command that reproduces a run: the knobs that were set, then the pnpm script. */
+export function commandLine(env: Env, script: 'bench' | 'bench:lease'): string {
+  const set = knobNames
+    .filter((name) => nonEmpty(env[name]) !== undefined)
+    .map((name) => `${name}=${env[name]}`);
+  return [...set, `pnpm --filter @loom/bench-throughput ${script}`].join(' ');
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  const trimmed = value?.trim();
+  return trimmed === undefined || trimmed === '' ? undefined : trimmed;
+}
+
+function integer(
+  name: string,
+  raw: string | undefined,
+  fallback: number,
+  min: number,
+  max: number,
+) {
+  const text = nonEmpty(raw);
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(value) || value < min || value > max) {
+    throw new Error(`${name} must be an integer from ${min} to ${max}, got '${raw}'`);
+  }
+  return value;
+}
+
+function integers(name: string, raw: string | undefined, min: number, max: number) {
+  const text = nonEmpty(raw);
+  if (text === undefined) return undefined;
+  const values = text.split(',').map((part) => integer(name, part, Number.NaN, min, max));
+  if (values.some((value) => Number.isNaN(value))) {
+    throw new Error(`${name} must be a comma-separated list of integers, got '${raw}'`);
+  }
+  return [...new Set(values)].sort((a, b) => a - b);
+}
+
+function choices<T extends string>(name: string, raw: string | undefined, allowed: readonly T[]) {
+  const text = nonEmpty(raw);
+  if (text === undefined) return [...allowed];
+  const picked = text
+    .split(',')
+    .map((part) => part.trim().toLowerCase())
+    .filter((part) => part !== '');
+  for (const part of picked) {
+    if (!allowed.includes(part as T)) {
+      throw new Error(`${name} accepts ${allowed.join(', ')} (comma-separated), got '${part}'`);
+    }
+  }
+  if (picked.length === 0) throw new Error(`${name} names nothing: leave it unset for all`);
+  // Keep the canonical order whatever order the user typed.
+  return allowed.filter((choice) => picked.includes(choice));
+}
