@@ -19,7 +19,8 @@ export interface FlowOptions<I, O> {
 
 /** A flow made with `defineFlow`: a kernel `Flow` that also carries its schemas. */
 export interface WorkflowDefinition<I = unknown, O = unknown> extends Flow<I, O> {
-  readonly options: FlowOptions<I, O>;
+  /** The options it was defined with (schemas typed loosely, so any definition fits a list). */
+  readonly options: FlowOptions<unknown, unknown>;
 }
 
 const namePattern = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
@@ -63,7 +64,7 @@ export function defineFlow<I, O>(
   const output = options.output;
   const flow: WorkflowDefinition<I, O> = {
     name: options.name,
-    options,
+    options: options as FlowOptions<unknown, unknown>,
     run: async (ctx: FlowContext, input: I) => {
       const result = await run(workflowContext(ctx), input);
       if (output === undefined) return result;

@@ -1,0 +1,36 @@
+// Versioning: a running execution replays only under its own code; ctx.patched() lets new code
+// take a new path for executions that reach it after the deploy.
+import { InMemoryEventStore } from '@loom/event-runtime';
+import { ManualClock } from '@loom/event-runtime/testing';
+import { createFlowRuntime, defineFlow } from '@loom/workflow-runtime';
+
+const v1 = defineFlow({ name: 'onboard' }, async (ctx) => {
+  await ctx.step('create-account', () => 'ok');
+  await ctx.step('send-welcome', () => 'ok');
+  await ctx.sleep('1d');
+  return 'v1 path';
+});
+const v2 = defineFlow({ name: 'onboard' }, async (ctx) => {
+  await ctx.step('create-account', () => 'ok');
+  const fresh = ctx.patched('verify-email'); // false for executions that already sent the welcome
+  if (fresh) await ctx.step('verify-email', () => 'ok');
+  await ctx.step('send-welcome', () => 'ok');
+  await ctx.sleep('1d');
+  return fresh ? 'new path' : 'old path';
+});
+
+const clock = new ManualClock();
+const store = new InMemoryEventStore({ clock });
+const before = createFlowRuntime({ store, clock, flows: [v1], timerPollMs: 0, inlineWaitMs: 0 });
+const old = await before.start(v1, null);
+await new Promise((resolve) => setTimeout(resolve, 50)); // it suspends in its sleep
+await before.kernel.shutdown();
+
+const after = createFlowRuntime({ store, clock, flows: [v2], timerPollMs: 0, inlineWaitMs: 0 }); // the deploy
+const fresh = await after.start(v2, null);
+await new Promise((resolve) => setTimeout(resolve, 50));
+clock.advance(86_400_000);
+await after.kernel.wakeDue();
+console.log('started before the deploy:', await after.kernel.attach(old.executionId).result());
+console.log('started after the deploy:', await fresh.result());
+await after.kernel.shutdown();

@@ -1,0 +1,26 @@
+import { execFile } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const directory = join(import.meta.dirname, '../../examples');
+const expected: Record<string, RegExp> = {
+  'steps-and-retries.ts': /receipt for order-7 .*attempt 3\) after 3 calls/,
+  'durable-sleep.ts': /active while sleeping: 0\nreminded ada, \d+ ms later/,
+  'signals.ts': /refused: INVALID_SIGNAL\n120 approved by grace/,
+  'children-and-continue-as-new.ts': /= 30/,
+  'versions-and-patches.ts': /before the deploy: old path\nstarted after the deploy: new path/,
+  'cron.ts': /fired [1-4] runs, e\.g\. cron:every-second:\d+/,
+};
+
+// docs/flows.md shows these files: each must run and print what the page says.
+for (const file of readdirSync(directory).filter((name) => name.endsWith('.ts'))) {
+  it(`example ${file} runs`, async () => {
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', join(directory, file)], {
+      cwd: directory,
+    });
+    expect(stdout).toMatch(expected[file] ?? /^$/);
+  }, 30_000);
+}
