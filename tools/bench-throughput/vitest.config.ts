@@ -5,5 +5,6 @@ export default defineConfig({
     // Unit tests of the harness's own pure pieces only: the sweeps are the bench scripts.
     include: ['src/**/*.test.ts'],
     testTimeout: 10_000,
+    reporters: ['default', ['json', { outputFile: '.vitest-report.json' }]],
   },
 });

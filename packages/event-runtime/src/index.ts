@@ -26,6 +26,15 @@ export type {
 export { isTransactional } from './event-store.js';
 export type { Lease, LeaseStore } from './lease-store.js';
 export { type LimitName, Limits } from './limits.js';
+export type {
+  ClaimOptions,
+  EnqueueInput,
+  EnqueueResult,
+  QueueItem,
+  QueueItemStatus,
+  QueueRate,
+  QueueStore,
+} from './queue-store.js';
 export { ExecutionJournal } from './runtime/execution-journal.js';
 export type { ExecutionState, StepRecord } from './runtime/execution-state.js';
 export type {
@@ -54,4 +63,8 @@ export {
   InMemoryLeaseStore,
   type InMemoryLeaseStoreOptions,
 } from './store/memory/in-memory-lease-store.js';
+export {
+  InMemoryQueueStore,
+  type InMemoryQueueStoreOptions,
+} from './store/memory/in-memory-queue-store.js';
 export { InMemorySnapshotStore } from './store/memory/in-memory-snapshot-store.js';

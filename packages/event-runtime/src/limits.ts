@@ -21,6 +21,21 @@ export const Limits = {
   leaseBatchMax: 10_000,
   /** Bytes of one snapshot's state in its stored JSON form (UTF-8). 16 MiB: a bigger state is a design smell. */
   snapshotBytesMax: 16 * 1024 * 1024,
+  /** Characters of a queue name. Short, so `queue:<queue>:<itemId>` stays a valid execution id. */
+  queueNameLengthMax: 64,
+  /** Characters of a queue item id (64 + 128 + the `queue::` frame fit in executionIdLengthMax). */
+  queueItemIdLengthMax: 128,
+  /** Characters of a queue item's dedupe key or partition key. Both are index keys. */
+  queueKeyLengthMax: 200,
+  /** Absolute value of a queue item's priority. Keeps priorities a plain 32-bit integer column. */
+  queuePriorityMax: 1_000_000,
+  /** Items one `claim` may return, and item ids in one `renew` / `complete`. Bounds one transaction. */
+  queueBatchMax: 1000,
+  /**
+   * Claimable items one `claim` examines, best first. Bounds the claim's scan when partition
+   * limits skip many items; items behind them wait for a later claim.
+   */
+  queueClaimScanMax: 1000,
 } as const;
 
 export type LimitName = keyof typeof Limits;

@@ -19,6 +19,10 @@ export {
   type PostgresLeaseStoreOptions,
 } from './store/postgres/postgres-lease-store.js';
 export {
+  PostgresQueueStore,
+  type PostgresQueueStoreOptions,
+} from './store/postgres/postgres-queue-store.js';
+export {
   PostgresSnapshotStore,
   type PostgresSnapshotStoreOptions,
 } from './store/postgres/postgres-snapshot-store.js';

@@ -13,6 +13,10 @@ export {
   sqliteSchemaVersion,
 } from './store/sqlite/sqlite-migrations.js';
 export {
+  SqliteQueueStore,
+  type SqliteQueueStoreOptions,
+} from './store/sqlite/sqlite-queue-store.js';
+export {
   SqliteSnapshotStore,
   type SqliteSnapshotStoreOptions,
 } from './store/sqlite/sqlite-snapshot-store.js';

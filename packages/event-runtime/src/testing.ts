@@ -9,6 +9,10 @@ export {
   leaseStoreConformance,
 } from './testing/lease-store-conformance.js';
 export { ManualClock, type TestClock } from './testing/manual-clock.js';
+export {
+  type QueueStoreHarness,
+  queueStoreConformance,
+} from './testing/queue-store-conformance.js';
 export { type RuntimeHarness, runtimeConformance } from './testing/runtime-conformance.js';
 export {
   type SnapshotStoreHarness,

@@ -1,3 +1,8 @@
+import {
+  isLoomError as isKernelLoomError,
+  LoomError as KernelLoomError,
+} from '@loom/event-runtime';
+
 /**
  * Stable error codes of `@loom/scheduler`. Callers match on `code`, never on `instanceof`
  * (two installed copies of the package break `instanceof`). A code is never reused.
@@ -30,25 +35,16 @@ export interface LoomErrorFields {
 }
 
 /**
- * The one error type of Loom. `code` is stable and documented; `fields` carry the facts;
- * `cause` the underlying error or abort reason, if any.
+ * The one error type of Loom: the kernel's class with this package's codes. `code` is stable
+ * and documented; `fields` carry the facts; `cause` the underlying error, if any.
  */
-export class LoomError extends Error {
-  readonly code: ErrorCode;
-  readonly fields: Readonly<LoomErrorFields>;
-
+export class LoomError extends KernelLoomError<ErrorCode> {
   constructor(code: ErrorCode, message: string, fields: LoomErrorFields = {}, cause?: unknown) {
-    super(message, cause === undefined ? undefined : { cause });
-    this.name = 'LoomError';
-    this.code = code;
-    this.fields = fields;
+    super(code, message, fields, cause);
   }
 }
 
 /** True when `error` is a {@link LoomError} with the given code (works across package copies). */
 export function isLoomError(error: unknown, code?: ErrorCode): error is LoomError {
-  if (typeof error !== 'object' || error === null) return false;
-  const candidate = error as { name?: unknown; code?: unknown };
-  if (candidate.name !== 'LoomError' || typeof candidate.code !== 'string') return false;
-  return code === undefined || candidate.code === code;
+  return isKernelLoomError(error, code);
 }

@@ -24,6 +24,8 @@ export const ErrorCode = {
   INVALID_OUTPUT: 'INVALID_OUTPUT',
   /** A signal name the flow does not declare, or a payload its schema refuses. */
   INVALID_SIGNAL: 'INVALID_SIGNAL',
+  /** `enqueue` or `work` on a FlowRuntime created without a `queues` store. */
+  QUEUE_STORE_MISSING: 'QUEUE_STORE_MISSING',
 } as const;
 
 /** One of the stable error codes in {@link ErrorCode}. */

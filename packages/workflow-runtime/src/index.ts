@@ -23,5 +23,11 @@ export {
 export { defineFlow, type FlowOptions, type WorkflowDefinition } from './flow/define-flow.js';
 export { type Duration, parseDuration } from './flow/duration.js';
 export { createFlowRuntime, FlowRuntime, type FlowRuntimeOptions } from './flow/flow-runtime.js';
+export {
+  type EnqueueOptions,
+  type QueueWorker,
+  queueExecutionId,
+  type WorkOptions,
+} from './flow/queue-worker.js';
 export type { InferOutput, StandardIssue, StandardSchemaV1 } from './flow/standard-schema.js';
 export type { Received, StepOptions, WorkflowContext } from './flow/workflow-context.js';

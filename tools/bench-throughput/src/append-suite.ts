@@ -305,7 +305,13 @@ export async function appendSuite(context: RunContext): Promise<SectionReport> {
   const lines: string[] = ['## P1: raw append', ''];
   const skipped: string[] = [];
   const json: unknown[] = [];
-  lines.push('```sh', `${context.command}   # section p1`, '```', '');
+  lines.push(
+    '```sh',
+    `${context.command}   # the whole run`,
+    `${context.commandFor('p1')}   # this section alone`,
+    '```',
+    '',
+  );
   if (!knobs.backends.includes('postgres')) {
     skipped.push('postgres: not in LOOM_BENCH_BACKENDS');
   } else if (typeof context.pg === 'string') {

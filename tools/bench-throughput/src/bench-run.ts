@@ -19,6 +19,8 @@ export const chartsDir = resolve(packageDir, '../../docs/img');
 export interface RunContext {
   knobs: Knobs;
   command: string;
+  /** The command that runs one section of `bench` alone (same knobs otherwise). */
+  commandFor(section: string): string;
   progress: Progress;
   /** The run's temporary directory (SQLite files); removed at the end. */
   tmpDir: string;
@@ -98,6 +100,7 @@ export async function runBench(
     const context: RunContext = {
       knobs,
       command,
+      commandFor: (section) => commandLine({ ...env, LOOM_BENCH_SECTIONS: section }, script),
       progress,
       tmpDir,
       pg,

@@ -74,7 +74,13 @@ export async function crossoverSuite(context: RunContext): Promise<SectionReport
     }
   }
   const lines: string[] = ['## P11: effect/write crossover', ''];
-  lines.push('```sh', `${context.command}   # section p11`, '```', '');
+  lines.push(
+    '```sh',
+    `${context.command}   # the whole run`,
+    `${context.commandFor('p11')}   # this section alone`,
+    '```',
+    '',
+  );
   lines.push(
     `1-step flows at c = ${concurrency}, effect latency 0 (returns at once), 1, 5, 25 and 100 ms (a timer); SQLite FULL and Postgres. Write time is the time executions spent inside \`store.append\` (a timing wrapper around the store, pool queueing included), effect time the time inside the effect; both summed over executions and divided by executions. Write share = write ÷ (write + effect). In flight = those sums ÷ wall time: how many executions were, on average, inside a write or inside an effect (at most 32 together; on SQLite writes are synchronous, so writes in flight is the share of the event loop spent committing). ${knobs.repeats} interleaved repeats, rotating order; medians (exec/s with min..max).`,
     '',

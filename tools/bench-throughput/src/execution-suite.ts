@@ -133,7 +133,13 @@ function report(
 ): SectionReport {
   const { knobs } = context;
   const lines: string[] = ['## P3, P4, P5: durable executions', ''];
-  lines.push('```sh', `${context.command}   # section p3`, '```', '');
+  lines.push(
+    '```sh',
+    `${context.command}   # the whole run`,
+    `${context.commandFor('p3')}   # this section alone`,
+    '```',
+    '',
+  );
   lines.push(
     `No-op flows of n = 1 and 3 steps (2n + 2 events each, counted in the log after every cell), c executions in flight, caller-chosen ids, no leases (a start shorter than the lazy grace never touches a lease store anyway), input a 256-byte JSON object. SQLite is \`synchronous=FULL\`. ${knobs.repeats} interleaved repeats per cell, rotating order; rates are median (min..max); latencies are start → result, medians of the per-repeat percentiles. Store calls are counted by CountingEventStore; Postgres round trips by the store's own statement counter; CPU per execution three ways: the whole machine's from /proc/stat (client, Postgres and anything else running on the box: the figure PERFORMANCE.md names), the Node process plus the Postgres server processes from /proc/<pid>/stat (the same cost without other jobs on a shared box), and the Node process alone in µs (on memory, the kernel's own cost).`,
     '',

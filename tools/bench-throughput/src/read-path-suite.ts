@@ -137,7 +137,13 @@ function report(
   skipped: readonly string[],
 ): SectionReport {
   const lines: string[] = ['## P8: read path', ''];
-  lines.push('```sh', `${context.command}   # section p8`, '```', '');
+  lines.push(
+    '```sh',
+    `${context.command}   # the whole run`,
+    `${context.commandFor('p8')}   # this section alone`,
+    '```',
+    '',
+  );
   lines.push(
     `\`loadState\` (newest snapshot, then the events after it) of completed no-op executions of 4, 102 and 1,000 events (1, 50 and 499 steps), ${executionsPerSize} of each, written by a runtime with \`snapshotEvery: ${snapshotEvery}\`; one load at a time (${Object.entries(
       loadsPerCell,

@@ -143,7 +143,7 @@ export function barChart(spec: BarChartSpec): string {
   const left = 70;
   const right = 200;
   const top = 40;
-  const bottom = 90;
+  const bottom = 150;
   const plotW = spec.groups.length * groupW;
   const plotH = 280;
   const width = left + plotW + right;

@@ -13,6 +13,8 @@ const expected: Record<string, RegExp> = {
   'children-and-continue-as-new.ts': /= 30/,
   'versions-and-patches.ts': /before the deploy: old path\nstarted after the deploy: new path/,
   'cron.ts': /fired [1-4] runs, e\.g\. cron:every-second:\d+/,
+  'queues.ts':
+    /dedupe: true true\nran in priority order: ceo@example.com, cto@example.com, newsletter@example.com/,
 };
 
 // docs/flows.md shows these files: each must run and print what the page says.

@@ -1,7 +1,10 @@
 import {
   createRuntime,
+  type EnqueueResult,
   type ExecutionHandle,
   isLoomError,
+  type JsonValue,
+  type QueueStore,
   type Runtime,
   type RuntimeOptions,
 } from '@loom/event-runtime';
@@ -14,11 +17,23 @@ import {
   scheduleInput,
 } from './cron-schedule.js';
 import type { WorkflowDefinition } from './define-flow.js';
+import {
+  type EnqueueOptions,
+  type QueueWorker,
+  QueueWorkerLoop,
+  type WorkOptions,
+} from './queue-worker.js';
 import { validate } from './standard-schema.js';
 
 export interface FlowRuntimeOptions extends Omit<RuntimeOptions, 'flows'> {
   /** Every flow this process can run or resume (by name and version). */
   flows?: ReadonlyArray<WorkflowDefinition<never, unknown>>;
+  /**
+   * Durable queues for `enqueue` and `work` (`InMemoryQueueStore`, `SqliteQueueStore` on the
+   * event store's database, `PostgresQueueStore` on its pool). Without it those two throw
+   * `QUEUE_STORE_MISSING`.
+   */
+  queues?: QueueStore;
 }
 
 type AnyFlow = WorkflowDefinition<unknown, unknown>;
@@ -36,10 +51,15 @@ type AnyFlow = WorkflowDefinition<unknown, unknown>;
 export class FlowRuntime {
   /** The kernel runtime underneath (resume, recover, cancel, wakeDue, …). */
   readonly kernel: Runtime;
+  /** The queue store of `enqueue` and `work`, if one was given. */
+  readonly queues: QueueStore | undefined;
   private readonly registry = new Map<string, AnyFlow>();
+  private readonly onError: (error: unknown) => void;
 
   constructor(options: FlowRuntimeOptions) {
-    const { flows, ...kernelOptions } = options;
+    const { flows, queues, ...kernelOptions } = options;
+    this.queues = queues;
+    this.onError = options.onError ?? (() => undefined);
     this.kernel = createRuntime(kernelOptions);
     this.register(
       cronScheduleFlow(
@@ -156,6 +176,87 @@ export class FlowRuntime {
       if (isLoomError(error, 'EXECUTION_NOT_FOUND')) return false;
       throw error;
     }
+  }
+
+  /**
+   * Put a run of `flow` on `queue` after validating `input` against the flow's schema (nothing
+   * is written if it fails: `INVALID_INPUT`). A worker (`work`) runs it as execution
+   * `queue:<queue>:<itemId>`. Returns `duplicate: true` (writing nothing) for an existing
+   * `itemId` or an unfinished item with the same `dedupeKey`.
+   *
+   * Error codes: `QUEUE_STORE_MISSING`, `INVALID_INPUT`, the queue store's (`INVALID_ARGUMENT`,
+   * `LIMIT_EXCEEDED`, `PAYLOAD_NOT_JSON`, store errors).
+   *
+   * @example
+   * await runtime.enqueue('emails', sendEmail, { to: 'ada@example.com' }, { priority: 5, partitionKey: 'tenant-1' });
+   */
+  async enqueue<I>(
+    queue: string,
+    flow: WorkflowDefinition<I, unknown>,
+    input: I,
+    options: EnqueueOptions = {},
+  ): Promise<EnqueueResult> {
+    const queues = this.requireQueues('enqueue');
+    if (!this.registry.has(key(flow.name, flow.version ?? null))) this.register(flow as never);
+    let value: unknown = input;
+    if (flow.options.input !== undefined) {
+      const checked = await validate(flow.options.input, input);
+      if (!checked.ok) {
+        throw new LoomError(
+          ErrorCode.INVALID_INPUT,
+          `input of flow '${flow.name}' refused by its schema: ${checked.message}`,
+          { flow: flow.name, issues: checked.issues },
+        );
+      }
+      value = checked.value;
+    }
+    return queues.enqueue({
+      queue,
+      flow: flow.name,
+      version: flow.version ?? null,
+      input: (value === undefined ? null : value) as JsonValue,
+      ...options,
+    });
+  }
+
+  /**
+   * Drain `queue` on this runtime: a loop that claims what the global limits allow (priority
+   * first), starts each item as execution `queue:<queue>:<itemId>` (idempotent), renews the
+   * claims while they run and completes each item when its execution settles. Items whose
+   * execution already settled (a restart) are completed at once; ones still running are resumed.
+   * Every worker of a queue should pass the same limits. Background failures go to `onError`.
+   *
+   * Error codes: `QUEUE_STORE_MISSING`.
+   *
+   * @example
+   * const worker = runtime.work('emails', { concurrencyMax: 10, rate: { count: 100, windowMs: 60_000 } });
+   * // …
+   * await worker.stop();
+   */
+  work(queue: string, options: WorkOptions = {}): QueueWorker {
+    const queues = this.requireQueues('work');
+    return new QueueWorkerLoop(
+      {
+        kernel: this.kernel,
+        queues,
+        lookup: (name, version) => this.lookup(name, version),
+        onError: this.onError,
+      },
+      queue,
+      options,
+    );
+  }
+
+  private requireQueues(operation: string): QueueStore {
+    if (this.queues === undefined) {
+      throw new LoomError(
+        ErrorCode.QUEUE_STORE_MISSING,
+        `${operation} needs a queue store: create the FlowRuntime with { queues } (an ` +
+          "InMemoryQueueStore, a SqliteQueueStore on the event store's database, or a PostgresQueueStore)",
+        { operation },
+      );
+    }
+    return this.queues;
   }
 
   private async flowOf(executionId: string): Promise<AnyFlow | undefined> {

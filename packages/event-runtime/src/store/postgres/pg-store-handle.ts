@@ -1,7 +1,7 @@
-import type { Pool } from 'pg';
-import { ErrorCode, LoomError } from '../../errors.js';
+import type { Pool, PoolClient } from 'pg';
+import { ErrorCode, isLoomError, LoomError } from '../../errors.js';
 import { latestSchemaVersion } from './migrations/migration-list.js';
-import { schemaNotMigrated, schemaTooNew, toLoomError } from './pg-errors.js';
+import { classifyPgError, schemaNotMigrated, schemaTooNew, toLoomError } from './pg-errors.js';
 import type { ResolvedPool } from './pg-pool.js';
 import type { PgStatement } from './pg-statement.js';
 import { readSchemaVersion } from './schema-version.js';
@@ -72,6 +72,46 @@ export class PgStoreHandle {
       return result.rows as R[];
     } catch (error) {
       throw this.mapError(error, operation);
+    }
+  }
+
+  /**
+   * Runs `work` in one transaction on one pooled client (BEGIN … COMMIT; ROLLBACK on any error),
+   * with the same schema gate and error mapping as {@link run}. `query` sends named prepared
+   * statements on that client.
+   */
+  async transaction<T>(
+    operation: string,
+    work: (query: <R>(statement: PgStatement, values: unknown[]) => Promise<R[]>) => Promise<T>,
+  ): Promise<T> {
+    if (!this.schemaReady) {
+      const version = await this.inspectSchema();
+      if (!this.schemaReady) throw schemaNotMigrated(this.schema, version, this.requiredVersion);
+    }
+    let client: PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      throw this.mapError(error, operation);
+    }
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      const result = await work(async <R>(statement: PgStatement, values: unknown[]) => {
+        const answer = await client.query({ name: statement.name, text: statement.text, values });
+        return answer.rows as R[];
+      });
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {
+        broken = true;
+      });
+      if (isLoomError(error)) throw error;
+      broken ||= classifyPgError(error) === 'connection_lost';
+      throw this.mapError(error, operation);
+    } finally {
+      client.release(broken);
     }
   }
 

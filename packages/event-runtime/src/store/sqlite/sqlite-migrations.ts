@@ -90,6 +90,48 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
         WHERE idempotency_key IS NOT NULL;
     `,
   },
+  {
+    version: 4,
+    name: 'queues',
+    sql: `
+      -- One row per queue item; finished items stay (status 'done'), so an item id is unique in
+      -- its queue forever and the rate window can count recent claims. seq is the rowid: enqueue
+      -- order, the tie-break after priority. Claims run in one IMMEDIATE transaction, so SQLite's
+      -- single writer makes the global counts exact without a lock row per queue.
+      CREATE TABLE loom_queue_items (
+        seq                 INTEGER PRIMARY KEY,
+        queue               TEXT    NOT NULL,
+        item_id             TEXT    NOT NULL,
+        flow                TEXT    NOT NULL,
+        version             TEXT,
+        input               TEXT    NOT NULL,
+        priority            INTEGER NOT NULL,
+        dedupe_key          TEXT,
+        partition_key       TEXT,
+        status              TEXT    NOT NULL,
+        owner               TEXT,
+        claim_expires_at_ms INTEGER,
+        started_at_ms       INTEGER,
+        attempts            INTEGER NOT NULL DEFAULT 0,
+        enqueued_at_ms      INTEGER NOT NULL,
+        completed_at_ms     INTEGER
+      );
+      -- Serves get, renew and complete (queue = ? AND item_id = ?) and refuses a second item id.
+      CREATE UNIQUE INDEX loom_queue_items_id ON loom_queue_items (queue, item_id);
+      -- Refuses a second unfinished item with one dedupe key; serves enqueue's duplicate lookup.
+      CREATE UNIQUE INDEX loom_queue_items_dedupe ON loom_queue_items (queue, dedupe_key)
+        WHERE dedupe_key IS NOT NULL AND status <> 'done';
+      -- Serves claim's candidate scan: unfinished items best first (priority desc, seq).
+      CREATE INDEX loom_queue_items_ready ON loom_queue_items (queue, priority DESC, seq)
+        WHERE status <> 'done';
+      -- Serves claim's running counts, global and per partition.
+      CREATE INDEX loom_queue_items_running ON loom_queue_items (queue, partition_key)
+        WHERE status = 'running';
+      -- Serves claim's rate window: claims started after now - windowMs.
+      CREATE INDEX loom_queue_items_started ON loom_queue_items (queue, started_at_ms)
+        WHERE started_at_ms IS NOT NULL;
+    `,
+  },
 ];
 
 /** The newest schema version this code knows. */

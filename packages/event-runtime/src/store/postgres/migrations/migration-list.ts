@@ -1,6 +1,7 @@
 import { eventLogMigration } from './0001-event-log.js';
 import { leasesAndSnapshotsMigration } from './0002-leases-and-snapshots.js';
 import { signalsMigration } from './0003-signals.js';
+import { queuesMigration } from './0004-queues.js';
 import type { PostgresMigration } from './postgres-migration.js';
 
 /** Every Postgres migration, oldest first. Append only: a shipped migration is never edited. */
@@ -8,6 +9,7 @@ export const postgresMigrations: readonly PostgresMigration[] = [
   eventLogMigration,
   leasesAndSnapshotsMigration,
   signalsMigration,
+  queuesMigration,
 ];
 
 /** The schema version this code writes and reads: the number of the newest migration. */

@@ -1,0 +1,242 @@
+import type { JsonValue } from '../envelope.js';
+import { ErrorCode, LoomError } from '../errors.js';
+import { type LimitName, Limits } from '../limits.js';
+import type { ClaimOptions, EnqueueInput } from '../queue-store.js';
+import { encodePayload } from './json-codec.js';
+import { checkLeaseOwner, leaseExpiry } from './lease-input.js';
+import { mintId } from './mint-id.js';
+
+/** Characters of a flow name or version in a queue item (the kernel's flow-name bound). */
+const flowNameLengthMax = 200;
+
+function argument(message: string, fields: Record<string, unknown>): never {
+  throw new LoomError(ErrorCode.INVALID_ARGUMENT, message, fields);
+}
+
+function tooLong(path: string, length: number, limit: LimitName): never {
+  throw new LoomError(
+    ErrorCode.LIMIT_EXCEEDED,
+    `${path} is ${length} characters, over ${limit} (${Limits[limit]})`,
+    { limit, path, actual: length },
+  );
+}
+
+/** A non-empty string of at most `Limits[limit]` characters: INVALID_ARGUMENT / LIMIT_EXCEEDED. */
+function checkName(value: unknown, path: string, limit: LimitName): string {
+  if (typeof value !== 'string' || value.length === 0) {
+    argument(
+      `${path} must be a non-empty string, got ${typeof value === 'string' ? "''" : typeof value}`,
+      {
+        path,
+      },
+    );
+  }
+  if (value.length > Limits[limit]) tooLong(path, value.length, limit);
+  return value;
+}
+
+function positiveInteger(value: unknown, path: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
+    argument(`${path} must be a positive integer, got ${String(value)}`, { path, actual: value });
+  }
+  return value;
+}
+
+/** Validates a queue name. */
+export function checkQueueName(queue: unknown): string {
+  return checkName(queue, 'queue', 'queueNameLengthMax');
+}
+
+/** Validates a queue item id. */
+export function checkQueueItemId(itemId: unknown): string {
+  return checkName(itemId, 'itemId', 'queueItemIdLengthMax');
+}
+
+/** An enqueue, validated and encoded: what a backend writes. */
+export interface PreparedEnqueue {
+  queue: string;
+  itemId: string;
+  flow: string;
+  version: string | null;
+  inputText: string;
+  priority: number;
+  dedupeKey: string | null;
+  partitionKey: string | null;
+}
+
+/**
+ * Validates everything of an enqueue before anything is written and encodes the input.
+ * Throws `INVALID_ARGUMENT`, `LIMIT_EXCEEDED`, `PAYLOAD_NOT_JSON`.
+ */
+export function prepareEnqueue(input: EnqueueInput): PreparedEnqueue {
+  if (typeof input !== 'object' || input === null) {
+    argument(`enqueue needs an object, got ${input === null ? 'null' : typeof input}`, {});
+  }
+  const queue = checkQueueName(input.queue);
+  const itemId = input.itemId === undefined ? mintId() : checkQueueItemId(input.itemId);
+  if (
+    typeof input.flow !== 'string' ||
+    input.flow.length === 0 ||
+    input.flow.length > flowNameLengthMax
+  ) {
+    argument(`flow must be a flow name of 1 to ${flowNameLengthMax} characters`, { path: 'flow' });
+  }
+  const version = input.version ?? null;
+  if (
+    version !== null &&
+    (typeof version !== 'string' || version.length === 0 || version.length > flowNameLengthMax)
+  ) {
+    argument(`version must be null or a string of 1 to ${flowNameLengthMax} characters`, {
+      path: 'version',
+    });
+  }
+  const priority = input.priority ?? 0;
+  if (typeof priority !== 'number' || !Number.isSafeInteger(priority)) {
+    argument(`priority must be an integer, got ${String(priority)}`, {
+      path: 'priority',
+      actual: priority,
+    });
+  }
+  if (Math.abs(priority) > Limits.queuePriorityMax) {
+    throw new LoomError(
+      ErrorCode.LIMIT_EXCEEDED,
+      `priority ${priority} is outside ±queuePriorityMax (${Limits.queuePriorityMax})`,
+      { limit: 'queuePriorityMax', path: 'priority', actual: priority },
+    );
+  }
+  const dedupeKey =
+    input.dedupeKey === undefined
+      ? null
+      : checkName(input.dedupeKey, 'dedupeKey', 'queueKeyLengthMax');
+  const partitionKey =
+    input.partitionKey === undefined
+      ? null
+      : checkName(input.partitionKey, 'partitionKey', 'queueKeyLengthMax');
+  const inputText = encodePayload(input.input === undefined ? null : (input.input as JsonValue));
+  const bytes = Buffer.byteLength(inputText, 'utf8');
+  if (bytes > Limits.payloadBytesMax) {
+    throw new LoomError(
+      ErrorCode.LIMIT_EXCEEDED,
+      `the input of queue item ${itemId} is ${bytes} bytes of JSON, over payloadBytesMax ` +
+        `(${Limits.payloadBytesMax}): enqueue a reference to the data instead`,
+      { limit: 'payloadBytesMax', actual: bytes },
+    );
+  }
+  return { queue, itemId, flow: input.flow, version, inputText, priority, dedupeKey, partitionKey };
+}
+
+/** Claim options, validated, with the times they imply at `nowMs`. */
+export interface PreparedClaim {
+  queue: string;
+  owner: string;
+  limit: number;
+  concurrencyMax: number | null;
+  partitionConcurrencyMax: number | null;
+  rateCount: number | null;
+  /** Claims started after this epoch ms count against the rate; null without a rate. */
+  windowStartMs: number | null;
+  nowMs: number;
+  claimExpiresAtMs: number;
+}
+
+/** Validates a claim. Throws `INVALID_ARGUMENT`, `LIMIT_EXCEEDED`. */
+export function prepareClaim(queue: unknown, options: ClaimOptions, nowMs: number): PreparedClaim {
+  const name = checkQueueName(queue);
+  if (typeof options !== 'object' || options === null) argument('claim needs options', {});
+  const owner = checkLeaseOwner(options.owner);
+  const limit = positiveInteger(options.limit, 'limit');
+  if (limit > Limits.queueBatchMax) {
+    throw new LoomError(
+      ErrorCode.LIMIT_EXCEEDED,
+      `claim limit ${limit} is over queueBatchMax (${Limits.queueBatchMax})`,
+      { limit: 'queueBatchMax', actual: limit },
+    );
+  }
+  const optional = (value: unknown, path: string) =>
+    value === undefined ? null : positiveInteger(value, path);
+  const concurrencyMax = optional(options.concurrencyMax, 'concurrencyMax');
+  const partitionConcurrencyMax = optional(
+    options.partitionConcurrencyMax,
+    'partitionConcurrencyMax',
+  );
+  let rateCount: number | null = null;
+  let windowStartMs: number | null = null;
+  if (options.rate !== undefined) {
+    if (typeof options.rate !== 'object' || options.rate === null) {
+      argument('rate must be { count, windowMs }', { path: 'rate' });
+    }
+    rateCount = positiveInteger(options.rate.count, 'rate.count');
+    windowStartMs = nowMs - positiveInteger(options.rate.windowMs, 'rate.windowMs');
+  }
+  const claimExpiresAtMs = leaseExpiry(options.claimTtlMs, nowMs);
+  return {
+    queue: name,
+    owner,
+    limit,
+    concurrencyMax,
+    partitionConcurrencyMax,
+    rateCount,
+    windowStartMs,
+    nowMs,
+    claimExpiresAtMs,
+  };
+}
+
+/** Validates a batch of item ids; returns them without duplicates, in first-seen order. */
+export function checkQueueBatch(itemIds: unknown, operation: string): string[] {
+  if (!Array.isArray(itemIds)) {
+    argument(`${operation} needs an array of item ids, got ${typeof itemIds}`, { path: 'itemIds' });
+  }
+  if (itemIds.length > Limits.queueBatchMax) {
+    throw new LoomError(
+      ErrorCode.LIMIT_EXCEEDED,
+      `${operation} got ${itemIds.length} item ids, over queueBatchMax (${Limits.queueBatchMax}): split the batch`,
+      { limit: 'queueBatchMax', actual: itemIds.length, operation },
+    );
+  }
+  return [...new Set(itemIds.map(checkQueueItemId))];
+}
+
+/** A claimable item as the pick sees it: candidates arrive best first. */
+export interface ClaimCandidate {
+  itemId: string;
+  partitionKey: string | null;
+}
+
+/**
+ * The claim decision of the memory and SQLite stores (Postgres does the same in SQL): walk the
+ * candidates best first and take each whose partition has room, until the budget is spent.
+ * `budget` is already min(limit, concurrencyMax - running, rate.count - started in window).
+ */
+export function pickClaims(
+  candidates: readonly ClaimCandidate[],
+  budget: number,
+  runningByPartition: Map<string, number>,
+  partitionConcurrencyMax: number | null,
+): string[] {
+  const picked: string[] = [];
+  const taken = new Map(runningByPartition);
+  for (const candidate of candidates) {
+    if (picked.length >= budget) break;
+    const partition = candidate.partitionKey;
+    if (partition !== null && partitionConcurrencyMax !== null) {
+      const running = taken.get(partition) ?? 0;
+      if (running >= partitionConcurrencyMax) continue;
+      taken.set(partition, running + 1);
+    }
+    picked.push(candidate.itemId);
+  }
+  return picked;
+}
+
+/** min(limit, concurrencyMax - running, rateCount - startedInWindow), never below 0. */
+export function claimBudget(
+  claim: PreparedClaim,
+  running: number,
+  startedInWindow: number,
+): number {
+  let budget = claim.limit;
+  if (claim.concurrencyMax !== null) budget = Math.min(budget, claim.concurrencyMax - running);
+  if (claim.rateCount !== null) budget = Math.min(budget, claim.rateCount - startedInWindow);
+  return Math.max(0, budget);
+}

@@ -1,0 +1,51 @@
+import type { QueueItem, QueueItemStatus } from '../queue-store.js';
+import { decodePayload } from './json-codec.js';
+
+/** A queue item row as SQLite and Postgres return it (Postgres bigints arrive as text). */
+export interface QueueItemRow {
+  queue: string;
+  item_id: string;
+  flow: string;
+  version: string | null;
+  input: string;
+  priority: number;
+  dedupe_key: string | null;
+  partition_key: string | null;
+  status: string;
+  owner: string | null;
+  claim_expires_at_ms: number | string | null;
+  started_at_ms: number | string | null;
+  attempts: number;
+  enqueued_at_ms: number | string;
+  completed_at_ms: number | string | null;
+  seq: number | string;
+}
+
+const orNull = (value: number | string | null): number | null =>
+  value === null ? null : Number(value);
+
+/** Maps a stored row to a fresh {@link QueueItem} (every stored time was a safe integer). */
+export function queueItemFromRow(row: QueueItemRow): QueueItem {
+  return {
+    queue: row.queue,
+    itemId: row.item_id,
+    flow: row.flow,
+    version: row.version,
+    input: decodePayload(row.input),
+    priority: row.priority,
+    dedupeKey: row.dedupe_key,
+    partitionKey: row.partition_key,
+    status: row.status as QueueItemStatus,
+    owner: row.owner,
+    claimExpiresAtMs: orNull(row.claim_expires_at_ms),
+    startedAtMs: orNull(row.started_at_ms),
+    attempts: row.attempts,
+    enqueuedAtMs: Number(row.enqueued_at_ms),
+    completedAtMs: orNull(row.completed_at_ms),
+  };
+}
+
+/** Claim order: priority desc, then enqueue order (what every backend returns). */
+export function byClaimOrder(rows: QueueItemRow[]): QueueItemRow[] {
+  return rows.sort((a, b) => b.priority - a.priority || Number(a.seq) - Number(b.seq));
+}

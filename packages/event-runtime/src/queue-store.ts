@@ -1,0 +1,118 @@
+import type { JsonValue } from './envelope.js';
+
+/** Where a queue item stands: waiting, claimed by a worker, or finished. */
+export type QueueItemStatus = 'pending' | 'running' | 'done';
+
+/** What `enqueue` takes: one unit of work, a flow to run on an input. */
+export interface EnqueueInput {
+  /** The queue (1 to `Limits.queueNameLengthMax` characters). */
+  queue: string;
+  /**
+   * Caller-chosen id, unique in the queue forever (1 to `Limits.queueItemIdLengthMax`
+   * characters): enqueueing it again is a duplicate, even after it finished. Default: a ULID.
+   */
+  itemId?: string;
+  /** The flow's name, as registered with the runtime that will run the item. */
+  flow: string;
+  /** The flow's version; `null` or absent for an unversioned flow. */
+  version?: string | null;
+  /** The flow's input: JSON-representable (`PAYLOAD_NOT_JSON`), at most `payloadBytesMax`. */
+  input: JsonValue;
+  /** Higher runs first; ties run in enqueue order. Integer within ±`queuePriorityMax`. Default 0. */
+  priority?: number;
+  /** Unique among the queue's unfinished items: a second enqueue with it is a duplicate. */
+  dedupeKey?: string;
+  /** Items with the same key share `partitionConcurrencyMax`; items without one are not limited by it. */
+  partitionKey?: string;
+}
+
+/** What `enqueue` did: `duplicate` means nothing was written and `itemId` names the existing item. */
+export interface EnqueueResult {
+  itemId: string;
+  duplicate: boolean;
+}
+
+/** A queue item as stored (a fresh copy). */
+export interface QueueItem {
+  queue: string;
+  itemId: string;
+  flow: string;
+  version: string | null;
+  input: JsonValue;
+  priority: number;
+  dedupeKey: string | null;
+  partitionKey: string | null;
+  status: QueueItemStatus;
+  /** The worker holding the claim (`running`), else the last one that did, else null. */
+  owner: string | null;
+  /** Epoch ms after which a `running` item is claimable again unless renewed. */
+  claimExpiresAtMs: number | null;
+  /** Epoch ms of the latest claim: what the rate limit counts. */
+  startedAtMs: number | null;
+  /** How many times the item was claimed (more than 1 after an expired claim). */
+  attempts: number;
+  enqueuedAtMs: number;
+  completedAtMs: number | null;
+}
+
+/** A rate limit: at most `count` claims per sliding window of `windowMs`. */
+export interface QueueRate {
+  count: number;
+  windowMs: number;
+}
+
+/** What one `claim` may take. Limits are global: they count every worker's claims on the queue. */
+export interface ClaimOptions {
+  /** The worker claiming (1 to 200 characters); `renew` must name it. */
+  owner: string;
+  /** Items this call may return, 1 to `Limits.queueBatchMax`. */
+  limit: number;
+  /** Items of the queue running at once (live claims of all workers), a positive integer. */
+  concurrencyMax?: number;
+  /** Items running at once per `partitionKey`, a positive integer. */
+  partitionConcurrencyMax?: number;
+  /** Claims started within the last `windowMs` stay below `count` (a sliding window). */
+  rate?: QueueRate;
+  /** A claim not renewed or completed within this many ms becomes claimable again. */
+  claimTtlMs: number;
+}
+
+/**
+ * Durable work queues with global limits, beside the event log (same SQLite file, same Postgres
+ * pool). Workers `claim` items atomically: highest priority first, then enqueue order, never
+ * letting the queue's live claims reach `concurrencyMax`, a partition's reach
+ * `partitionConcurrencyMax`, or the claims started within `rate.windowMs` reach `rate.count`,
+ * however many processes claim at once. A claim lives `claimTtlMs`; `renew` extends it,
+ * `complete` finishes the item; an expired claim is claimable again (at-least-once delivery, so
+ * run items idempotently: the workflow layer starts execution `queue:<queue>:<itemId>`).
+ * Time is judged by the store's injected clock.
+ *
+ * Error codes: `INVALID_ARGUMENT` (bad name, id, key, priority, options), `LIMIT_EXCEEDED`
+ * (a named `Limits` entry), `PAYLOAD_NOT_JSON`, `STORE_BUSY`, `STORE_UNAVAILABLE`,
+ * `STORE_CLOSED`, `SCHEMA_NOT_MIGRATED`, `STORE_FAILURE`.
+ */
+export interface QueueStore {
+  /** Add an item, or report the existing one (same `itemId`, or same unfinished `dedupeKey`). */
+  enqueue(input: EnqueueInput): Promise<EnqueueResult>;
+  /**
+   * Claim up to `options.limit` pending (or expired-claim) items within the limits, in one
+   * transaction. Returns them ordered by priority desc, then enqueue order; empty when none fit.
+   */
+  claim(queue: string, options: ClaimOptions): Promise<QueueItem[]>;
+  /**
+   * Extend `owner`'s live claims by `claimTtlMs` from now. Returns the ids not renewed (expired,
+   * claimed by another worker, completed, unknown), in batch order: stop tracking those. An
+   * expired claim cannot be renewed, so it never counts against the limits twice.
+   */
+  renew(
+    queue: string,
+    owner: string,
+    itemIds: readonly string[],
+    claimTtlMs: number,
+  ): Promise<string[]>;
+  /** Mark items done (whoever holds them); unknown and already-done ids are ignored. */
+  complete(queue: string, itemIds: readonly string[]): Promise<void>;
+  /** The item, whatever its status; undefined when the queue has no such item. */
+  get(queue: string, itemId: string): Promise<QueueItem | undefined>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,42 @@
+import type { LoomError } from '../errors.js';
+import type { DriverHooks } from './driver-hooks.js';
+import type { ExecutionJournal } from './execution-journal.js';
+import type { ExecutionState, OperationKind, StepRecord } from './execution-state.js';
+import type { Flow } from './flow.js';
+import type { Suspension } from './suspension.js';
+
+/** An operation's place in the log: its index, its checked name, and what the log has there. */
+export interface Claim {
+  index: number;
+  name: string;
+  recorded: StepRecord | undefined;
+}
+
+/**
+ * What the flow's operations (steps, waits, children) may use of the driver that runs them.
+ * The driver keeps its lifecycle state private and hands out only these.
+ */
+export interface DriverScope {
+  readonly executionId: string;
+  readonly state: ExecutionState;
+  readonly journal: ExecutionJournal;
+  readonly hooks: DriverHooks;
+  readonly suspension: Suspension;
+  /** Aborts when the execution is cancelled or this node stops driving it. */
+  readonly signal: AbortSignal;
+  /**
+   * Claims the next operation index for `name` of `kind`, checking the log's record there.
+   * Throws `DUPLICATE_STEP_NAME`, `NON_DETERMINISM`, or why the execution must not go on.
+   */
+  claim(kind: OperationKind, name: unknown): Claim;
+  /** Throws if the execution must not go on (stopped, cancelled, continued, or a rule broken). */
+  interrupt(): void;
+  /** Waits for a durability barrier; a failed append means this node stops driving. */
+  barrier(): Promise<void>;
+  /** Turns a journal failure into the reason this node stopped. */
+  stopError(error: unknown): LoomError;
+  /** The flow being driven (for its continue-as-new successor). */
+  flow(): Flow<never, unknown>;
+  /** Ends the execution as continued by `successorId`, whatever the flow does next. */
+  continueAs(successorId: string): void;
+}

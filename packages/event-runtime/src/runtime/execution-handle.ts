@@ -1,0 +1,123 @@
+import { ErrorCode, isLoomError } from '../errors.js';
+import type { EventStore } from '../event-store.js';
+import type { SnapshotStore } from '../snapshot-store.js';
+import type { ExecutionDriver } from './execution-driver.js';
+import { type ExecutionOutcome, outcomeOfState, resultOf } from './execution-outcome.js';
+import { foldEvent } from './execution-state.js';
+import { loadState } from './load-state.js';
+import { notFound } from './not-found.js';
+
+/** A way to wait for an execution's outcome, wherever it runs. */
+export interface ExecutionHandle<O = unknown> {
+  readonly executionId: string;
+  /** True when `start` found the execution already in the log (or already running here). */
+  readonly existing: boolean;
+  /**
+   * The flow's output once the execution completes. Rejects with `EXECUTION_FAILED` (or the
+   * kernel code the failure recorded, e.g. `NON_DETERMINISM`), `EXECUTION_CANCELLED`, or
+   * `RUNTIME_SHUT_DOWN`.
+   */
+  result(): Promise<O>;
+}
+
+/** Where outcomes are read: the execution's log (and its snapshots). */
+export interface OutcomeLog {
+  readonly store: EventStore;
+  readonly snapshots: SnapshotStore | undefined;
+}
+
+/** Where a handle looks for its outcome: the driver on this node, else the log. */
+export interface OutcomeSource extends OutcomeLog {
+  /** The driver running `executionId` on this node, if any. */
+  localDriver(executionId: string): ExecutionDriver | undefined;
+}
+
+/** Continue-as-new chains followed by `result()` before giving up (a runaway chain is a bug). */
+const continuedHopsMax = 10_000;
+
+/** A handle whose `result()` follows the execution (and its continue-as-new successors). */
+export function createHandle<O>(
+  source: OutcomeSource,
+  executionId: string,
+  existing: boolean,
+): ExecutionHandle<O> {
+  let result: Promise<O> | undefined;
+  return {
+    executionId,
+    existing,
+    result: () => {
+      result ??= awaitResult<O>(source, executionId);
+      return result;
+    },
+  };
+}
+
+/** The outcome of a settled execution (following continue-as-new), or undefined if it runs. */
+export async function settledOutcome(
+  log: OutcomeLog,
+  executionId: string,
+): Promise<ExecutionOutcome | undefined> {
+  let current = executionId;
+  for (let hops = 0; hops < continuedHopsMax; hops++) {
+    const { state } = await loadState(log.store, log.snapshots, current);
+    const outcome = state === undefined ? undefined : outcomeOfState(state);
+    if (outcome?.status !== 'continued') return outcome;
+    current = outcome.successorId;
+  }
+  return undefined;
+}
+
+async function awaitResult<O>(source: OutcomeSource, executionId: string): Promise<O> {
+  // Someone waits for this outcome (perhaps a sleeping execution's): keep the process alive
+  // until it arrives, as an open server would. The runtime's own pollers never do.
+  const keepAlive = setInterval(() => undefined, 2 ** 30);
+  try {
+    let current = executionId;
+    for (let hops = 0; ; hops++) {
+      const outcome = await outcomeOf(source, current);
+      if (outcome.status !== 'continued') return resultOf(current, outcome) as O;
+      if (hops >= continuedHopsMax) throw notFound(outcome.successorId);
+      current = outcome.successorId;
+    }
+  } finally {
+    clearInterval(keepAlive);
+  }
+}
+
+/** The execution's outcome: from the local driver, else by following its log. */
+async function outcomeOf(source: OutcomeSource, executionId: string): Promise<ExecutionOutcome> {
+  const local = source.localDriver(executionId);
+  if (local !== undefined) {
+    const outcome = await local.done;
+    const final = outcome.status !== 'stopped' && outcome.status !== 'suspended';
+    const shutDown =
+      outcome.status === 'stopped' && isLoomError(outcome.error, ErrorCode.RUNTIME_SHUT_DOWN);
+    if (final || shutDown) return outcome;
+  }
+  return followLog(source, executionId);
+}
+
+/** Waits for the execution's terminal event in the log, wherever it is driven. */
+async function followLog(log: OutcomeLog, executionId: string): Promise<ExecutionOutcome> {
+  const { state } = await loadState(log.store, log.snapshots, executionId);
+  if (state === undefined) throw notFound(executionId);
+  const settledNow = outcomeOfState(state);
+  if (settledNow !== undefined) return settledNow;
+  return new Promise<ExecutionOutcome>((resolve, reject) => {
+    const subscription = log.store.subscribe(
+      {
+        executionId,
+        fromSequence: state.nextSequence,
+        onError: reject,
+      },
+      (events) => {
+        for (const event of events) foldEvent(state, event);
+        const outcome = outcomeOfState(state);
+        if (outcome !== undefined) {
+          void subscription.close();
+          resolve(outcome);
+        }
+      },
+    );
+  });
+}

@@ -1,0 +1,250 @@
+import type { Clock } from '../clock.js';
+import type { JsonValue } from '../envelope.js';
+import { ErrorCode, isLoomError, type LoomError } from '../errors.js';
+import { type EventStore, isTransactional } from '../event-store.js';
+import { ExecutionDriver } from './execution-driver.js';
+import { ExecutionJournal } from './execution-journal.js';
+import type { ExecutionLinks } from './execution-links.js';
+import type { ExecutionOutcome } from './execution-outcome.js';
+import { type ExecutionState, foldEvent, initialState, isSettled } from './execution-state.js';
+import type { Flow } from './flow.js';
+import type { FlowRegistry } from './flow-registry.js';
+import { EventType, type ExecutionStartedPayload } from './kernel-events.js';
+import type { LeaseManager } from './lease-manager.js';
+import { loadState } from './load-state.js';
+import { notFound } from './not-found.js';
+import type { LeaseMode, RuntimeOptions } from './runtime-options.js';
+
+/** What driving executions on this node needs of the runtime. */
+export interface LocalExecutionsConfig {
+  readonly store: EventStore;
+  readonly clock: Clock;
+  /** Read at each drive: snapshots, snapshotEvery, inlineWaitMs, onError. */
+  readonly options: RuntimeOptions;
+  readonly leases: LeaseManager | undefined;
+  readonly leaseMode: LeaseMode;
+  readonly flows: FlowRegistry;
+  readonly links: ExecutionLinks;
+}
+
+interface Running {
+  driver: ExecutionDriver;
+  lastSnapshotSequence: number;
+  savingSnapshot: boolean;
+}
+
+/**
+ * The executions this node drives: taking one on (a new start, or a takeover from the log behind
+ * its lease and fence), one driver each, checkpoints of their state, and what follows when one
+ * settles (lease release, waking a parent, cancelling children), with the background work that
+ * starts.
+ */
+export class LocalExecutions {
+  private readonly running = new Map<string, Running>();
+  private readonly resuming = new Map<string, Promise<void>>();
+  private readonly background = new Set<Promise<unknown>>();
+
+  constructor(private readonly config: LocalExecutionsConfig) {}
+
+  /** Ids of the executions this node is driving right now. */
+  get ids(): string[] {
+    return [...this.running.keys()];
+  }
+
+  /** True while this node drives `executionId`. */
+  has(executionId: string): boolean {
+    return this.running.has(executionId);
+  }
+
+  /** The driver of `executionId` if this node drives it. */
+  driver(executionId: string): ExecutionDriver | undefined {
+    return this.running.get(executionId)?.driver;
+  }
+
+  /**
+   * Appends `execution.started` and drives the new execution; resolves once sequence 0 is
+   * durable. True (nothing started) when the execution already exists or runs here.
+   */
+  async start(
+    flow: Flow<never, unknown>,
+    executionId: string,
+    started: ExecutionStartedPayload,
+  ): Promise<boolean> {
+    const { store, clock, leases, leaseMode } = this.config;
+    if (this.running.has(executionId)) return true;
+    const eager = leaseMode === 'eager' || started.continuedFrom !== undefined;
+    if (eager && leases !== undefined && !(await leases.acquire(executionId))) return true;
+    const journal = new ExecutionJournal(store, executionId, 0, 0, clock);
+    journal.record(EventType.executionStarted, started as unknown as JsonValue);
+    journal.setStatus('running');
+    const durable = journal.flush();
+    this.drive(flow, initialState(executionId, started), journal, -1);
+    try {
+      await durable;
+    } catch (error) {
+      if (
+        isLoomError(error, ErrorCode.EXECUTION_ALREADY_STARTED) ||
+        isLoomError(error, ErrorCode.FENCE_STALE)
+      ) {
+        await this.running.get(executionId)?.driver.done;
+        return true;
+      }
+      throw error;
+    }
+    if (leaseMode === 'lazy' && !eager && this.running.has(executionId)) {
+      leases?.acquireLater(executionId);
+    }
+    return false;
+  }
+
+  /**
+   * Takes an execution over from its log and drives it here, unless it settled or runs here:
+   * takes the lease first (eagerly), then advances the fence, then replays.
+   *
+   * Error codes: `EXECUTION_NOT_FOUND`, `FLOW_NOT_REGISTERED`, store errors.
+   */
+  resume(executionId: string): Promise<void> {
+    // One resume per execution at a time on this node: two racing resumes would both move the
+    // fence, and the one that backs out would leave the other fenced out with nobody driving.
+    const pending = this.resuming.get(executionId);
+    if (pending !== undefined) return pending;
+    const work = this.resumeOnce(executionId).finally(() => this.resuming.delete(executionId));
+    this.resuming.set(executionId, work);
+    return work;
+  }
+
+  private async resumeOnce(executionId: string): Promise<void> {
+    const { store, clock, leases } = this.config;
+    const local = this.running.get(executionId);
+    if (local !== undefined) {
+      if (!local.driver.suspending) return;
+      // It is suspending while a signal (or a child's end) claimed it: let the suspension become
+      // durable and this driver go, then wake the execution here.
+      await local.driver.done;
+    }
+    const loaded = await loadState(store, this.config.options.snapshots, executionId);
+    const state = loaded.state;
+    if (state === undefined) throw notFound(executionId);
+    if (isSettled(state)) return;
+    const flow = this.config.flows.flowFor(state);
+    if (leases !== undefined && !(await leases.acquire(executionId))) return;
+    const epoch = await store.fences.advance(executionId);
+    // Read what a previous owner appended before the fence moved: after it, nobody else can.
+    for (const event of await store.read(executionId, { fromSequence: state.nextSequence }))
+      foldEvent(state, event);
+    // Another driver started here meanwhile (not the suspended one we waited for): it drives.
+    const current = this.running.get(executionId);
+    if (isSettled(state) || (current !== undefined && current !== local)) {
+      leases?.release(executionId);
+      return;
+    }
+    const journal = new ExecutionJournal(store, executionId, state.nextSequence, epoch, clock);
+    // A suspended execution woken by hand (not claimed) is running again from its next append.
+    journal.setStatus('running');
+    this.drive(flow, state, journal, loaded.snapshotSequence ?? -1);
+  }
+
+  /** Drives `flow` from `state` with `journal` until it settles, suspends or is stopped. */
+  private drive(
+    flow: Flow<never, unknown>,
+    state: ExecutionState,
+    journal: ExecutionJournal,
+    snapshotSequence: number,
+  ): void {
+    const { store, options } = this.config;
+    const driver = new ExecutionDriver(state, journal, {
+      clock: this.config.clock,
+      keepResults: options.snapshots !== undefined && options.snapshotEvery !== undefined,
+      inlineWaitMs: options.inlineWaitMs ?? 1_000,
+      readSignals: (executionId, afterSignalId) =>
+        store.readSignals(executionId, { afterSignalId }),
+      ...this.config.links.driverHooks(),
+      ...(isTransactional(store)
+        ? {
+            transact: (
+              j: ExecutionJournal,
+              work: (tx: unknown) => unknown,
+              completion: (result: unknown) => { type: string; payload: JsonValue },
+            ) => j.transact(store as never, work, completion as never),
+          }
+        : {}),
+    });
+    const running: Running = {
+      driver,
+      lastSnapshotSequence: snapshotSequence,
+      savingSnapshot: false,
+    };
+    this.running.set(state.executionId, running);
+    journal.onAppended = () => this.maybeSnapshot(running);
+    void driver.run(flow).then((outcome) => this.settled(running, outcome));
+  }
+
+  /**
+   * Stops every driver with `reason`, makes what each recorded durable, and waits for them and
+   * for the background work in flight.
+   */
+  async stopAll(reason: (executionId: string) => LoomError): Promise<void> {
+    const stopping = [...this.running.values()].map(async ({ driver }) => {
+      driver.stop(reason(driver.executionId));
+      await driver.journal.flush().catch(() => undefined);
+      await driver.done;
+    });
+    await Promise.all(stopping);
+    await Promise.all([...this.background]);
+  }
+
+  /** Waits until no background work (snapshots, lease releases, links) is left. */
+  async idle(): Promise<void> {
+    while (this.background.size > 0) await Promise.all([...this.background]);
+  }
+
+  private settled(running: Running, outcome: ExecutionOutcome): void {
+    const { leases, links } = this.config;
+    const { executionId, state } = running.driver;
+    if (this.running.get(executionId) === running) this.running.delete(executionId);
+    if (outcome.status !== 'stopped') this.maybeSnapshot(running);
+    leases?.release(executionId);
+    const ended =
+      outcome.status === 'completed' ||
+      outcome.status === 'failed' ||
+      outcome.status === 'cancelled';
+    if (ended && state.parent !== undefined) {
+      this.track(links.notifyParent(state.parent.executionId, executionId));
+    }
+    if (outcome.status === 'cancelled') this.track(links.cancelChildren(state, outcome.reason));
+    if (outcome.status === 'suspended') this.track(links.wakeIfSignalled(state));
+  }
+
+  private maybeSnapshot(running: Running): void {
+    const every = this.config.options.snapshotEvery;
+    const snapshots = this.config.options.snapshots;
+    if (every === undefined || snapshots === undefined || running.savingSnapshot) return;
+    const { driver } = running;
+    if (!driver.journal.idle) return;
+    const sequence = driver.journal.sequence - 1;
+    // Every N events while running, and at settle when the tail since the last one reached N.
+    if (sequence - running.lastSnapshotSequence < every) return;
+    const state = structuredClone(driver.state);
+    state.nextSequence = sequence + 1;
+    running.savingSnapshot = true;
+    running.lastSnapshotSequence = sequence;
+    this.track(
+      snapshots
+        .save({
+          executionId: driver.executionId,
+          sequence,
+          state: state as unknown as JsonValue,
+          at: this.config.clock.now(),
+        })
+        .catch((error) => this.config.options.onError?.(error))
+        .finally(() => {
+          running.savingSnapshot = false;
+        }),
+    );
+  }
+
+  private track(work: Promise<unknown>): void {
+    this.background.add(work);
+    void work.finally(() => this.background.delete(work));
+  }
+}

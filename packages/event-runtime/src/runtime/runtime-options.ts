@@ -1,0 +1,89 @@
+import type { Clock } from '../clock.js';
+import { ErrorCode, LoomError } from '../errors.js';
+import type { EventStore } from '../event-store.js';
+import type { LeaseStore } from '../lease-store.js';
+import type { SnapshotStore } from '../snapshot-store.js';
+import type { Flow } from './flow.js';
+
+/** How a runtime takes leases: not at all, before every first append, or only for long runs. */
+export type LeaseMode = 'off' | 'eager' | 'lazy';
+
+export interface RuntimeOptions {
+  store: EventStore;
+  /** Without a lease store the runtime takes no leases (one process per log). */
+  leases?: LeaseStore;
+  /** Default `lazy` when `leases` is given. */
+  leaseMode?: LeaseMode;
+  /** Default 30,000 ms. */
+  leaseTtlMs?: number;
+  /** Default ttl/3. */
+  renewEveryMs?: number;
+  /** Lazy mode: how long a fresh start drives before it takes a lease. Default ttl/3. */
+  lazyGraceMs?: number;
+  /**
+   * Recovery resumes an unleased running execution only after its log has been quiet this long.
+   * Default ttl + lazyGraceMs: longer than a lazy start can go without a lease.
+   */
+  recoverQuietMs?: number;
+  snapshots?: SnapshotStore;
+  /** Checkpoint state every N events (and at settle when the tail reached N). Needs `snapshots`. */
+  snapshotEvery?: number;
+  clock?: Clock;
+  /** This node's name in leases. Default `<hostname>-<pid>-<ulid>`. */
+  nodeId?: string;
+  /** Flows this runtime can resume by name. `start` registers its flow too. */
+  flows?: ReadonlyArray<Flow<never, unknown>>;
+  /** Background failures (lease renewals, snapshots) are reported here. Default: ignored. */
+  onError?: (error: unknown) => void;
+  /**
+   * How often this node claims due suspended executions (timers, signals) and resumes them.
+   * Default 1,000 ms; 0 = never (call `wakeDue()` yourself).
+   */
+  timerPollMs?: number;
+  /** How often this node runs `recover()`. Default 0 = only when you call it (e.g. on boot). */
+  recoverEveryMs?: number;
+  /**
+   * A timer due within this many ms is waited for in memory instead of suspending the
+   * execution. Default 1,000; 0 = always suspend.
+   */
+  inlineWaitMs?: number;
+}
+
+export interface StartOptions {
+  /** Caller-chosen id: starting it again returns a handle to the existing execution. */
+  executionId?: string;
+}
+
+/** The options with their documented defaults applied. */
+export interface RuntimeSettings {
+  leaseMode: LeaseMode;
+  leaseTtlMs: number;
+  renewEveryMs: number;
+  lazyGraceMs: number;
+  recoverQuietMs: number;
+  timerPollMs: number;
+  recoverEveryMs: number;
+}
+
+/** Applies the defaults and checks the options. Throws `INVALID_ARGUMENT` (snapshotEvery). */
+export function resolveOptions(options: RuntimeOptions): RuntimeSettings {
+  const leaseTtlMs = options.leaseTtlMs ?? 30_000;
+  const lazyGraceMs = options.lazyGraceMs ?? Math.floor(leaseTtlMs / 3);
+  if (
+    options.snapshotEvery !== undefined &&
+    (!Number.isSafeInteger(options.snapshotEvery) || options.snapshotEvery < 1)
+  ) {
+    throw new LoomError(ErrorCode.INVALID_ARGUMENT, 'snapshotEvery must be a positive integer', {
+      actual: options.snapshotEvery,
+    });
+  }
+  return {
+    leaseMode: options.leases === undefined ? 'off' : (options.leaseMode ?? 'lazy'),
+    leaseTtlMs,
+    renewEveryMs: options.renewEveryMs ?? Math.floor(leaseTtlMs / 3),
+    lazyGraceMs,
+    recoverQuietMs: options.recoverQuietMs ?? leaseTtlMs + lazyGraceMs,
+    timerPollMs: options.timerPollMs ?? 1_000,
+    recoverEveryMs: options.recoverEveryMs ?? 0,
+  };
+}

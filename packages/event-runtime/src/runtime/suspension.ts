@@ -1,0 +1,71 @@
+import { never } from './driver-support.js';
+import type { ExecutionJournal } from './execution-journal.js';
+import { EventType } from './kernel-events.js';
+
+/**
+ * Decides when a driver's execution suspends: once some wait is blocked (it cannot progress
+ * before a timer or a signal) and no effect, inline wait or lookup is in flight, it records
+ * `execution.suspended` with the earliest wake time and resolves `suspended`.
+ */
+export class Suspension {
+  /** Resolves with the earliest wake time (null: only a signal or a child wakes it). */
+  readonly suspended: Promise<number | null>;
+  private resolveSuspend!: (wakeAtMs: number | null) => void;
+  /** Effects, inline waits and lookups in progress: while any runs, the execution cannot suspend. */
+  private inFlight = 0;
+  private blockedWaits = 0;
+  private earliestWakeAtMs: number | null = null;
+  private suspendCheckScheduled = false;
+  private suspendingNow = false;
+
+  constructor(
+    private readonly journal: ExecutionJournal,
+    /** True once the driver was stopped or cancelled: it ends rather than suspends. */
+    private readonly ending: () => boolean,
+  ) {
+    this.suspended = new Promise((resolve) => {
+      this.resolveSuspend = resolve;
+    });
+  }
+
+  /** True once the suspension is recorded: operations the flow asks for after it never settle. */
+  get suspending(): boolean {
+    return this.suspendingNow;
+  }
+
+  /** An effect, inline wait or lookup starts; pair with `settleInFlight` in a `finally`. */
+  beginInFlight(): void {
+    this.inFlight++;
+  }
+
+  /** The effect, inline wait or lookup ended: the execution may suspend now. */
+  settleInFlight(): void {
+    this.inFlight--;
+    this.scheduleSuspendCheck();
+  }
+
+  /** The flow cannot progress past this wait now; the execution suspends when nothing else runs. */
+  block<T>(wakeAtMs: number | null): Promise<T> {
+    this.blockedWaits++;
+    if (wakeAtMs !== null && (this.earliestWakeAtMs === null || wakeAtMs < this.earliestWakeAtMs)) {
+      this.earliestWakeAtMs = wakeAtMs;
+    }
+    this.scheduleSuspendCheck();
+    return never();
+  }
+
+  private scheduleSuspendCheck(): void {
+    if (this.blockedWaits === 0 || this.inFlight > 0 || this.suspendCheckScheduled) return;
+    this.suspendCheckScheduled = true;
+    // After this turn: a branch that is about to start another effect gets to claim it first.
+    setImmediate(() => {
+      this.suspendCheckScheduled = false;
+      if (this.blockedWaits === 0 || this.inFlight > 0 || this.suspendingNow) return;
+      if (this.ending()) return;
+      this.suspendingNow = true;
+      this.journal.record(EventType.executionSuspended, { wakeAtMs: this.earliestWakeAtMs });
+      this.journal.setStatus('suspended', this.earliestWakeAtMs);
+      this.resolveSuspend(this.earliestWakeAtMs);
+    });
+  }
+}

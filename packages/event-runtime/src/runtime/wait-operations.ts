@@ -1,0 +1,167 @@
+import type { StoredSignal } from '../envelope.js';
+import { ErrorCode, LoomError } from '../errors.js';
+import type { DriverScope } from './driver-scope.js';
+import { never } from './driver-support.js';
+import type { StepRecord } from './execution-state.js';
+import type { SignalWait } from './flow.js';
+import { EventType } from './kernel-events.js';
+
+/**
+ * `ctx.sleep`, `ctx.sleepUntil` and `ctx.waitForSignal`: durable waits. A short wait runs in
+ * memory; a wait that cannot progress now blocks, and the execution suspends when nothing
+ * else runs.
+ */
+export class WaitOperations {
+  private inbox: StoredSignal[] = [];
+  private readonly consumed: Set<number>;
+
+  constructor(private readonly scope: DriverScope) {
+    this.consumed = new Set(scope.state.consumedSignals);
+  }
+
+  /** `ctx.sleep` (`ms` from now) and `ctx.sleepUntil` (`atMs`): a durable timer. */
+  async sleepUntil(
+    atMs: number | undefined,
+    ms: number | undefined,
+    name = 'sleep',
+  ): Promise<void> {
+    const { executionId, journal, state } = this.scope;
+    if (this.scope.suspension.suspending) return never();
+    const claim = this.scope.claim('timer', name);
+    if (claim.recorded?.status === 'completed') return;
+    let wakeAtMs = claim.recorded?.wakeAtMs ?? undefined;
+    if (wakeAtMs === undefined || wakeAtMs === null) {
+      wakeAtMs = atMs ?? this.scope.hooks.clock.now() + checkDuration(ms, executionId);
+      checkDuration(wakeAtMs, executionId);
+      journal.record(EventType.timerScheduled, {
+        index: claim.index,
+        name: claim.name,
+        wakeAtMs,
+      });
+      state.steps[claim.index] = {
+        kind: 'timer',
+        name: claim.name,
+        status: 'started',
+        wakeAtMs,
+      };
+    }
+    await this.waitUntilDue(wakeAtMs);
+    this.scope.interrupt();
+    journal.record(EventType.timerFired, { index: claim.index, name: claim.name });
+    const record = state.steps[claim.index];
+    if (record !== undefined) record.status = 'completed';
+  }
+
+  /** `ctx.waitForSignal`: the next unconsumed inbox signal named `name`, or a timeout. */
+  async waitForSignal(name: string, timeoutMs: number | undefined): Promise<SignalWait> {
+    const { executionId, journal, state, hooks } = this.scope;
+    if (this.scope.suspension.suspending) return never();
+    const claim = this.scope.claim('signal', name);
+    if (claim.recorded?.status === 'completed') {
+      return claim.recorded.signalId === undefined
+        ? { received: false }
+        : {
+            received: true,
+            payload: claim.recorded.result ?? null,
+            signalId: claim.recorded.signalId,
+          };
+    }
+    let timeoutAtMs = claim.recorded?.wakeAtMs ?? null;
+    if (claim.recorded === undefined) {
+      timeoutAtMs =
+        timeoutMs === undefined ? null : hooks.clock.now() + checkDuration(timeoutMs, executionId);
+      journal.record(EventType.signalWaiting, {
+        index: claim.index,
+        name: claim.name,
+        timeoutAtMs,
+      });
+      state.steps[claim.index] = {
+        kind: 'signal',
+        name: claim.name,
+        status: 'started',
+        wakeAtMs: timeoutAtMs,
+      };
+    }
+    const signal = await this.takeSignal(claim.name);
+    this.scope.interrupt();
+    const record = state.steps[claim.index] as StepRecord;
+    if (signal !== undefined) {
+      journal.record(EventType.signalReceived, {
+        index: claim.index,
+        name: claim.name,
+        signalId: signal.signalId,
+        payload: signal.payload,
+      });
+      state.consumedSignals.push(signal.signalId);
+      record.status = 'completed';
+      record.signalId = signal.signalId;
+      record.result = signal.payload;
+      return { received: true, payload: signal.payload, signalId: signal.signalId };
+    }
+    if (timeoutAtMs !== null && hooks.clock.now() >= timeoutAtMs) {
+      journal.record(EventType.signalTimedOut, { index: claim.index, name: claim.name });
+      record.status = 'completed';
+      return { received: false };
+    }
+    return this.scope.suspension.block(timeoutAtMs);
+  }
+
+  /** Returns once `wakeAtMs` has passed: at once, after a short in-memory wait, or never (suspend). */
+  private async waitUntilDue(wakeAtMs: number): Promise<void> {
+    const { hooks, suspension } = this.scope;
+    const remainingMs = wakeAtMs - hooks.clock.now();
+    if (remainingMs <= 0) return;
+    if (remainingMs <= hooks.inlineWaitMs) {
+      suspension.beginInFlight();
+      try {
+        await new Promise((resolve) => setTimeout(resolve, remainingMs));
+      } finally {
+        suspension.settleInFlight();
+      }
+      if (hooks.clock.now() >= wakeAtMs) return;
+    }
+    return suspension.block(wakeAtMs);
+  }
+
+  /** The first unconsumed inbox signal named `name`, consumed now (so parallel waits never share one). */
+  private async takeSignal(name: string): Promise<StoredSignal | undefined> {
+    const pick = () =>
+      this.inbox.find((signal) => signal.name === name && !this.consumed.has(signal.signalId));
+    let found = pick();
+    if (found === undefined) {
+      this.scope.suspension.beginInFlight();
+      try {
+        const lastId = this.inbox[this.inbox.length - 1]?.signalId ?? 0;
+        const fresh = await this.scope.hooks.readSignals(this.scope.executionId, lastId);
+        this.inbox.push(
+          ...fresh.filter(
+            (signal) => signal.signalId > (this.inbox[this.inbox.length - 1]?.signalId ?? 0),
+          ),
+        );
+      } finally {
+        this.scope.suspension.settleInFlight();
+      }
+      found = pick();
+    }
+    if (found !== undefined) this.consumed.add(found.signalId);
+    return found;
+  }
+}
+
+const durationMaxMs = 100 * 365 * 24 * 3_600_000;
+
+function checkDuration(ms: unknown, executionId: string): number {
+  if (
+    typeof ms !== 'number' ||
+    !Number.isSafeInteger(ms) ||
+    ms < 0 ||
+    ms > Date.now() + durationMaxMs
+  ) {
+    throw new LoomError(
+      ErrorCode.INVALID_ARGUMENT,
+      `a duration or instant must be a non-negative integer of milliseconds, got ${String(ms)}`,
+      { executionId },
+    );
+  }
+  return ms;
+}

@@ -1,0 +1,117 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ErrorCode } from '../../errors.js';
+import { ManualClock } from '../../testing/manual-clock.js';
+import { queueStoreConformance } from '../../testing/queue-store-conformance.js';
+import { migrate } from './migrate.js';
+import { PostgresQueueStore } from './postgres-queue-store.js';
+
+const url = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
+
+let admin: pg.Pool;
+const schemas: string[] = [];
+
+function freshSchema(): string {
+  const schema = `loom_test_${randomBytes(5).toString('hex')}`;
+  schemas.push(schema);
+  return schema;
+}
+
+beforeAll(() => {
+  admin = new pg.Pool({ connectionString: url, max: 4 });
+});
+afterAll(async () => {
+  for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await admin.end();
+});
+
+queueStoreConformance('postgres', async () => {
+  const schema = freshSchema();
+  await migrate({ pool: admin, schema });
+  const clock = new ManualClock();
+  // Two pools, as two processes would have: claims really run concurrently on the server.
+  const pools = [new pg.Pool({ connectionString: url, max: 3 })];
+  const store = await PostgresQueueStore.open({ pool: pools[0] as pg.Pool, schema, clock });
+  const peers: PostgresQueueStore[] = [];
+  return {
+    store,
+    clock,
+    openPeer: async () => {
+      const pool = new pg.Pool({ connectionString: url, max: 3 });
+      pools.push(pool);
+      const peer = await PostgresQueueStore.open({ pool, schema, clock });
+      peers.push(peer);
+      return peer;
+    },
+    close: async () => {
+      await store.close();
+      for (const peer of peers) await peer.close();
+      for (const pool of pools) await pool.end();
+    },
+  };
+});
+
+describe('PostgresQueueStore', () => {
+  it('claims of many connections racing on one queue never exceed concurrencyMax or a partition limit', async () => {
+    const schema = freshSchema();
+    await migrate({ pool: admin, schema });
+    const pools = [0, 1].map(() => new pg.Pool({ connectionString: url, max: 4 }));
+    const stores = await Promise.all(
+      pools.map((pool) => PostgresQueueStore.open({ pool, schema })),
+    );
+    try {
+      const queue = 'race';
+      for (let index = 0; index < 60; index++) {
+        await stores[0]?.enqueue({
+          queue,
+          itemId: `i-${index}`,
+          flow: 'f',
+          input: index,
+          partitionKey: `p-${index % 3}`,
+        });
+      }
+      const held = new Set<string>();
+      let done = 0;
+      while (done < 60) {
+        const claims = await Promise.all(
+          Array.from({ length: 8 }, (_, index) =>
+            (stores[index % 2] as PostgresQueueStore).claim(queue, {
+              owner: `w-${index}`,
+              limit: 3,
+              concurrencyMax: 4,
+              partitionConcurrencyMax: 2,
+              claimTtlMs: 60_000,
+            }),
+          ),
+        );
+        for (const item of claims.flat()) held.add(item.itemId);
+        expect(held.size).toBeLessThanOrEqual(4);
+        const perPartition = new Map<string, number>();
+        for (const id of held) {
+          const key = `p-${Number(id.slice(2)) % 3}`;
+          perPartition.set(key, (perPartition.get(key) ?? 0) + 1);
+        }
+        expect(Math.max(...perPartition.values())).toBeLessThanOrEqual(2);
+        const finished = [...held].slice(0, 2);
+        await stores[1]?.complete(queue, finished);
+        for (const id of finished) held.delete(id);
+        done += finished.length;
+      }
+    } finally {
+      for (const store of stores) await store.close();
+      for (const pool of pools) await pool.end();
+    }
+  });
+
+  it('refuses a schema before migration 4 with SCHEMA_NOT_MIGRATED', async () => {
+    const schema = freshSchema();
+    const queues = await PostgresQueueStore.open({ pool: admin, schema });
+    await expect(queues.enqueue({ queue: 'q', flow: 'f', input: 1 })).rejects.toMatchObject({
+      code: ErrorCode.SCHEMA_NOT_MIGRATED,
+    });
+    await migrate({ pool: admin, schema });
+    expect((await queues.enqueue({ queue: 'q', flow: 'f', input: 1 })).duplicate).toBe(false);
+    await queues.close();
+  });
+});

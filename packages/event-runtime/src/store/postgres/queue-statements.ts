@@ -1,0 +1,168 @@
+import { type PgStatement, statementName } from './pg-statement.js';
+
+/** The statements of `PostgresQueueStore`, built once per store for its schema. */
+export interface QueueStatements {
+  enqueue: PgStatement;
+  existing: PgStatement;
+  lockQueue: PgStatement;
+  claim: PgStatement;
+  renew: PgStatement;
+  complete: PgStatement;
+  get: PgStatement;
+}
+
+/**
+ * Insert an item (and its queue's lock row, once); RETURNING is empty for a duplicate id or an
+ * unfinished duplicate dedupe key (ON CONFLICT DO NOTHING arbitrates on both unique indexes).
+ * `$1` queue … `$8` partition key, `$9` now.
+ */
+function enqueueStatement(q: string, schema: string): PgStatement {
+  return {
+    name: statementName(schema, 'queue-enqueue'),
+    text: `WITH lock_row AS (
+  INSERT INTO ${q}.queues (queue) VALUES ($1::text) ON CONFLICT DO NOTHING
+)
+INSERT INTO ${q}.queue_items
+  (queue, item_id, flow, version, input, priority, dedupe_key, partition_key, status, enqueued_at_ms)
+VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::int, $7::text, $8::text, 'pending', $9::bigint)
+ON CONFLICT DO NOTHING
+RETURNING item_id`,
+  };
+}
+
+/** The item an enqueue collided with: the same id first, else the unfinished one with the key. */
+function existingStatement(q: string, schema: string): PgStatement {
+  return {
+    name: statementName(schema, 'queue-existing'),
+    text: `SELECT item_id FROM ${q}.queue_items
+WHERE queue = $1::text AND (item_id = $2::text OR (dedupe_key = $3::text AND status <> 'done'))
+ORDER BY item_id = $2::text DESC LIMIT 1`,
+  };
+}
+
+/**
+ * The first statement of a claim's transaction: serializes the queue's claims (and its renews,
+ * which take FOR SHARE) so the counts the claim statement reads next are exact. Under READ
+ * COMMITTED the claim statement's snapshot is taken after this lock is granted, so it sees every
+ * claim committed before. Serves: queues_pkey.
+ */
+function lockQueueStatement(q: string, schema: string): PgStatement {
+  return {
+    name: statementName(schema, 'queue-lock'),
+    text: `SELECT 1 FROM ${q}.queues WHERE queue = $1::text FOR UPDATE`,
+  };
+}
+
+/**
+ * The claim, under the queue's row lock. `$1` queue, `$2` owner, `$3` now, `$4` claim expiry,
+ * `$5` limit, `$6` concurrencyMax, `$7` partitionConcurrencyMax, `$8` rate count, `$9` window
+ * start (now - windowMs): `$6`…`$9` may be NULL, and LEAST ignores the NULL terms. Live claims
+ * (`running`) and claims started in the window set the budget; candidates (pending, or running
+ * with an expired claim) are scanned best first via queue_items_ready_idx, locked SKIP LOCKED,
+ * ranked within their partition, and a candidate is taken while its partition's live claims plus
+ * its rank stay within `$7`.
+ */
+function claimStatement(q: string, schema: string): PgStatement {
+  return {
+    name: statementName(schema, 'queue-claim'),
+    text: `WITH running AS MATERIALIZED (
+  SELECT r.partition_key FROM ${q}.queue_items AS r
+  WHERE r.queue = $1::text AND r.status = 'running' AND r.claim_expires_at_ms > $3::bigint
+),
+budget AS (
+  SELECT GREATEST(0, LEAST(
+    $5::bigint,
+    $6::bigint - (SELECT count(*) FROM running),
+    $8::bigint - (SELECT count(*) FROM ${q}.queue_items AS w
+                  WHERE w.queue = $1::text AND w.started_at_ms > $9::bigint)
+  )) AS n
+),
+candidates AS MATERIALIZED (
+  SELECT c.item_id, c.partition_key, c.priority, c.seq FROM ${q}.queue_items AS c
+  WHERE c.queue = $1::text AND c.status <> 'done'
+    AND (c.status = 'pending' OR c.claim_expires_at_ms <= $3::bigint)
+  ORDER BY c.priority DESC, c.seq
+  LIMIT $10::int
+  FOR UPDATE SKIP LOCKED
+),
+ranked AS (
+  SELECT c.item_id, c.partition_key, c.priority, c.seq,
+    row_number() OVER (PARTITION BY c.partition_key ORDER BY c.priority DESC, c.seq) AS nth
+  FROM candidates AS c
+),
+picked AS (
+  SELECT k.item_id FROM ranked AS k
+  WHERE $7::bigint IS NULL OR k.partition_key IS NULL
+     OR k.nth + (SELECT count(*) FROM running AS x WHERE x.partition_key = k.partition_key) <= $7::bigint
+  ORDER BY k.priority DESC, k.seq
+  LIMIT (SELECT n FROM budget)
+)
+UPDATE ${q}.queue_items AS i
+SET status = 'running', owner = $2::text, claim_expires_at_ms = $4::bigint,
+    started_at_ms = $3::bigint, attempts = i.attempts + 1
+FROM picked
+WHERE i.queue = $1::text AND i.item_id = picked.item_id
+RETURNING i.*`,
+  };
+}
+
+/**
+ * Extend the owner's live claims. The queue row FOR SHARE waits out a claim in progress (so a
+ * claim never counts an expired item as free while a renew revives it); item rows are locked in
+ * id order, so renews and completes racing over one batch never deadlock. `$1` queue, `$2` ids,
+ * `$3` owner, `$4` new expiry, `$5` now. Serves: queues_pkey, queue_items_pkey.
+ */
+function renewStatement(q: string, schema: string): PgStatement {
+  return {
+    name: statementName(schema, 'queue-renew'),
+    text: `WITH lock_row AS (
+  SELECT 1 FROM ${q}.queues WHERE queue = $1::text FOR SHARE
+),
+mine AS (
+  SELECT i.item_id FROM ${q}.queue_items AS i
+  WHERE EXISTS (SELECT 1 FROM lock_row) AND i.queue = $1::text AND i.item_id = ANY($2::text[])
+    AND i.status = 'running' AND i.owner = $3::text AND i.claim_expires_at_ms > $5::bigint
+  ORDER BY i.item_id
+  FOR UPDATE OF i
+)
+UPDATE ${q}.queue_items AS i SET claim_expires_at_ms = $4::bigint
+FROM mine WHERE i.queue = $1::text AND i.item_id = mine.item_id
+RETURNING i.item_id`,
+  };
+}
+
+/** Mark items done, locking them in id order. `$1` queue, `$2` ids, `$3` now. */
+function completeStatement(q: string, schema: string): PgStatement {
+  return {
+    name: statementName(schema, 'queue-complete'),
+    text: `WITH mine AS (
+  SELECT i.item_id FROM ${q}.queue_items AS i
+  WHERE i.queue = $1::text AND i.item_id = ANY($2::text[]) AND i.status <> 'done'
+  ORDER BY i.item_id
+  FOR UPDATE OF i
+)
+UPDATE ${q}.queue_items AS i SET status = 'done', completed_at_ms = $3::bigint
+FROM mine WHERE i.queue = $1::text AND i.item_id = mine.item_id`,
+  };
+}
+
+/** One item. Serves: queue_items_pkey. */
+function getStatement(q: string, schema: string): PgStatement {
+  return {
+    name: statementName(schema, 'queue-get'),
+    text: `SELECT * FROM ${q}.queue_items WHERE queue = $1::text AND item_id = $2::text`,
+  };
+}
+
+/** Builds the queue statements of a (validated) schema. */
+export function queueStatements(quotedSchema: string, schema: string): QueueStatements {
+  return {
+    enqueue: enqueueStatement(quotedSchema, schema),
+    existing: existingStatement(quotedSchema, schema),
+    lockQueue: lockQueueStatement(quotedSchema, schema),
+    claim: claimStatement(quotedSchema, schema),
+    renew: renewStatement(quotedSchema, schema),
+    complete: completeStatement(quotedSchema, schema),
+    get: getStatement(quotedSchema, schema),
+  };
+}

@@ -1,0 +1,273 @@
+import type Database from 'better-sqlite3';
+import type { Clock } from '../../clock.js';
+import { systemClock } from '../../clock.js';
+import { ErrorCode, isLoomError, LoomError } from '../../errors.js';
+import { checkLeaseOwner, leaseExpiry } from '../../internal/lease-input.js';
+import {
+  type ClaimCandidate,
+  checkQueueBatch,
+  checkQueueItemId,
+  checkQueueName,
+  claimBudget,
+  pickClaims,
+  prepareClaim,
+  prepareEnqueue,
+} from '../../internal/queue-input.js';
+import { byClaimOrder, type QueueItemRow, queueItemFromRow } from '../../internal/queue-row.js';
+import { storeReadOnly } from '../../internal/store-errors.js';
+import { Limits } from '../../limits.js';
+import type {
+  ClaimOptions,
+  EnqueueInput,
+  EnqueueResult,
+  QueueItem,
+  QueueStore,
+} from '../../queue-store.js';
+import { mapSqliteError } from './sqlite-errors.js';
+import { assertSqliteSchema, sqliteMigrationVersion } from './sqlite-schema-gate.js';
+
+/** Options of {@link SqliteQueueStore}. */
+export interface SqliteQueueStoreOptions {
+  /** Judges claim expiry and rate windows. Default: the wall clock. */
+  clock?: Clock;
+  /** Refuse writes with `STORE_READ_ONLY`. Always true on a read-only handle. Default false. */
+  readOnly?: boolean;
+}
+
+const insertSql = `
+  INSERT INTO loom_queue_items
+    (queue, item_id, flow, version, input, priority, dedupe_key, partition_key, status, enqueued_at_ms)
+  VALUES (@queue, @itemId, @flow, @version, @inputText, @priority, @dedupeKey, @partitionKey, 'pending', @nowMs)
+  ON CONFLICT DO NOTHING
+  RETURNING item_id`;
+
+/** The item an enqueue collided with: the same id first, else the unfinished one with the key. */
+const existingSql = `
+  SELECT item_id FROM loom_queue_items
+  WHERE queue = @queue AND (item_id = @itemId OR (dedupe_key = @dedupeKey AND status <> 'done'))
+  ORDER BY item_id = @itemId DESC LIMIT 1`;
+
+const runningSql = `
+  SELECT partition_key, count(*) AS n FROM loom_queue_items
+  WHERE queue = ? AND status = 'running' AND claim_expires_at_ms > ?
+  GROUP BY partition_key`;
+
+const startedSql = `
+  SELECT count(*) FROM loom_queue_items WHERE queue = ? AND started_at_ms > ?`;
+
+const candidatesSql = `
+  SELECT item_id AS itemId, partition_key AS partitionKey FROM loom_queue_items
+  WHERE queue = ? AND status <> 'done' AND (status = 'pending' OR claim_expires_at_ms <= ?)
+  ORDER BY priority DESC, seq LIMIT ?`;
+
+const takeSql = `
+  UPDATE loom_queue_items
+  SET status = 'running', owner = @owner, claim_expires_at_ms = @expiresAtMs,
+      started_at_ms = @nowMs, attempts = attempts + 1
+  WHERE queue = @queue AND item_id IN (SELECT value FROM json_each(@ids))
+  RETURNING *`;
+
+const renewSql = `
+  UPDATE loom_queue_items SET claim_expires_at_ms = @expiresAtMs
+  WHERE queue = @queue AND item_id IN (SELECT value FROM json_each(@ids))
+    AND status = 'running' AND owner = @owner AND claim_expires_at_ms > @nowMs
+  RETURNING item_id`;
+
+const completeSql = `
+  UPDATE loom_queue_items SET status = 'done', completed_at_ms = @nowMs
+  WHERE queue = @queue AND item_id IN (SELECT value FROM json_each(@ids)) AND status <> 'done'`;
+
+const getSql = 'SELECT * FROM loom_queue_items WHERE queue = ? AND item_id = ?';
+
+function prepareStatements(db: Database.Database) {
+  return {
+    insert: db.prepare(insertSql).pluck(),
+    existing: db.prepare(existingSql).pluck(),
+    running: db.prepare<[string, number], { partition_key: string | null; n: number }>(runningSql),
+    started: db.prepare<[string, number], number>(startedSql).pluck(),
+    candidates: db.prepare<[string, number, number], ClaimCandidate>(candidatesSql),
+    take: db.prepare<[Record<string, unknown>], QueueItemRow>(takeSql),
+    renew: db.prepare(renewSql).pluck(),
+    complete: db.prepare(completeSql),
+    get: db.prepare<[string, string], QueueItemRow>(getSql),
+  };
+}
+
+type Statements = ReturnType<typeof prepareStatements>;
+
+/**
+ * Queues in the SQLite file of a `SqliteEventStore`, on its connection (pass
+ * `eventStore.database`). Every call is one transaction; `claim` is one IMMEDIATE transaction
+ * (counts, candidate scan, update), so SQLite's single writer makes the global limits exact
+ * across connections and processes. The table comes from migration 4 ('queues').
+ *
+ * Error codes: `INVALID_ARGUMENT`, `LIMIT_EXCEEDED`, `PAYLOAD_NOT_JSON`, `SCHEMA_NOT_MIGRATED`,
+ * `SCHEMA_TOO_NEW`, `STORE_READ_ONLY`, `STORE_BUSY`, `STORE_UNAVAILABLE`, `STORE_CLOSED`,
+ * `STORE_FAILURE`.
+ *
+ * @example
+ * const events = SqliteEventStore.open({ path: 'loom.db', migrate: true });
+ * const queues = new SqliteQueueStore(events.database);
+ * await queues.enqueue({ queue: 'emails', flow: 'send-email', input: { to: 'ada@example.com' }, priority: 5 });
+ * const items = await queues.claim('emails', { owner: 'node-a', limit: 10, concurrencyMax: 5, claimTtlMs: 30_000 });
+ */
+export class SqliteQueueStore implements QueueStore {
+  readonly backend = 'sqlite';
+  readonly readOnly: boolean;
+  private readonly database: Database.Database;
+  private readonly clock: Clock;
+  private statements: Statements | undefined;
+  private closed = false;
+
+  /** Wraps an open better-sqlite3 handle; touches nothing until the first call. Never closes it. */
+  constructor(database: Database.Database, options: SqliteQueueStoreOptions = {}) {
+    this.database = database;
+    this.clock = options.clock ?? systemClock;
+    this.readOnly = options.readOnly === true || database.readonly;
+  }
+
+  /** See {@link QueueStore.enqueue}: insert and duplicate lookup in one transaction. */
+  async enqueue(input: EnqueueInput): Promise<EnqueueResult> {
+    this.assertWritable('enqueue');
+    const item = prepareEnqueue(input);
+    const nowMs = this.clock.now();
+    const s = this.ready();
+    return this.transact('enqueue', () => {
+      const inserted = s.insert.get({ ...item, nowMs }) as string | undefined;
+      if (inserted !== undefined) return { itemId: inserted, duplicate: false };
+      const existing = s.existing.get(item) as string | undefined;
+      if (existing === undefined) {
+        throw new LoomError(
+          ErrorCode.STORE_FAILURE,
+          `enqueue of ${item.itemId} collided with nothing`,
+        );
+      }
+      return { itemId: existing, duplicate: true };
+    });
+  }
+
+  /** See {@link QueueStore.claim}: one IMMEDIATE transaction. */
+  async claim(queue: string, options: ClaimOptions): Promise<QueueItem[]> {
+    this.assertWritable('claim');
+    const claim = prepareClaim(queue, options, this.clock.now());
+    const s = this.ready();
+    const rows = this.transact('claim', () => {
+      let running = 0;
+      const runningByPartition = new Map<string, number>();
+      for (const row of s.running.all(claim.queue, claim.nowMs)) {
+        running += row.n;
+        if (row.partition_key !== null) runningByPartition.set(row.partition_key, row.n);
+      }
+      const started =
+        claim.windowStartMs === null ? 0 : (s.started.get(claim.queue, claim.windowStartMs) ?? 0);
+      const budget = claimBudget(claim, running, started);
+      if (budget === 0) return [];
+      const candidates = s.candidates.all(claim.queue, claim.nowMs, Limits.queueClaimScanMax);
+      const ids = pickClaims(candidates, budget, runningByPartition, claim.partitionConcurrencyMax);
+      if (ids.length === 0) return [];
+      return s.take.all({
+        queue: claim.queue,
+        ids: JSON.stringify(ids),
+        owner: claim.owner,
+        expiresAtMs: claim.claimExpiresAtMs,
+        nowMs: claim.nowMs,
+      });
+    });
+    return byClaimOrder(rows).map(queueItemFromRow);
+  }
+
+  /** See {@link QueueStore.renew}: one statement. */
+  async renew(
+    queue: string,
+    owner: string,
+    itemIds: readonly string[],
+    claimTtlMs: number,
+  ): Promise<string[]> {
+    this.assertWritable('renew');
+    const name = checkQueueName(queue);
+    checkLeaseOwner(owner);
+    const nowMs = this.clock.now();
+    const expiresAtMs = leaseExpiry(claimTtlMs, nowMs);
+    const ids = checkQueueBatch(itemIds, 'renew');
+    if (ids.length === 0) return [];
+    const s = this.ready();
+    const renewed = new Set(
+      this.transact('renew', () =>
+        s.renew.all({ queue: name, ids: JSON.stringify(ids), owner, expiresAtMs, nowMs }),
+      ) as string[],
+    );
+    return ids.filter((id) => !renewed.has(id));
+  }
+
+  /** See {@link QueueStore.complete}: one statement. */
+  async complete(queue: string, itemIds: readonly string[]): Promise<void> {
+    this.assertWritable('complete');
+    const name = checkQueueName(queue);
+    const ids = checkQueueBatch(itemIds, 'complete');
+    if (ids.length === 0) return;
+    const s = this.ready();
+    const nowMs = this.clock.now();
+    this.transact('complete', () =>
+      s.complete.run({ queue: name, ids: JSON.stringify(ids), nowMs }),
+    );
+  }
+
+  /** See {@link QueueStore.get}. */
+  async get(queue: string, itemId: string): Promise<QueueItem | undefined> {
+    this.assertOpen();
+    const name = checkQueueName(queue);
+    const id = checkQueueItemId(itemId);
+    const s = this.ready();
+    let row: QueueItemRow | undefined;
+    try {
+      row = s.get.get(name, id);
+    } catch (error) {
+      throw mapSqliteError(error, 'get queue item');
+    }
+    return row === undefined ? undefined : queueItemFromRow(row);
+  }
+
+  /** Further calls fail with `STORE_CLOSED`. Leaves the database handle open. Idempotent. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.statements = undefined;
+  }
+
+  /** Runs `work` in one IMMEDIATE transaction (the write lock first), mapping driver errors. */
+  private transact<T>(operation: string, work: () => T): T {
+    try {
+      return this.database.transaction(work).immediate();
+    } catch (error) {
+      if (isLoomError(error)) throw error;
+      throw mapSqliteError(error, operation);
+    }
+  }
+
+  private ready(): Statements {
+    if (this.statements !== undefined) return this.statements;
+    assertSqliteSchema(this.database, sqliteMigrationVersion('queues'), 'queue store');
+    try {
+      this.statements = prepareStatements(this.database);
+    } catch (error) {
+      throw mapSqliteError(error, 'prepare queue statements');
+    }
+    return this.statements;
+  }
+
+  private assertWritable(operation: string): void {
+    this.assertOpen();
+    if (this.readOnly) throw storeReadOnly('sqlite queue', operation);
+  }
+
+  private assertOpen(): void {
+    if (this.closed || !this.database.open) {
+      throw new LoomError(
+        ErrorCode.STORE_CLOSED,
+        this.closed
+          ? 'the sqlite queue store is closed'
+          : `the SQLite handle of the queue store (${this.database.name}) was closed by its owner`,
+        { backend: this.backend },
+      );
+    }
+  }
+}

@@ -1,0 +1,478 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ErrorCode, type LoomError } from '../errors.js';
+import { Limits } from '../limits.js';
+import type { ClaimOptions, EnqueueInput, QueueItem, QueueStore } from '../queue-store.js';
+import { freshId } from './event-store-conformance.js';
+import type { TestClock } from './manual-clock.js';
+
+/** What a backend hands the queue conformance suite for one test. */
+export interface QueueStoreHarness {
+  /** A writable store on a fresh (or at least test-private) database, judging time by `clock`. */
+  store: QueueStore;
+  /** The clock `store` and every peer read; the suite advances it instead of sleeping. */
+  clock: TestClock;
+  /** A second, independent handle on the same database (another connection or pool). */
+  openPeer(): Promise<QueueStore>;
+  /** Release everything (the store, peers, throwaway files). */
+  close(): Promise<void>;
+}
+
+const ttlMs = 1_000;
+
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    return (error as LoomError).code ?? `untyped: ${String(error)}`;
+  }
+  return 'resolved';
+}
+
+const ids = (items: readonly QueueItem[]) => items.map((item) => item.itemId);
+
+/**
+ * The one behaviour suite every `QueueStore` backend must pass, unchanged. Time is the harness's
+ * `clock`: the suite advances it, it never sleeps. Queues are fresh per test (`freshId`).
+ *
+ * @example
+ * queueStoreConformance('memory', async () => {
+ *   const clock = new ManualClock();
+ *   const store = new InMemoryQueueStore({ clock });
+ *   return { store, clock, openPeer: async () => viewOf(store), close: () => store.close() };
+ * });
+ */
+export function queueStoreConformance(name: string, open: () => Promise<QueueStoreHarness>): void {
+  describe(`QueueStore conformance: ${name}`, () => {
+    let harness: QueueStoreHarness;
+    let store: QueueStore;
+    let clock: TestClock;
+    let queue: string;
+    const claimAll = (owner: string, extra: Partial<ClaimOptions> = {}, on = store) =>
+      on.claim(queue, { owner, limit: 100, claimTtlMs: ttlMs, ...extra });
+    const put = (itemId: string, extra: Partial<EnqueueInput> = {}, on = store) =>
+      on.enqueue({ queue, itemId, flow: 'work', input: { itemId }, ...extra });
+
+    beforeEach(async () => {
+      harness = await open();
+      store = harness.store;
+      clock = harness.clock;
+      queue = freshId('q').slice(0, 40);
+    });
+    afterEach(async () => {
+      await harness.close();
+    });
+
+    describe('enqueue and claim', () => {
+      it('stores an item with its defaults and returns a copy', async () => {
+        const input = { nested: [1, -0, 'ü🧵'], empty: {} };
+        expect(await store.enqueue({ queue, itemId: 'a', flow: 'send', input })).toEqual({
+          itemId: 'a',
+          duplicate: false,
+        });
+        const item = await store.get(queue, 'a');
+        expect(item).toEqual({
+          queue,
+          itemId: 'a',
+          flow: 'send',
+          version: null,
+          input,
+          priority: 0,
+          dedupeKey: null,
+          partitionKey: null,
+          status: 'pending',
+          owner: null,
+          claimExpiresAtMs: null,
+          startedAtMs: null,
+          attempts: 0,
+          enqueuedAtMs: clock.now(),
+          completedAtMs: null,
+        });
+        expect(Object.is((item?.input as { nested: number[] } | undefined)?.nested[1], -0)).toBe(
+          true,
+        );
+        if (item !== undefined) item.status = 'done';
+        expect((await store.get(queue, 'a'))?.status).toBe('pending');
+        expect(await store.get(queue, 'missing')).toBeUndefined();
+        expect(await store.get(`${queue}-other`, 'a')).toBeUndefined();
+      });
+
+      it('generates an item id when none is given', async () => {
+        const { itemId, duplicate } = await store.enqueue({ queue, flow: 'work', input: null });
+        expect(duplicate).toBe(false);
+        expect((await store.get(queue, itemId))?.input).toBeNull();
+      });
+
+      it('claims by priority desc, then enqueue order, and records the claim', async () => {
+        await put('low', { priority: -5 });
+        await put('first', { priority: 0 });
+        await put('urgent', { priority: 10, version: 'v2' });
+        await put('second', { priority: 0 });
+        await put('high', { priority: 3 });
+        clock.advance(7);
+        const claimed = await claimAll('node-a', { limit: 4 });
+        expect(ids(claimed)).toEqual(['urgent', 'high', 'first', 'second']);
+        expect(claimed[0]).toMatchObject({
+          status: 'running',
+          owner: 'node-a',
+          version: 'v2',
+          attempts: 1,
+          startedAtMs: clock.now(),
+          claimExpiresAtMs: clock.now() + ttlMs,
+        });
+        expect(ids(await claimAll('node-a'))).toEqual(['low']);
+        expect(await claimAll('node-a')).toEqual([]);
+        expect(
+          await store.claim(`${queue}-never`, { owner: 'n', limit: 1, claimTtlMs: ttlMs }),
+        ).toEqual([]);
+      });
+
+      it('queues are independent', async () => {
+        await put('a');
+        await store.enqueue({ queue: `${queue}-b`, itemId: 'a', flow: 'work', input: 1 });
+        expect(ids(await claimAll('node-a', { concurrencyMax: 1 }))).toEqual(['a']);
+        expect(
+          ids(
+            await store.claim(`${queue}-b`, {
+              owner: 'x',
+              limit: 5,
+              concurrencyMax: 1,
+              claimTtlMs: ttlMs,
+            }),
+          ),
+        ).toEqual(['a']);
+      });
+    });
+
+    describe('dedupe', () => {
+      it('an item id is a duplicate forever; nothing is written for it', async () => {
+        await put('a', { input: 1 });
+        expect(await put('a', { input: 2 })).toEqual({ itemId: 'a', duplicate: true });
+        expect((await store.get(queue, 'a'))?.input).toBe(1);
+        await claimAll('node-a');
+        await store.complete(queue, ['a']);
+        expect(await put('a')).toEqual({ itemId: 'a', duplicate: true });
+        expect(await claimAll('node-a')).toEqual([]);
+      });
+
+      it('a dedupe key is unique among unfinished items and free again once done', async () => {
+        expect(await put('a', { dedupeKey: 'k' })).toEqual({ itemId: 'a', duplicate: false });
+        expect(await put('b', { dedupeKey: 'k' })).toEqual({ itemId: 'a', duplicate: true });
+        expect(await store.get(queue, 'b')).toBeUndefined();
+        await claimAll('node-a');
+        expect(await put('c', { dedupeKey: 'k' })).toEqual({ itemId: 'a', duplicate: true });
+        await store.complete(queue, ['a']);
+        expect(await put('d', { dedupeKey: 'k' })).toEqual({ itemId: 'd', duplicate: false });
+        expect(await put('e', { dedupeKey: 'other' })).toEqual({ itemId: 'e', duplicate: false });
+      });
+
+      it('racing enqueues of one dedupe key on two handles write one item', async () => {
+        const peer = await harness.openPeer();
+        try {
+          const results = await Promise.all(
+            Array.from({ length: 8 }, (_, index) =>
+              put(`item-${index}`, { dedupeKey: 'same' }, index % 2 === 0 ? store : peer),
+            ),
+          );
+          const fresh = results.filter((result) => !result.duplicate);
+          expect(fresh).toHaveLength(1);
+          expect(new Set(results.map((result) => result.itemId))).toEqual(
+            new Set([fresh[0]?.itemId]),
+          );
+          expect(await claimAll('node-a')).toHaveLength(1);
+        } finally {
+          await peer.close();
+        }
+      });
+    });
+
+    describe('limits', () => {
+      it('concurrencyMax counts live claims of every owner; completing frees a slot', async () => {
+        for (const id of ['a', 'b', 'c', 'd']) await put(id);
+        expect(ids(await claimAll('node-a', { concurrencyMax: 2, limit: 1 }))).toEqual(['a']);
+        expect(ids(await claimAll('node-b', { concurrencyMax: 2 }))).toEqual(['b']);
+        expect(await claimAll('node-c', { concurrencyMax: 2 })).toEqual([]);
+        await store.complete(queue, ['a']);
+        expect(ids(await claimAll('node-c', { concurrencyMax: 2 }))).toEqual(['c']);
+        expect(ids(await claimAll('node-c', { concurrencyMax: 4 }))).toEqual(['d']);
+      });
+
+      it('two handles claiming concurrently never exceed concurrencyMax', async () => {
+        const peer = await harness.openPeer();
+        try {
+          const all = Array.from(
+            { length: 24 },
+            (_, index) => `item-${String(index).padStart(2, '0')}`,
+          );
+          for (const id of all) await put(id);
+          const held = new Set<string>();
+          const done = new Set<string>();
+          for (let round = 0; done.size < all.length && round < 100; round++) {
+            const claims = await Promise.all(
+              [store, peer, store, peer].map((on, index) =>
+                claimAll(`node-${index}`, { concurrencyMax: 3, limit: 2 }, on),
+              ),
+            );
+            for (const id of claims.flatMap(ids)) {
+              expect(held.has(id) || done.has(id)).toBe(false);
+              held.add(id);
+            }
+            expect(held.size).toBeLessThanOrEqual(3);
+            expect(held.size).toBe(Math.min(3, all.length - done.size));
+            const finished = [...held].slice(0, 1 + (round % 2));
+            await (round % 2 === 0 ? store : peer).complete(queue, finished);
+            for (const id of finished) {
+              held.delete(id);
+              done.add(id);
+            }
+          }
+          expect(done.size).toBe(all.length);
+        } finally {
+          await peer.close();
+        }
+      });
+
+      it('two handles claiming concurrently never exceed partitionConcurrencyMax', async () => {
+        const peer = await harness.openPeer();
+        try {
+          for (let index = 0; index < 6; index++) {
+            await put(`a-${index}`, { partitionKey: 'A' });
+            await put(`b-${index}`, { partitionKey: 'B' });
+            await put(`free-${index}`);
+          }
+          const running = new Map<string, string[]>();
+          const claims = await Promise.all(
+            [store, peer, store, peer].map((on, index) =>
+              claimAll(`node-${index}`, { partitionConcurrencyMax: 2, limit: 3 }, on),
+            ),
+          );
+          for (const item of claims.flat()) {
+            const key = item.partitionKey ?? 'none';
+            running.set(key, [...(running.get(key) ?? []), item.itemId]);
+          }
+          expect(running.get('A')?.sort()).toEqual(['a-0', 'a-1']);
+          expect(running.get('B')?.sort()).toEqual(['b-0', 'b-1']);
+          expect(running.get('none')).toHaveLength(6); // 4 claims x 3: the rest of A and B wait
+          expect(ids(await claimAll('node-x', { partitionConcurrencyMax: 2 }))).toEqual([]);
+          await peer.complete(queue, ['a-0']);
+          expect(ids(await claimAll('node-x', { partitionConcurrencyMax: 2 }))).toEqual(['a-2']);
+          expect(ids(await claimAll('node-x', { partitionConcurrencyMax: 3 }))).toEqual([
+            'b-2',
+            'a-3',
+          ]);
+        } finally {
+          await peer.close();
+        }
+      });
+
+      it('a full partition does not hold back items of other partitions', async () => {
+        await put('a-0', { partitionKey: 'A', priority: 5 });
+        await put('a-1', { partitionKey: 'A', priority: 5 });
+        await put('b-0', { partitionKey: 'B' });
+        expect(ids(await claimAll('n', { partitionConcurrencyMax: 1 }))).toEqual(['a-0', 'b-0']);
+      });
+
+      it('the rate limit counts claims started within the sliding window', async () => {
+        for (let index = 0; index < 7; index++) await put(`item-${index}`);
+        const rate = { count: 2, windowMs: 1_000 };
+        expect(ids(await claimAll('n', { rate }))).toEqual(['item-0', 'item-1']);
+        await store.complete(queue, ['item-0', 'item-1']); // finishing does not refund the rate
+        expect(await claimAll('n', { rate })).toEqual([]);
+        clock.advance(500);
+        expect(await claimAll('n', { rate })).toEqual([]);
+        clock.advance(499);
+        expect(await claimAll('n', { rate })).toEqual([]);
+        clock.advance(1); // the first two started exactly windowMs ago: out of the window
+        expect(ids(await claimAll('n', { rate, limit: 1 }))).toEqual(['item-2']);
+        clock.advance(300);
+        expect(ids(await claimAll('n', { rate }))).toEqual(['item-3']);
+        await store.complete(queue, ['item-2', 'item-3']);
+        clock.advance(700);
+        expect(ids(await claimAll('n', { rate }))).toEqual(['item-4']);
+        expect(
+          ids(await claimAll('n', { rate: { count: 10, windowMs: 1_000 }, concurrencyMax: 2 })),
+        ).toEqual(['item-5']);
+      });
+    });
+
+    describe('claims expire, renew and complete', () => {
+      it('an expired claim is claimable again; its old owner can no longer renew it', async () => {
+        await put('a');
+        await put('b');
+        await claimAll('node-a');
+        clock.advance(ttlMs - 1);
+        expect(await claimAll('node-b', { concurrencyMax: 5 })).toEqual([]);
+        expect(await store.renew(queue, 'node-a', ['b'], ttlMs)).toEqual([]);
+        clock.advance(1); // a expired (claimExpiresAtMs <= now), b renewed
+        const again = await claimAll('node-b', { concurrencyMax: 2 });
+        expect(ids(again)).toEqual(['a']);
+        expect(again[0]).toMatchObject({ owner: 'node-b', attempts: 2, startedAtMs: clock.now() });
+        expect(await store.renew(queue, 'node-a', ['a', 'b'], ttlMs)).toEqual(['a']);
+        expect((await store.get(queue, 'b'))?.claimExpiresAtMs).toBe(clock.now() + ttlMs);
+      });
+
+      it('an expired claim nobody took cannot be renewed: it no longer counts as running', async () => {
+        await put('a');
+        await claimAll('node-a', { concurrencyMax: 1 });
+        clock.advance(ttlMs);
+        expect(await store.renew(queue, 'node-a', ['a'], ttlMs)).toEqual(['a']);
+        expect(ids(await claimAll('node-a', { concurrencyMax: 1 }))).toEqual(['a']);
+      });
+
+      it('renew reports lost ids in batch order: unknown, pending, done, others', async () => {
+        for (const id of ['mine', 'theirs', 'pending', 'done']) await put(id);
+        await store.claim(queue, { owner: 'node-a', limit: 1, claimTtlMs: ttlMs });
+        await store.claim(queue, { owner: 'node-b', limit: 1, claimTtlMs: ttlMs });
+        await store.claim(queue, { owner: 'node-a', limit: 1, claimTtlMs: ttlMs }); // 'pending'
+        await store.complete(queue, ['pending']);
+        expect(
+          await store.renew(
+            queue,
+            'node-a',
+            ['unknown', 'theirs', 'done', 'mine', 'pending'],
+            ttlMs,
+          ),
+        ).toEqual(['unknown', 'theirs', 'done', 'pending']);
+        expect(await store.renew(queue, 'node-a', [], ttlMs)).toEqual([]);
+      });
+
+      it('complete finishes pending and running items; done items are never claimed', async () => {
+        await put('a');
+        await put('b');
+        await claimAll('node-a', { limit: 1 });
+        clock.advance(3);
+        await store.complete(queue, ['a', 'b', 'unknown', 'a']);
+        expect(await store.get(queue, 'a')).toMatchObject({
+          status: 'done',
+          completedAtMs: clock.now(),
+        });
+        expect((await store.get(queue, 'b'))?.status).toBe('done');
+        clock.advance(ttlMs * 5);
+        expect(await claimAll('node-b')).toEqual([]);
+        await store.complete(queue, ['a']);
+        expect((await store.get(queue, 'a'))?.completedAtMs).toBe(clock.now() - ttlMs * 5);
+        await store.complete(queue, []);
+      });
+    });
+
+    describe('bad input', () => {
+      const badEnqueues: Array<[string, (good: EnqueueInput) => unknown, string]> = [
+        ['an empty queue', (g) => ({ ...g, queue: '' }), ErrorCode.INVALID_ARGUMENT],
+        ['a numeric queue', (g) => ({ ...g, queue: 7 }), ErrorCode.INVALID_ARGUMENT],
+        [
+          'a queue name over the limit',
+          (g) => ({ ...g, queue: 'q'.repeat(Limits.queueNameLengthMax + 1) }),
+          ErrorCode.LIMIT_EXCEEDED,
+        ],
+        ['an empty item id', (g) => ({ ...g, itemId: '' }), ErrorCode.INVALID_ARGUMENT],
+        [
+          'an item id over the limit',
+          (g) => ({ ...g, itemId: 'i'.repeat(Limits.queueItemIdLengthMax + 1) }),
+          ErrorCode.LIMIT_EXCEEDED,
+        ],
+        ['no flow', (g) => ({ ...g, flow: undefined }), ErrorCode.INVALID_ARGUMENT],
+        ['an empty version', (g) => ({ ...g, version: '' }), ErrorCode.INVALID_ARGUMENT],
+        ['a fractional priority', (g) => ({ ...g, priority: 1.5 }), ErrorCode.INVALID_ARGUMENT],
+        ['a string priority', (g) => ({ ...g, priority: '1' }), ErrorCode.INVALID_ARGUMENT],
+        [
+          'a priority over the limit',
+          (g) => ({ ...g, priority: Limits.queuePriorityMax + 1 }),
+          ErrorCode.LIMIT_EXCEEDED,
+        ],
+        ['an empty dedupe key', (g) => ({ ...g, dedupeKey: '' }), ErrorCode.INVALID_ARGUMENT],
+        [
+          'a partition key over the limit',
+          (g) => ({ ...g, partitionKey: 'p'.repeat(Limits.queueKeyLengthMax + 1) }),
+          ErrorCode.LIMIT_EXCEEDED,
+        ],
+        [
+          'an input that is not JSON',
+          (g) => ({ ...g, input: { at: new Date(0) } }),
+          ErrorCode.PAYLOAD_NOT_JSON,
+        ],
+        ['an input with a BigInt', (g) => ({ ...g, input: [1n] }), ErrorCode.PAYLOAD_NOT_JSON],
+        [
+          'an input over payloadBytesMax',
+          (g) => ({ ...g, input: 'x'.repeat(Limits.payloadBytesMax) }),
+          ErrorCode.LIMIT_EXCEEDED,
+        ],
+        ['null', () => null, ErrorCode.INVALID_ARGUMENT],
+      ];
+      for (const [what, spoil, code] of badEnqueues) {
+        it(`enqueue with ${what} is ${code} and writes nothing`, async () => {
+          const good: EnqueueInput = { queue, itemId: 'bad', flow: 'work', input: 1 };
+          expect(await codeOf(store.enqueue(spoil(good) as EnqueueInput))).toBe(code);
+          expect(await claimAll('node-a')).toEqual([]);
+        });
+      }
+
+      const badClaims: Array<[string, Record<string, unknown>, string]> = [
+        ['an empty owner', { owner: '' }, ErrorCode.INVALID_ARGUMENT],
+        ['a zero limit', { limit: 0 }, ErrorCode.INVALID_ARGUMENT],
+        [
+          'a limit over queueBatchMax',
+          { limit: Limits.queueBatchMax + 1 },
+          ErrorCode.LIMIT_EXCEEDED,
+        ],
+        ['a zero concurrencyMax', { concurrencyMax: 0 }, ErrorCode.INVALID_ARGUMENT],
+        [
+          'a fractional partitionConcurrencyMax',
+          { partitionConcurrencyMax: 0.5 },
+          ErrorCode.INVALID_ARGUMENT,
+        ],
+        ['a rate without a window', { rate: { count: 1 } }, ErrorCode.INVALID_ARGUMENT],
+        ['a rate of zero', { rate: { count: 0, windowMs: 10 } }, ErrorCode.INVALID_ARGUMENT],
+        ['a zero claimTtlMs', { claimTtlMs: 0 }, ErrorCode.INVALID_ARGUMENT],
+        ['a NaN claimTtlMs', { claimTtlMs: Number.NaN }, ErrorCode.INVALID_ARGUMENT],
+      ];
+      for (const [what, spoil, code] of badClaims) {
+        it(`claim with ${what} is ${code} and claims nothing`, async () => {
+          await put('a');
+          const options = {
+            owner: 'node-a',
+            limit: 1,
+            claimTtlMs: ttlMs,
+            ...spoil,
+          } as ClaimOptions;
+          expect(await codeOf(store.claim(queue, options))).toBe(code);
+          expect((await store.get(queue, 'a'))?.status).toBe('pending');
+        });
+      }
+
+      it('claim with a bad queue name, renew and complete with bad batches are typed errors', async () => {
+        await put('a');
+        await claimAll('node-a');
+        const options = { owner: 'n', limit: 1, claimTtlMs: ttlMs };
+        expect(await codeOf(store.claim('', options))).toBe(ErrorCode.INVALID_ARGUMENT);
+        expect(await codeOf(store.renew(queue, '', ['a'], ttlMs))).toBe(ErrorCode.INVALID_ARGUMENT);
+        expect(await codeOf(store.renew(queue, 'node-a', ['a'], -1))).toBe(
+          ErrorCode.INVALID_ARGUMENT,
+        );
+        expect(await codeOf(store.renew(queue, 'node-a', 'a' as never, ttlMs))).toBe(
+          ErrorCode.INVALID_ARGUMENT,
+        );
+        expect(await codeOf(store.renew(queue, 'node-a', ['a', ''], ttlMs))).toBe(
+          ErrorCode.INVALID_ARGUMENT,
+        );
+        const tooMany = Array.from({ length: Limits.queueBatchMax + 1 }, (_, i) => `i-${i}`);
+        expect(await codeOf(store.complete(queue, tooMany))).toBe(ErrorCode.LIMIT_EXCEEDED);
+        expect(await codeOf(store.complete(queue, ['a', 7 as never]))).toBe(
+          ErrorCode.INVALID_ARGUMENT,
+        );
+        expect(await codeOf(store.get(queue, ''))).toBe(ErrorCode.INVALID_ARGUMENT);
+        expect((await store.get(queue, 'a'))?.status).toBe('running');
+      });
+
+      it('a closed store refuses every call with STORE_CLOSED; other handles carry on', async () => {
+        const peer = await harness.openPeer();
+        await peer.close();
+        await peer.close();
+        expect(await codeOf(put('a', {}, peer))).toBe(ErrorCode.STORE_CLOSED);
+        expect(await codeOf(claimAll('n', {}, peer))).toBe(ErrorCode.STORE_CLOSED);
+        expect(await codeOf(peer.renew(queue, 'n', [], ttlMs))).toBe(ErrorCode.STORE_CLOSED);
+        expect(await codeOf(peer.complete(queue, []))).toBe(ErrorCode.STORE_CLOSED);
+        expect(await codeOf(peer.get(queue, 'a'))).toBe(ErrorCode.STORE_CLOSED);
+        expect(await put('a')).toEqual({ itemId: 'a', duplicate: false });
+      });
+    });
+  });
+}

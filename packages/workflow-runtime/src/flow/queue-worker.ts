@@ -1,0 +1,203 @@
+import {
+  isLoomError,
+  ErrorCode as KernelErrorCode,
+  type QueueItem,
+  type QueueRate,
+  type QueueStore,
+  type Runtime,
+} from '@loom/event-runtime';
+import type { WorkflowDefinition } from './define-flow.js';
+
+/** How `FlowRuntime.enqueue` files an item besides its flow and input. */
+export interface EnqueueOptions {
+  /** Higher runs first; ties run in enqueue order. Default 0. */
+  priority?: number;
+  /** At most one unfinished item per key: a second enqueue returns the first (`duplicate`). */
+  dedupeKey?: string;
+  /** Items sharing a key share `partitionConcurrencyMax`. */
+  partitionKey?: string;
+  /** Caller-chosen id, unique in the queue forever (the execution is `queue:<queue>:<itemId>`). */
+  itemId?: string;
+}
+
+/** How `FlowRuntime.work` drains a queue. The limits are global: every worker passes the same. */
+export interface WorkOptions {
+  /** Items of the queue running at once across all workers. Default: unlimited. */
+  concurrencyMax?: number;
+  /** Items running at once per partition key across all workers. Default: unlimited. */
+  partitionConcurrencyMax?: number;
+  /** At most `count` items started per sliding `windowMs`, across all workers. */
+  rate?: QueueRate;
+  /** How often the worker looks for work when idle. Default 1,000 ms. */
+  pollMs?: number;
+  /** A claim this worker fails to renew for this long goes to another worker. Default 30,000 ms. */
+  claimTtlMs?: number;
+  /** Items this worker runs at once (its own cap, below the global one). Default 100. */
+  workerConcurrencyMax?: number;
+  /** The worker's name in claims. Default: the kernel's `nodeId`. */
+  owner?: string;
+}
+
+/** A running queue worker. */
+export interface QueueWorker {
+  readonly queue: string;
+  readonly owner: string;
+  /** Item ids this worker is running now. */
+  readonly running: ReadonlySet<string>;
+  /**
+   * Stop claiming and renewing; resolves once the loop has stopped. Executions already started
+   * go on in the kernel (their items are completed when they settle, or their claims expire and
+   * another worker reconciles them).
+   */
+  stop(): Promise<void>;
+}
+
+/** The execution id of a queue item: deterministic, so running an item twice starts it once. */
+export function queueExecutionId(queue: string, itemId: string): string {
+  return `queue:${queue}:${itemId}`;
+}
+
+/** What a worker needs from its FlowRuntime. */
+export interface QueueWorkerDeps {
+  kernel: Runtime;
+  queues: QueueStore;
+  lookup: (name: string, version: string | null) => WorkflowDefinition<unknown, unknown>;
+  onError: (error: unknown) => void;
+}
+
+const defaultPollMs = 1_000;
+const defaultClaimTtlMs = 30_000;
+const defaultWorkerConcurrencyMax = 100;
+
+/**
+ * The loop behind `FlowRuntime.work`: claim what the limits allow, start each item as execution
+ * `queue:<queue>:<itemId>` (idempotent), renew the claims every ttl/3 while they run, complete
+ * each item when its execution settles (completed, failed or cancelled). An item whose execution
+ * already exists (a restart, an expired claim) is reconciled: completed at once if it settled,
+ * resumed here if it still runs.
+ */
+export class QueueWorkerLoop implements QueueWorker {
+  readonly queue: string;
+  readonly owner: string;
+  readonly running = new Set<string>();
+  private readonly deps: QueueWorkerDeps;
+  private readonly options: WorkOptions;
+  private readonly claimTtlMs: number;
+  private stopped = false;
+  private wake: (() => void) | undefined;
+  private readonly loopDone: Promise<void>;
+  private readonly renewTimer: ReturnType<typeof setInterval>;
+  private renewing = false;
+
+  constructor(deps: QueueWorkerDeps, queue: string, options: WorkOptions) {
+    this.deps = deps;
+    this.queue = queue;
+    this.options = options;
+    this.owner = options.owner ?? deps.kernel.nodeId;
+    this.claimTtlMs = options.claimTtlMs ?? defaultClaimTtlMs;
+    this.renewTimer = setInterval(
+      () => void this.renew(),
+      Math.max(1, Math.floor(this.claimTtlMs / 3)),
+    );
+    this.loopDone = this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.renewTimer);
+    this.wake?.();
+    await this.loopDone;
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        await this.claimAndStart();
+      } catch (error) {
+        this.deps.onError(error);
+      }
+      if (this.stopped) break;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.options.pollMs ?? defaultPollMs);
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.wake = undefined;
+    }
+  }
+
+  private async claimAndStart(): Promise<void> {
+    const room =
+      (this.options.workerConcurrencyMax ?? defaultWorkerConcurrencyMax) - this.running.size;
+    if (room <= 0) return;
+    const { concurrencyMax, partitionConcurrencyMax, rate } = this.options;
+    const items = await this.deps.queues.claim(this.queue, {
+      owner: this.owner,
+      limit: Math.min(room, 1_000),
+      claimTtlMs: this.claimTtlMs,
+      ...(concurrencyMax === undefined ? {} : { concurrencyMax }),
+      ...(partitionConcurrencyMax === undefined ? {} : { partitionConcurrencyMax }),
+      ...(rate === undefined ? {} : { rate }),
+    });
+    for (const item of items) {
+      if (this.stopped) break;
+      this.running.add(item.itemId);
+      void this.run(item);
+    }
+  }
+
+  private async run(item: QueueItem): Promise<void> {
+    let settled = false;
+    try {
+      const { kernel } = this.deps;
+      const flow = this.deps.lookup(item.flow, item.version);
+      const executionId = queueExecutionId(this.queue, item.itemId);
+      let handle = await kernel.start(flow, item.input as never, { executionId });
+      // Started before (a restart, or a claim that expired): drive it here if nobody finished it.
+      if (handle.existing && (await kernel.status(executionId)) === 'running') {
+        handle = await kernel.resume(executionId);
+      }
+      settled = await handle.result().then(
+        () => true,
+        (error: unknown) => !isShutDown(error),
+      );
+    } catch (error) {
+      this.deps.onError(error);
+    } finally {
+      this.running.delete(item.itemId);
+    }
+    if (settled) {
+      await this.deps.queues.complete(this.queue, [item.itemId]).catch(this.deps.onError);
+    }
+    this.wake?.();
+  }
+
+  private async renew(): Promise<void> {
+    if (this.renewing || this.running.size === 0) return;
+    this.renewing = true;
+    try {
+      const lost = await this.deps.queues.renew(
+        this.queue,
+        this.owner,
+        [...this.running],
+        this.claimTtlMs,
+      );
+      // Another worker may now hold these; the execution id keeps the work single, so only stop
+      // renewing them (this worker still completes them if their execution settles here).
+      for (const itemId of lost) this.running.delete(itemId);
+    } catch (error) {
+      this.deps.onError(error);
+    } finally {
+      this.renewing = false;
+    }
+  }
+}
+
+function isShutDown(error: unknown): boolean {
+  return (
+    isLoomError(error, KernelErrorCode.RUNTIME_SHUT_DOWN) ||
+    isLoomError(error, KernelErrorCode.OWNERSHIP_LOST)
+  );
+}
