@@ -1,57 +1,23 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pg from 'pg';
-import { afterAll, expect, it } from 'vitest';
+import { afterAll } from 'vitest';
 import { PostgresEventStore } from '../../src/postgres.js';
-import { checkCrashRun } from './crash-checks.js';
-import { runWithKills } from './crash-harness.js';
+import { pgTestUrl } from '../support/throwaway-schemas.js';
+import { crashScenario } from './crash-scenario.js';
 
-const url = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
 const schema = `loom_crash_${process.pid}_${Date.now().toString(36)}`;
-const directory = mkdtempSync(join(tmpdir(), 'loom-crash-pg-'));
 afterAll(async () => {
-  rmSync(directory, { recursive: true, force: true });
-  const client = new pg.Client({ connectionString: url });
+  const client = new pg.Client({ connectionString: pgTestUrl });
   await client.connect();
   await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
   await client.end();
 });
 
-const execs = 200;
-const steps = 5;
-const concurrency = 8;
-
-it('Postgres: 200 executions survive 20 SIGKILLs with exactly-once completion', async () => {
-  const seed = Number(process.env.LOOM_CRASH_SEED ?? Math.floor(Math.random() * 2 ** 31));
-  console.log(
-    `crash test seed ${seed} (rerun: LOOM_CRASH_SEED=${seed} pnpm --filter @loom/event-runtime test crash-postgres)`,
-  );
-  const effects = join(directory, 'effects.log');
-  writeFileSync(effects, '');
-  const run = await runWithKills(
-    {
-      LOOM_CRASH_BACKEND: 'postgres',
-      LOOM_CRASH_PG_URL: url,
-      LOOM_CRASH_SCHEMA: schema,
-      LOOM_CRASH_EFFECTS: effects,
-      LOOM_CRASH_EXECS: String(execs),
-      LOOM_CRASH_STEPS: String(steps),
-      LOOM_CRASH_CONCURRENCY: String(concurrency),
-    },
-    20,
-    seed,
-    400,
-  );
-  const store = await PostgresEventStore.open({ connectionString: url, schema, readOnly: true });
-  const verdict = await checkCrashRun(store, effects, execs, steps);
-  await store.close();
-  console.log(`seed ${seed}: ${run.kills} kills, ${verdict.reruns} effect re-runs`);
-  expect(run.kills).toBeGreaterThanOrEqual(15);
-  for (const [id, count] of verdict.terminalEvents) expect(count, id).toBe(1);
-  expect(verdict.duplicateCompletions).toEqual([]);
-  expect(verdict.missingEffects).toEqual([]);
-  for (const output of verdict.outputs.values()) expect(output).toBe((steps * (steps - 1)) / 2);
-  expect(verdict.outputs.size).toBe(execs);
-  expect(verdict.reruns).toBeLessThanOrEqual(run.kills * concurrency);
-}, 300_000);
+crashScenario(
+  'postgres',
+  () => ({
+    LOOM_CRASH_BACKEND: 'postgres',
+    LOOM_CRASH_PG_URL: pgTestUrl,
+    LOOM_CRASH_SCHEMA: schema,
+  }),
+  () => PostgresEventStore.open({ connectionString: pgTestUrl, schema, readOnly: true }),
+);

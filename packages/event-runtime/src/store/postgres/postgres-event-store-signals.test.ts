@@ -1,6 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pgTestUrl, useThrowawaySchemas } from '../../../test/support/throwaway-schemas.js';
 import type { EventEnvelope } from '../../envelope.js';
 import { ErrorCode, type LoomError } from '../../errors.js';
 import { freshId } from '../../testing/event-store-conformance.js';
@@ -11,17 +10,10 @@ import { latestSchemaVersion, postgresMigrations } from './migrations/migration-
 import { PostgresEventStore } from './postgres-event-store.js';
 import { quoteIdent } from './schema-name.js';
 
-const url = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
+const db = useThrowawaySchemas();
+const { freshSchema } = db;
 
-let admin: pg.Pool;
-const schemas: string[] = [];
-
-/** A throwaway schema name, dropped after the file. */
-function freshSchema(): string {
-  const schema = `loom_test_${randomBytes(5).toString('hex')}`;
-  schemas.push(schema);
-  return schema;
-}
+const url = pgTestUrl;
 
 async function codeOf(promise: Promise<unknown>): Promise<string> {
   try {
@@ -44,7 +36,7 @@ function sleep(ms: number): Promise<void> {
 async function untilBlockedBy(pid: number): Promise<void> {
   const deadline = Date.now() + 5_000;
   for (;;) {
-    const result = await admin.query(
+    const result = await db.admin.query(
       'SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid))',
       [pid],
     );
@@ -59,7 +51,7 @@ async function indexRow(
   schema: string,
   executionId: string,
 ): Promise<{ status: string; wakeAtMs: number | null }> {
-  const result = await admin.query(
+  const result = await db.admin.query(
     `SELECT status, wake_at_ms FROM ${quoteIdent(schema)}.executions WHERE execution_id = $1`,
     [executionId],
   );
@@ -74,15 +66,6 @@ async function trips(store: PostgresEventStore, call: () => Promise<unknown>): P
   return store.stats.roundTrips - before;
 }
 
-beforeAll(() => {
-  admin = new pg.Pool({ connectionString: url, max: 4 });
-});
-
-afterAll(async () => {
-  for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await admin.end();
-});
-
 describe('PostgresEventStore: signals', () => {
   let schema: string;
   let store: PostgresEventStore;
@@ -91,7 +74,7 @@ describe('PostgresEventStore: signals', () => {
 
   beforeAll(async () => {
     schema = freshSchema();
-    await migrate({ pool: admin, schema });
+    await migrate({ pool: db.admin, schema });
     // Two stores, each with its own pool: two nodes of one deployment.
     store = await PostgresEventStore.open({ connectionString: url, schema, clock });
     peer = await PostgresEventStore.open({ connectionString: url, schema, clock });
@@ -170,7 +153,7 @@ describe('PostgresEventStore: signals', () => {
     ] as const) {
       // Stands in for an append whose guard changes the status: it holds the index row until it
       // commits, and the signal's statement started while the row still said 'running'.
-      const writer = await admin.connect();
+      const writer = await db.admin.connect();
       try {
         await writer.query('BEGIN');
         await writer.query(
@@ -228,7 +211,7 @@ describe('PostgresEventStore: signals', () => {
 describe('PostgresEventStore: claimDue', () => {
   it('two pools claiming 100 due executions at once claim each exactly once', async () => {
     const schema = freshSchema();
-    await migrate({ pool: admin, schema });
+    await migrate({ pool: db.admin, schema });
     const nodes = await Promise.all([
       PostgresEventStore.open({ connectionString: url, schema }),
       PostgresEventStore.open({ connectionString: url, schema }),
@@ -266,8 +249,8 @@ describe('PostgresEventStore: claimDue', () => {
 
   it('finds its candidates through executions_status_wake_idx, in wake order, without a sort', async () => {
     const schema = freshSchema();
-    await migrate({ pool: admin, schema });
-    const client = await admin.connect();
+    await migrate({ pool: db.admin, schema });
+    const client = await db.admin.connect();
     try {
       await client.query('BEGIN');
       // The generic plan is the one a prepared statement settles on; forbidding sequential scans
@@ -291,12 +274,12 @@ describe('PostgresEventStore: signals on an older schema', () => {
   it('a version-2 schema is SCHEMA_NOT_MIGRATED for signals, keeps its log, and upgrades to the latest', async () => {
     const schema = freshSchema();
     const quoted = quoteIdent(schema);
-    await admin.query(`CREATE SCHEMA ${quoted}`);
+    await db.admin.query(`CREATE SCHEMA ${quoted}`);
     const older = postgresMigrations.filter((migration) => migration.version <= 2);
     for (const migration of older) {
-      for (const statement of migration.statements(quoted)) await admin.query(statement);
+      for (const statement of migration.statements(quoted)) await db.admin.query(statement);
     }
-    await admin.query(`INSERT INTO ${quoted}.loom_schema_version (version) VALUES (2)`);
+    await db.admin.query(`INSERT INTO ${quoted}.loom_schema_version (version) VALUES (2)`);
     const store = await PostgresEventStore.open({ connectionString: url, schema });
     try {
       const id = freshId('v2');
@@ -310,7 +293,7 @@ describe('PostgresEventStore: signals on an older schema', () => {
       ).rejects.toMatchObject(notMigrated);
       await expect(store.readSignals(id)).rejects.toThrow(/run migrate\(\)/);
       await expect(store.claimDue(10, 10)).rejects.toMatchObject(notMigrated);
-      const result = await migrate({ pool: admin, schema });
+      const result = await migrate({ pool: db.admin, schema });
       expect(result).toMatchObject({ fromVersion: 2, toVersion: latestSchemaVersion });
       expect(result.applied).toEqual(
         postgresMigrations.filter((migration) => migration.version > 2).map((m) => m.name),

@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pgTestUrl, useThrowawaySchemas } from '../../../test/support/throwaway-schemas.js';
 import type { EventEnvelope, StoredEvent } from '../../envelope.js';
 import { ErrorCode, type LoomError } from '../../errors.js';
 import { eventHash } from '../../internal/hash-chain.js';
@@ -11,25 +11,14 @@ import { bucketOf, channelName } from './notify-bucket.js';
 import { classifyPgError, toLoomError } from './pg-errors.js';
 import { PostgresEventStore } from './postgres-event-store.js';
 
-const url = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
+const db = useThrowawaySchemas();
+const { freshSchema, dropSchema } = db;
+
+const url = pgTestUrl;
 const unreachableUrl = 'postgres://root@127.0.0.1:1/test';
 
-let admin: pg.Pool;
-const schemas: string[] = [];
-
-/** A throwaway schema name, dropped after the file. */
-function freshSchema(): string {
-  const schema = `loom_test_${randomBytes(5).toString('hex')}`;
-  schemas.push(schema);
-  return schema;
-}
-
-async function dropSchema(schema: string): Promise<void> {
-  await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-}
-
 async function schemaExists(schema: string): Promise<boolean> {
-  const result = await admin.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);
+  const result = await db.admin.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);
   return result.rowCount === 1;
 }
 
@@ -80,24 +69,15 @@ async function waitFor(check: () => boolean, what: string, timeoutMs = 5_000): P
   }
 }
 
-beforeAll(() => {
-  admin = new pg.Pool({ connectionString: url, max: 4 });
-});
-
-afterAll(async () => {
-  for (const schema of schemas) await dropSchema(schema);
-  await admin.end();
-});
-
 describe('PostgresEventStore: schema and migrations', () => {
   it('migrate creates the schema once and is idempotent', async () => {
     const schema = freshSchema();
     const first = await migrate({ connectionString: url, schema });
     expect(first).toMatchObject({ schema, fromVersion: null, toVersion: latestSchemaVersion });
     expect(first.applied).toEqual(postgresMigrations.map((migration) => migration.name));
-    const again = await migrate({ pool: admin, schema });
+    const again = await migrate({ pool: db.admin, schema });
     expect(again).toMatchObject({ fromVersion: latestSchemaVersion, applied: [] });
-    const version = await admin.query(`SELECT version FROM "${schema}".loom_schema_version`);
+    const version = await db.admin.query(`SELECT version FROM "${schema}".loom_schema_version`);
     expect(version.rows).toEqual([{ version: latestSchemaVersion }]);
   });
 
@@ -110,7 +90,7 @@ describe('PostgresEventStore: schema and migrations', () => {
         0,
         postgresMigrations.length,
       ]);
-      const version = await admin.query(`SELECT version FROM "${schema}".loom_schema_version`);
+      const version = await db.admin.query(`SELECT version FROM "${schema}".loom_schema_version`);
       expect(version.rows).toEqual([{ version: latestSchemaVersion }]);
     } finally {
       await Promise.all(pools.map((pool) => pool.end()));
@@ -148,20 +128,20 @@ describe('PostgresEventStore: schema and migrations', () => {
 
   it('a schema written by a newer Loom is SCHEMA_TOO_NEW for open and migrate', async () => {
     const schema = freshSchema();
-    await migrate({ pool: admin, schema });
-    await admin.query(`UPDATE "${schema}".loom_schema_version SET version = version + 1`);
-    expect(await codeOf(PostgresEventStore.open({ pool: admin, schema }))).toBe(
+    await migrate({ pool: db.admin, schema });
+    await db.admin.query(`UPDATE "${schema}".loom_schema_version SET version = version + 1`);
+    expect(await codeOf(PostgresEventStore.open({ pool: db.admin, schema }))).toBe(
       ErrorCode.SCHEMA_TOO_NEW,
     );
-    expect(await codeOf(migrate({ pool: admin, schema }))).toBe(ErrorCode.SCHEMA_TOO_NEW);
+    expect(await codeOf(migrate({ pool: db.admin, schema }))).toBe(ErrorCode.SCHEMA_TOO_NEW);
   });
 
   it('refuses a schema name that is not a plain identifier', async () => {
     for (const schema of ['Loom', 'a-b', 'x"; DROP TABLE y; --', '', 'a'.repeat(41)]) {
-      expect(await codeOf(PostgresEventStore.open({ pool: admin, schema }))).toBe(
+      expect(await codeOf(PostgresEventStore.open({ pool: db.admin, schema }))).toBe(
         ErrorCode.INVALID_ARGUMENT,
       );
-      expect(await codeOf(migrate({ pool: admin, schema }))).toBe(ErrorCode.INVALID_ARGUMENT);
+      expect(await codeOf(migrate({ pool: db.admin, schema }))).toBe(ErrorCode.INVALID_ARGUMENT);
     }
   });
 });
@@ -203,7 +183,7 @@ describe('PostgresEventStore: on a migrated schema', () => {
 
   beforeAll(async () => {
     schema = freshSchema();
-    await migrate({ pool: admin, schema });
+    await migrate({ pool: db.admin, schema });
     store = await PostgresEventStore.open({ connectionString: url, schema });
   });
 
@@ -219,7 +199,7 @@ describe('PostgresEventStore: on a migrated schema', () => {
     expect(read).toEqual(stored);
     const first = read[0] as StoredEvent;
     expect(Object.is((first.payload as { z: number }).z, -0)).toBe(true);
-    const text = await admin.query(
+    const text = await db.admin.query(
       `SELECT payload FROM "${schema}".events WHERE execution_id = $1 AND sequence = 0`,
       [id],
     );
@@ -361,7 +341,7 @@ describe('PostgresEventStore: on a migrated schema', () => {
       await writer.append(range(id, 0, 2));
       await waitFor(() => seen.length === 2, 'notified events');
       const pid = follower.listenerProcessIdForTesting();
-      await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+      await db.admin.query('SELECT pg_terminate_backend($1)', [pid]);
       await waitFor(
         () => ![undefined, pid].includes(follower.listenerProcessIdForTesting()),
         'a new listener connection',
@@ -433,7 +413,7 @@ describe('PostgresEventStore: on a migrated schema', () => {
 
 eventStoreConformance('postgres', async () => {
   const schema = freshSchema();
-  await migrate({ pool: admin, schema });
+  await migrate({ pool: db.admin, schema });
   const open = () =>
     PostgresEventStore.open({ connectionString: url, schema, pollIntervalMs: 200 });
   const store = await open();
@@ -446,14 +426,14 @@ eventStoreConformance('postgres', async () => {
       return peer;
     },
     countRows: async (executionId) => {
-      const result = await admin.query(
+      const result = await db.admin.query(
         `SELECT count(*)::int AS n FROM "${schema}".events WHERE execution_id = $1`,
         [executionId],
       );
       return result.rows[0].n as number;
     },
     tamper: async (executionId, sequence, payloadText) => {
-      await admin.query(
+      await db.admin.query(
         `UPDATE "${schema}".events SET payload = $3 WHERE execution_id = $1 AND sequence = $2`,
         [executionId, sequence, payloadText],
       );

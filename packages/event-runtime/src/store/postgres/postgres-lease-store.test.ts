@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { pgTestUrl, useThrowawaySchemas } from '../../../test/support/throwaway-schemas.js';
 import { ErrorCode, type LoomError } from '../../errors.js';
 import { freshId } from '../../testing/event-store-conformance.js';
 import { leaseStoreConformance } from '../../testing/lease-store-conformance.js';
@@ -10,22 +10,11 @@ import { eventLogMigration } from './migrations/0001-event-log.js';
 import { PostgresEventStore } from './postgres-event-store.js';
 import { PostgresLeaseStore } from './postgres-lease-store.js';
 
-const url = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
+const db = useThrowawaySchemas();
+const { freshSchema, dropSchema } = db;
+
+const url = pgTestUrl;
 const unreachableUrl = 'postgres://root@127.0.0.1:1/test';
-
-let admin: pg.Pool;
-const schemas: string[] = [];
-
-/** A throwaway schema name, dropped after the file. */
-function freshSchema(): string {
-  const schema = `loom_test_${randomBytes(5).toString('hex')}`;
-  schemas.push(schema);
-  return schema;
-}
-
-async function dropSchema(schema: string): Promise<void> {
-  await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-}
 
 async function codeOf(promise: Promise<unknown>): Promise<string> {
   try {
@@ -61,7 +50,7 @@ function countingPool(): { pool: pg.Pool; queries: () => number } {
 }
 
 async function ownersOf(schema: string, executionIds: readonly string[]) {
-  const result = await admin.query<{ execution_id: string; owner: string }>(
+  const result = await db.admin.query<{ execution_id: string; owner: string }>(
     `SELECT execution_id, owner FROM "${schema}".leases WHERE execution_id = ANY($1::text[])`,
     [executionIds],
   );
@@ -80,7 +69,7 @@ async function racingPastABlocker<T>(
   waiters: number,
   race: () => Promise<T>,
 ): Promise<T> {
-  const blocker = await admin.connect();
+  const blocker = await db.admin.connect();
   try {
     await blocker.query('BEGIN');
     await blocker.query(
@@ -92,7 +81,7 @@ async function racingPastABlocker<T>(
     const racing = race();
     const deadline = Date.now() + 5_000;
     for (;;) {
-      const waiting = await admin.query<{ n: number }>(
+      const waiting = await db.admin.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM pg_stat_activity
          WHERE wait_event_type = 'Lock' AND query LIKE $1`,
         [`%"${schema}".leases%`],
@@ -110,22 +99,17 @@ async function racingPastABlocker<T>(
 
 async function openMigrated(clock = new ManualClock()) {
   const schema = freshSchema();
-  await migrate({ pool: admin, schema });
-  return { schema, clock, leases: await PostgresLeaseStore.open({ pool: admin, schema, clock }) };
+  await migrate({ pool: db.admin, schema });
+  return {
+    schema,
+    clock,
+    leases: await PostgresLeaseStore.open({ pool: db.admin, schema, clock }),
+  };
 }
-
-beforeAll(() => {
-  admin = new pg.Pool({ connectionString: url, max: 4 });
-});
-
-afterAll(async () => {
-  for (const schema of schemas) await dropSchema(schema);
-  await admin.end();
-});
 
 leaseStoreConformance('postgres', async () => {
   const schema = freshSchema();
-  await migrate({ pool: admin, schema });
+  await migrate({ pool: db.admin, schema });
   const clock = new ManualClock();
   // The store shares its event store's pool, as a runtime would; each peer has a pool of its own.
   const events = await PostgresEventStore.open({ connectionString: url, schema });
@@ -150,7 +134,7 @@ leaseStoreConformance('postgres', async () => {
 describe('PostgresLeaseStore', () => {
   it('a batch of 1,000 ids is one round trip per call; an empty batch is none', async () => {
     const schema = freshSchema();
-    await migrate({ pool: admin, schema });
+    await migrate({ pool: db.admin, schema });
     const { pool, queries } = countingPool();
     const leases = await PostgresLeaseStore.open({ pool, schema, clock: new ManualClock() });
     const tripsOf = async (work: () => Promise<unknown>): Promise<number> => {
@@ -248,7 +232,7 @@ describe('PostgresLeaseStore', () => {
 
   it('a batch that fails on its last id writes none of them', async () => {
     const { schema, leases } = await openMigrated();
-    await admin.query(`
+    await db.admin.query(`
       CREATE FUNCTION "${schema}".refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
         IF NEW.execution_id = 'zz-poison' THEN RAISE EXCEPTION 'poisoned id'; END IF;
@@ -262,7 +246,7 @@ describe('PostgresLeaseStore', () => {
         code: ErrorCode.STORE_FAILURE,
         fields: { operation: 'acquireMany', code: 'P0001' },
       });
-      const count = await admin.query(`SELECT count(*)::int AS n FROM "${schema}".leases`);
+      const count = await db.admin.query(`SELECT count(*)::int AS n FROM "${schema}".leases`);
       expect(count.rows).toEqual([{ n: 0 }]);
     } finally {
       await leases.close();
@@ -315,12 +299,12 @@ describe('PostgresLeaseStore', () => {
     const absent = freshSchema();
     const early = await PostgresLeaseStore.open({ connectionString: url, schema: absent });
     const older = freshSchema();
-    await admin.query(`CREATE SCHEMA "${older}"`);
+    await db.admin.query(`CREATE SCHEMA "${older}"`);
     for (const statement of eventLogMigration.statements(`"${older}"`)) {
-      await admin.query(statement);
+      await db.admin.query(statement);
     }
-    await admin.query(`INSERT INTO "${older}".loom_schema_version (version) VALUES (1)`);
-    const late = await PostgresLeaseStore.open({ pool: admin, schema: older });
+    await db.admin.query(`INSERT INTO "${older}".loom_schema_version (version) VALUES (1)`);
+    const late = await PostgresLeaseStore.open({ pool: db.admin, schema: older });
     try {
       const notMigrated = (actual: number | null) => ({
         code: ErrorCode.SCHEMA_NOT_MIGRATED,
@@ -332,8 +316,8 @@ describe('PostgresLeaseStore', () => {
       await expect(early.get('x')).rejects.toThrow(/run migrate\(\)/);
       await expect(late.renewMany('node-a', ['x'], 1_000)).rejects.toMatchObject(notMigrated(1));
       await expect(late.get('x')).rejects.toMatchObject(notMigrated(1));
-      await migrate({ pool: admin, schema: absent });
-      await migrate({ pool: admin, schema: older });
+      await migrate({ pool: db.admin, schema: absent });
+      await migrate({ pool: db.admin, schema: older });
       expect(await early.acquireMany('node-a', ['x'], 1_000)).toEqual(new Set(['x']));
       expect(await late.acquireMany('node-a', ['x'], 1_000)).toEqual(new Set(['x']));
       await dropSchema(older);
@@ -346,19 +330,19 @@ describe('PostgresLeaseStore', () => {
 
   it('refuses a schema written by a newer Loom with SCHEMA_TOO_NEW at open', async () => {
     const schema = freshSchema();
-    await migrate({ pool: admin, schema });
-    await admin.query(`UPDATE "${schema}".loom_schema_version SET version = version + 1`);
-    expect(await codeOf(PostgresLeaseStore.open({ pool: admin, schema }))).toBe(
+    await migrate({ pool: db.admin, schema });
+    await db.admin.query(`UPDATE "${schema}".loom_schema_version SET version = version + 1`);
+    expect(await codeOf(PostgresLeaseStore.open({ pool: db.admin, schema }))).toBe(
       ErrorCode.SCHEMA_TOO_NEW,
     );
   });
 
   it('refuses bad options with INVALID_ARGUMENT and an unreachable server with STORE_UNAVAILABLE', async () => {
-    expect(await codeOf(PostgresLeaseStore.open({ pool: admin, schema: 'Bad-Name' }))).toBe(
+    expect(await codeOf(PostgresLeaseStore.open({ pool: db.admin, schema: 'Bad-Name' }))).toBe(
       ErrorCode.INVALID_ARGUMENT,
     );
     expect(
-      await codeOf(PostgresLeaseStore.open({ pool: admin, connectionString: url, schema: 'x' })),
+      await codeOf(PostgresLeaseStore.open({ pool: db.admin, connectionString: url, schema: 'x' })),
     ).toBe(ErrorCode.INVALID_ARGUMENT);
     expect(await codeOf(PostgresLeaseStore.open({ connectionString: unreachableUrl }))).toBe(
       ErrorCode.STORE_UNAVAILABLE,
@@ -367,7 +351,7 @@ describe('PostgresLeaseStore', () => {
 
   it('shares the event store pool: closing the lease store leaves it open; ending it is STORE_CLOSED', async () => {
     const schema = freshSchema();
-    await migrate({ pool: admin, schema });
+    await migrate({ pool: db.admin, schema });
     const events = await PostgresEventStore.open({ connectionString: url, schema });
     const pool = events.connectionPool;
     const first = await PostgresLeaseStore.open({ pool, schema });

@@ -1,34 +1,20 @@
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { pgTestUrl, useThrowawaySchemas } from '../../../test/support/throwaway-schemas.js';
 import { ErrorCode } from '../../errors.js';
 import { ManualClock } from '../../testing/manual-clock.js';
 import { queueStoreConformance } from '../../testing/queue-store-conformance.js';
 import { migrate } from './migrate.js';
 import { PostgresQueueStore } from './postgres-queue-store.js';
 
-const url = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
+const db = useThrowawaySchemas();
+const { freshSchema } = db;
 
-let admin: pg.Pool;
-const schemas: string[] = [];
-
-function freshSchema(): string {
-  const schema = `loom_test_${randomBytes(5).toString('hex')}`;
-  schemas.push(schema);
-  return schema;
-}
-
-beforeAll(() => {
-  admin = new pg.Pool({ connectionString: url, max: 4 });
-});
-afterAll(async () => {
-  for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await admin.end();
-});
+const url = pgTestUrl;
 
 queueStoreConformance('postgres', async () => {
   const schema = freshSchema();
-  await migrate({ pool: admin, schema });
+  await migrate({ pool: db.admin, schema });
   const clock = new ManualClock();
   // Two pools, as two processes would have: claims really run concurrently on the server.
   const pools = [new pg.Pool({ connectionString: url, max: 3 })];
@@ -55,7 +41,7 @@ queueStoreConformance('postgres', async () => {
 describe('PostgresQueueStore', () => {
   it('claims of many connections racing on one queue never exceed concurrencyMax or a partition limit', async () => {
     const schema = freshSchema();
-    await migrate({ pool: admin, schema });
+    await migrate({ pool: db.admin, schema });
     const pools = [0, 1].map(() => new pg.Pool({ connectionString: url, max: 4 }));
     const stores = await Promise.all(
       pools.map((pool) => PostgresQueueStore.open({ pool, schema })),
@@ -106,11 +92,11 @@ describe('PostgresQueueStore', () => {
 
   it('refuses a schema before migration 4 with SCHEMA_NOT_MIGRATED', async () => {
     const schema = freshSchema();
-    const queues = await PostgresQueueStore.open({ pool: admin, schema });
+    const queues = await PostgresQueueStore.open({ pool: db.admin, schema });
     await expect(queues.enqueue({ queue: 'q', flow: 'f', input: 1 })).rejects.toMatchObject({
       code: ErrorCode.SCHEMA_NOT_MIGRATED,
     });
-    await migrate({ pool: admin, schema });
+    await migrate({ pool: db.admin, schema });
     expect((await queues.enqueue({ queue: 'q', flow: 'f', input: 1 })).duplicate).toBe(false);
     await queues.close();
   });

@@ -1,6 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { pgTestUrl, useThrowawaySchemas } from '../../../test/support/throwaway-schemas.js';
 import { ErrorCode, type LoomError } from '../../errors.js';
 import { freshId } from '../../testing/event-store-conformance.js';
 import { snapshotStoreConformance } from '../../testing/snapshot-store-conformance.js';
@@ -9,21 +8,10 @@ import { eventLogMigration } from './migrations/0001-event-log.js';
 import { PostgresEventStore } from './postgres-event-store.js';
 import { PostgresSnapshotStore } from './postgres-snapshot-store.js';
 
-const url = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
+const db = useThrowawaySchemas();
+const { freshSchema, dropSchema } = db;
 
-let admin: pg.Pool;
-const schemas: string[] = [];
-
-/** A throwaway schema name, dropped after the file. */
-function freshSchema(): string {
-  const schema = `loom_test_${randomBytes(5).toString('hex')}`;
-  schemas.push(schema);
-  return schema;
-}
-
-async function dropSchema(schema: string): Promise<void> {
-  await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-}
+const url = pgTestUrl;
 
 async function codeOf(promise: Promise<unknown>): Promise<string> {
   try {
@@ -36,22 +24,13 @@ async function codeOf(promise: Promise<unknown>): Promise<string> {
 
 async function openMigrated() {
   const schema = freshSchema();
-  await migrate({ pool: admin, schema });
-  return { schema, snapshots: await PostgresSnapshotStore.open({ pool: admin, schema }) };
+  await migrate({ pool: db.admin, schema });
+  return { schema, snapshots: await PostgresSnapshotStore.open({ pool: db.admin, schema }) };
 }
-
-beforeAll(() => {
-  admin = new pg.Pool({ connectionString: url, max: 4 });
-});
-
-afterAll(async () => {
-  for (const schema of schemas) await dropSchema(schema);
-  await admin.end();
-});
 
 snapshotStoreConformance('postgres', async () => {
   const schema = freshSchema();
-  await migrate({ pool: admin, schema });
+  await migrate({ pool: db.admin, schema });
   // The store shares its event store's pool, as a runtime would; each peer has a pool of its own.
   const events = await PostgresEventStore.open({ connectionString: url, schema });
   const store = await PostgresSnapshotStore.open({ pool: events.connectionPool, schema });
@@ -78,7 +57,7 @@ describe('PostgresSnapshotStore', () => {
     const sequence = 2 ** 40;
     try {
       await snapshots.save({ executionId: 'exact', sequence, state: { z: -0, s: 'ü🧵' }, at });
-      const rows = await admin.query(
+      const rows = await db.admin.query(
         `SELECT sequence::text, state, at::text, pg_typeof(sequence)::text AS type
          FROM "${schema}".snapshots`,
       );
@@ -98,9 +77,10 @@ describe('PostgresSnapshotStore', () => {
     const id = freshId('keep');
     const xmin = async () =>
       (
-        await admin.query(`SELECT xmin::text FROM "${schema}".snapshots WHERE execution_id = $1`, [
-          id,
-        ])
+        await db.admin.query(
+          `SELECT xmin::text FROM "${schema}".snapshots WHERE execution_id = $1`,
+          [id],
+        )
       ).rows[0]?.xmin as string;
     try {
       await snapshots.save({ executionId: id, sequence: 5, state: 'five', at: 1 });
@@ -138,12 +118,12 @@ describe('PostgresSnapshotStore', () => {
     const absent = freshSchema();
     const early = await PostgresSnapshotStore.open({ connectionString: url, schema: absent });
     const older = freshSchema();
-    await admin.query(`CREATE SCHEMA "${older}"`);
+    await db.admin.query(`CREATE SCHEMA "${older}"`);
     for (const statement of eventLogMigration.statements(`"${older}"`)) {
-      await admin.query(statement);
+      await db.admin.query(statement);
     }
-    await admin.query(`INSERT INTO "${older}".loom_schema_version (version) VALUES (1)`);
-    const late = await PostgresSnapshotStore.open({ pool: admin, schema: older });
+    await db.admin.query(`INSERT INTO "${older}".loom_schema_version (version) VALUES (1)`);
+    const late = await PostgresSnapshotStore.open({ pool: db.admin, schema: older });
     const snapshot = { executionId: 'x', sequence: 0, state: null, at: 0 };
     try {
       await expect(early.load('x')).rejects.toMatchObject({
@@ -154,8 +134,8 @@ describe('PostgresSnapshotStore', () => {
         code: ErrorCode.SCHEMA_NOT_MIGRATED,
         fields: { expected: 2, actual: 1 },
       });
-      await migrate({ pool: admin, schema: absent });
-      await migrate({ pool: admin, schema: older });
+      await migrate({ pool: db.admin, schema: absent });
+      await migrate({ pool: db.admin, schema: older });
       expect(await early.load('x')).toBeUndefined();
       await late.save(snapshot);
       expect(await late.load('x')).toEqual(snapshot);
@@ -167,16 +147,16 @@ describe('PostgresSnapshotStore', () => {
 
   it('refuses a schema written by a newer Loom with SCHEMA_TOO_NEW at open', async () => {
     const schema = freshSchema();
-    await migrate({ pool: admin, schema });
-    await admin.query(`UPDATE "${schema}".loom_schema_version SET version = version + 1`);
-    expect(await codeOf(PostgresSnapshotStore.open({ pool: admin, schema }))).toBe(
+    await migrate({ pool: db.admin, schema });
+    await db.admin.query(`UPDATE "${schema}".loom_schema_version SET version = version + 1`);
+    expect(await codeOf(PostgresSnapshotStore.open({ pool: db.admin, schema }))).toBe(
       ErrorCode.SCHEMA_TOO_NEW,
     );
   });
 
   it('shares the event store pool: closing it leaves the pool open; ending the pool is STORE_CLOSED', async () => {
     const schema = freshSchema();
-    await migrate({ pool: admin, schema });
+    await migrate({ pool: db.admin, schema });
     const events = await PostgresEventStore.open({ connectionString: url, schema });
     const first = await PostgresSnapshotStore.open({ pool: events.connectionPool, schema });
     const second = await PostgresSnapshotStore.open({ pool: events.connectionPool, schema });
