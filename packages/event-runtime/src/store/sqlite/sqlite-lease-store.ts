@@ -1,13 +1,11 @@
 import type Database from 'better-sqlite3';
 import type { Clock } from '../../clock.js';
 import { systemClock } from '../../clock.js';
-import { ErrorCode, LoomError } from '../../errors.js';
 import { checkLeaseBatch, checkLeaseOwner, leaseExpiry } from '../../internal/lease-input.js';
 import { checkExecutionId } from '../../internal/prepare-append.js';
-import { storeReadOnly } from '../../internal/store-errors.js';
 import type { Lease, LeaseStore } from '../../lease-store.js';
 import { mapSqliteError } from './sqlite-errors.js';
-import { assertSqliteSchema, sqliteMigrationVersion } from './sqlite-schema-gate.js';
+import { SqliteTableAccess } from './sqlite-table-access.js';
 
 /** Options of {@link SqliteLeaseStore}. */
 export interface SqliteLeaseStoreOptions {
@@ -79,20 +77,27 @@ type Statements = ReturnType<typeof prepareStatements>;
  */
 export class SqliteLeaseStore implements LeaseStore {
   readonly backend = 'sqlite';
-  readonly readOnly: boolean;
-  private readonly database: Database.Database;
+  private readonly tables: SqliteTableAccess<Statements>;
+
+  /** True when opened read-only (or on a read-only handle): writes fail with `STORE_READ_ONLY`. */
+  get readOnly(): boolean {
+    return this.tables.readOnly;
+  }
   private readonly clock: Clock;
-  private statements: Statements | undefined;
-  private closed = false;
 
   /**
    * Wraps an open better-sqlite3 handle; touches nothing until the first call, so it may be
    * created before `migrate()`. The store never closes the handle: its owner does.
    */
   constructor(database: Database.Database, options: SqliteLeaseStoreOptions = {}) {
-    this.database = database;
     this.clock = options.clock ?? systemClock;
-    this.readOnly = options.readOnly === true || database.readonly;
+    this.tables = new SqliteTableAccess(
+      database,
+      'lease',
+      'leases-and-snapshots',
+      prepareStatements,
+      options.readOnly,
+    );
   }
 
   /**
@@ -106,13 +111,13 @@ export class SqliteLeaseStore implements LeaseStore {
     executionIds: readonly string[],
     ttlMs: number,
   ): Promise<Set<string>> {
-    this.assertWritable('acquire leases');
+    this.tables.assertWritable('acquire leases');
     const nowMs = this.clock.now();
     checkLeaseOwner(owner);
     const expiresAtMs = leaseExpiry(ttlMs, nowMs);
     const ids = checkLeaseBatch(executionIds, 'acquireMany');
     if (ids.length === 0) return new Set();
-    const { acquire } = this.ready();
+    const { acquire } = this.tables.ready();
     try {
       return new Set(acquire.all({ ids: JSON.stringify(ids), owner, expiresAtMs, nowMs }));
     } catch (error) {
@@ -131,12 +136,12 @@ export class SqliteLeaseStore implements LeaseStore {
     executionIds: readonly string[],
     ttlMs: number,
   ): Promise<string[]> {
-    this.assertWritable('renew leases');
+    this.tables.assertWritable('renew leases');
     checkLeaseOwner(owner);
     const expiresAtMs = leaseExpiry(ttlMs, this.clock.now());
     const ids = checkLeaseBatch(executionIds, 'renewMany');
     if (ids.length === 0) return [];
-    const { renew } = this.ready();
+    const { renew } = this.tables.ready();
     let renewed: Set<string>;
     try {
       renewed = new Set(renew.all({ ids: JSON.stringify(ids), owner, expiresAtMs }));
@@ -152,11 +157,11 @@ export class SqliteLeaseStore implements LeaseStore {
    * `SCHEMA_NOT_MIGRATED`, `STORE_BUSY`, `STORE_CLOSED`, `STORE_FAILURE`.
    */
   async releaseMany(owner: string, executionIds: readonly string[]): Promise<void> {
-    this.assertWritable('release leases');
+    this.tables.assertWritable('release leases');
     checkLeaseOwner(owner);
     const ids = checkLeaseBatch(executionIds, 'releaseMany');
     if (ids.length === 0) return;
-    const { release } = this.ready();
+    const { release } = this.tables.ready();
     try {
       release.run({ ids: JSON.stringify(ids), owner });
     } catch (error) {
@@ -170,9 +175,9 @@ export class SqliteLeaseStore implements LeaseStore {
    * `STORE_FAILURE`.
    */
   async get(executionId: string): Promise<Lease | undefined> {
-    this.assertOpen();
+    this.tables.assertOpen();
     checkExecutionId(executionId);
-    const { get } = this.ready();
+    const { get } = this.tables.ready();
     let row: { owner: string; expires_at_ms: number } | undefined;
     try {
       row = get.get(executionId);
@@ -186,40 +191,6 @@ export class SqliteLeaseStore implements LeaseStore {
 
   /** Further calls fail with `STORE_CLOSED`. Leaves the database handle open. Idempotent. */
   async close(): Promise<void> {
-    this.closed = true;
-    this.statements = undefined;
-  }
-
-  /** The cached statements, prepared once the schema is known to hold the lease table. */
-  private ready(): Statements {
-    if (this.statements !== undefined) return this.statements;
-    assertSqliteSchema(
-      this.database,
-      sqliteMigrationVersion('leases-and-snapshots'),
-      'lease store',
-    );
-    try {
-      this.statements = prepareStatements(this.database);
-    } catch (error) {
-      throw mapSqliteError(error, 'prepare lease statements');
-    }
-    return this.statements;
-  }
-
-  private assertWritable(operation: string): void {
-    this.assertOpen();
-    if (this.readOnly) throw storeReadOnly('sqlite lease', operation);
-  }
-
-  private assertOpen(): void {
-    if (this.closed || !this.database.open) {
-      throw new LoomError(
-        ErrorCode.STORE_CLOSED,
-        this.closed
-          ? 'the sqlite lease store is closed'
-          : `the SQLite handle of the lease store (${this.database.name}) was closed by its owner`,
-        { backend: this.backend },
-      );
-    }
+    this.tables.close();
   }
 }

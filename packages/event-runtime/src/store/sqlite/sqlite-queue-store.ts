@@ -14,7 +14,6 @@ import {
   prepareEnqueue,
 } from '../../internal/queue-input.js';
 import { byClaimOrder, type QueueItemRow, queueItemFromRow } from '../../internal/queue-row.js';
-import { storeReadOnly } from '../../internal/store-errors.js';
 import { Limits } from '../../limits.js';
 import type {
   ClaimOptions,
@@ -24,7 +23,7 @@ import type {
   QueueStore,
 } from '../../queue-store.js';
 import { mapSqliteError } from './sqlite-errors.js';
-import { assertSqliteSchema, sqliteMigrationVersion } from './sqlite-schema-gate.js';
+import { SqliteTableAccess } from './sqlite-table-access.js';
 
 /** Options of {@link SqliteQueueStore}. */
 export interface SqliteQueueStoreOptions {
@@ -113,25 +112,32 @@ type Statements = ReturnType<typeof prepareStatements>;
  */
 export class SqliteQueueStore implements QueueStore {
   readonly backend = 'sqlite';
-  readonly readOnly: boolean;
-  private readonly database: Database.Database;
+  private readonly tables: SqliteTableAccess<Statements>;
+
+  /** True when opened read-only (or on a read-only handle): writes fail with `STORE_READ_ONLY`. */
+  get readOnly(): boolean {
+    return this.tables.readOnly;
+  }
   private readonly clock: Clock;
-  private statements: Statements | undefined;
-  private closed = false;
 
   /** Wraps an open better-sqlite3 handle; touches nothing until the first call. Never closes it. */
   constructor(database: Database.Database, options: SqliteQueueStoreOptions = {}) {
-    this.database = database;
     this.clock = options.clock ?? systemClock;
-    this.readOnly = options.readOnly === true || database.readonly;
+    this.tables = new SqliteTableAccess(
+      database,
+      'queue',
+      'queues',
+      prepareStatements,
+      options.readOnly,
+    );
   }
 
   /** See {@link QueueStore.enqueue}: insert and duplicate lookup in one transaction. */
   async enqueue(input: EnqueueInput): Promise<EnqueueResult> {
-    this.assertWritable('enqueue');
+    this.tables.assertWritable('enqueue');
     const item = prepareEnqueue(input);
     const nowMs = this.clock.now();
-    const s = this.ready();
+    const s = this.tables.ready();
     return this.transact('enqueue', () => {
       const inserted = s.insert.get({ ...item, nowMs }) as string | undefined;
       if (inserted !== undefined) return { itemId: inserted, duplicate: false };
@@ -148,9 +154,9 @@ export class SqliteQueueStore implements QueueStore {
 
   /** See {@link QueueStore.claim}: one IMMEDIATE transaction. */
   async claim(queue: string, options: ClaimOptions): Promise<QueueItem[]> {
-    this.assertWritable('claim');
+    this.tables.assertWritable('claim');
     const claim = prepareClaim(queue, options, this.clock.now());
-    const s = this.ready();
+    const s = this.tables.ready();
     const rows = this.transact('claim', () => {
       let running = 0;
       const runningByPartition = new Map<string, number>();
@@ -183,14 +189,14 @@ export class SqliteQueueStore implements QueueStore {
     itemIds: readonly string[],
     claimTtlMs: number,
   ): Promise<string[]> {
-    this.assertWritable('renew');
+    this.tables.assertWritable('renew');
     const name = checkQueueName(queue);
     checkLeaseOwner(owner);
     const nowMs = this.clock.now();
     const expiresAtMs = leaseExpiry(claimTtlMs, nowMs);
     const ids = checkQueueBatch(itemIds, 'renew');
     if (ids.length === 0) return [];
-    const s = this.ready();
+    const s = this.tables.ready();
     const renewed = new Set(
       this.transact('renew', () =>
         s.renew.all({ queue: name, ids: JSON.stringify(ids), owner, expiresAtMs, nowMs }),
@@ -201,11 +207,11 @@ export class SqliteQueueStore implements QueueStore {
 
   /** See {@link QueueStore.complete}: one statement. */
   async complete(queue: string, itemIds: readonly string[]): Promise<void> {
-    this.assertWritable('complete');
+    this.tables.assertWritable('complete');
     const name = checkQueueName(queue);
     const ids = checkQueueBatch(itemIds, 'complete');
     if (ids.length === 0) return;
-    const s = this.ready();
+    const s = this.tables.ready();
     const nowMs = this.clock.now();
     this.transact('complete', () =>
       s.complete.run({ queue: name, ids: JSON.stringify(ids), nowMs }),
@@ -214,10 +220,10 @@ export class SqliteQueueStore implements QueueStore {
 
   /** See {@link QueueStore.get}. */
   async get(queue: string, itemId: string): Promise<QueueItem | undefined> {
-    this.assertOpen();
+    this.tables.assertOpen();
     const name = checkQueueName(queue);
     const id = checkQueueItemId(itemId);
-    const s = this.ready();
+    const s = this.tables.ready();
     let row: QueueItemRow | undefined;
     try {
       row = s.get.get(name, id);
@@ -229,45 +235,16 @@ export class SqliteQueueStore implements QueueStore {
 
   /** Further calls fail with `STORE_CLOSED`. Leaves the database handle open. Idempotent. */
   async close(): Promise<void> {
-    this.closed = true;
-    this.statements = undefined;
+    this.tables.close();
   }
 
   /** Runs `work` in one IMMEDIATE transaction (the write lock first), mapping driver errors. */
   private transact<T>(operation: string, work: () => T): T {
     try {
-      return this.database.transaction(work).immediate();
+      return this.tables.database.transaction(work).immediate();
     } catch (error) {
       if (isLoomError(error)) throw error;
       throw mapSqliteError(error, operation);
-    }
-  }
-
-  private ready(): Statements {
-    if (this.statements !== undefined) return this.statements;
-    assertSqliteSchema(this.database, sqliteMigrationVersion('queues'), 'queue store');
-    try {
-      this.statements = prepareStatements(this.database);
-    } catch (error) {
-      throw mapSqliteError(error, 'prepare queue statements');
-    }
-    return this.statements;
-  }
-
-  private assertWritable(operation: string): void {
-    this.assertOpen();
-    if (this.readOnly) throw storeReadOnly('sqlite queue', operation);
-  }
-
-  private assertOpen(): void {
-    if (this.closed || !this.database.open) {
-      throw new LoomError(
-        ErrorCode.STORE_CLOSED,
-        this.closed
-          ? 'the sqlite queue store is closed'
-          : `the SQLite handle of the queue store (${this.database.name}) was closed by its owner`,
-        { backend: this.backend },
-      );
     }
   }
 }

@@ -1,12 +1,10 @@
 import type Database from 'better-sqlite3';
-import { ErrorCode, LoomError } from '../../errors.js';
 import { decodePayload } from '../../internal/json-codec.js';
 import { checkExecutionId } from '../../internal/prepare-append.js';
 import { prepareSnapshot } from '../../internal/prepare-snapshot.js';
-import { storeReadOnly } from '../../internal/store-errors.js';
 import type { Snapshot, SnapshotStore } from '../../snapshot-store.js';
 import { mapSqliteError } from './sqlite-errors.js';
-import { assertSqliteSchema, sqliteMigrationVersion } from './sqlite-schema-gate.js';
+import { SqliteTableAccess } from './sqlite-table-access.js';
 
 /** Options of {@link SqliteSnapshotStore}. */
 export interface SqliteSnapshotStoreOptions {
@@ -63,18 +61,25 @@ type Statements = ReturnType<typeof prepareStatements>;
  */
 export class SqliteSnapshotStore implements SnapshotStore {
   readonly backend = 'sqlite';
-  readonly readOnly: boolean;
-  private readonly database: Database.Database;
-  private statements: Statements | undefined;
-  private closed = false;
+  private readonly tables: SqliteTableAccess<Statements>;
+
+  /** True when opened read-only (or on a read-only handle): writes fail with `STORE_READ_ONLY`. */
+  get readOnly(): boolean {
+    return this.tables.readOnly;
+  }
 
   /**
    * Wraps an open better-sqlite3 handle; touches nothing until the first call, so it may be
    * created before `migrate()`. The store never closes the handle: its owner does.
    */
   constructor(database: Database.Database, options: SqliteSnapshotStoreOptions = {}) {
-    this.database = database;
-    this.readOnly = options.readOnly === true || database.readonly;
+    this.tables = new SqliteTableAccess(
+      database,
+      'snapshot',
+      'leases-and-snapshots',
+      prepareStatements,
+      options.readOnly,
+    );
   }
 
   /**
@@ -83,10 +88,9 @@ export class SqliteSnapshotStore implements SnapshotStore {
    * `SCHEMA_NOT_MIGRATED`, `STORE_BUSY`, `STORE_CLOSED`, `STORE_FAILURE`.
    */
   async save(snapshot: Snapshot): Promise<void> {
-    this.assertOpen();
-    if (this.readOnly) throw storeReadOnly('sqlite snapshot', 'save a snapshot');
+    this.tables.assertWritable('save a snapshot');
     const prepared = prepareSnapshot(snapshot);
-    const { save } = this.ready();
+    const { save } = this.tables.ready();
     try {
       save.run(prepared);
     } catch (error) {
@@ -100,9 +104,9 @@ export class SqliteSnapshotStore implements SnapshotStore {
    * `STORE_FAILURE`.
    */
   async load(executionId: string): Promise<Snapshot | undefined> {
-    this.assertOpen();
+    this.tables.assertOpen();
     checkExecutionId(executionId);
-    const { load } = this.ready();
+    const { load } = this.tables.ready();
     let row: SnapshotRow | undefined;
     try {
       row = load.get(executionId);
@@ -115,35 +119,6 @@ export class SqliteSnapshotStore implements SnapshotStore {
 
   /** Further calls fail with `STORE_CLOSED`. Leaves the database handle open. Idempotent. */
   async close(): Promise<void> {
-    this.closed = true;
-    this.statements = undefined;
-  }
-
-  /** The cached statements, prepared once the schema is known to hold the snapshot table. */
-  private ready(): Statements {
-    if (this.statements !== undefined) return this.statements;
-    assertSqliteSchema(
-      this.database,
-      sqliteMigrationVersion('leases-and-snapshots'),
-      'snapshot store',
-    );
-    try {
-      this.statements = prepareStatements(this.database);
-    } catch (error) {
-      throw mapSqliteError(error, 'prepare snapshot statements');
-    }
-    return this.statements;
-  }
-
-  private assertOpen(): void {
-    if (this.closed || !this.database.open) {
-      throw new LoomError(
-        ErrorCode.STORE_CLOSED,
-        this.closed
-          ? 'the sqlite snapshot store is closed'
-          : `the SQLite handle of the snapshot store (${this.database.name}) was closed by its owner`,
-        { backend: this.backend },
-      );
-    }
+    this.tables.close();
   }
 }
