@@ -1,6 +1,7 @@
 import { ErrorCode, LoomError } from '../errors.js';
 import { Limits } from '../limits.js';
 import { checkExecutionId } from './prepare-append.js';
+import { checkWellFormed } from './well-formed-text.js';
 
 /**
  * Characters of a lease owner (a runtime's `nodeId`). Kept beside the check rather than in
@@ -13,7 +14,10 @@ function argument(message: string, fields: Record<string, unknown>): never {
   throw new LoomError(ErrorCode.INVALID_ARGUMENT, message, fields);
 }
 
-/** Validates a lease owner: a non-empty string of at most 200 characters. */
+/**
+ * Validates a lease owner: a non-empty string of at most 200 characters, without a lone
+ * surrogate or NUL. Throws `INVALID_ARGUMENT`.
+ */
 export function checkLeaseOwner(owner: unknown): string {
   if (typeof owner !== 'string' || owner.length === 0 || owner.length > ownerLengthMax) {
     const got = typeof owner === 'string' ? `${owner.length} characters` : typeof owner;
@@ -23,7 +27,7 @@ export function checkLeaseOwner(owner: unknown): string {
       { path: 'owner', actual: got },
     );
   }
-  return owner;
+  return checkWellFormed(owner, 'owner', ErrorCode.INVALID_ARGUMENT);
 }
 
 /**

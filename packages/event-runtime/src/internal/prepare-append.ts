@@ -9,6 +9,7 @@ import { ErrorCode, LoomError } from '../errors.js';
 import { Limits } from '../limits.js';
 import { eventHash } from './hash-chain.js';
 import { encodePayload } from './json-codec.js';
+import { checkWellFormed } from './well-formed-text.js';
 
 /** One validated event, payload already in its stored text form. */
 export interface PreparedEvent {
@@ -37,7 +38,10 @@ function invalid(message: string, fields: Record<string, unknown> = {}): never {
   throw new LoomError(ErrorCode.INVALID_ENVELOPE, message, fields);
 }
 
-/** Validates an execution id (shared by every call that takes one). */
+/**
+ * Validates an execution id (shared by every call that takes one). Throws `INVALID_ENVELOPE`
+ * (not a non-empty string, a lone surrogate or NUL) or `LIMIT_EXCEEDED` (too long).
+ */
 export function checkExecutionId(executionId: unknown): string {
   if (typeof executionId !== 'string' || executionId.length === 0) {
     invalid(`executionId must be a non-empty string, got ${describe(executionId)}`);
@@ -50,7 +54,7 @@ export function checkExecutionId(executionId: unknown): string {
       { limit: 'executionIdLengthMax', actual: executionId.length },
     );
   }
-  return executionId;
+  return checkWellFormed(executionId, 'executionId', ErrorCode.INVALID_ENVELOPE);
 }
 
 /** Validates a sequence number (a non-negative safe integer). */
@@ -167,6 +171,7 @@ function prepareOne(
       { limit: 'eventTypeLengthMax', executionId, sequence },
     );
   }
+  checkWellFormed(type, 'type', ErrorCode.INVALID_ENVELOPE, { executionId, sequence });
   const at = envelope.at ?? nowMs;
   if (typeof at !== 'number' || !Number.isSafeInteger(at) || at < 0) {
     invalid(`envelope ${index} has 'at' ${describe(at)}; it must be epoch milliseconds`, {

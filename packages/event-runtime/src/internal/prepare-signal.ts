@@ -4,6 +4,7 @@ import { Limits } from '../limits.js';
 import { encodePayload } from './json-codec.js';
 import { checkExecutionId } from './prepare-append.js';
 import { readOptions } from './read-options.js';
+import { checkWellFormed } from './well-formed-text.js';
 
 /** A validated signal, payload already in its stored text form. */
 export interface PreparedSignal {
@@ -35,7 +36,7 @@ function checkName(value: unknown, what: string, executionId: string): string {
       { limit: 'signalNameLengthMax', executionId },
     );
   }
-  return value;
+  return checkWellFormed(value, what, ErrorCode.INVALID_ENVELOPE, { executionId });
 }
 
 /** Validates a signal and encodes its payload; throws a typed error naming the problem. */

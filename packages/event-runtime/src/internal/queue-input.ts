@@ -5,6 +5,7 @@ import type { ClaimOptions, EnqueueInput } from '../queue-store.js';
 import { encodePayload } from './json-codec.js';
 import { checkLeaseOwner, leaseExpiry } from './lease-input.js';
 import { mintId } from './mint-id.js';
+import { checkWellFormed } from './well-formed-text.js';
 
 /** Characters of a flow name or version in a queue item (the kernel's flow-name bound). */
 const flowNameLengthMax = 200;
@@ -21,7 +22,10 @@ function tooLong(path: string, length: number, limit: LimitName): never {
   );
 }
 
-/** A non-empty string of at most `Limits[limit]` characters: INVALID_ARGUMENT / LIMIT_EXCEEDED. */
+/**
+ * A non-empty string of at most `Limits[limit]` characters without a lone surrogate or NUL:
+ * INVALID_ARGUMENT / LIMIT_EXCEEDED.
+ */
 function checkName(value: unknown, path: string, limit: LimitName): string {
   if (typeof value !== 'string' || value.length === 0) {
     argument(
@@ -32,7 +36,7 @@ function checkName(value: unknown, path: string, limit: LimitName): string {
     );
   }
   if (value.length > Limits[limit]) tooLong(path, value.length, limit);
-  return value;
+  return checkWellFormed(value, path, ErrorCode.INVALID_ARGUMENT);
 }
 
 function positiveInteger(value: unknown, path: string): number {
@@ -81,6 +85,7 @@ export function prepareEnqueue(input: EnqueueInput): PreparedEnqueue {
   ) {
     argument(`flow must be a flow name of 1 to ${flowNameLengthMax} characters`, { path: 'flow' });
   }
+  checkWellFormed(input.flow, 'flow', ErrorCode.INVALID_ARGUMENT);
   const version = input.version ?? null;
   if (
     version !== null &&
@@ -90,6 +95,7 @@ export function prepareEnqueue(input: EnqueueInput): PreparedEnqueue {
       path: 'version',
     });
   }
+  if (version !== null) checkWellFormed(version, 'version', ErrorCode.INVALID_ARGUMENT);
   const priority = input.priority ?? 0;
   if (typeof priority !== 'number' || !Number.isSafeInteger(priority)) {
     argument(`priority must be an integer, got ${String(priority)}`, {

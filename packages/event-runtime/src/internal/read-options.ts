@@ -1,6 +1,7 @@
 import type { FindExecutionsOptions, ReadAllOptions, ReadOptions } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { Limits } from '../limits.js';
+import { checkWellFormed } from './well-formed-text.js';
 
 function argument(message: string, fields: Record<string, unknown>): never {
   throw new LoomError(ErrorCode.INVALID_ARGUMENT, message, fields);
@@ -64,7 +65,7 @@ export function findExecutionsOptions(options: FindExecutionsOptions): {
     argument('afterExecutionId must be a string', { path: 'afterExecutionId' });
   return {
     status: options.status,
-    afterExecutionId: after,
+    afterExecutionId: checkWellFormed(after, 'afterExecutionId', ErrorCode.INVALID_ARGUMENT),
     dueAtOrBeforeMs:
       options.dueAtOrBeforeMs === undefined
         ? undefined

@@ -1,5 +1,6 @@
 import type { JsonValue } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
+import { checkWellFormed } from '../internal/well-formed-text.js';
 
 /** What a step's effect receives. */
 export interface EffectContext {
@@ -104,7 +105,10 @@ export interface Flow<I = unknown, O = unknown> {
 
 const nameLengthMax = 200;
 
-/** Checks a flow definition; throws `INVALID_FLOW` naming the problem. */
+/**
+ * Checks a flow definition; throws `INVALID_FLOW` naming the problem (a name or version with a
+ * lone surrogate or NUL included: they are keys of the registry and columns of the log).
+ */
 export function checkFlow(flow: Flow<never, unknown>): void {
   if (typeof flow !== 'object' || flow === null) {
     throw new LoomError(ErrorCode.INVALID_FLOW, 'a flow must be an object { name, run }');
@@ -116,6 +120,7 @@ export function checkFlow(flow: Flow<never, unknown>): void {
       { actual: String(flow.name) },
     );
   }
+  checkWellFormed(flow.name, 'name', ErrorCode.INVALID_FLOW, { flow: flow.name });
   if (typeof flow.run !== 'function') {
     throw new LoomError(ErrorCode.INVALID_FLOW, `flow '${flow.name}' has no run function`, {
       flow: flow.name,
@@ -129,9 +134,12 @@ export function checkFlow(flow: Flow<never, unknown>): void {
       flow: flow.name,
     });
   }
+  if (flow.version !== undefined) {
+    checkWellFormed(flow.version, 'version', ErrorCode.INVALID_FLOW, { flow: flow.name });
+  }
 }
 
-/** Checks a step name; throws `INVALID_STEP_NAME`. */
+/** Checks a step name (1 to 200 characters, no lone surrogate, no NUL); throws `INVALID_STEP_NAME`. */
 export function checkStepName(name: unknown, executionId: string): string {
   if (typeof name !== 'string' || name.length === 0 || name.length > nameLengthMax) {
     throw new LoomError(
@@ -140,5 +148,5 @@ export function checkStepName(name: unknown, executionId: string): string {
       { executionId },
     );
   }
-  return name;
+  return checkWellFormed(name, 'name', ErrorCode.INVALID_STEP_NAME, { executionId });
 }

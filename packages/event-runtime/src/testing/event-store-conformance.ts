@@ -27,6 +27,37 @@ export function freshId(prefix = 'exec'): string {
   return `${prefix}-${process.pid}-${Date.now().toString(36)}-${idCounter}`;
 }
 
+/**
+ * Strings that are not well-formed text for a key or a name: lone UTF-16 surrogates (Postgres and
+ * SQLite would store U+FFFD, or change the string) and NUL (Postgres refuses it). Each with the
+ * code unit index of the offending unit, which the error must name.
+ */
+export const illFormedTexts: ReadonlyArray<[what: string, text: string, position: number]> = [
+  ['a lone high surrogate', 'x\uD800', 1],
+  ['a lone low surrogate', '\uDC00y', 0],
+  ['a reversed surrogate pair', 'ab\uDC00\uD800', 2],
+  ['a high surrogate before a letter', '\uDBFFz', 0],
+  ['a NUL', 'a\u0000b', 1],
+];
+
+/** Asserts `promise` rejects with `code` for the field at `path`, naming the code unit index. */
+export async function expectIllFormed(
+  promise: Promise<unknown>,
+  code: string,
+  path: string,
+  position: number,
+): Promise<void> {
+  const error = (await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  )) as LoomError | undefined;
+  expect(error?.code, `${path} was accepted`).toBe(code);
+  expect(error?.fields.path).toBe(path);
+  expect(error?.fields.position).toBe(position);
+  expect(error?.message).toContain(path);
+  expect(error?.message).toContain(`code unit ${position}`);
+}
+
 function env(executionId: string, sequence: number, payload: JsonValue = { n: sequence }) {
   return { executionId, sequence, type: `test.event.${sequence}`, payload } satisfies EventEnvelope;
 }
@@ -842,6 +873,87 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
         await peer.close();
         expect(await codeOf(peer.append([env(freshId(), 0)]))).toBe(ErrorCode.STORE_CLOSED);
         expect(await codeOf(peer.read(freshId()))).toBe(ErrorCode.STORE_CLOSED);
+      });
+    });
+
+    describe('ill-formed text in ids, types and names', () => {
+      for (const [what, bad, position] of illFormedTexts) {
+        it(`${what} in an id, a type or a signal name is refused and writes nothing`, async () => {
+          const id = freshId('text');
+          await store.append([env(id, 0)]);
+          const invalid = ErrorCode.INVALID_ENVELOPE;
+          await expectIllFormed(store.append([env(bad, 0)]), invalid, 'executionId', position);
+          await expectIllFormed(
+            store.append([{ ...env(id, 1), type: bad }]),
+            invalid,
+            'type',
+            position,
+          );
+          const signal = { executionId: id, name: 'go', payload: null };
+          await expectIllFormed(
+            store.sendSignal({ ...signal, executionId: bad }),
+            invalid,
+            'executionId',
+            position,
+          );
+          await expectIllFormed(store.sendSignal({ ...signal, name: bad }), invalid, 'name', position);
+          await expectIllFormed(
+            store.sendSignal({ ...signal, idempotencyKey: bad }),
+            invalid,
+            'idempotencyKey',
+            position,
+          );
+          for (const call of [
+            () => store.read(bad),
+            () => store.verify(bad),
+            () => store.readSignals(bad),
+            () => store.fences.current(bad),
+            () => store.fences.advance(bad),
+          ]) {
+            await expectIllFormed(call(), invalid, 'executionId', position);
+          }
+          await expectIllFormed(
+            store.findExecutions({ status: 'running', afterExecutionId: bad }),
+            ErrorCode.INVALID_ARGUMENT,
+            'afterExecutionId',
+            position,
+          );
+          expect((await store.readAll()).map((event) => event.executionId)).toEqual([id]);
+          expect(await store.readSignals(id)).toEqual([]);
+          expect(await store.fences.current(id)).toBe(0);
+        });
+      }
+
+      it('well-formed neighbours of ill-formed ids stay distinct executions', async () => {
+        const base = freshId('text');
+        const ids = [`${base}\uFFFD`, `${base}\u{1F600}`, `${base}\u00E9`, `${base}e\u0301`];
+        for (const id of ids) await store.append([{ ...env(id, 0), type: `t\u{1F600}${id}` }]);
+        for (const id of ids) {
+          const events = await store.read(id);
+          expect(events.map((event) => [event.executionId, event.type])).toEqual([
+            [id, `t\u{1F600}${id}`],
+          ]);
+        }
+      });
+
+      it('lone surrogates and NUL inside payload strings and keys round-trip and verify', async () => {
+        const id = freshId('text');
+        const payload = {
+          lone: 'a\uD800b\uDC00',
+          nul: 'x\u0000y',
+          pair: '\u{1F600}',
+          '\uDBFFkey\u0000': ['\uDFFF', { '\uD800': '\u0000' }],
+        };
+        await store.append([env(id, 0, payload)]);
+        const peer = await harness.openPeer();
+        try {
+          for (const reader of [store, peer]) {
+            expect((await reader.read(id))[0]?.payload).toEqual(payload);
+            expect((await reader.verify(id)).ok).toBe(true);
+          }
+        } finally {
+          await peer.close();
+        }
       });
     });
   });

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ErrorCode, type LoomError } from '../errors.js';
 import type { LeaseStore } from '../lease-store.js';
 import { Limits } from '../limits.js';
-import { freshId } from './event-store-conformance.js';
+import { expectIllFormed, freshId, illFormedTexts } from './event-store-conformance.js';
 import type { TestClock } from './manual-clock.js';
 
 /** What a backend hands the lease conformance suite for one test. */
@@ -436,6 +436,34 @@ export function leaseStoreConformance(name: string, open: () => Promise<LeaseSto
         expect(await codeOf(peer.get(id))).toBe(ErrorCode.STORE_CLOSED);
         expect(await store.acquireMany('node-a', [id], ttlMs)).toEqual(new Set([id]));
       });
+    });
+
+    describe('ill-formed text in owners and ids', () => {
+      for (const [what, bad, position] of illFormedTexts) {
+        it(`${what} in an owner or an id is refused by every call and writes nothing`, async () => {
+          const [held, free] = ids('text', 2) as [string, string];
+          await store.acquireMany('node-a', [held], ttlMs);
+          const before = await store.get(held);
+          clock.advance(10);
+          for (const [, call] of calls) {
+            await expectIllFormed(
+              call(store, { owner: bad, batch: [held, free], ttl: ttlMs }),
+              ErrorCode.INVALID_ARGUMENT,
+              'owner',
+              position,
+            );
+            await expectIllFormed(
+              call(store, { owner: 'node-a', batch: [held, free, bad], ttl: ttlMs }),
+              ErrorCode.INVALID_ENVELOPE,
+              'executionId',
+              position,
+            );
+          }
+          await expectIllFormed(store.get(bad), ErrorCode.INVALID_ENVELOPE, 'executionId', position);
+          expect(await store.get(held)).toEqual(before);
+          expect(await store.get(free)).toBeUndefined();
+        });
+      }
     });
   });
 }

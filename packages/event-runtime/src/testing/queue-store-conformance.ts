@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ErrorCode, type LoomError } from '../errors.js';
 import { Limits } from '../limits.js';
 import type { ClaimOptions, EnqueueInput, QueueItem, QueueStore } from '../queue-store.js';
-import { freshId } from './event-store-conformance.js';
+import { expectIllFormed, freshId, illFormedTexts } from './event-store-conformance.js';
 import type { TestClock } from './manual-clock.js';
 
 /** What a backend hands the queue conformance suite for one test. */
@@ -472,6 +472,59 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
         expect(await codeOf(peer.complete(queue, []))).toBe(ErrorCode.STORE_CLOSED);
         expect(await codeOf(peer.get(queue, 'a'))).toBe(ErrorCode.STORE_CLOSED);
         expect(await put('a')).toEqual({ itemId: 'a', duplicate: false });
+      });
+    });
+
+    describe('ill-formed text in names and keys', () => {
+      const fields = ['queue', 'itemId', 'flow', 'version', 'dedupeKey', 'partitionKey'] as const;
+      for (const [what, bad, position] of illFormedTexts) {
+        it(`${what} in any name or key is INVALID_ARGUMENT and writes or claims nothing`, async () => {
+          const good: EnqueueInput = { queue, itemId: 'good', flow: 'work', input: 1 };
+          for (const field of fields) {
+            await expectIllFormed(
+              store.enqueue({ ...good, itemId: 'bad', [field]: bad }),
+              ErrorCode.INVALID_ARGUMENT,
+              field,
+              position,
+            );
+          }
+          await put('a');
+          const invalid = ErrorCode.INVALID_ARGUMENT;
+          const options = { owner: 'node-a', limit: 10, claimTtlMs: ttlMs };
+          await expectIllFormed(store.claim(bad, options), invalid, 'queue', position);
+          await expectIllFormed(store.claim(queue, { ...options, owner: bad }), invalid, 'owner', position);
+          expect((await store.get(queue, 'a'))?.status).toBe('pending');
+          expect(ids(await claimAll('node-a'))).toEqual(['a']);
+          await expectIllFormed(store.renew(queue, bad, ['a'], ttlMs), invalid, 'owner', position);
+          await expectIllFormed(store.renew(queue, 'node-a', ['a', bad], ttlMs), invalid, 'itemId', position);
+          await expectIllFormed(store.complete(queue, ['a', bad]), invalid, 'itemId', position);
+          await expectIllFormed(store.get(queue, bad), invalid, 'itemId', position);
+          await expectIllFormed(store.get(bad, 'a'), invalid, 'queue', position);
+          expect((await store.get(queue, 'a'))?.status).toBe('running');
+          expect(await store.get(queue, 'bad')).toBeUndefined();
+        });
+      }
+
+      it('well-formed unicode names and keys round-trip exactly', async () => {
+        const itemId = 'item-\u{1F600}-\uFFFD';
+        await store.enqueue({
+          queue,
+          itemId,
+          flow: 'fl\u00F6w',
+          version: 'v\u{1F600}',
+          input: { text: 'a\uD800' },
+          dedupeKey: 'd\u{1F600}',
+          partitionKey: 'p\uFFFD',
+        });
+        const item = await store.get(queue, itemId);
+        expect(item).toMatchObject({
+          itemId,
+          flow: 'fl\u00F6w',
+          version: 'v\u{1F600}',
+          input: { text: 'a\uD800' },
+          dedupeKey: 'd\u{1F600}',
+          partitionKey: 'p\uFFFD',
+        });
       });
     });
   });
