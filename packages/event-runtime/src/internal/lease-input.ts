@@ -16,18 +16,19 @@ function argument(message: string, fields: Record<string, unknown>): never {
 
 /**
  * Validates a lease owner: a non-empty string of at most 200 characters, without a lone
- * surrogate or NUL. Throws `INVALID_ARGUMENT`.
+ * surrogate or NUL. `path` names it in the error (`owner`, or the runtime's `nodeId`). Throws
+ * `INVALID_ARGUMENT`.
  */
-export function checkLeaseOwner(owner: unknown): string {
+export function checkLeaseOwner(owner: unknown, path = 'owner'): string {
   if (typeof owner !== 'string' || owner.length === 0 || owner.length > ownerLengthMax) {
     const got = typeof owner === 'string' ? `${owner.length} characters` : typeof owner;
     argument(
-      `a lease owner must be a non-empty string of at most ${ownerLengthMax} characters (the ` +
-        `runtime's nodeId), got ${got}`,
-      { path: 'owner', actual: got },
+      `a lease owner (${path}) must be a non-empty string of at most ${ownerLengthMax} ` +
+        `characters (the runtime's nodeId), got ${got}`,
+      { path, actual: got },
     );
   }
-  return checkWellFormed(owner, 'owner', ErrorCode.INVALID_ARGUMENT);
+  return checkWellFormed(owner, path, ErrorCode.INVALID_ARGUMENT);
 }
 
 /**

@@ -29,7 +29,10 @@ export interface RuntimeOptions {
   /** Checkpoint state every N events (and at settle when the tail reached N). Needs `snapshots`. */
   snapshotEvery?: number;
   clock?: Clock;
-  /** This node's name in leases. Default `<hostname>-<pid>-<ulid>`. */
+  /**
+   * This node's name in leases. Default `<hostname>-<pid>-<ulid>`. 1 to 200 characters of
+   * well-formed text (no lone surrogate, no NUL), else `createRuntime` throws `INVALID_ARGUMENT`.
+   */
   nodeId?: string;
   /** Flows this runtime can resume by name. `start` registers its flow too. */
   flows?: ReadonlyArray<Flow<never, unknown>>;

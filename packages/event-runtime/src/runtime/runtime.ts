@@ -4,6 +4,7 @@ import type { JsonValue } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import type { EventStore } from '../event-store.js';
 import { encodePayload } from '../internal/json-codec.js';
+import { checkLeaseOwner } from '../internal/lease-input.js';
 import { mintId } from '../internal/mint-id.js';
 import { checkExecutionId } from '../internal/prepare-append.js';
 import {
@@ -56,7 +57,10 @@ export class Runtime {
     const settings = resolveOptions(options);
     this.store = options.store;
     this.clock = options.clock ?? systemClock;
-    this.nodeId = options.nodeId ?? `${hostname()}-${process.pid}-${mintId()}`;
+    this.nodeId =
+      options.nodeId === undefined
+        ? `${hostname()}-${process.pid}-${mintId()}`
+        : checkLeaseOwner(options.nodeId, 'nodeId');
     const report = (error: unknown) => this.options.onError?.(error);
     this.outcomes = {
       store: this.store,

@@ -8,7 +8,7 @@ import { loadState } from '../runtime/load-state.js';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
 import type { SnapshotStore } from '../snapshot-store.js';
 import { CountingEventStore } from './counting-event-store.js';
-import { freshId } from './event-store-conformance.js';
+import { expectIllFormed, freshId, illFormedTexts } from './event-store-conformance.js';
 import type { ManualClock } from './manual-clock.js';
 
 /** What a backend hands the runtime suite for one test. */
@@ -38,6 +38,15 @@ async function codeOf(promise: Promise<unknown>): Promise<string> {
     return (error as LoomError).code ?? `untyped: ${String(error)}`;
   }
   return 'resolved';
+}
+
+/** Polls `check` every 5 ms until it holds; fails after 500 tries. */
+async function until(check: () => Promise<boolean>, what: string): Promise<void> {
+  for (let attempt = 0; attempt < 500; attempt++) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  throw new Error(`timed out waiting for ${what}`);
 }
 
 function stepsFlow(
@@ -924,5 +933,85 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         hang.resolve();
       });
     });
+
+    describe('ill-formed text at the runtime edges', () => {
+      for (const [what, bad, position] of illFormedTexts) {
+        it(`${what} in an id, a flow, a signal or a node id is refused before anything is written`, async () => {
+          const created = runtime();
+          const envelope = ErrorCode.INVALID_ENVELOPE;
+          const flow = stepsFlow('text', 1);
+          await expectIllFormed(
+            created.start(flow, { tag: 't' }, { executionId: bad }),
+            envelope,
+            'executionId',
+            position,
+          );
+          for (const call of [
+            () => created.resume(bad),
+            () => created.status(bad),
+            () => created.cancel(bad, 'why'),
+            async () => created.attach(bad),
+          ]) {
+            await expectIllFormed(call(), envelope, 'executionId', position);
+          }
+          await expectIllFormed(
+            created.start({ ...flow, name: bad }, { tag: 't' }),
+            ErrorCode.INVALID_FLOW,
+            'name',
+            position,
+          );
+          await expectIllFormed(
+            created.start({ ...flow, version: bad }, { tag: 't' }),
+            ErrorCode.INVALID_FLOW,
+            'version',
+            position,
+          );
+          expect(await harness.store.readAll()).toEqual([]);
+          await expectIllFormed(
+            (async () => runtime({ nodeId: bad }))(),
+            ErrorCode.INVALID_ARGUMENT,
+            'nodeId',
+            position,
+          );
+          const handle = await created.start(stepsFlow('text', 0), { tag: 't' });
+          await handle.result();
+          await expectIllFormed(
+            created.signal(handle.executionId, bad, null),
+            envelope,
+            'name',
+            position,
+          );
+          await expectIllFormed(
+            created.signal(handle.executionId, 'go', null, { idempotencyKey: bad }),
+            envelope,
+            'idempotencyKey',
+            position,
+          );
+          expect(await harness.store.readSignals(handle.executionId)).toEqual([]);
+        });
+
+        it(`${what} in a step, timer, signal-wait or patch name fails the execution with INVALID_STEP_NAME`, async () => {
+          const created = runtime();
+          const uses: Array<(ctx: Parameters<Flow['run']>[0]) => Promise<unknown>> = [
+            (ctx) => ctx.step(bad, () => 1),
+            (ctx) => ctx.sleep(1, bad),
+            (ctx) => ctx.waitForSignal(bad),
+            async (ctx) => ctx.patched(bad),
+          ];
+          for (const use of uses) {
+            const handle = await created.start({ name: 'bad-name', run: use }, null);
+            const error = (await handle.result().catch((caught) => caught)) as LoomError;
+            expect(error.code).toBe(ErrorCode.INVALID_STEP_NAME);
+            expect(error.fields.position).toBe(position);
+            const events = await harness.store.read(handle.executionId);
+            expect(events.map((event) => event.type)).toEqual([
+              'execution.started',
+              'execution.failed',
+            ]);
+          }
+        });
+      }
+    });
+
   });
 }
