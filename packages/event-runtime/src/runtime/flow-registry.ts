@@ -2,26 +2,31 @@ import { ErrorCode, LoomError } from '../errors.js';
 import type { ExecutionState } from './execution-state.js';
 import { checkFlow, type Flow } from './flow.js';
 
-/** The flows a runtime can run and resume, by name and version. */
+/**
+ * The flows a runtime can run and resume, by name and version. Keyed by name, then by version
+ * (null for an unversioned flow), never by a joined string: a flow named 'reg@1' and flow 'reg'
+ * version '1' are two flows, and an execution of one must never resume with the other's code.
+ */
 export class FlowRegistry {
-  private readonly flows = new Map<string, Flow<never, unknown>>();
+  private readonly flows = new Map<string, Map<string | null, Flow<never, unknown>>>();
 
   /** Make a flow resumable by name (and version), replacing one registered before. Throws `INVALID_FLOW`. */
   register(flow: Flow<never, unknown>): void {
     checkFlow(flow);
-    this.flows.set(flowKey(flow.name, flow.version ?? null), flow);
+    this.versionsOf(flow.name).set(flow.version ?? null, flow);
   }
 
   /** Registers a flow being started unless its name (and version) already is. Throws `INVALID_FLOW`. */
   registerIfAbsent(flow: Flow<never, unknown>): void {
     checkFlow(flow);
-    const key = flowKey(flow.name, flow.version ?? null);
-    if (!this.flows.has(key)) this.flows.set(key, flow);
+    const versions = this.versionsOf(flow.name);
+    const version = flow.version ?? null;
+    if (!versions.has(version)) versions.set(version, flow);
   }
 
   /** The flow `state`'s execution runs. Throws `FLOW_NOT_REGISTERED`. */
   flowFor(state: ExecutionState): Flow<never, unknown> {
-    const flow = this.flows.get(flowKey(state.flow, state.version));
+    const flow = this.flows.get(state.flow)?.get(state.version);
     if (flow === undefined) {
       throw new LoomError(
         ErrorCode.FLOW_NOT_REGISTERED,
@@ -32,8 +37,13 @@ export class FlowRegistry {
     }
     return flow;
   }
-}
 
-function flowKey(name: string, version: string | null): string {
-  return version === null ? name : `${name}@${version}`;
+  private versionsOf(name: string): Map<string | null, Flow<never, unknown>> {
+    let versions = this.flows.get(name);
+    if (versions === undefined) {
+      versions = new Map();
+      this.flows.set(name, versions);
+    }
+    return versions;
+  }
 }

@@ -1013,5 +1013,34 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       }
     });
 
+    describe('flow registry keys', () => {
+      it("a flow named 'reg@1' and flow 'reg' version '1' each resume with their own code", async () => {
+        const napper = (tag: string, extra: { version?: string } = {}) =>
+          ({
+            name: tag === 'plain' ? 'reg@1' : 'reg',
+            ...extra,
+            run: async (ctx: Parameters<Flow['run']>[0]) => {
+              await ctx.sleep(1_000, 'nap');
+              return ctx.step('which', () => tag);
+            },
+          }) as Flow<null, string>;
+        const plain = napper('plain');
+        const versioned = napper('versioned', { version: '1' });
+        const created = runtime({ flows: [plain, versioned] as Flow<never, unknown>[] });
+        const plainHandle = await created.start(plain, null);
+        const versionedHandle = await created.start(versioned, null);
+        await until(
+          async () => (await harness.store.findExecutions({ status: 'suspended' })).length === 2,
+          'both to suspend',
+        );
+        harness.clock.advance(1_000);
+        expect((await created.wakeDue()).sort()).toEqual(
+          [plainHandle.executionId, versionedHandle.executionId].sort(),
+        );
+        expect(await plainHandle.result()).toBe('plain');
+        expect(await versionedHandle.result()).toBe('versioned');
+      });
+    });
+
   });
 }
