@@ -48,6 +48,7 @@ export { EventType, type KernelEventType, type RecordedError } from './runtime/k
 export { type LoadedState, loadState } from './runtime/load-state.js';
 export {
   createRuntime,
+  defaultCancelReason,
   type ExecutionHandle,
   type LeaseMode,
   Runtime,

@@ -35,6 +35,9 @@ import {
 export type { ExecutionHandle } from './execution-handle.js';
 export type { LeaseMode, RuntimeOptions, StartOptions } from './runtime-options.js';
 
+/** What `execution.cancelled` records when `cancel()` was given no reason. */
+export const defaultCancelReason = 'cancelled without a reason';
+
 /**
  * The kernel's runtime: starts, resumes, cancels and recovers durable executions on one node.
  * See `createRuntime`.
@@ -199,12 +202,24 @@ export class Runtime {
   /**
    * Cancel an execution. Here: it ends at its next barrier. Elsewhere: this node takes the fence
    * and appends `execution.cancelled`, so the owner's next append is refused. Returns false if it
-   * had already settled.
+   * had already settled. `reason` is optional: without one, `execution.cancelled` records
+   * {@link defaultCancelReason}.
    *
-   * Error codes: `EXECUTION_NOT_FOUND`, store errors.
+   * Error codes: `EXECUTION_NOT_FOUND`, `INVALID_ENVELOPE` (id), `INVALID_ARGUMENT` (a reason
+   * that is not a string), store errors.
+   *
+   * @example
+   * await runtime.cancel('order-42', 'customer asked');
    */
-  async cancel(executionId: string, reason: string): Promise<boolean> {
+  async cancel(executionId: string, reason: string = defaultCancelReason): Promise<boolean> {
     checkExecutionId(executionId);
+    if (typeof reason !== 'string') {
+      throw new LoomError(
+        ErrorCode.INVALID_ARGUMENT,
+        `a cancel reason must be a string (or left out), got ${typeof reason}`,
+        { executionId, path: 'reason' },
+      );
+    }
     const local = this.local.driver(executionId);
     if (local !== undefined) {
       local.cancel(reason);

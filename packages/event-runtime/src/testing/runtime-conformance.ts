@@ -1042,5 +1042,61 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       });
     });
 
+    describe('cancel without a reason', () => {
+      const hanging = (): Flow<null, string> => ({
+        name: 'hangs',
+        run: async (ctx) =>
+          ctx.step(
+            'hang',
+            (effect) =>
+              new Promise<string>((_, reject) =>
+                effect.signal.addEventListener('abort', () => reject(new Error('aborted'))),
+              ),
+          ),
+      });
+      const startHanging = async (created: Runtime) => {
+        const handle = await created.start(hanging(), null);
+        await until(async () => (await harness.countRows(handle.executionId)) >= 2, 'step start');
+        return handle;
+      };
+      const reasonOf = async (executionId: string) => {
+        const events = await harness.store.read(executionId);
+        const last = events[events.length - 1];
+        expect(last?.type).toBe('execution.cancelled');
+        return (last?.payload as { reason: unknown }).reason;
+      };
+
+      it('a local cancel without a reason records a default one', async () => {
+        const created = runtime();
+        const handle = await startHanging(created);
+        expect(await created.cancel(handle.executionId)).toBe(true);
+        const error = (await handle.result().catch((caught) => caught)) as LoomError;
+        expect(error.code).toBe(ErrorCode.EXECUTION_CANCELLED);
+        expect(await reasonOf(handle.executionId)).toBe('cancelled without a reason');
+      });
+
+      it('a remote cancel without a reason records a default one', async () => {
+        const owner = runtime({ nodeId: 'owner' });
+        const handle = await startHanging(owner);
+        const operator = runtime({ nodeId: 'operator' });
+        expect(await operator.cancel(handle.executionId)).toBe(true);
+        expect(await codeOf(operator.attach(handle.executionId).result())).toBe(
+          ErrorCode.EXECUTION_CANCELLED,
+        );
+        expect(await reasonOf(handle.executionId)).toBe('cancelled without a reason');
+        await owner.cancel(handle.executionId);
+      });
+
+      it('a reason that is not a string is INVALID_ARGUMENT and cancels nothing', async () => {
+        const created = runtime();
+        const handle = await startHanging(created);
+        expect(await codeOf(created.cancel(handle.executionId, 7 as never))).toBe(
+          ErrorCode.INVALID_ARGUMENT,
+        );
+        expect(await harness.countRows(handle.executionId)).toBe(2);
+        expect(await created.cancel(handle.executionId, 'now')).toBe(true);
+      });
+    });
+
   });
 }
