@@ -7,7 +7,7 @@ export interface LeaseManagerOptions {
   nodeId: string;
   clock: Clock;
   ttlMs: number;
-  /** How often one `renewMany` renews every held lease. Default ttl/3. */
+  /** How often the held leases are renewed (one `renewMany` per `leaseBatchMax`). Default ttl/3. */
   renewEveryMs: number;
   /** Lazy mode: how long a fresh start drives before it takes a lease. */
   lazyGraceMs: number;
@@ -17,22 +17,30 @@ export interface LeaseManagerOptions {
   onError: (error: unknown) => void;
 }
 
+/** What one group-committed acquire decided, per id. */
+interface Acquired {
+  granted: Set<string>;
+  /** Ids whose chunk failed, with the error its `acquireMany` threw. */
+  failed: Map<string, unknown>;
+}
+
 interface Batch<T> {
   ids: Set<string>;
   done: Promise<T>;
 }
 
 /**
- * A node's leases, batched: every held lease is renewed by one `renewMany` per tick (per
- * `leaseBatchMax` ids; never a timer per execution); acquires asked for in the same event-loop
- * turn share one `acquireMany`, and releases ride with the next tick in one `releaseMany`.
- * Lazy starts are remembered with their start time and leased by the tick once they have been
- * driving for the grace, so executions shorter than the grace never touch the lease store.
+ * A node's leases, batched: every held lease is renewed once per tick, in one `renewMany` per
+ * `leaseBatchMax` ids (never a timer per execution); acquires asked for in the same event-loop
+ * turn share one `acquireMany` per `leaseBatchMax` ids, and releases ride with the next tick in
+ * one `releaseMany` per `leaseBatchMax` ids. Lazy starts are remembered with their start time and
+ * leased by the tick once they have been driving for the grace, so executions shorter than the
+ * grace never touch the lease store.
  */
 export class LeaseManager {
   private readonly held = new Set<string>();
   private readonly lazy = new Map<string, number>();
-  private acquiring: Batch<Set<string>> | undefined;
+  private acquiring: Batch<Acquired> | undefined;
   private readonly releasing = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   private ticking: Promise<void> | undefined;
@@ -52,28 +60,55 @@ export class LeaseManager {
     return this.held.has(executionId);
   }
 
-  /** Take the lease now (group-committed with others asked for in this tick). */
+  /**
+   * Take the lease now (group-committed with others asked for in this event-loop turn). A lease
+   * this node already holds is granted without a store call: the renewal tick keeps it, and
+   * recovery leases a whole page of executions in one batch before it resumes them one by one.
+   * Rejects with the store's error if the `acquireMany` carrying this id failed.
+   */
   async acquire(executionId: string): Promise<boolean> {
     this.lazy.delete(executionId);
     this.releasing.delete(executionId);
+    if (this.held.has(executionId)) return true;
     if (this.acquiring === undefined) {
       const ids = new Set<string>();
-      const done = nextTurn().then(async () => {
+      const done = nextTurn().then(() => {
         this.acquiring = undefined;
-        this.calls.acquireMany += 1;
-        const granted = await this.options.store.acquireMany(
-          this.options.nodeId,
-          [...ids],
-          this.options.ttlMs,
-        );
-        for (const id of granted) this.held.add(id);
-        return granted;
+        return this.acquireChunks([...ids]);
       });
       this.acquiring = { ids, done };
     }
     this.acquiring.ids.add(executionId);
-    const granted = await this.acquiring.done;
+    const { granted, failed } = await this.acquiring.done;
+    if (failed.has(executionId)) throw failed.get(executionId);
     return granted.has(executionId);
+  }
+
+  /** Leases every id it can in one group commit; returns the ids granted. Rejects like `acquire`. */
+  async acquireAll(executionIds: readonly string[]): Promise<Set<string>> {
+    const outcomes = await Promise.all(executionIds.map((id) => this.acquire(id)));
+    return new Set(executionIds.filter((_, index) => outcomes[index] === true));
+  }
+
+  /** One `acquireMany` per chunk; a failed chunk fails only its own ids. */
+  private async acquireChunks(ids: string[]): Promise<Acquired> {
+    const granted = new Set<string>();
+    const failed = new Map<string, unknown>();
+    const { store, nodeId, ttlMs } = this.options;
+    await Promise.all(
+      chunks(ids).map(async (chunk) => {
+        this.calls.acquireMany += 1;
+        try {
+          for (const id of await store.acquireMany(nodeId, chunk, ttlMs)) {
+            this.held.add(id);
+            granted.add(id);
+          }
+        } catch (error) {
+          for (const id of chunk) failed.set(id, error);
+        }
+      }),
+    );
+    return { granted, failed };
   }
 
   /** Lazy mode: lease this fresh execution only if it is still driving after the grace. */
@@ -100,7 +135,7 @@ export class LeaseManager {
     }
   }
 
-  /** One round: flush releases, renew all held leases in one call, lease lazy starts past the grace. */
+  /** One round: flush releases, renew held leases (one call per chunk), lease lazy starts past the grace. */
   tick(): Promise<void> {
     this.ticking ??= this.runTick().finally(() => {
       this.ticking = undefined;
@@ -111,26 +146,14 @@ export class LeaseManager {
   private async runTick(): Promise<void> {
     try {
       await this.flushReleases();
-      if (this.held.size > 0) {
-        const ids = [...this.held];
-        this.calls.renewMany += 1;
-        const lost = await this.options.store.renewMany(
-          this.options.nodeId,
-          ids,
-          this.options.ttlMs,
-        );
-        if (lost.length > 0) {
-          for (const id of lost) this.held.delete(id);
-          this.options.onLost(lost);
-        }
-      }
+      await this.renewHeld();
       const dueBefore = this.options.clock.now() - this.options.lazyGraceMs;
       const due = [...this.lazy]
         .filter(([, startedAtMs]) => startedAtMs <= dueBefore)
         .map(([id]) => id);
       if (due.length > 0) {
-        const outcomes = await Promise.all(due.map((id) => this.acquire(id)));
-        const refused = due.filter((_, index) => outcomes[index] !== true);
+        const granted = await this.acquireAll(due);
+        const refused = due.filter((id) => !granted.has(id));
         if (refused.length > 0) this.options.onLost(refused);
       }
     } catch (error) {
@@ -138,7 +161,28 @@ export class LeaseManager {
     }
   }
 
-  /** Stop the timer, release every held lease in one call. */
+  /**
+   * Renews every held lease, one `renewMany` per chunk. A chunk that fails is reported and
+   * retried next tick (its leases are not lost yet); the other chunks are renewed regardless.
+   */
+  private async renewHeld(): Promise<void> {
+    if (this.held.size === 0) return;
+    const lost: string[] = [];
+    for (const chunk of chunks([...this.held])) {
+      this.calls.renewMany += 1;
+      try {
+        lost.push(...(await this.options.store.renewMany(this.options.nodeId, chunk, this.options.ttlMs)));
+      } catch (error) {
+        this.options.onError(error);
+      }
+    }
+    if (lost.length > 0) {
+      for (const id of lost) this.held.delete(id);
+      this.options.onLost(lost);
+    }
+  }
+
+  /** Stop the timer, release every held lease (one call per chunk). */
   async shutdown(): Promise<void> {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;

@@ -94,6 +94,9 @@ export class Runtime {
       recoverQuietMs: settings.recoverQuietMs,
       leaseOf: (executionId) => this.options.leases?.get(executionId),
       isDriving: (executionId) => this.local.has(executionId),
+      acquireLeases: (executionIds) =>
+        this.leases?.acquireAll(executionIds) ?? Promise.resolve(new Set(executionIds)),
+      releaseLease: (executionId) => this.leases?.release(executionId),
       resume: (executionId) => this.resume(executionId),
       onError: report,
     });

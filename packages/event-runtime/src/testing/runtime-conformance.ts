@@ -3,6 +3,8 @@ import type { JsonValue } from '../envelope.js';
 import { ErrorCode, type LoomError } from '../errors.js';
 import type { EventStore } from '../event-store.js';
 import type { LeaseStore } from '../lease-store.js';
+import { Limits } from '../limits.js';
+import { LeaseManager } from '../runtime/lease-manager.js';
 import type { Flow } from '../runtime/flow.js';
 import { loadState } from '../runtime/load-state.js';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
@@ -1095,6 +1097,110 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         );
         expect(await harness.countRows(handle.executionId)).toBe(2);
         expect(await created.cancel(handle.executionId, 'now')).toBe(true);
+      });
+    });
+
+    describe('lease batches', () => {
+      it('a node holding leaseBatchMax + 1 leases acquires and renews them in 2 calls each, losing none', async () => {
+        const lost: string[] = [];
+        const errors: unknown[] = [];
+        const manager = new LeaseManager({
+          store: harness.leases,
+          nodeId: 'many',
+          clock: harness.clock,
+          ttlMs: 30_000,
+          renewEveryMs: 10_000,
+          lazyGraceMs: 10_000,
+          onLost: (ids) => lost.push(...ids),
+          onError: (error) => errors.push(error),
+        });
+        const base = freshId('many');
+        const ids = Array.from({ length: Limits.leaseBatchMax + 1 }, (_, i) => `${base}-${i}`);
+        const granted = await Promise.all(ids.map((id) => manager.acquire(id)));
+        expect(granted.every((ok) => ok)).toBe(true);
+        expect(manager.calls.acquireMany).toBe(2);
+        harness.clock.advance(20_000);
+        await manager.tick();
+        expect(errors).toEqual([]);
+        expect(lost).toEqual([]);
+        expect(manager.calls.renewMany).toBe(2);
+        for (const id of [ids[0], ids[ids.length - 1]] as string[]) {
+          expect(await harness.leases.get(id)).toMatchObject({
+            owner: 'many',
+            expiresAtMs: harness.clock.now() + 30_000,
+          });
+        }
+        await manager.shutdown();
+        expect(manager.calls.releaseMany).toBe(2);
+        expect(await harness.leases.get(ids[0] as string)).toBeUndefined();
+      });
+
+      const hangingFlow = (hang: Promise<void>): Flow<null, string> => ({
+        name: 'batch-recover',
+        run: async (ctx) => {
+          await ctx.step('hang', () => hang.then(() => 1));
+          return 'done';
+        },
+      });
+
+      it('recovering 5 executions takes their leases in one acquireMany', async () => {
+        const hang = deferred();
+        const flow = hangingFlow(hang.promise);
+        const dead = runtime({
+          nodeId: 'dead',
+          leases: harness.leases,
+          leaseMode: 'eager',
+          leaseTtlMs: 3_000,
+        });
+        const handles = await Promise.all(Array.from({ length: 5 }, () => dead.start(flow, null)));
+        for (const handle of handles) {
+          await until(async () => (await harness.countRows(handle.executionId)) >= 2, 'step start');
+        }
+        harness.clock.advance(3_001);
+        const rescuer = runtime({
+          nodeId: 'rescuer',
+          leases: harness.leases,
+          flows: [flow as Flow<never, unknown>],
+        });
+        const recovered = await rescuer.recover();
+        expect(recovered.sort()).toEqual(handles.map((handle) => handle.executionId).sort());
+        expect(rescuer.leaseCalls.acquireMany).toBe(1);
+        for (const handle of handles) {
+          expect((await harness.leases.get(handle.executionId))?.owner).toBe('rescuer');
+        }
+        expect(await rescuer.recover()).toEqual([]);
+        expect(rescuer.leaseCalls.acquireMany).toBe(1);
+        hang.resolve();
+        for (const handle of handles) {
+          expect(await rescuer.attach(handle.executionId).result()).toBe('done');
+        }
+      });
+
+      it('waking 5 due executions takes their leases in one acquireMany', async () => {
+        const sleeper: Flow<null, string> = {
+          name: 'batch-wake',
+          run: async (ctx) => {
+            await ctx.sleep(1_000);
+            return ctx.step('after', () => 'woke');
+          },
+        };
+        const first = runtime({ nodeId: 'first' });
+        const handles = await Promise.all(
+          Array.from({ length: 5 }, () => first.start(sleeper, null)),
+        );
+        await until(
+          async () => (await harness.store.findExecutions({ status: 'suspended' })).length === 5,
+          'all to suspend',
+        );
+        harness.clock.advance(1_000);
+        const waker = runtime({
+          nodeId: 'waker',
+          leases: harness.leases,
+          flows: [sleeper as Flow<never, unknown>],
+        });
+        expect((await waker.wakeDue()).length).toBe(5);
+        expect(waker.leaseCalls.acquireMany).toBe(1);
+        for (const handle of handles) expect(await handle.result()).toBe('woke');
       });
     });
 
