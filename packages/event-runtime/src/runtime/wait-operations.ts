@@ -31,8 +31,11 @@ export class WaitOperations {
     if (claim.recorded?.status === 'completed') return;
     let wakeAtMs = claim.recorded?.wakeAtMs ?? undefined;
     if (wakeAtMs === undefined || wakeAtMs === null) {
-      wakeAtMs = atMs ?? this.scope.hooks.clock.now() + checkDuration(ms, executionId);
-      checkDuration(wakeAtMs, executionId);
+      const nowMs = this.scope.hooks.clock.now();
+      wakeAtMs =
+        atMs === undefined
+          ? nowMs + checkDuration(ms, executionId)
+          : checkInstant(atMs, nowMs, executionId);
       journal.record(EventType.timerScheduled, {
         index: claim.index,
         name: claim.name,
@@ -148,20 +151,37 @@ export class WaitOperations {
   }
 }
 
+/** The longest durable wait: 100 years, in milliseconds. */
 const durationMaxMs = 100 * 365 * 24 * 3_600_000;
 
+function invalidTime(what: string, value: unknown, executionId: string): never {
+  throw new LoomError(
+    ErrorCode.INVALID_ARGUMENT,
+    `${what} must be a non-negative integer of milliseconds at most 100 years ahead, got ${String(value)}`,
+    { executionId, actual: value },
+  );
+}
+
+/** A duration in ms: a non-negative safe integer of at most 100 years. Throws `INVALID_ARGUMENT`. */
 function checkDuration(ms: unknown, executionId: string): number {
-  if (
-    typeof ms !== 'number' ||
-    !Number.isSafeInteger(ms) ||
-    ms < 0 ||
-    ms > Date.now() + durationMaxMs
-  ) {
-    throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
-      `a duration or instant must be a non-negative integer of milliseconds, got ${String(ms)}`,
-      { executionId },
-    );
+  if (typeof ms !== 'number' || !Number.isSafeInteger(ms) || ms < 0 || ms > durationMaxMs) {
+    invalidTime('a duration', ms, executionId);
   }
   return ms;
+}
+
+/**
+ * An instant (epoch ms) at most 100 years after `nowMs`, which is the runtime's clock: judged by
+ * the wall clock, a simulated or skewed clock would refuse good instants or accept bad ones.
+ */
+function checkInstant(atMs: unknown, nowMs: number, executionId: string): number {
+  if (
+    typeof atMs !== 'number' ||
+    !Number.isSafeInteger(atMs) ||
+    atMs < 0 ||
+    atMs > nowMs + durationMaxMs
+  ) {
+    invalidTime('an instant', atMs, executionId);
+  }
+  return atMs;
 }

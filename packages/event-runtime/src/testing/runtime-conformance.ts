@@ -1204,5 +1204,44 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       });
     });
 
+    describe('durations judged by the runtime clock', () => {
+      it('a sleep works when the injected clock is far from the wall clock', async () => {
+        harness.clock.advance(200 * 365 * 24 * 3_600_000);
+        const created = runtime();
+        const flow: Flow<null, string> = {
+          name: 'far-future',
+          run: async (ctx) => {
+            await ctx.sleep(1_000);
+            return 'woke';
+          },
+        };
+        const handle = await created.start(flow, null);
+        await until(
+          async () => (await harness.store.findExecutions({ status: 'suspended' })).length === 1,
+          'suspension',
+        );
+        harness.clock.advance(1_000);
+        expect(await created.wakeDue()).toEqual([handle.executionId]);
+        expect(await handle.result()).toBe('woke');
+      });
+
+      it('a duration over 100 years is INVALID_ARGUMENT whatever the wall clock says', async () => {
+        const created = runtime();
+        const flow: Flow<null, string> = {
+          name: 'too-long',
+          run: async (ctx) => {
+            await ctx.sleep(101 * 365 * 24 * 3_600_000);
+            return 'woke';
+          },
+        };
+        const handle = await created.start(flow, null);
+        await until(
+          async () => (await created.status(handle.executionId)) !== 'running',
+          'the sleep to fail or suspend',
+        );
+        expect(await created.status(handle.executionId)).toBe('failed');
+        expect(await codeOf(handle.result())).toBe(ErrorCode.INVALID_ARGUMENT);
+      });
+    });
   });
 }
