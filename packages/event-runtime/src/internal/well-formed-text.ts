@@ -10,7 +10,7 @@ import { LoomError } from '../errors.js';
  */
 export function illFormedAt(text: string): number {
   // The native check (Node 20) answers the common case; the scan below only locates the unit.
-  if ((text as WellFormedString).isWellFormed() && !text.includes('\0')) return -1;
+  if ((text as unknown as WellFormedString).isWellFormed() && !text.includes('\0')) return -1;
   for (let index = 0; index < text.length; index++) {
     const unit = text.charCodeAt(index);
     if (unit === 0) return index;
@@ -28,7 +28,7 @@ export function illFormedAt(text: string): number {
 }
 
 /** `String.prototype.isWellFormed` is ES2024; the build's lib is ES2023, the runtime Node 20. */
-interface WellFormedString extends String {
+interface WellFormedString {
   isWellFormed(): boolean;
 }
 

@@ -171,7 +171,9 @@ export class LeaseManager {
     for (const chunk of chunks([...this.held])) {
       this.calls.renewMany += 1;
       try {
-        lost.push(...(await this.options.store.renewMany(this.options.nodeId, chunk, this.options.ttlMs)));
+        lost.push(
+          ...(await this.options.store.renewMany(this.options.nodeId, chunk, this.options.ttlMs)),
+        );
       } catch (error) {
         this.options.onError(error);
       }

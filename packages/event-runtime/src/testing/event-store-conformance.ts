@@ -896,7 +896,12 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
             'executionId',
             position,
           );
-          await expectIllFormed(store.sendSignal({ ...signal, name: bad }), invalid, 'name', position);
+          await expectIllFormed(
+            store.sendSignal({ ...signal, name: bad }),
+            invalid,
+            'name',
+            position,
+          );
           await expectIllFormed(
             store.sendSignal({ ...signal, idempotencyKey: bad }),
             invalid,

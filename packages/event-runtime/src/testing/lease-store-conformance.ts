@@ -459,7 +459,12 @@ export function leaseStoreConformance(name: string, open: () => Promise<LeaseSto
               position,
             );
           }
-          await expectIllFormed(store.get(bad), ErrorCode.INVALID_ENVELOPE, 'executionId', position);
+          await expectIllFormed(
+            store.get(bad),
+            ErrorCode.INVALID_ENVELOPE,
+            'executionId',
+            position,
+          );
           expect(await store.get(held)).toEqual(before);
           expect(await store.get(free)).toBeUndefined();
         });

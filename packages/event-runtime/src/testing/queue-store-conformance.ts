@@ -492,11 +492,21 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
           const invalid = ErrorCode.INVALID_ARGUMENT;
           const options = { owner: 'node-a', limit: 10, claimTtlMs: ttlMs };
           await expectIllFormed(store.claim(bad, options), invalid, 'queue', position);
-          await expectIllFormed(store.claim(queue, { ...options, owner: bad }), invalid, 'owner', position);
+          await expectIllFormed(
+            store.claim(queue, { ...options, owner: bad }),
+            invalid,
+            'owner',
+            position,
+          );
           expect((await store.get(queue, 'a'))?.status).toBe('pending');
           expect(ids(await claimAll('node-a'))).toEqual(['a']);
           await expectIllFormed(store.renew(queue, bad, ['a'], ttlMs), invalid, 'owner', position);
-          await expectIllFormed(store.renew(queue, 'node-a', ['a', bad], ttlMs), invalid, 'itemId', position);
+          await expectIllFormed(
+            store.renew(queue, 'node-a', ['a', bad], ttlMs),
+            invalid,
+            'itemId',
+            position,
+          );
           await expectIllFormed(store.complete(queue, ['a', bad]), invalid, 'itemId', position);
           await expectIllFormed(store.get(queue, bad), invalid, 'itemId', position);
           await expectIllFormed(store.get(bad, 'a'), invalid, 'queue', position);

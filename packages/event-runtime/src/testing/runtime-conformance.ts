@@ -4,8 +4,8 @@ import { ErrorCode, type LoomError } from '../errors.js';
 import type { EventStore } from '../event-store.js';
 import type { LeaseStore } from '../lease-store.js';
 import { Limits } from '../limits.js';
-import { LeaseManager } from '../runtime/lease-manager.js';
 import type { Flow } from '../runtime/flow.js';
+import { LeaseManager } from '../runtime/lease-manager.js';
 import { loadState } from '../runtime/load-state.js';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
 import type { SnapshotStore } from '../snapshot-store.js';
@@ -1065,7 +1065,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         const events = await harness.store.read(executionId);
         const last = events[events.length - 1];
         expect(last?.type).toBe('execution.cancelled');
-        return (last?.payload as { reason: unknown }).reason;
+        return (last?.payload as { reason?: unknown } | undefined)?.reason;
       };
 
       it('a local cancel without a reason records a default one', async () => {
