@@ -3,7 +3,7 @@ import type { JsonValue } from '../envelope.js';
 import { ErrorCode, type LoomError } from '../errors.js';
 import { Limits } from '../limits.js';
 import type { Snapshot, SnapshotStore } from '../snapshot-store.js';
-import { freshId } from './event-store-conformance.js';
+import { expectIllFormed, freshId, illFormedTexts } from './event-store-conformance.js';
 
 /** What a backend hands the snapshot conformance suite for one test. */
 export interface SnapshotStoreHarness {
@@ -265,6 +265,23 @@ export function snapshotStoreConformance(
         await store.save(snap(id, 1));
         expect(await store.load(id)).toEqual(snap(id, 1));
       });
+    });
+
+    describe('ill-formed text in execution ids', () => {
+      for (const [what, bad, position] of illFormedTexts) {
+        it(`${what} in an execution id is INVALID_ENVELOPE for save and load; state strings keep it`, async () => {
+          const snapshot = { executionId: bad, sequence: 1, state: { n: 1 }, at: 1 };
+          const invalid = ErrorCode.INVALID_ENVELOPE;
+          await expectIllFormed(store.save(snapshot), invalid, 'executionId', position);
+          await expectIllFormed(store.load(bad), invalid, 'executionId', position);
+          const replaced = bad.replace(/[\uD800-\uDFFF\u0000]/g, '\uFFFD');
+          expect(await store.load(replaced)).toBeUndefined();
+          const id = freshId('text');
+          const state = { [bad]: bad };
+          await store.save({ executionId: id, sequence: 1, state, at: 1 });
+          expect((await store.load(id))?.state).toEqual(state);
+        });
+      }
     });
   });
 }
