@@ -9,13 +9,20 @@ export const ErrorCode = {
   SEQUENCE_CONFLICT: 'SEQUENCE_CONFLICT',
   /** The writer's fence epoch is not the execution's current one: someone took over. */
   FENCE_STALE: 'FENCE_STALE',
-  /** An envelope is malformed: a missing, unknown or ill-typed field. */
+  /**
+   * An envelope is malformed: a missing, unknown or ill-typed field, or an execution id, event
+   * type or signal name that is not well-formed text (a lone surrogate or NUL; `fields.path` and
+   * `fields.position` say where).
+   */
   INVALID_ENVELOPE: 'INVALID_ENVELOPE',
   /** A payload is not representable as JSON (function, cycle, undefined, BigInt, NaN, …). */
   PAYLOAD_NOT_JSON: 'PAYLOAD_NOT_JSON',
   /** A named limit (payload bytes, events per append, id length, …) was exceeded. */
   LIMIT_EXCEEDED: 'LIMIT_EXCEEDED',
-  /** An option passed to a store call is invalid (negative limit, unknown position, …). */
+  /**
+   * An option passed to a store call is invalid (negative limit, unknown position, a queue name,
+   * key or lease owner with a lone surrogate or NUL, …).
+   */
   INVALID_ARGUMENT: 'INVALID_ARGUMENT',
   /** The database is locked by another writer past the busy timeout. */
   STORE_BUSY: 'STORE_BUSY',
@@ -71,7 +78,10 @@ export interface LoomErrorFields {
   expected?: unknown;
   actual?: unknown;
   limit?: string;
+  /** The field at fault (`executionId`, `type`, `owner`, `$.items[2]` in a payload, …). */
   path?: string;
+  /** The code unit index of a lone surrogate or NUL in the string at `path`. */
+  position?: number;
   [key: string]: unknown;
 }
 
