@@ -29,7 +29,7 @@ await before.kernel.shutdown();
 const after = createFlowRuntime({ store, clock, flows: [v2], timerPollMs: 0, inlineWaitMs: 0 }); // the deploy
 const fresh = await after.start(v2, null);
 await new Promise((resolve) => setTimeout(resolve, 50));
-clock.advance(86_400_000);
+await clock.advance(86_400_000);
 await after.kernel.wakeDue();
 console.log('started before the deploy:', await after.kernel.attach(old.executionId).result());
 console.log('started after the deploy:', await fresh.result());

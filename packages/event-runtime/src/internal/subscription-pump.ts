@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.js';
 import type { StoredEvent } from '../envelope.js';
 import type { SubscribeOptions, Subscription, SubscriptionHandler } from '../event-store.js';
 import { checkExecutionId } from './prepare-append.js';
@@ -11,6 +12,8 @@ export interface PumpSource {
   watch(executionId: string | undefined, wake: () => void): () => void;
   /** Poll this often as well (for writers the backend cannot hear). 0 = never. */
   pollIntervalMs: number;
+  /** The store's clock, which arms the poll timer. */
+  clock: Clock;
 }
 
 const defaultBatchSize = 500;
@@ -29,7 +32,7 @@ export class SubscriptionPump implements Subscription {
   private running: Promise<void> | undefined;
   private closed = false;
   private readonly unwatch: () => void;
-  private readonly timer: NodeJS.Timeout | undefined;
+  private readonly stopPolling: (() => void) | undefined;
 
   constructor(
     private readonly source: PumpSource,
@@ -45,8 +48,7 @@ export class SubscriptionPump implements Subscription {
         : readOptions({ fromSequence: options.fromSequence ?? 0 }).fromSequence;
     this.unwatch = source.watch(this.executionId, () => this.kick());
     if (source.pollIntervalMs > 0) {
-      this.timer = setInterval(() => this.kick(), source.pollIntervalMs);
-      this.timer.unref();
+      this.stopPolling = source.clock.setRepeating(() => this.kick(), source.pollIntervalMs);
     }
     this.kick();
   }
@@ -85,7 +87,7 @@ export class SubscriptionPump implements Subscription {
     if (this.closed) return;
     this.closed = true;
     this.unwatch();
-    if (this.timer !== undefined) clearInterval(this.timer);
+    this.stopPolling?.();
   }
 
   async close(): Promise<void> {

@@ -19,7 +19,8 @@ export class ChildOperations {
     input: unknown,
     executionId: string | undefined,
   ): Promise<unknown> {
-    const { journal, state, suspension, hooks } = this.scope;
+    const { journal, state, suspension } = this.scope;
+    const { links } = this.scope.kernel;
     const parentId = this.scope.executionId;
     if (suspension.suspending) return never();
     const claim = this.scope.claim('child', flow?.name);
@@ -52,7 +53,7 @@ export class ChildOperations {
       suspension.beginInFlight();
       try {
         await this.scope.barrier();
-        await hooks.startChild(flow, inputValue, childId, {
+        await links.startChild(flow, inputValue, childId, {
           executionId: parentId,
           index: claim.index,
         });
@@ -63,7 +64,7 @@ export class ChildOperations {
     suspension.beginInFlight();
     let outcome: ExecutionOutcome | undefined;
     try {
-      outcome = await hooks.childOutcome(childId);
+      outcome = await links.childOutcome(childId);
     } finally {
       suspension.settleInFlight();
     }
@@ -111,7 +112,7 @@ export class ChildOperations {
     suspension.beginInFlight();
     try {
       await this.scope.barrier();
-      await this.scope.hooks.startSuccessor(flow, inputValue, successorId, state);
+      await this.scope.kernel.links.startSuccessor(flow, inputValue, successorId, state);
     } finally {
       suspension.settleInFlight();
     }

@@ -1,8 +1,8 @@
 import type { LoomError } from '../errors.js';
-import type { DriverHooks } from './driver-hooks.js';
 import type { ExecutionJournal } from './execution-journal.js';
 import type { ExecutionState, OperationKind, StepRecord } from './execution-state.js';
 import type { Flow } from './flow.js';
+import type { KernelContext } from './kernel-context.js';
 import type { Suspension } from './suspension.js';
 
 /** An operation's place in the log: its index, its checked name, and what the log has there. */
@@ -20,7 +20,8 @@ export interface DriverScope {
   readonly executionId: string;
   readonly state: ExecutionState;
   readonly journal: ExecutionJournal;
-  readonly hooks: DriverHooks;
+  /** The node's kernel: clock, settings, store, links to other executions. */
+  readonly kernel: KernelContext;
   readonly suspension: Suspension;
   /** Aborts when the execution is cancelled or this node stops driving it. */
   readonly signal: AbortSignal;

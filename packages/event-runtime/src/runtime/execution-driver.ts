@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { JsonValue } from '../envelope.js';
 import { ErrorCode, isLoomError, LoomError } from '../errors.js';
 import { ChildOperations } from './child-operations.js';
-import type { DriverHooks } from './driver-hooks.js';
 import type { Claim, DriverScope } from './driver-scope.js';
 import { toJson } from './driver-support.js';
 import type { ExecutionJournal } from './execution-journal.js';
@@ -10,6 +9,7 @@ import type { ExecutionOutcome } from './execution-outcome.js';
 import type { ExecutionState, OperationKind } from './execution-state.js';
 import { applyTerminal, type Terminal, terminalFor } from './execution-terminal.js';
 import { checkStepName, type Flow, type FlowContext } from './flow.js';
+import type { KernelContext } from './kernel-context.js';
 import { EventType } from './kernel-events.js';
 import { StepOperations } from './step-operations.js';
 import { Suspension } from './suspension.js';
@@ -44,7 +44,7 @@ export class ExecutionDriver {
   constructor(
     readonly state: ExecutionState,
     readonly journal: ExecutionJournal,
-    private readonly hooks: DriverHooks,
+    private readonly kernel: KernelContext,
   ) {
     this.done = new Promise((resolve) => {
       this.resolveDone = resolve;
@@ -60,7 +60,7 @@ export class ExecutionDriver {
       executionId: state.executionId,
       state,
       journal,
-      hooks,
+      kernel,
       suspension: this.suspension,
       signal: this.abort.signal,
       claim: (kind, name) => this.claim(kind, name),
@@ -259,7 +259,7 @@ export class ExecutionDriver {
       child: (flow, input, options) =>
         this.children.child(flow as Flow<never, unknown>, input, options?.executionId) as never,
       continueAsNew: (input) => this.children.continueAsNew(input),
-      now: () => this.recordValue('now', () => this.hooks.clock.now()) as number,
+      now: () => this.recordValue('now', () => this.kernel.clock.now()) as number,
       random: () => this.recordValue('random', () => Math.random()) as number,
       uuid: () => this.recordValue('uuid', () => randomUUID()) as string,
       patched: (id) => this.patched(id),

@@ -1,11 +1,12 @@
 import { ErrorCode, isLoomError } from '../errors.js';
 import type { EventStore } from '../event-store.js';
 import type { SnapshotStore } from '../snapshot-store.js';
-import type { ExecutionDriver } from './execution-driver.js';
 import { type ExecutionOutcome, outcomeOfState, resultOf } from './execution-outcome.js';
 import { foldEvent } from './execution-state.js';
+import type { KernelContext } from './kernel-context.js';
 import { loadState } from './load-state.js';
 import { notFound } from './not-found.js';
+import { keepAlive } from './pollers.js';
 
 /** A way to wait for an execution's outcome, wherever it runs. */
 export interface ExecutionHandle<O = unknown> {
@@ -26,11 +27,11 @@ export interface OutcomeLog {
   readonly snapshots: SnapshotStore | undefined;
 }
 
-/** Where a handle looks for its outcome: the driver on this node, else the log. */
-export interface OutcomeSource extends OutcomeLog {
-  /** The driver running `executionId` on this node, if any. */
-  localDriver(executionId: string): ExecutionDriver | undefined;
-}
+/**
+ * Where a handle looks for its outcome: the driver on this node, else the log; the clock keeps
+ * the process alive while someone waits.
+ */
+export type OutcomeSource = Pick<KernelContext, 'store' | 'snapshots' | 'executions' | 'clock'>;
 
 /** Continue-as-new chains followed by `result()` before giving up (a runaway chain is a bug). */
 const continuedHopsMax = 10_000;
@@ -70,7 +71,7 @@ export async function settledOutcome(
 async function awaitResult<O>(source: OutcomeSource, executionId: string): Promise<O> {
   // Someone waits for this outcome (perhaps a sleeping execution's): keep the process alive
   // until it arrives, as an open server would. The runtime's own pollers never do.
-  const keepAlive = setInterval(() => undefined, 2 ** 30);
+  const release = keepAlive(source.clock);
   try {
     let current = executionId;
     for (let hops = 0; ; hops++) {
@@ -80,13 +81,13 @@ async function awaitResult<O>(source: OutcomeSource, executionId: string): Promi
       current = outcome.successorId;
     }
   } finally {
-    clearInterval(keepAlive);
+    release();
   }
 }
 
 /** The execution's outcome: from the local driver, else by following its log. */
 async function outcomeOf(source: OutcomeSource, executionId: string): Promise<ExecutionOutcome> {
-  const local = source.localDriver(executionId);
+  const local = source.executions.driver(executionId);
   if (local !== undefined) {
     const outcome = await local.done;
     const final = outcome.status !== 'stopped' && outcome.status !== 'suspended';

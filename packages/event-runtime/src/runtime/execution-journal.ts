@@ -44,7 +44,8 @@ export class ExecutionJournal {
     readonly executionId: string,
     nextSequence: number,
     private fenceEpoch: number,
-    private readonly clock: Clock,
+    /** The runtime's clock: stamps events and orders the batching of appends. */
+    readonly clock: Clock,
   ) {
     this.nextSequence = nextSequence;
     this.durableUpTo = nextSequence - 1;
@@ -102,7 +103,7 @@ export class ExecutionJournal {
         this.scheduled = true;
         // Let everything the flow does before yielding to I/O (parallel steps, a flow that ends
         // without a step) join one append.
-        setImmediate(() => {
+        this.clock.defer(() => {
           this.scheduled = false;
           this.pump();
         });
@@ -150,7 +151,7 @@ export class ExecutionJournal {
     completion: (result: T) => { type: string; payload: JsonValue },
   ): Promise<T> {
     await this.flush();
-    while (this.inFlight) await new Promise((resolve) => setImmediate(resolve));
+    while (this.inFlight) await new Promise<void>((resolve) => this.clock.defer(resolve));
     if (this.broken !== undefined) throw this.broken;
     this.inFlight = true;
     let batch: EventEnvelope[] | undefined;

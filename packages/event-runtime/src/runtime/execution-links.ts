@@ -1,10 +1,10 @@
 import type { JsonValue } from '../envelope.js';
 import { ErrorCode, isLoomError } from '../errors.js';
-import type { EventStore } from '../event-store.js';
-import type { DriverHooks } from './driver-hooks.js';
+import { settledOutcome } from './execution-handle.js';
 import type { ExecutionOutcome } from './execution-outcome.js';
 import type { ExecutionState } from './execution-state.js';
 import type { Flow } from './flow.js';
+import type { KernelContext } from './kernel-context.js';
 import type { ExecutionStartedPayload } from './kernel-events.js';
 
 /** How a new execution is linked to others: its parent, or its continue-as-new predecessor. */
@@ -12,27 +12,6 @@ export type StartLinks = Pick<
   ExecutionStartedPayload,
   'parent' | 'continuedFrom' | 'rootId' | 'generation'
 >;
-
-/** What linking executions needs of the runtime. */
-export interface LinkedRuntime {
-  readonly store: EventStore;
-  /** Starts an execution linked to another (idempotent on its id). */
-  startLinked(
-    flow: Flow<never, unknown>,
-    input: JsonValue,
-    executionId: string,
-    links: StartLinks,
-  ): Promise<unknown>;
-  /** The outcome of a settled execution (following continue-as-new), or undefined if it runs. */
-  settledOutcome(executionId: string): Promise<ExecutionOutcome | undefined>;
-  resume(executionId: string): Promise<unknown>;
-  cancel(executionId: string, reason: string): Promise<boolean>;
-  wakeDue(): Promise<unknown>;
-  /** True when this runtime polls timers, so waking due executions here is its job. */
-  pollsTimers(): boolean;
-  shuttingDown(): boolean;
-  onError(error: unknown): void;
-}
 
 /** The signal a settled child sends its parent (the parent reads the outcome from the child's log). */
 const childSignalName = 'loom.child.settled';
@@ -42,41 +21,55 @@ const childSignalName = 'loom.child.settled';
  * for the driver, wakes a parent when its child settles, and cancels a cancelled parent's children.
  */
 export class ExecutionLinks {
-  constructor(private readonly runtime: LinkedRuntime) {}
+  constructor(private readonly kernel: KernelContext) {}
 
-  /** The driver hooks that start and look up linked executions. */
-  driverHooks(): Pick<DriverHooks, 'startChild' | 'childOutcome' | 'startSuccessor'> {
-    return {
-      startChild: async (childFlow, input, childId, parent) => {
-        await this.runtime.startLinked(childFlow, input, childId, { parent });
-      },
-      childOutcome: (childId) => this.runtime.settledOutcome(childId),
-      startSuccessor: async (successorFlow, input, successorId, predecessor) => {
-        const links: StartLinks = {
-          continuedFrom: predecessor.executionId,
-          rootId: predecessor.rootId,
-          generation: predecessor.generation + 1,
-        };
-        if (predecessor.parent !== undefined) links.parent = predecessor.parent;
-        await this.runtime.startLinked(successorFlow, input, successorId, links);
-      },
+  /** Starts a child execution of `parent` (idempotent on its id). */
+  async startChild(
+    flow: Flow<never, unknown>,
+    input: JsonValue,
+    childId: string,
+    parent: { executionId: string; index: number },
+  ): Promise<void> {
+    await this.kernel.executions.launch(flow, input, childId, { parent });
+  }
+
+  /** A child's outcome if it settled (following continue-as-new), else undefined. */
+  childOutcome(childId: string): Promise<ExecutionOutcome | undefined> {
+    return settledOutcome(this.kernel, childId);
+  }
+
+  /** Starts the continue-as-new successor of `predecessor` (idempotent on its id). */
+  async startSuccessor(
+    flow: Flow<never, unknown>,
+    input: JsonValue,
+    successorId: string,
+    predecessor: ExecutionState,
+  ): Promise<void> {
+    const links: StartLinks = {
+      continuedFrom: predecessor.executionId,
+      rootId: predecessor.rootId,
+      generation: predecessor.generation + 1,
     };
+    if (predecessor.parent !== undefined) links.parent = predecessor.parent;
+    await this.kernel.executions.launch(flow, input, successorId, links);
   }
 
   /** Wakes a parent waiting in `ctx.child` (the parent reads the outcome from the child's log). */
   async notifyParent(parentId: string, childId: string): Promise<void> {
     try {
-      await this.runtime.store.sendSignal({
+      await this.kernel.store.sendSignal({
         executionId: parentId,
         name: childSignalName,
         payload: { childId },
       });
     } catch (error) {
-      if (!isLoomError(error, ErrorCode.EXECUTION_SETTLED)) this.runtime.onError(error);
+      if (!isLoomError(error, ErrorCode.EXECUTION_SETTLED)) this.kernel.report(error);
       return;
     }
-    if (this.runtime.pollsTimers() && !this.runtime.shuttingDown()) {
-      await this.runtime.wakeDue().catch(() => undefined);
+    // A node that polls timers claims due executions: claim the parent now rather than a poll
+    // later (of several nodes, the claim decides which one resumes it).
+    if (this.kernel.settings.timerPollMs > 0 && !this.kernel.shuttingDown) {
+      await this.kernel.recovery.wakeDue().catch(() => undefined);
     }
   }
 
@@ -92,15 +85,17 @@ export class ExecutionLinks {
     let due = false;
     if (names.size > 0) {
       const consumed = new Set(state.consumedSignals);
-      const inbox = await this.runtime.store.readSignals(state.executionId);
+      const inbox = await this.kernel.store.readSignals(state.executionId);
       due = inbox.some((signal) => names.has(signal.name) && !consumed.has(signal.signalId));
     }
     for (const record of waiting) {
       if (due || record.kind !== 'child' || record.childId === undefined) continue;
-      due = (await this.runtime.settledOutcome(record.childId)) !== undefined;
+      due = (await this.childOutcome(record.childId)) !== undefined;
     }
-    if (due && !this.runtime.shuttingDown()) {
-      await this.runtime.resume(state.executionId).catch((error) => this.runtime.onError(error));
+    if (due && !this.kernel.shuttingDown) {
+      await this.kernel.executions
+        .resume(state.executionId)
+        .catch((error) => this.kernel.report(error));
     }
   }
 
@@ -112,12 +107,12 @@ export class ExecutionLinks {
     for (const child of children) {
       if (child.childId === undefined) continue;
       try {
-        await this.runtime.cancel(
+        await this.kernel.executions.cancel(
           child.childId,
           `parent ${parent.executionId} was cancelled: ${reason}`,
         );
       } catch (error) {
-        if (!isLoomError(error, ErrorCode.EXECUTION_NOT_FOUND)) this.runtime.onError(error);
+        if (!isLoomError(error, ErrorCode.EXECUTION_NOT_FOUND)) this.kernel.report(error);
       }
     }
   }

@@ -1,27 +1,7 @@
-import type { Clock } from '../clock.js';
-import type { EventStore } from '../event-store.js';
-import type { Lease } from '../lease-store.js';
+import type { KernelContext } from './kernel-context.js';
 
-/** What recovery needs of the runtime. */
-export interface RecoveryConfig {
-  readonly store: EventStore;
-  readonly clock: Clock;
-  /** An unleased running execution is resumed only after its log has been quiet this long. */
-  readonly recoverQuietMs: number;
-  /** The execution's lease, when the runtime has a lease store. */
-  leaseOf(executionId: string): Promise<Lease | undefined> | undefined;
-  /** True when this node drives the execution already. */
-  isDriving(executionId: string): boolean;
-  /**
-   * Leases the executions about to be resumed, in one group commit (all of them when the runtime
-   * has no lease store). A resume of an execution leased here takes no further lease call.
-   */
-  acquireLeases(executionIds: readonly string[]): Promise<Set<string>>;
-  /** Gives up a lease taken by `acquireLeases` for an execution that is not driven here after all. */
-  releaseLease(executionId: string): void;
-  resume(executionId: string): Promise<unknown>;
-  onError(error: unknown): void;
-}
+/** Due executions claimed per `wakeDue` round unless the caller says otherwise. */
+export const wakeDueLimitDefault = 100;
 
 /**
  * Finds executions in the log that no node is driving — suspended ones that came due, running
@@ -29,11 +9,11 @@ export interface RecoveryConfig {
  * batch per round (one `acquireMany` per `leaseBatchMax`), not one call per execution.
  */
 export class ExecutionRecovery {
-  constructor(private readonly config: RecoveryConfig) {}
+  constructor(private readonly kernel: KernelContext) {}
 
   /** Claims up to `limit` due suspended executions and resumes them; returns the ids resumed. */
-  async wakeDue(limit: number): Promise<string[]> {
-    const { store, clock } = this.config;
+  async wakeDue(limit: number = wakeDueLimitDefault): Promise<string[]> {
+    const { store, clock } = this.kernel;
     const claimed = await store.claimDue(clock.now(), limit);
     if (claimed.length === 0) return [];
     const resumed: string[] = [];
@@ -43,7 +23,8 @@ export class ExecutionRecovery {
 
   /** Resumes running executions nobody drives; returns the ids this node now drives. */
   async recover(): Promise<string[]> {
-    const { store, clock, recoverQuietMs } = this.config;
+    const { store, clock } = this.kernel;
+    const { recoverQuietMs } = this.kernel.settings;
     const resumed: string[] = [];
     const nowMs = clock.now();
     let after = '';
@@ -57,14 +38,14 @@ export class ExecutionRecovery {
       after = page[page.length - 1]?.executionId as string;
       const orphans: string[] = [];
       for (const summary of page) {
-        if (this.config.isDriving(summary.executionId)) continue;
-        const lease = await this.config.leaseOf(summary.executionId);
+        if (this.kernel.executions.has(summary.executionId)) continue;
+        const lease = await this.kernel.leaseStore?.get(summary.executionId);
         if (lease !== undefined && lease.expiresAtMs > nowMs) continue;
         if (lease === undefined && summary.lastEventAt > nowMs - recoverQuietMs) continue;
         orphans.push(summary.executionId);
       }
       for (const executionId of await this.resumeLeased(orphans)) {
-        if (this.config.isDriving(executionId)) resumed.push(executionId);
+        if (this.kernel.executions.has(executionId)) resumed.push(executionId);
       }
     }
     return resumed;
@@ -79,21 +60,21 @@ export class ExecutionRecovery {
     if (executionIds.length === 0) return [];
     let leased: Set<string>;
     try {
-      leased = await this.config.acquireLeases(executionIds);
+      leased = (await this.kernel.leases?.acquireAll(executionIds)) ?? new Set(executionIds);
     } catch (error) {
-      this.config.onError(error);
+      this.kernel.report(error);
       return [];
     }
     const resumed: string[] = [];
     for (const executionId of executionIds) {
       if (!leased.has(executionId)) continue;
       try {
-        await this.config.resume(executionId);
+        await this.kernel.executions.resume(executionId);
         resumed.push(executionId);
       } catch (error) {
-        this.config.onError(error);
+        this.kernel.report(error);
       }
-      if (!this.config.isDriving(executionId)) this.config.releaseLease(executionId);
+      if (!this.kernel.executions.has(executionId)) this.kernel.leases?.release(executionId);
     }
     return resumed;
   }

@@ -42,7 +42,7 @@ export class LeaseManager {
   private readonly lazy = new Map<string, number>();
   private acquiring: Batch<Acquired> | undefined;
   private readonly releasing = new Set<string>();
-  private timer: NodeJS.Timeout | undefined;
+  private stopTimer: (() => void) | undefined;
   private ticking: Promise<void> | undefined;
   /** Counts of store calls, for tests and benchmarks. */
   readonly calls = { acquireMany: 0, renewMany: 0, releaseMany: 0 };
@@ -51,9 +51,11 @@ export class LeaseManager {
 
   /** Start the renewal timer. */
   start(): void {
-    if (this.timer !== undefined) return;
-    this.timer = setInterval(() => void this.tick(), this.options.renewEveryMs);
-    this.timer.unref();
+    if (this.stopTimer !== undefined) return;
+    this.stopTimer = this.options.clock.setRepeating(
+      () => void this.tick(),
+      this.options.renewEveryMs,
+    );
   }
 
   holds(executionId: string): boolean {
@@ -72,7 +74,7 @@ export class LeaseManager {
     if (this.held.has(executionId)) return true;
     if (this.acquiring === undefined) {
       const ids = new Set<string>();
-      const done = nextTurn().then(() => {
+      const done = nextTurn(this.options.clock).then(() => {
         this.acquiring = undefined;
         return this.acquireChunks([...ids]);
       });
@@ -186,8 +188,8 @@ export class LeaseManager {
 
   /** Stop the timer, release every held lease (one call per chunk). */
   async shutdown(): Promise<void> {
-    if (this.timer !== undefined) clearInterval(this.timer);
-    this.timer = undefined;
+    this.stopTimer?.();
+    this.stopTimer = undefined;
     await this.ticking;
     this.lazy.clear();
     for (const id of [...this.held]) this.release(id);
@@ -205,6 +207,6 @@ function chunks(ids: string[]): string[][] {
 }
 
 /** Resolves on the next event-loop turn: the window in which acquires or releases group-commit. */
-function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
+function nextTurn(clock: Clock): Promise<void> {
+  return new Promise((resolve) => clock.defer(resolve));
 }

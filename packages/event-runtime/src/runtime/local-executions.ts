@@ -1,31 +1,19 @@
-import type { Clock } from '../clock.js';
 import type { JsonValue } from '../envelope.js';
-import { ErrorCode, isLoomError, type LoomError } from '../errors.js';
-import { type EventStore, isTransactional } from '../event-store.js';
+import { ErrorCode, isLoomError, LoomError } from '../errors.js';
+import { encodePayload } from '../internal/json-codec.js';
+import { mintId } from '../internal/mint-id.js';
+import { checkExecutionId } from '../internal/prepare-append.js';
 import { ExecutionDriver } from './execution-driver.js';
 import { ExecutionJournal } from './execution-journal.js';
-import type { ExecutionLinks } from './execution-links.js';
+import type { StartLinks } from './execution-links.js';
 import type { ExecutionOutcome } from './execution-outcome.js';
 import { type ExecutionState, foldEvent, initialState, isSettled } from './execution-state.js';
 import type { Flow } from './flow.js';
-import type { FlowRegistry } from './flow-registry.js';
+import type { KernelContext } from './kernel-context.js';
 import { EventType, type ExecutionStartedPayload } from './kernel-events.js';
-import type { LeaseManager } from './lease-manager.js';
 import { loadState } from './load-state.js';
 import { notFound } from './not-found.js';
-import type { LeaseMode, RuntimeOptions } from './runtime-options.js';
-
-/** What driving executions on this node needs of the runtime. */
-export interface LocalExecutionsConfig {
-  readonly store: EventStore;
-  readonly clock: Clock;
-  /** Read at each drive: snapshots, snapshotEvery, inlineWaitMs, onError. */
-  readonly options: RuntimeOptions;
-  readonly leases: LeaseManager | undefined;
-  readonly leaseMode: LeaseMode;
-  readonly flows: FlowRegistry;
-  readonly links: ExecutionLinks;
-}
+import { cancelRemotely } from './remote-cancel.js';
 
 interface Running {
   driver: ExecutionDriver;
@@ -44,7 +32,7 @@ export class LocalExecutions {
   private readonly resuming = new Map<string, Promise<void>>();
   private readonly background = new Set<Promise<unknown>>();
 
-  constructor(private readonly config: LocalExecutionsConfig) {}
+  constructor(private readonly kernel: KernelContext) {}
 
   /** Ids of the executions this node is driving right now. */
   get ids(): string[] {
@@ -62,15 +50,76 @@ export class LocalExecutions {
   }
 
   /**
+   * Starts an execution of `flow` (registering it unless its name and version are), under
+   * `requestedId` or a minted id, linked as `links` says; resolves once sequence 0 is durable.
+   * `existing` is true (nothing started) when the execution already exists or runs here.
+   *
+   * Error codes: `RUNTIME_SHUT_DOWN`, `INVALID_FLOW`, `INVALID_ENVELOPE` (id),
+   * `PAYLOAD_NOT_JSON` / `LIMIT_EXCEEDED` (input), store errors.
+   */
+  async launch(
+    flow: Flow<never, unknown>,
+    input: unknown,
+    requestedId: string | undefined,
+    links: StartLinks,
+  ): Promise<{ executionId: string; existing: boolean }> {
+    this.kernel.assertRunning();
+    this.kernel.flows.registerIfAbsent(flow);
+    const executionId = requestedId === undefined ? mintId() : checkExecutionId(requestedId);
+    const inputValue = (input === undefined ? null : input) as JsonValue;
+    encodePayload(inputValue, executionId);
+    const started: ExecutionStartedPayload = {
+      flow: flow.name,
+      version: flow.version ?? null,
+      input: inputValue,
+      ...links,
+    };
+    return { executionId, existing: await this.start(flow, executionId, started) };
+  }
+
+  /**
+   * Cancels an execution. Here: it ends at its next barrier. Elsewhere: this node takes the fence
+   * and appends `execution.cancelled`. Returns false if it had already settled.
+   *
+   * Error codes: `EXECUTION_NOT_FOUND`, `STORE_BUSY`, store errors.
+   */
+  async cancel(executionId: string, reason: string): Promise<boolean> {
+    const local = this.driver(executionId);
+    if (local !== undefined) {
+      local.cancel(reason);
+      const outcome = await local.done;
+      // Stopped, or suspending when the cancel came: the log is idle now, cancel it there.
+      if (outcome.status !== 'stopped' && outcome.status !== 'suspended') {
+        return outcome.status === 'cancelled';
+      }
+    }
+    return cancelRemotely(this.kernel, executionId, reason);
+  }
+
+  /** Stops driving executions whose lease this node lost (`OWNERSHIP_LOST`). */
+  leasesLost(executionIds: readonly string[]): void {
+    for (const executionId of executionIds) {
+      this.driver(executionId)?.stop(
+        new LoomError(
+          ErrorCode.OWNERSHIP_LOST,
+          `node ${this.kernel.nodeId} lost the lease on execution ${executionId}; it stops driving it`,
+          { executionId },
+        ),
+      );
+    }
+  }
+
+  /**
    * Appends `execution.started` and drives the new execution; resolves once sequence 0 is
    * durable. True (nothing started) when the execution already exists or runs here.
    */
-  async start(
+  private async start(
     flow: Flow<never, unknown>,
     executionId: string,
     started: ExecutionStartedPayload,
   ): Promise<boolean> {
-    const { store, clock, leases, leaseMode } = this.config;
+    const { store, clock, leases } = this.kernel;
+    const { leaseMode } = this.kernel.settings;
     if (this.running.has(executionId)) return true;
     const eager = leaseMode === 'eager' || started.continuedFrom !== undefined;
     if (eager && leases !== undefined && !(await leases.acquire(executionId))) return true;
@@ -114,7 +163,7 @@ export class LocalExecutions {
   }
 
   private async resumeOnce(executionId: string): Promise<void> {
-    const { store, clock, leases } = this.config;
+    const { store, clock, leases } = this.kernel;
     const local = this.running.get(executionId);
     if (local !== undefined) {
       if (!local.driver.suspending) return;
@@ -122,11 +171,11 @@ export class LocalExecutions {
       // durable and this driver go, then wake the execution here.
       await local.driver.done;
     }
-    const loaded = await loadState(store, this.config.options.snapshots, executionId);
+    const loaded = await loadState(store, this.kernel.snapshots, executionId);
     const state = loaded.state;
     if (state === undefined) throw notFound(executionId);
     if (isSettled(state)) return;
-    const flow = this.config.flows.flowFor(state);
+    const flow = this.kernel.flows.flowFor(state);
     if (leases !== undefined && !(await leases.acquire(executionId))) return;
     const epoch = await store.fences.advance(executionId);
     // Read what a previous owner appended before the fence moved: after it, nobody else can.
@@ -151,24 +200,7 @@ export class LocalExecutions {
     journal: ExecutionJournal,
     snapshotSequence: number,
   ): void {
-    const { store, options } = this.config;
-    const driver = new ExecutionDriver(state, journal, {
-      clock: this.config.clock,
-      keepResults: options.snapshots !== undefined && options.snapshotEvery !== undefined,
-      inlineWaitMs: options.inlineWaitMs ?? 1_000,
-      readSignals: (executionId, afterSignalId) =>
-        store.readSignals(executionId, { afterSignalId }),
-      ...this.config.links.driverHooks(),
-      ...(isTransactional(store)
-        ? {
-            transact: (
-              j: ExecutionJournal,
-              work: (tx: unknown) => unknown,
-              completion: (result: unknown) => { type: string; payload: JsonValue },
-            ) => j.transact(store as never, work, completion as never),
-          }
-        : {}),
-    });
+    const driver = new ExecutionDriver(state, journal, this.kernel);
     const running: Running = {
       driver,
       lastSnapshotSequence: snapshotSequence,
@@ -199,7 +231,7 @@ export class LocalExecutions {
   }
 
   private settled(running: Running, outcome: ExecutionOutcome): void {
-    const { leases, links } = this.config;
+    const { leases, links } = this.kernel;
     const { executionId, state } = running.driver;
     if (this.running.get(executionId) === running) this.running.delete(executionId);
     if (outcome.status !== 'stopped') this.maybeSnapshot(running);
@@ -216,8 +248,8 @@ export class LocalExecutions {
   }
 
   private maybeSnapshot(running: Running): void {
-    const every = this.config.options.snapshotEvery;
-    const snapshots = this.config.options.snapshots;
+    const every = this.kernel.settings.snapshotEvery;
+    const snapshots = this.kernel.snapshots;
     if (every === undefined || snapshots === undefined || running.savingSnapshot) return;
     const { driver } = running;
     if (!driver.journal.idle) return;
@@ -234,9 +266,9 @@ export class LocalExecutions {
           executionId: driver.executionId,
           sequence,
           state: state as unknown as JsonValue,
-          at: this.config.clock.now(),
+          at: this.kernel.clock.now(),
         })
-        .catch((error) => this.config.options.onError?.(error))
+        .catch((error) => this.kernel.report(error))
         .finally(() => {
           running.savingSnapshot = false;
         }),

@@ -1,28 +1,28 @@
-/** Runs `work` every `ms` (never overlapping itself) until the returned stop is called; 0 = never. */
-export function every(ms: number, work: () => Promise<unknown>): () => void {
+import type { Clock } from '../clock.js';
+
+/**
+ * Runs `work` every `ms` on `clock` (never overlapping itself) until the returned stop is
+ * called; 0 = never. The timer never keeps the process alive.
+ */
+export function every(clock: Clock, ms: number, work: () => Promise<unknown>): () => void {
   if (ms <= 0) return () => undefined;
   let running = false;
-  const timer = setInterval(() => {
+  return clock.setRepeating(() => {
     if (running) return;
     running = true;
     void work().finally(() => {
       running = false;
     });
   }, ms);
-  timer.unref();
-  return () => clearInterval(timer);
 }
 
+/** Longest a keep-alive timer waits before it re-arms itself (it only exists to be armed). */
+const keepAliveMs = 2 ** 30;
+
 /**
- * Resolves once `stopped()` is true, checking every 100 ms. Unlike `every`, its timer keeps the
- * process alive until then.
+ * Keeps the process alive (through `clock`, so a simulated clock owns it too) until the
+ * returned release is called.
  */
-export function keepAliveUntil(stopped: () => boolean): Promise<void> {
-  return new Promise((resolve) => {
-    const keepAlive = setInterval(() => {
-      if (!stopped()) return;
-      clearInterval(keepAlive);
-      resolve();
-    }, 100);
-  });
+export function keepAlive(clock: Clock): () => void {
+  return clock.setRepeating(() => undefined, keepAliveMs, { keepAlive: true });
 }

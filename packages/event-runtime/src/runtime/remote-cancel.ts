@@ -1,20 +1,9 @@
-import type { Clock } from '../clock.js';
 import { ErrorCode, isLoomError, LoomError } from '../errors.js';
-import type { EventStore } from '../event-store.js';
-import type { SnapshotStore } from '../snapshot-store.js';
-import { type ExecutionState, foldEvent, isSettled } from './execution-state.js';
+import { foldEvent, isSettled } from './execution-state.js';
+import type { KernelContext } from './kernel-context.js';
 import { EventType } from './kernel-events.js';
 import { loadState } from './load-state.js';
 import { notFound } from './not-found.js';
-
-/** What cancelling through the log needs. */
-export interface RemoteCancelContext {
-  readonly store: EventStore;
-  readonly snapshots: SnapshotStore | undefined;
-  readonly clock: Clock;
-  /** Runs once `execution.cancelled` is durable, with the state it cancelled. */
-  cancelChildren(parent: ExecutionState, reason: string): Promise<void>;
-}
 
 /** Attempts of a remote cancel while the execution's log keeps moving. */
 const cancelAttemptsMax = 5;
@@ -27,7 +16,7 @@ const cancelAttemptsMax = 5;
  * Error codes: `EXECUTION_NOT_FOUND`, `STORE_BUSY` (the log kept moving), store errors.
  */
 export async function cancelRemotely(
-  context: RemoteCancelContext,
+  context: KernelContext,
   executionId: string,
   reason: string,
 ): Promise<boolean> {
@@ -53,7 +42,7 @@ export async function cancelRemotely(
         ],
         { fenceEpoch: epoch, status: 'settled' },
       );
-      await context.cancelChildren(state, reason);
+      await context.links.cancelChildren(state, reason);
       return true;
     } catch (error) {
       if (

@@ -57,20 +57,36 @@ export interface StartOptions {
   executionId?: string;
 }
 
-/** The options with their documented defaults applied. */
+/**
+ * The options with their documented defaults applied, resolved once per runtime: every piece of
+ * the kernel reads its settings here, none applies a default of its own.
+ */
 export interface RuntimeSettings {
-  leaseMode: LeaseMode;
-  leaseTtlMs: number;
-  renewEveryMs: number;
-  lazyGraceMs: number;
-  recoverQuietMs: number;
-  timerPollMs: number;
-  recoverEveryMs: number;
+  readonly leaseMode: LeaseMode;
+  readonly leaseTtlMs: number;
+  readonly renewEveryMs: number;
+  readonly lazyGraceMs: number;
+  readonly recoverQuietMs: number;
+  readonly timerPollMs: number;
+  readonly recoverEveryMs: number;
+  readonly inlineWaitMs: number;
+  /** Checkpoint every N events; undefined when the runtime takes no snapshots. */
+  readonly snapshotEvery: number | undefined;
+  /** Keep step results in the hot state (only snapshots need them). */
+  readonly keepResults: boolean;
 }
 
+/** The documented defaults of {@link RuntimeOptions}. */
+export const runtimeDefaults = {
+  leaseTtlMs: 30_000,
+  timerPollMs: 1_000,
+  recoverEveryMs: 0,
+  inlineWaitMs: 1_000,
+} as const;
+
 /** Applies the defaults and checks the options. Throws `INVALID_ARGUMENT` (snapshotEvery). */
-export function resolveOptions(options: RuntimeOptions): RuntimeSettings {
-  const leaseTtlMs = options.leaseTtlMs ?? 30_000;
+export function resolveSettings(options: RuntimeOptions): RuntimeSettings {
+  const leaseTtlMs = options.leaseTtlMs ?? runtimeDefaults.leaseTtlMs;
   const lazyGraceMs = options.lazyGraceMs ?? Math.floor(leaseTtlMs / 3);
   if (
     options.snapshotEvery !== undefined &&
@@ -80,13 +96,17 @@ export function resolveOptions(options: RuntimeOptions): RuntimeSettings {
       actual: options.snapshotEvery,
     });
   }
+  const snapshotEvery = options.snapshots === undefined ? undefined : options.snapshotEvery;
   return {
     leaseMode: options.leases === undefined ? 'off' : (options.leaseMode ?? 'lazy'),
     leaseTtlMs,
     renewEveryMs: options.renewEveryMs ?? Math.floor(leaseTtlMs / 3),
     lazyGraceMs,
     recoverQuietMs: options.recoverQuietMs ?? leaseTtlMs + lazyGraceMs,
-    timerPollMs: options.timerPollMs ?? 1_000,
-    recoverEveryMs: options.recoverEveryMs ?? 0,
+    timerPollMs: options.timerPollMs ?? runtimeDefaults.timerPollMs,
+    recoverEveryMs: options.recoverEveryMs ?? runtimeDefaults.recoverEveryMs,
+    inlineWaitMs: options.inlineWaitMs ?? runtimeDefaults.inlineWaitMs,
+    snapshotEvery,
+    keepResults: snapshotEvery !== undefined,
   };
 }

@@ -1,36 +1,16 @@
-import { hostname } from 'node:os';
-import { type Clock, systemClock } from '../clock.js';
+import type { Clock } from '../clock.js';
 import type { JsonValue } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import type { EventStore } from '../event-store.js';
-import { encodePayload } from '../internal/json-codec.js';
-import { checkLeaseOwner } from '../internal/lease-input.js';
-import { mintId } from '../internal/mint-id.js';
 import { checkExecutionId } from '../internal/prepare-append.js';
-import {
-  createHandle,
-  type ExecutionHandle,
-  type OutcomeSource,
-  settledOutcome,
-} from './execution-handle.js';
-import { ExecutionLinks, type StartLinks } from './execution-links.js';
-import { ExecutionRecovery } from './execution-recovery.js';
+import { createHandle, type ExecutionHandle } from './execution-handle.js';
 import type { ExecutionState } from './execution-state.js';
 import type { Flow } from './flow.js';
-import { FlowRegistry } from './flow-registry.js';
-import type { ExecutionStartedPayload } from './kernel-events.js';
-import { LeaseManager } from './lease-manager.js';
+import { Kernel } from './kernel-context.js';
 import { loadState } from './load-state.js';
-import { LocalExecutions } from './local-executions.js';
 import { notFound } from './not-found.js';
-import { every, keepAliveUntil } from './pollers.js';
-import { cancelRemotely } from './remote-cancel.js';
-import {
-  type RuntimeOptions,
-  type RuntimeSettings,
-  resolveOptions,
-  type StartOptions,
-} from './runtime-options.js';
+import { every, keepAlive } from './pollers.js';
+import type { RuntimeOptions, StartOptions } from './runtime-options.js';
 
 export type { ExecutionHandle } from './execution-handle.js';
 export type { LeaseMode, RuntimeOptions, StartOptions } from './runtime-options.js';
@@ -46,85 +26,45 @@ export class Runtime {
   readonly nodeId: string;
   /** The event log this runtime drives. */
   readonly store: EventStore;
-  private readonly clock: Clock;
-  private readonly flows = new FlowRegistry();
-  private readonly leases: LeaseManager | undefined;
-  private shuttingDown = false;
+  /** The runtime's clock: every timer of the runtime (and of what runs on it) is armed here. */
+  readonly clock: Clock;
+  private readonly kernel: Kernel;
   private readonly pollers: Array<() => void> = [];
-  private readonly outcomes: OutcomeSource;
-  private readonly links: ExecutionLinks;
-  private readonly local: LocalExecutions;
-  private readonly recovery: ExecutionRecovery;
+  private readonly serving: Array<() => void> = [];
 
-  constructor(private readonly options: RuntimeOptions) {
-    const settings = resolveOptions(options);
-    this.store = options.store;
-    this.clock = options.clock ?? systemClock;
-    this.nodeId =
-      options.nodeId === undefined
-        ? `${hostname()}-${process.pid}-${mintId()}`
-        : checkLeaseOwner(options.nodeId, 'nodeId');
-    const report = (error: unknown) => this.options.onError?.(error);
-    this.outcomes = {
-      store: this.store,
-      get snapshots() {
-        return options.snapshots;
-      },
-      localDriver: (executionId) => this.local.driver(executionId),
-    };
-    this.links = new ExecutionLinks({
-      store: this.store,
-      startLinked: (flow, input, executionId, links) =>
-        this.startExecution(flow, input, executionId, links),
-      settledOutcome: (executionId) => settledOutcome(this.outcomes, executionId),
-      resume: (executionId) => this.resume(executionId),
-      cancel: (executionId, reason) => this.cancel(executionId, reason),
-      wakeDue: () => this.wakeDue(),
-      pollsTimers: () => settings.timerPollMs > 0,
-      shuttingDown: () => this.shuttingDown,
-      onError: report,
-    });
-    this.leases = this.startLeases(settings, report);
-    const { store, clock, leases, links, flows } = this;
-    const { leaseMode } = settings;
-    this.local = new LocalExecutions({ store, clock, options, leases, leaseMode, links, flows });
-    this.recovery = new ExecutionRecovery({
-      store,
-      clock,
-      recoverQuietMs: settings.recoverQuietMs,
-      leaseOf: (executionId) => this.options.leases?.get(executionId),
-      isDriving: (executionId) => this.local.has(executionId),
-      acquireLeases: (executionIds) =>
-        this.leases?.acquireAll(executionIds) ?? Promise.resolve(new Set(executionIds)),
-      releaseLease: (executionId) => this.leases?.release(executionId),
-      resume: (executionId) => this.resume(executionId),
-      onError: report,
-    });
+  constructor(options: RuntimeOptions) {
+    this.kernel = new Kernel(options);
+    const { kernel } = this;
+    this.nodeId = kernel.nodeId;
+    this.store = kernel.store;
+    this.clock = kernel.clock;
     for (const flow of options.flows ?? []) this.register(flow);
+    kernel.leases?.start();
+    const report = (error: unknown) => kernel.report(error);
     this.pollers.push(
-      every(settings.timerPollMs, () => this.wakeDue().catch(report)),
-      every(settings.recoverEveryMs, () => this.recover().catch(report)),
+      every(kernel.clock, kernel.settings.timerPollMs, () => this.wakeDue().catch(report)),
+      every(kernel.clock, kernel.settings.recoverEveryMs, () => this.recover().catch(report)),
     );
   }
 
   /** Lease calls made so far (acquireMany, renewMany, releaseMany), for tests and benchmarks. */
   get leaseCalls(): Readonly<{ acquireMany: number; renewMany: number; releaseMany: number }> {
-    return this.leases?.calls ?? { acquireMany: 0, renewMany: 0, releaseMany: 0 };
+    return this.kernel.leases?.calls ?? { acquireMany: 0, renewMany: 0, releaseMany: 0 };
   }
 
   /** Run one lease renewal round now (the timer does it every renewEveryMs). */
   tickLeases(): Promise<void> {
-    return this.leases?.tick() ?? Promise.resolve();
+    return this.kernel.leases?.tick() ?? Promise.resolve();
   }
 
   /** Make a flow resumable by name (and version). Throws `INVALID_FLOW`. */
   register(flow: Flow<never, unknown>): void {
-    this.flows.register(flow);
+    this.kernel.flows.register(flow);
   }
 
   /** Executions this node is driving right now. */
   get activeExecutions(): string[] {
-    return this.local.ids;
+    return this.kernel.executions.ids;
   }
 
   /**
@@ -143,32 +83,12 @@ export class Runtime {
     input: I,
     options: StartOptions = {},
   ): Promise<ExecutionHandle<O>> {
-    return this.startExecution(
+    const { executionId, existing } = await this.kernel.executions.launch(
       flow as unknown as Flow<never, unknown>,
       input,
       options.executionId,
       {},
     );
-  }
-
-  private async startExecution<O>(
-    typedFlow: Flow<never, unknown>,
-    input: unknown,
-    requestedId: string | undefined,
-    links: StartLinks,
-  ): Promise<ExecutionHandle<O>> {
-    this.assertRunning();
-    this.flows.registerIfAbsent(typedFlow);
-    const executionId = requestedId === undefined ? mintId() : checkExecutionId(requestedId);
-    const inputValue = (input === undefined ? null : input) as JsonValue;
-    encodePayload(inputValue, executionId);
-    const started: ExecutionStartedPayload = {
-      flow: typedFlow.name,
-      version: typedFlow.version ?? null,
-      input: inputValue,
-      ...links,
-    };
-    const existing = await this.local.start(typedFlow, executionId, started);
     return this.handle<O>(executionId, existing);
   }
 
@@ -179,9 +99,9 @@ export class Runtime {
    * Error codes: `EXECUTION_NOT_FOUND`, `FLOW_NOT_REGISTERED`, `RUNTIME_SHUT_DOWN`, store errors.
    */
   async resume<O = unknown>(executionId: string): Promise<ExecutionHandle<O>> {
-    this.assertRunning();
+    this.kernel.assertRunning();
     checkExecutionId(executionId);
-    await this.local.resume(executionId);
+    await this.kernel.executions.resume(executionId);
     return this.handle<O>(executionId, true);
   }
 
@@ -191,7 +111,7 @@ export class Runtime {
    */
   async status(executionId: string): Promise<ExecutionState['status']> {
     checkExecutionId(executionId);
-    const { state } = await loadState(this.store, this.options.snapshots, executionId);
+    const { state } = await loadState(this.store, this.kernel.snapshots, executionId);
     if (state === undefined) throw notFound(executionId);
     return state.status;
   }
@@ -223,25 +143,7 @@ export class Runtime {
         { executionId, path: 'reason' },
       );
     }
-    const local = this.local.driver(executionId);
-    if (local !== undefined) {
-      local.cancel(reason);
-      const outcome = await local.done;
-      // Stopped, or suspending when the cancel came: the log is idle now, cancel it there.
-      if (outcome.status !== 'stopped' && outcome.status !== 'suspended') {
-        return outcome.status === 'cancelled';
-      }
-    }
-    return cancelRemotely(
-      {
-        store: this.store,
-        snapshots: this.options.snapshots,
-        clock: this.clock,
-        cancelChildren: (state, why) => this.links.cancelChildren(state, why),
-      },
-      executionId,
-      reason,
-    );
+    return this.kernel.executions.cancel(executionId, reason);
   }
 
   /**
@@ -273,9 +175,9 @@ export class Runtime {
    * The timer service calls it every `timerPollMs`; of several nodes, exactly one claims each.
    * Returns the ids resumed.
    */
-  async wakeDue(limit = 100): Promise<string[]> {
-    this.assertRunning();
-    return this.recovery.wakeDue(limit);
+  async wakeDue(limit?: number): Promise<string[]> {
+    this.kernel.assertRunning();
+    return this.kernel.recovery.wakeDue(limit);
   }
 
   /**
@@ -284,8 +186,8 @@ export class Runtime {
    * this node resumed (the fence settles races between nodes).
    */
   async recover(): Promise<string[]> {
-    this.assertRunning();
-    return this.recovery.recover();
+    this.kernel.assertRunning();
+    return this.kernel.recovery.recover();
   }
 
   /**
@@ -293,16 +195,16 @@ export class Runtime {
    * wait for them, release leases. Executions stay in the log for recovery.
    */
   async shutdown(): Promise<void> {
-    if (this.shuttingDown) return;
-    this.shuttingDown = true;
+    if (!this.kernel.beginShutdown()) return;
     for (const stop of this.pollers) stop();
-    await this.local.stopAll(
+    await this.kernel.executions.stopAll(
       (executionId) =>
         new LoomError(ErrorCode.RUNTIME_SHUT_DOWN, `the runtime on ${this.nodeId} shut down`, {
           executionId,
         }),
     );
-    await this.leases?.shutdown();
+    await this.kernel.leases?.shutdown();
+    for (const served of this.serving.splice(0)) served();
   }
 
   /**
@@ -315,59 +217,23 @@ export class Runtime {
    * await runtime.serve(); // returns after runtime.shutdown()
    */
   serve(): Promise<void> {
-    this.assertRunning();
-    return keepAliveUntil(() => this.shuttingDown);
+    this.kernel.assertRunning();
+    const release = keepAlive(this.clock);
+    return new Promise((resolve) => {
+      this.serving.push(() => {
+        release();
+        resolve();
+      });
+    });
   }
 
   /** Wait for background work (snapshots, lease releases) to finish. For tests. */
   async idle(): Promise<void> {
-    return this.local.idle();
-  }
-
-  private startLeases(
-    settings: RuntimeSettings,
-    report: (error: unknown) => void,
-  ): LeaseManager | undefined {
-    if (this.options.leases === undefined || settings.leaseMode === 'off') return undefined;
-    const leases = new LeaseManager({
-      store: this.options.leases,
-      nodeId: this.nodeId,
-      clock: this.clock,
-      ttlMs: settings.leaseTtlMs,
-      renewEveryMs: settings.renewEveryMs,
-      lazyGraceMs: settings.lazyGraceMs,
-      onLost: (ids) => this.leasesLost(ids),
-      onError: report,
-    });
-    leases.start();
-    return leases;
-  }
-
-  private leasesLost(executionIds: string[]): void {
-    for (const executionId of executionIds) {
-      this.local
-        .driver(executionId)
-        ?.stop(
-          new LoomError(
-            ErrorCode.OWNERSHIP_LOST,
-            `node ${this.nodeId} lost the lease on execution ${executionId}; it stops driving it`,
-            { executionId },
-          ),
-        );
-    }
+    return this.kernel.executions.idle();
   }
 
   private handle<O>(executionId: string, existing: boolean): ExecutionHandle<O> {
-    return createHandle<O>(this.outcomes, executionId, existing);
-  }
-
-  private assertRunning(): void {
-    if (this.shuttingDown) {
-      throw new LoomError(
-        ErrorCode.RUNTIME_SHUT_DOWN,
-        `the runtime on ${this.nodeId} is shut down`,
-      );
-    }
+    return createHandle<O>(this.kernel, executionId, existing);
   }
 }
 

@@ -1,5 +1,6 @@
 import type { JsonValue } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
+import { isTransactional } from '../event-store.js';
 import { decodePayload, encodePayload } from '../internal/json-codec.js';
 import type { DriverScope } from './driver-scope.js';
 import { never, stepFailed, toJson } from './driver-support.js';
@@ -84,8 +85,8 @@ export class StepOperations {
     const claim = this.scope.claim('step', name);
     if (claim.recorded !== undefined && claim.recorded.status !== 'started')
       return this.replayed<T>(claim.index);
-    const transact = this.scope.hooks.transact;
-    if (transact === undefined) {
+    const { store } = this.scope.kernel;
+    if (!isTransactional(store)) {
       throw new LoomError(
         ErrorCode.TRANSACTIONS_UNSUPPORTED,
         `step '${claim.name}' is transactional, but this runtime's store cannot run transactions: use SQLite or Postgres`,
@@ -105,7 +106,7 @@ export class StepOperations {
       await this.scope.barrier();
       let value: JsonValue;
       try {
-        value = (await transact(journal, work, (result) => ({
+        value = (await journal.transact(store, work as (tx: unknown) => unknown, (result) => ({
           type: EventType.stepCompleted,
           payload: {
             index: claim.index,
@@ -156,6 +157,6 @@ export class StepOperations {
   }
 
   private keep(value: JsonValue): JsonValue | undefined {
-    return this.scope.hooks.keepResults ? decodePayload(encodePayload(value)) : undefined;
+    return this.scope.kernel.settings.keepResults ? decodePayload(encodePayload(value)) : undefined;
   }
 }

@@ -58,7 +58,7 @@ export class Suspension {
     if (this.blockedWaits === 0 || this.inFlight > 0 || this.suspendCheckScheduled) return;
     this.suspendCheckScheduled = true;
     // After this turn: a branch that is about to start another effect gets to claim it first.
-    setImmediate(() => {
+    this.journal.clock.defer(() => {
       this.suspendCheckScheduled = false;
       if (this.blockedWaits === 0 || this.inFlight > 0 || this.suspendingNow) return;
       if (this.ending()) return;

@@ -31,7 +31,7 @@ export class WaitOperations {
     if (claim.recorded?.status === 'completed') return;
     let wakeAtMs = claim.recorded?.wakeAtMs ?? undefined;
     if (wakeAtMs === undefined || wakeAtMs === null) {
-      const nowMs = this.scope.hooks.clock.now();
+      const nowMs = this.scope.kernel.clock.now();
       wakeAtMs =
         atMs === undefined
           ? nowMs + checkDuration(ms, executionId)
@@ -57,7 +57,8 @@ export class WaitOperations {
 
   /** `ctx.waitForSignal`: the next unconsumed inbox signal named `name`, or a timeout. */
   async waitForSignal(name: string, timeoutMs: number | undefined): Promise<SignalWait> {
-    const { executionId, journal, state, hooks } = this.scope;
+    const { executionId, journal, state } = this.scope;
+    const { clock } = this.scope.kernel;
     if (this.scope.suspension.suspending) return never();
     const claim = this.scope.claim('signal', name);
     if (claim.recorded?.status === 'completed') {
@@ -72,7 +73,7 @@ export class WaitOperations {
     let timeoutAtMs = claim.recorded?.wakeAtMs ?? null;
     if (claim.recorded === undefined) {
       timeoutAtMs =
-        timeoutMs === undefined ? null : hooks.clock.now() + checkDuration(timeoutMs, executionId);
+        timeoutMs === undefined ? null : clock.now() + checkDuration(timeoutMs, executionId);
       journal.record(EventType.signalWaiting, {
         index: claim.index,
         name: claim.name,
@@ -101,7 +102,7 @@ export class WaitOperations {
       record.result = signal.payload;
       return { received: true, payload: signal.payload, signalId: signal.signalId };
     }
-    if (timeoutAtMs !== null && hooks.clock.now() >= timeoutAtMs) {
+    if (timeoutAtMs !== null && clock.now() >= timeoutAtMs) {
       journal.record(EventType.signalTimedOut, { index: claim.index, name: claim.name });
       record.status = 'completed';
       return { received: false };
@@ -111,17 +112,20 @@ export class WaitOperations {
 
   /** Returns once `wakeAtMs` has passed: at once, after a short in-memory wait, or never (suspend). */
   private async waitUntilDue(wakeAtMs: number): Promise<void> {
-    const { hooks, suspension } = this.scope;
-    const remainingMs = wakeAtMs - hooks.clock.now();
+    const { suspension } = this.scope;
+    const { clock, settings } = this.scope.kernel;
+    const remainingMs = wakeAtMs - clock.now();
     if (remainingMs <= 0) return;
-    if (remainingMs <= hooks.inlineWaitMs) {
+    if (remainingMs <= settings.inlineWaitMs) {
       suspension.beginInFlight();
       try {
-        await new Promise((resolve) => setTimeout(resolve, remainingMs));
+        await new Promise<void>((resolve) => {
+          clock.setTimer(resolve, remainingMs, { keepAlive: true });
+        });
       } finally {
         suspension.settleInFlight();
       }
-      if (hooks.clock.now() >= wakeAtMs) return;
+      if (clock.now() >= wakeAtMs) return;
     }
     return suspension.block(wakeAtMs);
   }
@@ -135,7 +139,9 @@ export class WaitOperations {
       this.scope.suspension.beginInFlight();
       try {
         const lastId = this.inbox[this.inbox.length - 1]?.signalId ?? 0;
-        const fresh = await this.scope.hooks.readSignals(this.scope.executionId, lastId);
+        const fresh = await this.scope.kernel.store.readSignals(this.scope.executionId, {
+          afterSignalId: lastId,
+        });
         this.inbox.push(
           ...fresh.filter(
             (signal) => signal.signalId > (this.inbox[this.inbox.length - 1]?.signalId ?? 0),

@@ -108,10 +108,10 @@ export function leaseStoreConformance(name: string, open: () => Promise<LeaseSto
         const id = freshId('lease');
         const start = clock.now();
         await store.acquireMany('node-a', [id], ttlMs);
-        clock.advance(ttlMs - 1);
+        await clock.advance(ttlMs - 1);
         expect(await store.acquireMany('node-b', [id], ttlMs)).toEqual(new Set());
         expect((await store.get(id))?.owner).toBe('node-a');
-        clock.advance(1); // expires_at_ms <= now: expired
+        await clock.advance(1); // expires_at_ms <= now: expired
         expect(await store.acquireMany('node-b', [id], ttlMs)).toEqual(new Set([id]));
         expect(await store.get(id)).toEqual({
           executionId: id,
@@ -125,10 +125,10 @@ export function leaseStoreConformance(name: string, open: () => Promise<LeaseSto
         const id = freshId('lease');
         const start = clock.now();
         await store.acquireMany('node-a', [id], ttlMs);
-        clock.advance(400);
+        await clock.advance(400);
         expect(await store.acquireMany('node-a', [id], ttlMs)).toEqual(new Set([id]));
         expect((await store.get(id))?.expiresAtMs).toBe(start + 400 + ttlMs);
-        clock.advance(ttlMs + 5);
+        await clock.advance(ttlMs + 5);
         expect(await store.acquireMany('node-a', [id], 50)).toEqual(new Set([id]));
         expect((await store.get(id))?.expiresAtMs).toBe(clock.now() + 50);
       });
@@ -138,7 +138,7 @@ export function leaseStoreConformance(name: string, open: () => Promise<LeaseSto
         await store.acquireMany('node-b', [expired], 100);
         await store.acquireMany('node-a', [own], ttlMs);
         await store.acquireMany('node-b', [held], ttlMs);
-        clock.advance(100);
+        await clock.advance(100);
         const granted = await store.acquireMany('node-a', [free, held, expired, own], ttlMs);
         expect(granted).toEqual(new Set([free, expired, own]));
         for (const id of [free, expired, own]) {
@@ -189,11 +189,11 @@ export function leaseStoreConformance(name: string, open: () => Promise<LeaseSto
       it('extends held leases and reports none lost', async () => {
         const batch = ids('renew', 3);
         await store.acquireMany('node-a', batch, ttlMs);
-        clock.advance(600);
+        await clock.advance(600);
         expect(await store.renewMany('node-a', batch, ttlMs)).toEqual([]);
         for (const id of batch)
           expect((await store.get(id))?.expiresAtMs).toBe(clock.now() + ttlMs);
-        clock.advance(600); // past the first expiry, not the renewed one
+        await clock.advance(600); // past the first expiry, not the renewed one
         expect(await store.acquireMany('node-b', batch, ttlMs)).toEqual(new Set());
       });
 
@@ -202,10 +202,10 @@ export function leaseStoreConformance(name: string, open: () => Promise<LeaseSto
         const peer = await harness.openPeer();
         try {
           await store.acquireMany('node-a', [taken, kept], ttlMs);
-          clock.advance(ttlMs);
+          await clock.advance(ttlMs);
           expect(await peer.acquireMany('node-b', [taken], 5 * ttlMs)).toEqual(new Set([taken]));
           const takenUntil = clock.now() + 5 * ttlMs;
-          clock.advance(10);
+          await clock.advance(10);
           expect(await store.renewMany('node-a', [taken, kept], ttlMs)).toEqual([taken]);
           expect(await store.get(taken)).toEqual({
             executionId: taken,
@@ -225,7 +225,7 @@ export function leaseStoreConformance(name: string, open: () => Promise<LeaseSto
       it('an expired lease nobody took is still its owner to renew', async () => {
         const id = freshId('late');
         await store.acquireMany('node-a', [id], ttlMs);
-        clock.advance(ttlMs * 3);
+        await clock.advance(ttlMs * 3);
         expect(await store.renewMany('node-a', [id], ttlMs)).toEqual([]);
         expect(await store.get(id)).toEqual({
           executionId: id,
@@ -263,7 +263,7 @@ export function leaseStoreConformance(name: string, open: () => Promise<LeaseSto
       it('releases an own lease even after it expired, but not once it was taken over', async () => {
         const [expired, taken] = ids('release-late', 2) as [string, string];
         await store.acquireMany('node-a', [expired, taken], ttlMs);
-        clock.advance(ttlMs);
+        await clock.advance(ttlMs);
         await store.acquireMany('node-b', [taken], ttlMs);
         await store.releaseMany('node-a', [expired, taken]);
         expect(await store.get(expired)).toBeUndefined();
@@ -407,7 +407,7 @@ export function leaseStoreConformance(name: string, open: () => Promise<LeaseSto
             const [held, free] = ids('bad', 2) as [string, string];
             await store.acquireMany('node-a', [held], ttlMs);
             const before = await store.get(held);
-            clock.advance(10);
+            await clock.advance(10);
             const args = spoil({ owner: 'node-a', batch: [held, free], ttl: ttlMs });
             expect(await codeOf(call(store, args))).toBe(code);
             expect(await store.get(held)).toEqual(before);
@@ -444,7 +444,7 @@ export function leaseStoreConformance(name: string, open: () => Promise<LeaseSto
           const [held, free] = ids('text', 2) as [string, string];
           await store.acquireMany('node-a', [held], ttlMs);
           const before = await store.get(held);
-          clock.advance(10);
+          await clock.advance(10);
           for (const [, call] of calls) {
             await expectIllFormed(
               call(store, { owner: bad, batch: [held, free], ttl: ttlMs }),

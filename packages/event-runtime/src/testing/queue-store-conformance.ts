@@ -108,7 +108,7 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
         await put('urgent', { priority: 10, version: 'v2' });
         await put('second', { priority: 0 });
         await put('high', { priority: 3 });
-        clock.advance(7);
+        await clock.advance(7);
         const claimed = await claimAll('node-a', { limit: 4 });
         expect(ids(claimed)).toEqual(['urgent', 'high', 'first', 'second']);
         expect(claimed[0]).toMatchObject({
@@ -277,16 +277,16 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
         expect(ids(await claimAll('n', { rate }))).toEqual(['item-0', 'item-1']);
         await store.complete(queue, ['item-0', 'item-1']); // finishing does not refund the rate
         expect(await claimAll('n', { rate })).toEqual([]);
-        clock.advance(500);
+        await clock.advance(500);
         expect(await claimAll('n', { rate })).toEqual([]);
-        clock.advance(499);
+        await clock.advance(499);
         expect(await claimAll('n', { rate })).toEqual([]);
-        clock.advance(1); // the first two started exactly windowMs ago: out of the window
+        await clock.advance(1); // the first two started exactly windowMs ago: out of the window
         expect(ids(await claimAll('n', { rate, limit: 1 }))).toEqual(['item-2']);
-        clock.advance(300);
+        await clock.advance(300);
         expect(ids(await claimAll('n', { rate }))).toEqual(['item-3']);
         await store.complete(queue, ['item-2', 'item-3']);
-        clock.advance(700);
+        await clock.advance(700);
         expect(ids(await claimAll('n', { rate }))).toEqual(['item-4']);
         expect(
           ids(await claimAll('n', { rate: { count: 10, windowMs: 1_000 }, concurrencyMax: 2 })),
@@ -299,10 +299,10 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
         await put('a');
         await put('b');
         await claimAll('node-a');
-        clock.advance(ttlMs - 1);
+        await clock.advance(ttlMs - 1);
         expect(await claimAll('node-b', { concurrencyMax: 5 })).toEqual([]);
         expect(await store.renew(queue, 'node-a', ['b'], ttlMs)).toEqual([]);
-        clock.advance(1); // a expired (claimExpiresAtMs <= now), b renewed
+        await clock.advance(1); // a expired (claimExpiresAtMs <= now), b renewed
         const again = await claimAll('node-b', { concurrencyMax: 2 });
         expect(ids(again)).toEqual(['a']);
         expect(again[0]).toMatchObject({ owner: 'node-b', attempts: 2, startedAtMs: clock.now() });
@@ -313,7 +313,7 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
       it('an expired claim nobody took cannot be renewed: it no longer counts as running', async () => {
         await put('a');
         await claimAll('node-a', { concurrencyMax: 1 });
-        clock.advance(ttlMs);
+        await clock.advance(ttlMs);
         expect(await store.renew(queue, 'node-a', ['a'], ttlMs)).toEqual(['a']);
         expect(ids(await claimAll('node-a', { concurrencyMax: 1 }))).toEqual(['a']);
       });
@@ -339,14 +339,14 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
         await put('a');
         await put('b');
         await claimAll('node-a', { limit: 1 });
-        clock.advance(3);
+        await clock.advance(3);
         await store.complete(queue, ['a', 'b', 'unknown', 'a']);
         expect(await store.get(queue, 'a')).toMatchObject({
           status: 'done',
           completedAtMs: clock.now(),
         });
         expect((await store.get(queue, 'b'))?.status).toBe('done');
-        clock.advance(ttlMs * 5);
+        await clock.advance(ttlMs * 5);
         expect(await claimAll('node-b')).toEqual([]);
         await store.complete(queue, ['a']);
         expect((await store.get(queue, 'a'))?.completedAtMs).toBe(clock.now() - ttlMs * 5);

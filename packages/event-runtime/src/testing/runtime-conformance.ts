@@ -501,14 +501,13 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         );
         await created.tickLeases();
         expect(created.leaseCalls.acquireMany).toBe(0);
-        harness.clock.advance(10_000);
-        await created.tickLeases();
+        // The renewal timer runs on the runtime's clock: advancing it ticks the leases.
+        await harness.clock.advance(10_000);
         expect(created.leaseCalls.acquireMany).toBe(1);
         for (const handle of handles) {
           expect((await harness.leases.get(handle.executionId))?.owner).toBe(created.nodeId);
         }
-        harness.clock.advance(10_000);
-        await created.tickLeases();
+        await harness.clock.advance(10_000);
         expect(created.leaseCalls.renewMany).toBe(1);
         hang.resolve();
         await Promise.all(handles.map((handle) => handle.result()));
@@ -545,6 +544,8 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           leases: harness.leases,
           leaseMode: 'eager',
           leaseTtlMs: 3_000,
+          // A stalled node: its renewals come later than the lease lasts.
+          renewEveryMs: 60_000,
         });
         let sawAbort = false;
         const release = deferred();
@@ -564,7 +565,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         const handle = await aNode.start(flow, null);
         while ((await harness.countRows(handle.executionId)) < 2)
           await new Promise((r) => setTimeout(r, 2));
-        harness.clock.advance(3_001);
+        await harness.clock.advance(3_001);
         const bNode = runtime({
           nodeId: 'b',
           leases: harness.leases,
@@ -602,7 +603,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           recoverQuietMs: 5_000,
         });
         expect(await rescuer.recover()).toEqual([]);
-        harness.clock.advance(5_001);
+        await harness.clock.advance(5_001);
         expect(await rescuer.recover()).toEqual([handle.executionId]);
         hang.resolve();
         expect(await rescuer.attach(handle.executionId).result()).toBe('recovered');
@@ -650,7 +651,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         ]);
         const other = runtime({ nodeId: 'other', flows: [sleeper as Flow<never, unknown>] });
         expect(await other.wakeDue()).toEqual([]);
-        harness.clock.advance(10_000);
+        await harness.clock.advance(10_000);
         expect(await other.wakeDue()).toEqual([handle.executionId]);
         expect(await handle.result()).toBe('woke');
         expect(await first.wakeDue()).toEqual([]);
@@ -710,7 +711,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         const node = runtime({ flows: [flow as Flow<never, unknown>] });
         const handle = await node.start(flow, null);
         await wait(async () => (await statusOf(handle.executionId)) === 'suspended', 'suspension');
-        harness.clock.advance(5_000);
+        await harness.clock.advance(5_000);
         expect(await node.wakeDue()).toEqual([handle.executionId]);
         expect(await handle.result()).toBe('timed out');
         expect(await typesOf(handle.executionId)).toContain('signal.timed_out');
@@ -730,7 +731,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         const node = runtime({ flows: [flow as Flow<never, unknown>] });
         const handle = await node.start(flow, null);
         await wait(async () => (await statusOf(handle.executionId)) === 'suspended', 'suspension');
-        harness.clock.advance(1_000);
+        await harness.clock.advance(1_000);
         await node.wakeDue();
         const result = await handle.result();
         expect(seen).toHaveLength(2);
@@ -772,7 +773,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           async () => (await statusOf(newHandle.executionId)) === 'suspended',
           'suspension',
         );
-        harness.clock.advance(1_000);
+        await harness.clock.advance(1_000);
         await upgraded.wakeDue();
         expect(await oldHandle.result()).toBe('v2-old');
         expect(await newHandle.result()).toBe('v2-new');
@@ -1035,7 +1036,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           async () => (await harness.store.findExecutions({ status: 'suspended' })).length === 2,
           'both to suspend',
         );
-        harness.clock.advance(1_000);
+        await harness.clock.advance(1_000);
         expect((await created.wakeDue()).sort()).toEqual(
           [plainHandle.executionId, versionedHandle.executionId].sort(),
         );
@@ -1119,7 +1120,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         const granted = await Promise.all(ids.map((id) => manager.acquire(id)));
         expect(granted.every((ok) => ok)).toBe(true);
         expect(manager.calls.acquireMany).toBe(2);
-        harness.clock.advance(20_000);
+        await harness.clock.advance(20_000);
         await manager.tick();
         expect(errors).toEqual([]);
         expect(lost).toEqual([]);
@@ -1151,12 +1152,14 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           leases: harness.leases,
           leaseMode: 'eager',
           leaseTtlMs: 3_000,
+          // A dead node renews nothing: its renewal would come long after its leases expired.
+          renewEveryMs: 60_000,
         });
         const handles = await Promise.all(Array.from({ length: 5 }, () => dead.start(flow, null)));
         for (const handle of handles) {
           await until(async () => (await harness.countRows(handle.executionId)) >= 2, 'step start');
         }
-        harness.clock.advance(3_001);
+        await harness.clock.advance(3_001);
         const rescuer = runtime({
           nodeId: 'rescuer',
           leases: harness.leases,
@@ -1192,7 +1195,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           async () => (await harness.store.findExecutions({ status: 'suspended' })).length === 5,
           'all to suspend',
         );
-        harness.clock.advance(1_000);
+        await harness.clock.advance(1_000);
         const waker = runtime({
           nodeId: 'waker',
           leases: harness.leases,
@@ -1206,7 +1209,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
 
     describe('durations judged by the runtime clock', () => {
       it('a sleep works when the injected clock is far from the wall clock', async () => {
-        harness.clock.advance(200 * 365 * 24 * 3_600_000);
+        await harness.clock.advance(200 * 365 * 24 * 3_600_000);
         const created = runtime();
         const flow: Flow<null, string> = {
           name: 'far-future',
@@ -1220,7 +1223,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           async () => (await harness.store.findExecutions({ status: 'suspended' })).length === 1,
           'suspension',
         );
-        harness.clock.advance(1_000);
+        await harness.clock.advance(1_000);
         expect(await created.wakeDue()).toEqual([handle.executionId]);
         expect(await handle.result()).toBe('woke');
       });

@@ -163,9 +163,9 @@ for (const [backend, open] of backends) {
       });
       const handle = await runtime.start(flow, '1h30m');
       await eventually(async () => runtime.kernel.activeExecutions.length === 0, 'suspension');
-      clock.advance(90 * 60_000 - 1);
+      await clock.advance(90 * 60_000 - 1);
       expect(await runtime.kernel.wakeDue()).toEqual([]);
-      clock.advance(1);
+      await clock.advance(1);
       expect(await runtime.kernel.wakeDue()).toEqual([handle.executionId]);
       expect(await handle.result()).toBe('rested');
       const bad = await runtime.start(flow, '3 days');
@@ -221,7 +221,7 @@ for (const [backend, open] of backends) {
         number,
         number,
       ];
-      clock.advance(first - clock.now());
+      await clock.advance(first - clock.now());
       await runtime.kernel.wakeDue();
       await eventually(
         async () => (await store.read(`cron:five:${first}`)).length > 0,
@@ -229,13 +229,13 @@ for (const [backend, open] of backends) {
       );
       await idle();
       // The next occurrence comes while the first run still works: it is skipped.
-      clock.advance(second - clock.now());
+      await clock.advance(second - clock.now());
       await runtime.kernel.wakeDue();
       await idle();
       expect(await store.read(`cron:five:${second}`)).toEqual([]);
       for (const done of release) done();
       expect(await runtime.kernel.attach(`cron:five:${first}`).result()).toBe('done');
-      clock.advance(third - clock.now());
+      await clock.advance(third - clock.now());
       await runtime.kernel.wakeDue();
       await eventually(
         async () => (await store.read(`cron:five:${third}`)).length > 0,

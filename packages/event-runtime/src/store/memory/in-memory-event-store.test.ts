@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { eventStoreConformance } from '../../testing/event-store-conformance.js';
+import { ManualClock } from '../../testing/manual-clock.js';
 import { InMemoryEventStore } from './in-memory-event-store.js';
 
 let shared: InMemoryEventStore;
@@ -44,7 +45,7 @@ eventStoreConformance('memory', async () => {
 
 describe('InMemoryEventStore', () => {
   it('assigns positions 1, 2, 3, … in append order', async () => {
-    const store = new InMemoryEventStore({ clock: { now: () => 42 } });
+    const store = new InMemoryEventStore({ clock: new ManualClock(42) });
     await store.append([{ executionId: 'a', sequence: 0, type: 't', payload: null }]);
     const [event] = await store.append([{ executionId: 'b', sequence: 0, type: 't', payload: 1 }]);
     expect(event?.position).toBe(2);

@@ -226,6 +226,7 @@ export class InMemoryEventStore implements EventStore {
         read: (executionId, fromSequence, limit) => this.read(executionId, { fromSequence, limit }),
         watch: (executionId, wake) => this.signal.watch(executionId, wake),
         pollIntervalMs: 0,
+        clock: this.clock,
       },
       options,
       handler,

@@ -1,4 +1,5 @@
 import type { Notification, PoolClient } from 'pg';
+import type { Clock } from '../../clock.js';
 
 /** What the listener needs from its store. */
 export interface BucketListenerOptions {
@@ -7,6 +8,8 @@ export interface BucketListenerOptions {
   onNotification: (channel: string, payload: string) => void;
   /** The connection came back after a loss: notifications may have been missed meanwhile. */
   onReconnect: () => void;
+  /** Arms the reconnect backoff. */
+  clock: Clock;
 }
 
 /** First retry after a lost or refused connection; doubles per failure up to the max. */
@@ -28,7 +31,7 @@ export class BucketListener {
   private connecting = false;
   private everConnected = false;
   private failures = 0;
-  private retryTimer: NodeJS.Timeout | undefined;
+  private cancelRetry: (() => void) | undefined;
   private waiting: (() => void)[] = [];
   private closed = false;
 
@@ -80,7 +83,7 @@ export class BucketListener {
 
   async close(): Promise<void> {
     this.closed = true;
-    if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
+    this.cancelRetry?.();
     const client = this.client;
     this.client = undefined;
     if (client !== undefined) client.release(true);
@@ -115,7 +118,7 @@ export class BucketListener {
 
   private connect(): void {
     if (this.closed || this.connecting || this.client !== undefined) return;
-    if (this.retryTimer !== undefined) return;
+    if (this.cancelRetry !== undefined) return;
     this.connecting = true;
     void this.open();
   }
@@ -167,10 +170,9 @@ export class BucketListener {
     if (this.closed || this.retained.size === 0) return;
     const delayMs = Math.min(reconnectDelayMaxMs, reconnectDelayMs * 2 ** this.failures);
     this.failures++;
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
+    this.cancelRetry = this.options.clock.setTimer(() => {
+      this.cancelRetry = undefined;
       this.connect();
     }, delayMs);
-    this.retryTimer.unref();
   }
 }

@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import type { Clock } from '../../clock.js';
 import { AppendSignal } from '../../internal/append-signal.js';
 import { BucketListener } from './bucket-listener.js';
 import { bucketOf, channelName } from './notify-bucket.js';
@@ -20,7 +21,7 @@ export class NotifyHub {
   private readonly channels: readonly string[];
   private listener: BucketListener | undefined;
   private readonly lateWakes = new Set<string>();
-  private lateWakeTimer: NodeJS.Timeout | undefined;
+  private cancelLateWake: (() => void) | undefined;
   /** Notifications received (for the store's stats). */
   received = 0;
 
@@ -28,6 +29,7 @@ export class NotifyHub {
     private readonly pool: Pool,
     schema: string,
     private readonly buckets: number,
+    private readonly clock: Clock,
   ) {
     this.channels = Array.from({ length: buckets }, (_, bucket) => channelName(schema, bucket));
   }
@@ -48,6 +50,7 @@ export class NotifyHub {
       connect: () => this.pool.connect(),
       onNotification: (_channel, payload) => this.notified(payload),
       onReconnect: () => this.signal.emitAll(),
+      clock: this.clock,
     });
     const release = this.listener.retain(channels, wake);
     return () => {
@@ -62,7 +65,7 @@ export class NotifyHub {
   }
 
   async close(): Promise<void> {
-    if (this.lateWakeTimer !== undefined) clearTimeout(this.lateWakeTimer);
+    this.cancelLateWake?.();
     await this.listener?.close();
   }
 
@@ -82,13 +85,12 @@ export class NotifyHub {
     const executionId = payload.slice(payload.indexOf(':') + 1);
     this.signal.emit(executionId);
     this.lateWakes.add(executionId);
-    if (this.lateWakeTimer !== undefined) return;
-    this.lateWakeTimer = setTimeout(() => {
-      this.lateWakeTimer = undefined;
+    if (this.cancelLateWake !== undefined) return;
+    this.cancelLateWake = this.clock.setTimer(() => {
+      this.cancelLateWake = undefined;
       const executionIds = [...this.lateWakes];
       this.lateWakes.clear();
       for (const id of executionIds) this.signal.emit(id);
     }, lateWakeMs);
-    this.lateWakeTimer.unref();
   }
 }

@@ -144,7 +144,12 @@ export class PostgresEventStore implements TransactionalEventStore {
     this.readOnly = options.readOnly;
     this.sql = storeStatements(options.schema);
     this.tails = new TailCache(options.tailCacheEntries);
-    this.notifications = new NotifyHub(this.pool, options.schema, options.notifyBuckets);
+    this.notifications = new NotifyHub(
+      this.pool,
+      options.schema,
+      options.notifyBuckets,
+      options.clock,
+    );
     this.fences = {
       current: async (executionId) => {
         this.assertOpen();
@@ -422,6 +427,7 @@ export class PostgresEventStore implements TransactionalEventStore {
         read: (executionId, fromSequence, limit) => this.read(executionId, { fromSequence, limit }),
         watch: (executionId, wake) => this.notifications.watch(executionId, wake),
         pollIntervalMs: this.options.pollIntervalMs,
+        clock: this.options.clock,
       },
       options,
       handler,

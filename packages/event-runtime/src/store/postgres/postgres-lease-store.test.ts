@@ -204,7 +204,7 @@ describe('PostgresLeaseStore', () => {
       for (let round = 0; round < 5; round++) {
         const batch = ids(`tangle-${round}`, 200);
         await leases.acquireMany('node-a', batch, 1_000);
-        clock.advance(1_000); // every lease of node-a has expired: node-b may take any of them
+        await clock.advance(1_000); // every lease of node-a has expired: node-b may take any of them
         const released = batch.filter((_, index) => index % 3 === 0);
         const [taken, lost] = await racingPastABlocker(schema, batch[100] as string, 2, () =>
           Promise.all([

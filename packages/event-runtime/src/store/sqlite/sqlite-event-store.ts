@@ -541,6 +541,7 @@ export class SqliteEventStore implements TransactionalEventStore {
         read: (executionId, fromSequence, limit) => this.read(executionId, { fromSequence, limit }),
         watch: (executionId, wake) => this.signal.watch(executionId, wake),
         pollIntervalMs: this.pollIntervalMs,
+        clock: this.clock,
       },
       options,
       handler,

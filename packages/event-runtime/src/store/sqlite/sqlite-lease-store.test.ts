@@ -107,7 +107,7 @@ describe('SqliteLeaseStore', () => {
       ).toBe(3);
       expect(await commitsOf(() => leases.acquireMany('node-a', batch, 1_000))).toBe(1);
       // A renew that writes the expiry already stored changes no page and commits nothing.
-      clock.advance(10);
+      await clock.advance(10);
       expect(await commitsOf(() => leases.renewMany('node-a', batch, 1_000))).toBe(1);
       expect(await commitsOf(() => leases.releaseMany('node-a', batch))).toBe(1);
       expect(await commitsOf(() => leases.acquireMany('node-a', [], 1_000))).toBe(0);

@@ -1,0 +1,121 @@
+import { hostname } from 'node:os';
+import { type Clock, systemClock } from '../clock.js';
+import { ErrorCode, LoomError } from '../errors.js';
+import type { EventStore } from '../event-store.js';
+import { checkLeaseOwner } from '../internal/lease-input.js';
+import { mintId } from '../internal/mint-id.js';
+import type { LeaseStore } from '../lease-store.js';
+import type { SnapshotStore } from '../snapshot-store.js';
+import { ExecutionLinks } from './execution-links.js';
+import { ExecutionRecovery } from './execution-recovery.js';
+import { FlowRegistry } from './flow-registry.js';
+import { LeaseManager } from './lease-manager.js';
+import { LocalExecutions } from './local-executions.js';
+import { type RuntimeOptions, type RuntimeSettings, resolveSettings } from './runtime-options.js';
+
+/**
+ * Everything the kernel's pieces on one node share, handed to each of them as one object: where
+ * the log and its neighbours live, the clock, the settings (defaults applied once), the flows it
+ * can run, the leases it holds, and the pieces themselves, so one reaches another by name
+ * (`context.executions.resume(id)`) instead of through closures its owner wired up.
+ *
+ * The pieces keep the context and read it only while they work, never while they are built:
+ * that is what lets them refer to each other.
+ */
+export interface KernelContext {
+  /** This node's name in leases. */
+  readonly nodeId: string;
+  readonly store: EventStore;
+  readonly snapshots: SnapshotStore | undefined;
+  /** The lease store, when the runtime has one (the raw store; `leases` batches over it). */
+  readonly leaseStore: LeaseStore | undefined;
+  /** The one source of time and timers of everything this node does. */
+  readonly clock: Clock;
+  readonly settings: RuntimeSettings;
+  readonly flows: FlowRegistry;
+  /** The leases this node holds; undefined when it takes none (no lease store, or mode 'off'). */
+  readonly leases: LeaseManager | undefined;
+  /** The executions this node drives. */
+  readonly executions: LocalExecutions;
+  /** Parent, child and continue-as-new links between executions. */
+  readonly links: ExecutionLinks;
+  /** Timer wake-ups and recovery of executions nobody drives. */
+  readonly recovery: ExecutionRecovery;
+  /** True once `shutdown()` began: no new work is taken on. */
+  readonly shuttingDown: boolean;
+  /** Reports a background failure (lease renewals, snapshots, links) to the runtime's `onError`. */
+  report(error: unknown): void;
+  /** Throws `RUNTIME_SHUT_DOWN` once shutdown began. */
+  assertRunning(): void;
+}
+
+/** The runtime's {@link KernelContext}: built once per runtime, its pieces built last. */
+export class Kernel implements KernelContext {
+  readonly nodeId: string;
+  readonly store: EventStore;
+  readonly snapshots: SnapshotStore | undefined;
+  readonly leaseStore: LeaseStore | undefined;
+  readonly clock: Clock;
+  readonly settings: RuntimeSettings;
+  readonly flows = new FlowRegistry();
+  readonly leases: LeaseManager | undefined;
+  readonly executions: LocalExecutions;
+  readonly links: ExecutionLinks;
+  readonly recovery: ExecutionRecovery;
+  private stopping = false;
+  private readonly onError: ((error: unknown) => void) | undefined;
+
+  /** Throws `INVALID_ARGUMENT` for bad options (see `resolveSettings`, `nodeId`). */
+  constructor(options: RuntimeOptions) {
+    this.settings = resolveSettings(options);
+    this.store = options.store;
+    this.snapshots = options.snapshots;
+    this.leaseStore = options.leases;
+    this.clock = options.clock ?? systemClock;
+    this.onError = options.onError;
+    this.nodeId =
+      options.nodeId === undefined
+        ? `${hostname()}-${process.pid}-${mintId()}`
+        : checkLeaseOwner(options.nodeId, 'nodeId');
+    this.leases =
+      this.leaseStore === undefined || this.settings.leaseMode === 'off'
+        ? undefined
+        : new LeaseManager({
+            store: this.leaseStore,
+            nodeId: this.nodeId,
+            clock: this.clock,
+            ttlMs: this.settings.leaseTtlMs,
+            renewEveryMs: this.settings.renewEveryMs,
+            lazyGraceMs: this.settings.lazyGraceMs,
+            onLost: (executionIds) => this.executions.leasesLost(executionIds),
+            onError: (error) => this.report(error),
+          });
+    this.executions = new LocalExecutions(this);
+    this.links = new ExecutionLinks(this);
+    this.recovery = new ExecutionRecovery(this);
+  }
+
+  get shuttingDown(): boolean {
+    return this.stopping;
+  }
+
+  report(error: unknown): void {
+    this.onError?.(error);
+  }
+
+  assertRunning(): void {
+    if (this.stopping) {
+      throw new LoomError(
+        ErrorCode.RUNTIME_SHUT_DOWN,
+        `the runtime on ${this.nodeId} is shut down`,
+      );
+    }
+  }
+
+  /** Marks the start of shutdown; false if it had already begun. */
+  beginShutdown(): boolean {
+    if (this.stopping) return false;
+    this.stopping = true;
+    return true;
+  }
+}
