@@ -1,3 +1,5 @@
+import type { Clock } from '@loom/event-runtime';
+
 /**
  * What an effect receives. Structurally the kernel's `EffectContext` (`@loom/event-runtime`):
  * a step's effect context can be passed here as it is, no import of the kernel needed.
@@ -13,6 +15,11 @@ export interface EffectContext {
   readonly idempotencyKey: string;
   /** Aborts on cancel, loss of ownership, shutdown, or (downstream of a timeout) the timeout. */
   readonly signal: AbortSignal;
+  /**
+   * The clock of the runtime running the effect (a kernel step passes its runtime's). Retry
+   * backoff and timeouts arm their timers on it unless their options inject a timer.
+   */
+  readonly clock?: Clock;
 }
 
 /** The context a middleware and a wrapped effect see: the effect context plus the attempt. */

@@ -7,7 +7,12 @@ export interface Clock {
 /** Calls `fn` once after `ms` milliseconds; the returned function cancels it. */
 export type SetTimer = (fn: () => void, ms: number) => () => void;
 
-/** Injected so tests and simulation (`@loom/dst`) own time; both default to the real ones. */
+/**
+ * Injected so tests and simulation (`@loom/dst`) own time. A `clock` that also arms timers (the
+ * kernel's `Clock`: `runtime.clock`, `ManualClock` of `@loom/event-runtime/testing`) gives the
+ * timers too. Without either, timers go on the effect's `ctx.clock` (a kernel step's is its
+ * runtime's), else the real `setTimeout`; readings of now default to the monotonic clock.
+ */
 export interface TimeOptions {
   clock?: Clock;
   setTimer?: SetTimer;

@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.js';
 import type { JsonValue } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { checkWellFormed } from '../internal/well-formed-text.js';
@@ -14,6 +15,11 @@ export interface EffectContext {
   idempotencyKey: string;
   /** Fires when the execution is cancelled or this node loses it (lease or fence taken over). */
   signal: AbortSignal;
+  /**
+   * The runtime's clock. An effect that waits or measures (retry backoff, a timeout) arms its
+   * timers here, so a test or a simulation that owns the runtime's time owns the effect's too.
+   */
+  clock: Clock;
 }
 
 export interface StepOptions {

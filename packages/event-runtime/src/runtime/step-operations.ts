@@ -146,6 +146,7 @@ export class StepOperations {
       stepName: name,
       idempotencyKey: `${executionId}/${index}`,
       signal: this.scope.signal,
+      clock: this.scope.kernel.clock,
     };
   }
 

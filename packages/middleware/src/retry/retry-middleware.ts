@@ -8,7 +8,7 @@ import {
   optionalNumber,
   requireNumber,
 } from '../internal/options.js';
-import { resolveTime } from '../internal/resolve-time.js';
+import { resolveTime, timerFor } from '../internal/resolve-time.js';
 import { sleep } from '../internal/sleep.js';
 import { Limits } from '../limits.js';
 import type { TimeOptions } from '../time.js';
@@ -79,7 +79,7 @@ export function retryMiddleware(options: RetryOptions): EffectMiddleware {
   });
   const delayMs = backoffSchedule(o.backoff, optionalFunction(where, 'random', o.random));
   const retryable = optionalFunction<(error: unknown) => boolean>(where, 'retryable', o.retryable);
-  const { setTimer } = resolveTime(where, o);
+  const time = resolveTime(where, o);
 
   return (next) => async (ctx) => {
     for (let attempt = 1; ; attempt++) {
@@ -89,7 +89,7 @@ export function retryMiddleware(options: RetryOptions): EffectMiddleware {
         if (isTerminalError(error) || ctx.signal.aborted) throw error;
         if (retryable !== undefined && !retryable(error)) throw error;
         if (attempt >= attempts) throw exhausted(ctx, attempts, error);
-        await sleep(delayMs(attempt), ctx.signal, setTimer);
+        await sleep(delayMs(attempt), ctx.signal, timerFor(time, ctx));
       }
     }
   };

@@ -1,7 +1,7 @@
 import type { AttemptContext, EffectMiddleware } from '../effect-context.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { checkOptionsObject, requireNumber } from '../internal/options.js';
-import { resolveTime } from '../internal/resolve-time.js';
+import { resolveTime, timerFor } from '../internal/resolve-time.js';
 import { Limits } from '../limits.js';
 import type { SetTimer } from '../time.js';
 
@@ -9,6 +9,7 @@ import type { SetTimer } from '../time.js';
 export interface TimeoutOptions {
   /** How long one call may run: an integer, 1 … `Limits.timerMsMax`. */
   ms: number;
+  /** Default: the effect's clock (`ctx.clock`, the runtime's), else the real `setTimeout`. */
   setTimer?: SetTimer;
 }
 
@@ -28,7 +29,7 @@ const where = 'timeoutMiddleware';
 export function timeoutMiddleware(options: TimeoutOptions): EffectMiddleware {
   const o = checkOptionsObject(where, options, ['ms', 'setTimer']);
   const ms = requireNumber(where, 'ms', o.ms, { min: 1, max: Limits.timerMsMax, integer: true });
-  const { setTimer } = resolveTime(where, o);
+  const time = resolveTime(where, o);
 
   return (next) => (ctx) => {
     const controller = new AbortController();
@@ -45,7 +46,7 @@ export function timeoutMiddleware(options: TimeoutOptions): EffectMiddleware {
         cancelTimer();
         parent.removeEventListener('abort', onParentAbort);
       };
-      cancelTimer = setTimer(() => {
+      cancelTimer = timerFor(time, ctx)(() => {
         if (settled) return;
         settle();
         const error = timeoutError(ctx, ms);

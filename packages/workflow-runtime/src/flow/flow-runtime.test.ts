@@ -38,6 +38,20 @@ async function codeOf(promise: Promise<unknown>): Promise<string> {
   return 'resolved';
 }
 
+/**
+ * Settles `promise` by firing the clock's timers in due order (retry backoff, timeouts) until it
+ * does: the step's middleware waits on the runtime's clock, never on real time.
+ */
+async function drive<T>(clock: ManualClock, promise: Promise<T>): Promise<T> {
+  let settled = false;
+  const tracked = promise.finally(() => {
+    settled = true;
+  });
+  tracked.catch(() => undefined);
+  await clock.runUntil(() => settled);
+  return tracked;
+}
+
 async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
   for (let attempt = 0; attempt < 400; attempt++) {
     if (await check()) return;
@@ -99,7 +113,7 @@ for (const [backend, open] of backends) {
     });
 
     it('retries a step inside one durable step; a TerminalError stops it', async () => {
-      const { runtime, store } = make();
+      const { runtime, store, clock } = make();
       const attempts: number[] = [];
       const flow = defineFlow({ name: 'retrying' }, async (ctx) => {
         const value = await ctx.step(
@@ -125,15 +139,21 @@ for (const [backend, open] of backends) {
         }
         return { value, terminal };
       });
+      const startedAtMs = clock.now();
       const handle = await runtime.start(flow, null);
-      expect(await handle.result()).toEqual({ value: 'third time', terminal: 'TERMINAL' });
+      expect(await drive(clock, handle.result())).toEqual({
+        value: 'third time',
+        terminal: 'TERMINAL',
+      });
       expect(attempts).toEqual([1, 2, 3]);
+      // Backoff 1 ms then 2 ms, waited on the runtime's clock.
+      expect(clock.now() - startedAtMs).toBe(3);
       const types = (await store.read(handle.executionId)).map((event) => event.type);
       expect(types.filter((type) => type === 'step.started')).toHaveLength(2);
     });
 
     it('a step timeout aborts the effect and fails the step', async () => {
-      const { runtime } = make();
+      const { runtime, clock } = make();
       let aborted = false;
       const flow = defineFlow({ name: 'slow' }, async (ctx) =>
         ctx.step(
@@ -148,8 +168,10 @@ for (const [backend, open] of backends) {
           { timeout: 20 },
         ),
       );
+      const startedAtMs = clock.now();
       const handle = await runtime.start(flow, null);
-      const error = (await handle.result().catch((caught) => caught)) as LoomError;
+      const error = (await drive(clock, handle.result()).catch((caught) => caught)) as LoomError;
+      expect(clock.now() - startedAtMs).toBe(20);
       expect(error.code).toBe('STEP_FAILED');
       expect((error.fields.error as { code: string }).code).toBe('TIMEOUT');
       expect(aborted).toBe(true);

@@ -86,7 +86,7 @@ export class QueueWorkerLoop implements QueueWorker {
   private stopped = false;
   private wake: (() => void) | undefined;
   private readonly loopDone: Promise<void>;
-  private readonly renewTimer: ReturnType<typeof setInterval>;
+  private readonly stopRenewing: () => void;
   private renewing = false;
 
   constructor(deps: QueueWorkerDeps, queue: string, options: WorkOptions) {
@@ -95,16 +95,18 @@ export class QueueWorkerLoop implements QueueWorker {
     this.options = options;
     this.owner = options.owner ?? deps.kernel.nodeId;
     this.claimTtlMs = options.claimTtlMs ?? defaultClaimTtlMs;
-    this.renewTimer = setInterval(
+    // On the runtime's clock, so a test or a simulation that owns its time owns the worker's.
+    this.stopRenewing = deps.kernel.clock.setRepeating(
       () => void this.renew(),
       Math.max(1, Math.floor(this.claimTtlMs / 3)),
+      { keepAlive: true },
     );
     this.loopDone = this.loop();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.renewTimer);
+    this.stopRenewing();
     this.wake?.();
     await this.loopDone;
   }
@@ -118,9 +120,13 @@ export class QueueWorkerLoop implements QueueWorker {
       }
       if (this.stopped) break;
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.options.pollMs ?? defaultPollMs);
+        const cancel = this.deps.kernel.clock.setTimer(
+          resolve,
+          this.options.pollMs ?? defaultPollMs,
+          { keepAlive: true },
+        );
         this.wake = () => {
-          clearTimeout(timer);
+          cancel();
           resolve();
         };
       });

@@ -84,7 +84,11 @@ export function workflowContext(ctx: FlowContext): WorkflowContext {
       const effect =
         chain === undefined
           ? (effect: EffectContext) => fn({ ...effect, attempt: 1 })
-          : wrapEffect(chain, (attempt) => fn(attempt));
+          : (effect: EffectContext) =>
+              // A middleware may hand down a context of its own making: the step's clock stays.
+              wrapEffect(chain, (attempt) => fn({ ...attempt, clock: attempt.clock ?? effect.clock }))(
+                effect,
+              );
       return ctx.step(
         name,
         effect,
