@@ -1,4 +1,4 @@
-import type { Runtime } from '@loom/event-runtime';
+import { isLoomError, type Runtime } from '@loom/event-runtime';
 import { nextOccurrence } from '../cron/next-occurrence.js';
 import { parseCron } from '../cron/parse-cron.js';
 import { ErrorCode, LoomError } from '../errors.js';
@@ -43,6 +43,33 @@ export const cronRunsPerGeneration = 50;
 /** Most missed occurrences fired by `catchUp: 'all'` after a downtime. */
 export const cronCatchUpMax = 1_000;
 
+/**
+ * What a schedule needs of the runtime it fires on: where the previous run stands, waiting for
+ * it, and starting the next. Handed over as it is, not looked up through a closure.
+ */
+export type ScheduleRuntime = Pick<Runtime, 'status' | 'attach' | 'start'>;
+
+/**
+ * How firing one occurrence is retried when the runtime cannot answer (a store outage): on the
+ * runtime's clock, 1 s, 2 s, 4 s, 8 s apart. After that the occurrence is not fired (the failed
+ * step stays in the schedule's log) and the schedule goes on to the next.
+ */
+const fireRetry = { attempts: 5, backoff: { initialMs: 1_000, factor: 2, maxMs: 8_000 } };
+
+/**
+ * True when the previous run is still running. A run that is not in the log (gone) is not
+ * running; any other failure to tell is thrown, never guessed: guessing 'completed' would start
+ * an overlapping run, guessing 'running' would skip one.
+ */
+async function stillRunning(runtime: ScheduleRuntime, runId: string): Promise<boolean> {
+  try {
+    return (await runtime.status(runId)) === 'running';
+  } catch (error) {
+    if (isLoomError(error, 'EXECUTION_NOT_FOUND')) return false;
+    throw error;
+  }
+}
+
 /** The id of a schedule's execution and of the run of one occurrence. */
 export const cronScheduleId = (name: string) => `cron:${name}`;
 export const cronRunId = (name: string, fireAtMs: number) => `cron:${name}:${fireAtMs}`;
@@ -55,7 +82,7 @@ export const cronRunId = (name: string, fireAtMs: number) => `cron:${name}:${fir
  * schedule and whoever restarts when.
  */
 export function cronScheduleFlow(
-  runtime: () => Runtime,
+  runtime: ScheduleRuntime,
   resolve: (flow: string, version: string | null) => WorkflowDefinition<unknown, unknown>,
 ): WorkflowDefinition<CronScheduleInput, never> {
   return defineFlow({ name: 'loom.cron.schedule' }, async (ctx, config: CronScheduleInput) => {
@@ -77,23 +104,31 @@ export function cronScheduleFlow(
       await ctx.sleepUntil(due);
       const runId = cronRunId(config.name, due);
       const previous = lastRunId;
-      const start = await ctx.step(`fire-${due}`, async () => {
-        const kernel = runtime();
-        if (previous !== null && config.overlap !== 'allow') {
-          const status = await kernel.status(previous).catch(() => 'completed');
-          if (status === 'running') {
-            if (config.overlap === 'skip') return false;
-            await kernel
-              .attach(previous)
-              .result()
-              .catch(() => undefined);
-          }
-        }
-        await kernel.start(resolve(config.flow, config.version), config.input, {
-          executionId: runId,
+      const start = await ctx
+        .step(
+          `fire-${due}`,
+          async () => {
+            if (previous !== null && config.overlap !== 'allow') {
+              if (await stillRunning(runtime, previous)) {
+                if (config.overlap === 'skip') return false;
+                // 'queue': how the previous run ends does not matter, only that it did.
+                await runtime
+                  .attach(previous)
+                  .result()
+                  .catch(() => undefined);
+              }
+            }
+            await runtime.start(resolve(config.flow, config.version), config.input, {
+              executionId: runId,
+            });
+            return true;
+          },
+          { retry: fireRetry },
+        )
+        .catch((error: unknown) => {
+          if (isLoomError(error, 'STEP_FAILED')) return false;
+          throw error;
         });
-        return true;
-      });
       lastFiredAtMs = due;
       if (start) lastRunId = runId;
     }

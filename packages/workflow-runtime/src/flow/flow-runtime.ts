@@ -62,10 +62,7 @@ export class FlowRuntime {
     this.onError = options.onError ?? (() => undefined);
     this.kernel = createRuntime(kernelOptions);
     this.register(
-      cronScheduleFlow(
-        () => this.kernel,
-        (name, version) => this.lookup(name, version),
-      ) as never,
+      cronScheduleFlow(this.kernel, (name, version) => this.lookup(name, version)) as never,
     );
     for (const flow of flows ?? []) this.register(flow);
   }
