@@ -1,11 +1,7 @@
-import {
-  InMemoryEventStore,
-  InMemoryLeaseStore,
-  systemClock,
-  TerminalError,
-} from '@loom/event-runtime';
+import { InMemoryEventStore, InMemoryLeaseStore, systemClock } from '@loom/event-runtime';
 import { ManualClock } from '@loom/event-runtime/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { TerminalError } from '../index.js';
 import { defineFlow } from './define-flow.js';
 import { createFlowRuntime, type FlowRuntime } from './flow-runtime.js';
 
@@ -86,7 +82,12 @@ describe('a ManualClock owns all of time', () => {
           if (effect.attempt < 4) throw new Error(`gateway busy (${effect.attempt})`);
           return 'charged';
         },
-        { retry: { attempts: 5, backoff: { initialMs: 10_000, factor: 2, maxMs: 60_000, jitter: 'none' } } },
+        {
+          retry: {
+            attempts: 5,
+            backoff: { initialMs: 10_000, factor: 2, maxMs: 60_000, jitter: 'none' },
+          },
+        },
       );
       await ctx.sleep('3d');
       const shipped = await ctx.step('ship', (effect) => {

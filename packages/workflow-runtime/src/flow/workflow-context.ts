@@ -86,9 +86,9 @@ export function workflowContext(ctx: FlowContext): WorkflowContext {
           ? (effect: EffectContext) => fn({ ...effect, attempt: 1 })
           : (effect: EffectContext) =>
               // A middleware may hand down a context of its own making: the step's clock stays.
-              wrapEffect(chain, (attempt) => fn({ ...attempt, clock: attempt.clock ?? effect.clock }))(
-                effect,
-              );
+              wrapEffect(chain, (attempt) =>
+                fn({ ...attempt, clock: attempt.clock ?? effect.clock }),
+              )(effect);
       return ctx.step(
         name,
         effect,
