@@ -87,6 +87,31 @@ function waitFor(check: () => boolean, what: string, timeoutMs = 5_000): Promise
   });
 }
 
+/**
+ * Runs `append` while a witness subscription follows `executionId` from `sequence`, and resolves
+ * once the witness was handed that event. An append wakes every subscription watching the
+ * execution at once, and the witness needs as many turns to deliver as any other would: so a
+ * subscription that was closed and has not been called by then was not woken at all. No sleep
+ * decides it.
+ */
+async function appendWitnessed(
+  store: EventStore,
+  executionId: string,
+  sequence: number,
+  append: () => Promise<unknown>,
+): Promise<void> {
+  const seen: number[] = [];
+  const witness = store.subscribe({ executionId, fromSequence: sequence }, (events) => {
+    for (const event of events) seen.push(event.sequence);
+  });
+  try {
+    await append();
+    await waitFor(() => seen.includes(sequence), `a witness of ${executionId}:${sequence}`);
+  } finally {
+    await witness.close();
+  }
+}
+
 const jsonArbitrary: fc.Arbitrary<JsonValue> = fc.letrec<{ value: JsonValue }>((tie) => ({
   value: fc.oneof(
     { depthSize: 'small', withCrossShrink: true },
@@ -593,8 +618,7 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
         } finally {
           await subscription.close();
         }
-        await store.append(range(id, 4, 1));
-        await new Promise((resolve) => setTimeout(resolve, 50));
+        await appendWitnessed(store, id, 4, () => store.append(range(id, 4, 1)));
         expect(seen).toHaveLength(6);
       });
 
@@ -645,8 +669,7 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
         });
         await waitFor(() => reported !== undefined, 'the error report');
         expect((reported as Error).message).toBe('handler broke');
-        await store.append(range(id, 1, 1));
-        await new Promise((resolve) => setTimeout(resolve, 50));
+        await appendWitnessed(store, id, 1, () => store.append(range(id, 1, 1)));
         expect(calls).toBe(1);
         await subscription.close();
       });

@@ -199,7 +199,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         };
         const first = runtime({ nodeId: 'first' });
         await first.start(flow, null, { executionId: id });
-        while (secondRuns === 0) await new Promise((resolve) => setTimeout(resolve, 2));
+        await until(async () => secondRuns > 0, 'secondRuns > 0');
         // A second node takes over while 'after' is in flight: replay must see the same failure.
         const second = runtime({ nodeId: 'second', flows: [flow as Flow<never, unknown>] });
         const handle = await second.resume<string>(id);
@@ -230,8 +230,8 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           },
         };
         const crashed = runtime({ nodeId: 'crashed' });
-        await crashed.start(flow, null, { executionId: id });
-        while (!ran.includes('b')) await new Promise((resolve) => setTimeout(resolve, 2));
+        const crashedHandle = await crashed.start<null, string>(flow, null, { executionId: id });
+        await until(async () => ran.includes('b'), "step 'b' to run");
         // The first node is "dead" from here on: its effect never returns.
         const survivor = runtime({ nodeId: 'survivor', flows: [flow as Flow<never, unknown>] });
         const handle = await survivor.resume<string>(id);
@@ -245,8 +245,10 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           'b',
         ]);
         hang.resolve();
-        // The dead node's late completion is fenced out: nothing more is written.
-        await new Promise((resolve) => setTimeout(resolve, 20));
+        // The dead node's late completion is fenced out: its driver ends (having tried to append)
+        // without writing, and its handle then reads the survivor's outcome from the log.
+        expect(await crashedHandle.result()).toBe('AB');
+        expect(crashed.activeExecutions).not.toContain(id);
         expect(await harness.countRows(id)).toBe(6);
       });
 
@@ -265,8 +267,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           },
         };
         await runtime({ nodeId: 'old' }).start(v1, null, { executionId: id });
-        while ((await harness.countRows(id)) < 4)
-          await new Promise((resolve) => setTimeout(resolve, 2));
+        await until(async () => (await harness.countRows(id)) >= 4, '4 rows');
         const v2: Flow<null, string> = {
           name: 'changing',
           run: async (ctx) => {
@@ -298,8 +299,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           null,
           { executionId: id },
         );
-        while ((await harness.countRows(id)) < 2)
-          await new Promise((resolve) => setTimeout(resolve, 2));
+        await until(async () => (await harness.countRows(id)) >= 2, '2 rows');
         expect(await codeOf(runtime().resume(id))).toBe(ErrorCode.FLOW_NOT_REGISTERED);
         expect(await codeOf(runtime().resume(freshId('none')))).toBe(ErrorCode.EXECUTION_NOT_FOUND);
         hang.resolve();
@@ -438,8 +438,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
             }),
         };
         const handle = await created.start(flow, null);
-        while ((await harness.countRows(handle.executionId)) < 2)
-          await new Promise((r) => setTimeout(r, 2));
+        await until(async () => (await harness.countRows(handle.executionId)) >= 2, '2 rows');
         expect(await created.cancel(handle.executionId, 'operator said so')).toBe(true);
         expect(aborted).toBe(true);
         const error = (await handle.result().catch((caught) => caught)) as LoomError;
@@ -464,8 +463,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           },
         };
         const handle = await owner.start(flow, null);
-        while ((await harness.countRows(handle.executionId)) < 2)
-          await new Promise((r) => setTimeout(r, 2));
+        await until(async () => (await harness.countRows(handle.executionId)) >= 2, '2 rows');
         const operator = runtime({ nodeId: 'operator' });
         expect(await operator.cancel(handle.executionId, 'stop it')).toBe(true);
         hang.resolve();
@@ -570,8 +568,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           },
         };
         const handle = await aNode.start(flow, null);
-        while ((await harness.countRows(handle.executionId)) < 2)
-          await new Promise((r) => setTimeout(r, 2));
+        await until(async () => (await harness.countRows(handle.executionId)) >= 2, '2 rows');
         await harness.clock.advance(3_001);
         const bNode = runtime({
           nodeId: 'b',
@@ -602,8 +599,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         };
         const dead = runtime({ nodeId: 'dead' });
         const handle = await dead.start(flow, null);
-        while ((await harness.countRows(handle.executionId)) < 2)
-          await new Promise((r) => setTimeout(r, 2));
+        await until(async () => (await harness.countRows(handle.executionId)) >= 2, '2 rows');
         const rescuer = runtime({
           nodeId: 'rescuer',
           flows: [flow as Flow<never, unknown>],
@@ -928,7 +924,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         };
         const first = runtime({ nodeId: 'first', snapshots: harness.snapshots, snapshotEvery: 10 });
         const handle = await first.start(flow, null);
-        while (lateRuns === 0) await new Promise((r) => setTimeout(r, 2));
+        await until(async () => lateRuns > 0, 'lateRuns > 0');
         await first.idle();
         const second = runtime({
           nodeId: 'second',
