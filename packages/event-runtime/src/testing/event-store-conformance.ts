@@ -88,6 +88,25 @@ function waitFor(check: () => boolean, what: string, timeoutMs = 5_000): Promise
 }
 
 /**
+ * `readAll` from `afterPosition` once `done` holds for what it returns, or what it returns at the
+ * 5 s deadline. readAll may lag behind a commit (on Postgres it waits out transactions still
+ * open anywhere in the cluster), so a test that asserts on its first answer can fail for a
+ * reason that is not the store's.
+ */
+async function readAllEventually(
+  store: EventStore,
+  done: (events: StoredEvent[]) => boolean,
+  afterPosition = 0,
+): Promise<StoredEvent[]> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const events = await store.readAll({ afterPosition });
+    if (done(events) || Date.now() > deadline) return events;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/**
  * Runs `append` while a witness subscription follows `executionId` from `sequence`, and resolves
  * once the witness was handed that event. An append wakes every subscription watching the
  * execution at once, and the witness needs as many turns to deliver as any other would: so a
@@ -392,11 +411,9 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
         // anywhere in the cluster), but it never skips or reorders: poll until all are there.
         const mine = (events: StoredEvent[]) =>
           events.filter((event) => ids.includes(event.executionId));
-        let all = mine(await store.readAll());
-        for (let attempt = 0; all.length < expected.length && attempt < 200; attempt++) {
-          await new Promise((resolve) => setTimeout(resolve, 10));
-          all = mine(await store.readAll());
-        }
+        const all = mine(
+          await readAllEventually(store, (events) => mine(events).length >= expected.length),
+        );
         expect(all.map((event) => `${event.executionId}:${event.sequence}`)).toEqual(expected);
         const paged: StoredEvent[] = [];
         let after = 0;
@@ -946,7 +963,8 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
             'afterExecutionId',
             position,
           );
-          expect((await store.readAll()).map((event) => event.executionId)).toEqual([id]);
+          const visible = await readAllEventually(store, (events) => events.length > 0);
+          expect(visible.map((event) => event.executionId)).toEqual([id]);
           expect(await store.readSignals(id)).toEqual([]);
           expect(await store.fences.current(id)).toBe(0);
         });

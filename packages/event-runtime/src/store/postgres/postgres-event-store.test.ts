@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { pgTestUrl, useThrowawaySchemas } from '../../../test/support/throwaway-schemas.js';
 import type { EventEnvelope, StoredEvent } from '../../envelope.js';
 import { ErrorCode, type LoomError } from '../../errors.js';
@@ -287,13 +287,15 @@ describe('PostgresEventStore: on a migrated schema', () => {
       await listener.query(`LISTEN "${channel}"`);
       await store.append(range(id, 0, 5));
       await store.append(range(id, 5, 3), { status: 'running' });
-      await store.fences.advance(id);
+      const epoch = await store.fences.advance(id);
       expect(await codeOf(store.append([env(id, 8)], { fenceEpoch: 0 }))).toBe(
         ErrorCode.FENCE_STALE,
       );
-      await waitFor(() => payloads.length >= 2, 'notifications');
-      await sleep(100);
-      expect(payloads).toEqual([`4:${id}`, `7:${id}`]);
+      // A witness append commits after the refused one: the listener hears notifications in
+      // commit order, so one the refused append sent would arrive before the witness's.
+      await store.append([env(id, 8)], { fenceEpoch: epoch });
+      await waitFor(() => payloads.length >= 3, 'notifications');
+      expect(payloads).toEqual([`4:${id}`, `7:${id}`, `8:${id}`]);
     } finally {
       await listener.end();
     }
@@ -372,6 +374,13 @@ describe('PostgresEventStore: on a migrated schema', () => {
       // transaction inserts: `slow` gets the higher position but the lower tx_id.
       await other.query('BEGIN');
       await other.query('SELECT pg_current_xact_id()');
+      const pumpReads: Promise<StoredEvent[]>[] = [];
+      const realReadAll = store.readAll.bind(store);
+      const readAll = vi.spyOn(store, 'readAll').mockImplementation((options) => {
+        const read = realReadAll(options);
+        pumpReads.push(read);
+        return read;
+      });
       const [fastEvent] = await store.append([env(fast, 0)]);
       const hash = eventHash(null, slow, 0, 'test.event', 1, '{}');
       const inserted = await other.query(
@@ -381,7 +390,10 @@ describe('PostgresEventStore: on a migrated schema', () => {
       );
       const slowPosition = Number(inserted.rows[0].position);
       expect(slowPosition).toBeGreaterThan(fastEvent?.position as number);
-      await sleep(100);
+      // The append woke the subscription: wait for the read that wake-up made, not for a while.
+      await waitFor(() => pumpReads.length > 0, "the subscription's read after the append");
+      await Promise.allSettled(pumpReads);
+      readAll.mockRestore();
       expect(mine(await store.readAll({ afterPosition: cursor }))).toEqual([]);
       expect(delivered).toEqual([]);
       await other.query('COMMIT');
