@@ -38,9 +38,11 @@ const runtime = createRuntime({
 });
 
 async function suspended(): Promise<void> {
+  const deadline = Date.now() + 30_000;
   for (;;) {
     const found = await store.findExecutions({ status: 'suspended' });
     if (found.some((summary) => summary.executionId === executionId)) return;
+    if (Date.now() > deadline) throw new Error(`${executionId} did not suspend within 30 s`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }

@@ -52,9 +52,12 @@ if (role === 'owner') {
   say({ fact: 'result', result: await handle.result() });
 } else {
   let resumed: string[] = [];
+  const deadline = Date.now() + 30_000;
   while (resumed.length === 0) {
     resumed = await runtime.recover();
-    if (resumed.length === 0) await new Promise((resolve) => setTimeout(resolve, 200));
+    if (resumed.length > 0) break;
+    if (Date.now() > deadline) throw new Error('recovered nothing within 30 s');
+    await new Promise((resolve) => setTimeout(resolve, 200));
   }
   say({ fact: 'recovered', ids: resumed });
   say({ fact: 'result', result: await runtime.attach('zombie-1').result() });

@@ -64,6 +64,29 @@ function startNode(role: 'owner' | 'rescuer'): Node {
   };
 }
 
+/** Resolves once the lease of `executionId` has expired by the wall clock (deadline 10 s). */
+async function leaseExpired(executionId: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const lease = await client.query(
+        `SELECT expires_at_ms FROM "${schema}".leases WHERE execution_id = $1`,
+        [executionId],
+      );
+      const expiresAtMs = Number(lease.rows[0]?.expires_at_ms ?? 0);
+      if (Date.now() > expiresAtMs) return;
+      if (Date.now() > deadline) throw new Error(`the lease of ${executionId} never expired`);
+      await new Promise((resolve) =>
+        setTimeout(resolve, Math.min(100, expiresAtMs - Date.now() + 1)),
+      );
+    }
+  } finally {
+    await client.end();
+  }
+}
+
 async function rowsOf(executionId: string): Promise<string[]> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
@@ -80,8 +103,8 @@ it('a zombie owner (SIGSTOP past its lease, then SIGCONT) appends nothing and se
   await owner.waitFor('effect-started');
   expect(await rowsOf('zombie-1')).toEqual(['execution.started', 'step.started']);
   owner.child.kill('SIGSTOP');
-  // Let the 2 s lease run out while the owner is frozen.
-  await new Promise((resolve) => setTimeout(resolve, 2_500));
+  // Let the 2 s lease run out while the owner is frozen: wait for its expiry, not for a while.
+  await leaseExpired('zombie-1');
   const rescuer = startNode('rescuer');
   expect(await rescuer.waitFor('result')).toMatchObject({ result: 'rescued by rescuer' });
   await rescuer.exited;

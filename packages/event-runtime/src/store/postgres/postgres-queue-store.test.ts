@@ -59,7 +59,9 @@ describe('PostgresQueueStore', () => {
       }
       const held = new Set<string>();
       let done = 0;
-      while (done < 60) {
+      for (let round = 0; done < 60; round++) {
+        // Two items finish per round: a round that frees nothing would loop forever.
+        if (round >= 100) throw new Error(`only ${done} of 60 items finished in 100 rounds`);
         const claims = await Promise.all(
           Array.from({ length: 8 }, (_, index) =>
             (stores[index % 2] as PostgresQueueStore).claim(queue, {
