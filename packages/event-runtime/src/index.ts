@@ -1,4 +1,4 @@
-export { type Clock, systemClock } from './clock.js';
+export { type CancelTimer, type Clock, systemClock, type TimerOptions } from './clock.js';
 export type {
   AppendGuard,
   EventEnvelope,
