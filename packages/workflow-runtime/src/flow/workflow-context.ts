@@ -14,11 +14,17 @@ import { type StandardSchemaV1, validate } from './standard-schema.js';
 
 /** Per-step policy: retries with backoff, a timeout, and any effect middleware. */
 export interface StepOptions {
-  /** Retry the effect on failure (a `TerminalError` stops it). All attempts are one step. */
+  /**
+   * Retry the effect on failure (a `TerminalError` stops it). All attempts are one step. The
+   * outermost layer: `middleware` and `timeout` apply to each attempt.
+   */
   retry?: Omit<RetryOptions, 'clock' | 'setTimer'>;
   /** Abort the effect (through its signal) and fail the attempt after this long. */
   timeout?: Duration;
-  /** More effect middleware, outermost first (timing, tracing, rate limits, …). */
+  /**
+   * More effect middleware (timing, logging, tracing, rate limits, …), outermost first. They run
+   * inside `retry` and outside `timeout`: once per attempt, each seeing that attempt's error.
+   */
   middleware?: readonly EffectMiddleware[];
   /** The effect is safe to repeat (recorded for operators). */
   idempotent?: boolean;
@@ -129,9 +135,12 @@ function stepMiddleware(
   options: StepOptions | undefined,
 ): EffectMiddleware | undefined {
   if (options === undefined) return undefined;
-  const chain: EffectMiddleware[] = [...(options.middleware ?? [])];
+  // Retry outermost, so the step's own middleware (logging, timing, tracing, rate limits) runs
+  // once per attempt and sees each attempt's error; the timeout innermost, so each attempt gets
+  // the whole timeout and the middleware sees a TIMEOUT like any other failure.
+  const chain: EffectMiddleware[] = [];
   if (options.retry !== undefined) chain.push(retryMiddleware(options.retry));
-  // The timeout sits inside the retry: each attempt gets the whole timeout.
+  chain.push(...(options.middleware ?? []));
   if (options.timeout !== undefined)
     chain.push(
       timeoutMiddleware({ ms: parseDuration(options.timeout, `timeout of step '${name}'`) }),
