@@ -16,7 +16,9 @@ export {
   type CronCatchUp,
   type CronOverlap,
   type CronScheduleInput,
+  type CronScheduleOutput,
   cronRunId,
+  cronRunsPerGeneration,
   cronScheduleId,
   type ScheduleOptions,
 } from './flow/cron-schedule.js';
@@ -29,5 +31,6 @@ export {
   queueExecutionId,
   type WorkOptions,
 } from './flow/queue-worker.js';
+export type { ScheduleDefinition, ScheduleDescription } from './flow/schedule-chain.js';
 export type { InferOutput, StandardIssue, StandardSchemaV1 } from './flow/standard-schema.js';
 export type { Received, StepOptions, WorkflowContext } from './flow/workflow-context.js';

@@ -638,7 +638,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           second.start(napper, null, { executionId: id }),
           new Promise<never>((_, reject) => {
             deadline = setTimeout(
-              () => reject(new Error('start() of an existing id waited for the flow\'s timer')),
+              () => reject(new Error("start() of an existing id waited for the flow's timer")),
               10_000,
             );
           }),

@@ -161,13 +161,7 @@ for (const [backend, open] of backends) {
       );
       const handle = await runtime.start(flow, null);
       expect(await handle.result()).toBe('ok');
-      expect(seen).toEqual([
-        'start 1',
-        'error 1: try 1',
-        'start 2',
-        'error 2: try 2',
-        'start 3',
-      ]);
+      expect(seen).toEqual(['start 1', 'error 1: try 1', 'start 2', 'error 2: try 2', 'start 3']);
     });
 
     it('a step timeout aborts the effect and fails the step', async () => {
