@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { type EventStore, InMemoryEventStore } from '@loom/event-runtime';
 import { PostgresEventStore } from '@loom/event-runtime/postgres';
 import { SqliteEventStore } from '@loom/event-runtime/sqlite';
-import { ManualClock } from '@loom/event-runtime/testing';
+import { CountingEventStore, ManualClock } from '@loom/event-runtime/testing';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { nextOccurrence } from '../cron/next-occurrence.js';
 import { parseCron } from '../cron/parse-cron.js';
@@ -155,6 +155,18 @@ for (const [backend, open] of backends) {
       expect([applied.timezone, applied.overlap]).toEqual(['Asia/Kolkata', 'allow']);
       expect(await runtime.kernel.status(second)).toBe('cancelled');
       expect(await runtime.kernel.status(third)).toBe('running');
+    });
+
+    it('schedule() on a later boot with the same definition reads and writes nothing', async () => {
+      const { runtime, store, clock, tick } = await make();
+      const id = await runtime.schedule(job, '*/5 * * * *', { name: 'boot' });
+      await tick('*/5 * * * *');
+      const counting = new CountingEventStore(store);
+      const booted = createFlowRuntime({ store: counting, clock, timerPollMs: 0, inlineWaitMs: 0 });
+      expect(await booted.schedule(job, '*/5 * * * *', { name: 'boot' })).toBe(id);
+      expect(counting.counts.appends).toBe(0);
+      expect(booted.kernel.activeExecutions).toEqual([]);
+      await booted.kernel.shutdown();
     });
 
     it('a generation started while its predecessor was being unscheduled stops itself', async () => {
