@@ -25,6 +25,7 @@ export {
 export { defineFlow, type FlowOptions, type WorkflowDefinition } from './flow/define-flow.js';
 export { type Duration, parseDuration } from './flow/duration.js';
 export { createFlowRuntime, FlowRuntime, type FlowRuntimeOptions } from './flow/flow-runtime.js';
+export type { Json, NotJson } from './flow/json.js';
 export {
   type EnqueueOptions,
   type QueueWorker,

@@ -10,6 +10,7 @@ import {
 import { ErrorCode, LoomError } from '../errors.js';
 import type { WorkflowDefinition } from './define-flow.js';
 import { type Duration, parseDuration } from './duration.js';
+import type { Json } from './json.js';
 import { type StandardSchemaV1, validate } from './standard-schema.js';
 
 /** Per-step policy: retries with backoff, a timeout, and any effect middleware. */
@@ -40,13 +41,20 @@ export interface WorkflowContext {
   readonly signal: AbortSignal;
   /**
    * A durable step: runs once per execution (at least once across crashes), its result recorded
-   * and replayed. Retries and the timeout apply inside the step.
+   * and replayed. Retries and the timeout apply inside the step. The result must be JSON
+   * ({@link Json}): a `Date`, `Map`, `bigint` or class instance is a compile error here and
+   * `PAYLOAD_NOT_JSON` at run time.
    */
   step<T>(
     name: string,
-    fn: (effect: EffectContext & { attempt: number }) => T | Promise<T>,
+    // The second signature only checks the awaited result against Json; T is inferred from the
+    // first alone, so an annotated `async (): Promise<X>` infers the same T as an inferred one.
+    fn: ((effect: EffectContext & { attempt: number }) => T) &
+      ((
+        effect: EffectContext & { attempt: number },
+      ) => Json<Awaited<T>> | Promise<Json<Awaited<T>>>),
     options?: StepOptions,
-  ): Promise<T>;
+  ): Promise<Awaited<T>>;
   /** An exactly-once step writing to the log's own database (SQLite, Postgres). */
   transaction<T>(name: string, work: (tx: TransactionHandle) => T | Promise<T>): Promise<T>;
   /** Durable sleep: `ctx.sleep('3d')`, `ctx.sleep(5_000)`. The execution suspends while it waits. */
@@ -85,7 +93,12 @@ export function workflowContext(ctx: FlowContext): WorkflowContext {
   return {
     executionId: ctx.executionId,
     signal: ctx.signal,
-    step: (name, fn, options) => {
+    // The Json check is the signature's job; the kernel checks the value again when it records it.
+    step: ((
+      name: string,
+      fn: (effect: EffectContext & { attempt: number }) => unknown,
+      options?: StepOptions,
+    ) => {
       const chain = stepMiddleware(name, options);
       const effect =
         chain === undefined
@@ -96,7 +109,7 @@ export function workflowContext(ctx: FlowContext): WorkflowContext {
         effect,
         options?.idempotent === true ? { idempotent: true } : undefined,
       );
-    },
+    }) as WorkflowContext['step'],
     transaction: (name, work) => ctx.transaction(name, work),
     sleep: (duration) => ctx.sleep(parseDuration(duration, 'sleep')),
     sleepUntil: (at) => ctx.sleepUntil(instant(at)),
