@@ -21,7 +21,8 @@ export interface NotJson<Why extends string> {
  */
 export type Json<T> = unknown extends T
   ? T
-  : T extends string | number | boolean | null | undefined | void
+  : // biome-ignore lint/suspicious/noConfusingVoidType: a step that returns nothing has type void
+    T extends string | number | boolean | null | undefined | void
     ? T
     : T extends bigint
       ? NotJson<'a bigint: store it as a string'>
