@@ -32,7 +32,8 @@ const accepted = defineFlow({ name: 'json-accepted' }, async (ctx, input: Order)
   await ctx.step('nothing', () => undefined);
   await ctx.step('void', async () => {});
   const tuple = await ctx.step('tuple', () => [1, 'a', { ok: true }, null] as const);
-  return { order: viaPromise, status, count, first: tuple[0] };
+  const explicit: string = await ctx.step<string>('explicit', async () => input.id);
+  return { order: viaPromise, status, count, first: tuple[0], explicit };
 });
 
 // What the log cannot hold is refused at compile time.
@@ -49,6 +50,8 @@ defineFlow({ name: 'json-refused' }, async (ctx) => {
   await ctx.step('class', () => new Money(100));
   // @ts-expect-error nested inside a plain object too
   await ctx.step('nested', async (): Promise<{ at: Date }> => ({ at: new Date() }));
+  // @ts-expect-error an explicit type argument is checked too
+  await ctx.step<Date>('explicit-date', async () => new Date());
   // @ts-expect-error a function is not JSON
   await ctx.step('function', () => Math.max);
   return null;
@@ -74,7 +77,13 @@ describe('Json', () => {
   it('accepted flows run and their values round-trip through the log', async () => {
     const runtime = createFlowRuntime({ store: new InMemoryEventStore() });
     const handle = await runtime.start(accepted, order);
-    expect(await handle.result()).toEqual({ order, status: 'paid', count: 1, first: 1 });
+    expect(await handle.result()).toEqual({
+      order,
+      status: 'paid',
+      count: 1,
+      first: 1,
+      explicit: 'o-1',
+    });
     await runtime.kernel.shutdown();
   });
 });

@@ -48,8 +48,8 @@ export interface WorkflowContext {
   step<T>(
     name: string,
     // The second signature only checks the awaited result against Json; T is inferred from the
-    // first alone, so an annotated `async (): Promise<X>` infers the same T as an inferred one.
-    fn: ((effect: EffectContext & { attempt: number }) => T) &
+    // first alone (`step<X>(…, async () => …)` with an explicit X still takes an async fn).
+    fn: ((effect: EffectContext & { attempt: number }) => T | Promise<Awaited<T>>) &
       ((
         effect: EffectContext & { attempt: number },
       ) => Json<Awaited<T>> | Promise<Json<Awaited<T>>>),
