@@ -4,7 +4,16 @@
 // `node --test scripts/commands.test.mjs`.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -87,4 +96,40 @@ test('LOOM_* settings reach the tasks turbo runs (strict env mode filters the re
     passed.some((entry) => entry.startsWith('LOOM_TEST_PG_URL=')),
     `turbo does not pass LOOM_TEST_PG_URL to its tasks: ${JSON.stringify(passed)}`,
   );
+});
+
+test('`pnpm changeset version` writes CHANGELOG.md entries (in a scratch copy)', () => {
+  // Only what changesets reads: the manifests, the workspace list and .changeset/.
+  const copy = join(scratch, 'changeset');
+  const manifests = ['package.json', 'pnpm-workspace.yaml'];
+  for (const group of ['packages', 'plugins', 'tools']) {
+    for (const dir of readdirSync(join(root, group))) {
+      if (existsSync(join(root, group, dir, 'package.json'))) {
+        manifests.push(join(group, dir, 'package.json'));
+      }
+    }
+  }
+  for (const file of manifests) cpSync(join(root, file), join(copy, file));
+  cpSync(join(root, '.changeset'), join(copy, '.changeset'), { recursive: true });
+  symlinkSync(join(root, 'node_modules'), join(copy, 'node_modules'));
+  writeFileSync(
+    join(copy, '.changeset', 'scratch-entry.md'),
+    "---\n'@loom/event-runtime': minor\n---\n\nA scratch entry for the kernel.\n",
+  );
+  execFileSync('pnpm', ['--silent', 'changeset', 'version'], {
+    cwd: copy,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 120_000,
+  });
+  const read = (path) => readFileSync(join(copy, path), 'utf8');
+  const kernel = read('packages/event-runtime/CHANGELOG.md');
+  assert.match(kernel, /## 0\.2\.0/);
+  assert.match(kernel, /A scratch entry for the kernel\./);
+  assert.equal(JSON.parse(read('packages/event-runtime/package.json')).version, '0.2.0');
+  // A package that depends on the kernel gets a patch release that says why.
+  assert.match(read('packages/workflow-runtime/CHANGELOG.md'), /@loom\/event-runtime@0\.2\.0/);
+  // The private benchmark tool is never versioned.
+  assert.ok(!existsSync(join(copy, 'tools/bench-throughput/CHANGELOG.md')));
+  assert.ok(!existsSync(join(copy, '.changeset', 'scratch-entry.md')), 'the entry was consumed');
 });
