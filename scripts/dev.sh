@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The README's two commands: `bash scripts/dev.sh demo` and `bash scripts/dev.sh test`.
 # Each sets up everything it needs on a fresh machine (pnpm, dependencies, build; PostgreSQL
-# for the tests) and then runs.
+# for the tests) and then runs. `test`: lint, the root commands' own checks
+# (scripts/commands.test.mjs), the packed-tarball install (scripts/pack-install-test.mjs), every
+# package's vitest, and the closing 'N passed, N failed' line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# No turbo telemetry (and no first-run notice about it); DO_NOT_TRACK covers other tools too.
+export TURBO_TELEMETRY_DISABLED=1 DO_NOT_TRACK=1
 what=${1:-}
 case "$what" in
   demo | test) ;;
@@ -17,5 +21,7 @@ if [ "$what" = demo ]; then
 fi
 bash scripts/ensure-postgres.sh
 pnpm lint
+node --test scripts/commands.test.mjs
+node scripts/pack-install-test.mjs
 pnpm test
 node scripts/test-summary.mjs
