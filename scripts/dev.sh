@@ -8,20 +8,26 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # No turbo telemetry (and no first-run notice about it); DO_NOT_TRACK covers other tools too.
 export TURBO_TELEMETRY_DISABLED=1 DO_NOT_TRACK=1
+# Each step says what it cost, so the README's figures can be checked on any machine.
+step() {
+  local started=$SECONDS
+  "$@"
+  echo "loom: '$*' took $((SECONDS - started)) s"
+}
 what=${1:-}
 case "$what" in
   demo | test) ;;
   *) echo "usage: bash scripts/dev.sh demo|test" >&2; exit 2 ;;
 esac
 bash scripts/ensure-pnpm.sh
-pnpm install --frozen-lockfile --reporter=append-only
-pnpm build
+step pnpm install --frozen-lockfile --reporter=append-only
+step pnpm build
 if [ "$what" = demo ]; then
   exec pnpm demo
 fi
 bash scripts/ensure-postgres.sh
-pnpm lint
-node --test scripts/commands.test.mjs
-node scripts/pack-install-test.mjs
-pnpm test
+step pnpm lint
+step node --test scripts/commands.test.mjs
+step node scripts/pack-install-test.mjs
+step pnpm test
 node scripts/test-summary.mjs
