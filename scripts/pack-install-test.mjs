@@ -172,10 +172,16 @@ try {
   const dev = kernel.manifest.devDependencies;
   const drivers = ['pg', 'better-sqlite3', '@types/pg', '@types/better-sqlite3'];
   npm('install', '--ignore-scripts', ...drivers.map((name) => `${name}@${dev[name]}`));
-  const built = join(
-    dirname(createRequire(join(kernel.dir, 'package.json')).resolve('better-sqlite3/package.json')),
-    'build',
+  const workspaceSqlite = dirname(
+    createRequire(join(kernel.dir, 'package.json')).resolve('better-sqlite3/package.json'),
   );
+  // The addon is only interchangeable between identical versions (and Node ABIs: same node).
+  assert.equal(
+    JSON.parse(readFileSync(join(workspaceSqlite, 'package.json'), 'utf8')).version,
+    JSON.parse(readFileSync(join(installed, 'better-sqlite3', 'package.json'), 'utf8')).version,
+    'the workspace built a different better-sqlite3 than the one installed here',
+  );
+  const built = join(workspaceSqlite, 'build');
   assert.ok(
     existsSync(join(built, 'Release', 'better_sqlite3.node')),
     `no built better-sqlite3 addon at ${built}: run pnpm install first`,
