@@ -24,6 +24,12 @@ export const ErrorCode = {
   INVALID_OUTPUT: 'INVALID_OUTPUT',
   /** A signal name the flow does not declare, or a payload its schema refuses. */
   INVALID_SIGNAL: 'INVALID_SIGNAL',
+  /**
+   * `schedule()` or `unschedule()` lost several rounds in a row to other processes changing the
+   * same schedule (`fields.schedule`, `fields.operation`): call it again, and give every process
+   * the same definition.
+   */
+  SCHEDULE_CONTENDED: 'SCHEDULE_CONTENDED',
   /** `enqueue` or `work` on a FlowRuntime created without a `queues` store. */
   QUEUE_STORE_MISSING: 'QUEUE_STORE_MISSING',
 } as const;

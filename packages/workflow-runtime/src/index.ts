@@ -16,18 +16,22 @@ export {
   type CronCatchUp,
   type CronOverlap,
   type CronScheduleInput,
+  type CronScheduleOutput,
   cronRunId,
+  cronRunsPerGeneration,
   cronScheduleId,
   type ScheduleOptions,
 } from './flow/cron-schedule.js';
 export { defineFlow, type FlowOptions, type WorkflowDefinition } from './flow/define-flow.js';
 export { type Duration, parseDuration } from './flow/duration.js';
 export { createFlowRuntime, FlowRuntime, type FlowRuntimeOptions } from './flow/flow-runtime.js';
+export type { Json, NotJson } from './flow/json.js';
 export {
   type EnqueueOptions,
   type QueueWorker,
   queueExecutionId,
   type WorkOptions,
 } from './flow/queue-worker.js';
+export type { ScheduleDefinition, ScheduleDescription } from './flow/schedule-chain.js';
 export type { InferOutput, StandardIssue, StandardSchemaV1 } from './flow/standard-schema.js';
 export type { Received, StepOptions, WorkflowContext } from './flow/workflow-context.js';

@@ -127,7 +127,7 @@ export class LocalExecutions {
     journal.record(EventType.executionStarted, started as unknown as JsonValue);
     journal.setStatus('running');
     const durable = journal.flush();
-    this.drive(flow, initialState(executionId, started), journal, -1);
+    const driver = this.drive(flow, initialState(executionId, started), journal, -1);
     try {
       await durable;
     } catch (error) {
@@ -135,7 +135,10 @@ export class LocalExecutions {
         isLoomError(error, ErrorCode.EXECUTION_ALREADY_STARTED) ||
         isLoomError(error, ErrorCode.FENCE_STALE)
       ) {
-        await this.running.get(executionId)?.driver.done;
+        // Stop the speculative driver now: left alone it would run the flow to its first barrier,
+        // and an in-memory sleep before it would hold this start() for the sleep's length.
+        driver.stop(error as LoomError);
+        await driver.done;
         return true;
       }
       throw error;
@@ -199,7 +202,7 @@ export class LocalExecutions {
     state: ExecutionState,
     journal: ExecutionJournal,
     snapshotSequence: number,
-  ): void {
+  ): ExecutionDriver {
     const driver = new ExecutionDriver(state, journal, this.kernel);
     const running: Running = {
       driver,
@@ -209,6 +212,7 @@ export class LocalExecutions {
     this.running.set(state.executionId, running);
     journal.onAppended = () => this.maybeSnapshot(running);
     void driver.run(flow).then((outcome) => this.settled(running, outcome));
+    return driver;
   }
 
   /**

@@ -632,6 +632,45 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       const typesOf = async (id: string) =>
         (await harness.store.read(id)).map((event) => event.type);
 
+      it('start() of an existing sleeping execution attaches without waiting for its timer', async () => {
+        // Another node would hold a 30-minute sleep in memory (inlineWaitMs of an hour): start()
+        // of the existing id must not run the flow up to that sleep and wait there.
+        const napper: Flow<null, string> = {
+          name: 'napper',
+          run: async (ctx) => {
+            await ctx.sleep(30 * 60_000);
+            return ctx.step('after', () => 'rested');
+          },
+        };
+        const id = freshId('attach-sleeping');
+        const first = runtime({ nodeId: 'first' });
+        await first.start(napper, null, { executionId: id });
+        await wait(async () => (await statusOf(id)) === 'suspended', 'suspension');
+        const second = runtime({ nodeId: 'second', inlineWaitMs: 3_600_000 });
+        const startedAt = harness.clock.now();
+        let deadline: ReturnType<typeof setTimeout> | undefined;
+        const handle = await Promise.race([
+          second.start(napper, null, { executionId: id }),
+          new Promise<never>((_, reject) => {
+            deadline = setTimeout(
+              () => reject(new Error("start() of an existing id waited for the flow's timer")),
+              10_000,
+            );
+          }),
+        ]).finally(() => clearTimeout(deadline));
+        expect(handle.existing).toBe(true);
+        expect(harness.clock.now()).toBe(startedAt);
+        expect(second.activeExecutions).toEqual([]);
+        expect(await typesOf(id)).toEqual([
+          'execution.started',
+          'timer.scheduled',
+          'execution.suspended',
+        ]);
+        await harness.clock.advance(30 * 60_000);
+        expect(await first.wakeDue()).toEqual([id]);
+        expect(await handle.result()).toBe('rested');
+      });
+
       it('a sleeping execution suspends (holding nothing) and a timer service wakes it when due', async () => {
         const sleeper: Flow<null, string> = {
           name: 'sleeper',

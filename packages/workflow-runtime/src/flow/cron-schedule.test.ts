@@ -1,110 +1,217 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type EventStore, InMemoryEventStore } from '@loom/event-runtime';
+import { PostgresEventStore } from '@loom/event-runtime/postgres';
+import { SqliteEventStore } from '@loom/event-runtime/sqlite';
+import { CountingEventStore, ManualClock } from '@loom/event-runtime/testing';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { nextOccurrence } from '../cron/next-occurrence.js';
+import { parseCron } from '../cron/parse-cron.js';
 import {
-  ErrorCode,
-  type EventStore,
-  InMemoryEventStore,
-  LoomError,
-  type StoredEvent,
-} from '@loom/event-runtime';
-import { ManualClock } from '@loom/event-runtime/testing';
-import { afterEach, describe, expect, it } from 'vitest';
-import { occurrences } from '../cron/occurrences.js';
+  type CronScheduleInput,
+  cronRunsPerGeneration,
+  cronScheduleFlow,
+  cronScheduleId,
+} from './cron-schedule.js';
 import { defineFlow } from './define-flow.js';
-import { createFlowRuntime, type FlowRuntime } from './flow-runtime.js';
+import { createFlowRuntime } from './flow-runtime.js';
 
-/** Polls `check` every 5 ms; fails after 400 tries (2 s). */
-async function eventually(check: () => Promise<boolean> | boolean, what: string): Promise<void> {
-  for (let attempt = 0; attempt < 400; attempt++) {
+const directory = mkdtempSync(join(tmpdir(), 'loom-cron-'));
+afterAll(() => rmSync(directory, { recursive: true, force: true }));
+const pgUrl = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
+let counter = 0;
+
+interface Backend {
+  store: EventStore;
+  drop(): Promise<void>;
+}
+
+const backends: Array<[string, (clock: ManualClock) => Promise<Backend>]> = [
+  ['memory', async (clock) => ({ store: new InMemoryEventStore({ clock }), drop: async () => {} })],
+  [
+    'sqlite',
+    async (clock) => ({
+      store: SqliteEventStore.open({
+        path: join(directory, `cron-${++counter}.db`),
+        migrate: true,
+        clock,
+      }),
+      drop: async () => {},
+    }),
+  ],
+  [
+    'postgres',
+    async (clock) => {
+      const schema = `loom_cron_${process.pid}_${++counter}`;
+      const store = await PostgresEventStore.open({ connectionString: pgUrl, schema, clock });
+      await store.migrate();
+      return {
+        store,
+        drop: async () => {
+          await store.connectionPool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        },
+      };
+    },
+  ],
+];
+
+async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
+  for (let attempt = 0; attempt < 1_000; attempt++) {
     if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise((resolve) => setTimeout(resolve, 2));
   }
   throw new Error(`timed out waiting for ${what}`);
 }
 
-/** An in-memory store whose next read of one execution answers as `answer` says. */
-function storeWithFaults(clock: ManualClock) {
-  const inner = new InMemoryEventStore({ clock });
-  const faults = {
-    executionId: undefined as string | undefined,
-    answer: 'unavailable' as 'unavailable' | 'empty',
-    injected: 0,
-  };
-  const store = new Proxy(inner, {
-    get(target, property) {
-      if (property === 'read') {
-        return (executionId: string, options?: object): Promise<StoredEvent[]> => {
-          if (executionId !== faults.executionId) return target.read(executionId, options);
-          faults.executionId = undefined;
-          faults.injected++;
-          if (faults.answer === 'empty') return Promise.resolve([]);
-          return Promise.reject(
-            new LoomError(ErrorCode.STORE_UNAVAILABLE, 'injected: the store is unreachable', {
-              executionId,
-            }),
-          );
+const job = defineFlow({ name: 'job' }, async (ctx) => ctx.step('work', () => ctx.executionId));
+
+for (const [backend, open] of backends) {
+  describe(`cron schedules on ${backend}`, () => {
+    const cleanups: Array<() => Promise<void>> = [];
+    afterEach(async () => {
+      for (const cleanup of cleanups.splice(0)) await cleanup();
+    });
+
+    const make = async () => {
+      const clock = new ManualClock();
+      const { store, drop } = await open(clock);
+      const runtime = createFlowRuntime({ store, clock, timerPollMs: 0, inlineWaitMs: 0 });
+      cleanups.push(async () => {
+        await runtime.kernel.shutdown();
+        await drop();
+        await store.close();
+      });
+      const idle = () =>
+        eventually(async () => runtime.kernel.activeExecutions.length === 0, 'nothing running');
+      /** Moves the clock to the next occurrence of `expression`, wakes what is due, waits. */
+      const tick = async (expression: string): Promise<{ dueMs: number; woken: string[] }> => {
+        await idle();
+        const dueMs = nextOccurrence(parseCron(expression), clock.now(), 'UTC');
+        await clock.advance(dueMs - clock.now());
+        const woken = await runtime.kernel.wakeDue();
+        await idle();
+        return { dueMs, woken };
+      };
+      const ran = async (name: string, dueMs: number) =>
+        (await store.read(`cron:${name}:${dueMs}`, { limit: 1 })).length > 0;
+      const inputOf = async (executionId: string) =>
+        (await store.read(executionId, { limit: 1 }))[0]?.payload as unknown as {
+          input: CronScheduleInput;
         };
+      return { clock, store, runtime, idle, tick, ran, inputOf };
+    };
+
+    it(`unschedule stops a schedule that continued as new after ${cronRunsPerGeneration} fires`, async () => {
+      const { runtime, store, tick, ran } = await make();
+      await runtime.schedule(job, '* * * * *', { name: 'minutely' });
+      for (let fire = 0; fire < cronRunsPerGeneration + 2; fire++) {
+        const { dueMs } = await tick('* * * * *');
+        expect(await ran('minutely', dueMs)).toBe(true);
       }
-      const value = Reflect.get(target, property, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  }) as EventStore;
-  return { store, faults };
+      expect(await store.read('cron:minutely#1', { limit: 1 })).toHaveLength(1);
+      expect(await runtime.unschedule('minutely')).toBe(true);
+      expect(await runtime.unschedule('minutely')).toBe(false);
+      const { dueMs, woken } = await tick('* * * * *');
+      expect(woken).toEqual([]);
+      expect(await ran('minutely', dueMs)).toBe(false);
+    });
+
+    it('schedule after unschedule starts the schedule again', async () => {
+      const { runtime, tick, ran } = await make();
+      await runtime.schedule(job, '*/5 * * * *', { name: 'again' });
+      const first = await tick('*/5 * * * *');
+      expect(await ran('again', first.dueMs)).toBe(true);
+      expect(await runtime.unschedule('again')).toBe(true);
+      const id = await runtime.schedule(job, '*/5 * * * *', { name: 'again' });
+      expect(await runtime.kernel.status(id)).toBe('running');
+      const second = await tick('*/5 * * * *');
+      expect(await ran('again', second.dueMs)).toBe(true);
+      // Calling it again with the same definition (every boot) changes nothing.
+      expect(await runtime.schedule(job, '*/5 * * * *', { name: 'again' })).toBe(id);
+    });
+
+    it('schedule with a changed expression, time zone or options applies it and records why', async () => {
+      const { runtime, store, tick, ran, inputOf } = await make();
+      const first = await runtime.schedule(job, '0 * * * *', { name: 'changing' });
+      expect(await runtime.schedule(job, '0 * * * *', { name: 'changing' })).toBe(first);
+      const second = await runtime.schedule(job, '30 * * * *', { name: 'changing' });
+      expect(second).not.toBe(first);
+      expect((await inputOf(second)).input.expression).toBe('30 * * * *');
+      const cancelled = (await store.read(first)).at(-1);
+      expect(cancelled?.type).toBe('execution.cancelled');
+      expect(String((cancelled?.payload as { reason?: string } | undefined)?.reason)).toMatch(
+        /expression '0 \* \* \* \*' -> '30 \* \* \* \*'/,
+      );
+      const fired = await tick('30 * * * *');
+      expect(await ran('changing', fired.dueMs)).toBe(true);
+      const third = await runtime.schedule(job, '30 * * * *', {
+        name: 'changing',
+        timezone: 'Asia/Kolkata',
+        overlap: 'allow',
+      });
+      expect(third).not.toBe(second);
+      const applied = (await inputOf(third)).input;
+      expect([applied.timezone, applied.overlap]).toEqual(['Asia/Kolkata', 'allow']);
+      expect(await runtime.kernel.status(second)).toBe('cancelled');
+      expect(await runtime.kernel.status(third)).toBe('running');
+    });
+
+    it('schedule() on a later boot with the same definition reads and writes nothing', async () => {
+      const { runtime, store, clock, tick } = await make();
+      const id = await runtime.schedule(job, '*/5 * * * *', { name: 'boot' });
+      await tick('*/5 * * * *');
+      const counting = new CountingEventStore(store);
+      const booted = createFlowRuntime({ store: counting, clock, timerPollMs: 0, inlineWaitMs: 0 });
+      expect(await booted.schedule(job, '*/5 * * * *', { name: 'boot' })).toBe(id);
+      expect(counting.counts.appends).toBe(0);
+      expect(booted.kernel.activeExecutions).toEqual([]);
+      await booted.kernel.shutdown();
+    });
+
+    it('a generation started while its predecessor was being unscheduled stops itself', async () => {
+      const { runtime, inputOf } = await make();
+      const first = await runtime.schedule(job, '0 0 * * *', { name: 'racing' });
+      // unschedule() cancelled generation 0 just as it was starting generation 1.
+      expect(await runtime.kernel.cancel(first, 'unscheduled')).toBe(true);
+      const flow = cronScheduleFlow(runtime.kernel, () => job as never);
+      const next = await runtime.kernel.start(
+        flow,
+        { ...(await inputOf(first)).input, generation: 1, continuedFrom: first },
+        { executionId: cronScheduleId('racing', 1) },
+      );
+      expect(await next.result()).toEqual({ stoppedBecause: `${first} was cancelled` });
+      expect(await runtime.describeSchedule('racing')).toMatchObject({
+        executionId: 'cron:racing#1',
+        active: false,
+      });
+      expect(await runtime.unschedule('racing')).toBe(false);
+      const again = await runtime.schedule(job, '0 0 * * *', { name: 'racing' });
+      expect(again).toBe('cron:racing#2');
+      expect(await runtime.describeSchedule('racing')).toEqual({
+        executionId: again,
+        active: true,
+        definition: {
+          expression: '0 0 * * *',
+          timezone: 'UTC',
+          overlap: 'skip',
+          catchUp: 'latest',
+          flow: 'job',
+          version: null,
+          input: null,
+        },
+      });
+    });
+
+    it('a schedule name that would collide with run or generation ids is INVALID_ARGUMENT', async () => {
+      const { runtime, store } = await make();
+      for (const name of ['a:1', 'a#1', '']) {
+        await expect(runtime.schedule(job, '* * * * *', { name })).rejects.toMatchObject({
+          code: 'INVALID_ARGUMENT',
+        });
+      }
+      expect(await runtime.describeSchedule('a')).toBeUndefined();
+      expect(await store.read('cron:a:1')).toEqual([]);
+    });
+  });
 }
-
-describe('cron schedules and the runtime they fire on', () => {
-  const runtimes: FlowRuntime[] = [];
-  afterEach(async () => {
-    for (const runtime of runtimes.splice(0)) await runtime.kernel.shutdown();
-  });
-
-  async function firstRunThenSecondOccurrence(answer: 'unavailable' | 'empty') {
-    const clock = new ManualClock();
-    const { store, faults } = storeWithFaults(clock);
-    const runtime = createFlowRuntime({ store, clock, timerPollMs: 0, inlineWaitMs: 0 });
-    runtimes.push(runtime);
-    const job = defineFlow({ name: 'job' }, async (ctx) =>
-      ctx.step('work', () => new Promise<string>(() => undefined)),
-    );
-    const scheduleId = await runtime.schedule(job, '* * * * *', { name: 'minutely' });
-    const idle = () =>
-      eventually(() => !runtime.kernel.activeExecutions.includes(scheduleId), 'schedule suspends');
-    await idle();
-    const [first, second] = occurrences('* * * * *', clock.now(), 'UTC', 2) as [number, number];
-    await clock.advance(first - clock.now());
-    await runtime.kernel.wakeDue();
-    await eventually(async () => (await store.read(`cron:minutely:${first}`)).length > 0, 'run 1');
-    await idle();
-    // The first run still works when the second occurrence comes, and looking it up fails once.
-    faults.executionId = `cron:minutely:${first}`;
-    faults.answer = answer;
-    await clock.advance(second - clock.now());
-    await runtime.kernel.wakeDue();
-    await eventually(() => faults.injected === 1, 'the failed lookup');
-    return { clock, store, runtime, scheduleId, second, idle };
-  }
-
-  function fired(events: StoredEvent[], occurrenceMs: number): unknown {
-    const completed = events.find(
-      (event) =>
-        event.type === 'step.completed' &&
-        (event.payload as { name?: string }).name === `fire-${occurrenceMs}`,
-    );
-    return (completed?.payload as { result?: unknown } | undefined)?.result;
-  }
-
-  it('a status lookup that fails is retried on the clock, never taken for completed: no overlapping run', async () => {
-    const { clock, store, scheduleId, second, idle } =
-      await firstRunThenSecondOccurrence('unavailable');
-    // The retry waits 1 s on the runtime's clock, then finds the first run still running.
-    await clock.advance(1_000);
-    await idle();
-    expect(fired(await store.read(scheduleId), second)).toBe(false);
-    expect(await store.read(`cron:minutely:${second}`)).toEqual([]);
-  });
-
-  it('a previous run that is not in the log is not running: the occurrence fires', async () => {
-    const { store, scheduleId, second, idle } = await firstRunThenSecondOccurrence('empty');
-    await idle();
-    expect(fired(await store.read(scheduleId), second)).toBe(true);
-    expect((await store.read(`cron:minutely:${second}`)).length).toBeGreaterThan(0);
-  });
-});

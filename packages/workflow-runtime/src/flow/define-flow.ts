@@ -1,5 +1,6 @@
 import type { Flow, FlowContext } from '@loom/event-runtime';
 import { ErrorCode, LoomError } from '../errors.js';
+import type { Json } from './json.js';
 import { type StandardSchemaV1, validate } from './standard-schema.js';
 import { type WorkflowContext, workflowContext } from './workflow-context.js';
 
@@ -29,6 +30,9 @@ const namePattern = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
  * Define a durable flow. The function gets a {@link WorkflowContext} (steps with retries and
  * timeouts, durable time, signals, children, continue-as-new, recorded values, patches).
  *
+ * The input and output must be JSON ({@link Json}): a `Date`, `Map`, `bigint` or class instance
+ * in either is a compile error (and `PAYLOAD_NOT_JSON` at run time).
+ *
  * Error codes: `INVALID_ARGUMENT` for a bad name, version or schema.
  *
  * @example
@@ -40,7 +44,8 @@ const namePattern = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
  */
 export function defineFlow<I, O>(
   options: FlowOptions<I, O>,
-  run: (ctx: WorkflowContext, input: I) => Promise<O>,
+  run: ((ctx: WorkflowContext, input: I) => Promise<O>) &
+    ((ctx: WorkflowContext, input: Json<I>) => Promise<Json<O>>),
 ): WorkflowDefinition<I, O> {
   if (typeof options?.name !== 'string' || !namePattern.test(options.name)) {
     throw new LoomError(

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { type EventStore, InMemoryEventStore, type LoomError } from '@loom/event-runtime';
 import { SqliteEventStore } from '@loom/event-runtime/sqlite';
 import { ManualClock } from '@loom/event-runtime/testing';
-import { TerminalError } from '@loom/middleware';
+import { type EffectMiddleware, TerminalError } from '@loom/middleware';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { occurrences } from '../cron/occurrences.js';
 import { ErrorCode } from '../errors.js';
@@ -150,6 +150,38 @@ for (const [backend, open] of backends) {
       expect(clock.now() - startedAtMs).toBe(3);
       const types = (await store.read(handle.executionId)).map((event) => event.type);
       expect(types.filter((type) => type === 'step.started')).toHaveLength(2);
+    });
+
+    it('step middleware runs inside the retry: it sees every attempt and its error', async () => {
+      const { runtime } = make();
+      const seen: string[] = [];
+      const logging: EffectMiddleware = (next) => async (effect) => {
+        seen.push(`start ${effect.attempt}`);
+        try {
+          return await next(effect);
+        } catch (error) {
+          seen.push(`error ${effect.attempt}: ${(error as Error).message}`);
+          throw error;
+        }
+      };
+      let calls = 0;
+      const flow = defineFlow({ name: 'logged' }, async (ctx) =>
+        ctx.step(
+          'flaky',
+          () => {
+            calls += 1;
+            if (calls < 3) throw new Error(`try ${calls}`);
+            return 'ok';
+          },
+          {
+            retry: { attempts: 3, backoff: { initialMs: 1, jitter: 'none' } },
+            middleware: [logging],
+          },
+        ),
+      );
+      const handle = await runtime.start(flow, null);
+      expect(await handle.result()).toBe('ok');
+      expect(seen).toEqual(['start 1', 'error 1: try 1', 'start 2', 'error 2: try 2', 'start 3']);
     });
 
     it('a step timeout aborts the effect and fails the step', async () => {

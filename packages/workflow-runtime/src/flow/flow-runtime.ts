@@ -2,7 +2,6 @@ import {
   createRuntime,
   type EnqueueResult,
   type ExecutionHandle,
-  isLoomError,
   type JsonValue,
   type QueueStore,
   type Runtime,
@@ -12,7 +11,6 @@ import { ErrorCode, LoomError } from '../errors.js';
 import {
   type CronScheduleInput,
   cronScheduleFlow,
-  cronScheduleId,
   type ScheduleOptions,
   scheduleInput,
 } from './cron-schedule.js';
@@ -23,6 +21,7 @@ import {
   QueueWorkerLoop,
   type WorkOptions,
 } from './queue-worker.js';
+import { ScheduleChain, type ScheduleDescription } from './schedule-chain.js';
 import { validate } from './standard-schema.js';
 
 export interface FlowRuntimeOptions extends Omit<RuntimeOptions, 'flows'> {
@@ -55,15 +54,18 @@ export class FlowRuntime {
   readonly queues: QueueStore | undefined;
   private readonly registry = new Map<string, AnyFlow>();
   private readonly onError: (error: unknown) => void;
+  private readonly schedules: ScheduleChain;
 
   constructor(options: FlowRuntimeOptions) {
     const { flows, queues, ...kernelOptions } = options;
     this.queues = queues;
     this.onError = options.onError ?? (() => undefined);
     this.kernel = createRuntime(kernelOptions);
-    this.register(
-      cronScheduleFlow(this.kernel, (name, version) => this.lookup(name, version)) as never,
+    const scheduleFlow = cronScheduleFlow(this.kernel, (name, version) =>
+      this.lookup(name, version),
     );
+    this.register(scheduleFlow as never);
+    this.schedules = new ScheduleChain(this.kernel, () => scheduleFlow);
     for (const flow of flows ?? []) this.register(flow);
   }
 
@@ -143,11 +145,20 @@ export class FlowRuntime {
 
   /**
    * Run `flow` on a cron schedule: `'0 9 * * MON-FRI'`, `@hourly`, … in a time zone. The schedule
-   * is itself a durable execution (`cron:<name>`), so each occurrence fires exactly once across
-   * all processes that call `schedule`, and a restart during a due time fires it after the restart
-   * (`catchUp`). Returns the schedule's execution id.
+   * is itself a durable execution (`cron:<name>`, continued every `cronRunsPerGeneration` fires as
+   * `cron:<name>#1`, …), so each occurrence fires exactly once across all processes that call
+   * `schedule`, and a restart during a due time fires it after the restart (`catchUp`).
    *
-   * Error codes: `INVALID_CRON`, `INVALID_TIME_ZONE`, `INVALID_ARGUMENT`.
+   * Call it on every boot: with the definition the schedule already runs it only reads (no
+   * execution is started); with a changed expression, time zone, options, flow version or input
+   * it cancels the running generation (the reason names the change) and starts the next one with
+   * the new definition; after `unschedule` it starts the schedule again. Returns the id of the
+   * execution that runs the definition.
+   *
+   * Error codes: `INVALID_CRON`, `INVALID_TIME_ZONE`, `INVALID_ARGUMENT`, `SCHEDULE_CONTENDED`.
+   *
+   * @example
+   * await runtime.schedule(report, '0 9 * * MON-FRI', { timezone: 'Europe/Berlin' });
    */
   async schedule<I>(
     flow: WorkflowDefinition<I, unknown>,
@@ -160,19 +171,26 @@ export class FlowRuntime {
       expression,
       options,
     );
-    const id = cronScheduleId(config.name);
-    await this.kernel.start(this.lookup('loom.cron.schedule', null), config, { executionId: id });
-    return id;
+    return this.schedules.schedule(config);
   }
 
-  /** Stop a schedule (cancels its execution; runs already started go on). */
-  async unschedule(name: string): Promise<boolean> {
-    try {
-      return await this.kernel.cancel(cronScheduleId(name), 'unscheduled');
-    } catch (error) {
-      if (isLoomError(error, 'EXECUTION_NOT_FOUND')) return false;
-      throw error;
-    }
+  /**
+   * Stop a schedule by name: cancels its newest execution, however many generations it has
+   * continued through (runs already started go on). `schedule` starts it again. True when it was
+   * firing, false when it was already stopped or never scheduled.
+   *
+   * Error codes: `SCHEDULE_CONTENDED`, store errors.
+   */
+  unschedule(name: string): Promise<boolean> {
+    return this.schedules.unschedule(name);
+  }
+
+  /**
+   * Where a schedule stands by name: its newest execution, whether it fires, and its definition;
+   * undefined if it was never scheduled.
+   */
+  describeSchedule(name: string): Promise<ScheduleDescription | undefined> {
+    return this.schedules.describe(name);
   }
 
   /**

@@ -10,15 +10,22 @@ import {
 import { ErrorCode, LoomError } from '../errors.js';
 import type { WorkflowDefinition } from './define-flow.js';
 import { type Duration, parseDuration } from './duration.js';
+import type { Json } from './json.js';
 import { type StandardSchemaV1, validate } from './standard-schema.js';
 
 /** Per-step policy: retries with backoff, a timeout, and any effect middleware. */
 export interface StepOptions {
-  /** Retry the effect on failure (a `TerminalError` stops it). All attempts are one step. */
+  /**
+   * Retry the effect on failure (a `TerminalError` stops it). All attempts are one step. The
+   * outermost layer: `middleware` and `timeout` apply to each attempt.
+   */
   retry?: Omit<RetryOptions, 'clock' | 'setTimer'>;
   /** Abort the effect (through its signal) and fail the attempt after this long. */
   timeout?: Duration;
-  /** More effect middleware, outermost first (timing, tracing, rate limits, …). */
+  /**
+   * More effect middleware (timing, logging, tracing, rate limits, …), outermost first. They run
+   * inside `retry` and outside `timeout`: once per attempt, each seeing that attempt's error.
+   */
   middleware?: readonly EffectMiddleware[];
   /** The effect is safe to repeat (recorded for operators). */
   idempotent?: boolean;
@@ -34,13 +41,20 @@ export interface WorkflowContext {
   readonly signal: AbortSignal;
   /**
    * A durable step: runs once per execution (at least once across crashes), its result recorded
-   * and replayed. Retries and the timeout apply inside the step.
+   * and replayed. Retries and the timeout apply inside the step. The result must be JSON
+   * ({@link Json}): a `Date`, `Map`, `bigint` or class instance is a compile error here and
+   * `PAYLOAD_NOT_JSON` at run time.
    */
   step<T>(
     name: string,
-    fn: (effect: EffectContext & { attempt: number }) => T | Promise<T>,
+    // The second signature only checks the awaited result against Json; T is inferred from the
+    // first alone (`step<X>(…, async () => …)` with an explicit X still takes an async fn).
+    fn: ((effect: EffectContext & { attempt: number }) => T | Promise<Awaited<T>>) &
+      ((
+        effect: EffectContext & { attempt: number },
+      ) => Json<Awaited<T>> | Promise<Json<Awaited<T>>>),
     options?: StepOptions,
-  ): Promise<T>;
+  ): Promise<Awaited<T>>;
   /** An exactly-once step writing to the log's own database (SQLite, Postgres). */
   transaction<T>(name: string, work: (tx: TransactionHandle) => T | Promise<T>): Promise<T>;
   /** Durable sleep: `ctx.sleep('3d')`, `ctx.sleep(5_000)`. The execution suspends while it waits. */
@@ -79,7 +93,12 @@ export function workflowContext(ctx: FlowContext): WorkflowContext {
   return {
     executionId: ctx.executionId,
     signal: ctx.signal,
-    step: (name, fn, options) => {
+    // The Json check is the signature's job; the kernel checks the value again when it records it.
+    step: ((
+      name: string,
+      fn: (effect: EffectContext & { attempt: number }) => unknown,
+      options?: StepOptions,
+    ) => {
       const chain = stepMiddleware(name, options);
       const effect =
         chain === undefined
@@ -94,7 +113,7 @@ export function workflowContext(ctx: FlowContext): WorkflowContext {
         effect,
         options?.idempotent === true ? { idempotent: true } : undefined,
       );
-    },
+    }) as WorkflowContext['step'],
     transaction: (name, work) => ctx.transaction(name, work),
     sleep: (duration) => ctx.sleep(parseDuration(duration, 'sleep')),
     sleepUntil: (at) => ctx.sleepUntil(instant(at)),
@@ -133,9 +152,12 @@ function stepMiddleware(
   options: StepOptions | undefined,
 ): EffectMiddleware | undefined {
   if (options === undefined) return undefined;
-  const chain: EffectMiddleware[] = [...(options.middleware ?? [])];
+  // Retry outermost, so the step's own middleware (logging, timing, tracing, rate limits) runs
+  // once per attempt and sees each attempt's error; the timeout innermost, so each attempt gets
+  // the whole timeout and the middleware sees a TIMEOUT like any other failure.
+  const chain: EffectMiddleware[] = [];
   if (options.retry !== undefined) chain.push(retryMiddleware(options.retry));
-  // The timeout sits inside the retry: each attempt gets the whole timeout.
+  chain.push(...(options.middleware ?? []));
   if (options.timeout !== undefined)
     chain.push(
       timeoutMiddleware({ ms: parseDuration(options.timeout, `timeout of step '${name}'`) }),

@@ -1,0 +1,110 @@
+import {
+  ErrorCode,
+  type EventStore,
+  InMemoryEventStore,
+  LoomError,
+  type StoredEvent,
+} from '@loom/event-runtime';
+import { ManualClock } from '@loom/event-runtime/testing';
+import { afterEach, describe, expect, it } from 'vitest';
+import { occurrences } from '../cron/occurrences.js';
+import { defineFlow } from './define-flow.js';
+import { createFlowRuntime, type FlowRuntime } from './flow-runtime.js';
+
+/** Polls `check` every 5 ms; fails after 400 tries (2 s). */
+async function eventually(check: () => Promise<boolean> | boolean, what: string): Promise<void> {
+  for (let attempt = 0; attempt < 400; attempt++) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** An in-memory store whose next read of one execution answers as `answer` says. */
+function storeWithFaults(clock: ManualClock) {
+  const inner = new InMemoryEventStore({ clock });
+  const faults = {
+    executionId: undefined as string | undefined,
+    answer: 'unavailable' as 'unavailable' | 'empty',
+    injected: 0,
+  };
+  const store = new Proxy(inner, {
+    get(target, property) {
+      if (property === 'read') {
+        return (executionId: string, options?: object): Promise<StoredEvent[]> => {
+          if (executionId !== faults.executionId) return target.read(executionId, options);
+          faults.executionId = undefined;
+          faults.injected++;
+          if (faults.answer === 'empty') return Promise.resolve([]);
+          return Promise.reject(
+            new LoomError(ErrorCode.STORE_UNAVAILABLE, 'injected: the store is unreachable', {
+              executionId,
+            }),
+          );
+        };
+      }
+      const value = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  }) as EventStore;
+  return { store, faults };
+}
+
+describe('cron schedules and the runtime they fire on', () => {
+  const runtimes: FlowRuntime[] = [];
+  afterEach(async () => {
+    for (const runtime of runtimes.splice(0)) await runtime.kernel.shutdown();
+  });
+
+  async function firstRunThenSecondOccurrence(answer: 'unavailable' | 'empty') {
+    const clock = new ManualClock();
+    const { store, faults } = storeWithFaults(clock);
+    const runtime = createFlowRuntime({ store, clock, timerPollMs: 0, inlineWaitMs: 0 });
+    runtimes.push(runtime);
+    const job = defineFlow({ name: 'job' }, async (ctx) =>
+      ctx.step('work', () => new Promise<string>(() => undefined)),
+    );
+    const scheduleId = await runtime.schedule(job, '* * * * *', { name: 'minutely' });
+    const idle = () =>
+      eventually(() => !runtime.kernel.activeExecutions.includes(scheduleId), 'schedule suspends');
+    await idle();
+    const [first, second] = occurrences('* * * * *', clock.now(), 'UTC', 2) as [number, number];
+    await clock.advance(first - clock.now());
+    await runtime.kernel.wakeDue();
+    await eventually(async () => (await store.read(`cron:minutely:${first}`)).length > 0, 'run 1');
+    await idle();
+    // The first run still works when the second occurrence comes, and looking it up fails once.
+    faults.executionId = `cron:minutely:${first}`;
+    faults.answer = answer;
+    await clock.advance(second - clock.now());
+    await runtime.kernel.wakeDue();
+    await eventually(() => faults.injected === 1, 'the failed lookup');
+    return { clock, store, runtime, scheduleId, second, idle };
+  }
+
+  function fired(events: StoredEvent[], occurrenceMs: number): unknown {
+    const completed = events.find(
+      (event) =>
+        event.type === 'step.completed' &&
+        (event.payload as { name?: string }).name === `fire-${occurrenceMs}`,
+    );
+    return (completed?.payload as { result?: unknown } | undefined)?.result;
+  }
+
+  it('a status lookup that fails is retried on the clock, never taken for completed: no overlapping run', async () => {
+    const { clock, store, scheduleId, second, idle } =
+      await firstRunThenSecondOccurrence('unavailable');
+    // The retry waits 1 s on the runtime's clock, then finds the first run still running.
+    await clock.advance(1_000);
+    await idle();
+    expect(fired(await store.read(scheduleId), second)).toBe(false);
+    expect(await store.read(`cron:minutely:${second}`)).toEqual([]);
+  });
+
+  it('a previous run that is not in the log is not running: the occurrence fires', async () => {
+    const { store, scheduleId, second, idle } = await firstRunThenSecondOccurrence('empty');
+    await idle();
+    expect(fired(await store.read(scheduleId), second)).toBe(true);
+    expect((await store.read(`cron:minutely:${second}`)).length).toBeGreaterThan(0);
+  });
+});
