@@ -153,7 +153,7 @@ for (const [backend, open] of backends) {
     });
 
     it('step middleware runs inside the retry: it sees every attempt and its error', async () => {
-      const { runtime } = make();
+      const { runtime, clock } = make();
       const seen: string[] = [];
       const logging: EffectMiddleware = (next) => async (effect) => {
         seen.push(`start ${effect.attempt}`);
@@ -180,7 +180,7 @@ for (const [backend, open] of backends) {
         ),
       );
       const handle = await runtime.start(flow, null);
-      expect(await handle.result()).toBe('ok');
+      expect(await drive(clock, handle.result())).toBe('ok');
       expect(seen).toEqual(['start 1', 'error 1: try 1', 'start 2', 'error 2: try 2', 'start 3']);
     });
 
