@@ -20,6 +20,21 @@ runtimeConformance('memory', async () => {
 });
 
 describe('runtime on the memory store', () => {
+  it("serve() keeps the process alive through the runtime's clock until shutdown()", async () => {
+    const clock = new ManualClock();
+    const runtime = createRuntime({
+      store: new InMemoryEventStore({ clock }),
+      clock,
+      timerPollMs: 0,
+    });
+    const before = clock.pendingTimers;
+    const serving = runtime.serve();
+    expect(clock.pendingTimers).toBe(before + 1);
+    await runtime.shutdown();
+    await serving;
+    expect(clock.pendingTimers).toBe(0);
+  });
+
   it('a transactional step is refused with TRANSACTIONS_UNSUPPORTED, recorded as a failure', async () => {
     const runtime = createRuntime({ store: new InMemoryEventStore() });
     const handle = await runtime.start(

@@ -20,12 +20,13 @@ async function eventually(check: () => Promise<boolean> | boolean, what: string)
   throw new Error(`timed out waiting for ${what}`);
 }
 
-/** An in-memory store whose next read of one execution answers as `answer` says. */
+/** An in-memory store whose next `failures` reads of one execution answer as `answer` says. */
 function storeWithFaults(clock: ManualClock) {
   const inner = new InMemoryEventStore({ clock });
   const faults = {
     executionId: undefined as string | undefined,
     answer: 'unavailable' as 'unavailable' | 'empty',
+    failures: 1,
     injected: 0,
   };
   const store = new Proxy(inner, {
@@ -33,8 +34,8 @@ function storeWithFaults(clock: ManualClock) {
       if (property === 'read') {
         return (executionId: string, options?: object): Promise<StoredEvent[]> => {
           if (executionId !== faults.executionId) return target.read(executionId, options);
-          faults.executionId = undefined;
           faults.injected++;
+          if (faults.injected >= faults.failures) faults.executionId = undefined;
           if (faults.answer === 'empty') return Promise.resolve([]);
           return Promise.reject(
             new LoomError(ErrorCode.STORE_UNAVAILABLE, 'injected: the store is unreachable', {
@@ -56,7 +57,7 @@ describe('cron schedules and the runtime they fire on', () => {
     for (const runtime of runtimes.splice(0)) await runtime.kernel.shutdown();
   });
 
-  async function firstRunThenSecondOccurrence(answer: 'unavailable' | 'empty') {
+  async function firstRunThenSecondOccurrence(answer: 'unavailable' | 'empty', failures = 1) {
     const clock = new ManualClock();
     const { store, faults } = storeWithFaults(clock);
     const runtime = createFlowRuntime({ store, clock, timerPollMs: 0, inlineWaitMs: 0 });
@@ -76,10 +77,11 @@ describe('cron schedules and the runtime they fire on', () => {
     // The first run still works when the second occurrence comes, and looking it up fails once.
     faults.executionId = `cron:minutely:${first}`;
     faults.answer = answer;
+    faults.failures = failures;
     await clock.advance(second - clock.now());
     await runtime.kernel.wakeDue();
     await eventually(() => faults.injected === 1, 'the failed lookup');
-    return { clock, store, runtime, scheduleId, second, idle };
+    return { clock, store, runtime, scheduleId, second, idle, faults };
   }
 
   function fired(events: StoredEvent[], occurrenceMs: number): unknown {
@@ -99,6 +101,28 @@ describe('cron schedules and the runtime they fire on', () => {
     await idle();
     expect(fired(await store.read(scheduleId), second)).toBe(false);
     expect(await store.read(`cron:minutely:${second}`)).toEqual([]);
+  });
+
+  it('a lookup that keeps failing skips the occurrence, records why, and the schedule goes on', async () => {
+    const { clock, store, scheduleId, second, idle, faults } = await firstRunThenSecondOccurrence(
+      'unavailable',
+      5,
+    );
+    // Four more attempts, 1 s, 2 s, 4 s and 8 s apart on the runtime's clock.
+    for (const backoffMs of [1_000, 2_000, 4_000, 8_000]) await clock.advance(backoffMs);
+    await idle();
+    expect(faults.injected).toBe(5);
+    const events = await store.read(scheduleId);
+    const failed = events.find(
+      (event) =>
+        event.type === 'step.failed' &&
+        (event.payload as { name?: string }).name === `fire-${second}`,
+    );
+    expect(failed?.payload).toMatchObject({ error: { code: 'RETRIES_EXHAUSTED' } });
+    expect(JSON.stringify(failed?.payload)).toContain('the store is unreachable');
+    expect(await store.read(`cron:minutely:${second}`)).toEqual([]);
+    // Still scheduled: it sleeps until the next occurrence.
+    expect(events.at(-1)?.type).toBe('execution.suspended');
   });
 
   it('a previous run that is not in the log is not running: the occurrence fires', async () => {
