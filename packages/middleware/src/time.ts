@@ -1,4 +1,6 @@
-/** Where middleware gets time from. Structurally the kernel's `Clock`; inject one in tests. */
+import { systemClock as kernelSystemClock } from '@loom/event-runtime';
+
+/** Where middleware reads time from: the `now()` of the kernel's `Clock` (any kernel clock is one). */
 export interface Clock {
   /** Milliseconds since the Unix epoch. */
   now(): number;
@@ -24,8 +26,9 @@ export interface TimeOptions {
  */
 export const systemClock: Clock = { now: () => performance.timeOrigin + performance.now() };
 
-/** `setTimeout`/`clearTimeout`. The timer is not unref'd: a pending retry keeps the process up. */
-export const systemSetTimer: SetTimer = (fn, ms) => {
-  const handle = setTimeout(fn, ms);
-  return () => clearTimeout(handle);
-};
+/**
+ * A real timer, armed by the kernel's `systemClock` (the one place in Loom that arms real timers).
+ * It keeps the process alive: a pending retry keeps the process up.
+ */
+export const systemSetTimer: SetTimer = (fn, ms) =>
+  kernelSystemClock.setTimer(fn, ms, { keepAlive: true });
