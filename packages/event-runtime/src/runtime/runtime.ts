@@ -3,9 +3,9 @@ import { type Clock, systemClock } from '../clock.js';
 import type { JsonValue } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import type { EventStore } from '../event-store.js';
-import { encodePayload } from '../internal/json-codec.js';
 import { mintId } from '../internal/mint-id.js';
 import { checkExecutionId } from '../internal/prepare-append.js';
+import { encodeRecorded, recordedValue } from './driver-support.js';
 import {
   createHandle,
   type ExecutionHandle,
@@ -150,14 +150,16 @@ export class Runtime {
     this.assertRunning();
     this.flows.registerIfAbsent(typedFlow);
     const executionId = requestedId === undefined ? mintId() : checkExecutionId(requestedId);
-    const inputValue = (input === undefined ? null : input) as JsonValue;
-    encodePayload(inputValue, executionId);
     const started: ExecutionStartedPayload = {
       flow: typedFlow.name,
       version: typedFlow.version ?? null,
-      input: inputValue,
+      input: (input ?? null) as JsonValue,
       ...links,
     };
+    // Encoded once, here: the flow runs on the input decoded from what the log stores (as a
+    // replay will), and the append stores this text without encoding it again.
+    const text = encodeRecorded(started, `the input of execution ${executionId}`, { executionId });
+    started.input = recordedValue(started.input, text, 'input');
     const existing = await this.local.start(typedFlow, executionId, started);
     return this.handle<O>(executionId, existing);
   }
