@@ -178,8 +178,7 @@ function prepareOne(
   if (!('payload' in envelope)) {
     invalid(`envelope ${index} has no payload (use null for none)`, { executionId, sequence });
   }
-  const payloadText =
-    encodedTextOf(envelope.payload) ?? encodePayload(envelope.payload, executionId);
+  const payloadText = encodedTextOf(envelope) ?? encodePayload(envelope.payload, executionId);
   if (payloadText.length > Limits.payloadBytesMax / 3) {
     const bytes = Buffer.byteLength(payloadText, 'utf8');
     if (bytes > Limits.payloadBytesMax) {

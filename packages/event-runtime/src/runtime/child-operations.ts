@@ -85,7 +85,7 @@ export class ChildOperations {
           executionId: parentId,
           childId,
         });
-        journal.record(EventType.childCompleted, payload);
+        journal.record(EventType.childCompleted, payload, text);
         const output = recordedValue(outcome.output, text, 'output');
         record.status = 'completed';
         // A separate copy for the hot state (snapshots), so the flow cannot change it.

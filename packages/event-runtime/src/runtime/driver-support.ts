@@ -1,6 +1,5 @@
 import type { JsonValue } from '../envelope.js';
 import { ErrorCode, isLoomError, LoomError, type LoomErrorFields } from '../errors.js';
-import { withEncodedText } from '../internal/encoded-payloads.js';
 import { decodePayload, encodePayload } from '../internal/json-codec.js';
 import { Limits } from '../limits.js';
 import type { RecordedError } from './kernel-events.js';
@@ -43,8 +42,8 @@ export function childFailed(
 /**
  * Encodes an event payload once, when it is recorded, as the log will store it: refuses what
  * JSON cannot give back, and a payload over `payloadBytesMax` (the store limits the whole
- * payload, so the event's own fields count), then registers the text so the append stores it
- * without encoding it again. `what` names the value in messages ("the result of step 'charge'");
+ * payload, so the event's own fields count), and returns the text: hand it to `journal.record` so the
+ * append stores it without encoding it again. `what` names the value in messages ("the result of step 'charge'");
  * `fields` are added to the error's.
  *
  * Throws `PAYLOAD_NOT_JSON` or `LIMIT_EXCEEDED`.
@@ -82,7 +81,6 @@ export function encodeRecorded(payload: object, what: string, fields: LoomErrorF
       );
     }
   }
-  withEncodedText(payload, text);
   return text;
 }
 

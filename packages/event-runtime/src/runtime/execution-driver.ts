@@ -159,6 +159,7 @@ export class ExecutionDriver {
       return {
         type: EventType.executionCompleted,
         payload: payload as JsonValue,
+        payloadText: text,
         outcome: { status: 'completed', output: recordedValue(payload.output, text, 'output') },
       };
     } catch (thrown) {
@@ -195,7 +196,7 @@ export class ExecutionDriver {
   ): Promise<ExecutionOutcome> {
     if (this.stopped !== undefined) return this.finish({ status: 'stopped', error: this.stopped });
     if (terminal !== undefined) {
-      this.journal.record(terminal.type, terminal.payload);
+      this.journal.record(terminal.type, terminal.payload, terminal.payloadText);
       this.journal.setStatus('settled');
       // State changes with the record (as for steps), so a snapshot taken when it is durable agrees.
       applyTerminal(this.state, outcome, this.journal.sequence);
@@ -350,7 +351,7 @@ export class ExecutionDriver {
       executionId: this.executionId,
     });
     const value = recordedValue(payload.value, text, 'value');
-    this.journal.record(EventType.valueRecorded, payload);
+    this.journal.record(EventType.valueRecorded, payload, text);
     this.state.steps[claim.index] = {
       kind: 'value',
       name: claim.name,

@@ -150,16 +150,16 @@ export class Runtime {
     this.assertRunning();
     this.flows.registerIfAbsent(typedFlow);
     const executionId = requestedId === undefined ? mintId() : checkExecutionId(requestedId);
+    // The flow runs on the input decoded from what the log stores, as a replay will. (The
+    // append checks the whole started event; this names the input when it alone is too big.)
+    const checked = { input: input ?? null };
+    const text = encodeRecorded(checked, `the input of execution ${executionId}`, { executionId });
     const started: ExecutionStartedPayload = {
       flow: typedFlow.name,
       version: typedFlow.version ?? null,
-      input: (input ?? null) as JsonValue,
+      input: recordedValue(checked.input, text, 'input'),
       ...links,
     };
-    // Encoded once, here: the flow runs on the input decoded from what the log stores (as a
-    // replay will), and the append stores this text without encoding it again.
-    const text = encodeRecorded(started, `the input of execution ${executionId}`, { executionId });
-    started.input = recordedValue(started.input, text, 'input');
     const existing = await this.local.start(typedFlow, executionId, started);
     return this.handle<O>(executionId, existing);
   }

@@ -63,7 +63,7 @@ export class StepOperations {
         // replay fails it the same way instead of running the effect again.
         throw this.failed(claim, refused);
       }
-      journal.record(EventType.stepCompleted, payload as JsonValue);
+      journal.record(EventType.stepCompleted, payload as JsonValue, text);
       this.completed(claim, text);
       return recordedValue(payload.result, text, 'result') as T;
     } finally {
@@ -105,7 +105,11 @@ export class StepOperations {
           const payload = { index: claim.index, name: claim.name, result: result ?? null };
           // Thrown inside the store's transaction: the work rolls back with it.
           text = this.encodeResult(claim, payload);
-          return { type: EventType.stepCompleted, payload: payload as JsonValue };
+          return {
+            type: EventType.stepCompleted,
+            payload: payload as JsonValue,
+            payloadText: text,
+          };
         });
       } catch (thrown) {
         if (journal.failure !== undefined) throw this.scope.stopError(journal.failure);

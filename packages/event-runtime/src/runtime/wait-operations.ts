@@ -101,7 +101,7 @@ export class WaitOperations {
         executionId,
         signalId: signal.signalId,
       });
-      journal.record(EventType.signalReceived, payload);
+      journal.record(EventType.signalReceived, payload, text);
       const value = recordedValue(signal.payload, text, 'payload');
       state.consumedSignals.push(signal.signalId);
       record.status = 'completed';
