@@ -2,7 +2,13 @@ import type { JsonValue } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { decodePayload } from '../internal/json-codec.js';
 import type { DriverScope } from './driver-scope.js';
-import { childFailed, encodeRecorded, never, recordedValue } from './driver-support.js';
+import {
+  childFailed,
+  encodeRecorded,
+  never,
+  recordedValue,
+  replayedValue,
+} from './driver-support.js';
 import type { ExecutionOutcome } from './execution-outcome.js';
 import type { StepRecord } from './execution-state.js';
 import type { Flow } from './flow.js';
@@ -37,7 +43,7 @@ export class ChildOperations {
           recorded.error,
         );
       }
-      return recorded.result ?? null;
+      return replayedValue(recorded.result, hooks.keepResults);
     }
     const childId = recorded?.childId ?? executionId ?? `${parentId}.${claim.index}`;
     if (recorded === undefined) {

@@ -85,6 +85,18 @@ export function encodeRecorded(payload: object, what: string, fields: LoomErrorF
 }
 
 /**
+ * What the flow gets for a value the hot state holds (a replayed result). With snapshots on
+ * (`keepResults`), a copy: the state goes into snapshots, and a flow that changes what it was
+ * handed must not change what a resume from a later snapshot replays.
+ */
+export function replayedValue(value: JsonValue | undefined, keepResults: boolean): JsonValue {
+  if (value === undefined) return null;
+  return keepResults && typeof value === 'object' && value !== null
+    ? structuredClone(value)
+    : value;
+}
+
+/**
  * What the flow gets for `value`, recorded at `key` of a payload encoded to `text`: the value
  * decoded from that text, so the first run sees exactly what a replay will (no live object, no
  * extra array properties, no null prototypes; `undefined` is null). Primitives decode to

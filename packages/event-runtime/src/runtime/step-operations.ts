@@ -2,7 +2,13 @@ import type { JsonValue } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { decodePayload } from '../internal/json-codec.js';
 import type { Claim, DriverScope } from './driver-scope.js';
-import { encodeRecorded, never, recordedValue, stepFailed } from './driver-support.js';
+import {
+  encodeRecorded,
+  never,
+  recordedValue,
+  replayedValue,
+  stepFailed,
+} from './driver-support.js';
 import type { EffectContext, StepOptions, TransactionHandle } from './flow.js';
 import { EventType } from './kernel-events.js';
 import { recordError } from './recorded-error.js';
@@ -172,6 +178,6 @@ export class StepOperations {
     const recorded = this.scope.state.steps[index];
     if (recorded?.status === 'failed')
       throw stepFailed(this.scope.executionId, index, recorded.name, recorded.error);
-    return recorded?.result as T;
+    return replayedValue(recorded?.result, this.scope.hooks.keepResults) as T;
   }
 }

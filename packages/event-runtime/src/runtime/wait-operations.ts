@@ -2,7 +2,7 @@ import type { JsonValue, StoredSignal } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { decodePayload } from '../internal/json-codec.js';
 import type { DriverScope } from './driver-scope.js';
-import { encodeRecorded, never, recordedValue } from './driver-support.js';
+import { encodeRecorded, never, recordedValue, replayedValue } from './driver-support.js';
 import type { StepRecord } from './execution-state.js';
 import type { SignalWait } from './flow.js';
 import { EventType } from './kernel-events.js';
@@ -65,7 +65,7 @@ export class WaitOperations {
         ? { received: false }
         : {
             received: true,
-            payload: claim.recorded.result ?? null,
+            payload: replayedValue(claim.recorded.result, hooks.keepResults),
             signalId: claim.recorded.signalId,
           };
     }

@@ -1234,6 +1234,42 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         expect(view.before).toEqual(describeValue({ tag: 'original' }));
       });
 
+      it('with snapshots, a flow that changes a replayed value does not change what later replays see', async () => {
+        const seen: string[] = [];
+        const flow: Flow<{ n: number }, string> = {
+          name: 'mutates-replayed',
+          run: async (ctx, input) => {
+            const object = await ctx.step('object', () => ({ x: 1 }));
+            const signal = await ctx.waitForSignal('note');
+            seen.push(JSON.stringify([object, input, signal]));
+            (object as { x: number }).x = -1;
+            input.n = -1;
+            for (const round of [1, 2]) await ctx.sleep(1_000, `sleep-${round}`);
+            return 'done';
+          },
+        };
+        const node = runtime({
+          snapshots: harness.snapshots,
+          snapshotEvery: 1,
+          flows: [flow as Flow<never, unknown>],
+        });
+        const handle = await node.start(flow, { n: 1 }, { executionId: freshId('mutates') });
+        await node.signal(handle.executionId, 'note', { s: 1 });
+        // It suspends at each sleep (and perhaps at the signal wait): wake it each time, after the
+        // suspension's snapshot is saved, so the next run starts from that snapshot.
+        await wait(async () => {
+          if (await suspended(handle.executionId)) {
+            await node.idle();
+            harness.clock.advance(1_000);
+            await node.wakeDue();
+          }
+          return (await lastType(handle.executionId)) === 'execution.completed';
+        }, 'the execution to complete');
+        expect(await within(handle.result(), 'result()')).toBe('done');
+        expect(seen).toHaveLength(3);
+        expect(seen.slice(1)).toEqual([seen[0], seen[0]]);
+      });
+
       it('an operation on a context whose flow ended fails with CONTEXT_CLOSED before anything runs', async () => {
         let leaked: FlowContext | undefined;
         const flow: Flow<null, string> = {
