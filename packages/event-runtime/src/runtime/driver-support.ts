@@ -42,9 +42,9 @@ export function childFailed(
 /**
  * Encodes an event payload once, when it is recorded, as the log will store it: refuses what
  * JSON cannot give back, and a payload over `payloadBytesMax` (the store limits the whole
- * payload, so the event's own fields count), and returns the text: hand it to `journal.record` so the
- * append stores it without encoding it again. `what` names the value in messages ("the result of step 'charge'");
- * `fields` are added to the error's.
+ * payload, so the event's own fields count). Returns the text; hand it to `journal.record`, so
+ * the append stores exactly it. `what` names the value in messages ("the result of step
+ * 'charge'"); `fields` are added to the error's.
  *
  * Throws `PAYLOAD_NOT_JSON` or `LIMIT_EXCEEDED`.
  */

@@ -346,7 +346,7 @@ export class ExecutionDriver {
     const claim = this.claim('value', name);
     if (claim.recorded !== undefined) return claim.recorded.result ?? null;
     const payload = { index: claim.index, name: claim.name, value: make() };
-    // Refused here (a clock that gives NaN) rather than by the append, which would wedge the execution.
+    // Refused here (a clock that gives NaN), not by the append, which would wedge the execution.
     const text = encodeRecorded(payload, `the value of ctx.${name}()`, {
       executionId: this.executionId,
     });

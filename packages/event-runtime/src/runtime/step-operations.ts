@@ -153,7 +153,7 @@ export class StepOperations {
   }
 
   private completed(claim: Claim, text: string): void {
-    // The hot state keeps results only for snapshots, decoded so nothing the flow does changes them.
+    // The hot state keeps results only for snapshots: decoded, so the flow cannot change them.
     this.scope.state.steps[claim.index] = this.scope.hooks.keepResults
       ? {
           name: claim.name,
