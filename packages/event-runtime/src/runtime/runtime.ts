@@ -3,10 +3,10 @@ import { type Clock, systemClock } from '../clock.js';
 import type { JsonValue } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import type { EventStore } from '../event-store.js';
-import { encodePayload } from '../internal/json-codec.js';
 import { checkLeaseOwner } from '../internal/lease-input.js';
 import { mintId } from '../internal/mint-id.js';
 import { checkExecutionId } from '../internal/prepare-append.js';
+import { encodeRecorded, recordedValue } from './driver-support.js';
 import {
   createHandle,
   type ExecutionHandle,
@@ -160,12 +160,14 @@ export class Runtime {
     this.assertRunning();
     this.flows.registerIfAbsent(typedFlow);
     const executionId = requestedId === undefined ? mintId() : checkExecutionId(requestedId);
-    const inputValue = (input === undefined ? null : input) as JsonValue;
-    encodePayload(inputValue, executionId);
+    // The flow runs on the input decoded from what the log stores, as a replay will. (The
+    // append checks the whole started event; this names the input when it alone is too big.)
+    const checked = { input: input ?? null };
+    const text = encodeRecorded(checked, `the input of execution ${executionId}`, { executionId });
     const started: ExecutionStartedPayload = {
       flow: typedFlow.name,
       version: typedFlow.version ?? null,
-      input: inputValue,
+      input: recordedValue(checked.input, text, 'input'),
       ...links,
     };
     const existing = await this.local.start(typedFlow, executionId, started);
