@@ -6,6 +6,7 @@ import type { EventStore } from '../event-store.js';
 import { checkLeaseOwner } from '../internal/lease-input.js';
 import { mintId } from '../internal/mint-id.js';
 import { checkExecutionId } from '../internal/prepare-append.js';
+import { Limits } from '../limits.js';
 import { encodeRecorded, recordedValue } from './driver-support.js';
 import {
   createHandle,
@@ -211,7 +212,8 @@ export class Runtime {
    * {@link defaultCancelReason}.
    *
    * Error codes: `EXECUTION_NOT_FOUND`, `INVALID_ENVELOPE` (id), `INVALID_ARGUMENT` (a reason
-   * that is not a string), store errors.
+   * that is not a string), `LIMIT_EXCEEDED` (a reason over `Limits.cancelReasonLengthMax`),
+   * store errors.
    *
    * @example
    * await runtime.cancel('order-42', 'customer asked');
@@ -223,6 +225,14 @@ export class Runtime {
         ErrorCode.INVALID_ARGUMENT,
         `a cancel reason must be a string (or left out), got ${typeof reason}`,
         { executionId, path: 'reason' },
+      );
+    }
+    if (reason.length > Limits.cancelReasonLengthMax) {
+      throw new LoomError(
+        ErrorCode.LIMIT_EXCEEDED,
+        `the cancel reason for execution ${executionId} is ${reason.length} characters, over ` +
+          `cancelReasonLengthMax (${Limits.cancelReasonLengthMax}): shorten it (keep details elsewhere)`,
+        { executionId, path: 'reason', limit: 'cancelReasonLengthMax', actual: reason.length },
       );
     }
     const local = this.local.driver(executionId);

@@ -1138,6 +1138,20 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         expect(await harness.countRows(handle.executionId)).toBe(2);
         expect(await created.cancel(handle.executionId, 'now')).toBe(true);
       });
+
+      it('a reason too long for the cancelled event is LIMIT_EXCEEDED and the execution can still be cancelled', async () => {
+        const created = runtime();
+        const handle = await startHanging(created);
+        const huge = 'x'.repeat(Limits.payloadBytesMax + 1);
+        const refused = (await created
+          .cancel(handle.executionId, huge)
+          .catch((e) => e)) as LoomError;
+        expect(refused.code).toBe(ErrorCode.LIMIT_EXCEEDED);
+        expect(refused.fields.limit).toBe('cancelReasonLengthMax');
+        expect(await harness.countRows(handle.executionId)).toBe(2);
+        expect(await created.cancel(handle.executionId, 'now')).toBe(true);
+        expect(await reasonOf(handle.executionId)).toBe('now');
+      });
     });
 
     describe('lease batches', () => {
