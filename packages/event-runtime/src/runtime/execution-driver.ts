@@ -68,6 +68,7 @@ export class ExecutionDriver {
       signal: this.abort.signal,
       claim: (kind, name) => this.claim(kind, name),
       ensureOpen: (operation, name) => this.ensureOpen(operation, name),
+      ended: () => this.ended,
       interrupt: () => this.interrupt(),
       barrier: () => this.barrier(),
       stopError: (error) => this.stopError(error),

@@ -52,6 +52,9 @@ export class StepOperations {
         state.steps[claim.index] = { name: claim.name, status: 'started' };
       }
       await this.scope.barrier();
+      // The flow returned while this step (never awaited) waited for its barrier: the execution
+      // has ended and nothing could record the effect's outcome, so the effect must not run.
+      if (this.scope.ended()) return never();
       let result: T;
       try {
         result = await fn(this.effectContext(claim.index, claim.name));
@@ -104,6 +107,9 @@ export class StepOperations {
         state.steps[claim.index] = { name: claim.name, status: 'started' };
       }
       await this.scope.barrier();
+      // The flow returned while this step (never awaited) waited for its barrier: the execution
+      // has ended and nothing could record the effect's outcome, so the effect must not run.
+      if (this.scope.ended()) return never();
       let raw: unknown;
       let text = '';
       try {

@@ -1690,6 +1690,29 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         expect(await harness.store.findExecutions({ status: 'running' })).toEqual([]);
       });
 
+      it('a step the flow never awaited does not run its effect once the flow has returned', async () => {
+        let effects = 0;
+        const flow: Flow<null, string> = {
+          name: 'forgets-await',
+          run: async (ctx) => {
+            void ctx.step('forgotten', () => {
+              effects += 1;
+              return 1;
+            });
+            return 'done';
+          },
+        };
+        const created = runtime();
+        const handle = await created.start(flow, null);
+        // The step's barrier and the terminal share one append; its waiter is settled first, so
+        // an effect that was going to run has been called by the time result() resolves.
+        expect(await handle.result()).toBe('done');
+        await created.idle();
+        expect(effects).toBe(0);
+        const types = (await harness.store.read(handle.executionId)).map((event) => event.type);
+        expect(types[types.length - 1]).toBe('execution.completed');
+      });
+
       const hostile: Array<[string, () => unknown]> = [
         [
           'an object whose toString throws',
