@@ -1,4 +1,5 @@
 export { CountingEventStore, type StoreCallCounts } from './testing/counting-event-store.js';
+export { FlakyEventStore, type FlakyPlan } from './testing/flaky-event-store.js';
 export {
   type ConformanceHarness,
   eventStoreConformance,

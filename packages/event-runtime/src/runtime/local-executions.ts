@@ -14,6 +14,7 @@ import type { LeaseManager } from './lease-manager.js';
 import { loadState } from './load-state.js';
 import { notFound } from './not-found.js';
 import type { LeaseMode, RuntimeOptions } from './runtime-options.js';
+import { isTransientStoreError, ResumeRetries, type StoreRetrySettings } from './store-retry.js';
 
 /** What driving executions on this node needs of the runtime. */
 export interface LocalExecutionsConfig {
@@ -25,6 +26,8 @@ export interface LocalExecutionsConfig {
   readonly leaseMode: LeaseMode;
   readonly flows: FlowRegistry;
   readonly links: ExecutionLinks;
+  /** Backoff for resuming an execution whose driver stopped on a transient store failure. */
+  readonly storeRetry: StoreRetrySettings;
 }
 
 interface Running {
@@ -43,8 +46,17 @@ export class LocalExecutions {
   private readonly running = new Map<string, Running>();
   private readonly resuming = new Map<string, Promise<void>>();
   private readonly background = new Set<Promise<unknown>>();
+  private readonly retries: ResumeRetries;
+  private stopping = false;
 
-  constructor(private readonly config: LocalExecutionsConfig) {}
+  constructor(private readonly config: LocalExecutionsConfig) {
+    this.retries = new ResumeRetries({
+      clock: config.clock,
+      settings: config.storeRetry,
+      resume: (executionId) => this.resume(executionId),
+      onError: (error) => config.options.onError?.(error),
+    });
+  }
 
   /** Ids of the executions this node is driving right now. */
   get ids(): string[] {
@@ -134,7 +146,7 @@ export class LocalExecutions {
       foldEvent(state, event);
     // Another driver started here meanwhile (not the suspended one we waited for): it drives.
     const current = this.running.get(executionId);
-    if (isSettled(state) || (current !== undefined && current !== local)) {
+    if (isSettled(state) || (current !== undefined && current !== local) || this.stopping) {
       leases?.release(executionId);
       return;
     }
@@ -184,6 +196,8 @@ export class LocalExecutions {
    * for the background work in flight.
    */
   async stopAll(reason: (executionId: string) => LoomError): Promise<void> {
+    this.stopping = true;
+    this.retries.stop();
     const stopping = [...this.running.values()].map(async ({ driver }) => {
       driver.stop(reason(driver.executionId));
       await driver.journal.flush().catch(() => undefined);
@@ -213,6 +227,11 @@ export class LocalExecutions {
     }
     if (outcome.status === 'cancelled') this.track(links.cancelChildren(state, outcome.reason));
     if (outcome.status === 'suspended') this.track(links.wakeIfSignalled(state));
+    // The store failed under the driver but may come back: resume from the log after a backoff,
+    // rather than leave the execution to a recover() that may never be called.
+    if (outcome.status === 'stopped' && isTransientStoreError(outcome.error)) {
+      this.retries.schedule(executionId);
+    }
   }
 
   private maybeSnapshot(running: Running): void {

@@ -10,6 +10,7 @@ import type { SnapshotStore } from '../snapshot-store.js';
 import { CountingEventStore } from './counting-event-store.js';
 import { freshId } from './event-store-conformance.js';
 import type { ManualClock } from './manual-clock.js';
+import { runtimeStoreFaults } from './runtime-store-faults.js';
 
 /** What a backend hands the runtime suite for one test. */
 export interface RuntimeHarness {
@@ -90,6 +91,8 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       await Promise.all(runtimes.splice(0).map((created) => created.shutdown()));
       await harness.close();
     });
+
+    runtimeStoreFaults(() => harness, runtime);
 
     describe('steps and barriers', () => {
       for (const steps of [0, 1, 3, 10]) {
