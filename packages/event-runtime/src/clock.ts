@@ -25,9 +25,7 @@ export const systemClock: Clock = { now: () => Date.now(), setTimer: systemTimer
 
 /** Schedules `fire` on `clock`'s timers, or the system's when the clock has none. */
 export function setClockTimer(clock: Clock, delayMs: number, fire: () => void): () => void {
-  return clock.setTimer === undefined
-    ? systemTimer(delayMs, fire)
-    : clock.setTimer(delayMs, fire);
+  return clock.setTimer === undefined ? systemTimer(delayMs, fire) : clock.setTimer(delayMs, fire);
 }
 
 /** Resolves after `delayMs` on `clock` (see {@link setClockTimer}). */

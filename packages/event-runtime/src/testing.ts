@@ -1,10 +1,10 @@
 export { CountingEventStore, type StoreCallCounts } from './testing/counting-event-store.js';
-export { FlakyEventStore, type FlakyPlan } from './testing/flaky-event-store.js';
 export {
   type ConformanceHarness,
   eventStoreConformance,
   freshId,
 } from './testing/event-store-conformance.js';
+export { FlakyEventStore, type FlakyPlan } from './testing/flaky-event-store.js';
 export {
   type LeaseStoreHarness,
   leaseStoreConformance,

@@ -17,7 +17,9 @@ export interface StoreRetrySettings {
  * its timeout (`STORE_BUSY`: SQLITE_BUSY, a Postgres deadlock or serialization failure).
  */
 export function isTransientStoreError(error: unknown): boolean {
-  return isLoomError(error, ErrorCode.STORE_UNAVAILABLE) || isLoomError(error, ErrorCode.STORE_BUSY);
+  return (
+    isLoomError(error, ErrorCode.STORE_UNAVAILABLE) || isLoomError(error, ErrorCode.STORE_BUSY)
+  );
 }
 
 /** The wait before attempt `attempt` (0-based): exponential, capped. */

@@ -44,19 +44,24 @@ export function runFaultWorker(env: Record<string, string>): FaultRun {
   child.stderr?.on('data', (chunk: Buffer) => {
     output += chunk.toString();
   });
-  const exit = new Promise<{ code: number | null; result: FaultResult | undefined; output: string }>(
-    (resolve) =>
-      child.on('exit', (code) => {
-        for (const watcher of watchers.splice(0)) {
-          watcher.reject(new Error(`the worker exited (${code}) before printing ${watcher.line}:\n${output}`));
-        }
-        const line = output.split('\n').find((candidate) => candidate.startsWith('result '));
-        resolve({
-          code,
-          result: line === undefined ? undefined : (JSON.parse(line.slice(7)) as FaultResult),
-          output,
-        });
-      }),
+  const exit = new Promise<{
+    code: number | null;
+    result: FaultResult | undefined;
+    output: string;
+  }>((resolve) =>
+    child.on('exit', (code) => {
+      for (const watcher of watchers.splice(0)) {
+        watcher.reject(
+          new Error(`the worker exited (${code}) before printing ${watcher.line}:\n${output}`),
+        );
+      }
+      const line = output.split('\n').find((candidate) => candidate.startsWith('result '));
+      resolve({
+        code,
+        result: line === undefined ? undefined : (JSON.parse(line.slice(7)) as FaultResult),
+        output,
+      });
+    }),
   );
   return {
     child,

@@ -27,7 +27,9 @@ function binDir(): string {
     : [];
   const version = versions[0];
   if (version === undefined) {
-    throw new Error(`no initdb under ${root}/*/bin: this test needs the PostgreSQL server binaries`);
+    throw new Error(
+      `no initdb under ${root}/*/bin: this test needs the PostgreSQL server binaries`,
+    );
   }
   return join(root, version, 'bin');
 }

@@ -1,6 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
-import { type CheckedOutClient, checkOut } from './pg-client.js';
 import { latestSchemaVersion, postgresMigrations } from './migrations/migration-list.js';
+import { type CheckedOutClient, checkOut } from './pg-client.js';
 import { classifyPgError, schemaTooNew, toLoomError } from './pg-errors.js';
 import { type PgConnectionOptions, resolvePool } from './pg-pool.js';
 import { checkSchemaName, quoteIdent } from './schema-name.js';

@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
 import { ErrorCode, isLoomError, LoomError } from '../../errors.js';
-import { type CheckedOutClient, checkOut } from './pg-client.js';
 import { latestSchemaVersion } from './migrations/migration-list.js';
+import { type CheckedOutClient, checkOut } from './pg-client.js';
 import { classifyPgError, schemaNotMigrated, schemaTooNew, toLoomError } from './pg-errors.js';
 import type { ResolvedPool } from './pg-pool.js';
 import type { PgStatement } from './pg-statement.js';

@@ -26,7 +26,10 @@ async function failure(promise: Promise<unknown>): Promise<LoomError> {
 async function killBackendOf(client: pg.ClientBase): Promise<void> {
   const pid = (client as unknown as { processID: number }).processID;
   const ended = new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`client of backend ${pid} never ended`)), 5_000);
+    const timer = setTimeout(
+      () => reject(new Error(`client of backend ${pid} never ended`)),
+      5_000,
+    );
     client.once('end', () => {
       clearTimeout(timer);
       resolve();
@@ -81,7 +84,9 @@ describe('a backend killed under a checked-out client', () => {
       await blocker.query(`SELECT 1 FROM "${schema}".queues WHERE queue = 'q' FOR UPDATE`);
       const killed = new Promise<void>((resolve, reject) => {
         pool.once('acquire', (client) => {
-          waitUntilWaiting(client).then(() => killBackendOf(client)).then(resolve, reject);
+          waitUntilWaiting(client)
+            .then(() => killBackendOf(client))
+            .then(resolve, reject);
         });
       });
       const claim = failure(
@@ -176,7 +181,9 @@ describe('a login the server refuses', () => {
 
   it('an unknown role is STORE_UNAVAILABLE naming the role', async () => {
     const error = await failure(
-      PostgresEventStore.open({ connectionString: 'postgres://no_such_role_x@127.0.0.1:5432/test' }),
+      PostgresEventStore.open({
+        connectionString: 'postgres://no_such_role_x@127.0.0.1:5432/test',
+      }),
     );
     expect(error.code).toBe(ErrorCode.STORE_UNAVAILABLE);
     expect(error.message).toMatch(/role "no_such_role_x"/);

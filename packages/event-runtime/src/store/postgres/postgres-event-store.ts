@@ -47,8 +47,8 @@ import { eventLogMigration } from './migrations/0001-event-log.js';
 import { signalsMigration } from './migrations/0003-signals.js';
 import { latestSchemaVersion } from './migrations/migration-list.js';
 import { NotifyHub } from './notify-hub.js';
-import { classifyPgError, schemaNotMigrated, schemaTooNew, toLoomError } from './pg-errors.js';
 import { checkOut } from './pg-client.js';
+import { classifyPgError, schemaNotMigrated, schemaTooNew, toLoomError } from './pg-errors.js';
 import { resolvePool } from './pg-pool.js';
 import type { PgStatement } from './pg-statement.js';
 import {
