@@ -106,6 +106,58 @@ export function runtimeStoreFaults(
       expect(await harness.store.read(lost)).toEqual([]);
     });
 
+    it('past storeRetriesMax the runtime gives up: result() rejects, onError hears it, recover() finishes it later', async () => {
+      const harness = getHarness();
+      const flaky = new FlakyEventStore(harness.store);
+      const errors: Array<{ code?: string; fields?: { limit?: string } }> = [];
+      const created = runtime({
+        store: flaky,
+        storeRetriesMax: 3,
+        onError: (error) => errors.push(error as never),
+      });
+      const id = freshId('flaky-give-up');
+      // The store stays down: every read fails until the plan is replaced.
+      flaky.failNext({ appends: { count: 1, mode: 'before', fromSequence: 1 }, reads: 1_000 });
+      const handle = await created.start(flow([]), null, { executionId: id });
+      const code = await whileAdvancing(
+        harness,
+        handle.result().then(
+          () => 'resolved',
+          (error: { code?: string }) => error.code,
+        ),
+      );
+      expect(code).toBe(ErrorCode.STORE_UNAVAILABLE);
+      for (let round = 0; round < 400 && errors.length === 0; round++) {
+        harness.clock.advance(60_000);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      expect(errors.map((error) => [error.code, error.fields?.limit])).toEqual([
+        [ErrorCode.STORE_UNAVAILABLE, 'storeRetriesMax'],
+      ]);
+      expect(created.activeExecutions).toEqual([]);
+      // The store is back: recovery (on boot, or recoverEveryMs) resumes it from the log.
+      flaky.failNext({});
+      expect(await created.recover()).toEqual([id]);
+      expect(await created.attach<string[]>(id).result()).toEqual(['A', 'B', 'C']);
+      await checkLog(harness, id);
+    });
+
+    it('the store retry settings must be positive integers', () => {
+      for (const bad of [
+        { storeRetryDelayMs: 0 },
+        { storeRetryDelayMaxMs: -1 },
+        { storeRetriesMax: 1.5 },
+      ]) {
+        let code = 'none';
+        try {
+          runtime(bad);
+        } catch (error) {
+          code = (error as { code: string }).code;
+        }
+        expect(code).toBe(ErrorCode.INVALID_ARGUMENT);
+      }
+    });
+
     it('a transaction that fails with STORE_UNAVAILABLE is retried, not recorded as the step failing', async () => {
       const harness = getHarness();
       if (!isTransactional(harness.store)) return;
