@@ -14,17 +14,25 @@ export interface FlakyPlan {
   transactions?: number;
   /** `read` calls to fail with `STORE_UNAVAILABLE` (a store that is still down). */
   reads?: number;
+  /** The code the failures carry: a lost connection (default) or a lock timeout. */
+  code?: 'STORE_UNAVAILABLE' | 'STORE_BUSY';
 }
 
 /**
- * Wraps a store and fails the calls a {@link FlakyPlan} names with `STORE_UNAVAILABLE`, as a
+ * Wraps a store and fails the calls a {@link FlakyPlan} names with `STORE_UNAVAILABLE` (or
+ * `STORE_BUSY`), as a
  * store whose connection drops would: the runtime's handling of transient failures is tested
  * the same way on every backend. Counts what it failed in {@link FlakyEventStore.failed}.
  */
 export class FlakyEventStore extends CountingEventStore {
-  private plan: Required<Pick<FlakyPlan, 'transactions' | 'reads'>> & {
+  private plan: Required<Pick<FlakyPlan, 'transactions' | 'reads' | 'code'>> & {
     appends: Required<NonNullable<FlakyPlan['appends']>>;
-  } = { appends: { count: 0, mode: 'before', fromSequence: 0 }, transactions: 0, reads: 0 };
+  } = {
+    appends: { count: 0, mode: 'before', fromSequence: 0 },
+    transactions: 0,
+    reads: 0,
+    code: ErrorCode.STORE_UNAVAILABLE,
+  };
   /** Calls failed so far, by kind. */
   readonly failed = { appends: 0, transactions: 0, reads: 0 };
   declare readonly transact: TransactionalEventStore['transact'] | undefined;
@@ -37,7 +45,7 @@ export class FlakyEventStore extends CountingEventStore {
         if (this.plan.transactions > 0) {
           this.plan.transactions -= 1;
           this.failed.transactions += 1;
-          return Promise.reject(unavailable('transact'));
+          return Promise.reject(this.failure('transact'));
         }
         return inner.transact(work, envelopes, guard);
       };
@@ -50,6 +58,7 @@ export class FlakyEventStore extends CountingEventStore {
       appends: { fromSequence: 0, ...(plan.appends ?? { count: 0, mode: 'before' }) },
       transactions: plan.transactions ?? 0,
       reads: plan.reads ?? 0,
+      code: plan.code ?? ErrorCode.STORE_UNAVAILABLE,
     };
   }
 
@@ -63,23 +72,27 @@ export class FlakyEventStore extends CountingEventStore {
     appends.count -= 1;
     this.failed.appends += 1;
     if (appends.mode === 'after') await super.append(envelopes, guard);
-    throw unavailable('append');
+    throw this.failure('append');
   }
 
   override read(...args: Parameters<CountingEventStore['read']>) {
     if (this.plan.reads > 0) {
       this.plan.reads -= 1;
       this.failed.reads += 1;
-      return Promise.reject(unavailable('read'));
+      return Promise.reject(this.failure('read'));
     }
     return super.read(...args);
   }
-}
 
-function unavailable(operation: string): LoomError {
-  return new LoomError(
-    ErrorCode.STORE_UNAVAILABLE,
-    `${operation} failed: the connection was lost (injected by FlakyEventStore)`,
-    { operation },
-  );
+  private failure(operation: string): LoomError {
+    const what =
+      this.plan.code === ErrorCode.STORE_BUSY
+        ? 'the database stayed locked past its timeout'
+        : 'the connection was lost';
+    return new LoomError(
+      this.plan.code,
+      `${operation} failed: ${what} (injected by FlakyEventStore)`,
+      { operation },
+    );
+  }
 }

@@ -85,6 +85,20 @@ export function runtimeStoreFaults(
       });
     }
 
+    it('appends that fail with STORE_BUSY (a lock timeout) are retried the same way', async () => {
+      const harness = getHarness();
+      const flaky = new FlakyEventStore(harness.store);
+      const created = runtime({ store: flaky });
+      flaky.failNext({
+        appends: { count: 2, mode: 'before', fromSequence: 1 },
+        code: 'STORE_BUSY',
+      });
+      const handle = await created.start(flow([]), null, { executionId: freshId('flaky-busy') });
+      expect(await whileAdvancing(harness, handle.result())).toEqual(['A', 'B', 'C']);
+      expect(flaky.failed.appends).toBe(2);
+      await checkLog(harness, handle.executionId);
+    });
+
     it('a start whose first append fails rejects with STORE_UNAVAILABLE; a started one still completes', async () => {
       const harness = getHarness();
       const flaky = new FlakyEventStore(harness.store);
