@@ -34,6 +34,8 @@ interface Running {
   driver: ExecutionDriver;
   lastSnapshotSequence: number;
   savingSnapshot: boolean;
+  /** Resolves once the driver ended and what follows (lease release, retry) was arranged. */
+  ended?: Promise<void>;
 }
 
 /**
@@ -84,13 +86,14 @@ export class LocalExecutions {
   ): Promise<boolean> {
     const { store, clock, leases, leaseMode } = this.config;
     if (this.running.has(executionId)) return true;
+    if (await this.resumePending(executionId)) return true;
     const eager = leaseMode === 'eager' || started.continuedFrom !== undefined;
     if (eager && leases !== undefined && !(await leases.acquire(executionId))) return true;
     const journal = new ExecutionJournal(store, executionId, 0, 0, clock);
     journal.record(EventType.executionStarted, started as unknown as JsonValue);
     journal.setStatus('running');
     const durable = journal.flush();
-    this.drive(flow, initialState(executionId, started), journal, -1);
+    const running = this.drive(flow, initialState(executionId, started), journal, -1);
     try {
       await durable;
     } catch (error) {
@@ -101,12 +104,36 @@ export class LocalExecutions {
         await this.running.get(executionId)?.driver.done;
         return true;
       }
+      // Let the driver end (and its resume from the log be arranged) before the caller hears of
+      // it, so a start again finds the pending resume instead of racing it.
+      if (isTransientStoreError(error)) {
+        running.driver.stop(error as LoomError);
+        await running.ended;
+      }
       throw error;
     }
     if (leaseMode === 'lazy' && !eager && this.running.has(executionId)) {
       leases?.acquireLater(executionId);
     }
     return false;
+  }
+
+  /**
+   * A start again of an execution whose driver stopped here on a store failure (the caller saw
+   * `STORE_UNAVAILABLE` from `start()`, whose append may have committed anyway): resume it from
+   * the log now rather than race a second driver against the pending resume. True when it exists
+   * (driven here now, or settled); false when its first append never committed.
+   */
+  private async resumePending(executionId: string): Promise<boolean> {
+    if (!this.retries.take(executionId) && !this.resuming.has(executionId)) return false;
+    try {
+      await this.resume(executionId);
+      return true;
+    } catch (error) {
+      if (isLoomError(error, ErrorCode.EXECUTION_NOT_FOUND)) return false;
+      if (isTransientStoreError(error)) this.retries.schedule(executionId);
+      throw error;
+    }
   }
 
   /**
@@ -162,7 +189,7 @@ export class LocalExecutions {
     state: ExecutionState,
     journal: ExecutionJournal,
     snapshotSequence: number,
-  ): void {
+  ): Running {
     const { store, options } = this.config;
     const driver = new ExecutionDriver(state, journal, {
       clock: this.config.clock,
@@ -188,7 +215,8 @@ export class LocalExecutions {
     };
     this.running.set(state.executionId, running);
     journal.onAppended = () => this.maybeSnapshot(running);
-    void driver.run(flow).then((outcome) => this.settled(running, outcome));
+    running.ended = driver.run(flow).then((outcome) => this.settled(running, outcome));
+    return running;
   }
 
   /**

@@ -81,6 +81,15 @@ export class ResumeRetries {
     this.pending.set(executionId, cancel);
   }
 
+  /** Cancels the pending retry of `executionId`; true if there was one (the caller resumes it). */
+  take(executionId: string): boolean {
+    const cancel = this.pending.get(executionId);
+    if (cancel === undefined) return false;
+    cancel();
+    this.pending.delete(executionId);
+    return true;
+  }
+
   /** Cancels every pending retry; later schedules are ignored (the runtime is shutting down). */
   stop(): void {
     this.stopped = true;

@@ -120,6 +120,27 @@ export function runtimeStoreFaults(
       expect(await harness.store.read(lost)).toEqual([]);
     });
 
+    it('starting again after a start rejected with STORE_UNAVAILABLE drives the execution once', async () => {
+      const harness = getHarness();
+      const flaky = new FlakyEventStore(harness.store);
+      const ran: string[] = [];
+      const created = runtime({ store: flaky });
+      for (const mode of ['before', 'after'] as const) {
+        const id = freshId(`flaky-start-again-${mode}`);
+        flaky.failNext({ appends: { count: 1, mode } });
+        const first = await created.start(flow(ran), null, { executionId: id }).then(
+          () => 'resolved',
+          (error: { code?: string }) => error.code,
+        );
+        expect(first).toBe(ErrorCode.STORE_UNAVAILABLE);
+        // The caller retries at once, before the runtime's own resume from the log fired.
+        const again = await created.start(flow(ran), null, { executionId: id });
+        expect(again.existing).toBe(mode === 'after');
+        expect(await whileAdvancing(harness, again.result())).toEqual(['A', 'B', 'C']);
+        await checkLog(harness, id);
+      }
+    });
+
     it('past storeRetriesMax the runtime gives up: result() rejects, onError hears it, recover() finishes it later', async () => {
       const harness = getHarness();
       const flaky = new FlakyEventStore(harness.store);

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { migrate } from '../../src/postgres.js';
 import { pgTestUrl, useThrowawaySchemas } from '../support/throwaway-schemas.js';
-import { expectNothingStranded, waitForEvents } from './fault-checks.js';
+import { expectNothingStranded, resumedCount, waitForEvents } from './fault-checks.js';
 import { runFaultWorker } from './fault-harness.js';
 
 const db = useThrowawaySchemas();
@@ -39,13 +39,28 @@ for (const [mode, eventsPerExecution] of [
       });
       const total = execs * eventsPerExecution;
       let killed = 0;
-      for (const fraction of [0.15, 0.4, 0.65]) {
-        await waitForEvents(db.admin, schema, Math.floor(total * fraction));
-        killed += await killBackends(appName);
+      try {
+        for (const fraction of [0.15, 0.4, 0.65]) {
+          await waitForEvents(db.admin, schema, Math.floor(total * fraction), run.exited);
+          killed += await killBackends(appName);
+        }
+      } catch (error) {
+        run.child.kill('SIGKILL');
+        const { code, output } = await run.exit;
+        throw new Error(`${String(error)}; the worker (exit ${code}) printed:\n${output}`);
       }
       const exit = await run.exit;
+      console.log(
+        'MEASURE',
+        mode,
+        'killed',
+        killed,
+        'resumed',
+        await resumedCount(db.admin, schema),
+      );
       await expectNothingStranded(db.admin, schema, exit, execs);
       expect(killed).toBeGreaterThan(0);
+      expect(await resumedCount(db.admin, schema)).toBeGreaterThan(0);
       if (mode === 'transactional') {
         const side = await db.admin.query(`SELECT count(*)::int AS n FROM "${schema}".fault_side`);
         expect(side.rows[0].n).toBe(execs);

@@ -11,10 +11,19 @@ export async function eventCount(db: pg.Pool, schema: string): Promise<number> {
   return rows.rows[0].n as number;
 }
 
-/** Waits (deadline 30 s) until `schema` holds at least `events` events. */
-export async function waitForEvents(db: pg.Pool, schema: string, events: number): Promise<void> {
+/**
+ * Waits (deadline 30 s) until `schema` holds at least `events` events; fails at once when
+ * `exited()` says the worker is gone.
+ */
+export async function waitForEvents(
+  db: pg.Pool,
+  schema: string,
+  events: number,
+  exited: () => boolean = () => false,
+): Promise<void> {
   const deadline = Date.now() + 30_000;
   while ((await eventCount(db, schema)) < events) {
+    if (exited()) throw new Error(`the worker exited before ${schema} reached ${events} events`);
     if (Date.now() > deadline) throw new Error(`${schema} never reached ${events} events`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
@@ -47,4 +56,13 @@ export async function expectNothingStranded(
   expect(rows.rowCount).toBe(execs);
   const wrong = rows.rows.filter((row) => row.terminals !== 1 || row.completed !== true);
   expect(wrong).toEqual([]);
+}
+
+/**
+ * Executions that were resumed from the log at least once (a resume advances the fence; a
+ * start that never failed leaves no row): proof the faults hit executions in flight.
+ */
+export async function resumedCount(db: pg.Pool, schema: string): Promise<number> {
+  const rows = await db.query(`SELECT count(*)::int AS n FROM "${schema}".fences`);
+  return rows.rows[0].n as number;
 }

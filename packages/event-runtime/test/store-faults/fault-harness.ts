@@ -12,15 +12,22 @@ export interface FaultResult {
   timedOut: boolean;
   stillRunning: number;
   errors: string[];
+  /** Up to 5 executions whose handle never settled: driven here?, their events. */
+  stranded: Array<{ id: string; driving: boolean; events: string[] }>;
 }
 
 export interface FaultRun {
   child: ChildProcess;
+  /** True once the worker exited. */
+  exited(): boolean;
   /** Resolves when the worker printed `line` (rejects if it exits first). */
   printed(line: string): Promise<void>;
   /** Exit code and the parsed result line (undefined if it never printed one). */
   exit: Promise<{ code: number | null; result: FaultResult | undefined; output: string }>;
 }
+
+/** The worker's own settle deadline is 25 s: past this it is stuck, and is killed. */
+const workerDeadlineMs = 50_000;
 
 export function runFaultWorker(env: Record<string, string>): FaultRun {
   const child = spawn(process.execPath, ['--import', 'tsx', worker], {
@@ -28,6 +35,7 @@ export function runFaultWorker(env: Record<string, string>): FaultRun {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
+  const exited = false;
   const watchers: Array<{ line: string; resolve: () => void; reject: (e: Error) => void }> = [];
   const check = () => {
     for (const watcher of [...watchers]) {
@@ -66,6 +74,7 @@ export function runFaultWorker(env: Record<string, string>): FaultRun {
   return {
     child,
     exit,
+    exited: () => exited,
     printed: (line) =>
       new Promise<void>((resolve, reject) => {
         watchers.push({ line, resolve, reject });

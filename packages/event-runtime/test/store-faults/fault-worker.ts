@@ -11,7 +11,7 @@ const url = process.env.LOOM_FAULT_URL as string;
 const schema = process.env.LOOM_FAULT_SCHEMA as string;
 const execs = Number(process.env.LOOM_FAULT_EXECS ?? 200);
 const mode = process.env.LOOM_FAULT_MODE === 'transactional' ? 'transactional' : 'plain';
-const settleDeadlineMs = Number(process.env.LOOM_FAULT_DEADLINE_MS ?? 40_000);
+const settleDeadlineMs = Number(process.env.LOOM_FAULT_DEADLINE_MS ?? 25_000);
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -80,11 +80,16 @@ const results = await Promise.all(
 process.stdout.write('started\n');
 let settled = 0;
 let failed = 0;
-const outcomes = results.map(({ done }) =>
+const unsettled = new Set(results.map((_, index) => `fault-${index}`));
+const outcomes = results.map(({ done }, index) =>
   done.then(
-    () => void settled++,
+    () => {
+      settled++;
+      unsettled.delete(`fault-${index}`);
+    },
     (error: unknown) => {
       failed++;
+      unsettled.delete(`fault-${index}`);
       errors.push(`result: ${String((error as { code?: string }).code ?? error)}`);
     },
   ),
@@ -97,9 +102,21 @@ const timedOut = await Promise.race([
   }),
 ]);
 clearTimeout(deadline);
+// A handle can settle from the log a moment before the driver that wrote the terminal event
+// has finished its bookkeeping: give the drivers a (bounded) moment to leave.
+for (let round = 0; round < 200 && runtime.activeExecutions.length > 0; round++) await pause(10);
 const stillRunning = runtime.activeExecutions.length;
+// What a stranded execution looked like, for the failure message.
+const stranded = await Promise.all(
+  [...unsettled].slice(0, 5).map(async (id) => ({
+    id,
+    driving: runtime.activeExecutions.includes(id),
+    events: (await store.read(id).catch(() => [])).map((event) => event.type),
+  })),
+);
+process.stdout.write(
+  `result ${JSON.stringify({ execs, settled, failed, timedOut, stillRunning, errors: errors.slice(0, 10), stranded })}\n`,
+);
 await runtime.shutdown();
 await store.close();
-process.stdout.write(
-  `result ${JSON.stringify({ execs, settled, failed, timedOut, stillRunning, errors: errors.slice(0, 10) })}\n`,
-);
+process.stdout.write('closed\n');

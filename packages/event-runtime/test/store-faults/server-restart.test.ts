@@ -4,7 +4,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../src/postgres.js';
-import { expectNothingStranded, waitForEvents } from './fault-checks.js';
+import { expectNothingStranded, resumedCount, waitForEvents } from './fault-checks.js';
 import { runFaultWorker } from './fault-harness.js';
 import { startThrowawayCluster, type ThrowawayCluster } from './throwaway-cluster.js';
 
@@ -34,13 +34,14 @@ describe('a server restart', () => {
       LOOM_FAULT_EXECS: String(execs),
       LOOM_FAULT_MODE: 'transactional',
     });
-    await waitForEvents(admin, schema, Math.floor(execs * 8 * 0.3));
+    await waitForEvents(admin, schema, Math.floor(execs * 8 * 0.3), run.exited);
     cluster.stop();
     // Down long enough that every in-flight append and resume fails at least once.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     cluster.start();
     const exit = await run.exit;
     await expectNothingStranded(admin, schema, exit, execs);
+    expect(await resumedCount(admin, schema)).toBeGreaterThan(0);
     const side = await admin.query(`SELECT count(*)::int AS n FROM "${schema}".fault_side`);
     expect(side.rows[0].n).toBe(execs);
   });

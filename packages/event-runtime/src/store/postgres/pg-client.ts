@@ -20,12 +20,23 @@ export interface CheckedOutClient {
  * client fails, and the caller maps that to `STORE_UNAVAILABLE`.
  */
 export async function checkOut(pool: Pool): Promise<CheckedOutClient> {
-  const client = await pool.connect();
   let lost: Error | undefined;
   const onError = (error: Error) => {
     lost ??= error;
   };
-  client.on('error', onError);
+  // The callback form, not the promise: pg-pool hands a client just released by a finished query
+  // to the next waiter synchronously, inside the socket's parse loop, and a FATAL in the same
+  // TCP chunk is emitted before a promise continuation could attach the listener.
+  const client = await new Promise<PoolClient>((resolve, reject) => {
+    pool.connect((error, connected) => {
+      if (error !== undefined || connected === undefined) {
+        reject(error ?? new Error('pg pool returned no client'));
+        return;
+      }
+      connected.on('error', onError);
+      resolve(connected);
+    });
+  });
   return {
     client,
     get lost() {
