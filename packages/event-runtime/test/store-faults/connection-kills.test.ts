@@ -50,14 +50,6 @@ for (const [mode, eventsPerExecution] of [
         throw new Error(`${String(error)}; the worker (exit ${code}) printed:\n${output}`);
       }
       const exit = await run.exit;
-      console.log(
-        'MEASURE',
-        mode,
-        'killed',
-        killed,
-        'resumed',
-        await resumedCount(db.admin, schema),
-      );
       await expectNothingStranded(db.admin, schema, exit, execs);
       expect(killed).toBeGreaterThan(0);
       expect(await resumedCount(db.admin, schema)).toBeGreaterThan(0);
