@@ -141,6 +141,33 @@ export function runtimeStoreFaults(
       }
     });
 
+    it('a start again does not race the pending resume of the execution it failed to confirm', async () => {
+      const harness = getHarness();
+      const flaky = new FlakyEventStore(harness.store);
+      const created = runtime({ store: flaky });
+      const id = freshId('flaky-start-race');
+      flaky.failNext({ appends: { count: 1, mode: 'after' } });
+      await created.start(flow([]), null, { executionId: id }).catch(() => undefined);
+      // Hold any second append of sequence 0 while the runtime's own resume comes due.
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const append = flaky.append.bind(flaky);
+      flaky.append = async (envelopes, guard) => {
+        if (envelopes[0]?.sequence === 0) await held;
+        return append(envelopes, guard);
+      };
+      const again = created.start(flow([]), null, { executionId: id });
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      harness.clock.advance(60_000);
+      release();
+      const handle = await again;
+      expect(handle.existing).toBe(true);
+      expect(await whileAdvancing(harness, handle.result())).toEqual(['A', 'B', 'C']);
+      await checkLog(harness, id);
+    });
+
     it('past storeRetriesMax the runtime gives up: result() rejects, onError hears it, recover() finishes it later', async () => {
       const harness = getHarness();
       const flaky = new FlakyEventStore(harness.store);
