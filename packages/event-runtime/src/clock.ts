@@ -66,3 +66,10 @@ export const systemClock: Clock = {
     setImmediate(fn);
   },
 };
+
+/** Resolves after `delayMs` on `clock`'s timers (unref'd: it never holds the process open). */
+export function sleepOn(clock: Clock, delayMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    clock.setTimer(resolve, delayMs);
+  });
+}

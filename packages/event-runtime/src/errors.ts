@@ -24,9 +24,18 @@ export const ErrorCode = {
    * key or lease owner with a lone surrogate or NUL, …).
    */
   INVALID_ARGUMENT: 'INVALID_ARGUMENT',
-  /** The database is locked by another writer past the busy timeout. */
+  /**
+   * The database is locked by another writer past the busy timeout (or, on Postgres, a deadlock
+   * or serialization failure). Transient: the runtime retries it like `STORE_UNAVAILABLE`.
+   */
   STORE_BUSY: 'STORE_BUSY',
-  /** The connection to the database was lost or could not be made. */
+  /**
+   * The connection to the database was lost or could not be made: server down or restarting,
+   * connection killed, `connectTimeoutMs` elapsed, or the login refused (unknown role or
+   * database, wrong password; the message names which). Transient: the runtime resumes an
+   * execution whose append failed this way from the log after a backoff (`storeRetryDelayMs`,
+   * `storeRetryDelayMaxMs`, `storeRetriesMax`), and `result()` waits meanwhile.
+   */
   STORE_UNAVAILABLE: 'STORE_UNAVAILABLE',
   /** The store was closed and cannot serve calls any more. */
   STORE_CLOSED: 'STORE_CLOSED',
@@ -66,6 +75,12 @@ export const ErrorCode = {
   RUNTIME_SHUT_DOWN: 'RUNTIME_SHUT_DOWN',
   /** A transactional step was asked of a store that cannot run one. */
   TRANSACTIONS_UNSUPPORTED: 'TRANSACTIONS_UNSUPPORTED',
+  /**
+   * An operation (`step`, `sleep`, `now`, …) was called on a flow context after its flow
+   * function returned or threw: nothing ran and nothing was recorded. Await every operation
+   * inside the flow function; never keep the context for later.
+   */
+  CONTEXT_CLOSED: 'CONTEXT_CLOSED',
 } as const;
 
 /** One of the stable error codes in {@link ErrorCode}. */

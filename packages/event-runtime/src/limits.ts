@@ -36,6 +36,11 @@ export const Limits = {
    * limits skip many items; items behind them wait for a later claim.
    */
   queueClaimScanMax: 1000,
+  /**
+   * Characters of a cancel reason. The reason goes into the cancelled terminal event, so it is
+   * checked before a cancel starts: a reason too big for that event would strand the execution.
+   */
+  cancelReasonLengthMax: 4096,
 } as const;
 
 export type LimitName = keyof typeof Limits;

@@ -1,3 +1,4 @@
+import { sleepOn } from '../clock.js';
 import { ErrorCode, isLoomError } from '../errors.js';
 import type { EventStore } from '../event-store.js';
 import type { SnapshotStore } from '../snapshot-store.js';
@@ -7,6 +8,7 @@ import type { KernelContext } from './kernel-context.js';
 import { loadState } from './load-state.js';
 import { notFound } from './not-found.js';
 import { keepAlive } from './pollers.js';
+import { isTransientStoreError, retryDelayMs } from './store-retry.js';
 
 /** A way to wait for an execution's outcome, wherever it runs. */
 export interface ExecutionHandle<O = unknown> {
@@ -16,7 +18,9 @@ export interface ExecutionHandle<O = unknown> {
   /**
    * The flow's output once the execution completes. Rejects with `EXECUTION_FAILED` (or the
    * kernel code the failure recorded, e.g. `NON_DETERMINISM`), `EXECUTION_CANCELLED`, or
-   * `RUNTIME_SHUT_DOWN`.
+   * `RUNTIME_SHUT_DOWN`. While the store is unavailable it keeps waiting (re-reading the log with
+   * the runtime's store backoff); it rejects with `STORE_UNAVAILABLE` (or `STORE_BUSY`) only
+   * once `storeRetriesMax` attempts in a row failed.
    */
   result(): Promise<O>;
 }
@@ -29,9 +33,12 @@ export interface OutcomeLog {
 
 /**
  * Where a handle looks for its outcome: the driver on this node, else the log; the clock keeps
- * the process alive while someone waits.
+ * the process alive while someone waits and times the re-reads while the store is unavailable.
  */
-export type OutcomeSource = Pick<KernelContext, 'store' | 'snapshots' | 'executions' | 'clock'>;
+export type OutcomeSource = Pick<
+  KernelContext,
+  'store' | 'snapshots' | 'executions' | 'clock' | 'settings'
+>;
 
 /** Continue-as-new chains followed by `result()` before giving up (a runaway chain is a bug). */
 const continuedHopsMax = 10_000;
@@ -75,13 +82,37 @@ async function awaitResult<O>(source: OutcomeSource, executionId: string): Promi
   try {
     let current = executionId;
     for (let hops = 0; ; hops++) {
-      const outcome = await outcomeOf(source, current);
+      const outcome = await outcomeRiding(source, current);
       if (outcome.status !== 'continued') return resultOf(current, outcome) as O;
       if (hops >= continuedHopsMax) throw notFound(outcome.successorId);
       current = outcome.successorId;
     }
   } finally {
     release();
+  }
+}
+
+/**
+ * {@link outcomeOf}, asked again after a backoff while the store fails transiently: the driver
+ * that stopped on the failure is resumed meanwhile (here, or by another node), so the outcome
+ * comes once the store is back.
+ */
+async function outcomeRiding(
+  source: OutcomeSource,
+  executionId: string,
+): Promise<ExecutionOutcome> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await outcomeOf(source, executionId);
+    } catch (error) {
+      if (
+        !isTransientStoreError(error) ||
+        attempt + 1 >= source.settings.storeRetry.storeRetriesMax
+      ) {
+        throw error;
+      }
+      await sleepOn(source.clock, retryDelayMs(source.settings.storeRetry, attempt));
+    }
   }
 }
 

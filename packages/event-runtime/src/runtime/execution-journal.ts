@@ -7,7 +7,9 @@ import type {
   StoredEvent,
 } from '../envelope.js';
 import type { EventStore, TransactionalEventStore } from '../event-store.js';
+import { type EncodedEnvelope, payloadTextKey } from '../internal/encoded-payloads.js';
 import { Limits } from '../limits.js';
+import { isTransientStoreError } from './store-retry.js';
 
 interface Waiter {
   /** Durable once every event up to this sequence is in the log. */
@@ -73,17 +75,20 @@ export class ExecutionJournal {
   /**
    * Queue an event; it becomes durable at the next flush. Returns its sequence, or -1 once the
    * journal is sealed (a late effect's completion after the terminal is dropped, not appended).
+   * `payloadText`, when the caller encoded the payload already, is what the log stores.
    */
-  record(type: string, payload: JsonValue): number {
+  record(type: string, payload: JsonValue, payloadText?: string): number {
     if (this.sealed) return -1;
     const sequence = this.nextSequence++;
-    this.pending.push({
+    const envelope: EncodedEnvelope = {
       executionId: this.executionId,
       sequence,
       type,
       payload,
       at: this.clock.now(),
-    });
+      [payloadTextKey]: payloadText,
+    };
+    this.pending.push(envelope);
     return sequence;
   }
 
@@ -143,12 +148,13 @@ export class ExecutionJournal {
   /**
    * Appends everything pending plus the event `completion` makes of `work`'s result in one
    * database transaction with `work` itself. If `work` (or `completion`) throws, nothing is
-   * written and the error is rethrown; if the append fails, the journal is broken.
+   * written and the error is rethrown; if the append fails, or the store fails transiently
+   * (`STORE_UNAVAILABLE`, `STORE_BUSY`) before it, the journal is broken.
    */
   async transact<T>(
     store: TransactionalEventStore,
     work: (tx: unknown) => T | Promise<T>,
-    completion: (result: T) => { type: string; payload: JsonValue },
+    completion: (result: T) => { type: string; payload: JsonValue; payloadText?: string },
   ): Promise<T> {
     await this.flush();
     while (this.inFlight) await new Promise<void>((resolve) => this.clock.defer(resolve));
@@ -156,20 +162,37 @@ export class ExecutionJournal {
     this.inFlight = true;
     let batch: EventEnvelope[] | undefined;
     let lastSequence = this.durableUpTo;
+    let workError: unknown;
+    // Stays synchronous for a synchronous `work` (SQLite refuses a transaction across an await).
+    const watchedWork = (tx: unknown): T | Promise<T> => {
+      try {
+        const result = work(tx);
+        if (!(result instanceof Promise)) return result;
+        return result.catch((error: unknown) => {
+          workError = error;
+          throw error;
+        });
+      } catch (error) {
+        workError = error;
+        throw error;
+      }
+    };
     try {
       const { result, stored } = await store.transact(
-        work,
+        watchedWork,
         (result) => {
           const event = completion(result);
           batch = this.pending.splice(0);
           lastSequence = this.nextSequence++;
-          batch.push({
+          const envelope: EncodedEnvelope = {
             executionId: this.executionId,
             sequence: lastSequence,
             type: event.type,
             payload: event.payload,
             at: this.clock.now(),
-          });
+            [payloadTextKey]: event.payloadText,
+          };
+          batch.push(envelope);
           return batch;
         },
         { fenceEpoch: this.fenceEpoch },
@@ -178,7 +201,9 @@ export class ExecutionJournal {
       this.onAppended?.(stored);
       return result;
     } catch (error) {
-      if (batch !== undefined) {
+      // The store's own transient failure (not an error `work` threw): the transaction did not
+      // commit, or its answer was lost; either way the log must be re-read, as after an append.
+      if (batch !== undefined || (error !== workError && isTransientStoreError(error))) {
         this.broken = error;
         const waiters = this.waiters;
         this.waiters = [];

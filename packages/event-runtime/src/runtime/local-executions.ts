@@ -1,8 +1,8 @@
 import type { JsonValue } from '../envelope.js';
 import { ErrorCode, isLoomError, LoomError } from '../errors.js';
-import { encodePayload } from '../internal/json-codec.js';
 import { mintId } from '../internal/mint-id.js';
 import { checkExecutionId } from '../internal/prepare-append.js';
+import { encodeRecorded, recordedValue } from './driver-support.js';
 import { ExecutionDriver } from './execution-driver.js';
 import { ExecutionJournal } from './execution-journal.js';
 import type { StartLinks } from './execution-links.js';
@@ -14,11 +14,14 @@ import { EventType, type ExecutionStartedPayload } from './kernel-events.js';
 import { loadState } from './load-state.js';
 import { notFound } from './not-found.js';
 import { cancelRemotely } from './remote-cancel.js';
+import { isTransientStoreError, ResumeRetries } from './store-retry.js';
 
 interface Running {
   driver: ExecutionDriver;
   lastSnapshotSequence: number;
   savingSnapshot: boolean;
+  /** Resolves once the driver ended and what follows (lease release, retry) was arranged. */
+  ended?: Promise<void>;
 }
 
 /**
@@ -31,8 +34,12 @@ export class LocalExecutions {
   private readonly running = new Map<string, Running>();
   private readonly resuming = new Map<string, Promise<void>>();
   private readonly background = new Set<Promise<unknown>>();
+  private readonly retries: ResumeRetries;
+  private stopping = false;
 
-  constructor(private readonly kernel: KernelContext) {}
+  constructor(private readonly kernel: KernelContext) {
+    this.retries = new ResumeRetries(kernel);
+  }
 
   /** Ids of the executions this node is driving right now. */
   get ids(): string[] {
@@ -66,12 +73,14 @@ export class LocalExecutions {
     this.kernel.assertRunning();
     this.kernel.flows.registerIfAbsent(flow);
     const executionId = requestedId === undefined ? mintId() : checkExecutionId(requestedId);
-    const inputValue = (input === undefined ? null : input) as JsonValue;
-    encodePayload(inputValue, executionId);
+    // The flow runs on the input decoded from what the log stores, as a replay will. (The
+    // append checks the whole started event; this names the input when it alone is too big.)
+    const checked = { input: input ?? null };
+    const text = encodeRecorded(checked, `the input of execution ${executionId}`, { executionId });
     const started: ExecutionStartedPayload = {
       flow: flow.name,
       version: flow.version ?? null,
-      input: inputValue,
+      input: recordedValue(checked.input, text, 'input'),
       ...links,
     };
     return { executionId, existing: await this.start(flow, executionId, started) };
@@ -121,13 +130,14 @@ export class LocalExecutions {
     const { store, clock, leases } = this.kernel;
     const { leaseMode } = this.kernel.settings;
     if (this.running.has(executionId)) return true;
+    if (await this.resumePending(executionId)) return true;
     const eager = leaseMode === 'eager' || started.continuedFrom !== undefined;
     if (eager && leases !== undefined && !(await leases.acquire(executionId))) return true;
     const journal = new ExecutionJournal(store, executionId, 0, 0, clock);
     journal.record(EventType.executionStarted, started as unknown as JsonValue);
     journal.setStatus('running');
     const durable = journal.flush();
-    const driver = this.drive(flow, initialState(executionId, started), journal, -1);
+    const running = this.drive(flow, initialState(executionId, started), journal, -1);
     try {
       await durable;
     } catch (error) {
@@ -137,9 +147,15 @@ export class LocalExecutions {
       ) {
         // Stop the speculative driver now: left alone it would run the flow to its first barrier,
         // and an in-memory sleep before it would hold this start() for the sleep's length.
-        driver.stop(error as LoomError);
-        await driver.done;
+        running.driver.stop(error as LoomError);
+        await running.driver.done;
         return true;
+      }
+      // Let the driver end (and its resume from the log be arranged) before the caller hears of
+      // it, so a start again finds the pending resume instead of racing it.
+      if (isTransientStoreError(error)) {
+        running.driver.stop(error as LoomError);
+        await running.ended;
       }
       throw error;
     }
@@ -147,6 +163,24 @@ export class LocalExecutions {
       leases?.acquireLater(executionId);
     }
     return false;
+  }
+
+  /**
+   * A start again of an execution whose driver stopped here on a store failure (the caller saw
+   * `STORE_UNAVAILABLE` from `start()`, whose append may have committed anyway): resume it from
+   * the log now rather than race a second driver against the pending resume. True when it exists
+   * (driven here now, or settled); false when its first append never committed.
+   */
+  private async resumePending(executionId: string): Promise<boolean> {
+    if (!this.retries.take(executionId) && !this.resuming.has(executionId)) return false;
+    try {
+      await this.resume(executionId);
+      return true;
+    } catch (error) {
+      if (isLoomError(error, ErrorCode.EXECUTION_NOT_FOUND)) return false;
+      if (isTransientStoreError(error)) this.retries.schedule(executionId);
+      throw error;
+    }
   }
 
   /**
@@ -186,7 +220,7 @@ export class LocalExecutions {
       foldEvent(state, event);
     // Another driver started here meanwhile (not the suspended one we waited for): it drives.
     const current = this.running.get(executionId);
-    if (isSettled(state) || (current !== undefined && current !== local)) {
+    if (isSettled(state) || (current !== undefined && current !== local) || this.stopping) {
       leases?.release(executionId);
       return;
     }
@@ -202,7 +236,7 @@ export class LocalExecutions {
     state: ExecutionState,
     journal: ExecutionJournal,
     snapshotSequence: number,
-  ): ExecutionDriver {
+  ): Running {
     const driver = new ExecutionDriver(state, journal, this.kernel);
     const running: Running = {
       driver,
@@ -211,8 +245,8 @@ export class LocalExecutions {
     };
     this.running.set(state.executionId, running);
     journal.onAppended = () => this.maybeSnapshot(running);
-    void driver.run(flow).then((outcome) => this.settled(running, outcome));
-    return driver;
+    running.ended = driver.run(flow).then((outcome) => this.settled(running, outcome));
+    return running;
   }
 
   /**
@@ -220,6 +254,8 @@ export class LocalExecutions {
    * for the background work in flight.
    */
   async stopAll(reason: (executionId: string) => LoomError): Promise<void> {
+    this.stopping = true;
+    this.retries.stop();
     const stopping = [...this.running.values()].map(async ({ driver }) => {
       driver.stop(reason(driver.executionId));
       await driver.journal.flush().catch(() => undefined);
@@ -249,6 +285,11 @@ export class LocalExecutions {
     }
     if (outcome.status === 'cancelled') this.track(links.cancelChildren(state, outcome.reason));
     if (outcome.status === 'suspended') this.track(links.wakeIfSignalled(state));
+    // The store failed under the driver but may come back: resume from the log after a backoff,
+    // rather than leave the execution to a recover() that may never be called.
+    if (outcome.status === 'stopped' && isTransientStoreError(outcome.error)) {
+      this.retries.schedule(executionId);
+    }
   }
 
   private maybeSnapshot(running: Running): void {

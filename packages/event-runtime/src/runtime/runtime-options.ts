@@ -4,6 +4,7 @@ import type { EventStore } from '../event-store.js';
 import type { LeaseStore } from '../lease-store.js';
 import type { SnapshotStore } from '../snapshot-store.js';
 import type { Flow } from './flow.js';
+import type { StoreRetrySettings } from './store-retry.js';
 
 /** How a runtime takes leases: not at all, before every first append, or only for long runs. */
 export type LeaseMode = 'off' | 'eager' | 'lazy';
@@ -50,6 +51,19 @@ export interface RuntimeOptions {
    * execution. Default 1,000; 0 = always suspend.
    */
   inlineWaitMs?: number;
+  /**
+   * While the store is unavailable (`STORE_UNAVAILABLE`, `STORE_BUSY`), an execution whose
+   * append failed is resumed from the log after this long, doubling per failed attempt, and a
+   * waiting `result()` re-reads the log on the same schedule. Default 100 ms.
+   */
+  storeRetryDelayMs?: number;
+  /** The longest wait between two such attempts. Default 5,000 ms. */
+  storeRetryDelayMaxMs?: number;
+  /**
+   * Attempts before giving up: the execution then stays running in the log for `recover()`, and
+   * `result()` rejects with the store's error. Default 100 (about 8 minutes at the defaults).
+   */
+  storeRetriesMax?: number;
 }
 
 export interface StartOptions {
@@ -74,6 +88,8 @@ export interface RuntimeSettings {
   readonly snapshotEvery: number | undefined;
   /** Keep step results in the hot state (only snapshots need them). */
   readonly keepResults: boolean;
+  /** Backoff while the store is unavailable. */
+  readonly storeRetry: StoreRetrySettings;
 }
 
 /** The documented defaults of {@link RuntimeOptions}. */
@@ -82,9 +98,26 @@ export const runtimeDefaults = {
   timerPollMs: 1_000,
   recoverEveryMs: 0,
   inlineWaitMs: 1_000,
+  storeRetryDelayMs: 100,
+  storeRetryDelayMaxMs: 5_000,
+  storeRetriesMax: 100,
 } as const;
 
-/** Applies the defaults and checks the options. Throws `INVALID_ARGUMENT` (snapshotEvery). */
+function positive(value: number | undefined, fallback: number, name: string): number {
+  const resolved = value ?? fallback;
+  if (!Number.isSafeInteger(resolved) || resolved < 1) {
+    throw new LoomError(ErrorCode.INVALID_ARGUMENT, `${name} must be a positive integer`, {
+      path: name,
+      actual: resolved,
+    });
+  }
+  return resolved;
+}
+
+/**
+ * Applies the defaults and checks the options. Throws `INVALID_ARGUMENT` (snapshotEvery, the
+ * store retry settings).
+ */
 export function resolveSettings(options: RuntimeOptions): RuntimeSettings {
   const leaseTtlMs = options.leaseTtlMs ?? runtimeDefaults.leaseTtlMs;
   const lazyGraceMs = options.lazyGraceMs ?? Math.floor(leaseTtlMs / 3);
@@ -108,5 +141,22 @@ export function resolveSettings(options: RuntimeOptions): RuntimeSettings {
     inlineWaitMs: options.inlineWaitMs ?? runtimeDefaults.inlineWaitMs,
     snapshotEvery,
     keepResults: snapshotEvery !== undefined,
+    storeRetry: {
+      storeRetryDelayMs: positive(
+        options.storeRetryDelayMs,
+        runtimeDefaults.storeRetryDelayMs,
+        'storeRetryDelayMs',
+      ),
+      storeRetryDelayMaxMs: positive(
+        options.storeRetryDelayMaxMs,
+        runtimeDefaults.storeRetryDelayMaxMs,
+        'storeRetryDelayMaxMs',
+      ),
+      storeRetriesMax: positive(
+        options.storeRetriesMax,
+        runtimeDefaults.storeRetriesMax,
+        'storeRetriesMax',
+      ),
+    },
   };
 }

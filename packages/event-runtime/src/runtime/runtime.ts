@@ -3,6 +3,7 @@ import type { JsonValue } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import type { EventStore } from '../event-store.js';
 import { checkExecutionId } from '../internal/prepare-append.js';
+import { Limits } from '../limits.js';
 import { createHandle, type ExecutionHandle } from './execution-handle.js';
 import type { ExecutionState } from './execution-state.js';
 import type { Flow } from './flow.js';
@@ -72,7 +73,10 @@ export class Runtime {
    * that already exists, no effect runs and the handle follows the existing execution.
    *
    * Error codes: `PAYLOAD_NOT_JSON` / `LIMIT_EXCEEDED` (input), `INVALID_FLOW`,
-   * `INVALID_ENVELOPE` (id), `RUNTIME_SHUT_DOWN`, and store errors.
+   * `INVALID_ENVELOPE` (id), `RUNTIME_SHUT_DOWN`, and store errors, among them
+   * `STORE_UNAVAILABLE` / `STORE_BUSY` when the first append failed: the execution may still
+   * have been written (its acknowledgement lost); if it was, this runtime drives it anyway, and
+   * starting again with the same `executionId` returns its handle.
    *
    * @example
    * const handle = await runtime.start(orderFlow, { sku: 'loom-1' }, { executionId: 'order-42' });
@@ -129,7 +133,8 @@ export class Runtime {
    * {@link defaultCancelReason}.
    *
    * Error codes: `EXECUTION_NOT_FOUND`, `INVALID_ENVELOPE` (id), `INVALID_ARGUMENT` (a reason
-   * that is not a string), store errors.
+   * that is not a string), `LIMIT_EXCEEDED` (a reason over `Limits.cancelReasonLengthMax`),
+   * store errors.
    *
    * @example
    * await runtime.cancel('order-42', 'customer asked');
@@ -141,6 +146,14 @@ export class Runtime {
         ErrorCode.INVALID_ARGUMENT,
         `a cancel reason must be a string (or left out), got ${typeof reason}`,
         { executionId, path: 'reason' },
+      );
+    }
+    if (reason.length > Limits.cancelReasonLengthMax) {
+      throw new LoomError(
+        ErrorCode.LIMIT_EXCEEDED,
+        `the cancel reason for execution ${executionId} is ${reason.length} characters, over ` +
+          `cancelReasonLengthMax (${Limits.cancelReasonLengthMax}): shorten it (keep details elsewhere)`,
+        { executionId, path: 'reason', limit: 'cancelReasonLengthMax', actual: reason.length },
       );
     }
     return this.kernel.executions.cancel(executionId, reason);
