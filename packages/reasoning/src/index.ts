@@ -1,3 +1,4 @@
+export { collectResponse } from './collect-response.js';
 export {
   ErrorCode,
   isLoomError,
@@ -6,6 +7,7 @@ export {
   type LoomErrorFields,
 } from './errors.js';
 export { type ModelStepOptions, modelStep } from './flow/model-step.js';
+export type { SetTimer } from './internal/time.js';
 export type {
   FallbackRecord,
   FinishReason,
@@ -43,8 +45,6 @@ export {
   type RouterOptions,
 } from './router/create-router.js';
 export { tagIndexCacheMax } from './router/tag-index.js';
-export { collectResponse } from './collect-response.js';
-export type { SetTimer } from './internal/time.js';
 export {
   advancingTimer,
   type StubFailure,

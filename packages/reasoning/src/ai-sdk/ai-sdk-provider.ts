@@ -1,6 +1,6 @@
 import { type Clock, systemClock } from '@loom/event-runtime';
 import { ErrorCode, LoomError } from '../errors.js';
-import { type RawToolCall, assembleResponse } from '../internal/assemble-response.js';
+import { assembleResponse, type RawToolCall } from '../internal/assemble-response.js';
 import { checkRequest } from '../internal/check-request.js';
 import { type SetTimer, timerOf } from '../internal/time.js';
 import type {

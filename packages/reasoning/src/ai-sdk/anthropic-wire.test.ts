@@ -70,9 +70,21 @@ function streamOf(blocks: string[], stopReason: string): string[] {
 }
 
 const textBlock = [
-  anthropicEvent({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
-  anthropicEvent({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Let me ' } }),
-  anthropicEvent({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'check.' } }),
+  anthropicEvent({
+    type: 'content_block_start',
+    index: 0,
+    content_block: { type: 'text', text: '' },
+  }),
+  anthropicEvent({
+    type: 'content_block_delta',
+    index: 0,
+    delta: { type: 'text_delta', text: 'Let me ' },
+  }),
+  anthropicEvent({
+    type: 'content_block_delta',
+    index: 0,
+    delta: { type: 'text_delta', text: 'check.' },
+  }),
   anthropicEvent({ type: 'content_block_stop', index: 0 }),
 ];
 
@@ -172,11 +184,14 @@ describe('the AI SDK adapter on the Anthropic Messages wire format', () => {
           ],
           'tool_use',
         ),
-        usage: streamed.usage.inputTokens === null ? {} : {
-          input_tokens: streamed.usage.inputTokens,
-          output_tokens: 12,
-          cache_read_input_tokens: 0,
-        },
+        usage:
+          streamed.usage.inputTokens === null
+            ? {}
+            : {
+                input_tokens: streamed.usage.inputTokens,
+                output_tokens: 12,
+                cache_read_input_tokens: 0,
+              },
       },
     });
     const generated = await provider().generate(request);
@@ -200,7 +215,12 @@ describe('the AI SDK adapter on the Anthropic Messages wire format', () => {
   it('429 with retry-after, 529 overloaded, 500 and a bad key map to typed codes', async () => {
     const err = (type: string, msg: string) => ({ type: 'error', error: { type, message: msg } });
     wire.reply(
-      { kind: 'json', status: 429, headers: { 'retry-after': '7' }, body: err('rate_limit_error', 'slow') },
+      {
+        kind: 'json',
+        status: 429,
+        headers: { 'retry-after': '7' },
+        body: err('rate_limit_error', 'slow'),
+      },
       { kind: 'json', status: 529, body: err('overloaded_error', 'busy') },
       { kind: 'json', status: 500, body: err('api_error', 'boom') },
       { kind: 'json', status: 401, body: err('authentication_error', 'bad key') },
@@ -229,7 +249,10 @@ describe('the AI SDK adapter on the Anthropic Messages wire format', () => {
       kind: 'sse',
       events: [
         ...streamOf([], 'end_turn').slice(0, 1),
-        anthropicEvent({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } as never),
+        anthropicEvent({
+          type: 'error',
+          error: { type: 'overloaded_error', message: 'Overloaded' },
+        } as never),
       ],
     });
     expect(await failure(collect(provider().stream(request)))).toMatchObject({

@@ -148,10 +148,7 @@ function fromApiCallError(error: ApiCallErrorShape, where: Where): LoomError {
  * The wait a 429 asks for: `retry-after-ms` (milliseconds, OpenAI's), else `retry-after` in
  * seconds or as an HTTP date. Undefined when absent or unreadable.
  */
-export function retryAfterOf(
-  headers: Record<string, string>,
-  nowMs: number,
-): number | undefined {
+export function retryAfterOf(headers: Record<string, string>, nowMs: number): number | undefined {
   const lower = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
   const ms = Number.parseFloat(lower['retry-after-ms'] ?? '');
   if (Number.isFinite(ms) && ms >= 0) return Math.ceil(ms);

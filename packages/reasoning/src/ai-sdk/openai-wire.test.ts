@@ -1,7 +1,9 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { ManualTime } from '@loom/middleware/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isLoomError } from '../errors.js';
 import type { ModelDelta, ModelProvider, ModelRequest, ModelResponse } from '../model-provider.js';
+import { withRetry } from '../retry/with-retry.js';
 import { fromAiSdk } from './ai-sdk-provider.js';
 import { openAiEvent, WireServer } from './wire-server.test-support.js';
 
@@ -106,7 +108,11 @@ describe('the AI SDK adapter on the OpenAI chat-completions wire format', () => 
           role: 'assistant',
           content: 'Searching.',
           tool_calls: [
-            { id: 'call_1', type: 'function', function: { name: 'search', arguments: '{"q":"loom"}' } },
+            {
+              id: 'call_1',
+              type: 'function',
+              function: { name: 'search', arguments: '{"q":"loom"}' },
+            },
           ],
         },
         'tool_calls',
@@ -167,7 +173,9 @@ describe('the AI SDK adapter on the OpenAI chat-completions wire format', () => 
     );
     const required = await provider().generate({ ...request, toolChoice: 'required' });
     expect(required.problem?.kind).toBe('tool_call_required');
-    expect((wire.requests[0]?.body as { tool_choice: unknown }).tool_choice).toBe('required');
+    expect((wire.requests[0]?.body as { tool_choice: unknown } | undefined)?.tool_choice).toBe(
+      'required',
+    );
     const empty = await provider().generate(request);
     expect(empty.problem?.kind).toBe('empty');
     expect(empty.usage).toEqual({ inputTokens: null, outputTokens: null, cachedInputTokens: null });
@@ -191,10 +199,7 @@ describe('the AI SDK adapter on the OpenAI chat-completions wire format', () => 
     ];
     wire.reply({ kind: 'sse', events });
     const deltas = await collect(provider().stream(request));
-    expect(deltas.filter((d) => d.type === 'text').map((d) => d.text)).toEqual([
-      'Sear',
-      'ching.',
-    ]);
+    expect(deltas.filter((d) => d.type === 'text').map((d) => d.text)).toEqual(['Sear', 'ching.']);
     expect(deltas.filter((d) => d.type === 'tool_call_input').map((d) => d.inputText)).toEqual([
       '{"q":',
       '"loom"}',
@@ -208,7 +213,7 @@ describe('the AI SDK adapter on the OpenAI chat-completions wire format', () => 
       finishReason: 'tool_calls',
       usage: { inputTokens: 50, outputTokens: 7 },
     });
-    expect((wire.requests[0]?.body as { stream: boolean }).stream).toBe(true);
+    expect((wire.requests[0]?.body as { stream: boolean } | undefined)?.stream).toBe(true);
 
     // The same answer, not streamed, gives the same response (latency aside).
     wire.reply({
@@ -238,8 +243,18 @@ describe('the AI SDK adapter on the OpenAI chat-completions wire format', () => 
 
   it('429 with retry-after is MODEL_RATE_LIMITED carrying retryAfterMs', async () => {
     wire.reply(
-      { kind: 'json', status: 429, headers: { 'retry-after': '2' }, body: { error: { message: 'slow down' } } },
-      { kind: 'json', status: 429, headers: { 'retry-after-ms': '350' }, body: { error: { message: 'slow down' } } },
+      {
+        kind: 'json',
+        status: 429,
+        headers: { 'retry-after': '2' },
+        body: { error: { message: 'slow down' } },
+      },
+      {
+        kind: 'json',
+        status: 429,
+        headers: { 'retry-after-ms': '350' },
+        body: { error: { message: 'slow down' } },
+      },
     );
     const seconds = await failure(provider().generate(request));
     expect(isLoomError(seconds, 'MODEL_RATE_LIMITED')).toBe(true);
@@ -321,10 +336,13 @@ describe('the AI SDK adapter on the OpenAI chat-completions wire format', () => 
   });
 
   it('warm() runs the given warm-up before the first call; without one it sends nothing', async () => {
-    wire.reply({ kind: 'json', body: { data: [] } }, {
-      kind: 'json',
-      body: completion({ role: 'assistant', content: 'hi' }, 'stop'),
-    });
+    wire.reply(
+      { kind: 'json', body: { data: [] } },
+      {
+        kind: 'json',
+        body: completion({ role: 'assistant', content: 'hi' }, 'stop'),
+      },
+    );
     const local = createOpenAICompatible({ name: 'local', baseURL: `${wire.url}/v1` });
     const warmed = fromAiSdk(local.chatModel('m'), {
       warm: async () => (await fetch(`${wire.url}/v1/models`)).arrayBuffer(),
@@ -343,5 +361,33 @@ describe('the AI SDK adapter on the OpenAI chat-completions wire format', () => 
     const response = await provider().generate(request);
     expect(JSON.parse(JSON.stringify(response)).text).toBe(response.text);
     expect(response.text.length).toBe(hostile.length);
+  });
+
+  it('withRetry over the wire waits the 429 retry-after, then the call succeeds', async () => {
+    wire.reply(
+      {
+        kind: 'json',
+        status: 429,
+        headers: { 'retry-after': '3' },
+        body: { error: { message: 'slow' } },
+      },
+      { kind: 'json', body: completion({ role: 'assistant', content: 'made it' }, 'stop') },
+    );
+    const time = new ManualTime();
+    const retried = withRetry(provider(), {
+      attempts: 2,
+      backoff: { initialMs: 10, jitter: 'none' },
+      clock: time,
+      setTimer: time.setTimer,
+    });
+    const pending = retried.generate(request);
+    await expect.poll(() => time.pendingTimers, { timeout: 5_000 }).toBe(1);
+    expect(time.delaysMs).toEqual([3_000]);
+    expect(wire.requests).toHaveLength(1);
+    await time.advance(3_000);
+    await expect.poll(() => time.pendingTimers, { timeout: 5_000 }).toBe(1);
+    await time.advance(10);
+    expect((await pending).text).toBe('made it');
+    expect(wire.requests).toHaveLength(2);
   });
 });

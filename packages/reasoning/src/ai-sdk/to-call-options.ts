@@ -42,7 +42,10 @@ function toPromptMessage(message: ModelMessage): unknown {
             type: 'tool-result',
             toolCallId: message.callId,
             toolName: message.tool,
-            output: { type: message.isError === true ? 'error-text' : 'text', value: message.content },
+            output: {
+              type: message.isError === true ? 'error-text' : 'text',
+              value: message.content,
+            },
           },
         ],
       };

@@ -65,7 +65,12 @@ export class WireServer {
     try {
       body = text === '' ? null : JSON.parse(text);
     } catch {}
-    this.requests.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body });
+    this.requests.push({
+      method: req.method ?? '',
+      path: req.url ?? '',
+      headers: req.headers,
+      body,
+    });
     const reply = this.replies.shift();
     if (reply === undefined) {
       res.writeHead(599, { 'content-type': 'text/plain' }).end('no scripted reply left');

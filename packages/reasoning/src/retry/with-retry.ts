@@ -1,3 +1,4 @@
+import { type Clock, systemClock } from '@loom/event-runtime';
 import {
   type BackoffOptions,
   composeMiddleware,
@@ -5,9 +6,8 @@ import {
   retryMiddleware,
   type SetTimer,
 } from '@loom/middleware';
-import { type Clock, systemClock } from '@loom/event-runtime';
 import { ErrorCode, isLoomError, isRetryableModelError, LoomError } from '../errors.js';
-import { continueStream, openStream, type OpenedStream } from '../internal/open-stream.js';
+import { continueStream, type OpenedStream, openStream } from '../internal/open-stream.js';
 import { sleep, timerOf } from '../internal/time.js';
 import type { ModelDelta, ModelProvider, ModelRequest } from '../model-provider.js';
 
@@ -89,7 +89,8 @@ export function withRetry(provider: ModelProvider, options: ModelRetryOptions): 
   return {
     id: provider.id,
     generate: (request) => run(request, () => provider.generate(request)),
-    stream: (request) => retriedStream(request, () => run(request, () => opened(provider, request))),
+    stream: (request) =>
+      retriedStream(request, () => run(request, () => opened(provider, request))),
     ...(provider.warm !== undefined ? { warm: () => provider.warm!() } : {}),
   };
 }

@@ -1,5 +1,5 @@
 import { ErrorCode, isLoomError, LoomError } from '../errors.js';
-import { continueStream, openStream, type OpenedStream } from '../internal/open-stream.js';
+import { continueStream, type OpenedStream, openStream } from '../internal/open-stream.js';
 import type {
   FallbackRecord,
   ModelDelta,
@@ -157,7 +157,11 @@ function moveOnOrThrow(
 }
 
 /** The last route's error, its code and facts kept (a caller may retry on them), with the trail. */
-function allFailed(fallbacks: FallbackRecord[], lastError: unknown, request: ModelRequest): LoomError {
+function allFailed(
+  fallbacks: FallbackRecord[],
+  lastError: unknown,
+  request: ModelRequest,
+): LoomError {
   const last = fallbacks.at(-1) as FallbackRecord;
   const fields = isLoomError(lastError) ? lastError.fields : {};
   return new LoomError(

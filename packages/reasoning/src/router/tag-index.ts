@@ -30,7 +30,7 @@ export class TagIndex<R> {
   /** The routes carrying every tag, in route order; all routes for no tags. */
   match(tags: readonly string[]): readonly R[] {
     if (tags.length === 0) return this.routes;
-    const key = tags.length === 1 ? (tags[0] as string) : [...tags].sort().join(separator);
+    const key = keyOf(tags);
     const known = this.answers.get(key);
     if (known !== undefined) return known;
     const answer = this.compute(tags);
@@ -52,4 +52,14 @@ export class TagIndex<R> {
     }
     return Object.freeze(answer);
   }
+}
+
+/** One key per tag set, whatever the order; the common one- and two-tag sets skip the sort. */
+function keyOf(tags: readonly string[]): string {
+  if (tags.length === 1) return tags[0] as string;
+  if (tags.length === 2) {
+    const [a, b] = tags as [string, string];
+    return a < b ? a + separator + b : b + separator + a;
+  }
+  return [...tags].sort().join(separator);
 }

@@ -5,9 +5,7 @@ import { isLoomError } from '../errors.js';
 import type { ModelDelta, ModelRequest } from '../model-provider.js';
 import { advancingTimer, StubModel, stubTokens } from './stub-model.js';
 
-const tools = [
-  { name: 'search', description: 'Search', inputSchema: { type: 'object' } },
-];
+const tools = [{ name: 'search', description: 'Search', inputSchema: { type: 'object' } }];
 const request: ModelRequest = { messages: [{ role: 'user', content: 'find loom' }], tools };
 
 function stub(options: Partial<ConstructorParameters<typeof StubModel>[0]> = {}) {
@@ -50,7 +48,10 @@ describe('StubModel', () => {
   });
 
   it('latency is simulated on the injected clock and reported exactly', async () => {
-    const { model, clock } = stub({ latencyMs: 50, script: [{ text: 'a' }, { text: 'b', latencyMs: 7 }] });
+    const { model, clock } = stub({
+      latencyMs: 50,
+      script: [{ text: 'a' }, { text: 'b', latencyMs: 7 }],
+    });
     const before = clock.now();
     const first = await model.generate(request);
     expect(first.latencyMs).toBe(50);
@@ -75,7 +76,12 @@ describe('StubModel', () => {
   it('scripted bad output becomes invalid calls and problems', async () => {
     const { model } = stub({
       script: [
-        { toolCalls: [{ tool: 'search', rawInput: '{"q":' }, { tool: 'nope', input: {} }] },
+        {
+          toolCalls: [
+            { tool: 'search', rawInput: '{"q":' },
+            { tool: 'nope', input: {} },
+          ],
+        },
         {},
         { text: 'no call' },
       ],
@@ -127,7 +133,9 @@ describe('StubModel', () => {
   it('an aborted request rejects with its reason and records nothing more', async () => {
     const controller = new AbortController();
     controller.abort(new Error('stop'));
-    const error = await stub().model.generate({ ...request, signal: controller.signal }).catch((e: unknown) => e);
+    const error = await stub()
+      .model.generate({ ...request, signal: controller.signal })
+      .catch((e: unknown) => e);
     expect((error as Error).message).toBe('stop');
   });
 });

@@ -121,7 +121,10 @@ export class StubModel implements ModelProvider {
     const { turn, startMs, callIndex } = await this.begin(request);
     const response = this.respond(turn, request, startMs, callIndex);
     const deltas: ModelDelta[] = [
-      ...(turn.text?.match(/\s*\S+\s*|\s+/g) ?? []).map((text) => ({ type: 'text' as const, text })),
+      ...(turn.text?.match(/\s*\S+\s*|\s+/g) ?? []).map((text) => ({
+        type: 'text' as const,
+        text,
+      })),
       ...this.rawCalls(turn, callIndex).flatMap((call): ModelDelta[] => [
         { type: 'tool_call_start', callId: call.callId, tool: call.tool },
         { type: 'tool_call_input', callId: call.callId, inputText: call.rawInput },
