@@ -7,7 +7,6 @@ export {
   type LoomErrorFields,
 } from './errors.js';
 export { type ModelStepOptions, modelStep } from './flow/model-step.js';
-export type { SetTimer } from './internal/time.js';
 export type {
   FallbackRecord,
   FinishReason,
@@ -55,3 +54,4 @@ export {
   type StubTurn,
   stubTokens,
 } from './stub/stub-model.js';
+export type { SetTimer } from './time.js';

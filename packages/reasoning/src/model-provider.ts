@@ -1,4 +1,4 @@
-import type { Json, ModelMessage, ToolCall, ToolChoice, ToolSpec } from './model-types.js';
+import type { ModelMessage, ToolCall, ToolChoice, ToolSpec } from './model-types.js';
 
 /**
  * What a provider is asked. Everything but `signal` is JSON, so a request can be logged and a
@@ -115,6 +115,3 @@ export interface ModelProvider {
    */
   warm?(): Promise<void>;
 }
-
-/** A JSON value, as a tool's input. Re-exported for convenience. */
-export type { Json };

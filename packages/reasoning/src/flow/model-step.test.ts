@@ -148,4 +148,19 @@ describe('modelStep in a kernel flow on SQLite', () => {
     const error = await handle.result().catch((e: unknown) => e);
     expect(JSON.stringify(error)).toContain('MODEL_BAD_REQUEST');
   });
+
+  it('a response too big for the log is refused typed (the step fails), not half-recorded', async () => {
+    const path = join(directory, `huge-${++counter}.db`);
+    const model = new StubModel({ script: [{ text: 'x'.repeat(2 * 1024 * 1024) }] });
+    const flow: Flow<null, unknown> = {
+      name: 'huge',
+      run: async (ctx) => (await modelStep(ctx, 'talk', model, request)).text.length,
+    };
+    const { runtime } = node(path, 'n');
+    const handle = await runtime.start(flow, null);
+    const error = await handle.result().catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: 'LoomError' });
+    expect(JSON.stringify((error as { fields: unknown }).fields)).toContain('LIMIT_EXCEEDED');
+    expect(model.calls).toBe(1);
+  });
 });

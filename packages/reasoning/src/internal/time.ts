@@ -1,7 +1,7 @@
 import type { Clock } from '@loom/event-runtime';
+import type { SetTimer } from '../time.js';
 
-/** Calls `fn` once after `ms` milliseconds; the returned function cancels it. */
-export type SetTimer = (fn: () => void, ms: number) => () => void;
+export type { SetTimer };
 
 /** `setTimeout`/`clearTimeout`; every timer this package arms is cancelled when its call settles. */
 export const systemSetTimer: SetTimer = (fn, ms) => {
