@@ -36,7 +36,7 @@ export interface AiSdkProviderOptions {
   /** Prices by model id, for `costUsd`. None by default: cost is then `null` (unknown). */
   prices?: PriceTable;
   /** Measures `latencyMs`. Default: the wall clock. */
-  clock?: Clock;
+  clock?: Pick<Clock, 'now'>;
   /** Arms the timeout. Default: the clock's timer when it has one, else `setTimeout`. */
   setTimer?: SetTimer;
   /** Extra HTTP headers on every call. */
@@ -117,7 +117,7 @@ export function fromAiSdk(
 interface CallSettings {
   id: string;
   timeoutMs: number;
-  clock: Clock;
+  clock: Pick<Clock, 'now'>;
   setTimer: SetTimer;
   prices: PriceTable | undefined;
   headers: Record<string, string> | undefined;

@@ -17,7 +17,7 @@ type ArmingClock = Clock & {
  * The timer to use: the one injected, else the clock's own when it arms timers (a kernel clock
  * that owns time), else the real one.
  */
-export function timerOf(clock: Clock, setTimer: SetTimer | undefined): SetTimer {
+export function timerOf(clock: Pick<Clock, 'now'>, setTimer: SetTimer | undefined): SetTimer {
   if (setTimer !== undefined) return setTimer;
   const arming = clock as Partial<ArmingClock>;
   if (typeof arming.setTimer === 'function') {

@@ -28,7 +28,7 @@ export interface ModelRetryOptions {
   /** Source of jitter, in [0, 1). */
   random?: () => number;
   /** Time for the waits. Default: the wall clock and `setTimeout`. */
-  clock?: Clock;
+  clock?: Pick<Clock, 'now'>;
   setTimer?: SetTimer;
 }
 

@@ -58,7 +58,7 @@ export interface StubModelOptions {
   /** Simulated latency of each call, waited on `setTimer`. Default 0. */
   latencyMs?: number;
   /** Measures `latencyMs`. Default: the wall clock. */
-  clock?: Clock;
+  clock?: Pick<Clock, 'now'>;
   /** Waits the latency. Default: the clock's timer when it arms timers, else `setTimeout`. */
   setTimer?: SetTimer;
   prices?: PriceTable;
@@ -93,7 +93,7 @@ export class StubModel implements ModelProvider {
   /** Every request received, without its signal. */
   readonly requests: Omit<ModelRequest, 'signal'>[] = [];
   private readonly model: string;
-  private readonly clock: Clock;
+  private readonly clock: Pick<Clock, 'now'>;
   private readonly setTimer: SetTimer;
 
   constructor(private readonly options: StubModelOptions) {
@@ -226,11 +226,11 @@ export class StubModel implements ModelProvider {
  * const clock = new ManualClock();
  * const model = new StubModel({ script, latencyMs: 50, clock, setTimer: advancingTimer(clock) });
  */
-export function advancingTimer(clock: { advance(ms: number): void }): SetTimer {
+export function advancingTimer(clock: { advance(ms: number): void | Promise<void> }): SetTimer {
   return (fn, ms) => {
     let cancelled = false;
-    clock.advance(ms);
-    queueMicrotask(() => {
+    // A ManualClock's advance settles once the timers it fired have: fire after it.
+    void Promise.resolve(clock.advance(ms)).then(() => {
       if (!cancelled) fn();
     });
     return () => {
