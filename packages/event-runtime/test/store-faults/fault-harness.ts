@@ -26,7 +26,10 @@ export interface FaultRun {
   exit: Promise<{ code: number | null; result: FaultResult | undefined; output: string }>;
 }
 
-/** The worker's own settle deadline is 25 s: past this it is stuck, and is killed. */
+/**
+ * The worker gives up waiting for its executions after 25 s by itself; one still running at 50 s
+ * is stuck, and is killed (so its test fails with what it printed instead of leaving it behind).
+ */
 const workerDeadlineMs = 50_000;
 
 export function runFaultWorker(env: Record<string, string>): FaultRun {
@@ -35,7 +38,11 @@ export function runFaultWorker(env: Record<string, string>): FaultRun {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  const exited = false;
+  let exited = false;
+  const deadline = setTimeout(() => {
+    if (!exited) child.kill('SIGKILL');
+  }, workerDeadlineMs);
+  deadline.unref();
   const watchers: Array<{ line: string; resolve: () => void; reject: (e: Error) => void }> = [];
   const check = () => {
     for (const watcher of [...watchers]) {
@@ -58,6 +65,8 @@ export function runFaultWorker(env: Record<string, string>): FaultRun {
     output: string;
   }>((resolve) =>
     child.on('exit', (code) => {
+      exited = true;
+      clearTimeout(deadline);
       for (const watcher of watchers.splice(0)) {
         watcher.reject(
           new Error(`the worker exited (${code}) before printing ${watcher.line}:\n${output}`),
