@@ -21,9 +21,10 @@ interface Encoder {
 
 /**
  * An exact tokenizer for OpenAI models, through the optional peer `gpt-tokenizer` (pure
- * JavaScript; install it yourself). Loads the one encoding the model uses (`o200k_base` for
- * GPT-4o, GPT-4.1, GPT-5 and the o-series; `cl100k_base` for GPT-4 and GPT-3.5), once per
- * call of this function: keep the tokenizer. Special-token text such as `<|endoftext|>` in a
+ * JavaScript; install it yourself). Loads the one encoding the model uses (`cl100k_base` for
+ * GPT-4 and GPT-3.5, as gpt-tokenizer's model table says; `o200k_base` for GPT-4o, GPT-4.1,
+ * GPT-5, the o-series and any newer `gpt-`/`o<digit>` name), once per call of this function:
+ * keep the tokenizer. Special-token text such as `<|endoftext|>` in a
  * prompt is counted as ordinary text (a prompt never sends special tokens). Each message
  * costs 3 tokens besides its text (OpenAI's chat format).
  *
@@ -54,6 +55,8 @@ export async function createTiktokenTokenizer(options: TiktokenOptions): Promise
   };
 }
 
+const openAIModel = /^(gpt-|chatgpt-|o\d)/;
+
 async function encodingOf(model: string): Promise<TiktokenEncoding> {
   let map: Record<string, string>;
   try {
@@ -63,11 +66,14 @@ async function encodingOf(model: string): Promise<TiktokenEncoding> {
   } catch (error) {
     throw unavailable(error, { model });
   }
-  const encoding = Object.hasOwn(map, model) ? map[model] : undefined;
+  // gpt-tokenizer lists the older models; every newer OpenAI chat model uses o200k_base (its
+  // own default). A name that is not OpenAI's is refused rather than counted with a guess.
+  const listed = Object.hasOwn(map, model) ? map[model] : undefined;
+  const encoding = listed ?? (openAIModel.test(model) ? 'o200k_base' : undefined);
   if (encoding !== 'o200k_base' && encoding !== 'cl100k_base') {
     throw new LoomError(
       ErrorCode.TOKENIZER_UNAVAILABLE,
-      `gpt-tokenizer knows no chat encoding for model ${JSON.stringify(model)}: pass { encoding: 'o200k_base' } (GPT-4o and later) or 'cl100k_base' (GPT-4, GPT-3.5)`,
+      `no OpenAI chat encoding is known for model ${JSON.stringify(model)}: pass { encoding: 'o200k_base' } (GPT-4o and later) or 'cl100k_base' (GPT-4, GPT-3.5), or use approximateTokenizer for other vendors`,
       { model },
     );
   }
