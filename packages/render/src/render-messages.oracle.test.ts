@@ -34,14 +34,12 @@ const text = fc.string({
   maxLength: 40,
 });
 const json: fc.Arbitrary<Json> = fc.jsonValue({ maxDepth: 2 }) as fc.Arbitrary<Json>;
-const priority = fc.option(
-  fc.oneof(
-    { arbitrary: fc.integer({ min: -2, max: 3 }), weight: 8 },
-    fc.constantFrom(Infinity, -Infinity, 0.5),
-  ),
-  { nil: undefined },
+// Optional keys: fc.record leaves them out at random (requiredKeys), so a node may inherit.
+const priority = fc.oneof(
+  { arbitrary: fc.integer({ min: -2, max: 3 }), weight: 8 },
+  fc.constantFrom(Infinity, -Infinity, 0.5),
 );
-const required = fc.option(fc.boolean(), { nil: undefined, freq: 3 });
+const required = fc.boolean();
 
 const toolSpec: fc.Arbitrary<ToolSpec> = fc.record({
   name: text,
