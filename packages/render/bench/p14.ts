@@ -3,7 +3,8 @@
 //
 // Linearity: for each size pair (n, 10n) the two walks run as alternating batches, small then
 // large, then large then small on the next repeat (so neither always runs first or warm), each
-// batch timed alone over three million visited nodes (a batch of ~0.2 s: CPU time is counted in scheduler ticks, and shorter batches measured the tick). One repeat's ratio is the large
+// batch timed alone over three million visited nodes (~0.2 s: CPU time is counted in scheduler
+// ticks, and shorter batches mostly measured the tick). One repeat's ratio is the large
 // blueprint's cost per walk over the small one's (10× the nodes: linear is 10×); the table gives
 // the median over the repeats and its min..max. Cost is this process's CPU time (user +
 // system, from process.cpuUsage), which hardly moves when other processes load the machine;
