@@ -27,7 +27,6 @@ export function traverse(blueprint: BlueprintNode): number {
   let visited = 0;
   traverseBlueprint(blueprint, () => {
     visited++;
-    return undefined;
   });
   return visited;
 }

@@ -24,8 +24,4 @@ export {
   renderMessages,
 } from './render-messages.js';
 export { approximateTokenizer, type Tokenizer } from './tokenizer.js';
-export {
-  type BlueprintVisitor,
-  traverseBlueprint,
-  type VisitResult,
-} from './traverse-blueprint.js';
+export { type BlueprintVisitor, traverseBlueprint } from './traverse-blueprint.js';

@@ -16,7 +16,6 @@ describe('traverseBlueprint', () => {
     traverseBlueprint(root, (node, depth, path) => {
       const label = node.kind === 'group' ? 'g' : node.kind === 'system' ? node.text : '?';
       seen.push(`${label}@${depth}[${path.join(',')}]`);
-      return undefined;
     });
     expect(seen).toEqual(['g@0[]', 'a@1[0]', 'g@1[1]', 'b@2[1,0]', 'c@2[1,1]', 'd@1[2]']);
   });
@@ -44,7 +43,6 @@ describe('traverseBlueprint', () => {
       visits++;
       if (path.length !== depth) pathsOfWrongLength++;
       deepest = Math.max(deepest, depth);
-      return undefined;
     });
     expect(visits).toBe(200_001);
     expect(pathsOfWrongLength).toBe(0);
@@ -59,7 +57,6 @@ describe('traverseBlueprint', () => {
     try {
       traverseBlueprint(loop, () => {
         visits++;
-        return undefined;
       });
     } catch (error) {
       caught = error;
@@ -73,7 +70,7 @@ describe('traverseBlueprint', () => {
       kind: 'group',
       children: [{ kind: 'group', children: 'nope' }],
     } as unknown as BlueprintNode;
-    expect(() => traverseBlueprint(root, () => undefined)).toThrow(
+    expect(() => traverseBlueprint(root, () => {})).toThrow(
       expect.objectContaining({ code: 'INVALID_BLUEPRINT', fields: { nodePath: [0] } }),
     );
   });

@@ -2,19 +2,17 @@ import type { BlueprintNode } from './blueprint.js';
 import { ErrorCode, LoomError } from './errors.js';
 import { Limits } from './limits.js';
 
-/** What `visit` may return: `'skip'` leaves the node's children out of the walk. */
-export type VisitResult = undefined | 'skip';
-
 /**
  * Called once per node, in depth-first order. `path` is the node's child indices from the root
  * (`[]` for the root). It is one array reused for the whole walk (so the walk stays linear):
- * copy it to keep it past the call.
+ * copy it to keep it past the call. Returning `'skip'` leaves the node's children out.
  */
 export type BlueprintVisitor = (
   node: BlueprintNode,
   depth: number,
   path: readonly number[],
-) => VisitResult | undefined;
+  // biome-ignore lint/suspicious/noConfusingVoidType: a visitor that returns nothing is the common case
+) => 'skip' | void;
 
 /**
  * Walks a blueprint depth first, in order, with an explicit stack (no recursion, so no depth
