@@ -27,6 +27,26 @@ describe('fromAiSdk options', () => {
   });
 });
 
+describe('fromAiSdk finish reasons', () => {
+  it("a generate result that finished 'interrupted' is MODEL_BAD_RESPONSE, not an answer", async () => {
+    const interrupted = {
+      ...model('v4'),
+      doGenerate: () =>
+        Promise.resolve({
+          content: [{ type: 'text', text: 'Half an ans' }],
+          finishReason: { unified: 'interrupted', raw: undefined },
+          usage: { inputTokens: { total: 3 }, outputTokens: { total: 2 } },
+        }),
+    } as unknown as AiSdkLanguageModel;
+    await expect(
+      fromAiSdk(interrupted).generate({ messages: [{ role: 'user', content: 'hi' }] }),
+    ).rejects.toMatchObject({
+      code: 'MODEL_BAD_RESPONSE',
+      fields: { finishReason: 'interrupted' },
+    });
+  });
+});
+
 describe('retryAfterOf', () => {
   const nowMs = Date.parse('2026-01-01T00:00:00Z');
   it('reads retry-after-ms, seconds, and an HTTP date; ignores what it cannot read', () => {
