@@ -37,14 +37,21 @@ export interface ModelUsage {
 
 /**
  * A tool call the model made that cannot be run as it is: kept verbatim (the raw argument text)
- * so the agent loop can record it and tell the model what was wrong.
+ * so the agent loop can record it and tell the model what was wrong. `reason`: `input_not_json`
+ * (the arguments do not parse), `input_not_object` (they parse to something other than an
+ * object: `5`, `null`, `[1]`), `unknown_tool` (the request offered no tool of that name).
+ *
+ * It is never replayed as a tool call (an `AssistantMessage`'s `toolCalls` need JSON input, and
+ * no API accepts a call it could not have made): feed it back as the assistant's text plus a user
+ * message describing the invalid decision (`@loom/render`'s `invalid_decision` observation,
+ * which has no `callId`).
  */
 export interface InvalidToolCall {
   callId: string;
   tool: string;
   /** The arguments exactly as the model wrote them. */
   rawInput: string;
-  reason: 'input_not_json' | 'unknown_tool';
+  reason: 'input_not_json' | 'input_not_object' | 'unknown_tool';
   /** What is wrong, in words the model can act on. */
   message: string;
 }

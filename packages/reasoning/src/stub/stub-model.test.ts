@@ -73,6 +73,31 @@ describe('StubModel', () => {
     expect(await collectResponse(stub({ script: turns }).model.stream(request))).toEqual(generated);
   });
 
+  it('arguments that are JSON but not an object are an invalid call (input_not_object)', async () => {
+    const { model } = stub({
+      script: [
+        {
+          toolCalls: [
+            { tool: 'search', rawInput: '5' },
+            { tool: 'search', rawInput: 'null' },
+            { tool: 'search', rawInput: '[1]' },
+            { tool: 'search', rawInput: '"q"' },
+            { tool: 'search', rawInput: '{"q":"x"}' },
+          ],
+        },
+      ],
+    });
+    const response = await model.generate(request);
+    expect(response.invalidToolCalls.map((c) => [c.rawInput, c.reason])).toEqual([
+      ['5', 'input_not_object'],
+      ['null', 'input_not_object'],
+      ['[1]', 'input_not_object'],
+      ['"q"', 'input_not_object'],
+    ]);
+    expect(response.invalidToolCalls[0]?.message).toContain('JSON object');
+    expect(response.toolCalls.map((c) => c.input)).toEqual([{ q: 'x' }]);
+  });
+
   it('scripted bad output becomes invalid calls and problems', async () => {
     const { model } = stub({
       script: [
