@@ -15,7 +15,8 @@ export const ErrorCode = {
   MODEL_RATE_LIMITED: 'MODEL_RATE_LIMITED',
   /**
    * The provider could not serve: HTTP 5xx (`fields.status`), 408/409, or no connection (refused,
-   * reset, DNS). Retryable; the router falls back.
+   * reset, DNS). `fields.retryAfterMs` when a 503/529 said when to come back. Retryable; the
+   * router falls back.
    */
   MODEL_UNAVAILABLE: 'MODEL_UNAVAILABLE',
   /**

@@ -57,4 +57,29 @@ describe('retryAfterOf', () => {
     expect(retryAfterOf({ 'retry-after': 'soon' }, nowMs)).toBeUndefined();
     expect(retryAfterOf({}, nowMs)).toBeUndefined();
   });
+
+  it('reads only strict numbers and IMF-fixdate dates; negative or garbage values give nothing', () => {
+    for (const bad of [
+      '-5',
+      '5abc',
+      '1e3',
+      ' ',
+      '0x10',
+      'Infinity',
+      '2026-01-01T00:00:30Z',
+      '30s',
+    ]) {
+      expect(
+        retryAfterOf({ 'retry-after-ms': bad }, nowMs),
+        `retry-after-ms ${bad}`,
+      ).toBeUndefined();
+      expect(retryAfterOf({ 'retry-after': bad }, nowMs), `retry-after ${bad}`).toBeUndefined();
+    }
+    // A garbage retry-after-ms does not hide a readable retry-after.
+    expect(retryAfterOf({ 'retry-after-ms': 'x', 'retry-after': '2' }, nowMs)).toBe(2_000);
+    expect(
+      retryAfterOf({ 'retry-after': 'Thursday, 01-Jan-26 00:00:30 GMT' }, nowMs),
+    ).toBeUndefined();
+    expect(retryAfterOf({ 'retry-after-ms': '0' }, nowMs)).toBe(0);
+  });
 });

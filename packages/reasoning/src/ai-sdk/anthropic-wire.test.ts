@@ -221,7 +221,12 @@ describe('the AI SDK adapter on the Anthropic Messages wire format', () => {
         headers: { 'retry-after': '7' },
         body: err('rate_limit_error', 'slow'),
       },
-      { kind: 'json', status: 529, body: err('overloaded_error', 'busy') },
+      {
+        kind: 'json',
+        status: 529,
+        headers: { 'retry-after': '4' },
+        body: err('overloaded_error', 'busy'),
+      },
       { kind: 'json', status: 500, body: err('api_error', 'boom') },
       { kind: 'json', status: 401, body: err('authentication_error', 'bad key') },
     );
@@ -232,7 +237,7 @@ describe('the AI SDK adapter on the Anthropic Messages wire format', () => {
     });
     expect(await failure(p.generate(request))).toMatchObject({
       code: 'MODEL_UNAVAILABLE',
-      fields: { status: 529 },
+      fields: { status: 529, retryAfterMs: 4_000 },
     });
     expect(await failure(collect(p.stream(request)))).toMatchObject({
       code: 'MODEL_UNAVAILABLE',
