@@ -87,8 +87,13 @@ export interface ModelResponse {
   usage: ModelUsage;
   /** The model that answered, as the provider names it. */
   model: string;
-  /** The provider (or router route) that answered. */
+  /** The provider that answered. */
   provider: string;
+  /**
+   * The router route that answered, by the id `fallbacks[].route` uses (`'p#2'` for a provider's
+   * second route); absent without a router.
+   */
+  route?: string;
   /** From sending the request to the last byte, on the provider's clock. */
   latencyMs: number;
   /** From the price table the provider was given; `null` = unknown (no price, or no token counts). */
