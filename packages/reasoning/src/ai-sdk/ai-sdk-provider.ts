@@ -358,13 +358,13 @@ class AiSdkCall {
     const timeout = attempt.timedOut();
     if (timeout !== undefined) {
       const what = {
-        timeoutMs: 'sent nothing',
-        idleTimeoutMs: 'went silent mid-stream for',
-        generateTimeoutMs: 'sent no answer within',
+        timeoutMs: `sent nothing within ${timeout.ms} ms`,
+        idleTimeoutMs: `went silent mid-stream for ${timeout.ms} ms`,
+        generateTimeoutMs: `sent no answer within ${timeout.ms} ms`,
       }[timeout.option];
       return new LoomError(
         ErrorCode.MODEL_TIMEOUT,
-        `${this.settings.id} ${what} ${timeout.option === 'timeoutMs' ? 'within ' : ''}${timeout.ms} ms; raise ${timeout.option} or use another route`,
+        `${this.settings.id} ${what}; raise ${timeout.option} or use another route`,
         { ...facts, timeoutMs: timeout.ms, option: timeout.option },
         error,
       );
