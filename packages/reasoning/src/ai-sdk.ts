@@ -13,6 +13,8 @@ export type {
 } from './ai-sdk/ai-sdk-model.js';
 export {
   type AiSdkProviderOptions,
+  defaultModelGenerateTimeoutMs,
+  defaultModelIdleTimeoutMs,
   defaultModelTimeoutMs,
   fromAiSdk,
 } from './ai-sdk/ai-sdk-provider.js';

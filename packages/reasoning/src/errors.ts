@@ -15,15 +15,22 @@ export const ErrorCode = {
   MODEL_RATE_LIMITED: 'MODEL_RATE_LIMITED',
   /**
    * The provider could not serve: HTTP 5xx (`fields.status`), 408/409, or no connection (refused,
-   * reset, DNS). Retryable; the router falls back.
+   * reset, DNS). `fields.retryAfterMs` when a 503/529 said when to come back. Retryable; the
+   * router falls back.
    */
   MODEL_UNAVAILABLE: 'MODEL_UNAVAILABLE',
   /**
    * The provider answered something that is not its API's format: malformed JSON, a body that
-   * fails the provider's schema, or a stream cut off before its end. Not retried by default.
+   * fails the provider's schema, or a stream cut off before its end (including one that ended
+   * cleanly without its completion signal: the AI SDK's finish reason `'interrupted'`). Not
+   * retried by default.
    */
   MODEL_BAD_RESPONSE: 'MODEL_BAD_RESPONSE',
-  /** No answer (or, streaming, no first delta) within `timeoutMs` (`fields.timeoutMs`). Retryable. */
+  /**
+   * The model was too slow: no first stream part within `timeoutMs`, a started stream silent for
+   * `idleTimeoutMs`, or no `generate` answer within `generateTimeoutMs`. `fields.option` names
+   * the option, `fields.timeoutMs` its value. Retryable.
+   */
   MODEL_TIMEOUT: 'MODEL_TIMEOUT',
   /**
    * The provider refused the request (HTTP 4xx other than 408/409/429: a bad key, an unknown

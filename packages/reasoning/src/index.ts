@@ -52,6 +52,7 @@ export {
   type StubScript,
   type StubToolCall,
   type StubTurn,
+  stubRequestsKept,
   stubTokens,
 } from './stub/stub-model.js';
 export type { SetTimer } from './time.js';

@@ -37,14 +37,21 @@ export interface ModelUsage {
 
 /**
  * A tool call the model made that cannot be run as it is: kept verbatim (the raw argument text)
- * so the agent loop can record it and tell the model what was wrong.
+ * so the agent loop can record it and tell the model what was wrong. `reason`: `input_not_json`
+ * (the arguments do not parse), `input_not_object` (they parse to something other than an
+ * object: `5`, `null`, `[1]`), `unknown_tool` (the request offered no tool of that name).
+ *
+ * It is never replayed as a tool call (an `AssistantMessage`'s `toolCalls` need JSON input, and
+ * no API accepts a call it could not have made): feed it back as the assistant's text plus a user
+ * message describing the invalid decision (`@loom/render`'s `invalid_decision` observation,
+ * which has no `callId`).
  */
 export interface InvalidToolCall {
   callId: string;
   tool: string;
   /** The arguments exactly as the model wrote them. */
   rawInput: string;
-  reason: 'input_not_json' | 'unknown_tool';
+  reason: 'input_not_json' | 'input_not_object' | 'unknown_tool';
   /** What is wrong, in words the model can act on. */
   message: string;
 }
@@ -80,8 +87,13 @@ export interface ModelResponse {
   usage: ModelUsage;
   /** The model that answered, as the provider names it. */
   model: string;
-  /** The provider (or router route) that answered. */
+  /** The provider that answered. */
   provider: string;
+  /**
+   * The router route that answered, by the id `fallbacks[].route` uses (`'p#2'` for a provider's
+   * second route); absent without a router.
+   */
+  route?: string;
   /** From sending the request to the last byte, on the provider's clock. */
   latencyMs: number;
   /** From the price table the provider was given; `null` = unknown (no price, or no token counts). */

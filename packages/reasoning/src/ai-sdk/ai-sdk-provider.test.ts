@@ -27,6 +27,26 @@ describe('fromAiSdk options', () => {
   });
 });
 
+describe('fromAiSdk finish reasons', () => {
+  it("a generate result that finished 'interrupted' is MODEL_BAD_RESPONSE, not an answer", async () => {
+    const interrupted = {
+      ...model('v4'),
+      doGenerate: () =>
+        Promise.resolve({
+          content: [{ type: 'text', text: 'Half an ans' }],
+          finishReason: { unified: 'interrupted', raw: undefined },
+          usage: { inputTokens: { total: 3 }, outputTokens: { total: 2 } },
+        }),
+    } as unknown as AiSdkLanguageModel;
+    await expect(
+      fromAiSdk(interrupted).generate({ messages: [{ role: 'user', content: 'hi' }] }),
+    ).rejects.toMatchObject({
+      code: 'MODEL_BAD_RESPONSE',
+      fields: { finishReason: 'interrupted' },
+    });
+  });
+});
+
 describe('retryAfterOf', () => {
   const nowMs = Date.parse('2026-01-01T00:00:00Z');
   it('reads retry-after-ms, seconds, and an HTTP date; ignores what it cannot read', () => {
@@ -36,5 +56,30 @@ describe('retryAfterOf', () => {
     expect(retryAfterOf({ 'retry-after': 'Wed, 31 Dec 2025 23:00:00 GMT' }, nowMs)).toBe(0);
     expect(retryAfterOf({ 'retry-after': 'soon' }, nowMs)).toBeUndefined();
     expect(retryAfterOf({}, nowMs)).toBeUndefined();
+  });
+
+  it('reads only strict numbers and IMF-fixdate dates; negative or garbage values give nothing', () => {
+    for (const bad of [
+      '-5',
+      '5abc',
+      '1e3',
+      ' ',
+      '0x10',
+      'Infinity',
+      '2026-01-01T00:00:30Z',
+      '30s',
+    ]) {
+      expect(
+        retryAfterOf({ 'retry-after-ms': bad }, nowMs),
+        `retry-after-ms ${bad}`,
+      ).toBeUndefined();
+      expect(retryAfterOf({ 'retry-after': bad }, nowMs), `retry-after ${bad}`).toBeUndefined();
+    }
+    // A garbage retry-after-ms does not hide a readable retry-after.
+    expect(retryAfterOf({ 'retry-after-ms': 'x', 'retry-after': '2' }, nowMs)).toBe(2_000);
+    expect(
+      retryAfterOf({ 'retry-after': 'Thursday, 01-Jan-26 00:00:30 GMT' }, nowMs),
+    ).toBeUndefined();
+    expect(retryAfterOf({ 'retry-after-ms': '0' }, nowMs)).toBe(0);
   });
 });

@@ -21,18 +21,35 @@ import type {
 import { type CallPhase, mapAiSdkError } from './map-ai-sdk-error.js';
 import { toCallOptions } from './to-call-options.js';
 
-/** Default {@link AiSdkProviderOptions.timeoutMs}: a minute to the first token. */
+/** Default {@link AiSdkProviderOptions.timeoutMs}: a minute to the first part of a stream. */
 export const defaultModelTimeoutMs = 60_000;
+
+/** Default {@link AiSdkProviderOptions.idleTimeoutMs}: a minute of silence inside a stream. */
+export const defaultModelIdleTimeoutMs = 60_000;
+
+/** Default {@link AiSdkProviderOptions.generateTimeoutMs}: ten minutes for a whole answer. */
+export const defaultModelGenerateTimeoutMs = 600_000;
 
 /** Options of {@link fromAiSdk}. */
 export interface AiSdkProviderOptions {
   /** The provider's name in responses and routes. Default `<model.provider>:<model.modelId>`. */
   id?: string;
   /**
-   * How long to wait for the answer (`generate`) or for the first delta (`stream`) before
-   * `MODEL_TIMEOUT`. Default 60 000. Once a stream has started it is not timed.
+   * How long `stream` waits for the model's first stream part (reasoning, text, a tool call,
+   * metadata: anything after the connection opened) before `MODEL_TIMEOUT`. Default 60 000.
    */
   timeoutMs?: number;
+  /**
+   * How long a started stream may stay silent between two parts before `MODEL_TIMEOUT`; re-armed
+   * on every part, so a long answer that keeps streaming is never cut. Default 60 000.
+   */
+  idleTimeoutMs?: number;
+  /**
+   * How long `generate` waits for the whole answer before `MODEL_TIMEOUT`. A non-streamed answer
+   * arrives in one piece, so this bounds generation, not the first byte: it is much larger than
+   * `timeoutMs`. Default 600 000 (ten minutes).
+   */
+  generateTimeoutMs?: number;
   /** Prices by model id, for `costUsd`. None by default: cost is then `null` (unknown). */
   prices?: PriceTable;
   /** Measures `latencyMs`. Default: the wall clock. */
@@ -45,9 +62,10 @@ export interface AiSdkProviderOptions {
   providerOptions?: Record<string, Record<string, unknown>>;
   /**
    * What `warm()` does. AI SDK models open their connection on the first request and have no
-   * warm-up call of their own; give a function that touches the API (e.g.
-   * `() => fetch(baseURL + '/models')`) so the connection pool holds an open connection before
-   * the first call. Without it `warm()` does nothing.
+   * warm-up call of their own; give a function that touches the API and reads the body (e.g.
+   * `async () => { await (await fetch(baseURL + '/models')).arrayBuffer(); }`: an unread body
+   * ties up the socket) so the connection pool holds an open connection before the first call.
+   * Without it `warm()` does nothing.
    */
   warm?: () => Promise<unknown>;
 }
@@ -59,7 +77,8 @@ export interface AiSdkProviderOptions {
  * which is not used, so the only retry policy is Loom's ({@link withRetry}).
  *
  * Error codes (each call): `MODEL_RATE_LIMITED` (`retryAfterMs`), `MODEL_UNAVAILABLE`,
- * `MODEL_BAD_RESPONSE`, `MODEL_TIMEOUT`, `MODEL_BAD_REQUEST`; an abort of `request.signal`
+ * `MODEL_BAD_RESPONSE` (also a cut-off answer: finish reason `'interrupted'`), `MODEL_TIMEOUT`
+ * (`timeoutMs`, `idleTimeoutMs`, `generateTimeoutMs`), `MODEL_BAD_REQUEST`; an abort of `request.signal`
  * rejects with the signal's reason. `INVALID_ARGUMENT` for a bad option or request.
  *
  * @example
@@ -85,18 +104,23 @@ export function fromAiSdk(
       { option: 'model', actual: model.specificationVersion },
     );
   }
-  const timeoutMs = options.timeoutMs ?? defaultModelTimeoutMs;
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0) {
-    throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
-      `timeoutMs must be a positive whole number of ms, got ${timeoutMs}`,
-      { option: 'timeoutMs', actual: timeoutMs },
-    );
-  }
+  const timeoutMs = positiveMs('timeoutMs', options.timeoutMs, defaultModelTimeoutMs);
+  const idleTimeoutMs = positiveMs(
+    'idleTimeoutMs',
+    options.idleTimeoutMs,
+    defaultModelIdleTimeoutMs,
+  );
+  const generateTimeoutMs = positiveMs(
+    'generateTimeoutMs',
+    options.generateTimeoutMs,
+    defaultModelGenerateTimeoutMs,
+  );
   const clock = options.clock ?? systemClock;
   const call = new AiSdkCall(model, {
     id: options.id ?? `${model.provider}:${model.modelId}`,
     timeoutMs,
+    idleTimeoutMs,
+    generateTimeoutMs,
     clock,
     setTimer: timerOf(clock, options.setTimer),
     prices: options.prices,
@@ -114,9 +138,23 @@ export function fromAiSdk(
   };
 }
 
+function positiveMs(option: string, value: number | undefined, fallback: number): number {
+  const ms = value ?? fallback;
+  if (!Number.isSafeInteger(ms) || ms <= 0) {
+    throw new LoomError(
+      ErrorCode.INVALID_ARGUMENT,
+      `${option} must be a positive whole number of ms, got ${ms}`,
+      { option, actual: ms },
+    );
+  }
+  return ms;
+}
+
 interface CallSettings {
   id: string;
   timeoutMs: number;
+  idleTimeoutMs: number;
+  generateTimeoutMs: number;
   clock: Pick<Clock, 'now'>;
   setTimer: SetTimer;
   prices: PriceTable | undefined;
@@ -124,11 +162,19 @@ interface CallSettings {
   providerOptions: Record<string, Record<string, unknown>> | undefined;
 }
 
-/** One abortable attempt: the caller's signal, plus the timeout until `stopTimer()`. */
+/** Which timer aborted an attempt, as the option that set it and its value. */
+interface Timeout {
+  option: 'timeoutMs' | 'idleTimeoutMs' | 'generateTimeoutMs';
+  ms: number;
+}
+
+/** One abortable attempt: the caller's signal, plus one timeout that `arm()` replaces. */
 interface Attempt {
   signal: AbortSignal;
-  timedOut: () => boolean;
-  stopTimer: () => void;
+  /** Rejects with the abort reason once the attempt aborts (never resolves). */
+  aborted: Promise<never>;
+  timedOut: () => Timeout | undefined;
+  arm: (timeout: Timeout) => void;
   dispose: () => void;
 }
 
@@ -140,10 +186,17 @@ class AiSdkCall {
 
   async generate(request: ModelRequest): Promise<ModelResponse> {
     checkRequest(request);
-    const attempt = this.attempt(request.signal);
+    const attempt = this.attempt(request.signal, {
+      option: 'generateTimeoutMs',
+      ms: this.settings.generateTimeoutMs,
+    });
     const startMs = this.settings.clock.now();
     try {
-      const result = await this.model.doGenerate(this.callOptions(request, attempt.signal));
+      const result = await Promise.race([
+        this.model.doGenerate(this.callOptions(request, attempt.signal)),
+        attempt.aborted,
+      ]);
+      this.refuseInterrupted(result.finishReason);
       let text = '';
       const calls: RawToolCall[] = [];
       for (const part of result.content) {
@@ -176,21 +229,31 @@ class AiSdkCall {
 
   async *stream(request: ModelRequest): AsyncGenerator<ModelDelta> {
     checkRequest(request);
-    const attempt = this.attempt(request.signal);
+    const { timeoutMs, idleTimeoutMs } = this.settings;
+    const attempt = this.attempt(request.signal, { option: 'timeoutMs', ms: timeoutMs });
     const startMs = this.settings.clock.now();
     let phase: CallPhase = 'request';
     let reader: ReadableStreamDefaultReader<AiSdkStreamPart> | undefined;
     try {
-      const { stream } = await this.model.doStream(this.callOptions(request, attempt.signal));
+      const { stream } = await Promise.race([
+        this.model.doStream(this.callOptions(request, attempt.signal)),
+        attempt.aborted,
+      ]);
       phase = 'body';
       reader = stream.getReader();
       const state = new StreamState();
       for (;;) {
-        const next = await reader.read();
+        // The race: a stalled body must fail on the timer even if the package ignores the abort.
+        const next = await Promise.race([reader.read(), attempt.aborted]);
         if (next.done) break;
+        // Any part after stream-start (reasoning, metadata, text) proves the model is answering:
+        // from here only silence is timed, so a long reasoning phase is not a timeout.
+        if (next.value.type !== 'stream-start') {
+          attempt.arm({ option: 'idleTimeoutMs', ms: idleTimeoutMs });
+        }
         const deltas = state.take(next.value);
         if (next.value.type === 'error') throw next.value.error;
-        if (deltas.length > 0) attempt.stopTimer();
+        if (next.value.type === 'finish') this.refuseInterrupted(next.value.finishReason);
         yield* deltas;
         if (state.finished) break;
       }
@@ -218,6 +281,20 @@ class AiSdkCall {
     }
   }
 
+  /**
+   * The AI SDK reports a stream that ended without the provider's completion signal (no
+   * message_stop, no finish_reason) as a finish with reason 'interrupted': the answer is cut off
+   * and must not be recorded as one.
+   */
+  private refuseInterrupted(reason: AiSdkFinishReason | string | undefined): void {
+    if (reason === undefined || finishOf(reason) !== 'interrupted') return;
+    throw new LoomError(
+      ErrorCode.MODEL_BAD_RESPONSE,
+      `the stream was cut off: ${this.settings.id} ended its response without a completion signal, so the answer may be incomplete`,
+      { provider: this.settings.id, model: this.model.modelId, finishReason: 'interrupted' },
+    );
+  }
+
   private callOptions(request: ModelRequest, signal: AbortSignal) {
     const { headers, providerOptions } = this.settings;
     return {
@@ -236,20 +313,33 @@ class AiSdkCall {
     };
   }
 
-  private attempt(callerSignal: AbortSignal | undefined): Attempt {
+  private attempt(callerSignal: AbortSignal | undefined, first: Timeout): Attempt {
     const controller = new AbortController();
-    let timedOut = false;
+    let timedOut: Timeout | undefined;
+    let cancelTimer = () => {};
+    const aborted = new Promise<never>((_, reject) => {
+      controller.signal.addEventListener('abort', () => reject(controller.signal.reason), {
+        once: true,
+      });
+    });
+    aborted.catch(() => {}); // raced, never awaited alone
     const onCallerAbort = () => controller.abort(callerSignal?.reason);
+    const arm = (timeout: Timeout) => {
+      cancelTimer();
+      if (controller.signal.aborted) return;
+      cancelTimer = this.settings.setTimer(() => {
+        timedOut = timeout;
+        controller.abort();
+      }, timeout.ms);
+    };
     if (callerSignal?.aborted) onCallerAbort();
     else callerSignal?.addEventListener('abort', onCallerAbort, { once: true });
-    const cancelTimer = this.settings.setTimer(() => {
-      timedOut = true;
-      controller.abort();
-    }, this.settings.timeoutMs);
+    arm(first);
     return {
       signal: controller.signal,
+      aborted,
       timedOut: () => timedOut,
-      stopTimer: cancelTimer,
+      arm,
       dispose: () => {
         cancelTimer();
         callerSignal?.removeEventListener('abort', onCallerAbort);
@@ -265,11 +355,17 @@ class AiSdkCall {
   ): unknown {
     if (callerSignal?.aborted) return callerSignal.reason;
     const facts = { provider: this.settings.id, model: this.model.modelId };
-    if (attempt.timedOut()) {
+    const timeout = attempt.timedOut();
+    if (timeout !== undefined) {
+      const what = {
+        timeoutMs: `sent nothing within ${timeout.ms} ms`,
+        idleTimeoutMs: `went silent mid-stream for ${timeout.ms} ms`,
+        generateTimeoutMs: `sent no answer within ${timeout.ms} ms`,
+      }[timeout.option];
       return new LoomError(
         ErrorCode.MODEL_TIMEOUT,
-        `${this.settings.id} sent no answer within ${this.settings.timeoutMs} ms; raise timeoutMs or use another route`,
-        { ...facts, timeoutMs: this.settings.timeoutMs },
+        `${this.settings.id} ${what}; raise ${timeout.option} or use another route`,
+        { ...facts, timeoutMs: timeout.ms, option: timeout.option },
         error,
       );
     }

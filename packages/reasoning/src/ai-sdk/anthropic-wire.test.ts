@@ -1,7 +1,7 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ModelDelta, ModelProvider, ModelRequest, ModelResponse } from '../model-provider.js';
-import { fromAiSdk } from './ai-sdk-provider.js';
+import { type AiSdkProviderOptions, fromAiSdk } from './ai-sdk-provider.js';
 import { anthropicEvent, WireServer } from './wire-server.test-support.js';
 
 let wire: WireServer;
@@ -12,7 +12,7 @@ afterEach(async () => {
   await wire.close();
 });
 
-function provider(options: { timeoutMs?: number } = {}): ModelProvider {
+function provider(options: AiSdkProviderOptions = {}): ModelProvider {
   const anthropic = createAnthropic({ baseURL: `${wire.url}/v1`, apiKey: 'test-key' });
   return fromAiSdk(anthropic('claude-sonnet-4-5'), options);
 }
@@ -221,7 +221,12 @@ describe('the AI SDK adapter on the Anthropic Messages wire format', () => {
         headers: { 'retry-after': '7' },
         body: err('rate_limit_error', 'slow'),
       },
-      { kind: 'json', status: 529, body: err('overloaded_error', 'busy') },
+      {
+        kind: 'json',
+        status: 529,
+        headers: { 'retry-after': '4' },
+        body: err('overloaded_error', 'busy'),
+      },
       { kind: 'json', status: 500, body: err('api_error', 'boom') },
       { kind: 'json', status: 401, body: err('authentication_error', 'bad key') },
     );
@@ -232,7 +237,7 @@ describe('the AI SDK adapter on the Anthropic Messages wire format', () => {
     });
     expect(await failure(p.generate(request))).toMatchObject({
       code: 'MODEL_UNAVAILABLE',
-      fields: { status: 529 },
+      fields: { status: 529, retryAfterMs: 4_000 },
     });
     expect(await failure(collect(p.stream(request)))).toMatchObject({
       code: 'MODEL_UNAVAILABLE',
@@ -281,8 +286,66 @@ describe('the AI SDK adapter on the Anthropic Messages wire format', () => {
 
   it('a first byte slower than timeoutMs is MODEL_TIMEOUT', async () => {
     wire.reply({ kind: 'hang' }, { kind: 'hang' });
-    const p = provider({ timeoutMs: 150 });
+    const p = provider({ timeoutMs: 150, generateTimeoutMs: 150 });
     expect(await failure(p.generate(request))).toMatchObject({ code: 'MODEL_TIMEOUT' });
     expect(await failure(collect(p.stream(request)))).toMatchObject({ code: 'MODEL_TIMEOUT' });
+  });
+
+  it('a stream the server ends cleanly before message_stop is MODEL_BAD_RESPONSE, not a finish', async () => {
+    // message_start, the text block's start, one text delta; then res.end().
+    wire.reply({ kind: 'sse', events: streamOf(textBlock, 'end_turn').slice(0, 3) });
+    const seen: ModelDelta[] = [];
+    const cut = await failure(
+      (async () => {
+        for await (const delta of provider().stream(request)) seen.push(delta);
+      })(),
+    );
+    expect(cut).toMatchObject({ code: 'MODEL_BAD_RESPONSE' });
+    expect(seen).toEqual([{ type: 'text', text: 'Let me ' }]);
+  });
+
+  it('reasoning parts longer than timeoutMs do not time out: any part stops the first-byte timer', async () => {
+    const thinking = [
+      anthropicEvent({
+        type: 'content_block_start',
+        index: 0,
+        content_block: { type: 'thinking', thinking: '', signature: '' },
+      }),
+      ...['Hmm', ' the', ' weather', ' in', ' Paris'].map((thought) =>
+        anthropicEvent({
+          type: 'content_block_delta',
+          index: 0,
+          delta: { type: 'thinking_delta', thinking: thought },
+        }),
+      ),
+      anthropicEvent({
+        type: 'content_block_delta',
+        index: 0,
+        delta: { type: 'signature_delta', signature: 'sig' },
+      }),
+      anthropicEvent({ type: 'content_block_stop', index: 0 }),
+    ];
+    const answer = textBlock.map((event) => event.replaceAll('"index":0', '"index":1'));
+    // 8 gaps of 100 ms: the first text delta comes long after the 300 ms first-byte timeout.
+    wire.reply({ kind: 'sse', events: streamOf([...thinking, ...answer], 'end_turn'), gapMs: 100 });
+    const deltas = await collect(provider({ timeoutMs: 300 }).stream(request));
+    expect(deltas.at(-1)).toMatchObject({ type: 'finish', response: { text: 'Let me check.' } });
+  });
+
+  it('a stream that stalls after its first delta is MODEL_TIMEOUT after idleTimeoutMs', async () => {
+    wire.reply({ kind: 'sse', events: streamOf(textBlock, 'end_turn'), stallAfter: 3 });
+    const seen: ModelDelta[] = [];
+    const stalled = await failure(
+      (async () => {
+        for await (const delta of provider({ idleTimeoutMs: 150 }).stream(request)) {
+          seen.push(delta);
+        }
+      })(),
+    );
+    expect(stalled).toMatchObject({
+      code: 'MODEL_TIMEOUT',
+      fields: { option: 'idleTimeoutMs', timeoutMs: 150 },
+    });
+    expect(seen).toEqual([{ type: 'text', text: 'Let me ' }]);
   });
 });

@@ -119,10 +119,15 @@ function fromApiCallError(error: ApiCallErrorShape, where: Where): LoomError {
     );
   }
   if (status >= 500 || status === 408 || status === 409) {
+    // A 503 or 529 may say when to come back; withRetry honours it as it does a 429's.
+    const retryAfterMs =
+      status === 503 || status === 529
+        ? retryAfterOf(error.responseHeaders ?? {}, where.nowMs)
+        : undefined;
     return new LoomError(
       ErrorCode.MODEL_UNAVAILABLE,
-      `${where.provider} could not serve the request (HTTP ${status}): ${message}`,
-      { ...facts, status },
+      `${where.provider} could not serve the request (HTTP ${status}): ${message}${retryAfterMs === undefined ? '' : `; it asks to wait ${retryAfterMs} ms`}`,
+      { ...facts, status, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) },
       error,
     );
   }
@@ -145,18 +150,35 @@ function fromApiCallError(error: ApiCallErrorShape, where: Where): LoomError {
 }
 
 /**
- * The wait a 429 asks for: `retry-after-ms` (milliseconds, OpenAI's), else `retry-after` in
- * seconds or as an HTTP date. Undefined when absent or unreadable.
+ * The wait a 429 (or a 503/529) asks for: `retry-after-ms` (milliseconds, OpenAI's), else
+ * `retry-after` in seconds or as an HTTP date (IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`).
+ * Only plain non-negative decimals are numbers: `-5`, `1e3`, `0x10` or `5abc` are not, and
+ * `Date.parse` (which reads far more than HTTP dates) sees only IMF-fixdate strings. Undefined
+ * when absent or unreadable.
  */
 export function retryAfterOf(headers: Record<string, string>, nowMs: number): number | undefined {
   const lower = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
-  const ms = Number.parseFloat(lower['retry-after-ms'] ?? '');
-  if (Number.isFinite(ms) && ms >= 0) return Math.ceil(ms);
+  const ms = decimalOf(lower['retry-after-ms']);
+  if (ms !== undefined) return Math.ceil(ms);
   const header = lower['retry-after'];
   if (header === undefined) return undefined;
-  if (/^\s*\d+(\.\d+)?\s*$/.test(header)) return Math.ceil(Number.parseFloat(header) * 1_000);
+  const seconds = decimalOf(header);
+  if (seconds !== undefined) return Math.ceil(seconds * 1_000);
+  if (!imfFixdate.test(header.trim())) return undefined;
   const dateMs = Date.parse(header);
   return Number.isNaN(dateMs) ? undefined : Math.max(0, dateMs - nowMs);
+}
+
+const decimal = /^\d+(\.\d+)?$/;
+const imfFixdate =
+  /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/;
+
+function decimalOf(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const trimmed = value.trim();
+  if (!decimal.test(trimmed)) return undefined;
+  const number = Number(trimmed);
+  return Number.isFinite(number) ? number : undefined;
 }
 
 /** Anthropic (and others) send errors inside the stream as `{ type: 'overloaded_error', … }`. */

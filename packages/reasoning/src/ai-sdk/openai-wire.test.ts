@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isLoomError } from '../errors.js';
 import type { ModelDelta, ModelProvider, ModelRequest, ModelResponse } from '../model-provider.js';
 import { withRetry } from '../retry/with-retry.js';
-import { fromAiSdk } from './ai-sdk-provider.js';
+import { type AiSdkProviderOptions, fromAiSdk } from './ai-sdk-provider.js';
 import { openAiEvent, WireServer } from './wire-server.test-support.js';
 
 let wire: WireServer;
@@ -15,7 +15,7 @@ afterEach(async () => {
   await wire.close();
 });
 
-function provider(options: { timeoutMs?: number } = {}): ModelProvider {
+function provider(options: AiSdkProviderOptions = {}): ModelProvider {
   const local = createOpenAICompatible({
     name: 'local',
     baseURL: `${wire.url}/v1`,
@@ -317,9 +317,51 @@ describe('the AI SDK adapter on the OpenAI chat-completions wire format', () => 
     expect(seen.map((d) => d.type)).not.toContain('finish');
   });
 
+  it('a stream the server ends cleanly without finish_reason or [DONE] is MODEL_BAD_RESPONSE', async () => {
+    wire.reply({ kind: 'sse', events: [chunk({ role: 'assistant', content: 'Hel' })] });
+    const seen: ModelDelta[] = [];
+    const error = await failure(
+      (async () => {
+        for await (const delta of provider().stream(request)) seen.push(delta);
+      })(),
+    );
+    expect(error).toMatchObject({ code: 'MODEL_BAD_RESPONSE' });
+    expect(seen).toEqual([{ type: 'text', text: 'Hel' }]);
+  });
+
+  it('a stream that stalls after its first delta is MODEL_TIMEOUT after idleTimeoutMs', async () => {
+    wire.reply({
+      kind: 'sse',
+      events: [chunk({ content: 'Hel' }), chunk({ content: 'lo' }), chunk({}, 'stop'), usageChunk],
+      stallAfter: 1,
+    });
+    const error = await failure(collect(provider({ idleTimeoutMs: 150 }).stream(request)));
+    expect(error).toMatchObject({
+      code: 'MODEL_TIMEOUT',
+      fields: { option: 'idleTimeoutMs', timeoutMs: 150 },
+    });
+  });
+
+  it('generate has its own timeout: an answer slower than timeoutMs but within generateTimeoutMs succeeds', async () => {
+    wire.reply(
+      {
+        kind: 'json',
+        delayMs: 400,
+        body: completion({ role: 'assistant', content: 'slow' }, 'stop'),
+      },
+      { kind: 'hang' },
+    );
+    expect((await provider({ timeoutMs: 100 }).generate(request)).text).toBe('slow');
+    const late = await failure(provider({ generateTimeoutMs: 150 }).generate(request));
+    expect(late).toMatchObject({
+      code: 'MODEL_TIMEOUT',
+      fields: { option: 'generateTimeoutMs', timeoutMs: 150 },
+    });
+  });
+
   it('a first byte slower than timeoutMs is MODEL_TIMEOUT, plain and streamed', async () => {
     wire.reply({ kind: 'hang' }, { kind: 'hang' });
-    const p = provider({ timeoutMs: 150 });
+    const p = provider({ timeoutMs: 150, generateTimeoutMs: 150 });
     const plain = await failure(p.generate(request));
     expect(plain).toMatchObject({ code: 'MODEL_TIMEOUT', fields: { timeoutMs: 150 } });
     const streamed = await failure(collect(p.stream(request)));

@@ -3,9 +3,25 @@ import type { AddressInfo, Socket } from 'node:net';
 
 /** One scripted answer of the wire server. */
 export type WireReply =
-  | { kind: 'json'; status?: number; headers?: Record<string, string>; body: unknown }
+  | {
+      kind: 'json';
+      status?: number;
+      headers?: Record<string, string>;
+      body: unknown;
+      /** Waits this long (real time) before answering. */
+      delayMs?: number;
+    }
   | { kind: 'raw'; status?: number; headers?: Record<string, string>; body: string }
-  | { kind: 'sse'; events: readonly string[]; cutAfter?: number }
+  | {
+      kind: 'sse';
+      events: readonly string[];
+      /** Destroys the socket after this many events (a connection lost mid-stream). */
+      cutAfter?: number;
+      /** Sends nothing more after this many events, until the client goes away (a stall). */
+      stallAfter?: number;
+      /** Waits this long (real time) between events. */
+      gapMs?: number;
+    }
   /** Sends nothing until the client goes away: a first byte slower than any timeout. */
   | { kind: 'hang' };
 
@@ -78,6 +94,7 @@ export class WireServer {
     }
     switch (reply.kind) {
       case 'json':
+        if (reply.delayMs !== undefined) await pause(reply.delayMs);
         res
           .writeHead(reply.status ?? 200, { 'content-type': 'application/json', ...reply.headers })
           .end(JSON.stringify(reply.body));
@@ -92,8 +109,13 @@ export class WireServer {
       case 'sse': {
         res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
         const events = reply.events;
-        const upTo = reply.cutAfter ?? events.length;
-        for (const event of events.slice(0, upTo)) res.write(event);
+        const upTo = reply.cutAfter ?? reply.stallAfter ?? events.length;
+        for (const [i, event] of events.slice(0, upTo).entries()) {
+          if (i > 0 && reply.gapMs !== undefined) await pause(reply.gapMs);
+          if (res.destroyed) return;
+          res.write(event);
+        }
+        if (reply.stallAfter !== undefined) return; // the client's abort closes the socket
         if (reply.cutAfter !== undefined) {
           // A connection lost mid-stream: the bytes so far arrive, then the socket dies.
           await new Promise<void>((resolve) => res.write('', () => resolve()));
@@ -105,6 +127,10 @@ export class WireServer {
       }
     }
   }
+}
+
+function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** One OpenAI SSE event. */

@@ -77,8 +77,9 @@ function judgeCall(call: RawToolCall, offered: ReadonlySet<string>): ToolCall | 
   }
   // An empty argument string is how several APIs send a call of a tool without parameters.
   const text = call.rawInput.trim() === '' ? '{}' : call.rawInput;
+  let input: Json;
   try {
-    return { callId: call.callId, tool: call.tool, input: JSON.parse(text) as Json };
+    input = JSON.parse(text) as Json;
   } catch (error) {
     return {
       ...call,
@@ -86,6 +87,16 @@ function judgeCall(call: RawToolCall, offered: ReadonlySet<string>): ToolCall | 
       message: `the arguments of '${call.tool}' are not valid JSON (${(error as Error).message}); send one JSON object`,
     };
   }
+  // Tool arguments are an object in every API (the schema's type is 'object'); 5, null or [1]
+  // would reach the tool as something it never declared.
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) {
+    return {
+      ...call,
+      reason: 'input_not_object',
+      message: `the arguments of '${call.tool}' are ${input === null ? 'null' : Array.isArray(input) ? 'an array' : `a ${typeof input}`}, not a JSON object; send one JSON object with the tool's parameters`,
+    };
+  }
+  return { callId: call.callId, tool: call.tool, input };
 }
 
 function problemOf(

@@ -35,6 +35,18 @@ describe('withRetry', () => {
     expect(time.delaysMs).toEqual([2_000, 100, 200]);
   });
 
+  it('honours the retry-after of an outage (a 503 or 529 may carry one) too', async () => {
+    const { time, model, retried } = setup([
+      { fail: { code: 'MODEL_UNAVAILABLE', retryAfterMs: 1_500 } },
+      { text: 'ok' },
+    ]);
+    const pending = retried.generate(request);
+    await time.runAll();
+    expect((await pending).text).toBe('ok');
+    expect(model.calls).toBe(2);
+    expect(time.delaysMs).toEqual([1_500, 100]);
+  });
+
   it('does not retry a bad request or a bad response', async () => {
     const { time, model, retried } = setup([
       { fail: { code: 'MODEL_BAD_REQUEST' } },

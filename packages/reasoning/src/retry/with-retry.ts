@@ -35,7 +35,8 @@ export interface ModelRetryOptions {
 /**
  * Wraps a provider in `@loom/middleware`'s retry: `MODEL_RATE_LIMITED`, `MODEL_UNAVAILABLE` and
  * `MODEL_TIMEOUT` are tried again, up to `attempts` calls; other failures go to the caller at once.
- * A rate limit's `retryAfterMs` is honoured: the next attempt waits that long, then the backoff.
+ * A `retryAfterMs` (a rate limit's, or an outage's: a 503/529 may send `retry-after`) is
+ * honoured: the next attempt waits that long, then the backoff.
  * A stream is retried only until its first delta: after that a failure goes to the caller.
  *
  * Error codes: the last attempt's `MODEL_*` error, with `fields.attempts`; `INVALID_ARGUMENT`
@@ -115,7 +116,13 @@ async function* retriedStream(
 }
 
 function retryAfterOf(error: unknown): number | undefined {
-  if (!isLoomError(error, ErrorCode.MODEL_RATE_LIMITED)) return undefined;
+  // A 503 or 529 may say when to come back, as a 429 does.
+  if (
+    !isLoomError(error, ErrorCode.MODEL_RATE_LIMITED) &&
+    !isLoomError(error, ErrorCode.MODEL_UNAVAILABLE)
+  ) {
+    return undefined;
+  }
   const wait = error.fields.retryAfterMs;
   return typeof wait === 'number' ? wait : undefined;
 }

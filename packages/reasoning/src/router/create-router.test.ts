@@ -45,6 +45,60 @@ describe('createRouter', () => {
     expect([a.calls, b.calls, c.calls]).toEqual([1, 1, 1]);
   });
 
+  it('stamps the answering route id on the response, the id fallbacks[].route uses', async () => {
+    const router = createRouter([
+      {
+        provider: model('p', [
+          { fail: { code: 'MODEL_UNAVAILABLE' } },
+          { fail: { code: 'MODEL_UNAVAILABLE' } },
+        ]),
+        tags: ['t'],
+      },
+      { provider: model('p', [{ text: 'second' }, { text: 'streamed' }]), tags: ['t'] },
+    ]);
+    const answer = await router.generate(ask(['t']));
+    expect(answer.fallbacks.map((f) => f.route)).toEqual(['p']);
+    expect(answer.route).toBe('p#2');
+    expect(answer.provider).toBe('p');
+    const streamed = await collectResponse(router.stream(ask(['t'])));
+    expect(streamed.route).toBe('p#2');
+  });
+
+  it('an error a custom fallbackOn lets through is recorded as MODEL_UNAVAILABLE, never UNKNOWN', async () => {
+    const broken = (id: string) => ({
+      id,
+      generate: () => Promise.reject(new Error(`${id} broke`)),
+      stream: () => {
+        throw new Error('unused');
+      },
+    });
+    const router = createRouter(
+      [
+        { provider: broken('x'), tags: [] },
+        { provider: broken('y'), tags: [] },
+      ],
+      { fallbackOn: () => true },
+    );
+    const error = await router.generate(ask([])).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'MODEL_UNAVAILABLE', fields: { provider: 'y' } });
+    expect(
+      (error as { fields: { fallbacks: { code: string }[] } }).fields.fallbacks.map((f) => f.code),
+    ).toEqual(['MODEL_UNAVAILABLE', 'MODEL_UNAVAILABLE']);
+  });
+
+  it('the route arrays it hands out are frozen: a caller cannot change the router', () => {
+    const router = createRouter([
+      { provider: model('a', []), tags: ['t'] },
+      { provider: model('b', []), tags: ['t'] },
+    ]);
+    for (const tags of [[], ['t'], ['none']]) {
+      const routes = router.candidates(tags);
+      expect(Object.isFrozen(routes), `candidates([${tags}])`).toBe(true);
+      expect(() => (routes as unknown[]).pop()).toThrow(TypeError);
+    }
+    expect(router.candidates([]).map((r) => r.id)).toEqual(['a', 'b']);
+  });
+
   it('does not fall back on a bad request; when every route fails it says so with the trail', async () => {
     const bad = createRouter([
       { provider: model('a', [{ fail: { code: 'MODEL_BAD_REQUEST' } }]), tags: [] },

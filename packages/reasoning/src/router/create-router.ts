@@ -26,7 +26,7 @@ export interface ResolvedRoute {
 
 /** A provider that picks one of its routes by the request's `tags`. */
 export interface Router extends ModelProvider {
-  /** The routes carrying every tag, in route order (all of them for no tags). */
+  /** The routes carrying every tag, in route order (all of them for no tags). Frozen. */
   candidates(tags: readonly string[]): readonly ResolvedRoute[];
   /** Warms the providers of the routes carrying `tags` (all routes without). */
   warm(tags?: readonly string[]): Promise<void>;
@@ -36,7 +36,9 @@ export interface Router extends ModelProvider {
 export interface RouterOptions {
   /**
    * Which failures move on to the next matching route. Default: `MODEL_UNAVAILABLE`,
-   * `MODEL_RATE_LIMITED` and `MODEL_TIMEOUT`; anything else goes to the caller at once.
+   * `MODEL_RATE_LIMITED` and `MODEL_TIMEOUT`; anything else goes to the caller at once. An
+   * error it lets through that is not a `LoomError` is recorded (and, from the last route,
+   * thrown) as `MODEL_UNAVAILABLE`.
    */
   fallbackOn?: (error: unknown) => boolean;
 }
@@ -52,7 +54,8 @@ function defaultFallbackOn(error: unknown): boolean {
 /**
  * A router over routes, looked up by tags through an index built once here. A call goes to the
  * first route carrying every tag of `request.tags`; when it fails with a fallback code it moves to
- * the next, and the answer's `fallbacks` records each route left and why. A stream falls back
+ * the next, and the answer's `fallbacks` records each route left and why; its `route` is the id
+ * of the route that answered (the ids `fallbacks[].route` uses). A stream falls back
  * only before its first delta: after that, a failure goes to the caller.
  *
  * Error codes: `NO_ROUTE` (no route carries the tags; `fields.tags`); the last route's `MODEL_*`
@@ -91,7 +94,7 @@ export function createRouter(routes: readonly Route[], options: RouterOptions = 
     for (const route of candidatesFor(request)) {
       try {
         const response = await route.provider.generate(request);
-        return { ...response, fallbacks: [...fallbacks, ...response.fallbacks] };
+        return { ...response, route: route.id, fallbacks: [...fallbacks, ...response.fallbacks] };
       } catch (error) {
         lastError = moveOnOrThrow(error, route, fallbacks, request, fallbackOn);
       }
@@ -103,7 +106,9 @@ export function createRouter(routes: readonly Route[], options: RouterOptions = 
     const fallbacks: FallbackRecord[] = [];
     let lastError: unknown;
     let opened: OpenedStream | undefined;
-    for (const route of candidatesFor(request)) {
+    let route: ResolvedRoute | undefined;
+    for (const candidate of candidatesFor(request)) {
+      route = candidate;
       try {
         opened = await openStream(route.provider, request);
         if (opened !== undefined) break;
@@ -116,12 +121,16 @@ export function createRouter(routes: readonly Route[], options: RouterOptions = 
         lastError = moveOnOrThrow(error, route, fallbacks, request, fallbackOn);
       }
     }
-    if (opened === undefined) throw allFailed(fallbacks, lastError, request);
+    if (opened === undefined || route === undefined) throw allFailed(fallbacks, lastError, request);
     for await (const delta of continueStream(opened)) {
       yield delta.type === 'finish'
         ? {
             type: 'finish',
-            response: { ...delta.response, fallbacks: [...fallbacks, ...delta.response.fallbacks] },
+            response: {
+              ...delta.response,
+              route: route.id,
+              fallbacks: [...fallbacks, ...delta.response.fallbacks],
+            },
           }
         : delta;
     }
@@ -150,7 +159,10 @@ function moveOnOrThrow(
   if (request.signal?.aborted || !fallbackOn(error)) throw error;
   fallbacks.push({
     route: route.id,
-    code: isLoomError(error) ? error.code : 'UNKNOWN',
+    // A failure a custom fallbackOn moves on from that is no LoomError (a provider's own bug, a
+    // plain Error) counts as the route being unavailable: the trail and the final error keep a
+    // real, documented code.
+    code: isLoomError(error) ? error.code : ErrorCode.MODEL_UNAVAILABLE,
     message: error instanceof Error ? error.message : String(error),
   });
   return error;

@@ -2,6 +2,7 @@
 export const tagIndexCacheMax = 1_024;
 
 const separator = '\u0000';
+const none: readonly never[] = Object.freeze([]);
 
 /**
  * Which routes carry every one of a set of tags, answered from postings built once: for each tag,
@@ -12,11 +13,11 @@ export class TagIndex<R> {
   private readonly postings = new Map<string, number[]>();
   private readonly tagSets: ReadonlySet<string>[];
   private readonly answers = new Map<string, readonly R[]>();
+  private readonly routes: readonly R[];
 
-  constructor(
-    private readonly routes: readonly R[],
-    tagsOf: (route: R) => readonly string[],
-  ) {
+  constructor(routes: readonly R[], tagsOf: (route: R) => readonly string[]) {
+    // Every answer is handed to callers as is: frozen, so none of them can change the index.
+    this.routes = Object.freeze([...routes]);
     this.tagSets = routes.map((route) => new Set(tagsOf(route)));
     this.tagSets.forEach((tags, index) => {
       for (const tag of tags) {
@@ -27,7 +28,7 @@ export class TagIndex<R> {
     });
   }
 
-  /** The routes carrying every tag, in route order; all routes for no tags. */
+  /** The routes carrying every tag, in route order; all routes for no tags. Frozen. */
   match(tags: readonly string[]): readonly R[] {
     if (tags.length === 0) return this.routes;
     const key = keyOf(tags);
@@ -42,7 +43,7 @@ export class TagIndex<R> {
     let shortest: number[] | undefined;
     for (const tag of tags) {
       const posting = this.postings.get(tag);
-      if (posting === undefined) return [];
+      if (posting === undefined) return none;
       if (shortest === undefined || posting.length < shortest.length) shortest = posting;
     }
     const answer: R[] = [];

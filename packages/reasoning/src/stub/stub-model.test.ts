@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { collectResponse } from '../collect-response.js';
 import { isLoomError } from '../errors.js';
 import type { ModelDelta, ModelRequest } from '../model-provider.js';
-import { advancingTimer, StubModel, stubTokens } from './stub-model.js';
+import { advancingTimer, StubModel, stubRequestsKept, stubTokens } from './stub-model.js';
 
 const tools = [{ name: 'search', description: 'Search', inputSchema: { type: 'object' } }];
 const request: ModelRequest = { messages: [{ role: 'user', content: 'find loom' }], tools };
@@ -71,6 +71,42 @@ describe('StubModel', () => {
     expect(deltas.at(-1)?.type).toBe('finish');
     const generated = await stub({ script: turns }).model.generate(request);
     expect(await collectResponse(stub({ script: turns }).model.stream(request))).toEqual(generated);
+  });
+
+  it('arguments that are JSON but not an object are an invalid call (input_not_object)', async () => {
+    const { model } = stub({
+      script: [
+        {
+          toolCalls: [
+            { tool: 'search', rawInput: '5' },
+            { tool: 'search', rawInput: 'null' },
+            { tool: 'search', rawInput: '[1]' },
+            { tool: 'search', rawInput: '"q"' },
+            { tool: 'search', rawInput: '{"q":"x"}' },
+          ],
+        },
+      ],
+    });
+    const response = await model.generate(request);
+    expect(response.invalidToolCalls.map((c) => [c.rawInput, c.reason])).toEqual([
+      ['5', 'input_not_object'],
+      ['null', 'input_not_object'],
+      ['[1]', 'input_not_object'],
+      ['"q"', 'input_not_object'],
+    ]);
+    expect(response.invalidToolCalls[0]?.message).toContain('JSON object');
+    expect(response.toolCalls.map((c) => c.input)).toEqual([{ q: 'x' }]);
+  });
+
+  it('keeps only the last stubRequestsKept requests, so a long benchmark does not grow it', async () => {
+    const { model } = stub({ script: () => ({ text: 'ok' }) });
+    for (let i = 0; i < stubRequestsKept + 5; i++) {
+      await model.generate({ messages: [{ role: 'user', content: `q${i}` }] });
+    }
+    expect(model.calls).toBe(stubRequestsKept + 5);
+    expect(model.requests).toHaveLength(stubRequestsKept);
+    expect(model.requests[0]?.messages[0]?.content).toBe('q5');
+    expect(model.requests.at(-1)?.messages[0]?.content).toBe(`q${stubRequestsKept + 4}`);
   });
 
   it('scripted bad output becomes invalid calls and problems', async () => {

@@ -64,6 +64,9 @@ export interface StubModelOptions {
   prices?: PriceTable;
 }
 
+/** How many of the latest requests a {@link StubModel} keeps in `requests`: 1 000. */
+export const stubRequestsKept = 1_000;
+
 /** A stub's deterministic token count: a quarter of the characters, rounded up. */
 export function stubTokens(text: string): number {
   return Math.ceil(text.length / 4);
@@ -90,7 +93,10 @@ export class StubModel implements ModelProvider {
   calls = 0;
   /** `warm()` calls so far. */
   warms = 0;
-  /** Every request received, without its signal. */
+  /**
+   * The requests received, without their signal, oldest first: the last {@link stubRequestsKept}
+   * (1 000), so a stub in a long benchmark does not grow without limit. `calls` counts them all.
+   */
   readonly requests: Omit<ModelRequest, 'signal'>[] = [];
   private readonly model: string;
   private readonly clock: Pick<Clock, 'now'>;
@@ -149,6 +155,7 @@ export class StubModel implements ModelProvider {
     const callIndex = this.calls++;
     const { signal, ...journaled } = request;
     this.requests.push(journaled);
+    if (this.requests.length > stubRequestsKept) this.requests.shift();
     const startMs = this.clock.now();
     const turn = await this.turnFor(request, callIndex);
     const latencyMs = turn.latencyMs ?? this.options.latencyMs ?? 0;
