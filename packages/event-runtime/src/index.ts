@@ -1,6 +1,7 @@
 export { type Clock, systemClock } from './clock.js';
 export type {
   AppendGuard,
+  DetailedExecutionStatus,
   EventEnvelope,
   ExecutionStatus,
   ExecutionSummary,
@@ -9,6 +10,7 @@ export type {
   ReadAllOptions,
   ReadOptions,
   ReadSignalsOptions,
+  SettledAs,
   SignalInput,
   StoredEvent,
   StoredSignal,
