@@ -24,6 +24,12 @@ export {
 } from './flow/cron-schedule.js';
 export { defineFlow, type FlowOptions, type WorkflowDefinition } from './flow/define-flow.js';
 export { type Duration, parseDuration } from './flow/duration.js';
+export {
+  type FindFlowExecutionsOptions,
+  type FlowExecutionPage,
+  type FlowExecutionSummary,
+  findExecutionsPageDefault,
+} from './flow/find-executions.js';
 export { createFlowRuntime, FlowRuntime, type FlowRuntimeOptions } from './flow/flow-runtime.js';
 export type { Json, NotJson } from './flow/json.js';
 export {

@@ -16,6 +16,11 @@ import {
 } from './cron-schedule.js';
 import type { WorkflowDefinition } from './define-flow.js';
 import {
+  type FindFlowExecutionsOptions,
+  type FlowExecutionPage,
+  findFlowExecutions,
+} from './find-executions.js';
+import {
   type EnqueueOptions,
   type QueueWorker,
   QueueWorkerLoop,
@@ -142,6 +147,21 @@ export class FlowRuntime {
       value = checked.value;
     }
     return this.kernel.signal(executionId, name, value, options);
+  }
+
+  /**
+   * List executions from the store's execution index, filtered by flow, version, status (how a
+   * settled one ended included), creation and update time; one store query per page, ordered by
+   * id. Page with the returned `nextCursor`.
+   *
+   * Error codes: `INVALID_ARGUMENT` (a bad filter), store errors.
+   *
+   * @example
+   * const { executions, nextCursor } = await runtime.findExecutions({ flow: order, status: 'failed' });
+   * for (const execution of executions) console.log(execution.id, execution.updatedAtMs);
+   */
+  findExecutions(options: FindFlowExecutionsOptions = {}): Promise<FlowExecutionPage> {
+    return findFlowExecutions(this.kernel.store, options);
   }
 
   /**
