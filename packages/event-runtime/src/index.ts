@@ -32,9 +32,12 @@ export type {
   ClaimOptions,
   EnqueueInput,
   EnqueueResult,
+  ListQueuesOptions,
   QueueItem,
+  QueueItemOutcome,
   QueueItemStatus,
   QueueRate,
+  QueueStats,
   QueueStore,
 } from './queue-store.js';
 export { ExecutionJournal } from './runtime/execution-journal.js';

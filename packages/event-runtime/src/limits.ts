@@ -36,6 +36,8 @@ export const Limits = {
    * limits skip many items; items behind them wait for a later claim.
    */
   queueClaimScanMax: 1000,
+  /** Queues one `listQueues` call returns, and its default. Bounds one aggregate query's result. */
+  queueListMax: 1000,
 } as const;
 
 export type LimitName = keyof typeof Limits;

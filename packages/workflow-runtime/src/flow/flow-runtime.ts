@@ -3,6 +3,8 @@ import {
   type EnqueueResult,
   type ExecutionHandle,
   type JsonValue,
+  type ListQueuesOptions,
+  type QueueStats,
   type QueueStore,
   type Runtime,
   type RuntimeOptions,
@@ -281,6 +283,29 @@ export class FlowRuntime {
       queue,
       options,
     );
+  }
+
+  /**
+   * One queue's counts: items waiting (`depth`), under a live claim (`claimed`), and finished by
+   * how their execution ended (`completed`, `failed`, `cancelled`). One store query.
+   *
+   * Error codes: `QUEUE_STORE_MISSING`, `INVALID_ARGUMENT`, store errors.
+   *
+   * @example
+   * const { depth, failed } = await runtime.queueStats('emails');
+   */
+  async queueStats(queue: string): Promise<QueueStats> {
+    return this.requireQueues('queueStats').queueStats(queue);
+  }
+
+  /**
+   * Every queue's counts (see {@link FlowRuntime.queueStats}), by name; page with `afterQueue`.
+   * One store query per page.
+   *
+   * Error codes: `QUEUE_STORE_MISSING`, `INVALID_ARGUMENT`, store errors.
+   */
+  async listQueues(options: ListQueuesOptions = {}): Promise<QueueStats[]> {
+    return this.requireQueues('listQueues').listQueues(options);
   }
 
   private requireQueues(operation: string): QueueStore {

@@ -9,6 +9,8 @@ import { findExecutionsQuery } from './find-executions-statement.js';
 import { migrate } from './migrate.js';
 import { postgresMigrations } from './migrations/migration-list.js';
 import { PostgresEventStore } from './postgres-event-store.js';
+import { PostgresQueueStore } from './postgres-queue-store.js';
+import { queueStatements } from './queue-statements.js';
 import { quoteIdent } from './schema-name.js';
 
 const db = useThrowawaySchemas();
@@ -124,7 +126,8 @@ describe('PostgresEventStore: findExecutions on an upgraded schema', () => {
     });
 
     const result = await migrate({ pool: db.admin, schema });
-    expect(result).toMatchObject({ fromVersion: 4, applied: ['0005-execution-index-details'] });
+    expect(result.fromVersion).toBe(4);
+    expect(result.applied[0]).toBe('0005-execution-index-details');
 
     const store = await PostgresEventStore.open({ connectionString: url, schema });
     try {
@@ -286,6 +289,87 @@ describe('PostgresEventStore: what the execution index costs', () => {
       const due = await planOf({ status: 'suspended', dueAtOrBeforeMs: 10 }, 'p_due');
       expect(due).toMatch(/executions_status_(id|wake)_idx/);
       expect(due).not.toMatch(/Seq Scan/);
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
+  });
+});
+
+describe('PostgresQueueStore: outcomes and stats on an upgraded schema', () => {
+  it('migration 6 takes finished items’ outcomes from their executions; stats count them', async () => {
+    const { schema, quoted } = await schemaAt(5);
+    const queue = 'emails';
+    for (const [itemId, status] of [
+      ['ok', 'done'],
+      ['bad', 'done'],
+      ['stopped', 'done'],
+      ['waiting', 'pending'],
+    ] as const) {
+      await db.admin.query(
+        `INSERT INTO ${quoted}.queue_items
+           (queue, item_id, flow, version, input, priority, status, enqueued_at_ms)
+         VALUES ($1, $2, 'send', NULL, 'null', 0, $3, 1)`,
+        [queue, itemId, status],
+      );
+    }
+    await db.admin.query(`INSERT INTO ${quoted}.queues (queue) VALUES ($1)`, [queue]);
+    const ended = { ok: 'execution.completed', bad: 'execution.failed', stopped: undefined };
+    for (const [itemId, terminal] of Object.entries(ended)) {
+      const events = [started('send', null, 1_000)];
+      if (terminal !== undefined) events.push({ type: terminal, payload: {}, at: 2_000 } as never);
+      else events.push({ type: 'execution.cancelled', payload: {}, at: 2_000 } as never);
+      await oldExecution(db.admin, quoted, `queue:${queue}:${itemId}`, events, undefined);
+    }
+    // Migration 5 on the executions first (as `migrate` runs them in order), then rows for 6.
+    await db.admin.query(
+      `INSERT INTO ${quoted}.executions
+         (execution_id, status, wake_at_ms, updated_at_ms, settled_as, flow, version, created_at_ms)
+       VALUES ($1, 'settled', NULL, 2000, 'completed', 'send', NULL, 1000),
+              ($2, 'settled', NULL, 2000, 'failed', 'send', NULL, 1000),
+              ($3, 'settled', NULL, 2000, 'cancelled', 'send', NULL, 1000)`,
+      [`queue:${queue}:ok`, `queue:${queue}:bad`, `queue:${queue}:stopped`],
+    );
+    const result = await migrate({ pool: db.admin, schema });
+    expect(result.applied).toEqual(['0006-queue-outcomes']);
+    const queues = await PostgresQueueStore.open({ connectionString: url, schema });
+    try {
+      expect((await queues.get(queue, 'ok'))?.outcome).toBe('completed');
+      expect((await queues.get(queue, 'bad'))?.outcome).toBe('failed');
+      expect((await queues.get(queue, 'stopped'))?.outcome).toBe('cancelled');
+      expect((await queues.get(queue, 'waiting'))?.outcome).toBeNull();
+      expect(await queues.queueStats(queue)).toEqual({
+        queue,
+        depth: 1,
+        claimed: 0,
+        completed: 1,
+        failed: 1,
+        cancelled: 1,
+      });
+    } finally {
+      await queues.close();
+    }
+  });
+
+  it('queue stats read the primary key in queue order, without a sort', async () => {
+    const schema = db.freshSchema();
+    await migrate({ pool: db.admin, schema });
+    const client = await db.admin.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
+      await client.query('SET LOCAL enable_seqscan = off');
+      const statements = queueStatements(quoteIdent(schema), schema);
+      for (const [name, statement] of [
+        ['stats_plan', statements.stats],
+        ['list_plan', statements.list],
+      ] as const) {
+        await client.query(`PREPARE ${name} AS ${statement.text}`);
+        const plan = await client.query(`EXPLAIN (COSTS OFF) EXECUTE ${name}('q', 1, 10)`);
+        const text = plan.rows.map((row) => row['QUERY PLAN']).join('\n');
+        expect(text).toMatch(/Index Scan using queue_items_pkey/);
+        expect(text).not.toMatch(/Sort/);
+      }
     } finally {
       await client.query('ROLLBACK');
       client.release();

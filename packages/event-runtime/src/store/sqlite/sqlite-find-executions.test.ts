@@ -7,6 +7,7 @@ import type { ExecutionSummary } from '../../envelope.js';
 import { eventHash } from '../../internal/hash-chain.js';
 import { SqliteEventStore } from './sqlite-event-store.js';
 import { sqliteMigrations } from './sqlite-migrations.js';
+import { SqliteQueueStore } from './sqlite-queue-store.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'loom-sqlite-find-'));
 let fileCounter = 0;
@@ -163,6 +164,52 @@ describe('SqliteEventStore: findExecutions on an upgraded database', () => {
       ).toMatch(/INDEX loom_executions_(settled_as|status)/);
     } finally {
       database.close();
+    }
+  });
+});
+
+describe('SqliteQueueStore: outcomes on an upgraded database', () => {
+  it('migration 6 takes finished items’ outcomes from their executions; stats count them', async () => {
+    const { path, database } = databaseAt(4);
+    const insert = database.prepare(
+      'INSERT INTO loom_queue_items (queue, item_id, flow, version, input, priority, status, ' +
+        "enqueued_at_ms) VALUES ('jobs', ?, 'job', NULL, 'null', 0, ?, 1)",
+    );
+    for (const [itemId, status] of [
+      ['ok', 'done'],
+      ['bad', 'done'],
+      ['manual', 'done'],
+      ['waiting', 'pending'],
+    ] as const) {
+      insert.run(itemId, status);
+    }
+    oldExecution(
+      database,
+      'queue:jobs:ok',
+      [started('job', null, 1_000), { type: 'execution.completed', payload: {}, at: 2_000 }],
+      { status: 'settled', updatedAtMs: 2_000 },
+    );
+    oldExecution(
+      database,
+      'queue:jobs:bad',
+      [started('job', null, 1_000), { type: 'execution.failed', payload: {}, at: 2_000 }],
+      { status: 'settled', updatedAtMs: 2_000 },
+    );
+    database.close();
+    const store = SqliteEventStore.open({ path, migrate: true });
+    const queues = new SqliteQueueStore(store.database);
+    try {
+      expect((await queues.get('jobs', 'ok'))?.outcome).toBe('completed');
+      expect((await queues.get('jobs', 'bad'))?.outcome).toBe('failed');
+      // Finished without an execution the index knows: it completed, as complete() said then.
+      expect((await queues.get('jobs', 'manual'))?.outcome).toBe('completed');
+      expect((await queues.get('jobs', 'waiting'))?.outcome).toBeNull();
+      expect(await queues.listQueues()).toEqual([
+        { queue: 'jobs', depth: 1, claimed: 0, completed: 2, failed: 1, cancelled: 0 },
+      ]);
+    } finally {
+      await queues.close();
+      await store.close();
     }
   });
 });

@@ -184,6 +184,24 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
         WHERE settled_as IS NOT NULL;
     `,
   },
+  {
+    version: 6,
+    name: 'queue-outcomes',
+    sql: `
+      -- How a finished item ended, as complete() was told: completed, failed or cancelled.
+      ALTER TABLE loom_queue_items ADD COLUMN outcome TEXT;
+      -- Backfill: an item the workflow layer ran as execution queue:<queue>:<item_id> ended as
+      -- that execution did (failed or cancelled); any other finished item completed.
+      UPDATE loom_queue_items SET outcome = coalesce(
+        (SELECT CASE x.settled_as WHEN 'failed' THEN 'failed' WHEN 'cancelled' THEN 'cancelled' END
+         FROM loom_executions x
+         WHERE x.execution_id = 'queue:' || loom_queue_items.queue || ':' || loom_queue_items.item_id),
+        'completed')
+      WHERE status = 'done';
+      -- No new index: queueStats and listQueues read a queue's items through
+      -- loom_queue_items_id (queue, item_id), grouped by queue in index order.
+    `,
+  },
 ];
 
 /** The newest schema version this code knows. */
