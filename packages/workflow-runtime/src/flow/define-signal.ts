@@ -15,7 +15,8 @@ export interface SignalDefinition<
   readonly schema: S;
 }
 
-const signalNamePattern = /^[^\u0000]{1,200}$/;
+/** The kernel's `signalNameLengthMax`. */
+const signalNameLengthMax = 200;
 
 /**
  * Define a typed signal: a name and the schema of its payload. Send it with
@@ -33,7 +34,12 @@ export function defineSignal<N extends string, S extends StandardSchemaV1>(
   name: N,
   schema: S,
 ): SignalDefinition<N, S> {
-  if (typeof name !== 'string' || !signalNamePattern.test(name)) {
+  if (
+    typeof name !== 'string' ||
+    name.length === 0 ||
+    name.length > signalNameLengthMax ||
+    name.includes(String.fromCharCode(0))
+  ) {
     throw new LoomError(
       ErrorCode.INVALID_ARGUMENT,
       `a signal name must be 1 to 200 characters without NUL, got ${JSON.stringify(name)}`,
