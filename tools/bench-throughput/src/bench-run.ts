@@ -4,7 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { dropPostgres, type PgTarget, reachPostgres } from './bench-backend.js';
-import { commandLine, type Env, type Knobs, readKnobs } from './knobs.js';
+import { commandLine, type Env, type Knobs, leaseEnv, readKnobs } from './knobs.js';
 import { describeMachine, type Machine, machineMarkdown } from './machine.js';
 import { busyShareBetween, readCpuJiffies } from './proc-stat.js';
 import { Progress } from './progress.js';
@@ -37,6 +37,8 @@ export interface SectionReport {
   markdown: string;
   cells: unknown[];
   skipped: string[];
+  /** Plain lines printed last, after the JSON path: the section's answer in one line each. */
+  summary?: string[];
 }
 
 export type Section = (context: RunContext) => Promise<SectionReport>;
@@ -53,7 +55,7 @@ export async function runBench(
   sections: readonly Section[],
   env: Env = process.env,
 ): Promise<void> {
-  const knobs = readKnobs(env);
+  const knobs = readKnobs(script === 'bench:lease' ? leaseEnv(env) : env);
   const progress = new Progress();
   const command = commandLine(env, script);
   if (knobs.repeats < 5) {
@@ -79,6 +81,7 @@ export async function runBench(
   process.once('SIGINT', interrupted);
   process.once('SIGTERM', interrupted);
   let failed = false;
+  const summary: string[] = [];
   try {
     if (knobs.backends.includes('postgres')) {
       pg = await reachPostgres(knobs.pgUrl);
@@ -124,6 +127,7 @@ export async function runBench(
       progress.clear();
       reports.push(report);
       process.stdout.write(`\n${report.markdown}\n`);
+      summary.push(...(report.summary ?? []));
     }
     writeResults(script, command, startedAt, machine, knobs, reports);
   } catch (error) {
@@ -136,6 +140,7 @@ export async function runBench(
     process.off('SIGINT', interrupted);
     process.off('SIGTERM', interrupted);
   }
+  if (!failed && summary.length > 0) process.stdout.write(`\n${summary.join('\n')}\n`);
   process.exitCode = failed ? 1 : 0;
 }
 

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { commandLine, defaultPgUrl, readKnobs, roundToConcurrency } from './knobs.js';
+import {
+  commandLine,
+  defaultPgUrl,
+  leaseEnv,
+  leaseQuickDefaults,
+  readKnobs,
+  roundToConcurrency,
+} from './knobs.js';
 
 describe('knobs', () => {
   it('defaults: all backends, shapes and id styles, 5 repeats, 20 ms I/O, the local Postgres', () => {
@@ -61,5 +68,27 @@ describe('knobs', () => {
       'LOOM_BENCH_REPEATS=7 pnpm --filter @loom/bench-throughput bench:lease',
     );
     expect(commandLine({}, 'bench')).toBe('pnpm --filter @loom/bench-throughput bench');
+  });
+
+  it('bench:lease defaults to the quick subset; knobs the user sets win; FULL=1 is the sweep', () => {
+    const quick = readKnobs(leaseEnv({}));
+    expect(quick.leaseFull).toBe(false);
+    expect(quick.concs).toEqual([64]);
+    expect(quick.ids).toEqual(['caller']);
+    expect(quick.backends).toEqual(['memory', 'sqlite', 'postgres']);
+    expect(quick.shapes).toEqual(['noop', 'io']);
+    expect(quick.repeats).toBe(Number(leaseQuickDefaults.LOOM_BENCH_REPEATS));
+    const mine = readKnobs(leaseEnv({ LOOM_BENCH_CONCS: '16,256', LOOM_BENCH_REPEATS: ' ' }));
+    expect(mine.concs).toEqual([16, 256]);
+    expect(mine.repeats).toBe(Number(leaseQuickDefaults.LOOM_BENCH_REPEATS));
+    const full = readKnobs(leaseEnv({ LOOM_BENCH_LEASE_FULL: '1' }));
+    expect(full.leaseFull).toBe(true);
+    expect(full.concs).toBeUndefined();
+    expect(full.ids).toEqual(['caller', 'minted']);
+    expect(full.repeats).toBe(5);
+    expect(() => leaseEnv({ LOOM_BENCH_LEASE_FULL: 'yes' })).toThrow(/LOOM_BENCH_LEASE_FULL/);
+    expect(commandLine({ LOOM_BENCH_LEASE_FULL: '1' }, 'bench:lease')).toBe(
+      'LOOM_BENCH_LEASE_FULL=1 pnpm --filter @loom/bench-throughput bench:lease',
+    );
   });
 });

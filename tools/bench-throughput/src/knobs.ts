@@ -33,6 +33,8 @@ export interface Knobs {
   /** Reserved for the coalescing store (P2), which does not exist yet. */
   batches: number[] | undefined;
   sections: Section[];
+  /** `bench:lease` only: the whole P9 sweep instead of its quick default (`leaseQuickDefaults`). */
+  leaseFull: boolean;
 }
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -52,6 +54,7 @@ export const knobNames = [
   'LOOM_BENCH_IDS',
   'LOOM_BENCH_BATCHES',
   'LOOM_BENCH_SECTIONS',
+  'LOOM_BENCH_LEASE_FULL',
 ] as const;
 
 export const defaultPgUrl = 'postgres://root@127.0.0.1:5432/test';
@@ -81,7 +84,35 @@ export function readKnobs(env: Env): Knobs {
     ids: choices('LOOM_BENCH_IDS', env.LOOM_BENCH_IDS, allIdStyles),
     batches: integers('LOOM_BENCH_BATCHES', env.LOOM_BENCH_BATCHES, 1, 10_000),
     sections: choices('LOOM_BENCH_SECTIONS', env.LOOM_BENCH_SECTIONS, allSections),
+    leaseFull: integer('LOOM_BENCH_LEASE_FULL', env.LOOM_BENCH_LEASE_FULL, 0, 0, 1) === 1,
   };
+}
+
+/**
+ * What `bench:lease` runs unless LOOM_BENCH_LEASE_FULL=1: the full P9 sweep (3 backends × c
+ * 16/64/256 × 2 shapes × 2 id styles × 3 modes × 5 repeats) takes ~20 minutes on 2 cores, while
+ * the question it answers (does lazy cost anything against off?) needs one concurrency, one id
+ * style (ids do not touch the lease path) and more repeats of smaller cells, so the paired
+ * lazy ÷ off ratio gets enough pairs: ~3–5 minutes. Every backend and both shapes stay in, since
+ * the goal differs per shape. A knob the user sets wins over these.
+ */
+export const leaseQuickDefaults = {
+  LOOM_BENCH_CONCS: '64',
+  LOOM_BENCH_IDS: 'caller',
+  LOOM_BENCH_REPEATS: '8',
+  LOOM_BENCH_EXECS: '5000',
+  LOOM_BENCH_SQLITE_EXECS: '1024',
+  LOOM_BENCH_PG_EXECS: '1024',
+  LOOM_BENCH_IO_EXECS: '1024',
+} as const satisfies Partial<Record<(typeof knobNames)[number], string>>;
+
+/** The environment `bench:lease` reads its knobs from: `env` over the quick defaults, unless full. */
+export function leaseEnv(env: Env): Env {
+  if (readKnobs(env).leaseFull) return env;
+  const set = Object.fromEntries(
+    Object.entries(env).filter(([, value]) => nonEmpty(value) !== undefined),
+  );
+  return { ...leaseQuickDefaults, ...set };
 }
 
 /** Operations a cell runs: the requested count rounded up to a multiple of the concurrency. */

@@ -29,6 +29,38 @@ export function overhead(offMedian: number, modeMedian: number): number {
   return (offMedian - modeMedian) / offMedian;
 }
 
+/** One paired repeat: lazy and off rates of the same cell and repeat. */
+export interface LazyPair {
+  shape: Shape;
+  lazy: number;
+  off: number;
+  /** acquireMany + releaseMany of the lazy cell. */
+  lazyLeaseCalls: number;
+}
+
+/**
+ * The line `bench:lease` ends with for one backend: lazy's overhead against off, 1 − lazy ÷ off
+ * per paired repeat, as median (min..max) over every cell of the backend, then per shape, and
+ * the lease-store calls lazy made (0 while executions finish within the grace).
+ */
+export function lazySummaryLine(
+  backend: Backend,
+  pairs: readonly LazyPair[],
+  shapeLabel: (shape: Shape) => string,
+): string {
+  const name = backend === 'sqlite' ? 'sqlite FULL' : backend;
+  if (pairs.length === 0) return `P9 lazy vs off, ${name}: no paired repeats ran`;
+  const share = (pair: LazyPair) => 1 - pair.lazy / pair.off;
+  const all = summarize(pairs.map(share));
+  const shapes = [...new Set(pairs.map((pair) => pair.shape))].map((shape) => {
+    const of = pairs.filter((pair) => pair.shape === shape).map(share);
+    const goal = backend === 'memory' ? '' : ` (goal ≤ ${lazyGoal[shape] * 100} %)`;
+    return `${shapeLabel(shape)} ${formatPercent(median(of))}${goal}`;
+  });
+  const calls = pairs.reduce((sum, pair) => sum + pair.lazyLeaseCalls, 0);
+  return `P9 lazy vs off, ${name}: overhead ${formatSummary(all, formatPercent)} over ${pairs.length} paired repeats; ${shapes.join(', ')}; lazy lease-store calls: ${formatCount(calls)}`;
+}
+
 /** P9: heartbeat off / eager / lazy × backends × c × no-op and I/O-bound × caller and minted ids. */
 export async function leaseSuite(context: RunContext): Promise<SectionReport> {
   const { knobs, progress } = context;
@@ -113,11 +145,18 @@ function report(
   const { knobs } = context;
   const lines: string[] = ['## P9: lease overhead', ''];
   lines.push('```sh', context.command, '```', '');
+  if (!knobs.leaseFull) {
+    lines.push(
+      `The quick default: c = ${concurrencies.join(', ')}, ${knobs.ids.join(' and ')} ids, ${knobs.repeats} repeats of smaller cells (knobs you set win). \`LOOM_BENCH_LEASE_FULL=1\` runs the whole sweep (c = 16, 64, 256, caller and minted ids, 5 repeats; ~20 minutes on 2 cores).`,
+      '',
+    );
+  }
   lines.push(
     `1-step flows, no-op effect or an I/O-bound one (a ${knobs.ioMs} ms timer), c executions in flight, caller-chosen or minted ids; heartbeat \`leaseMode\` off, eager (acquire before the first append, release at settle, both group-committed per event-loop turn) and lazy (the default: a start leases only after driving for ttl/3 = 10 s). The three modes run interleaved within each repeat, in a rotating order; ${knobs.repeats} repeats. Rates: median (min..max). Overhead = (off − mode) ÷ off on the medians; the lazy ratio is lazy ÷ off paired per repeat, median (min..max). Lease calls: acquireMany + releaseMany per cell (median).`,
     '',
   );
   const rows: string[][] = [];
+  const pairsOf = new Map<Backend, LazyPair[]>();
   const groups: { label: string; bars: { name: string; value: number | null }[] }[] = [];
   for (const backend of backends) {
     for (const concurrency of concurrencies) {
@@ -144,10 +183,16 @@ function report(
           const off = rate('off');
           const eager = rate('eager');
           const lazy = rate('lazy');
-          const lazyRatios = of('lazy').map((cell) => {
-            const base = of('off').find((other) => other.repeat === cell.repeat);
-            return cell.result.execPerSec / (base?.result.execPerSec ?? Number.NaN);
-          });
+          const pairs: LazyPair[] = of('lazy').map((cell) => ({
+            shape,
+            lazy: cell.result.execPerSec,
+            off:
+              of('off').find((other) => other.repeat === cell.repeat)?.result.execPerSec ??
+              Number.NaN,
+            lazyLeaseCalls: cell.result.leaseCalls.acquireMany + cell.result.leaseCalls.releaseMany,
+          }));
+          pairsOf.set(backend, [...(pairsOf.get(backend) ?? []), ...pairs]);
+          const lazyRatios = pairs.map((pair) => pair.lazy / pair.off);
           const lazyOverhead = overhead(off.median, lazy.median);
           const eagerOverhead = overhead(off.median, eager.median);
           const goal =
@@ -226,11 +271,15 @@ function report(
     );
   }
   for (const line of skipped) lines.push(`- ${line}`);
+  const shapeLabel = (shape: Shape) => (shape === 'io' ? `io ${knobs.ioMs} ms` : 'no-op');
   return {
     id: 'p9',
     title: 'lease overhead',
     markdown: lines.join('\n'),
     cells: [...cells],
     skipped: [...skipped],
+    summary: backends.map((backend) =>
+      lazySummaryLine(backend, pairsOf.get(backend) ?? [], shapeLabel),
+    ),
   };
 }

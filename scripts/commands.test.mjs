@@ -1,0 +1,135 @@
+// The root commands do what the README says (issue 18): `pnpm bench` runs the vitest
+// micro-benchmarks of every package and never the sustained sweeps of @loom/bench-throughput,
+// no turbo run prints (or sends) telemetry, and LOOM_* overrides reach the tasks. Run by `bash scripts/dev.sh test`:
+// `node --test scripts/commands.test.mjs`.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import {
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+
+const root = join(import.meta.dirname, '..');
+// Turbo shows its telemetry notice (and turns telemetry on) once per user config directory, so
+// every run gets a config directory turbo has never seen: a fresh machine.
+const scratch = mkdtempSync(join(tmpdir(), 'loom-commands-'));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+let runs = 0;
+
+/**
+ * Runs a root script with `--dry=json` appended (pnpm appends extra arguments to the script),
+ * as on a machine where turbo never ran and nobody exported an opt-out: stdout and stderr
+ * together (the notice goes to stderr), and the plan turbo printed.
+ */
+function dryRun(script, extraEnv = {}) {
+  runs += 1;
+  const env = { ...process.env, ...extraEnv, XDG_CONFIG_HOME: join(scratch, `config-${runs}`) };
+  delete env.TURBO_TELEMETRY_DISABLED;
+  delete env.DO_NOT_TRACK;
+  const output = execFileSync('sh', ['-c', `pnpm --silent run ${script} --dry=json 2>&1`], {
+    cwd: root,
+    env,
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
+  return {
+    output,
+    plan: JSON.parse(output.slice(output.indexOf('{'), output.lastIndexOf('}') + 1)),
+  };
+}
+
+function packagesWithScript(name) {
+  const found = [];
+  for (const group of ['packages', 'plugins', 'tools']) {
+    for (const dir of readdirSync(join(root, group))) {
+      let manifest;
+      try {
+        manifest = JSON.parse(readFileSync(join(root, group, dir, 'package.json'), 'utf8'));
+      } catch {
+        continue; // a planned package: README only
+      }
+      if (manifest.scripts?.[name] !== undefined) found.push(manifest);
+    }
+  }
+  return found;
+}
+
+test('root `pnpm bench` runs the vitest micro-benchmarks of every package, no sweep', () => {
+  const { plan } = dryRun('bench');
+  const ran = plan.tasks
+    .filter((task) => task.command !== '<NONEXISTENT>')
+    .map((task) => task.package)
+    .sort();
+  const micro = packagesWithScript('bench')
+    .filter((manifest) => manifest.scripts.bench.startsWith('vitest bench'))
+    .map((manifest) => manifest.name)
+    .sort();
+  assert.ok(micro.includes('@loom/event-runtime'), 'the kernel has vitest benchmarks');
+  assert.deepEqual(ran, micro);
+  assert.ok(!ran.includes('@loom/bench-throughput'));
+});
+
+test('turbo prints no telemetry notice', () => {
+  for (const script of ['bench', 'test']) {
+    const { output } = dryRun(script);
+    assert.doesNotMatch(output, /telemetry/i, `pnpm ${script} printed turbo's telemetry notice`);
+  }
+});
+
+test('LOOM_* settings reach the tasks turbo runs (strict env mode filters the rest)', () => {
+  // Without a pass-through, `LOOM_TEST_PG_URL=… pnpm test` ran the tests on the default URL.
+  const { plan } = dryRun('test', { LOOM_TEST_PG_URL: 'postgres://elsewhere/test' });
+  const passed = [
+    ...(plan.globalCacheInputs.environmentVariables.passthrough ?? []),
+    ...plan.tasks.flatMap((task) => task.environmentVariables.passthrough ?? []),
+  ];
+  assert.ok(
+    passed.some((entry) => entry.startsWith('LOOM_TEST_PG_URL=')),
+    `turbo does not pass LOOM_TEST_PG_URL to its tasks: ${JSON.stringify(passed)}`,
+  );
+});
+
+test('`pnpm changeset version` writes CHANGELOG.md entries (in a scratch copy)', () => {
+  // Only what changesets reads: the manifests, the workspace list and .changeset/.
+  const copy = join(scratch, 'changeset');
+  const manifests = ['package.json', 'pnpm-workspace.yaml'];
+  for (const group of ['packages', 'plugins', 'tools']) {
+    for (const dir of readdirSync(join(root, group))) {
+      if (existsSync(join(root, group, dir, 'package.json'))) {
+        manifests.push(join(group, dir, 'package.json'));
+      }
+    }
+  }
+  for (const file of manifests) cpSync(join(root, file), join(copy, file));
+  cpSync(join(root, '.changeset'), join(copy, '.changeset'), { recursive: true });
+  symlinkSync(join(root, 'node_modules'), join(copy, 'node_modules'));
+  writeFileSync(
+    join(copy, '.changeset', 'scratch-entry.md'),
+    "---\n'@loom/event-runtime': minor\n---\n\nA scratch entry for the kernel.\n",
+  );
+  execFileSync('pnpm', ['--silent', 'changeset', 'version'], {
+    cwd: copy,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 120_000,
+  });
+  const read = (path) => readFileSync(join(copy, path), 'utf8');
+  const kernel = read('packages/event-runtime/CHANGELOG.md');
+  assert.match(kernel, /## 0\.2\.0/);
+  assert.match(kernel, /A scratch entry for the kernel\./);
+  assert.equal(JSON.parse(read('packages/event-runtime/package.json')).version, '0.2.0');
+  // A package that depends on the kernel gets a patch release that says why.
+  assert.match(read('packages/workflow-runtime/CHANGELOG.md'), /@loom\/event-runtime@0\.2\.0/);
+  // The private benchmark tool is never versioned.
+  assert.ok(!existsSync(join(copy, 'tools/bench-throughput/CHANGELOG.md')));
+  assert.ok(!existsSync(join(copy, '.changeset', 'scratch-entry.md')), 'the entry was consumed');
+});

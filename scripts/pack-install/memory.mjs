@@ -1,0 +1,34 @@
+// A user of the memory store, in plain Node ESM, with no optional peer installed (pg,
+// better-sqlite3, @opentelemetry/api, vitest, fast-check):
+// every package's root entry loads, and one flow runs to its result.
+import { createRuntime, InMemoryEventStore } from '@loom/event-runtime';
+import { retryMiddleware } from '@loom/middleware';
+import { tracingMiddleware } from '@loom/middleware/tracing';
+import { parallelLimit } from '@loom/scheduler';
+import { defineFlow } from '@loom/workflow-runtime';
+import { parseCron } from '@loom/workflow-runtime/cron';
+
+const check = (ok, what) => {
+  if (!ok) throw new Error(`pack-install memory: ${what}`);
+};
+check(typeof retryMiddleware === 'function', '@loom/middleware has no retryMiddleware');
+// The tracing entry loads without @opentelemetry/api (an optional peer it imports on first use).
+check(typeof tracingMiddleware === 'function', '@loom/middleware/tracing has no tracingMiddleware');
+check(typeof defineFlow === 'function', '@loom/workflow-runtime has no defineFlow');
+check(typeof parseCron === 'function', '@loom/workflow-runtime/cron has no parseCron');
+check(
+  (await parallelLimit([1, 2, 3], 2, async (n) => n * 2)).join() === '2,4,6',
+  'parallelLimit returned the wrong results',
+);
+
+const greet = {
+  name: 'greet',
+  run: async (ctx, input) => ctx.step('shout', () => `${input.name.toUpperCase()}!`),
+};
+const store = new InMemoryEventStore();
+const runtime = createRuntime({ store, flows: [greet] });
+const handle = await runtime.start(greet, { name: 'loom' }, { executionId: 'greet-1' });
+const result = await handle.result();
+await runtime.shutdown();
+check(result === 'LOOM!', `the flow returned ${JSON.stringify(result)}`);
+console.log('pack-install memory: ok (4 packages imported, one flow ran in memory)');

@@ -1,0 +1,17 @@
+// Type-checked (never run) under moduleResolution NodeNext and Bundler without pg,
+// better-sqlite3 or their @types installed.
+import { createRuntime, type Flow, InMemoryEventStore } from '@loom/event-runtime';
+import { retryMiddleware } from '@loom/middleware';
+import { parallelLimit } from '@loom/scheduler';
+import { defineFlow } from '@loom/workflow-runtime';
+import { parseCron } from '@loom/workflow-runtime/cron';
+
+const greet: Flow<{ name: string }, string> = {
+  name: 'greet',
+  run: async (ctx, input) => ctx.step('shout', () => `${input.name.toUpperCase()}!`),
+};
+const runtime = createRuntime({ store: new InMemoryEventStore(), flows: [greet] });
+const handle = await runtime.start(greet, { name: 'loom' }, { executionId: 'greet-1' });
+const result: string = await handle.result();
+const doubled: number[] = await parallelLimit([1, 2, 3], 2, async (n: number) => n * 2);
+export const used = [result, doubled, retryMiddleware, defineFlow, parseCron];
