@@ -213,3 +213,45 @@ describe('SqliteQueueStore: outcomes on an upgraded database', () => {
     }
   });
 });
+
+describe('SqliteEventStore: what the execution index costs', () => {
+  it('only appends that start an execution or change its status write an index row', async () => {
+    const store = SqliteEventStore.open({ path: freshPath(), migrate: true });
+    const rowsWritten = async (call: () => Promise<unknown>) => {
+      const total = () =>
+        store.database.prepare('SELECT total_changes() AS n').pluck().get() as number;
+      const before = total();
+      await call();
+      return total() - before;
+    };
+    const id = 'cost-1';
+    const envelope = (sequence: number, type: string, payload: unknown = {}) => ({
+      executionId: id,
+      sequence,
+      type,
+      payload: payload as never,
+    });
+    try {
+      // Two events and the index row, in the append's one transaction.
+      expect(
+        await rowsWritten(() =>
+          store.append([
+            envelope(0, 'execution.started', { flow: 'order', version: null, input: null }),
+            envelope(1, 'step.started'),
+          ]),
+        ),
+      ).toBe(3);
+      expect(await rowsWritten(() => store.append([envelope(2, 'step.completed')]))).toBe(1);
+      expect(
+        await rowsWritten(() =>
+          store.append([envelope(3, 'execution.completed')], { status: 'settled' }),
+        ),
+      ).toBe(2);
+      expect(await store.findExecutions({ flow: 'order', status: 'completed' })).toMatchObject([
+        { executionId: id },
+      ]);
+    } finally {
+      await store.close();
+    }
+  });
+});
