@@ -47,6 +47,13 @@ const payment = defineFlow({ name: 'payment' }, async (ctx) => {
   return 'paid';
 });
 const approveSignal = defineSignal('approve', approval);
+const shipment = defineFlow(
+  { name: 'shipment', version: '3', signals: { delivered: reason } },
+  async (ctx, input: { sku: string }) => {
+    await ctx.waitForSignal('delivered');
+    return input.sku.length;
+  },
+);
 
 /**
  * Compile-time checks, never run: `pnpm lint` type-checks this file, and each
@@ -66,6 +73,10 @@ export function senderTypes(runtime: FlowRuntime): void {
   void runtime.signal(approveSignal, 'order-1', { by: 'ada' });
   // @ts-expect-error a defined signal's payload is checked too
   void runtime.signal(approveSignal, 'order-1', { by: true });
+  // A flow with a typed input and output is typed the same way.
+  void runtime.signal(shipment, 'shipment-1', 'delivered', 'at the door');
+  // @ts-expect-error the input type plays no part in the payload's
+  void runtime.signal(shipment, 'shipment-1', 'delivered', { sku: 'x' });
   // A flow that declares no signals accepts any name and payload, as at run time.
   void runtime.signal(payment, 'payment-1', 'anything', { at: 1 });
   // The untyped form stays for advanced use.
