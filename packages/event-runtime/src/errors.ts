@@ -66,6 +66,12 @@ export const ErrorCode = {
   RUNTIME_SHUT_DOWN: 'RUNTIME_SHUT_DOWN',
   /** A transactional step was asked of a store that cannot run one. */
   TRANSACTIONS_UNSUPPORTED: 'TRANSACTIONS_UNSUPPORTED',
+  /**
+   * An operation (`step`, `sleep`, `now`, …) was called on a flow context after its flow
+   * function returned or threw: nothing ran and nothing was recorded. Await every operation
+   * inside the flow function; never keep the context for later.
+   */
+  CONTEXT_CLOSED: 'CONTEXT_CLOSED',
 } as const;
 
 /** One of the stable error codes in {@link ErrorCode}. */

@@ -38,6 +38,11 @@ export const Limits = {
   queueClaimScanMax: 1000,
   /** Queues one `listQueues` call returns, and its default. Bounds one aggregate query's result. */
   queueListMax: 1000,
+  /**
+   * Characters of a cancel reason. The reason goes into the cancelled terminal event, so it is
+   * checked before a cancel starts: a reason too big for that event would strand the execution.
+   */
+  cancelReasonLengthMax: 4096,
 } as const;
 
 export type LimitName = keyof typeof Limits;

@@ -8,6 +8,7 @@ import type {
 } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { Limits } from '../limits.js';
+import { encodedTextOf } from './encoded-payloads.js';
 import { eventHash } from './hash-chain.js';
 import { encodePayload } from './json-codec.js';
 import { checkWellFormed } from './well-formed-text.js';
@@ -249,7 +250,7 @@ function prepareOne(
   if (!('payload' in envelope)) {
     invalid(`envelope ${index} has no payload (use null for none)`, { executionId, sequence });
   }
-  const payloadText = encodePayload(envelope.payload, executionId);
+  const payloadText = encodedTextOf(envelope) ?? encodePayload(envelope.payload, executionId);
   if (payloadText.length > Limits.payloadBytesMax / 3) {
     const bytes = Buffer.byteLength(payloadText, 'utf8');
     if (bytes > Limits.payloadBytesMax) {

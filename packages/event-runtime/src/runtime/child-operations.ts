@@ -1,10 +1,19 @@
+import type { JsonValue } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
+import { decodePayload } from '../internal/json-codec.js';
 import type { DriverScope } from './driver-scope.js';
-import { childFailed, never, toJson } from './driver-support.js';
+import {
+  childFailed,
+  encodeRecorded,
+  never,
+  recordedValue,
+  replayedValue,
+} from './driver-support.js';
 import type { ExecutionOutcome } from './execution-outcome.js';
 import type { StepRecord } from './execution-state.js';
 import type { Flow } from './flow.js';
 import { EventType, type RecordedError } from './kernel-events.js';
+import { recordError } from './recorded-error.js';
 
 /**
  * `ctx.child` and `ctx.continueAsNew`: operations that start another execution (idempotently,
@@ -21,6 +30,7 @@ export class ChildOperations {
   ): Promise<unknown> {
     const { journal, state, suspension, hooks } = this.scope;
     const parentId = this.scope.executionId;
+    this.scope.ensureOpen('child', flow?.name);
     if (suspension.suspending) return never();
     const claim = this.scope.claim('child', flow?.name);
     const recorded = claim.recorded;
@@ -33,11 +43,14 @@ export class ChildOperations {
           recorded.error,
         );
       }
-      return recorded.result ?? null;
+      return replayedValue(recorded.result, hooks.keepResults);
     }
     const childId = recorded?.childId ?? executionId ?? `${parentId}.${claim.index}`;
     if (recorded === undefined) {
-      const inputValue = toJson(input, `the input of child '${claim.name}'`, parentId);
+      // Refused before anything is recorded; the child's start checks its exact started event.
+      const checked = { input: input ?? null };
+      encodeRecorded(checked, `the input of child '${claim.name}'`, { executionId: parentId });
+      const inputValue = checked.input as JsonValue;
       journal.record(EventType.childStarted, {
         index: claim.index,
         name: claim.name,
@@ -70,24 +83,37 @@ export class ChildOperations {
     this.scope.interrupt();
     if (outcome === undefined) return suspension.block(null);
     const record = state.steps[claim.index] as StepRecord;
+    let refused: unknown;
     if (outcome.status === 'completed') {
-      journal.record(EventType.childCompleted, {
-        index: claim.index,
-        childId,
-        status: 'completed',
-        output: outcome.output,
-      });
-      record.status = 'completed';
-      record.result = outcome.output;
-      return outcome.output;
+      const payload = { index: claim.index, childId, status: 'completed', output: outcome.output };
+      try {
+        const text = encodeRecorded(payload, `the output of child ${childId}`, {
+          executionId: parentId,
+          childId,
+        });
+        journal.record(EventType.childCompleted, payload, text);
+        const output = recordedValue(outcome.output, text, 'output');
+        record.status = 'completed';
+        // A separate copy for the hot state (snapshots), so the flow cannot change it.
+        record.result = hooks.keepResults
+          ? (decodePayload(text) as { output: JsonValue }).output
+          : output;
+        return output;
+      } catch (error) {
+        // The child's output fits its own log but not this one's event: the child failed here,
+        // durably, so a replay fails it the same way.
+        refused = error;
+      }
     }
     const error: RecordedError =
       outcome.status === 'failed'
         ? outcome.error
-        : {
-            name: 'Cancelled',
-            message: outcome.status === 'cancelled' ? outcome.reason : outcome.status,
-          };
+        : refused !== undefined
+          ? recordError(refused)
+          : {
+              name: 'Cancelled',
+              message: outcome.status === 'cancelled' ? outcome.reason : outcome.status,
+            };
     const status = outcome.status === 'cancelled' ? 'cancelled' : 'failed';
     journal.record(EventType.childCompleted, {
       index: claim.index,
@@ -103,10 +129,14 @@ export class ChildOperations {
   /** `ctx.continueAsNew`: starts the successor, then ends this execution as continued. */
   async continueAsNew(input: unknown): Promise<never> {
     const { executionId, state, suspension } = this.scope;
+    this.scope.ensureOpen('continueAsNew');
     if (suspension.suspending) return never();
     this.scope.interrupt();
     const flow = this.scope.flow();
-    const inputValue = toJson(input, 'the continue-as-new input', executionId);
+    // Refused before the successor starts; its start checks its exact started event.
+    const checked = { input: input ?? null };
+    encodeRecorded(checked, 'the continue-as-new input', { executionId });
+    const inputValue = checked.input as JsonValue;
     const successorId = `${state.rootId}#${state.generation + 1}`;
     suspension.beginInFlight();
     try {

@@ -16,7 +16,7 @@ export interface DriverHooks {
   transact?: (
     journal: ExecutionJournal,
     work: (tx: TransactionHandle) => unknown,
-    completion: (result: unknown) => { type: string; payload: JsonValue },
+    completion: (result: unknown) => { type: string; payload: JsonValue; payloadText?: string },
   ) => Promise<unknown>;
   readSignals(executionId: string, afterSignalId: number): Promise<StoredSignal[]>;
   /** Starts a child execution (idempotent on its id). */

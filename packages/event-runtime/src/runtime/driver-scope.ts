@@ -29,6 +29,13 @@ export interface DriverScope {
    * Throws `DUPLICATE_STEP_NAME`, `NON_DETERMINISM`, or why the execution must not go on.
    */
   claim(kind: OperationKind, name: unknown): Claim;
+  /**
+   * Throws `CONTEXT_CLOSED` once the flow function returned or threw: an operation called after
+   * that must not run its effect or record anything. `operation` and `name` go in the message.
+   */
+  ensureOpen(operation: string, name?: unknown): void;
+  /** True once the flow function returned or threw. */
+  ended(): boolean;
   /** Throws if the execution must not go on (stopped, cancelled, continued, or a rule broken). */
   interrupt(): void;
   /** Waits for a durability barrier; a failed append means this node stops driving. */

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { JsonValue } from '../envelope.js';
 import { ErrorCode, isLoomError, LoomError } from '../errors.js';
+import { decodePayload, encodePayload } from '../internal/json-codec.js';
 import { ChildOperations } from './child-operations.js';
 import type { DriverHooks } from './driver-hooks.js';
 import type { Claim, DriverScope } from './driver-scope.js';
-import { toJson } from './driver-support.js';
+import { encodeRecorded, recordedValue } from './driver-support.js';
 import type { ExecutionJournal } from './execution-journal.js';
 import type { ExecutionOutcome } from './execution-outcome.js';
 import type { ExecutionState, OperationKind } from './execution-state.js';
@@ -31,6 +32,8 @@ export class ExecutionDriver {
   /** Why this node stopped driving (ownership lost, shutdown, already started elsewhere). */
   private stopped: LoomError | undefined;
   private cancelReason: string | undefined;
+  /** The flow function returned or threw: its context refuses every operation from now on. */
+  private ended = false;
   private continuedTo: string | undefined;
   private resolveDone!: (outcome: ExecutionOutcome) => void;
   private resolveInterrupt!: () => void;
@@ -64,6 +67,8 @@ export class ExecutionDriver {
       suspension: this.suspension,
       signal: this.abort.signal,
       claim: (kind, name) => this.claim(kind, name),
+      ensureOpen: (operation, name) => this.ensureOpen(operation, name),
+      ended: () => this.ended,
       interrupt: () => this.interrupt(),
       barrier: () => this.barrier(),
       stopError: (error) => this.stopError(error),
@@ -130,8 +135,15 @@ export class ExecutionDriver {
   }
 
   private async runFlow(flow: Flow<never, unknown>): Promise<Terminal | undefined> {
+    let output: unknown;
     try {
-      const output = await flow.run(this.context(), this.state.input as never);
+      output = await flow.run(this.context(), this.flowInput() as never);
+    } catch (thrown) {
+      this.ended = true;
+      return this.terminal(thrown);
+    }
+    this.ended = true;
+    try {
       this.interrupt();
       if (this.cursor < this.state.steps.length) {
         const recorded = this.state.steps[this.cursor];
@@ -141,15 +153,41 @@ export class ExecutionDriver {
           null,
         );
       }
-      const value = toJson(output, `the output of execution ${this.executionId}`, this.executionId);
+      const payload = { output: output ?? null };
+      const text = encodeRecorded(payload, `the output of execution ${this.executionId}`, {
+        executionId: this.executionId,
+      });
       return {
         type: EventType.executionCompleted,
-        payload: { output: value },
-        outcome: { status: 'completed', output: value },
+        payload: payload as JsonValue,
+        payloadText: text,
+        outcome: { status: 'completed', output: recordedValue(payload.output, text, 'output') },
       };
     } catch (thrown) {
       return this.terminal(thrown);
     }
+  }
+
+  /**
+   * The flow's input. With snapshots on, a copy: the hot state's input goes into snapshots, and
+   * a flow that changes its input must not change what a resume from a snapshot replays.
+   */
+  private flowInput(): JsonValue {
+    const input = this.state.input;
+    if (!this.hooks.keepResults || typeof input !== 'object' || input === null) return input;
+    return decodePayload(encodePayload(input));
+  }
+
+  private ensureOpen(operation: string, name?: unknown): void {
+    if (!this.ended) return;
+    const named = typeof name === 'string' ? `('${name.slice(0, 200)}')` : '()';
+    throw new LoomError(
+      ErrorCode.CONTEXT_CLOSED,
+      `ctx.${operation}${named} was called after the flow of execution ${this.executionId} ` +
+        'returned: nothing ran and nothing was recorded. Await every operation inside the flow ' +
+        'function, and never keep its context for later',
+      { executionId: this.executionId, operation },
+    );
   }
 
   /** Records the terminal (or the suspension), seals the journal and waits for durability. */
@@ -159,7 +197,7 @@ export class ExecutionDriver {
   ): Promise<ExecutionOutcome> {
     if (this.stopped !== undefined) return this.finish({ status: 'stopped', error: this.stopped });
     if (terminal !== undefined) {
-      this.journal.record(terminal.type, terminal.payload);
+      this.journal.record(terminal.type, terminal.payload, terminal.payloadText);
       this.journal.setStatus('settled');
       // State changes with the record (as for steps), so a snapshot taken when it is durable agrees.
       applyTerminal(this.state, outcome, this.journal.sequence);
@@ -262,7 +300,10 @@ export class ExecutionDriver {
       now: () => this.recordValue('now', () => this.hooks.clock.now()) as number,
       random: () => this.recordValue('random', () => Math.random()) as number,
       uuid: () => this.recordValue('uuid', () => randomUUID()) as string,
-      patched: (id) => this.patched(id),
+      patched: (id) => {
+        this.ensureOpen('patched', id);
+        return this.patched(id);
+      },
     };
   }
 
@@ -301,11 +342,17 @@ export class ExecutionDriver {
 
   /** `now`, `random`, `uuid`: recorded on first run, returned from the log on replay. */
   private recordValue(name: string, make: () => JsonValue): JsonValue {
+    this.ensureOpen(name);
     if (this.suspension.suspending) return make();
     const claim = this.claim('value', name);
     if (claim.recorded !== undefined) return claim.recorded.result ?? null;
-    const value = make();
-    this.journal.record(EventType.valueRecorded, { index: claim.index, name: claim.name, value });
+    const payload = { index: claim.index, name: claim.name, value: make() };
+    // Refused here (a clock that gives NaN), not by the append, which would wedge the execution.
+    const text = encodeRecorded(payload, `the value of ctx.${name}()`, {
+      executionId: this.executionId,
+    });
+    const value = recordedValue(payload.value, text, 'value');
+    this.journal.record(EventType.valueRecorded, payload, text);
     this.state.steps[claim.index] = {
       kind: 'value',
       name: claim.name,

@@ -7,6 +7,7 @@ import type {
   StoredEvent,
 } from '../envelope.js';
 import type { EventStore, TransactionalEventStore } from '../event-store.js';
+import { type EncodedEnvelope, payloadTextKey } from '../internal/encoded-payloads.js';
 import { Limits } from '../limits.js';
 
 interface Waiter {
@@ -72,17 +73,20 @@ export class ExecutionJournal {
   /**
    * Queue an event; it becomes durable at the next flush. Returns its sequence, or -1 once the
    * journal is sealed (a late effect's completion after the terminal is dropped, not appended).
+   * `payloadText`, when the caller encoded the payload already, is what the log stores.
    */
-  record(type: string, payload: JsonValue): number {
+  record(type: string, payload: JsonValue, payloadText?: string): number {
     if (this.sealed) return -1;
     const sequence = this.nextSequence++;
-    this.pending.push({
+    const envelope: EncodedEnvelope = {
       executionId: this.executionId,
       sequence,
       type,
       payload,
       at: this.clock.now(),
-    });
+      [payloadTextKey]: payloadText,
+    };
+    this.pending.push(envelope);
     return sequence;
   }
 
@@ -147,7 +151,7 @@ export class ExecutionJournal {
   async transact<T>(
     store: TransactionalEventStore,
     work: (tx: unknown) => T | Promise<T>,
-    completion: (result: T) => { type: string; payload: JsonValue },
+    completion: (result: T) => { type: string; payload: JsonValue; payloadText?: string },
   ): Promise<T> {
     await this.flush();
     while (this.inFlight) await new Promise((resolve) => setImmediate(resolve));
@@ -162,13 +166,15 @@ export class ExecutionJournal {
           const event = completion(result);
           batch = this.pending.splice(0);
           lastSequence = this.nextSequence++;
-          batch.push({
+          const envelope: EncodedEnvelope = {
             executionId: this.executionId,
             sequence: lastSequence,
             type: event.type,
             payload: event.payload,
             at: this.clock.now(),
-          });
+            [payloadTextKey]: event.payloadText,
+          };
+          batch.push(envelope);
           return batch;
         },
         { fenceEpoch: this.fenceEpoch },

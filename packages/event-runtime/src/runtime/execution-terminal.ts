@@ -5,8 +5,16 @@ import type { ExecutionState } from './execution-state.js';
 import { EventType, type RecordedError } from './kernel-events.js';
 import { recordError } from './recorded-error.js';
 
-/** The event an execution ends with, and the outcome it settles to. */
-export type Terminal = { type: string; payload: JsonValue; outcome: ExecutionOutcome };
+/**
+ * The event an execution ends with, and the outcome it settles to. `payloadText`: the payload's
+ * stored text, when it was encoded already (a completed execution's output).
+ */
+export type Terminal = {
+  type: string;
+  payload: JsonValue;
+  payloadText?: string;
+  outcome: ExecutionOutcome;
+};
 
 /** Why a flow that did not complete ends: continued as new, cancelled, or a broken rule. */
 export interface Ending {

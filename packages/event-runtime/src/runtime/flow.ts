@@ -40,10 +40,13 @@ export interface FlowContext {
   /**
    * Run an effect once per execution (at least once across crashes) and record its result.
    * On replay a recorded step returns its recorded result without running the effect.
-   * Names must be unique within an execution. The result must be JSON.
+   * Names must be unique within an execution. The result must be JSON, and the flow gets it
+   * decoded from what was recorded, on the first run as on replay (`undefined` becomes `null`).
    *
-   * Error codes: `STEP_FAILED` (the effect threw; replayed identically), `DUPLICATE_STEP_NAME`,
-   * `INVALID_STEP_NAME`, `NON_DETERMINISM`, `EXECUTION_CANCELLED`, `OWNERSHIP_LOST`.
+   * Error codes: `STEP_FAILED` (the effect threw, or its result is not JSON or over
+   * `payloadBytesMax`: `fields.error.code` says which; replayed identically),
+   * `DUPLICATE_STEP_NAME`, `INVALID_STEP_NAME`, `NON_DETERMINISM`, `EXECUTION_CANCELLED`,
+   * `OWNERSHIP_LOST`, `CONTEXT_CLOSED` (called after the flow function returned).
    */
   step<T>(
     name: string,
@@ -70,12 +73,15 @@ export interface FlowContext {
   /**
    * Wait for a signal sent with `runtime.signal(executionId, name, payload)`. Signals that
    * arrived earlier are kept in order and taken first; each is delivered to one wait. With
-   * `timeoutMs`, resolves `{ received: false }` once it passes.
+   * `timeoutMs`, resolves `{ received: false }` once it passes. Throws `LIMIT_EXCEEDED` when the
+   * payload, with the fields of the event that records its receipt, is over `payloadBytesMax`
+   * (the inbox limits the payload alone); a replay fails the same way.
    */
   waitForSignal(name: string, options?: { timeoutMs?: number }): Promise<SignalWait>;
   /**
    * Start a child execution of `flow` (id `<parent>.<index>` unless given) and wait durably for
-   * its output. Throws `CHILD_FAILED` if it failed or was cancelled. Cancelling the parent
+   * its output. Throws `CHILD_FAILED` if it failed or was cancelled, or if its output does not fit
+   * this execution's record of it (`payloadBytesMax`). Cancelling the parent
    * cancels its running children.
    */
   child<I, O>(flow: Flow<I, O>, input: I, options?: { executionId?: string }): Promise<O>;

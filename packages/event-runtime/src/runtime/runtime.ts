@@ -3,10 +3,11 @@ import { type Clock, systemClock } from '../clock.js';
 import type { JsonValue } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import type { EventStore } from '../event-store.js';
-import { encodePayload } from '../internal/json-codec.js';
 import { checkLeaseOwner } from '../internal/lease-input.js';
 import { mintId } from '../internal/mint-id.js';
 import { checkExecutionId } from '../internal/prepare-append.js';
+import { Limits } from '../limits.js';
+import { encodeRecorded, recordedValue } from './driver-support.js';
 import {
   createHandle,
   type ExecutionHandle,
@@ -160,12 +161,14 @@ export class Runtime {
     this.assertRunning();
     this.flows.registerIfAbsent(typedFlow);
     const executionId = requestedId === undefined ? mintId() : checkExecutionId(requestedId);
-    const inputValue = (input === undefined ? null : input) as JsonValue;
-    encodePayload(inputValue, executionId);
+    // The flow runs on the input decoded from what the log stores, as a replay will. (The
+    // append checks the whole started event; this names the input when it alone is too big.)
+    const checked = { input: input ?? null };
+    const text = encodeRecorded(checked, `the input of execution ${executionId}`, { executionId });
     const started: ExecutionStartedPayload = {
       flow: typedFlow.name,
       version: typedFlow.version ?? null,
-      input: inputValue,
+      input: recordedValue(checked.input, text, 'input'),
       ...links,
     };
     const existing = await this.local.start(typedFlow, executionId, started);
@@ -209,7 +212,8 @@ export class Runtime {
    * {@link defaultCancelReason}.
    *
    * Error codes: `EXECUTION_NOT_FOUND`, `INVALID_ENVELOPE` (id), `INVALID_ARGUMENT` (a reason
-   * that is not a string), store errors.
+   * that is not a string), `LIMIT_EXCEEDED` (a reason over `Limits.cancelReasonLengthMax`),
+   * store errors.
    *
    * @example
    * await runtime.cancel('order-42', 'customer asked');
@@ -221,6 +225,14 @@ export class Runtime {
         ErrorCode.INVALID_ARGUMENT,
         `a cancel reason must be a string (or left out), got ${typeof reason}`,
         { executionId, path: 'reason' },
+      );
+    }
+    if (reason.length > Limits.cancelReasonLengthMax) {
+      throw new LoomError(
+        ErrorCode.LIMIT_EXCEEDED,
+        `the cancel reason for execution ${executionId} is ${reason.length} characters, over ` +
+          `cancelReasonLengthMax (${Limits.cancelReasonLengthMax}): shorten it (keep details elsewhere)`,
+        { executionId, path: 'reason', limit: 'cancelReasonLengthMax', actual: reason.length },
       );
     }
     const local = this.local.driver(executionId);

@@ -1,8 +1,14 @@
 import type { JsonValue } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
-import { decodePayload, encodePayload } from '../internal/json-codec.js';
-import type { DriverScope } from './driver-scope.js';
-import { never, stepFailed, toJson } from './driver-support.js';
+import { decodePayload } from '../internal/json-codec.js';
+import type { Claim, DriverScope } from './driver-scope.js';
+import {
+  encodeRecorded,
+  never,
+  recordedValue,
+  replayedValue,
+  stepFailed,
+} from './driver-support.js';
 import type { EffectContext, StepOptions, TransactionHandle } from './flow.js';
 import { EventType } from './kernel-events.js';
 import { recordError } from './recorded-error.js';
@@ -21,6 +27,7 @@ export class StepOperations {
     options: StepOptions | undefined,
   ): Promise<T> {
     const { executionId, journal, state, suspension } = this.scope;
+    this.scope.ensureOpen('step', name);
     if (suspension.suspending) return never();
     const claim = this.scope.claim('step', name);
     if (claim.recorded !== undefined && claim.recorded.status !== 'started')
@@ -45,33 +52,29 @@ export class StepOperations {
         state.steps[claim.index] = { name: claim.name, status: 'started' };
       }
       await this.scope.barrier();
+      // The flow returned while this step (never awaited) waited for its barrier: the execution
+      // has ended and nothing could record the effect's outcome, so the effect must not run.
+      if (this.scope.ended()) return never();
       let result: T;
       try {
         result = await fn(this.effectContext(claim.index, claim.name));
       } catch (thrown) {
         this.scope.interrupt();
-        const error = recordError(thrown);
-        journal.record(EventType.stepFailed, {
-          index: claim.index,
-          name: claim.name,
-          error,
-        } as never);
-        state.steps[claim.index] = { name: claim.name, status: 'failed', error };
-        throw stepFailed(executionId, claim.index, claim.name, error, thrown);
+        throw this.failed(claim, thrown);
       }
       this.scope.interrupt();
-      const value = toJson(result, `the result of step '${claim.name}'`, executionId);
-      journal.record(EventType.stepCompleted, {
-        index: claim.index,
-        name: claim.name,
-        result: value,
-      });
-      const kept = this.keep(value);
-      state.steps[claim.index] =
-        kept === undefined
-          ? { name: claim.name, status: 'completed' }
-          : { name: claim.name, status: 'completed', result: kept };
-      return result;
+      const payload = { index: claim.index, name: claim.name, result: result ?? null };
+      let text: string;
+      try {
+        text = this.encodeResult(claim, payload);
+      } catch (refused) {
+        // The effect ran but its result cannot be recorded: the step fails, durably, so a
+        // replay fails it the same way instead of running the effect again.
+        throw this.failed(claim, refused);
+      }
+      journal.record(EventType.stepCompleted, payload as JsonValue, text);
+      this.completed(claim, text);
+      return recordedValue(payload.result, text, 'result') as T;
     } finally {
       suspension.settleInFlight();
     }
@@ -80,6 +83,7 @@ export class StepOperations {
   /** `ctx.transaction`: the effect and its `step.completed` commit in one store transaction. */
   async transaction<T>(name: string, work: (tx: TransactionHandle) => T | Promise<T>): Promise<T> {
     const { executionId, journal, state, suspension } = this.scope;
+    this.scope.ensureOpen('transaction', name);
     if (suspension.suspending) return never();
     const claim = this.scope.claim('step', name);
     if (claim.recorded !== undefined && claim.recorded.status !== 'started')
@@ -103,38 +107,66 @@ export class StepOperations {
         state.steps[claim.index] = { name: claim.name, status: 'started' };
       }
       await this.scope.barrier();
-      let value: JsonValue;
+      // The flow returned while this step (never awaited) waited for its barrier: the execution
+      // has ended and nothing could record the effect's outcome, so the effect must not run.
+      if (this.scope.ended()) return never();
+      let raw: unknown;
+      let text = '';
       try {
-        value = (await transact(journal, work, (result) => ({
-          type: EventType.stepCompleted,
-          payload: {
-            index: claim.index,
-            name: claim.name,
-            result: toJson(result, `the result of step '${claim.name}'`, executionId),
-          },
-        }))) as JsonValue;
+        raw = await transact(journal, work, (result) => {
+          const payload = { index: claim.index, name: claim.name, result: result ?? null };
+          // Thrown inside the store's transaction: the work rolls back with it.
+          text = this.encodeResult(claim, payload);
+          return {
+            type: EventType.stepCompleted,
+            payload: payload as JsonValue,
+            payloadText: text,
+          };
+        });
       } catch (thrown) {
         if (journal.failure !== undefined) throw this.scope.stopError(journal.failure);
         this.scope.interrupt();
         // The transaction rolled back: record the failure like any step's.
-        const error = recordError(thrown);
-        journal.record(EventType.stepFailed, {
-          index: claim.index,
-          name: claim.name,
-          error,
-        } as never);
-        state.steps[claim.index] = { name: claim.name, status: 'failed', error };
-        throw stepFailed(executionId, claim.index, claim.name, error, thrown);
+        throw this.failed(claim, thrown);
       }
-      const kept = this.keep(value);
-      state.steps[claim.index] =
-        kept === undefined
-          ? { name: claim.name, status: 'completed' }
-          : { name: claim.name, status: 'completed', result: kept };
-      return value as T;
+      this.completed(claim, text);
+      return recordedValue(raw ?? null, text, 'result') as T;
     } finally {
       suspension.settleInFlight();
     }
+  }
+
+  /** Encodes a `step.completed` payload once; throws `PAYLOAD_NOT_JSON` or `LIMIT_EXCEEDED`. */
+  private encodeResult(claim: Claim, payload: { [key: string]: unknown }): string {
+    return encodeRecorded(payload, `the result of step '${claim.name}'`, {
+      executionId: this.scope.executionId,
+      step: claim.name,
+      stepIndex: claim.index,
+    });
+  }
+
+  /** Records the step as failed with what was thrown, and returns the error the flow gets. */
+  private failed(claim: Claim, thrown: unknown): LoomError {
+    const { executionId, journal, state } = this.scope;
+    const error = recordError(thrown);
+    journal.record(EventType.stepFailed, {
+      index: claim.index,
+      name: claim.name,
+      error,
+    } as never);
+    state.steps[claim.index] = { name: claim.name, status: 'failed', error };
+    return stepFailed(executionId, claim.index, claim.name, error, thrown);
+  }
+
+  private completed(claim: Claim, text: string): void {
+    // The hot state keeps results only for snapshots: decoded, so the flow cannot change them.
+    this.scope.state.steps[claim.index] = this.scope.hooks.keepResults
+      ? {
+          name: claim.name,
+          status: 'completed',
+          result: (decodePayload(text) as { result: JsonValue }).result,
+        }
+      : { name: claim.name, status: 'completed' };
   }
 
   private effectContext(index: number, name: string): EffectContext {
@@ -152,10 +184,6 @@ export class StepOperations {
     const recorded = this.scope.state.steps[index];
     if (recorded?.status === 'failed')
       throw stepFailed(this.scope.executionId, index, recorded.name, recorded.error);
-    return recorded?.result as T;
-  }
-
-  private keep(value: JsonValue): JsonValue | undefined {
-    return this.scope.hooks.keepResults ? decodePayload(encodePayload(value)) : undefined;
+    return replayedValue(recorded?.result, this.scope.hooks.keepResults) as T;
   }
 }

@@ -1,7 +1,8 @@
-import type { StoredSignal } from '../envelope.js';
+import type { JsonValue, StoredSignal } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
+import { decodePayload } from '../internal/json-codec.js';
 import type { DriverScope } from './driver-scope.js';
-import { never } from './driver-support.js';
+import { encodeRecorded, never, recordedValue, replayedValue } from './driver-support.js';
 import type { StepRecord } from './execution-state.js';
 import type { SignalWait } from './flow.js';
 import { EventType } from './kernel-events.js';
@@ -26,6 +27,7 @@ export class WaitOperations {
     name = 'sleep',
   ): Promise<void> {
     const { executionId, journal, state } = this.scope;
+    this.scope.ensureOpen(atMs === undefined ? 'sleep' : 'sleepUntil', name);
     if (this.scope.suspension.suspending) return never();
     const claim = this.scope.claim('timer', name);
     if (claim.recorded?.status === 'completed') return;
@@ -58,6 +60,7 @@ export class WaitOperations {
   /** `ctx.waitForSignal`: the next unconsumed inbox signal named `name`, or a timeout. */
   async waitForSignal(name: string, timeoutMs: number | undefined): Promise<SignalWait> {
     const { executionId, journal, state, hooks } = this.scope;
+    this.scope.ensureOpen('waitForSignal', name);
     if (this.scope.suspension.suspending) return never();
     const claim = this.scope.claim('signal', name);
     if (claim.recorded?.status === 'completed') {
@@ -65,7 +68,7 @@ export class WaitOperations {
         ? { received: false }
         : {
             received: true,
-            payload: claim.recorded.result ?? null,
+            payload: replayedValue(claim.recorded.result, hooks.keepResults),
             signalId: claim.recorded.signalId,
           };
     }
@@ -89,17 +92,28 @@ export class WaitOperations {
     this.scope.interrupt();
     const record = state.steps[claim.index] as StepRecord;
     if (signal !== undefined) {
-      journal.record(EventType.signalReceived, {
+      const payload = {
         index: claim.index,
         name: claim.name,
         signalId: signal.signalId,
         payload: signal.payload,
+      };
+      // A signal the inbox took can still be too big for this event (its fields count): the wait
+      // fails with LIMIT_EXCEEDED, recording nothing, and fails the same way on replay.
+      const text = encodeRecorded(payload, `signal ${signal.signalId} ('${claim.name}')`, {
+        executionId,
+        signalId: signal.signalId,
       });
+      journal.record(EventType.signalReceived, payload, text);
+      const value = recordedValue(signal.payload, text, 'payload');
       state.consumedSignals.push(signal.signalId);
       record.status = 'completed';
       record.signalId = signal.signalId;
-      record.result = signal.payload;
-      return { received: true, payload: signal.payload, signalId: signal.signalId };
+      // A separate copy for the hot state (snapshots), so the flow cannot change it.
+      record.result = hooks.keepResults
+        ? (decodePayload(text) as { payload: JsonValue }).payload
+        : value;
+      return { received: true, payload: value, signalId: signal.signalId };
     }
     if (timeoutAtMs !== null && hooks.clock.now() >= timeoutAtMs) {
       journal.record(EventType.signalTimedOut, { index: claim.index, name: claim.name });

@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { JsonValue } from '../envelope.js';
 import { ErrorCode, type LoomError } from '../errors.js';
-import type { EventStore } from '../event-store.js';
+import { type EventStore, isTransactional } from '../event-store.js';
 import type { LeaseStore } from '../lease-store.js';
 import { Limits } from '../limits.js';
-import type { Flow } from '../runtime/flow.js';
+import type { Flow, FlowContext } from '../runtime/flow.js';
 import { LeaseManager } from '../runtime/lease-manager.js';
 import { loadState } from '../runtime/load-state.js';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
@@ -362,9 +362,10 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           ErrorCode.PAYLOAD_NOT_JSON,
         ],
         [
+          // The effect ran, so the step fails durably (a replay fails it the same way).
           'a step whose result is not JSON',
           { name: 'bad-result', run: async (ctx) => ctx.step('big', () => 10n) },
-          ErrorCode.PAYLOAD_NOT_JSON,
+          ErrorCode.STEP_FAILED,
         ],
         [
           'a duplicate step name',
@@ -1137,6 +1138,20 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         expect(await harness.countRows(handle.executionId)).toBe(2);
         expect(await created.cancel(handle.executionId, 'now')).toBe(true);
       });
+
+      it('a reason too long for the cancelled event is LIMIT_EXCEEDED and the execution can still be cancelled', async () => {
+        const created = runtime();
+        const handle = await startHanging(created);
+        const huge = 'x'.repeat(Limits.payloadBytesMax + 1);
+        const refused = (await created
+          .cancel(handle.executionId, huge)
+          .catch((e) => e)) as LoomError;
+        expect(refused.code).toBe(ErrorCode.LIMIT_EXCEEDED);
+        expect(refused.fields.limit).toBe('cancelReasonLengthMax');
+        expect(await harness.countRows(handle.executionId)).toBe(2);
+        expect(await created.cancel(handle.executionId, 'now')).toBe(true);
+        expect(await reasonOf(handle.executionId)).toBe('now');
+      });
     });
 
     describe('lease batches', () => {
@@ -1281,6 +1296,508 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         expect(await created.status(handle.executionId)).toBe('failed');
         expect(await codeOf(handle.result())).toBe(ErrorCode.INVALID_ARGUMENT);
       });
+    });
+
+    describe('recorded values: limits, first run equals replay, closed contexts, hostile throws', () => {
+      /** Settles with `promise`, or rejects once `ms` passed: a wedged execution fails the test. */
+      const within = <T>(promise: Promise<T>, what: string, ms = 5_000): Promise<T> =>
+        Promise.race([
+          promise,
+          new Promise<T>((_, reject) => {
+            const timer = setTimeout(() => reject(new Error(`${what} did not settle`)), ms);
+            void promise.finally(() => clearTimeout(timer)).catch(() => undefined);
+          }),
+        ]);
+      const failureOf = async (promise: Promise<unknown>, what: string) =>
+        (await within(promise, what).then(
+          () => new Error(`${what} resolved`),
+          (caught) => caught,
+        )) as LoomError;
+      const wait = async (check: () => Promise<boolean>, what: string) => {
+        for (let attempt = 0; attempt < 500; attempt++) {
+          if (await check()) return;
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+        throw new Error(`timed out waiting for ${what}`);
+      };
+      const suspended = async (id: string) =>
+        (await harness.store.findExecutions({ status: 'suspended' })).some(
+          (summary) => summary.executionId === id,
+        );
+      const lastType = async (id: string) => {
+        const events = await harness.store.read(id);
+        return events[events.length - 1]?.type;
+      };
+      /** A string of JSON text `bytes` long (quotes included). */
+      const jsonString = (bytes: number) => 'x'.repeat(bytes - 2);
+
+      it('a step result that fits alone but not in its event fails the step with LIMIT_EXCEEDED naming step and size', async () => {
+        const errors: unknown[] = [];
+        const created = runtime({ onError: (error) => errors.push(error) });
+        let runs = 0;
+        const flow: Flow<null, JsonValue> = {
+          name: 'big-result',
+          run: async (ctx) => {
+            try {
+              await ctx.step('big', () => {
+                runs += 1;
+                return jsonString(Limits.payloadBytesMax - 10);
+              });
+              return 'stored';
+            } catch (error) {
+              const failure = error as LoomError;
+              return { code: failure.code, inner: (failure.fields.error as { code: string }).code };
+            }
+          },
+        };
+        const handle = await created.start(flow, null, { executionId: freshId('big-result') });
+        expect(await within(handle.result(), 'result()')).toEqual({
+          code: ErrorCode.STEP_FAILED,
+          inner: ErrorCode.LIMIT_EXCEEDED,
+        });
+        const events = await harness.store.read(handle.executionId);
+        expect(events.map((event) => event.type)).toEqual([
+          'execution.started',
+          'step.started',
+          'step.failed',
+          'execution.completed',
+        ]);
+        const recorded = (events[2]?.payload as { error: { message: string; fields: JsonValue } })
+          ?.error as { message: string; fields: JsonValue };
+        expect(recorded.message).toMatch(/step 'big'/);
+        expect(recorded.message).toMatch(/\d+ bytes, over payloadBytesMax \(1048576\)/);
+        expect(recorded.fields).toMatchObject({ limit: 'payloadBytesMax', step: 'big' });
+        expect(runs).toBe(1);
+        expect(errors).toEqual([]);
+      });
+
+      it('a flow output over payloadBytesMax fails the execution with the same LIMIT_EXCEEDED with or without steps', async () => {
+        const created = runtime();
+        const big = jsonString(Limits.payloadBytesMax - 5);
+        const bare: Flow<null, string> = { name: 'big-output-bare', run: async () => big };
+        const stepped: Flow<null, string> = {
+          name: 'big-output-stepped',
+          run: async (ctx) => {
+            await ctx.step('first', () => 1);
+            return big;
+          },
+        };
+        const messages: string[] = [];
+        for (const flow of [bare, stepped]) {
+          const id = freshId('big-output');
+          const started = created.start(flow, null, { executionId: id });
+          const handle = await within(started, 'start()');
+          const error = await failureOf(handle.result(), 'result()');
+          expect(error.code).toBe(ErrorCode.LIMIT_EXCEEDED);
+          expect(await lastType(id)).toBe('execution.failed');
+          messages.push(error.message.replaceAll(id, '<id>'));
+        }
+        expect(messages[0]).toMatch(/output of execution <id> is \d+ bytes, over payloadBytesMax/);
+        expect(messages[1]).toBe(messages[0]);
+      });
+
+      it('a transactional step result over payloadBytesMax rolls back and fails the step', async () => {
+        if (!isTransactional(harness.store)) return;
+        const created = runtime();
+        const flow: Flow<null, string> = {
+          name: 'big-transaction',
+          run: async (ctx) => {
+            try {
+              await ctx.transaction('big-tx', () => jsonString(Limits.payloadBytesMax - 10));
+              return 'stored';
+            } catch (error) {
+              return (error as LoomError).code;
+            }
+          },
+        };
+        const handle = await created.start(flow, null, { executionId: freshId('big-tx') });
+        expect(await within(handle.result(), 'result()')).toBe(ErrorCode.STEP_FAILED);
+        expect((await harness.store.read(handle.executionId)).map((event) => event.type)).toEqual([
+          'execution.started',
+          'step.started',
+          'step.failed',
+          'execution.completed',
+        ]);
+      });
+
+      it('a signal that fits the inbox but not the wait that receives it fails the wait with LIMIT_EXCEEDED', async () => {
+        const created = runtime();
+        const flow: Flow<null, JsonValue> = {
+          name: 'big-signal',
+          run: async (ctx) => {
+            try {
+              await ctx.waitForSignal('blob');
+              return 'received';
+            } catch (error) {
+              return (error as LoomError).code;
+            }
+          },
+        };
+        const id = freshId('big-signal');
+        const handle = await created.start(flow, null, { executionId: id });
+        await created.signal(id, 'blob', jsonString(Limits.payloadBytesMax - 20));
+        await wait(
+          async () => (await lastType(id)) !== 'signal.waiting' || (await suspended(id)),
+          'the wait',
+        );
+        if (await suspended(id)) await created.wakeDue();
+        expect(await within(handle.result(), 'result()')).toBe(ErrorCode.LIMIT_EXCEEDED);
+      });
+
+      it('child and continue-as-new inputs over payloadBytesMax fail with LIMIT_EXCEEDED, nothing wedges', async () => {
+        const child: Flow<string, number> = { name: 'small-child', run: async () => 1 };
+        const big = jsonString(Limits.payloadBytesMax);
+        const parent: Flow<null, string> = {
+          name: 'big-child-input',
+          run: async (ctx) => {
+            try {
+              await ctx.child(child, big);
+              return 'started';
+            } catch (error) {
+              return (error as LoomError).code;
+            }
+          },
+        };
+        const continuing: Flow<string, string> = {
+          name: 'big-continue',
+          run: async (ctx, input) => (input === 'go' ? ctx.continueAsNew(big) : 'continued'),
+        };
+        const created = runtime({
+          flows: [child, parent, continuing] as Flow<never, unknown>[],
+        });
+        const first = await created.start(parent, null);
+        expect(await within(first.result(), 'parent result()')).toBe(ErrorCode.LIMIT_EXCEEDED);
+        const second = await created.start(continuing, 'go');
+        expect((await failureOf(second.result(), 'continuing result()')).code).toBe(
+          ErrorCode.LIMIT_EXCEEDED,
+        );
+        expect(await harness.store.findExecutions({ status: 'running' })).toEqual([]);
+      });
+
+      it("a child output that fits the child's log but not the parent's event fails the child durably", async () => {
+        const child: Flow<null, string> = {
+          name: 'big-output-child',
+          // {"output":<text>} is exactly payloadBytesMax: the child's own terminal fits.
+          run: async () => jsonString(Limits.payloadBytesMax - '{"output":}'.length),
+        };
+        const parent: Flow<null, JsonValue> = {
+          name: 'big-output-parent',
+          run: async (ctx) => {
+            try {
+              await ctx.child(child, null);
+              return 'received';
+            } catch (error) {
+              const failure = error as LoomError;
+              return [failure.code, (failure.fields.error as { code: string }).code];
+            }
+          },
+        };
+        const created = runtime({
+          timerPollMs: 5,
+          flows: [child, parent] as Flow<never, unknown>[],
+        });
+        const handle = await created.start(parent, null, { executionId: freshId('big-child') });
+        expect(await within(handle.result(), 'result()')).toEqual([
+          ErrorCode.CHILD_FAILED,
+          ErrorCode.LIMIT_EXCEEDED,
+        ]);
+        expect(await lastType(`${handle.executionId}.0`)).toBe('execution.completed');
+      });
+
+      it('the first run sees exactly the values its replay sees (steps, input, values, signals, children)', async () => {
+        const shared = { x: 1 };
+        const input = { tag: 'original' };
+        const seen: string[] = [];
+        const describeValue = (value: unknown): JsonValue =>
+          value === undefined
+            ? 'undefined'
+            : {
+                json: JSON.stringify(value),
+                proto:
+                  typeof value === 'object' && value !== null
+                    ? Object.getPrototypeOf(value) === null
+                      ? 'null'
+                      : Array.isArray(value)
+                        ? 'array'
+                        : 'object'
+                    : typeof value,
+                keys:
+                  typeof value === 'object' && value !== null
+                    ? Reflect.ownKeys(value).map(String)
+                    : [],
+              };
+        const child: Flow<null, JsonValue> = {
+          name: 'values-child',
+          run: async () => ({ from: 'child' }),
+        };
+        const transactional = isTransactional(harness.store);
+        const flow: Flow<{ tag: string }, string> = {
+          name: 'same-values',
+          run: async (ctx, flowInput) => {
+            const before = describeValue(flowInput);
+            const undef = await ctx.step('undefined', () => undefined);
+            const object = await ctx.step('object', () => {
+              // Changed after the step returned but before its append: the log keeps what was
+              // returned, the value the flow saw.
+              setImmediate(() => {
+                shared.x = 3;
+              });
+              return shared;
+            });
+            const array = await ctx.step('array', () => Object.assign([1, 2], { extra: 'e' }));
+            const bare = await ctx.step('null-proto', () =>
+              Object.assign(Object.create(null) as object, { k: 1 }),
+            );
+            const tx = transactional
+              ? await ctx.transaction('tx', () => Object.assign([3], { extra: 'e' }))
+              : null;
+            const signal = await ctx.waitForSignal('note');
+            const payload = signal.received ? signal.payload : null;
+            const fromChild = await ctx.child(child, null);
+            const values = [ctx.now(), ctx.random(), ctx.uuid()];
+            const view = JSON.stringify({
+              before,
+              undef: describeValue(undef),
+              object: describeValue(object),
+              array: describeValue(array),
+              bare: describeValue(bare),
+              tx: describeValue(tx),
+              payload: describeValue(payload),
+              child: describeValue(fromChild),
+              values,
+            });
+            // Mutate everything the flow was handed: none of it may reach the log.
+            (payload as { n: number }).n = -1;
+            (fromChild as { from: string }).from = 'mutated';
+            (object as { x: number }).x = -1;
+            await ctx.step('mutate', () => {
+              shared.x = 2;
+              input.tag = 'changed';
+              return null;
+            });
+            const after = JSON.stringify([describeValue(object), describeValue(flowInput)]);
+            seen.push(`${view} ${after}`);
+            await ctx.sleep(1_000);
+            return `${view} ${after}`;
+          },
+        };
+        const node = runtime({ timerPollMs: 5, flows: [flow, child] as Flow<never, unknown>[] });
+        const id = freshId('same-values');
+        const handle = await node.start(flow, input, { executionId: id });
+        await node.signal(id, 'note', { n: 1 });
+        await wait(async () => seen.length === 1 && (await suspended(id)), 'the first run');
+        harness.clock.advance(1_000);
+        const output = await within(handle.result(), 'result()');
+        expect(seen).toHaveLength(2);
+        expect(seen[1]).toBe(seen[0]);
+        expect(output).toBe(seen[0]);
+        const view = JSON.parse((seen[0] as string).split(' ')[0] as string) as Record<
+          string,
+          JsonValue
+        >;
+        expect(view.undef).toEqual(describeValue(null));
+        expect(view.object).toEqual(describeValue({ x: 1 }));
+        expect(view.array).toEqual(describeValue([1, 2]));
+        expect(view.bare).toEqual(describeValue({ k: 1 }));
+        expect(view.tx).toEqual(describeValue(transactional ? [3] : null));
+        expect(view.payload).toEqual(describeValue({ n: 1 }));
+        expect(view.child).toEqual(describeValue({ from: 'child' }));
+        expect(view.before).toEqual(describeValue({ tag: 'original' }));
+      });
+
+      it('with snapshots, a flow that changes a replayed value does not change what later replays see', async () => {
+        const seen: string[] = [];
+        const flow: Flow<{ n: number }, string> = {
+          name: 'mutates-replayed',
+          run: async (ctx, input) => {
+            const object = await ctx.step('object', () => ({ x: 1 }));
+            const signal = await ctx.waitForSignal('note');
+            seen.push(JSON.stringify([object, input, signal]));
+            (object as { x: number }).x = -1;
+            input.n = -1;
+            for (const round of [1, 2]) await ctx.sleep(1_000, `sleep-${round}`);
+            return 'done';
+          },
+        };
+        const node = runtime({
+          snapshots: harness.snapshots,
+          snapshotEvery: 1,
+          flows: [flow as Flow<never, unknown>],
+        });
+        const handle = await node.start(flow, { n: 1 }, { executionId: freshId('mutates') });
+        await node.signal(handle.executionId, 'note', { s: 1 });
+        // It suspends at each sleep (and perhaps at the signal wait): wake it each time, after the
+        // suspension's snapshot is saved, so the next run starts from that snapshot.
+        await wait(async () => {
+          if (await suspended(handle.executionId)) {
+            await node.idle();
+            harness.clock.advance(1_000);
+            await node.wakeDue();
+          }
+          return (await lastType(handle.executionId)) === 'execution.completed';
+        }, 'the execution to complete');
+        expect(await within(handle.result(), 'result()')).toBe('done');
+        expect(seen).toHaveLength(3);
+        expect(seen.slice(1)).toEqual([seen[0], seen[0]]);
+      });
+
+      it('an operation on a context whose flow ended fails with CONTEXT_CLOSED before anything runs', async () => {
+        let leaked: FlowContext | undefined;
+        const flow: Flow<null, string> = {
+          name: 'leaks-context',
+          run: async (ctx) => {
+            leaked = ctx;
+            await ctx.step('inside', () => 1);
+            return 'done';
+          },
+        };
+        const created = runtime();
+        const handle = await created.start(flow, null);
+        expect(await handle.result()).toBe('done');
+        const ctx = leaked as FlowContext;
+        const rows = await harness.countRows(handle.executionId);
+        let effects = 0;
+        const effect = () => {
+          effects += 1;
+          return 1;
+        };
+        const other: Flow<null, number> = { name: 'never-started', run: async () => 1 };
+        const operations: Array<[string, () => unknown]> = [
+          ['step', () => ctx.step('late', effect)],
+          ['transaction', () => ctx.transaction('late-tx', effect)],
+          ['sleep', () => ctx.sleep(10)],
+          ['sleepUntil', () => ctx.sleepUntil(harness.clock.now() + 10)],
+          ['waitForSignal', () => ctx.waitForSignal('late')],
+          ['child', () => ctx.child(other, null)],
+          ['continueAsNew', () => ctx.continueAsNew(null)],
+          ['now', () => ctx.now()],
+          ['random', () => ctx.random()],
+          ['uuid', () => ctx.uuid()],
+          ['patched', () => ctx.patched('late')],
+        ];
+        for (const [what, call] of operations) {
+          let code: string;
+          try {
+            const returned = call();
+            code = returned instanceof Promise ? await codeOf(returned) : 'returned';
+          } catch (error) {
+            code = (error as LoomError).code;
+          }
+          expect(`${what}: ${code}`).toBe(`${what}: ${ErrorCode.CONTEXT_CLOSED}`);
+        }
+        expect(effects).toBe(0);
+        expect(await harness.countRows(handle.executionId)).toBe(rows);
+        expect(await harness.store.findExecutions({ status: 'running' })).toEqual([]);
+      });
+
+      it('a step the flow never awaited does not run its effect once the flow has returned', async () => {
+        let effects = 0;
+        const flow: Flow<null, string> = {
+          name: 'forgets-await',
+          run: async (ctx) => {
+            void ctx.step('forgotten', () => {
+              effects += 1;
+              return 1;
+            });
+            return 'done';
+          },
+        };
+        const created = runtime();
+        const handle = await created.start(flow, null);
+        // The step's barrier and the terminal share one append; its waiter is settled first, so
+        // an effect that was going to run has been called by the time result() resolves.
+        expect(await handle.result()).toBe('done');
+        await created.idle();
+        expect(effects).toBe(0);
+        const types = (await harness.store.read(handle.executionId)).map((event) => event.type);
+        expect(types[types.length - 1]).toBe('execution.completed');
+      });
+
+      const hostile: Array<[string, () => unknown]> = [
+        [
+          'an object whose toString throws',
+          () => ({
+            toString: () => {
+              throw new Error('no');
+            },
+          }),
+        ],
+        [
+          'an Error whose message, name and stack getters throw',
+          () => {
+            const error = new Error('hidden');
+            for (const key of ['message', 'name', 'stack']) {
+              Object.defineProperty(error, key, {
+                get: () => {
+                  throw new Error(`${key} getter`);
+                },
+              });
+            }
+            return error;
+          },
+        ],
+        [
+          'a Proxy that throws on every access',
+          () =>
+            new Proxy(
+              {},
+              {
+                get: () => {
+                  throw new Error('get');
+                },
+                getPrototypeOf: () => {
+                  throw new Error('getPrototypeOf');
+                },
+                has: () => {
+                  throw new Error('has');
+                },
+                ownKeys: () => {
+                  throw new Error('ownKeys');
+                },
+                getOwnPropertyDescriptor: () => {
+                  throw new Error('descriptor');
+                },
+              },
+            ),
+        ],
+        [
+          'a revoked Proxy',
+          () => {
+            const { proxy, revoke } = Proxy.revocable(new Error('revoked'), {});
+            revoke();
+            return proxy;
+          },
+        ],
+        ['a Symbol', () => Symbol('thrown')],
+      ];
+      for (const [what, make] of hostile) {
+        for (const where of ['a step', 'the flow body'] as const) {
+          it(`${what} thrown from ${where} is recorded with a fixed description; result() settles`, async () => {
+            const created = runtime();
+            const flow: Flow<null, string> = {
+              name: 'hostile-throw',
+              run: async (ctx) => {
+                if (where === 'a step') {
+                  await ctx.step('throws', () => {
+                    throw make();
+                  });
+                } else {
+                  throw make();
+                }
+                return 'unreachable';
+              },
+            };
+            const handle = await created.start(flow, null);
+            const error = await failureOf(handle.result(), 'result()');
+            expect(error.code).toBe(
+              where === 'a step' ? ErrorCode.STEP_FAILED : ErrorCode.EXECUTION_FAILED,
+            );
+            expect(typeof error.message).toBe('string');
+            expect(await lastType(handle.executionId)).toBe('execution.failed');
+            await within(created.shutdown(), 'shutdown()');
+          });
+        }
+      }
     });
   });
 }

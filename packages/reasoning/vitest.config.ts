@@ -1,0 +1,10 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['src/**/*.test.ts'],
+    testTimeout: 10_000,
+    hookTimeout: 10_000,
+    reporters: ['default', ['json', { outputFile: '.vitest-report.json' }]],
+  },
+});
