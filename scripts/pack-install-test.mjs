@@ -2,7 +2,7 @@
 // workspace: protocol to real versions), installs the tarballs with npm into an empty project
 // outside the workspace, and uses them from there (issue 18):
 //  1. memory: only the tarballs (no optional peer: pg, better-sqlite3, @opentelemetry/api,
-//     vitest, fast-check), every root entry imported from plain Node ESM, one flow run in
+//     vitest, fast-check, @ai-sdk/provider), every root entry imported from plain Node ESM, one flow run in
 //     memory, and a TypeScript consumer type-checked under moduleResolution NodeNext and Bundler;
 //  2. durable: pg and better-sqlite3 (and their @types) added, one flow run on a SQLite file and
 //     one on the local PostgreSQL, and the /sqlite and /postgres entries type-checked the same
@@ -155,7 +155,9 @@ try {
       }
     }
   }
-  for (const peer of ['pg', 'better-sqlite3', '@opentelemetry/api', 'vitest', 'fast-check']) {
+  // zod: the AI SDK providers' peer, never Loom's.
+  const optionalPeers = ['pg', 'better-sqlite3', '@opentelemetry/api', 'vitest', 'fast-check'];
+  for (const peer of [...optionalPeers, '@ai-sdk/provider', 'zod']) {
     assert.ok(
       !existsSync(join(installed, peer)),
       `${peer} was installed though it is an optional peer`,

@@ -7,4 +7,7 @@ export default defineConfig({
     hookTimeout: 10_000,
     reporters: ['default', ['json', { outputFile: '.vitest-report.json' }]],
   },
+  bench: {
+    include: ['src/**/*.bench.ts'],
+  },
 });

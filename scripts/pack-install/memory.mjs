@@ -1,9 +1,11 @@
 // A user of the memory store, in plain Node ESM, with no optional peer installed (pg,
-// better-sqlite3, @opentelemetry/api, vitest, fast-check):
+// better-sqlite3, @opentelemetry/api, vitest, fast-check, @ai-sdk/provider):
 // every package's root entry loads, and one flow runs to its result.
 import { createRuntime, InMemoryEventStore } from '@loom/event-runtime';
 import { retryMiddleware } from '@loom/middleware';
 import { tracingMiddleware } from '@loom/middleware/tracing';
+import { modelStep, StubModel } from '@loom/reasoning';
+import { fromAiSdk } from '@loom/reasoning/ai-sdk';
 import { parallelLimit } from '@loom/scheduler';
 import { defineFlow } from '@loom/workflow-runtime';
 import { parseCron } from '@loom/workflow-runtime/cron';
@@ -16,6 +18,12 @@ check(typeof retryMiddleware === 'function', '@loom/middleware has no retryMiddl
 check(typeof tracingMiddleware === 'function', '@loom/middleware/tracing has no tracingMiddleware');
 check(typeof defineFlow === 'function', '@loom/workflow-runtime has no defineFlow');
 check(typeof parseCron === 'function', '@loom/workflow-runtime/cron has no parseCron');
+// The AI SDK adapter loads without any AI SDK package (an optional peer the user installs).
+check(typeof fromAiSdk === 'function', '@loom/reasoning/ai-sdk has no fromAiSdk');
+check(typeof modelStep === 'function', '@loom/reasoning has no modelStep');
+const stub = new StubModel({ script: [{ text: 'hi' }] });
+const answer = await stub.generate({ messages: [{ role: 'user', content: 'hello' }] });
+check(answer.text === 'hi' && answer.costUsd === null, 'StubModel answered wrongly');
 check(
   (await parallelLimit([1, 2, 3], 2, async (n) => n * 2)).join() === '2,4,6',
   'parallelLimit returned the wrong results',
@@ -31,4 +39,4 @@ const handle = await runtime.start(greet, { name: 'loom' }, { executionId: 'gree
 const result = await handle.result();
 await runtime.shutdown();
 check(result === 'LOOM!', `the flow returned ${JSON.stringify(result)}`);
-console.log('pack-install memory: ok (4 packages imported, one flow ran in memory)');
+console.log('pack-install memory: ok (5 packages imported, one flow ran in memory)');

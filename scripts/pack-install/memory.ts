@@ -2,6 +2,8 @@
 // better-sqlite3 or their @types installed.
 import { createRuntime, type Flow, InMemoryEventStore } from '@loom/event-runtime';
 import { retryMiddleware } from '@loom/middleware';
+import { type ModelResponse, StubModel } from '@loom/reasoning';
+import { fromAiSdk } from '@loom/reasoning/ai-sdk';
 import { parallelLimit } from '@loom/scheduler';
 import { defineFlow } from '@loom/workflow-runtime';
 import { parseCron } from '@loom/workflow-runtime/cron';
@@ -14,4 +16,7 @@ const runtime = createRuntime({ store: new InMemoryEventStore(), flows: [greet] 
 const handle = await runtime.start(greet, { name: 'loom' }, { executionId: 'greet-1' });
 const result: string = await handle.result();
 const doubled: number[] = await parallelLimit([1, 2, 3], 2, async (n: number) => n * 2);
-export const used = [result, doubled, retryMiddleware, defineFlow, parseCron];
+const answer: ModelResponse = await new StubModel({ script: [{ text: 'hi' }] }).generate({
+  messages: [{ role: 'user', content: 'hello' }],
+});
+export const used = [result, doubled, retryMiddleware, defineFlow, parseCron, answer, fromAiSdk];

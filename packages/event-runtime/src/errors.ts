@@ -24,9 +24,18 @@ export const ErrorCode = {
    * key or lease owner with a lone surrogate or NUL, …).
    */
   INVALID_ARGUMENT: 'INVALID_ARGUMENT',
-  /** The database is locked by another writer past the busy timeout. */
+  /**
+   * The database is locked by another writer past the busy timeout (or, on Postgres, a deadlock
+   * or serialization failure). Transient: the runtime retries it like `STORE_UNAVAILABLE`.
+   */
   STORE_BUSY: 'STORE_BUSY',
-  /** The connection to the database was lost or could not be made. */
+  /**
+   * The connection to the database was lost or could not be made: server down or restarting,
+   * connection killed, `connectTimeoutMs` elapsed, or the login refused (unknown role or
+   * database, wrong password; the message names which). Transient: the runtime resumes an
+   * execution whose append failed this way from the log after a backoff (`storeRetryDelayMs`,
+   * `storeRetryDelayMaxMs`, `storeRetriesMax`), and `result()` waits meanwhile.
+   */
   STORE_UNAVAILABLE: 'STORE_UNAVAILABLE',
   /** The store was closed and cannot serve calls any more. */
   STORE_CLOSED: 'STORE_CLOSED',

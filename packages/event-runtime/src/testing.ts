@@ -4,6 +4,7 @@ export {
   eventStoreConformance,
   freshId,
 } from './testing/event-store-conformance.js';
+export { FlakyEventStore, type FlakyPlan } from './testing/flaky-event-store.js';
 export {
   type LeaseStoreHarness,
   leaseStoreConformance,

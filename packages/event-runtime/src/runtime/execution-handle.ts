@@ -1,3 +1,4 @@
+import { type Clock, sleepOn } from '../clock.js';
 import { ErrorCode, isLoomError } from '../errors.js';
 import type { EventStore } from '../event-store.js';
 import type { SnapshotStore } from '../snapshot-store.js';
@@ -6,6 +7,7 @@ import { type ExecutionOutcome, outcomeOfState, resultOf } from './execution-out
 import { foldEvent } from './execution-state.js';
 import { loadState } from './load-state.js';
 import { notFound } from './not-found.js';
+import { isTransientStoreError, retryDelayMs, type StoreRetrySettings } from './store-retry.js';
 
 /** A way to wait for an execution's outcome, wherever it runs. */
 export interface ExecutionHandle<O = unknown> {
@@ -15,7 +17,9 @@ export interface ExecutionHandle<O = unknown> {
   /**
    * The flow's output once the execution completes. Rejects with `EXECUTION_FAILED` (or the
    * kernel code the failure recorded, e.g. `NON_DETERMINISM`), `EXECUTION_CANCELLED`, or
-   * `RUNTIME_SHUT_DOWN`.
+   * `RUNTIME_SHUT_DOWN`. While the store is unavailable it keeps waiting (re-reading the log with
+   * the runtime's store backoff); it rejects with `STORE_UNAVAILABLE` (or `STORE_BUSY`) only
+   * once `storeRetriesMax` attempts in a row failed.
    */
   result(): Promise<O>;
 }
@@ -30,6 +34,9 @@ export interface OutcomeLog {
 export interface OutcomeSource extends OutcomeLog {
   /** The driver running `executionId` on this node, if any. */
   localDriver(executionId: string): ExecutionDriver | undefined;
+  /** Backs off on while the store is unavailable. */
+  readonly clock: Clock;
+  readonly storeRetry: StoreRetrySettings;
 }
 
 /** Continue-as-new chains followed by `result()` before giving up (a runaway chain is a bug). */
@@ -74,13 +81,34 @@ async function awaitResult<O>(source: OutcomeSource, executionId: string): Promi
   try {
     let current = executionId;
     for (let hops = 0; ; hops++) {
-      const outcome = await outcomeOf(source, current);
+      const outcome = await outcomeRiding(source, current);
       if (outcome.status !== 'continued') return resultOf(current, outcome) as O;
       if (hops >= continuedHopsMax) throw notFound(outcome.successorId);
       current = outcome.successorId;
     }
   } finally {
     clearInterval(keepAlive);
+  }
+}
+
+/**
+ * {@link outcomeOf}, asked again after a backoff while the store fails transiently: the driver
+ * that stopped on the failure is resumed meanwhile (here, or by another node), so the outcome
+ * comes once the store is back.
+ */
+async function outcomeRiding(
+  source: OutcomeSource,
+  executionId: string,
+): Promise<ExecutionOutcome> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await outcomeOf(source, executionId);
+    } catch (error) {
+      if (!isTransientStoreError(error) || attempt + 1 >= source.storeRetry.storeRetriesMax) {
+        throw error;
+      }
+      await sleepOn(source.clock, retryDelayMs(source.storeRetry, attempt));
+    }
   }
 }
 

@@ -9,6 +9,7 @@ import type {
 import type { EventStore, TransactionalEventStore } from '../event-store.js';
 import { type EncodedEnvelope, payloadTextKey } from '../internal/encoded-payloads.js';
 import { Limits } from '../limits.js';
+import { isTransientStoreError } from './store-retry.js';
 
 interface Waiter {
   /** Durable once every event up to this sequence is in the log. */
@@ -146,7 +147,8 @@ export class ExecutionJournal {
   /**
    * Appends everything pending plus the event `completion` makes of `work`'s result in one
    * database transaction with `work` itself. If `work` (or `completion`) throws, nothing is
-   * written and the error is rethrown; if the append fails, the journal is broken.
+   * written and the error is rethrown; if the append fails, or the store fails transiently
+   * (`STORE_UNAVAILABLE`, `STORE_BUSY`) before it, the journal is broken.
    */
   async transact<T>(
     store: TransactionalEventStore,
@@ -159,9 +161,24 @@ export class ExecutionJournal {
     this.inFlight = true;
     let batch: EventEnvelope[] | undefined;
     let lastSequence = this.durableUpTo;
+    let workError: unknown;
+    // Stays synchronous for a synchronous `work` (SQLite refuses a transaction across an await).
+    const watchedWork = (tx: unknown): T | Promise<T> => {
+      try {
+        const result = work(tx);
+        if (!(result instanceof Promise)) return result;
+        return result.catch((error: unknown) => {
+          workError = error;
+          throw error;
+        });
+      } catch (error) {
+        workError = error;
+        throw error;
+      }
+    };
     try {
       const { result, stored } = await store.transact(
-        work,
+        watchedWork,
         (result) => {
           const event = completion(result);
           batch = this.pending.splice(0);
@@ -183,7 +200,9 @@ export class ExecutionJournal {
       this.onAppended?.(stored);
       return result;
     } catch (error) {
-      if (batch !== undefined) {
+      // The store's own transient failure (not an error `work` threw): the transaction did not
+      // commit, or its answer was lost; either way the log must be re-read, as after an append.
+      if (batch !== undefined || (error !== workError && isTransientStoreError(error))) {
         this.broken = error;
         const waiters = this.waiters;
         this.waiters = [];

@@ -14,6 +14,7 @@ import type { LeaseManager } from './lease-manager.js';
 import { loadState } from './load-state.js';
 import { notFound } from './not-found.js';
 import type { LeaseMode, RuntimeOptions } from './runtime-options.js';
+import { isTransientStoreError, ResumeRetries, type StoreRetrySettings } from './store-retry.js';
 
 /** What driving executions on this node needs of the runtime. */
 export interface LocalExecutionsConfig {
@@ -25,12 +26,16 @@ export interface LocalExecutionsConfig {
   readonly leaseMode: LeaseMode;
   readonly flows: FlowRegistry;
   readonly links: ExecutionLinks;
+  /** Backoff for resuming an execution whose driver stopped on a transient store failure. */
+  readonly storeRetry: StoreRetrySettings;
 }
 
 interface Running {
   driver: ExecutionDriver;
   lastSnapshotSequence: number;
   savingSnapshot: boolean;
+  /** Resolves once the driver ended and what follows (lease release, retry) was arranged. */
+  ended?: Promise<void>;
 }
 
 /**
@@ -43,8 +48,17 @@ export class LocalExecutions {
   private readonly running = new Map<string, Running>();
   private readonly resuming = new Map<string, Promise<void>>();
   private readonly background = new Set<Promise<unknown>>();
+  private readonly retries: ResumeRetries;
+  private stopping = false;
 
-  constructor(private readonly config: LocalExecutionsConfig) {}
+  constructor(private readonly config: LocalExecutionsConfig) {
+    this.retries = new ResumeRetries({
+      clock: config.clock,
+      settings: config.storeRetry,
+      resume: (executionId) => this.resume(executionId),
+      onError: (error) => config.options.onError?.(error),
+    });
+  }
 
   /** Ids of the executions this node is driving right now. */
   get ids(): string[] {
@@ -72,13 +86,14 @@ export class LocalExecutions {
   ): Promise<boolean> {
     const { store, clock, leases, leaseMode } = this.config;
     if (this.running.has(executionId)) return true;
+    if (await this.resumePending(executionId)) return true;
     const eager = leaseMode === 'eager' || started.continuedFrom !== undefined;
     if (eager && leases !== undefined && !(await leases.acquire(executionId))) return true;
     const journal = new ExecutionJournal(store, executionId, 0, 0, clock);
     journal.record(EventType.executionStarted, started as unknown as JsonValue);
     journal.setStatus('running');
     const durable = journal.flush();
-    const driver = this.drive(flow, initialState(executionId, started), journal, -1);
+    const running = this.drive(flow, initialState(executionId, started), journal, -1);
     try {
       await durable;
     } catch (error) {
@@ -88,9 +103,15 @@ export class LocalExecutions {
       ) {
         // Stop the speculative driver now: left alone it would run the flow to its first barrier,
         // and an in-memory sleep before it would hold this start() for the sleep's length.
-        driver.stop(error as LoomError);
-        await driver.done;
+        running.driver.stop(error as LoomError);
+        await running.driver.done;
         return true;
+      }
+      // Let the driver end (and its resume from the log be arranged) before the caller hears of
+      // it, so a start again finds the pending resume instead of racing it.
+      if (isTransientStoreError(error)) {
+        running.driver.stop(error as LoomError);
+        await running.ended;
       }
       throw error;
     }
@@ -98,6 +119,24 @@ export class LocalExecutions {
       leases?.acquireLater(executionId);
     }
     return false;
+  }
+
+  /**
+   * A start again of an execution whose driver stopped here on a store failure (the caller saw
+   * `STORE_UNAVAILABLE` from `start()`, whose append may have committed anyway): resume it from
+   * the log now rather than race a second driver against the pending resume. True when it exists
+   * (driven here now, or settled); false when its first append never committed.
+   */
+  private async resumePending(executionId: string): Promise<boolean> {
+    if (!this.retries.take(executionId) && !this.resuming.has(executionId)) return false;
+    try {
+      await this.resume(executionId);
+      return true;
+    } catch (error) {
+      if (isLoomError(error, ErrorCode.EXECUTION_NOT_FOUND)) return false;
+      if (isTransientStoreError(error)) this.retries.schedule(executionId);
+      throw error;
+    }
   }
 
   /**
@@ -137,7 +176,7 @@ export class LocalExecutions {
       foldEvent(state, event);
     // Another driver started here meanwhile (not the suspended one we waited for): it drives.
     const current = this.running.get(executionId);
-    if (isSettled(state) || (current !== undefined && current !== local)) {
+    if (isSettled(state) || (current !== undefined && current !== local) || this.stopping) {
       leases?.release(executionId);
       return;
     }
@@ -153,7 +192,7 @@ export class LocalExecutions {
     state: ExecutionState,
     journal: ExecutionJournal,
     snapshotSequence: number,
-  ): ExecutionDriver {
+  ): Running {
     const { store, options } = this.config;
     const driver = new ExecutionDriver(state, journal, {
       clock: this.config.clock,
@@ -179,8 +218,8 @@ export class LocalExecutions {
     };
     this.running.set(state.executionId, running);
     journal.onAppended = () => this.maybeSnapshot(running);
-    void driver.run(flow).then((outcome) => this.settled(running, outcome));
-    return driver;
+    running.ended = driver.run(flow).then((outcome) => this.settled(running, outcome));
+    return running;
   }
 
   /**
@@ -188,6 +227,8 @@ export class LocalExecutions {
    * for the background work in flight.
    */
   async stopAll(reason: (executionId: string) => LoomError): Promise<void> {
+    this.stopping = true;
+    this.retries.stop();
     const stopping = [...this.running.values()].map(async ({ driver }) => {
       driver.stop(reason(driver.executionId));
       await driver.journal.flush().catch(() => undefined);
@@ -217,6 +258,11 @@ export class LocalExecutions {
     }
     if (outcome.status === 'cancelled') this.track(links.cancelChildren(state, outcome.reason));
     if (outcome.status === 'suspended') this.track(links.wakeIfSignalled(state));
+    // The store failed under the driver but may come back: resume from the log after a backoff,
+    // rather than leave the execution to a recover() that may never be called.
+    if (outcome.status === 'stopped' && isTransientStoreError(outcome.error)) {
+      this.retries.schedule(executionId);
+    }
   }
 
   private maybeSnapshot(running: Running): void {

@@ -4,6 +4,7 @@ import type { EventStore } from '../event-store.js';
 import type { LeaseStore } from '../lease-store.js';
 import type { SnapshotStore } from '../snapshot-store.js';
 import type { Flow } from './flow.js';
+import type { StoreRetrySettings } from './store-retry.js';
 
 /** How a runtime takes leases: not at all, before every first append, or only for long runs. */
 export type LeaseMode = 'off' | 'eager' | 'lazy';
@@ -50,6 +51,19 @@ export interface RuntimeOptions {
    * execution. Default 1,000; 0 = always suspend.
    */
   inlineWaitMs?: number;
+  /**
+   * While the store is unavailable (`STORE_UNAVAILABLE`, `STORE_BUSY`), an execution whose
+   * append failed is resumed from the log after this long, doubling per failed attempt, and a
+   * waiting `result()` re-reads the log on the same schedule. Default 100 ms.
+   */
+  storeRetryDelayMs?: number;
+  /** The longest wait between two such attempts. Default 5,000 ms. */
+  storeRetryDelayMaxMs?: number;
+  /**
+   * Attempts before giving up: the execution then stays running in the log for `recover()`, and
+   * `result()` rejects with the store's error. Default 100 (about 8 minutes at the defaults).
+   */
+  storeRetriesMax?: number;
 }
 
 export interface StartOptions {
@@ -66,9 +80,24 @@ export interface RuntimeSettings {
   recoverQuietMs: number;
   timerPollMs: number;
   recoverEveryMs: number;
+  storeRetry: StoreRetrySettings;
 }
 
-/** Applies the defaults and checks the options. Throws `INVALID_ARGUMENT` (snapshotEvery). */
+function positive(value: number | undefined, fallback: number, name: string): number {
+  const resolved = value ?? fallback;
+  if (!Number.isSafeInteger(resolved) || resolved < 1) {
+    throw new LoomError(ErrorCode.INVALID_ARGUMENT, `${name} must be a positive integer`, {
+      path: name,
+      actual: resolved,
+    });
+  }
+  return resolved;
+}
+
+/**
+ * Applies the defaults and checks the options. Throws `INVALID_ARGUMENT` (snapshotEvery, the
+ * store retry settings).
+ */
 export function resolveOptions(options: RuntimeOptions): RuntimeSettings {
   const leaseTtlMs = options.leaseTtlMs ?? 30_000;
   const lazyGraceMs = options.lazyGraceMs ?? Math.floor(leaseTtlMs / 3);
@@ -88,5 +117,10 @@ export function resolveOptions(options: RuntimeOptions): RuntimeSettings {
     recoverQuietMs: options.recoverQuietMs ?? leaseTtlMs + lazyGraceMs,
     timerPollMs: options.timerPollMs ?? 1_000,
     recoverEveryMs: options.recoverEveryMs ?? 0,
+    storeRetry: {
+      storeRetryDelayMs: positive(options.storeRetryDelayMs, 100, 'storeRetryDelayMs'),
+      storeRetryDelayMaxMs: positive(options.storeRetryDelayMaxMs, 5_000, 'storeRetryDelayMaxMs'),
+      storeRetriesMax: positive(options.storeRetriesMax, 100, 'storeRetriesMax'),
+    },
   };
 }

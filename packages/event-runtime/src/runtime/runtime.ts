@@ -72,6 +72,8 @@ export class Runtime {
         return options.snapshots;
       },
       localDriver: (executionId) => this.local.driver(executionId),
+      clock: this.clock,
+      storeRetry: settings.storeRetry,
     };
     this.links = new ExecutionLinks({
       store: this.store,
@@ -88,7 +90,17 @@ export class Runtime {
     this.leases = this.startLeases(settings, report);
     const { store, clock, leases, links, flows } = this;
     const { leaseMode } = settings;
-    this.local = new LocalExecutions({ store, clock, options, leases, leaseMode, links, flows });
+    const { storeRetry } = settings;
+    this.local = new LocalExecutions({
+      store,
+      clock,
+      options,
+      leases,
+      leaseMode,
+      links,
+      flows,
+      storeRetry,
+    });
     this.recovery = new ExecutionRecovery({
       store,
       clock,
@@ -133,7 +145,10 @@ export class Runtime {
    * that already exists, no effect runs and the handle follows the existing execution.
    *
    * Error codes: `PAYLOAD_NOT_JSON` / `LIMIT_EXCEEDED` (input), `INVALID_FLOW`,
-   * `INVALID_ENVELOPE` (id), `RUNTIME_SHUT_DOWN`, and store errors.
+   * `INVALID_ENVELOPE` (id), `RUNTIME_SHUT_DOWN`, and store errors, among them
+   * `STORE_UNAVAILABLE` / `STORE_BUSY` when the first append failed: the execution may still
+   * have been written (its acknowledgement lost); if it was, this runtime drives it anyway, and
+   * starting again with the same `executionId` returns its handle.
    *
    * @example
    * const handle = await runtime.start(orderFlow, { sku: 'loom-1' }, { executionId: 'order-42' });

@@ -1177,7 +1177,14 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
             'afterExecutionId',
             position,
           );
-          expect((await store.readAll()).map((event) => event.executionId)).toEqual([id]);
+          // readAll may lag behind a commit while a transaction is open anywhere in the cluster
+          // (Postgres, ADR 0001): wait, with a deadline, until the good append shows.
+          let all = (await store.readAll()).map((event) => event.executionId);
+          for (let attempt = 0; !all.includes(id) && attempt < 500; attempt++) {
+            await new Promise((resolve) => setTimeout(resolve, 10));
+            all = (await store.readAll()).map((event) => event.executionId);
+          }
+          expect(all).toEqual([id]);
           expect(await store.readSignals(id)).toEqual([]);
           expect(await store.fences.current(id)).toBe(0);
         });

@@ -1,5 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
 import { latestSchemaVersion, postgresMigrations } from './migrations/migration-list.js';
+import { type CheckedOutClient, checkOut } from './pg-client.js';
 import { classifyPgError, schemaTooNew, toLoomError } from './pg-errors.js';
 import { type PgConnectionOptions, resolvePool } from './pg-pool.js';
 import { checkSchemaName, quoteIdent } from './schema-name.js';
@@ -44,20 +45,20 @@ export async function migrate(
 /** {@link migrate} on a pool the caller keeps (the store's `migrate()` uses it). */
 export async function migratePool(pool: Pool, schema: string): Promise<PostgresMigrateResult> {
   const context = { schema, operation: 'migrate', latestVersion: latestSchemaVersion };
-  let client: PoolClient;
+  let checkedOut: CheckedOutClient;
   try {
-    client = await pool.connect();
+    checkedOut = await checkOut(pool);
   } catch (error) {
     throw toLoomError(error, context);
   }
   let broken = false;
   try {
-    return await migrateLocked(client, schema);
+    return await migrateLocked(checkedOut.client, schema);
   } catch (error) {
-    broken = classifyPgError(error) === 'connection_lost';
-    throw toLoomError(error, context);
+    broken = checkedOut.lost !== undefined || classifyPgError(error) === 'connection_lost';
+    throw toLoomError(checkedOut.lost ?? error, context);
   } finally {
-    client.release(broken);
+    checkedOut.release(broken);
   }
 }
 

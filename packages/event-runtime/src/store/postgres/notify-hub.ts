@@ -2,6 +2,7 @@ import type { Pool } from 'pg';
 import { AppendSignal } from '../../internal/append-signal.js';
 import { BucketListener } from './bucket-listener.js';
 import { bucketOf, channelName } from './notify-bucket.js';
+import { checkOut } from './pg-client.js';
 
 /**
  * A second wake this long after a notification: readAll only returns rows below the snapshot
@@ -45,7 +46,8 @@ export class NotifyHub {
     const channels = executionId === undefined ? this.channels : [this.channelOf(executionId)];
     const unwatch = this.signal.watch(executionId, wake);
     this.listener ??= new BucketListener({
-      connect: () => this.pool.connect(),
+      // Guarded from the moment it leaves the pool; the listener adds its own handler after.
+      connect: async () => (await checkOut(this.pool)).client,
       onNotification: (_channel, payload) => this.notified(payload),
       onReconnect: () => this.signal.emitAll(),
     });

@@ -28,7 +28,18 @@ const missingSchemaStates = new Set(['42P01', '3F000']);
 
 /** pg's own messages for a connection that died under it (these errors carry no code). */
 const lostConnectionMessage =
-  /Connection terminated|connection error|not queryable|timeout exceeded when trying to connect|Client was closed/i;
+  /Connection terminated|connection error|not queryable|timeout exceeded when trying to connect|timeout expired|Client was closed/i;
+
+/** pg's messages when `connectionTimeoutMillis` (Loom's `connectTimeoutMs`) ran out. */
+const connectTimeoutMessage =
+  /timeout exceeded when trying to connect|timeout expired|connection timeout/i;
+
+/**
+ * SQLSTATEs of a login the server refused: the role does not exist or may not log in (28000),
+ * a wrong password (28P01), no such database (3D000). The server is up but this process cannot
+ * use it until someone fixes the configuration: unavailable, not a failure of the call.
+ */
+const loginRefusedStates = new Set(['28000', '28P01', '3D000']);
 
 function codeOf(error: unknown): string | undefined {
   if (typeof error !== 'object' || error === null) return undefined;
@@ -104,8 +115,32 @@ export function toLoomError(
   }
   const code = codeOf(error);
   const detail = error instanceof Error ? error.message : String(error);
+  if (code !== undefined && loginRefusedStates.has(code)) {
+    const what =
+      code === '3D000'
+        ? 'fix the database name in the connection string (or PGDATABASE), or create it ' +
+          '(CREATE DATABASE …)'
+        : 'check the user name in the connection string (or PGUSER) and its password, and that ' +
+          'the role exists and may log in (CREATE ROLE … LOGIN)';
+    return new LoomError(
+      ErrorCode.STORE_UNAVAILABLE,
+      `${operation} failed: Postgres refused the login: ${detail} (${code}); ${what}`,
+      { schema, operation, code },
+      error,
+    );
+  }
   switch (classifyPgError(error)) {
     case 'connection_lost':
+      if (code === undefined && error instanceof Error && connectTimeoutMessage.test(detail)) {
+        return new LoomError(
+          ErrorCode.STORE_UNAVAILABLE,
+          `${operation} failed: the Postgres server did not answer within connectTimeoutMs ` +
+            `(${detail}); check that the host and port are a PostgreSQL server that is up, or ` +
+            'raise connectTimeoutMs',
+          { schema, operation, code },
+          error,
+        );
+      }
       return new LoomError(
         ErrorCode.STORE_UNAVAILABLE,
         `${operation} failed: the Postgres connection was lost or could not be made (${detail}); ` +

@@ -1,6 +1,7 @@
-import type { Pool, PoolClient } from 'pg';
+import type { Pool } from 'pg';
 import { ErrorCode, isLoomError, LoomError } from '../../errors.js';
 import { latestSchemaVersion } from './migrations/migration-list.js';
+import { type CheckedOutClient, checkOut } from './pg-client.js';
 import { classifyPgError, schemaNotMigrated, schemaTooNew, toLoomError } from './pg-errors.js';
 import type { ResolvedPool } from './pg-pool.js';
 import type { PgStatement } from './pg-statement.js';
@@ -88,12 +89,13 @@ export class PgStoreHandle {
       const version = await this.inspectSchema();
       if (!this.schemaReady) throw schemaNotMigrated(this.schema, version, this.requiredVersion);
     }
-    let client: PoolClient;
+    let checkedOut: CheckedOutClient;
     try {
-      client = await this.pool.connect();
+      checkedOut = await checkOut(this.pool);
     } catch (error) {
       throw this.mapError(error, operation);
     }
+    const { client } = checkedOut;
     let broken = false;
     try {
       await client.query('BEGIN');
@@ -107,11 +109,12 @@ export class PgStoreHandle {
       await client.query('ROLLBACK').catch(() => {
         broken = true;
       });
-      if (isLoomError(error)) throw error;
+      broken ||= checkedOut.lost !== undefined;
+      if (isLoomError(error) && !broken) throw error;
       broken ||= classifyPgError(error) === 'connection_lost';
-      throw this.mapError(error, operation);
+      throw this.mapError(checkedOut.lost ?? error, operation);
     } finally {
-      client.release(broken);
+      checkedOut.release(broken);
     }
   }
 

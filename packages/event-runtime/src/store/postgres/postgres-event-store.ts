@@ -52,6 +52,7 @@ import { signalsMigration } from './migrations/0003-signals.js';
 import { executionIndexDetailsMigration } from './migrations/0005-execution-index-details.js';
 import { latestSchemaVersion } from './migrations/migration-list.js';
 import { NotifyHub } from './notify-hub.js';
+import { checkOut } from './pg-client.js';
 import { classifyPgError, schemaNotMigrated, schemaTooNew, toLoomError } from './pg-errors.js';
 import { resolvePool } from './pg-pool.js';
 import type { PgStatement } from './pg-statement.js';
@@ -227,7 +228,9 @@ export class PostgresEventStore implements TransactionalEventStore {
   /**
    * Runs `work(client)` inside `BEGIN … COMMIT` on one pooled connection, then appends
    * `envelopes(result)` through the same connection, and commits both or neither. Errors thrown
-   * by `work` are rethrown unchanged after the rollback. The notify is delivered at commit.
+   * by `work` are rethrown unchanged after the rollback, except when the connection died
+   * meanwhile: then the call fails with `STORE_UNAVAILABLE` (the connection is discarded, never
+   * handed back to the pool). The notify is delivered at commit.
    *
    * Error codes: those of `append`.
    */
@@ -238,10 +241,12 @@ export class PostgresEventStore implements TransactionalEventStore {
   ): Promise<{ result: T; stored: StoredEvent[] }> {
     this.assertWritable('transact');
     if (this.schemaVersion < indexSchemaVersion) await this.requireSchema(indexSchemaVersion);
-    const client = await this.pool.connect().catch((error: unknown) => {
+    const checkedOut = await checkOut(this.pool).catch((error: unknown) => {
       throw this.mapError(error, 'transact');
     });
+    const { client } = checkedOut;
     let failedInWork = false;
+    let broken = false;
     let prepared: PreparedAppend | undefined;
     try {
       this.count('begin');
@@ -278,14 +283,21 @@ export class PostgresEventStore implements TransactionalEventStore {
       this.notifications.appended(executionId);
       return { result, stored };
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      await client.query('ROLLBACK').catch(() => {
+        broken = true;
+      });
+      // The connection died under the transaction (while `work` ran, or in our own statements):
+      // nothing committed, unless a COMMIT whose answer was lost did; the log tells which.
+      if (broken || checkedOut.lost !== undefined) {
+        throw this.mapError(checkedOut.lost ?? error, 'transact');
+      }
       if (failedInWork || isLoomError(error)) throw error;
       if (prepared !== undefined) {
         throw await this.appendFailure(error, prepared.executionId, prepared.firstSequence);
       }
       throw this.mapError(error, 'transact');
     } finally {
-      client.release();
+      checkedOut.release(broken);
     }
   }
 

@@ -1,0 +1,99 @@
+import { type Clock, setClockTimer } from '../clock.js';
+import { ErrorCode, isLoomError, LoomError } from '../errors.js';
+
+/** How the runtime backs off while its store is unavailable (see `RuntimeOptions`). */
+export interface StoreRetrySettings {
+  /** The first wait; doubles per attempt. */
+  readonly storeRetryDelayMs: number;
+  /** The longest wait between two attempts. */
+  readonly storeRetryDelayMaxMs: number;
+  /** Attempts before giving up (the execution is then left to `recover()`). */
+  readonly storeRetriesMax: number;
+}
+
+/**
+ * True for the store failures that may heal by themselves: the connection was lost or could not
+ * be made (`STORE_UNAVAILABLE`: restart, failover, network), or the database was locked past
+ * its timeout (`STORE_BUSY`: SQLITE_BUSY, a Postgres deadlock or serialization failure).
+ */
+export function isTransientStoreError(error: unknown): boolean {
+  return (
+    isLoomError(error, ErrorCode.STORE_UNAVAILABLE) || isLoomError(error, ErrorCode.STORE_BUSY)
+  );
+}
+
+/** The wait before attempt `attempt` (0-based): exponential, capped. */
+export function retryDelayMs(settings: StoreRetrySettings, attempt: number): number {
+  return Math.min(settings.storeRetryDelayMaxMs, settings.storeRetryDelayMs * 2 ** attempt);
+}
+
+/** What {@link ResumeRetries} needs of the runtime. */
+export interface ResumeRetriesConfig {
+  readonly clock: Clock;
+  readonly settings: StoreRetrySettings;
+  /** Reloads the execution from the log and drives it here (`LocalExecutions.resume`). */
+  resume(executionId: string): Promise<void>;
+  onError(error: unknown): void;
+}
+
+/**
+ * Executions whose driver stopped on a transient store failure, handed back to a resume from the
+ * log after a backoff on the injected clock. The log is the truth: an append whose answer was
+ * lost may have committed, and the resume sees it; the fence makes the resume safe even if the
+ * failed append is still in flight somewhere.
+ */
+export class ResumeRetries {
+  private readonly pending = new Map<string, () => void>();
+  private stopped = false;
+
+  constructor(private readonly config: ResumeRetriesConfig) {}
+
+  /** Executions waiting for their next resume attempt. */
+  get size(): number {
+    return this.pending.size;
+  }
+
+  /** Resume `executionId` after the backoff of `attempt` (one pending retry per execution). */
+  schedule(executionId: string, attempt = 0): void {
+    if (this.stopped || this.pending.has(executionId)) return;
+    const { clock, settings } = this.config;
+    if (attempt >= settings.storeRetriesMax) {
+      this.config.onError(
+        new LoomError(
+          ErrorCode.STORE_UNAVAILABLE,
+          `gave up resuming execution ${executionId} after ${attempt} attempts while the store ` +
+            'was unavailable (storeRetriesMax): it stays running in the log; recover() (or ' +
+            'recoverEveryMs) resumes it once the store is back',
+          { executionId, limit: 'storeRetriesMax' },
+        ),
+      );
+      return;
+    }
+    const cancel = setClockTimer(clock, retryDelayMs(settings, attempt), () => {
+      this.pending.delete(executionId);
+      if (this.stopped) return;
+      this.config.resume(executionId).catch((error: unknown) => {
+        if (isTransientStoreError(error)) this.schedule(executionId, attempt + 1);
+        // Never durable (its first append was lost): nothing to resume; start() said so.
+        else if (!isLoomError(error, ErrorCode.EXECUTION_NOT_FOUND)) this.config.onError(error);
+      });
+    });
+    this.pending.set(executionId, cancel);
+  }
+
+  /** Cancels the pending retry of `executionId`; true if there was one (the caller resumes it). */
+  take(executionId: string): boolean {
+    const cancel = this.pending.get(executionId);
+    if (cancel === undefined) return false;
+    cancel();
+    this.pending.delete(executionId);
+    return true;
+  }
+
+  /** Cancels every pending retry; later schedules are ignored (the runtime is shutting down). */
+  stop(): void {
+    this.stopped = true;
+    for (const cancel of this.pending.values()) cancel();
+    this.pending.clear();
+  }
+}

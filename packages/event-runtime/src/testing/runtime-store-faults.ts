@@ -1,0 +1,247 @@
+import { describe, expect, it } from 'vitest';
+import { ErrorCode } from '../errors.js';
+import { isTransactional } from '../event-store.js';
+import type { Flow } from '../runtime/flow.js';
+import type { Runtime, RuntimeOptions } from '../runtime/runtime.js';
+import { freshId } from './event-store-conformance.js';
+import { FlakyEventStore } from './flaky-event-store.js';
+import type { RuntimeHarness } from './runtime-conformance.js';
+
+const terminalTypes = new Set(['execution.completed', 'execution.failed', 'execution.cancelled']);
+
+/**
+ * Settles `promise` while moving the harness clock, so backoff timers on the injected clock fire
+ * (at most `rounds` rounds of one long step each, then the test fails).
+ */
+async function whileAdvancing<T>(harness: RuntimeHarness, promise: Promise<T>): Promise<T> {
+  let settled = false;
+  const watched = promise.finally(() => {
+    settled = true;
+  });
+  watched.catch(() => undefined);
+  for (let round = 0; round < 400 && !settled; round++) {
+    harness.clock.advance(60_000);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  if (!settled) throw new Error('the promise never settled while the clock moved on');
+  return watched;
+}
+
+/**
+ * How the runtime rides out transient store failures (`STORE_UNAVAILABLE`), on every backend:
+ * a store that loses appends, loses their acknowledgements, fails transactions or reads. Each
+ * execution must still settle with exactly one terminal event; `result()` must not fail meanwhile.
+ */
+export function runtimeStoreFaults(
+  getHarness: () => RuntimeHarness,
+  runtime: (options?: Partial<RuntimeOptions>) => Runtime,
+): void {
+  describe('transient store failures', () => {
+    const flow = (ran: string[]): Flow<null, string[]> => ({
+      name: 'flaky-steps',
+      run: async (ctx) => {
+        const values: string[] = [];
+        for (const name of ['a', 'b', 'c'])
+          values.push(
+            await ctx.step(name, () => {
+              ran.push(name);
+              return name.toUpperCase();
+            }),
+          );
+        return values;
+      },
+    });
+
+    async function checkLog(harness: RuntimeHarness, executionId: string): Promise<void> {
+      const events = await harness.store.read(executionId);
+      expect(events.filter((event) => terminalTypes.has(event.type))).toHaveLength(1);
+      const completed = events.filter((event) => event.type === 'step.completed');
+      expect(completed.map((event) => (event.payload as { name: string }).name)).toEqual([
+        'a',
+        'b',
+        'c',
+      ]);
+      expect((await harness.store.verify(executionId)).ok).toBe(true);
+    }
+
+    for (const mode of ['before', 'after'] as const) {
+      it(`appends that fail ${mode === 'before' ? 'unwritten' : 'after writing'} with STORE_UNAVAILABLE are retried until the execution completes`, async () => {
+        const harness = getHarness();
+        const flaky = new FlakyEventStore(harness.store);
+        const ran: string[] = [];
+        const errors: unknown[] = [];
+        const created = runtime({ store: flaky, onError: (error) => errors.push(error) });
+        const id = freshId(`flaky-${mode}`);
+        // Sequence 0 goes through; the next three appends (and the reads of the first resume
+        // attempts) fail, as on a connection that drops and takes a while to come back.
+        flaky.failNext({ appends: { count: 3, mode, fromSequence: 1 }, reads: 2 });
+        const handle = await created.start(flow(ran), null, { executionId: id });
+        expect(await whileAdvancing(harness, handle.result())).toEqual(['A', 'B', 'C']);
+        expect(flaky.failed.appends).toBe(3);
+        expect(flaky.failed.reads).toBe(2);
+        await checkLog(harness, id);
+        expect(created.activeExecutions).toEqual([]);
+        expect(errors).toEqual([]);
+      });
+    }
+
+    it('appends that fail with STORE_BUSY (a lock timeout) are retried the same way', async () => {
+      const harness = getHarness();
+      const flaky = new FlakyEventStore(harness.store);
+      const created = runtime({ store: flaky });
+      flaky.failNext({
+        appends: { count: 2, mode: 'before', fromSequence: 1 },
+        code: 'STORE_BUSY',
+      });
+      const handle = await created.start(flow([]), null, { executionId: freshId('flaky-busy') });
+      expect(await whileAdvancing(harness, handle.result())).toEqual(['A', 'B', 'C']);
+      expect(flaky.failed.appends).toBe(2);
+      await checkLog(harness, handle.executionId);
+    });
+
+    it('a start whose first append fails rejects with STORE_UNAVAILABLE; a started one still completes', async () => {
+      const harness = getHarness();
+      const flaky = new FlakyEventStore(harness.store);
+      const created = runtime({ store: flaky });
+      const lost = freshId('flaky-start-lost');
+      flaky.failNext({ appends: { count: 1, mode: 'before' } });
+      const refused = await created.start(flow([]), null, { executionId: lost }).then(
+        () => 'resolved',
+        (error: { code?: string }) => error.code,
+      );
+      expect(refused).toBe(ErrorCode.STORE_UNAVAILABLE);
+      // The acknowledgement of sequence 0 was lost but it committed: the log is the truth.
+      const committed = freshId('flaky-start-committed');
+      flaky.failNext({ appends: { count: 1, mode: 'after' } });
+      await created.start(flow([]), null, { executionId: committed }).catch(() => undefined);
+      const handle = created.attach<string[]>(committed);
+      expect(await whileAdvancing(harness, handle.result())).toEqual(['A', 'B', 'C']);
+      await checkLog(harness, committed);
+      expect(await harness.store.read(lost)).toEqual([]);
+    });
+
+    it('starting again after a start rejected with STORE_UNAVAILABLE drives the execution once', async () => {
+      const harness = getHarness();
+      const flaky = new FlakyEventStore(harness.store);
+      const ran: string[] = [];
+      const created = runtime({ store: flaky });
+      for (const mode of ['before', 'after'] as const) {
+        const id = freshId(`flaky-start-again-${mode}`);
+        flaky.failNext({ appends: { count: 1, mode } });
+        const first = await created.start(flow(ran), null, { executionId: id }).then(
+          () => 'resolved',
+          (error: { code?: string }) => error.code,
+        );
+        expect(first).toBe(ErrorCode.STORE_UNAVAILABLE);
+        // The caller retries at once, before the runtime's own resume from the log fired.
+        const again = await created.start(flow(ran), null, { executionId: id });
+        expect(again.existing).toBe(mode === 'after');
+        expect(await whileAdvancing(harness, again.result())).toEqual(['A', 'B', 'C']);
+        await checkLog(harness, id);
+      }
+    });
+
+    it('a start again does not race the pending resume of the execution it failed to confirm', async () => {
+      const harness = getHarness();
+      const flaky = new FlakyEventStore(harness.store);
+      const created = runtime({ store: flaky });
+      const id = freshId('flaky-start-race');
+      flaky.failNext({ appends: { count: 1, mode: 'after' } });
+      await created.start(flow([]), null, { executionId: id }).catch(() => undefined);
+      // Hold any second append of sequence 0 while the runtime's own resume comes due.
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const append = flaky.append.bind(flaky);
+      flaky.append = async (envelopes, guard) => {
+        if (envelopes[0]?.sequence === 0) await held;
+        return append(envelopes, guard);
+      };
+      const again = created.start(flow([]), null, { executionId: id });
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      harness.clock.advance(60_000);
+      release();
+      const handle = await again;
+      expect(handle.existing).toBe(true);
+      expect(await whileAdvancing(harness, handle.result())).toEqual(['A', 'B', 'C']);
+      await checkLog(harness, id);
+    });
+
+    it('past storeRetriesMax the runtime gives up: result() rejects, onError hears it, recover() finishes it later', async () => {
+      const harness = getHarness();
+      const flaky = new FlakyEventStore(harness.store);
+      const errors: Array<{ code?: string; fields?: { limit?: string } }> = [];
+      const created = runtime({
+        store: flaky,
+        storeRetriesMax: 3,
+        onError: (error) => errors.push(error as never),
+      });
+      const id = freshId('flaky-give-up');
+      // The store stays down: every read fails until the plan is replaced.
+      flaky.failNext({ appends: { count: 1, mode: 'before', fromSequence: 1 }, reads: 1_000 });
+      const handle = await created.start(flow([]), null, { executionId: id });
+      const code = await whileAdvancing(
+        harness,
+        handle.result().then(
+          () => 'resolved',
+          (error: { code?: string }) => error.code,
+        ),
+      );
+      expect(code).toBe(ErrorCode.STORE_UNAVAILABLE);
+      for (let round = 0; round < 400 && errors.length === 0; round++) {
+        harness.clock.advance(60_000);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      expect(errors.map((error) => [error.code, error.fields?.limit])).toEqual([
+        [ErrorCode.STORE_UNAVAILABLE, 'storeRetriesMax'],
+      ]);
+      expect(created.activeExecutions).toEqual([]);
+      // The store is back: recovery (on boot, or recoverEveryMs) resumes it from the log.
+      flaky.failNext({});
+      expect(await created.recover()).toEqual([id]);
+      expect(await created.attach<string[]>(id).result()).toEqual(['A', 'B', 'C']);
+      await checkLog(harness, id);
+    });
+
+    it('the store retry settings must be positive integers', () => {
+      for (const bad of [
+        { storeRetryDelayMs: 0 },
+        { storeRetryDelayMaxMs: -1 },
+        { storeRetriesMax: 1.5 },
+      ]) {
+        let code = 'none';
+        try {
+          runtime(bad);
+        } catch (error) {
+          code = (error as { code: string }).code;
+        }
+        expect(code).toBe(ErrorCode.INVALID_ARGUMENT);
+      }
+    });
+
+    it('a transaction that fails with STORE_UNAVAILABLE is retried, not recorded as the step failing', async () => {
+      const harness = getHarness();
+      if (!isTransactional(harness.store)) return;
+      const flaky = new FlakyEventStore(harness.store);
+      const created = runtime({ store: flaky });
+      let runs = 0;
+      const txFlow: Flow<null, number> = {
+        name: 'flaky-transaction',
+        run: async (ctx) =>
+          ctx.transaction('pay', () => {
+            runs += 1;
+            return 7;
+          }),
+      };
+      flaky.failNext({ transactions: 2 });
+      const handle = await created.start(txFlow, null, { executionId: freshId('flaky-tx') });
+      expect(await whileAdvancing(harness, handle.result())).toBe(7);
+      expect(flaky.failed.transactions).toBe(2);
+      expect(runs).toBe(1);
+      const events = await harness.store.read(handle.executionId);
+      expect(events.filter((event) => event.type === 'step.failed')).toEqual([]);
+      expect(events.filter((event) => terminalTypes.has(event.type))).toHaveLength(1);
+    });
+  });
+}

@@ -1,0 +1,62 @@
+// Connection kills under load: pg_terminate_backend of the store's own backends (found by the
+// application_name the worker connects with), from a separate admin connection, three rounds
+// while hundreds of executions are in flight. The worker must neither exit nor strand anything.
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { migrate } from '../../src/postgres.js';
+import { pgTestUrl, useThrowawaySchemas } from '../support/throwaway-schemas.js';
+import { expectNothingStranded, resumedCount, waitForEvents } from './fault-checks.js';
+import { runFaultWorker } from './fault-harness.js';
+
+const db = useThrowawaySchemas();
+const execs = 300;
+
+/** Terminates every backend of `appName` (the worker's pool and listener); returns how many. */
+async function killBackends(appName: string): Promise<number> {
+  const rows = await db.admin.query(
+    `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))::int AS killed
+       FROM pg_stat_activity WHERE application_name = $1`,
+    [appName],
+  );
+  return rows.rows[0].killed as number;
+}
+
+for (const [mode, eventsPerExecution] of [
+  ['plain', 10],
+  ['transactional', 8],
+] as const) {
+  describe(`connection kills during ${mode} steps`, () => {
+    it(`${execs} executions survive three rounds of kills: no exit, none stranded`, async () => {
+      const schema = db.freshSchema();
+      await migrate({ connectionString: pgTestUrl, schema });
+      await db.admin.query(`CREATE TABLE "${schema}".fault_side (execution_id text PRIMARY KEY)`);
+      const appName = `loom_fault_${randomBytes(4).toString('hex')}`;
+      const run = runFaultWorker({
+        LOOM_FAULT_URL: `${pgTestUrl}?application_name=${appName}`,
+        LOOM_FAULT_SCHEMA: schema,
+        LOOM_FAULT_EXECS: String(execs),
+        LOOM_FAULT_MODE: mode,
+      });
+      const total = execs * eventsPerExecution;
+      let killed = 0;
+      try {
+        for (const fraction of [0.15, 0.4, 0.65]) {
+          await waitForEvents(db.admin, schema, Math.floor(total * fraction), run.exited);
+          killed += await killBackends(appName);
+        }
+      } catch (error) {
+        run.child.kill('SIGKILL');
+        const { code, output } = await run.exit;
+        throw new Error(`${String(error)}; the worker (exit ${code}) printed:\n${output}`);
+      }
+      const exit = await run.exit;
+      await expectNothingStranded(db.admin, schema, exit, execs);
+      expect(killed).toBeGreaterThan(0);
+      expect(await resumedCount(db.admin, schema)).toBeGreaterThan(0);
+      if (mode === 'transactional') {
+        const side = await db.admin.query(`SELECT count(*)::int AS n FROM "${schema}".fault_side`);
+        expect(side.rows[0].n).toBe(execs);
+      }
+    });
+  });
+}
