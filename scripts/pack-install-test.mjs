@@ -157,7 +157,7 @@ try {
   }
   // zod: the AI SDK providers' peer, never Loom's.
   const optionalPeers = ['pg', 'better-sqlite3', '@opentelemetry/api', 'vitest', 'fast-check'];
-  for (const peer of [...optionalPeers, '@ai-sdk/provider', 'zod']) {
+  for (const peer of [...optionalPeers, '@ai-sdk/provider', 'zod', 'gpt-tokenizer']) {
     assert.ok(
       !existsSync(join(installed, peer)),
       `${peer} was installed though it is an optional peer`,

@@ -1,11 +1,12 @@
 // A user of the memory store, in plain Node ESM, with no optional peer installed (pg,
-// better-sqlite3, @opentelemetry/api, vitest, fast-check, @ai-sdk/provider):
+// better-sqlite3, @opentelemetry/api, vitest, fast-check, @ai-sdk/provider, gpt-tokenizer):
 // every package's root entry loads, and one flow runs to its result.
 import { createRuntime, InMemoryEventStore } from '@loom/event-runtime';
 import { retryMiddleware } from '@loom/middleware';
 import { tracingMiddleware } from '@loom/middleware/tracing';
 import { modelStep, StubModel } from '@loom/reasoning';
 import { fromAiSdk } from '@loom/reasoning/ai-sdk';
+import { renderMessages } from '@loom/render';
 import { parallelLimit } from '@loom/scheduler';
 import { defineFlow } from '@loom/workflow-runtime';
 import { parseCron } from '@loom/workflow-runtime/cron';
@@ -21,6 +22,11 @@ check(typeof parseCron === 'function', '@loom/workflow-runtime/cron has no parse
 // The AI SDK adapter loads without any AI SDK package (an optional peer the user installs).
 check(typeof fromAiSdk === 'function', '@loom/reasoning/ai-sdk has no fromAiSdk');
 check(typeof modelStep === 'function', '@loom/reasoning has no modelStep');
+const prompt = renderMessages(
+  { kind: 'group', children: [{ kind: 'system', text: 'Be brief.', required: true }] },
+  { tokenBudget: 100 },
+);
+check(prompt.messages.length === 1 && prompt.messages[0].role === 'system', 'renderMessages');
 const stub = new StubModel({ script: [{ text: 'hi' }] });
 const answer = await stub.generate({ messages: [{ role: 'user', content: 'hello' }] });
 check(answer.text === 'hi' && answer.costUsd === null, 'StubModel answered wrongly');
@@ -39,4 +45,4 @@ const handle = await runtime.start(greet, { name: 'loom' }, { executionId: 'gree
 const result = await handle.result();
 await runtime.shutdown();
 check(result === 'LOOM!', `the flow returned ${JSON.stringify(result)}`);
-console.log('pack-install memory: ok (5 packages imported, one flow ran in memory)');
+console.log('pack-install memory: ok (6 packages imported, one flow ran in memory)');

@@ -4,6 +4,7 @@ import { createRuntime, type Flow, InMemoryEventStore } from '@loom/event-runtim
 import { retryMiddleware } from '@loom/middleware';
 import { type ModelResponse, StubModel } from '@loom/reasoning';
 import { fromAiSdk } from '@loom/reasoning/ai-sdk';
+import { type RenderResult, renderMessages } from '@loom/render';
 import { parallelLimit } from '@loom/scheduler';
 import { defineFlow } from '@loom/workflow-runtime';
 import { parseCron } from '@loom/workflow-runtime/cron';
@@ -19,4 +20,17 @@ const doubled: number[] = await parallelLimit([1, 2, 3], 2, async (n: number) =>
 const answer: ModelResponse = await new StubModel({ script: [{ text: 'hi' }] }).generate({
   messages: [{ role: 'user', content: 'hello' }],
 });
-export const used = [result, doubled, retryMiddleware, defineFlow, parseCron, answer, fromAiSdk];
+const prompt: RenderResult = renderMessages(
+  { kind: 'group', children: [{ kind: 'system', text: 'Be brief.', required: true }] },
+  { tokenBudget: 100 },
+);
+export const used = [
+  prompt,
+  result,
+  doubled,
+  retryMiddleware,
+  defineFlow,
+  parseCron,
+  answer,
+  fromAiSdk,
+];

@@ -1,0 +1,1 @@
+export { referenceRenderMessages } from './testing/reference-render-messages.js';
