@@ -51,27 +51,73 @@ export interface AppendGuard {
   fenceEpoch?: number;
   /**
    * Record the execution's new status in the execution index, atomically with the events.
-   * Omit it when the status does not change (most appends), so they cost no index write.
+   * Omit it when the status does not change (most appends), so they cost no index write. An
+   * append that starts an execution (`execution.started` at sequence 0) is indexed as `running`
+   * without it. With `settled`, the batch's terminal event says how it ended (`settledAs`).
    */
   status?: ExecutionStatus;
   /** With `status: 'suspended'`: when a timer should wake it (epoch ms), or null for never. */
   wakeAtMs?: number | null;
 }
 
+/**
+ * How a settled execution ended, as the index records it from the terminal event appended with
+ * `status: 'settled'` (`execution.completed`, `execution.failed`, `execution.cancelled`,
+ * `execution.continued_as_new`).
+ */
+export type SettledAs = 'completed' | 'failed' | 'cancelled' | 'continued';
+
+/**
+ * An execution's status with the settled ones told apart: `running`, `suspended`, or how it
+ * settled. `settled` stands for any of the four (and for an execution settled by a writer that
+ * appended no terminal event the index knows).
+ */
+export type DetailedExecutionStatus = ExecutionStatus | SettledAs;
+
 /** One row of the execution index. */
 export interface ExecutionSummary {
   executionId: string;
   status: ExecutionStatus;
+  /** With `status: 'settled'`: how it ended (null when its terminal event was not a kernel one). */
+  settledAs: SettledAs | null;
+  /** The flow's name from `execution.started` (null when the log does not start with one). */
+  flow: string | null;
+  /** The flow's version from `execution.started` (null for an unversioned flow). */
+  version: string | null;
   wakeAtMs: number | null;
+  /** When the execution entered the index: the `at` of its `execution.started` (epoch ms). */
+  createdAtMs: number;
+  /** When its status last changed: the `at` of the newest event appended with a status. */
+  updatedAtMs: number;
   /** `at` of the execution's newest event. */
   lastEventAt: number;
   /** The sequence its next event will have. */
   nextSequence: number;
 }
 
+/**
+ * What `findExecutions` looks for: every filter given must match. Results come ordered by
+ * execution id; page with `afterExecutionId` (the last id of the previous page).
+ */
 export interface FindExecutionsOptions {
-  status: ExecutionStatus;
-  /** Only executions whose id sorts after this one (for paging). */
+  /**
+   * `running`, `suspended`, `settled` (ended in any way), or one way of ending: `completed`,
+   * `failed`, `cancelled`, `continued` (continued as new). Default: any status.
+   */
+  status?: DetailedExecutionStatus;
+  /** Only executions of this flow (its name as `execution.started` records it). */
+  flow?: string;
+  /** Only this flow version; `null` for unversioned executions. Default: any version. */
+  version?: string | null;
+  /** Only executions created at or after this instant (epoch ms, inclusive). */
+  createdFromMs?: number;
+  /** Only executions created before this instant (epoch ms, exclusive). */
+  createdBeforeMs?: number;
+  /** Only executions whose status last changed at or after this instant (epoch ms, inclusive). */
+  updatedFromMs?: number;
+  /** Only executions whose status last changed before this instant (epoch ms, exclusive). */
+  updatedBeforeMs?: number;
+  /** Only executions whose id sorts after this one (the cursor for paging). */
   afterExecutionId?: string;
   /** Only suspended executions due at or before this instant (epoch ms). */
   dueAtOrBeforeMs?: number;

@@ -1,6 +1,7 @@
 export { type CancelTimer, type Clock, systemClock, type TimerOptions } from './clock.js';
 export type {
   AppendGuard,
+  DetailedExecutionStatus,
   EventEnvelope,
   ExecutionStatus,
   ExecutionSummary,
@@ -9,6 +10,7 @@ export type {
   ReadAllOptions,
   ReadOptions,
   ReadSignalsOptions,
+  SettledAs,
   SignalInput,
   StoredEvent,
   StoredSignal,
@@ -30,9 +32,12 @@ export type {
   ClaimOptions,
   EnqueueInput,
   EnqueueResult,
+  ListQueuesOptions,
   QueueItem,
+  QueueItemOutcome,
   QueueItemStatus,
   QueueRate,
+  QueueStats,
   QueueStore,
 } from './queue-store.js';
 export { ExecutionJournal } from './runtime/execution-journal.js';

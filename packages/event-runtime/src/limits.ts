@@ -36,6 +36,8 @@ export const Limits = {
    * limits skip many items; items behind them wait for a later claim.
    */
   queueClaimScanMax: 1000,
+  /** Queues one `listQueues` call returns, and its default. Bounds one aggregate query's result. */
+  queueListMax: 1000,
   /**
    * Characters of a cancel reason. The reason goes into the cancelled terminal event, so it is
    * checked before a cancel starts: a reason too big for that event would strand the execution.

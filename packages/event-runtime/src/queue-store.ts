@@ -3,6 +3,9 @@ import type { JsonValue } from './envelope.js';
 /** Where a queue item stands: waiting, claimed by a worker, or finished. */
 export type QueueItemStatus = 'pending' | 'running' | 'done';
 
+/** How a finished item ended, as `complete` was told (the workflow layer: its execution's end). */
+export type QueueItemOutcome = 'completed' | 'failed' | 'cancelled';
+
 /** What `enqueue` takes: one unit of work, a flow to run on an input. */
 export interface EnqueueInput {
   /** The queue (1 to `Limits.queueNameLengthMax` characters). */
@@ -53,6 +56,31 @@ export interface QueueItem {
   attempts: number;
   enqueuedAtMs: number;
   completedAtMs: number | null;
+  /** How it ended once `done` (null before, and for items finished before outcomes were kept). */
+  outcome: QueueItemOutcome | null;
+}
+
+/** One queue's counts, from one query over its items. */
+export interface QueueStats {
+  queue: string;
+  /** Items waiting to be claimed: pending ones, and claimed ones whose claim expired. */
+  depth: number;
+  /** Items under a live claim (running on some worker now). */
+  claimed: number;
+  /** Finished items that completed (or finished without an outcome recorded). */
+  completed: number;
+  /** Finished items whose run failed. */
+  failed: number;
+  /** Finished items whose run was cancelled. */
+  cancelled: number;
+}
+
+/** What `listQueues` returns: queues by name, after a cursor. */
+export interface ListQueuesOptions {
+  /** Only queues whose name sorts after this one (the previous page's last name). */
+  afterQueue?: string;
+  /** Most queues to return, 1 to `Limits.queueListMax`. Default `Limits.queueListMax`. */
+  limit?: number;
 }
 
 /** A rate limit: at most `count` claims per sliding window of `windowMs`. */
@@ -110,9 +138,16 @@ export interface QueueStore {
     itemIds: readonly string[],
     claimTtlMs: number,
   ): Promise<string[]>;
-  /** Mark items done (whoever holds them); unknown and already-done ids are ignored. */
-  complete(queue: string, itemIds: readonly string[]): Promise<void>;
+  /**
+   * Mark items done (whoever holds them) with how they ended (default `completed`); unknown and
+   * already-done ids are ignored, so a done item keeps its first outcome.
+   */
+  complete(queue: string, itemIds: readonly string[], outcome?: QueueItemOutcome): Promise<void>;
   /** The item, whatever its status; undefined when the queue has no such item. */
   get(queue: string, itemId: string): Promise<QueueItem | undefined>;
+  /** The queue's counts by the store's clock (all zero for a queue nothing was enqueued into). */
+  queueStats(queue: string): Promise<QueueStats>;
+  /** The counts of every queue that has items, by name, one query per page. */
+  listQueues(options?: ListQueuesOptions): Promise<QueueStats[]>;
   close(): Promise<void>;
 }

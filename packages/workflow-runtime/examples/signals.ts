@@ -1,9 +1,11 @@
-// Signals: validated before they are written, kept in order, delivered once per idempotency key.
+// Signals: typed for the sender, validated before they are written, kept in order, delivered
+// once per idempotency key.
 import { InMemoryEventStore } from '@loom/event-runtime';
 import { createFlowRuntime, defineFlow, type StandardSchemaV1 } from '@loom/workflow-runtime';
 
 // Any Standard Schema works (zod, valibot, …); a hand-written one keeps the example dependency-free.
-const approval: StandardSchemaV1<unknown, { by: string }> = {
+// Its input type is what `runtime.signal(expense, id, 'approve', payload)` accepts at compile time.
+const approval: StandardSchemaV1<{ by: string }, { by: string }> = {
   '~standard': {
     version: 1,
     vendor: 'example',
@@ -28,10 +30,24 @@ const runtime = createFlowRuntime({
   timerPollMs: 50,
 });
 const handle = await runtime.start(expense, 120, { executionId: 'expense-1' });
+// A payload off the wire is untyped: the untyped form still validates it against the schema.
 await runtime
   .signal('expense-1', 'approve', { by: 42 })
   .catch((error) => console.log('refused:', error.code));
-await runtime.signal('expense-1', 'approve', { by: 'grace' }, { idempotencyKey: 'click-1' });
-await runtime.signal('expense-1', 'approve', { by: 'grace' }, { idempotencyKey: 'click-1' }); // a no-op
+// Typed by the flow: 'aprove' or { by: 42 } here would not compile.
+await runtime.signal(
+  expense,
+  'expense-1',
+  'approve',
+  { by: 'grace' },
+  { idempotencyKey: 'click-1' },
+);
+await runtime.signal(
+  expense,
+  'expense-1',
+  'approve',
+  { by: 'grace' },
+  { idempotencyKey: 'click-1' },
+); // a no-op
 console.log(await handle.result());
 await runtime.kernel.shutdown();

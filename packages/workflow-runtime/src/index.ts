@@ -22,9 +22,27 @@ export {
   cronScheduleId,
   type ScheduleOptions,
 } from './flow/cron-schedule.js';
-export { defineFlow, type FlowOptions, type WorkflowDefinition } from './flow/define-flow.js';
+export {
+  defineFlow,
+  type FlowOptions,
+  type SignalSchemas,
+  type WorkflowDefinition,
+} from './flow/define-flow.js';
+export { defineSignal, type SignalDefinition } from './flow/define-signal.js';
 export { type Duration, parseDuration } from './flow/duration.js';
-export { createFlowRuntime, FlowRuntime, type FlowRuntimeOptions } from './flow/flow-runtime.js';
+export {
+  type FindFlowExecutionsOptions,
+  type FlowExecutionPage,
+  type FlowExecutionSummary,
+  findExecutionsPageDefault,
+} from './flow/find-executions.js';
+export {
+  createFlowRuntime,
+  FlowRuntime,
+  type FlowRuntimeOptions,
+  type SignalOptions,
+  type SignalSent,
+} from './flow/flow-runtime.js';
 export type { Json, NotJson } from './flow/json.js';
 export {
   type EnqueueOptions,
@@ -33,5 +51,10 @@ export {
   type WorkOptions,
 } from './flow/queue-worker.js';
 export type { ScheduleDefinition, ScheduleDescription } from './flow/schedule-chain.js';
-export type { InferOutput, StandardIssue, StandardSchemaV1 } from './flow/standard-schema.js';
+export type {
+  InferInput,
+  InferOutput,
+  StandardIssue,
+  StandardSchemaV1,
+} from './flow/standard-schema.js';
 export type { Received, StepOptions, WorkflowContext } from './flow/workflow-context.js';

@@ -3,6 +3,7 @@ import type {
   EventEnvelope,
   ExecutionStatus,
   JsonValue,
+  SettledAs,
   StoredEvent,
 } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
@@ -28,8 +29,32 @@ export interface PreparedAppend {
   events: PreparedEvent[];
   fenceEpoch: number | undefined;
   /** The index update to make with the events, if any. */
-  status: { status: ExecutionStatus; wakeAtMs: number | null } | undefined;
+  status: IndexUpdate | undefined;
 }
+
+/**
+ * The execution index row an append writes. `flow`, `version` and `createdAtMs` are only written
+ * when the append creates the row (its `execution.started`); later appends change the rest.
+ */
+export interface IndexUpdate {
+  status: ExecutionStatus;
+  wakeAtMs: number | null;
+  settledAs: SettledAs | null;
+  flow: string | null;
+  version: string | null;
+  createdAtMs: number;
+  /** The `at` of the append's last event. */
+  updatedAtMs: number;
+}
+
+/** The kernel's event types the index reads (kernel-events.ts names them for the runtime). */
+const startedType = 'execution.started';
+const terminalTypes: ReadonlyMap<string, SettledAs> = new Map([
+  ['execution.completed', 'completed'],
+  ['execution.failed', 'failed'],
+  ['execution.cancelled', 'cancelled'],
+  ['execution.continued_as_new', 'continued'],
+]);
 
 const envelopeKeys = new Set(['executionId', 'sequence', 'type', 'payload', 'at']);
 const guardKeys = new Set(['fenceEpoch', 'status', 'wakeAtMs']);
@@ -93,7 +118,7 @@ export function prepareAppend(
     );
   }
   const fenceEpoch = checkGuard(guard);
-  const status = checkStatus(guard);
+  const guarded = checkStatus(guard);
   const first = envelopes[0] as EventEnvelope;
   const executionId = checkExecutionId(first?.executionId);
   const firstSequence = checkSequence(first?.sequence);
@@ -101,10 +126,52 @@ export function prepareAppend(
   for (let index = 0; index < envelopes.length; index++) {
     events[index] = prepareOne(envelopes[index], index, executionId, firstSequence + index, nowMs);
   }
-  return { executionId, firstSequence, events, fenceEpoch, status };
+  return {
+    executionId,
+    firstSequence,
+    events,
+    fenceEpoch,
+    status: indexUpdate(guarded, firstSequence, events),
+  };
 }
 
-function checkStatus(guard: AppendGuard | undefined): PreparedAppend['status'] {
+/**
+ * What the append writes to the execution index: the guard's status, or `running` for an append
+ * that starts an execution (a start is a status change, so it costs no extra write), with the
+ * facts the batch itself carries. Undefined when the index is left alone.
+ */
+function indexUpdate(
+  guarded: { status: ExecutionStatus; wakeAtMs: number | null } | undefined,
+  firstSequence: number,
+  events: readonly PreparedEvent[],
+): IndexUpdate | undefined {
+  const head = events[0] as PreparedEvent;
+  const starts = firstSequence === 0 && head.type === startedType;
+  if (guarded === undefined && !starts) return undefined;
+  const { status, wakeAtMs } = guarded ?? { status: 'running' as const, wakeAtMs: null };
+  let settledAs: SettledAs | null = null;
+  if (status === 'settled') {
+    for (let index = events.length - 1; index >= 0 && settledAs === null; index--) {
+      settledAs = terminalTypes.get((events[index] as PreparedEvent).type) ?? null;
+    }
+  }
+  const started = starts ? head.payload : null;
+  const fields =
+    typeof started === 'object' && started !== null && !Array.isArray(started) ? started : {};
+  return {
+    status,
+    wakeAtMs,
+    settledAs,
+    flow: typeof fields.flow === 'string' ? fields.flow : null,
+    version: typeof fields.version === 'string' ? fields.version : null,
+    createdAtMs: head.at,
+    updatedAtMs: (events[events.length - 1] as PreparedEvent).at,
+  };
+}
+
+function checkStatus(
+  guard: AppendGuard | undefined,
+): { status: ExecutionStatus; wakeAtMs: number | null } | undefined {
   if (guard?.status === undefined) {
     if (guard?.wakeAtMs !== undefined) invalid('guard.wakeAtMs needs guard.status');
     return undefined;

@@ -1,7 +1,12 @@
 import type { JsonValue } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { type LimitName, Limits } from '../limits.js';
-import type { ClaimOptions, EnqueueInput } from '../queue-store.js';
+import type {
+  ClaimOptions,
+  EnqueueInput,
+  ListQueuesOptions,
+  QueueItemOutcome,
+} from '../queue-store.js';
 import { encodePayload } from './json-codec.js';
 import { checkLeaseOwner, leaseExpiry } from './lease-input.js';
 import { mintId } from './mint-id.js';
@@ -245,4 +250,34 @@ export function claimBudget(
   if (claim.concurrencyMax !== null) budget = Math.min(budget, claim.concurrencyMax - running);
   if (claim.rateCount !== null) budget = Math.min(budget, claim.rateCount - startedInWindow);
   return Math.max(0, budget);
+}
+
+const outcomes: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled']);
+
+/** Validates `complete`'s outcome (default `completed`). Throws `INVALID_ARGUMENT`. */
+export function checkQueueOutcome(outcome: unknown): QueueItemOutcome {
+  if (outcome === undefined) return 'completed';
+  if (typeof outcome !== 'string' || !outcomes.has(outcome)) {
+    argument(`outcome must be completed, failed or cancelled, got ${String(outcome)}`, {
+      path: 'outcome',
+    });
+  }
+  return outcome as QueueItemOutcome;
+}
+
+/** Validated `listQueues` options: the cursor ('' for the start) and the page size. */
+export function listQueuesOptions(options: ListQueuesOptions | undefined): {
+  afterQueue: string;
+  limit: number;
+} {
+  const after = options?.afterQueue;
+  const limit =
+    options?.limit === undefined ? Limits.queueListMax : positiveInteger(options.limit, 'limit');
+  if (limit > Limits.queueListMax) {
+    argument(`limit must be 1 to queueListMax (${Limits.queueListMax}), got ${limit}`, {
+      path: 'limit',
+      limit: 'queueListMax',
+    });
+  }
+  return { afterQueue: after === undefined ? '' : checkQueueName(after), limit };
 }

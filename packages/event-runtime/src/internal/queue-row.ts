@@ -1,4 +1,4 @@
-import type { QueueItem, QueueItemStatus } from '../queue-store.js';
+import type { QueueItem, QueueItemOutcome, QueueItemStatus } from '../queue-store.js';
 import { decodePayload } from './json-codec.js';
 
 /** A queue item row as SQLite and Postgres return it (Postgres bigints arrive as text). */
@@ -18,6 +18,7 @@ export interface QueueItemRow {
   attempts: number;
   enqueued_at_ms: number | string;
   completed_at_ms: number | string | null;
+  outcome: string | null;
   seq: number | string;
 }
 
@@ -42,6 +43,7 @@ export function queueItemFromRow(row: QueueItemRow): QueueItem {
     attempts: row.attempts,
     enqueuedAtMs: Number(row.enqueued_at_ms),
     completedAtMs: orNull(row.completed_at_ms),
+    outcome: row.outcome as QueueItemOutcome | null,
   };
 }
 

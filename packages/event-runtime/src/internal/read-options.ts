@@ -1,4 +1,10 @@
-import type { FindExecutionsOptions, ReadAllOptions, ReadOptions } from '../envelope.js';
+import type {
+  ExecutionStatus,
+  FindExecutionsOptions,
+  ReadAllOptions,
+  ReadOptions,
+  SettledAs,
+} from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { Limits } from '../limits.js';
 import { checkWellFormed } from './well-formed-text.js';
@@ -48,28 +54,77 @@ export function readAllOptions(options: ReadAllOptions | undefined): {
   };
 }
 
-/** Validated `findExecutions` options with defaults filled in. */
-export function findExecutionsOptions(options: FindExecutionsOptions): {
-  status: FindExecutionsOptions['status'];
+const findStatuses: ReadonlySet<string> = new Set([
+  'running',
+  'suspended',
+  'settled',
+  'completed',
+  'failed',
+  'cancelled',
+  'continued',
+]);
+
+/** Validated `findExecutions` filters: only those given, plus the cursor and the limit. */
+export interface FindExecutionsFilter {
+  /** The index status to match, and with it how a settled execution ended. */
+  status: ExecutionStatus | undefined;
+  settledAs: SettledAs | undefined;
+  flow: string | undefined;
+  /** Undefined: any version; null: unversioned executions only. */
+  version: string | null | undefined;
+  createdFromMs: number | undefined;
+  createdBeforeMs: number | undefined;
+  updatedFromMs: number | undefined;
+  updatedBeforeMs: number | undefined;
   afterExecutionId: string;
   dueAtOrBeforeMs: number | undefined;
   limit: number;
-} {
-  if (!['running', 'suspended', 'settled'].includes(options?.status)) {
-    argument(`status must be running, suspended or settled, got ${String(options?.status)}`, {
-      path: 'status',
-    });
+}
+
+function optionalBound(value: unknown, name: string): number | undefined {
+  return value === undefined ? undefined : nonNegativeInteger(value, name);
+}
+
+/** Validated `findExecutions` options with defaults filled in. Throws `INVALID_ARGUMENT`. */
+export function findExecutionsOptions(
+  options: FindExecutionsOptions | undefined,
+): FindExecutionsFilter {
+  const given = options ?? {};
+  if (typeof given !== 'object') argument('findExecutions takes an options object', {});
+  const wanted = given.status;
+  if (wanted !== undefined && !findStatuses.has(wanted)) {
+    argument(
+      `status must be running, suspended, settled, completed, failed, cancelled or continued, got ${String(wanted)}`,
+      { path: 'status' },
+    );
   }
-  const after = options.afterExecutionId ?? '';
+  const settled = wanted === 'running' || wanted === 'suspended' || wanted === 'settled';
+  const flow = given.flow;
+  if (flow !== undefined && (typeof flow !== 'string' || flow.length === 0)) {
+    argument('flow must be a non-empty string (a flow name)', { path: 'flow' });
+  }
+  const version = given.version;
+  if (version !== undefined && version !== null && typeof version !== 'string') {
+    argument('version must be a string, or null for unversioned executions', { path: 'version' });
+  }
+  const after = given.afterExecutionId ?? '';
   if (typeof after !== 'string')
     argument('afterExecutionId must be a string', { path: 'afterExecutionId' });
   return {
-    status: options.status,
+    status: wanted === undefined ? undefined : settled ? (wanted as ExecutionStatus) : 'settled',
+    settledAs: wanted === undefined || settled ? undefined : (wanted as SettledAs),
+    flow:
+      flow === undefined ? undefined : checkWellFormed(flow, 'flow', ErrorCode.INVALID_ARGUMENT),
+    version:
+      typeof version === 'string'
+        ? checkWellFormed(version, 'version', ErrorCode.INVALID_ARGUMENT)
+        : version,
+    createdFromMs: optionalBound(given.createdFromMs, 'createdFromMs'),
+    createdBeforeMs: optionalBound(given.createdBeforeMs, 'createdBeforeMs'),
+    updatedFromMs: optionalBound(given.updatedFromMs, 'updatedFromMs'),
+    updatedBeforeMs: optionalBound(given.updatedBeforeMs, 'updatedBeforeMs'),
     afterExecutionId: checkWellFormed(after, 'afterExecutionId', ErrorCode.INVALID_ARGUMENT),
-    dueAtOrBeforeMs:
-      options.dueAtOrBeforeMs === undefined
-        ? undefined
-        : nonNegativeInteger(options.dueAtOrBeforeMs, 'dueAtOrBeforeMs'),
-    limit: checkLimit(options.limit),
+    dueAtOrBeforeMs: optionalBound(given.dueAtOrBeforeMs, 'dueAtOrBeforeMs'),
+    limit: checkLimit(given.limit),
   };
 }

@@ -442,7 +442,12 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
         expect(mine).toEqual({
           executionId: running,
           status: 'running',
+          settledAs: null,
+          flow: null,
+          version: null,
           wakeAtMs: null,
+          createdAtMs: 1_000,
+          updatedAtMs: 1_000,
           lastEventAt: 2_000,
           nextSequence: 2,
         });
@@ -508,6 +513,255 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
         expect(await codeOf(store.findExecutions({ status: 'nope' as never }))).toBe(
           ErrorCode.INVALID_ARGUMENT,
         );
+      });
+    });
+
+    describe('finding executions', () => {
+      /** Appends a runtime-shaped log: started at `createdAtMs`, then how it stands at `atMs`. */
+      async function execution(
+        id: string,
+        flow: string,
+        version: string | null,
+        createdAtMs: number,
+        end?: { type: string; atMs: number } | { suspendedUntilMs: number; atMs: number },
+      ): Promise<void> {
+        await store.append([
+          {
+            executionId: id,
+            sequence: 0,
+            type: 'execution.started',
+            payload: { flow, version, input: null },
+            at: createdAtMs,
+          },
+        ]);
+        if (end === undefined) return;
+        if ('type' in end) {
+          await store.append(
+            [
+              { executionId: id, sequence: 1, type: 'step.started', payload: {}, at: end.atMs },
+              { executionId: id, sequence: 2, type: end.type, payload: {}, at: end.atMs },
+            ],
+            { status: 'settled' },
+          );
+        } else {
+          await store.append(
+            [
+              {
+                executionId: id,
+                sequence: 1,
+                type: 'execution.suspended',
+                payload: {},
+                at: end.atMs,
+              },
+            ],
+            { status: 'suspended', wakeAtMs: end.suspendedUntilMs },
+          );
+        }
+      }
+
+      const ids = (summaries: { executionId: string }[]) =>
+        summaries.map((summary) => summary.executionId);
+
+      it('filters by flow, version and how an execution settled, with every field filled', async () => {
+        const flow = freshId('flow');
+        const other = freshId('other');
+        const [completed, failed, cancelled, continued, running, suspended, elsewhere] = [
+          'a-completed',
+          'b-failed',
+          'c-cancelled',
+          'd-continued',
+          'e-running',
+          'f-suspended',
+          'g-elsewhere',
+        ].map((suffix) => `${flow}-${suffix}`) as [
+          string,
+          string,
+          string,
+          string,
+          string,
+          string,
+          string,
+        ];
+        await execution(completed, flow, '1', 1_000, { type: 'execution.completed', atMs: 5_000 });
+        await execution(failed, flow, '2', 1_100, { type: 'execution.failed', atMs: 5_100 });
+        await execution(cancelled, flow, null, 1_200, { type: 'execution.cancelled', atMs: 5_200 });
+        await execution(continued, flow, '1', 1_300, {
+          type: 'execution.continued_as_new',
+          atMs: 5_300,
+        });
+        await execution(running, flow, '1', 1_400);
+        await execution(suspended, flow, '1', 1_500, { suspendedUntilMs: 9_000, atMs: 5_500 });
+        await execution(elsewhere, other, '1', 1_600, { type: 'execution.completed', atMs: 5_600 });
+
+        expect(ids(await store.findExecutions({ flow }))).toEqual([
+          completed,
+          failed,
+          cancelled,
+          continued,
+          running,
+          suspended,
+        ]);
+        expect(ids(await store.findExecutions({ flow, version: '1' }))).toEqual([
+          completed,
+          continued,
+          running,
+          suspended,
+        ]);
+        expect(ids(await store.findExecutions({ flow, version: null }))).toEqual([cancelled]);
+        expect(ids(await store.findExecutions({ flow, status: 'completed' }))).toEqual([completed]);
+        expect(ids(await store.findExecutions({ flow, status: 'failed' }))).toEqual([failed]);
+        expect(ids(await store.findExecutions({ flow, status: 'cancelled' }))).toEqual([cancelled]);
+        expect(ids(await store.findExecutions({ flow, status: 'continued' }))).toEqual([continued]);
+        expect(ids(await store.findExecutions({ flow, status: 'settled' }))).toEqual([
+          completed,
+          failed,
+          cancelled,
+          continued,
+        ]);
+        expect(ids(await store.findExecutions({ flow, status: 'running' }))).toEqual([running]);
+        expect(ids(await store.findExecutions({ flow, status: 'suspended' }))).toEqual([suspended]);
+        expect(
+          ids(await store.findExecutions({ flow, status: 'suspended', dueAtOrBeforeMs: 8_999 })),
+        ).toEqual([]);
+        expect(ids(await store.findExecutions({ status: 'completed' }))).toEqual(
+          expect.arrayContaining([completed, elsewhere]),
+        );
+        expect(ids(await store.findExecutions({ status: 'completed' }))).not.toContain(failed);
+
+        const [first] = await store.findExecutions({ flow, status: 'completed' });
+        expect(first).toEqual({
+          executionId: completed,
+          status: 'settled',
+          settledAs: 'completed',
+          flow,
+          version: '1',
+          wakeAtMs: null,
+          createdAtMs: 1_000,
+          updatedAtMs: 5_000,
+          lastEventAt: 5_000,
+          nextSequence: 3,
+        });
+        const [waiting] = await store.findExecutions({ flow, status: 'suspended' });
+        expect(waiting).toMatchObject({
+          status: 'suspended',
+          settledAs: null,
+          wakeAtMs: 9_000,
+          createdAtMs: 1_500,
+          updatedAtMs: 5_500,
+        });
+      });
+
+      it('filters by creation and update time, lower bounds inclusive and upper exclusive', async () => {
+        const flow = freshId('times');
+        const early = `${flow}-1`;
+        const middle = `${flow}-2`;
+        const late = `${flow}-3`;
+        await execution(early, flow, null, 1_000, { type: 'execution.completed', atMs: 9_000 });
+        await execution(middle, flow, null, 2_000, { type: 'execution.failed', atMs: 3_000 });
+        await execution(late, flow, null, 3_000);
+        expect(ids(await store.findExecutions({ flow, createdFromMs: 2_000 }))).toEqual([
+          middle,
+          late,
+        ]);
+        expect(ids(await store.findExecutions({ flow, createdBeforeMs: 2_000 }))).toEqual([early]);
+        expect(
+          ids(await store.findExecutions({ flow, createdFromMs: 1_000, createdBeforeMs: 3_000 })),
+        ).toEqual([early, middle]);
+        expect(ids(await store.findExecutions({ flow, updatedFromMs: 3_000 }))).toEqual([
+          early,
+          middle,
+          late,
+        ]);
+        expect(ids(await store.findExecutions({ flow, updatedBeforeMs: 3_000 }))).toEqual([]);
+        expect(
+          ids(await store.findExecutions({ flow, updatedFromMs: 3_001, status: 'settled' })),
+        ).toEqual([early]);
+      });
+
+      it('pages through a filtered set with the cursor, losing and repeating nothing', async () => {
+        const flow = freshId('paged');
+        const all: string[] = [];
+        for (let index = 0; index < 7; index++) {
+          const id = `${flow}-${index}`;
+          all.push(id);
+          await execution(id, flow, '1', 1_000 + index, {
+            type: index % 2 === 0 ? 'execution.completed' : 'execution.failed',
+            atMs: 2_000,
+          });
+        }
+        const seen: string[] = [];
+        let after = '';
+        for (let pages = 0; pages < 10; pages++) {
+          const page = await store.findExecutions({
+            flow,
+            status: 'completed',
+            afterExecutionId: after,
+            limit: 2,
+          });
+          if (page.length === 0) break;
+          expect(page.length).toBeLessThanOrEqual(2);
+          seen.push(...ids(page));
+          after = page[page.length - 1]?.executionId as string;
+        }
+        expect(seen).toEqual(all.filter((_, index) => index % 2 === 0));
+      });
+
+      it('an execution.started at sequence 0 enters the index as running without a guard status', async () => {
+        const flow = freshId('unguarded');
+        const id = `${flow}-1`;
+        await execution(id, flow, 'v9', 4_000);
+        expect(await store.findExecutions({ flow })).toEqual([
+          {
+            executionId: id,
+            status: 'running',
+            settledAs: null,
+            flow,
+            version: 'v9',
+            wakeAtMs: null,
+            createdAtMs: 4_000,
+            updatedAtMs: 4_000,
+            lastEventAt: 4_000,
+            nextSequence: 1,
+          },
+        ]);
+        // Later status changes keep what sequence 0 said.
+        await store.append([{ ...env(id, 1), type: 'execution.cancelled', at: 4_500 }], {
+          status: 'settled',
+        });
+        expect(await store.findExecutions({ flow })).toMatchObject([
+          { flow, version: 'v9', createdAtMs: 4_000, updatedAtMs: 4_500, settledAs: 'cancelled' },
+        ]);
+        // A settle whose batch has no terminal event the kernel knows is settled, but not as what.
+        const plain = freshId('plain-settle');
+        await store.append([env(plain, 0)], { status: 'running' });
+        await store.append([env(plain, 1)], { status: 'settled' });
+        const settled = await store.findExecutions({ status: 'settled' });
+        expect(settled.find((summary) => summary.executionId === plain)).toMatchObject({
+          settledAs: null,
+          flow: null,
+        });
+        expect(ids(await store.findExecutions({ status: 'completed' }))).not.toContain(plain);
+      });
+
+      it('bad filters are INVALID_ARGUMENT', async () => {
+        const bad: unknown[] = [
+          { status: 'done' },
+          { flow: '' },
+          { flow: 5 },
+          { version: 5 },
+          { createdFromMs: -1 },
+          { createdBeforeMs: 1.5 },
+          { updatedFromMs: 'now' },
+          { updatedBeforeMs: Number.NaN },
+          { afterExecutionId: 3 },
+          { limit: 0 },
+        ];
+        for (const options of bad) {
+          expect(
+            await codeOf(store.findExecutions(options as never)),
+            JSON.stringify(options),
+          ).toBe(ErrorCode.INVALID_ARGUMENT);
+        }
       });
     });
 

@@ -86,6 +86,7 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
           attempts: 0,
           enqueuedAtMs: clock.now(),
           completedAtMs: null,
+          outcome: null,
         });
         expect(Object.is((item?.input as { nested: number[] } | undefined)?.nested[1], -0)).toBe(
           true,
@@ -351,6 +352,75 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
         await store.complete(queue, ['a']);
         expect((await store.get(queue, 'a'))?.completedAtMs).toBe(clock.now() - ttlMs * 5);
         await store.complete(queue, []);
+      });
+    });
+
+    describe('outcomes and stats', () => {
+      it('complete records how an item ended; a second complete keeps the first outcome', async () => {
+        for (const id of ['a', 'b', 'c', 'd']) await put(id);
+        await claimAll('node-a', { limit: 2 });
+        await store.complete(queue, ['a']);
+        await store.complete(queue, ['b'], 'failed');
+        await store.complete(queue, ['c'], 'cancelled');
+        expect((await store.get(queue, 'a'))?.outcome).toBe('completed');
+        expect(await store.get(queue, 'b')).toMatchObject({ status: 'done', outcome: 'failed' });
+        expect((await store.get(queue, 'c'))?.outcome).toBe('cancelled');
+        expect((await store.get(queue, 'd'))?.outcome).toBeNull();
+        await store.complete(queue, ['b'], 'completed');
+        expect((await store.get(queue, 'b'))?.outcome).toBe('failed');
+        expect(await codeOf(store.complete(queue, ['d'], 'lost' as never))).toBe(
+          ErrorCode.INVALID_ARGUMENT,
+        );
+        expect((await store.get(queue, 'd'))?.status).toBe('pending');
+      });
+
+      it('queueStats counts depth, live claims and finished items by outcome', async () => {
+        for (const id of ['a', 'b', 'c', 'd', 'e', 'f', 'g']) await put(id);
+        await claimAll('node-a', { limit: 3 }); // a, b, c
+        await store.complete(queue, ['a']);
+        await store.complete(queue, ['b'], 'failed');
+        await store.complete(queue, ['d'], 'cancelled');
+        expect(await store.queueStats(queue)).toEqual({
+          queue,
+          depth: 3,
+          claimed: 1,
+          completed: 1,
+          failed: 1,
+          cancelled: 1,
+        });
+        // An expired claim is waiting again: back in the depth, no longer claimed.
+        clock.advance(ttlMs);
+        expect(await store.queueStats(queue)).toMatchObject({ depth: 4, claimed: 0 });
+        expect(await store.queueStats(`${queue}-none`)).toEqual({
+          queue: `${queue}-none`,
+          depth: 0,
+          claimed: 0,
+          completed: 0,
+          failed: 0,
+          cancelled: 0,
+        });
+        expect(await codeOf(store.queueStats(''))).toBe(ErrorCode.INVALID_ARGUMENT);
+      });
+
+      it('listQueues gives every queue’s stats in name order, paged', async () => {
+        const names = [`${queue}-a`, `${queue}-b`, `${queue}-c`];
+        for (const [index, name] of names.entries()) {
+          for (let item = 0; item <= index; item++) {
+            await store.enqueue({ queue: name, itemId: `i${item}`, flow: 'work', input: null });
+          }
+        }
+        await store.complete(names[2] as string, ['i0'], 'failed');
+        const mine = (await store.listQueues()).filter((stats) => names.includes(stats.queue));
+        expect(mine).toEqual([
+          { queue: names[0], depth: 1, claimed: 0, completed: 0, failed: 0, cancelled: 0 },
+          { queue: names[1], depth: 2, claimed: 0, completed: 0, failed: 0, cancelled: 0 },
+          { queue: names[2], depth: 2, claimed: 0, completed: 0, failed: 1, cancelled: 0 },
+        ]);
+        const first = await store.listQueues({ afterQueue: queue, limit: 2 });
+        expect(first.map((stats) => stats.queue)).toEqual(names.slice(0, 2));
+        const rest = await store.listQueues({ afterQueue: names[1] as string, limit: 2 });
+        expect(rest[0]?.queue).toBe(names[2]);
+        expect(await codeOf(store.listQueues({ limit: 0 }))).toBe(ErrorCode.INVALID_ARGUMENT);
       });
     });
 

@@ -4,8 +4,11 @@ import type { Json } from './json.js';
 import { type StandardSchemaV1, validate } from './standard-schema.js';
 import { type WorkflowContext, workflowContext } from './workflow-context.js';
 
+/** The signals a flow declares: name → schema of the payload a sender passes. */
+export type SignalSchemas = Readonly<Record<string, StandardSchemaV1>>;
+
 /** What `defineFlow` takes besides the function. */
-export interface FlowOptions<I, O> {
+export interface FlowOptions<I, O, S extends SignalSchemas = SignalSchemas> {
   /** Stable name: the log records it and every process resolves the flow by it. */
   name: string;
   /** Pinned at start; an execution is only ever replayed by the same version. */
@@ -14,14 +17,25 @@ export interface FlowOptions<I, O> {
   input?: StandardSchemaV1<unknown, I>;
   /** Validates the output before it is recorded; a bad output fails the execution. */
   output?: StandardSchemaV1<unknown, O>;
-  /** Schemas of the signals this flow accepts: senders' payloads are validated before writing. */
-  signals?: Readonly<Record<string, StandardSchemaV1>>;
+  /**
+   * Schemas of the signals this flow accepts: senders' payloads are validated before writing, and
+   * `runtime.signal(flow, id, name, payload)` only compiles for these names, with a payload of
+   * the schema's input type.
+   */
+  signals?: S;
 }
 
-/** A flow made with `defineFlow`: a kernel `Flow` that also carries its schemas. */
-export interface WorkflowDefinition<I = unknown, O = unknown> extends Flow<I, O> {
-  /** The options it was defined with (schemas typed loosely, so any definition fits a list). */
-  readonly options: FlowOptions<unknown, unknown>;
+/**
+ * A flow made with `defineFlow`: a kernel `Flow` that also carries its schemas. `S` keeps the
+ * declared signals' names and schemas for typed senders.
+ */
+export interface WorkflowDefinition<
+  I = unknown,
+  O = unknown,
+  S extends SignalSchemas = SignalSchemas,
+> extends Flow<I, O> {
+  /** The options it was defined with (input and output typed loosely, so any definition fits a list). */
+  readonly options: FlowOptions<unknown, unknown, S>;
 }
 
 const namePattern = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
@@ -42,11 +56,11 @@ const namePattern = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
  *   return 'done';
  * });
  */
-export function defineFlow<I, O>(
-  options: FlowOptions<I, O>,
+export function defineFlow<I, O, S extends SignalSchemas = SignalSchemas>(
+  options: FlowOptions<I, O, S>,
   run: ((ctx: WorkflowContext, input: I) => Promise<O>) &
     ((ctx: WorkflowContext, input: Json<I>) => Promise<Json<O>>),
-): WorkflowDefinition<I, O> {
+): WorkflowDefinition<I, O, S> {
   if (typeof options?.name !== 'string' || !namePattern.test(options.name)) {
     throw new LoomError(
       ErrorCode.INVALID_ARGUMENT,
@@ -67,9 +81,9 @@ export function defineFlow<I, O>(
     throw new LoomError(ErrorCode.INVALID_ARGUMENT, `flow '${options.name}' needs a function`);
   }
   const output = options.output;
-  const flow: WorkflowDefinition<I, O> = {
+  const flow: WorkflowDefinition<I, O, S> = {
     name: options.name,
-    options: options as FlowOptions<unknown, unknown>,
+    options: options as FlowOptions<unknown, unknown, S>,
     run: async (ctx: FlowContext, input: I) => {
       const result = await run(workflowContext(ctx), input);
       if (output === undefined) return result;

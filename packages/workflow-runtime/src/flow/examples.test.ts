@@ -13,6 +13,8 @@ const expected: Record<string, RegExp> = {
   'children-and-continue-as-new.ts': /= 30/,
   'versions-and-patches.ts': /before the deploy: old path\nstarted after the deploy: new path/,
   'cron.ts': /fired [1-4] runs, e\.g\. cron:every-second:\d+/,
+  'find-executions.ts':
+    /failed: charge-2\nall: charge-1:completed charge-2:failed charge-3:completed\nqueue charges: depth 0, completed 1, failed 1/,
   'queues.ts':
     /dedupe: true true\nran in priority order: ceo@example.com, cto@example.com, newsletter@example.com/,
 };

@@ -3,6 +3,8 @@ import {
   type EnqueueResult,
   type ExecutionHandle,
   type JsonValue,
+  type ListQueuesOptions,
+  type QueueStats,
   type QueueStore,
   type Runtime,
   type RuntimeOptions,
@@ -14,7 +16,13 @@ import {
   type ScheduleOptions,
   scheduleInput,
 } from './cron-schedule.js';
-import type { WorkflowDefinition } from './define-flow.js';
+import type { SignalSchemas, WorkflowDefinition } from './define-flow.js';
+import { isSignalDefinition, type SignalDefinition } from './define-signal.js';
+import {
+  type FindFlowExecutionsOptions,
+  type FlowExecutionPage,
+  findFlowExecutions,
+} from './find-executions.js';
 import {
   type EnqueueOptions,
   type QueueWorker,
@@ -22,7 +30,7 @@ import {
   type WorkOptions,
 } from './queue-worker.js';
 import { ScheduleChain, type ScheduleDescription } from './schedule-chain.js';
-import { validate } from './standard-schema.js';
+import { type InferInput, type StandardSchemaV1, validate } from './standard-schema.js';
 
 export interface FlowRuntimeOptions extends Omit<RuntimeOptions, 'flows'> {
   /** Every flow this process can run or resume (by name and version). */
@@ -36,6 +44,18 @@ export interface FlowRuntimeOptions extends Omit<RuntimeOptions, 'flows'> {
 }
 
 type AnyFlow = WorkflowDefinition<unknown, unknown>;
+
+/** Options of `runtime.signal`. */
+export interface SignalOptions {
+  /** A second signal with the same key for the same execution is a no-op (delivered once). */
+  idempotencyKey?: string;
+}
+
+/** What `runtime.signal` returns: the inbox id, and whether the idempotency key was seen before. */
+export interface SignalSent {
+  signalId: number;
+  duplicate: boolean;
+}
 
 /**
  * The runtime flow authors use: the kernel's `Runtime` plus schema validation at the edges
@@ -104,17 +124,91 @@ export class FlowRuntime {
   }
 
   /**
-   * Send a signal. When this process knows the execution's flow and that flow declares signal
-   * schemas, the payload is validated first: an undeclared name or a refused payload is
+   * Send a signal, typed by the flow that waits for it: `name` must be one of the flow's declared
+   * `signals` and `payload` its schema's input type (a misspelt name is a compile error). The
+   * payload is validated by that schema and the execution must run that flow (checked by name),
+   * else `INVALID_SIGNAL` and nothing is written.
+   *
+   * Error codes: `INVALID_SIGNAL`, `EXECUTION_NOT_FOUND`, `EXECUTION_SETTLED`, store errors.
+   *
+   * @example
+   * const order = defineFlow({ name: 'order', signals: { approve: z.object({ by: z.string() }) } }, run);
+   * await runtime.signal(order, 'order-42', 'approve', { by: 'ada' });
+   */
+  signal<S extends SignalSchemas, N extends keyof S & string>(
+    flow: WorkflowDefinition<never, unknown, S>,
+    executionId: string,
+    name: N,
+    payload: InferInput<S[N]>,
+    options?: SignalOptions,
+  ): Promise<SignalSent>;
+  /**
+   * Send a signal made with `defineSignal`: the payload is type-checked against its schema's input
+   * type and validated by the schema before anything is written (`INVALID_SIGNAL`); the execution's
+   * flow, when known here and declaring signals, checks it too.
+   *
+   * @example
+   * const approval = defineSignal('approve', z.object({ by: z.string() }));
+   * await runtime.signal(approval, 'order-42', { by: 'ada' });
+   */
+  signal<S extends StandardSchemaV1>(
+    signal: SignalDefinition<string, S>,
+    executionId: string,
+    payload: InferInput<S>,
+    options?: SignalOptions,
+  ): Promise<SignalSent>;
+  /**
+   * Send a signal by name, untyped (for tools and generic senders; the kernel's `signal` skips
+   * even the checks below). When this process knows the execution's flow and that flow declares
+   * signal schemas, the payload is validated first: an undeclared name or a refused payload is
    * `INVALID_SIGNAL` to the sender and nothing is written.
    */
-  async signal(
+  signal(
     executionId: string,
     name: string,
     payload: unknown,
-    options: { idempotencyKey?: string } = {},
-  ): Promise<{ signalId: number; duplicate: boolean }> {
-    const flow = await this.flowOf(executionId);
+    options?: SignalOptions,
+  ): Promise<SignalSent>;
+  async signal(
+    target: string | SignalDefinition | WorkflowDefinition<never, unknown>,
+    ...rest: unknown[]
+  ): Promise<SignalSent> {
+    if (typeof target === 'string') {
+      const [name, payload, options] = rest as [string, unknown, SignalOptions | undefined];
+      const flow = await this.flowOf(target);
+      return this.checkedSignal(flow, target, name, payload, options);
+    }
+    if (isSignalDefinition(target)) {
+      const [executionId, payload, options] = rest as [string, unknown, SignalOptions | undefined];
+      const value = await checkSignal(target.schema, target.name, executionId, payload);
+      const flow = await this.flowOf(executionId);
+      return this.checkedSignal(flow, executionId, target.name, value, options);
+    }
+    const [executionId, name, payload, options] = rest as [
+      string,
+      string,
+      unknown,
+      SignalOptions | undefined,
+    ];
+    const runs = await this.flowNameOf(executionId);
+    if (runs !== undefined && runs !== target.name) {
+      throw new LoomError(
+        ErrorCode.INVALID_SIGNAL,
+        `execution ${executionId} runs flow '${runs}', not '${target.name}': signal it with its own flow's definition`,
+        { signal: name, executionId, flow: runs },
+      );
+    }
+    return this.checkedSignal(target as AnyFlow, executionId, name, payload, options);
+  }
+
+  /** Validates against `flow`'s declared signals (when it declares any), then sends. */
+  private async checkedSignal(
+    flow: AnyFlow | undefined,
+    executionId: string,
+    name: string,
+    payload: unknown,
+    options: SignalOptions = {},
+  ): Promise<SignalSent> {
     const schemas = flow?.options.signals;
     let value = payload;
     if (schemas !== undefined) {
@@ -126,21 +220,24 @@ export class FlowRuntime {
           { signal: name, executionId },
         );
       }
-      const checked = await validate(schema, payload);
-      if (!checked.ok) {
-        throw new LoomError(
-          ErrorCode.INVALID_SIGNAL,
-          `signal '${name}' refused by its schema: ${checked.message}`,
-          {
-            signal: name,
-            executionId,
-            issues: checked.issues,
-          },
-        );
-      }
-      value = checked.value;
+      value = await checkSignal(schema, name, executionId, payload);
     }
     return this.kernel.signal(executionId, name, value, options);
+  }
+
+  /**
+   * List executions from the store's execution index, filtered by flow, version, status (how a
+   * settled one ended included), creation and update time; one store query per page, ordered by
+   * id. Page with the returned `nextCursor`.
+   *
+   * Error codes: `INVALID_ARGUMENT` (a bad filter), store errors.
+   *
+   * @example
+   * const { executions, nextCursor } = await runtime.findExecutions({ flow: order, status: 'failed' });
+   * for (const execution of executions) console.log(execution.id, execution.updatedAtMs);
+   */
+  findExecutions(options: FindFlowExecutionsOptions = {}): Promise<FlowExecutionPage> {
+    return findFlowExecutions(this.kernel.store, options);
   }
 
   /**
@@ -262,6 +359,29 @@ export class FlowRuntime {
     );
   }
 
+  /**
+   * One queue's counts: items waiting (`depth`), under a live claim (`claimed`), and finished by
+   * how their execution ended (`completed`, `failed`, `cancelled`). One store query.
+   *
+   * Error codes: `QUEUE_STORE_MISSING`, `INVALID_ARGUMENT`, store errors.
+   *
+   * @example
+   * const { depth, failed } = await runtime.queueStats('emails');
+   */
+  async queueStats(queue: string): Promise<QueueStats> {
+    return this.requireQueues('queueStats').queueStats(queue);
+  }
+
+  /**
+   * Every queue's counts (see {@link FlowRuntime.queueStats}), by name; page with `afterQueue`.
+   * One store query per page.
+   *
+   * Error codes: `QUEUE_STORE_MISSING`, `INVALID_ARGUMENT`, store errors.
+   */
+  async listQueues(options: ListQueuesOptions = {}): Promise<QueueStats[]> {
+    return this.requireQueues('listQueues').listQueues(options);
+  }
+
   private requireQueues(operation: string): QueueStore {
     if (this.queues === undefined) {
       throw new LoomError(
@@ -275,10 +395,21 @@ export class FlowRuntime {
   }
 
   private async flowOf(executionId: string): Promise<AnyFlow | undefined> {
+    const started = await this.startedOf(executionId);
+    if (started?.flow === undefined) return undefined;
+    return this.registry.get(key(started.flow, started.version ?? null));
+  }
+
+  /** The flow name the execution's `execution.started` records (undefined before it starts). */
+  private async flowNameOf(executionId: string): Promise<string | undefined> {
+    return (await this.startedOf(executionId))?.flow;
+  }
+
+  private async startedOf(
+    executionId: string,
+  ): Promise<{ flow?: string; version?: string | null } | undefined> {
     const [started] = await this.kernel.store.read(executionId, { limit: 1 });
-    const payload = started?.payload as { flow?: string; version?: string | null } | undefined;
-    if (payload?.flow === undefined) return undefined;
-    return this.registry.get(key(payload.flow, payload.version ?? null));
+    return started?.payload as { flow?: string; version?: string | null } | undefined;
   }
 
   private lookup(name: string, version: string | null): AnyFlow {
@@ -294,6 +425,24 @@ export class FlowRuntime {
     }
     return flow;
   }
+}
+
+/** Runs a signal's schema; a refusal is `INVALID_SIGNAL` naming the issues. */
+async function checkSignal(
+  schema: StandardSchemaV1,
+  name: string,
+  executionId: string,
+  payload: unknown,
+): Promise<unknown> {
+  const checked = await validate(schema, payload);
+  if (!checked.ok) {
+    throw new LoomError(
+      ErrorCode.INVALID_SIGNAL,
+      `signal '${name}' refused by its schema: ${checked.message}`,
+      { signal: name, executionId, issues: checked.issues },
+    );
+  }
+  return checked.value;
 }
 
 function key(name: string, version: string | null): string {

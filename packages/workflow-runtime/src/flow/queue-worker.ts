@@ -2,6 +2,7 @@ import {
   isLoomError,
   ErrorCode as KernelErrorCode,
   type QueueItem,
+  type QueueItemOutcome,
   type QueueRate,
   type QueueStore,
   type Runtime,
@@ -72,7 +73,7 @@ const defaultWorkerConcurrencyMax = 100;
 /**
  * The loop behind `FlowRuntime.work`: claim what the limits allow, start each item as execution
  * `queue:<queue>:<itemId>` (idempotent), renew the claims every ttl/3 while they run, complete
- * each item when its execution settles (completed, failed or cancelled). An item whose execution
+ * each item when its execution settles, recording how (completed, failed or cancelled). An item whose execution
  * already exists (a restart, an expired claim) is reconciled: completed at once if it settled,
  * resumed here if it still runs.
  */
@@ -155,7 +156,7 @@ export class QueueWorkerLoop implements QueueWorker {
   }
 
   private async run(item: QueueItem): Promise<void> {
-    let settled = false;
+    let settled: QueueItemOutcome | undefined;
     try {
       const { kernel } = this.deps;
       const flow = this.deps.lookup(item.flow, item.version);
@@ -166,16 +167,16 @@ export class QueueWorkerLoop implements QueueWorker {
         handle = await kernel.resume(executionId);
       }
       settled = await handle.result().then(
-        () => true,
-        (error: unknown) => !isShutDown(error),
+        () => 'completed' as const,
+        (error: unknown) => (isShutDown(error) ? undefined : outcomeOf(error)),
       );
     } catch (error) {
       this.deps.onError(error);
     } finally {
       this.running.delete(item.itemId);
     }
-    if (settled) {
-      await this.deps.queues.complete(this.queue, [item.itemId]).catch(this.deps.onError);
+    if (settled !== undefined) {
+      await this.deps.queues.complete(this.queue, [item.itemId], settled).catch(this.deps.onError);
     }
     this.wake?.();
   }
@@ -199,6 +200,11 @@ export class QueueWorkerLoop implements QueueWorker {
       this.renewing = false;
     }
   }
+}
+
+/** How an item's execution ended, from the error its result rejected with. */
+function outcomeOf(error: unknown): QueueItemOutcome {
+  return isLoomError(error, KernelErrorCode.EXECUTION_CANCELLED) ? 'cancelled' : 'failed';
 }
 
 function isShutDown(error: unknown): boolean {

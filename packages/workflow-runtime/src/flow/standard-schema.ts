@@ -20,6 +20,9 @@ export interface StandardIssue {
   readonly path?: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }> | undefined;
 }
 
+/** The input type of a schema: what a caller hands it (the Standard Schema `InferInput`). */
+export type InferInput<S extends StandardSchemaV1> = NonNullable<S['~standard']['types']>['input'];
+
 /** The output type of a schema. */
 export type InferOutput<S> = S extends StandardSchemaV1<unknown, infer O> ? O : never;
 

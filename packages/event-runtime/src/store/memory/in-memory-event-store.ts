@@ -3,7 +3,6 @@ import { systemClock } from '../../clock.js';
 import type {
   AppendGuard,
   EventEnvelope,
-  ExecutionStatus,
   ExecutionSummary,
   FindExecutionsOptions,
   ReadAllOptions,
@@ -24,14 +23,24 @@ import type {
 import { AppendSignal } from '../../internal/append-signal.js';
 import { checkClaimDue } from '../../internal/claim-due-arguments.js';
 import { decodePayload } from '../../internal/json-codec.js';
-import { chainEvents, checkExecutionId, prepareAppend } from '../../internal/prepare-append.js';
+import {
+  chainEvents,
+  checkExecutionId,
+  type IndexUpdate,
+  prepareAppend,
+} from '../../internal/prepare-append.js';
 import {
   prepareSignal,
   readSignalsOptions,
   signalTargetMissing,
   signalTargetSettled,
 } from '../../internal/prepare-signal.js';
-import { findExecutionsOptions, readAllOptions, readOptions } from '../../internal/read-options.js';
+import {
+  type FindExecutionsFilter,
+  findExecutionsOptions,
+  readAllOptions,
+  readOptions,
+} from '../../internal/read-options.js';
 import {
   alreadyStarted,
   fenceStale,
@@ -41,6 +50,22 @@ import {
 import { rowToEvent, type StoredRow } from '../../internal/stored-row.js';
 import { SubscriptionPump } from '../../internal/subscription-pump.js';
 import { verifyRows } from '../../internal/verify-rows.js';
+
+/** The index row passes every filter given (the SQL backends' WHERE clause, in code). */
+function matches(entry: IndexUpdate, filter: FindExecutionsFilter): boolean {
+  const due = filter.dueAtOrBeforeMs;
+  return (
+    (filter.status === undefined || entry.status === filter.status) &&
+    (filter.settledAs === undefined || entry.settledAs === filter.settledAs) &&
+    (filter.flow === undefined || entry.flow === filter.flow) &&
+    (filter.version === undefined || entry.version === filter.version) &&
+    (filter.createdFromMs === undefined || entry.createdAtMs >= filter.createdFromMs) &&
+    (filter.createdBeforeMs === undefined || entry.createdAtMs < filter.createdBeforeMs) &&
+    (filter.updatedFromMs === undefined || entry.updatedAtMs >= filter.updatedFromMs) &&
+    (filter.updatedBeforeMs === undefined || entry.updatedAtMs < filter.updatedBeforeMs) &&
+    (due === undefined || (entry.wakeAtMs !== null && entry.wakeAtMs <= due))
+  );
+}
 
 export interface InMemoryEventStoreOptions {
   clock?: Clock;
@@ -63,7 +88,7 @@ export class InMemoryEventStore implements EventStore {
   private readonly executions = new Map<string, StoredRow[]>();
   private readonly log: StoredRow[] = [];
   private readonly epochs = new Map<string, number>();
-  private readonly index = new Map<string, { status: ExecutionStatus; wakeAtMs: number | null }>();
+  private readonly index = new Map<string, IndexUpdate>();
   private readonly signal = new AppendSignal();
   private readonly inboxes = new Map<string, Array<StoredSignal & { payloadText: string }>>();
   private readonly signalKeys = new Map<string, number>();
@@ -122,7 +147,21 @@ export class InMemoryEventStore implements EventStore {
       this.log.push(row);
     }
     if (rows === undefined) this.executions.set(executionId, target);
-    if (prepared.status !== undefined) this.index.set(executionId, { ...prepared.status });
+    if (prepared.status !== undefined) {
+      const existing = this.index.get(executionId);
+      // Like the SQL upsert: what the start recorded (flow, version, creation) is kept.
+      this.index.set(
+        executionId,
+        existing === undefined
+          ? { ...prepared.status }
+          : {
+              ...prepared.status,
+              flow: existing.flow,
+              version: existing.version,
+              createdAtMs: existing.createdAtMs,
+            },
+      );
+    }
     this.signal.emit(executionId);
     return stored;
   }
@@ -142,24 +181,29 @@ export class InMemoryEventStore implements EventStore {
 
   async findExecutions(options: FindExecutionsOptions): Promise<ExecutionSummary[]> {
     this.assertOpen();
-    const { status, afterExecutionId, dueAtOrBeforeMs, limit } = findExecutionsOptions(options);
+    const filter = findExecutionsOptions(options);
     const found: ExecutionSummary[] = [];
     for (const [executionId, entry] of this.index) {
-      if (entry.status !== status || executionId <= afterExecutionId) continue;
-      if (
-        dueAtOrBeforeMs !== undefined &&
-        (entry.wakeAtMs === null || entry.wakeAtMs > dueAtOrBeforeMs)
-      ) {
-        continue;
-      }
+      if (executionId <= filter.afterExecutionId || !matches(entry, filter)) continue;
       const rows = this.executions.get(executionId) as StoredRow[];
       const last = rows[rows.length - 1] as StoredRow;
-      found.push({ executionId, ...entry, lastEventAt: last.at, nextSequence: rows.length });
+      found.push({
+        executionId,
+        status: entry.status,
+        settledAs: entry.settledAs,
+        flow: entry.flow,
+        version: entry.version,
+        wakeAtMs: entry.wakeAtMs,
+        createdAtMs: entry.createdAtMs,
+        updatedAtMs: entry.updatedAtMs,
+        lastEventAt: last.at,
+        nextSequence: rows.length,
+      });
     }
     found.sort((a, b) =>
       a.executionId < b.executionId ? -1 : a.executionId > b.executionId ? 1 : 0,
     );
-    return found.slice(0, limit);
+    return found.slice(0, filter.limit);
   }
 
   async sendSignal(input: SignalInput): Promise<{ signalId: number; duplicate: boolean }> {
@@ -213,8 +257,16 @@ export class InMemoryEventStore implements EventStore {
     }
     due.sort((a, b) => a[1] - b[1]);
     const claimed = due.slice(0, limit).map(([executionId]) => executionId);
-    for (const executionId of claimed)
-      this.index.set(executionId, { status: 'running', wakeAtMs: null });
+    const claimedAtMs = this.clock.now();
+    for (const executionId of claimed) {
+      const entry = this.index.get(executionId) as IndexUpdate;
+      this.index.set(executionId, {
+        ...entry,
+        status: 'running',
+        wakeAtMs: null,
+        updatedAtMs: claimedAtMs,
+      });
+    }
     return claimed;
   }
 

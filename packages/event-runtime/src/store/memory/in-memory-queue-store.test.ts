@@ -15,8 +15,10 @@ function peerOf(store: InMemoryQueueStore): QueueStore {
     enqueue: (input) => guard(() => store.enqueue(input)),
     claim: (queue, options) => guard(() => store.claim(queue, options)),
     renew: (queue, owner, ids, ttlMs) => guard(() => store.renew(queue, owner, ids, ttlMs)),
-    complete: (queue, ids) => guard(() => store.complete(queue, ids)),
+    complete: (queue, ids, outcome) => guard(() => store.complete(queue, ids, outcome)),
     get: (queue, id) => guard(() => store.get(queue, id)),
+    queueStats: (queue) => guard(() => store.queueStats(queue)),
+    listQueues: (options) => guard(() => store.listQueues(options)),
     close: async () => {
       closed = true;
     },

@@ -7,7 +7,9 @@ import {
   checkQueueBatch,
   checkQueueItemId,
   checkQueueName,
+  checkQueueOutcome,
   claimBudget,
+  listQueuesOptions,
   pickClaims,
   prepareClaim,
   prepareEnqueue,
@@ -17,7 +19,10 @@ import type {
   ClaimOptions,
   EnqueueInput,
   EnqueueResult,
+  ListQueuesOptions,
   QueueItem,
+  QueueItemOutcome,
+  QueueStats,
   QueueStore,
 } from '../../queue-store.js';
 
@@ -90,6 +95,7 @@ export class InMemoryQueueStore implements QueueStore {
       attempts: 0,
       enqueuedAtMs: this.clock.now(),
       completedAtMs: null,
+      outcome: null,
       seq: ++this.seq,
     });
     return { itemId: item.itemId, duplicate: false };
@@ -171,10 +177,15 @@ export class InMemoryQueueStore implements QueueStore {
   }
 
   /** See {@link QueueStore.complete}. Throws `INVALID_ARGUMENT`, `LIMIT_EXCEEDED`, `STORE_CLOSED`. */
-  async complete(queue: string, itemIds: readonly string[]): Promise<void> {
+  async complete(
+    queue: string,
+    itemIds: readonly string[],
+    outcome?: QueueItemOutcome,
+  ): Promise<void> {
     this.assertOpen();
     const name = checkQueueName(queue);
     const ids = checkQueueBatch(itemIds, 'complete');
+    const ended = checkQueueOutcome(outcome);
     const rows = this.queues.get(name);
     const nowMs = this.clock.now();
     for (const itemId of ids) {
@@ -182,7 +193,50 @@ export class InMemoryQueueStore implements QueueStore {
       if (row === undefined || row.status === 'done') continue;
       row.status = 'done';
       row.completedAtMs = nowMs;
+      row.outcome = ended;
     }
+  }
+
+  /** See {@link QueueStore.queueStats}. Throws `INVALID_ARGUMENT`, `LIMIT_EXCEEDED`, `STORE_CLOSED`. */
+  async queueStats(queue: string): Promise<QueueStats> {
+    this.assertOpen();
+    const name = checkQueueName(queue);
+    return this.statsOf(name, this.queues.get(name), this.clock.now());
+  }
+
+  /** See {@link QueueStore.listQueues}. Throws `INVALID_ARGUMENT`, `STORE_CLOSED`. */
+  async listQueues(options?: ListQueuesOptions): Promise<QueueStats[]> {
+    this.assertOpen();
+    const { afterQueue, limit } = listQueuesOptions(options);
+    const nowMs = this.clock.now();
+    return [...this.queues.keys()]
+      .filter((name) => name > afterQueue)
+      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+      .slice(0, limit)
+      .map((name) => this.statsOf(name, this.queues.get(name), nowMs));
+  }
+
+  private statsOf(queue: string, rows: Map<string, Row> | undefined, nowMs: number): QueueStats {
+    const stats: QueueStats = {
+      queue,
+      depth: 0,
+      claimed: 0,
+      completed: 0,
+      failed: 0,
+      cancelled: 0,
+    };
+    for (const row of rows?.values() ?? []) {
+      if (row.status === 'done') {
+        if (row.outcome === 'failed') stats.failed += 1;
+        else if (row.outcome === 'cancelled') stats.cancelled += 1;
+        else stats.completed += 1;
+      } else if (row.status === 'running' && (row.claimExpiresAtMs ?? 0) > nowMs) {
+        stats.claimed += 1;
+      } else {
+        stats.depth += 1;
+      }
+    }
+    return stats;
   }
 
   /** See {@link QueueStore.get}. Throws `INVALID_ARGUMENT`, `LIMIT_EXCEEDED`, `STORE_CLOSED`. */

@@ -39,15 +39,19 @@ export function appendStatement(
     ? `WHERE coalesce((SELECT f.epoch FROM ${quotedSchema}.fences f
                        WHERE f.execution_id = $1::text FOR SHARE), 0) = $${next++}::bigint`
     : '';
+  // flow, version and created_at_ms come from the append that starts the execution; a later
+  // status change keeps them (they are not in the DO UPDATE).
   const indexUpsert = shape.indexed
     ? `, indexed AS (
-  INSERT INTO ${quotedSchema}.executions AS x (execution_id, status, wake_at_ms, updated_at_ms)
-  SELECT $1::text, $${next}::text, $${next + 1}::bigint, $${next + 2}::bigint
+  INSERT INTO ${quotedSchema}.executions AS x
+    (execution_id, status, wake_at_ms, updated_at_ms, settled_as, flow, version, created_at_ms)
+  SELECT $1::text, $${next}::text, $${next + 1}::bigint, $${next + 2}::bigint, $${next + 3}::text,
+    $${next + 4}::text, $${next + 5}::text, $${next + 6}::bigint
   FROM inserted
   HAVING count(*) > 0
   ON CONFLICT (execution_id) DO UPDATE
     SET status = excluded.status, wake_at_ms = excluded.wake_at_ms,
-        updated_at_ms = excluded.updated_at_ms
+        updated_at_ms = excluded.updated_at_ms, settled_as = excluded.settled_as
 )`
     : '';
   const variant = `append${shape.fenced ? '-fenced' : ''}${shape.indexed ? '-indexed' : ''}`;
@@ -70,7 +74,10 @@ SELECT i.sequence, i.position FROM inserted i CROSS JOIN notified`,
   };
 }
 
-/** The statement's parameters: $1–$8, then the claimed epoch, then status, wake-at, updated-at. */
+/**
+ * The statement's parameters: $1–$8, then the claimed epoch, then the index row (status, wake-at,
+ * updated-at, settled-as, flow, version, created-at).
+ */
 export function appendValues(
   prepared: PreparedAppend,
   stored: readonly StoredEvent[],
@@ -101,8 +108,17 @@ export function appendValues(
     channel,
   ];
   if (prepared.fenceEpoch !== undefined) values.push(prepared.fenceEpoch);
-  if (prepared.status !== undefined) {
-    values.push(prepared.status.status, prepared.status.wakeAtMs, ats[count - 1]);
+  const index = prepared.status;
+  if (index !== undefined) {
+    values.push(
+      index.status,
+      index.wakeAtMs,
+      index.updatedAtMs,
+      index.settledAs,
+      index.flow,
+      index.version,
+      index.createdAtMs,
+    );
   }
   return values;
 }

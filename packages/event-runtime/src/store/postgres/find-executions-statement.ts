@@ -1,11 +1,18 @@
-import type { ExecutionStatus, ExecutionSummary } from '../../envelope.js';
+import type { ExecutionStatus, ExecutionSummary, SettledAs } from '../../envelope.js';
+import { findExecutionsWhere } from '../../internal/find-executions-query.js';
+import type { FindExecutionsFilter } from '../../internal/read-options.js';
 import { type PgStatement, statementName } from './pg-statement.js';
 
 /** A findExecutions row as pg returns it (bigint columns arrive as strings). */
 export interface PgExecutionRow {
   execution_id: string;
   status: string;
+  settled_as: string | null;
+  flow: string | null;
+  version: string | null;
   wake_at_ms: string | null;
+  created_at_ms: string;
+  updated_at_ms: string;
   at: string;
   sequence: string;
 }
@@ -15,26 +22,40 @@ export function summaryFromPg(row: PgExecutionRow): ExecutionSummary {
   return {
     executionId: row.execution_id,
     status: row.status as ExecutionStatus,
+    settledAs: row.settled_as as SettledAs | null,
+    flow: row.flow,
+    version: row.version,
     wakeAtMs: row.wake_at_ms === null ? null : Number(row.wake_at_ms),
+    createdAtMs: Number(row.created_at_ms),
+    updatedAtMs: Number(row.updated_at_ms),
     lastEventAt: Number(row.at),
     nextSequence: Number(row.sequence) + 1,
   };
 }
 
 /**
- * Executions of a status after an id, by id ($1 status, $2 after, then $3 due-at-or-before when
- * `due`, then the limit). The tail comes from one backward probe of events_pkey per execution
- * found, never a scan of the log. Serves: executions_status_id_idx, or executions_status_wake_idx
- * when `due`.
+ * The findExecutions statement for a filter and its parameters: only the filters given appear
+ * (named by shape, so each shape is prepared once per connection), ordered by id after the
+ * cursor, then the limit. The tail comes from one backward probe of events_pkey per execution
+ * found, never a scan of the log.
+ *
+ * Serves: executions_status_id_idx (a status), executions_status_wake_idx (due suspended ones,
+ * the timer poller), executions_flow_id_idx (a flow, with or without status, version and time
+ * bounds), executions_settled_as_id_idx (one way of ending without a flow), executions_pkey
+ * (no filter).
  */
-export function findExecutionsStatement(
+export function findExecutionsQuery(
   quotedSchema: string,
   schema: string,
-  due: boolean,
-): PgStatement {
+  filter: FindExecutionsFilter,
+): { statement: PgStatement; values: unknown[] } {
+  const where = findExecutionsWhere(filter, (index, type) => `$${index}::${type}`);
+  const values = [...where.values, filter.limit];
   return {
-    name: statementName(schema, due ? 'find-due-executions' : 'find-executions'),
-    text: `SELECT x.execution_id, x.status, x.wake_at_ms, tail.at, tail.sequence
+    statement: {
+      name: statementName(schema, `find-${where.shape}`),
+      text: `SELECT x.execution_id, x.status, x.settled_as, x.flow, x.version, x.wake_at_ms,
+  x.created_at_ms, x.updated_at_ms, tail.at, tail.sequence
 FROM ${quotedSchema}.executions x
 CROSS JOIN LATERAL (
   SELECT e.at, e.sequence FROM ${quotedSchema}.events e
@@ -42,9 +63,10 @@ CROSS JOIN LATERAL (
   ORDER BY e.sequence DESC
   LIMIT 1
 ) tail
-WHERE x.status = $1::text AND x.execution_id > $2::text
-  ${due ? 'AND x.wake_at_ms <= $3::bigint' : ''}
+WHERE ${where.conditions.join(' AND ')}
 ORDER BY x.execution_id
-LIMIT $${due ? 4 : 3}::bigint`,
+LIMIT $${values.length}::bigint`,
+    },
+    values,
   };
 }

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pgTestUrl, useThrowawaySchemas } from '../../../test/support/throwaway-schemas.js';
 import type { EventEnvelope } from '../../envelope.js';
 import { ErrorCode, type LoomError } from '../../errors.js';
+import { eventHash } from '../../internal/hash-chain.js';
 import { freshId } from '../../testing/event-store-conformance.js';
 import { ManualClock } from '../../testing/manual-clock.js';
 import { claimDueStatement } from './claim-due-statement.js';
@@ -271,7 +272,7 @@ describe('PostgresEventStore: claimDue', () => {
 });
 
 describe('PostgresEventStore: signals on an older schema', () => {
-  it('a version-2 schema is SCHEMA_NOT_MIGRATED for signals, keeps its log, and upgrades to the latest', async () => {
+  it('a version-2 schema is SCHEMA_NOT_MIGRATED for signals and appends, keeps its log, and upgrades to the latest', async () => {
     const schema = freshSchema();
     const quoted = quoteIdent(schema);
     await db.admin.query(`CREATE SCHEMA ${quoted}`);
@@ -280,14 +281,27 @@ describe('PostgresEventStore: signals on an older schema', () => {
       for (const statement of migration.statements(quoted)) await db.admin.query(statement);
     }
     await db.admin.query(`INSERT INTO ${quoted}.loom_schema_version (version) VALUES (2)`);
+    const id = freshId('v2');
+    // What an append of a Loom at schema version 2 left: the event and its index row.
+    const payload = JSON.stringify({ n: 0 });
+    await db.admin.query(
+      `INSERT INTO ${quoted}.events (execution_id, sequence, type, payload, at, prev_hash, hash)
+       VALUES ($1, 0, 'test.event', $2, 1, NULL, $3)`,
+      [id, payload, eventHash(null, id, 0, 'test.event', 1, payload)],
+    );
+    await db.admin.query(
+      `INSERT INTO ${quoted}.executions (execution_id, status, wake_at_ms, updated_at_ms)
+       VALUES ($1, 'suspended', 5, 1)`,
+      [id],
+    );
     const store = await PostgresEventStore.open({ connectionString: url, schema });
     try {
-      const id = freshId('v2');
-      await store.append([env(id, 0)], { status: 'suspended', wakeAtMs: 5 });
       const notMigrated = {
         code: ErrorCode.SCHEMA_NOT_MIGRATED,
         fields: { expected: latestSchemaVersion, actual: 2 },
       };
+      // Appends write the execution index columns of migration 5.
+      await expect(store.append([env(id, 1)])).rejects.toMatchObject(notMigrated);
       await expect(
         store.sendSignal({ executionId: id, name: 'a', payload: null }),
       ).rejects.toMatchObject(notMigrated);

@@ -41,10 +41,15 @@ import { SubscriptionPump } from '../../internal/subscription-pump.js';
 import { verifyRows } from '../../internal/verify-rows.js';
 import { Limits } from '../../limits.js';
 import { type AppendedRow, appendValues } from './append-statement.js';
-import { type PgExecutionRow, summaryFromPg } from './find-executions-statement.js';
+import {
+  findExecutionsQuery,
+  type PgExecutionRow,
+  summaryFromPg,
+} from './find-executions-statement.js';
 import { migratePool, type PostgresMigrateResult } from './migrate.js';
 import { eventLogMigration } from './migrations/0001-event-log.js';
 import { signalsMigration } from './migrations/0003-signals.js';
+import { executionIndexDetailsMigration } from './migrations/0005-execution-index-details.js';
 import { latestSchemaVersion } from './migrations/migration-list.js';
 import { NotifyHub } from './notify-hub.js';
 import { checkOut } from './pg-client.js';
@@ -59,6 +64,7 @@ import {
 import type { PgReadAllRow } from './read-all-statement.js';
 import { type PgSignalRow, signalFromPg } from './read-signals-statement.js';
 import { type PgEventRow, rowFromPg } from './read-statement.js';
+import { quoteIdent } from './schema-name.js';
 import { readSchemaVersion } from './schema-version.js';
 import {
   type PgSentSignalRow,
@@ -79,6 +85,12 @@ export interface PostgresEventStoreStats {
 
 /** The schema version that created the log's tables: older schemas are not migrated. */
 const requiredSchemaVersion = eventLogMigration.version;
+
+/**
+ * The schema version whose execution index has flow, version, creation time and how it settled:
+ * appends write them and `findExecutions` filters on them.
+ */
+const indexSchemaVersion = executionIndexDetailsMigration.version;
 
 /**
  * The schema version that created the inboxes. `sendSignal`, `readSignals` and `claimDue` need
@@ -189,7 +201,7 @@ export class PostgresEventStore implements TransactionalEventStore {
   async append(envelopes: readonly EventEnvelope[], guard?: AppendGuard): Promise<StoredEvent[]> {
     this.assertWritable('append');
     const prepared = prepareAppend(envelopes, guard, this.options.clock.now());
-    if (this.schemaVersion < requiredSchemaVersion) await this.requireSchema();
+    if (this.schemaVersion < indexSchemaVersion) await this.requireSchema(indexSchemaVersion);
     const { executionId, firstSequence } = prepared;
     const prevHash = firstSequence === 0 ? null : await this.hashBefore(executionId, firstSequence);
     const stored = chainEvents(prepared, prevHash);
@@ -233,7 +245,7 @@ export class PostgresEventStore implements TransactionalEventStore {
     guard?: AppendGuard,
   ): Promise<{ result: T; stored: StoredEvent[] }> {
     this.assertWritable('transact');
-    if (this.schemaVersion < requiredSchemaVersion) await this.requireSchema();
+    if (this.schemaVersion < indexSchemaVersion) await this.requireSchema(indexSchemaVersion);
     const checkedOut = await checkOut(this.pool).catch((error: unknown) => {
       throw this.mapError(error, 'transact');
     });
@@ -341,23 +353,17 @@ export class PostgresEventStore implements TransactionalEventStore {
     return events;
   }
 
-  /** Executions of a status from the execution index, by id (see {@link EventStore}). */
+  /**
+   * Executions from the execution index matching every filter given, by id (see
+   * {@link EventStore}): one statement. Throws `INVALID_ARGUMENT`, `SCHEMA_NOT_MIGRATED` (below
+   * schema version 5), `STORE_*`.
+   */
   async findExecutions(options: FindExecutionsOptions): Promise<ExecutionSummary[]> {
     this.assertOpen();
-    const { status, afterExecutionId, dueAtOrBeforeMs, limit } = findExecutionsOptions(options);
-    await this.requireSchema();
-    const rows =
-      dueAtOrBeforeMs === undefined
-        ? await this.run<PgExecutionRow>(
-            this.sql.findExecutions,
-            [status, afterExecutionId, limit],
-            'findExecutions',
-          )
-        : await this.run<PgExecutionRow>(
-            this.sql.findDueExecutions,
-            [status, afterExecutionId, dueAtOrBeforeMs, limit],
-            'findExecutions',
-          );
+    const filter = findExecutionsOptions(options);
+    await this.requireSchema(indexSchemaVersion);
+    const { statement, values } = findExecutionsQuery(quoteIdent(this.schema), this.schema, filter);
+    const rows = await this.run<PgExecutionRow>(statement, values, 'findExecutions');
     return rows.map(summaryFromPg);
   }
 

@@ -6,6 +6,8 @@ import {
   checkQueueBatch,
   checkQueueItemId,
   checkQueueName,
+  checkQueueOutcome,
+  listQueuesOptions,
   prepareClaim,
   prepareEnqueue,
 } from '../../internal/queue-input.js';
@@ -16,10 +18,13 @@ import type {
   ClaimOptions,
   EnqueueInput,
   EnqueueResult,
+  ListQueuesOptions,
   QueueItem,
+  QueueItemOutcome,
+  QueueStats,
   QueueStore,
 } from '../../queue-store.js';
-import { queuesMigration } from './migrations/0004-queues.js';
+import { queueOutcomesMigration } from './migrations/0006-queue-outcomes.js';
 import { type PgConnectionOptions, resolvePool } from './pg-pool.js';
 import { PgStoreHandle } from './pg-store-handle.js';
 import { type QueueStatements, queueStatements } from './queue-statements.js';
@@ -79,7 +84,7 @@ export class PostgresQueueStore implements QueueStore {
     const schema = checkSchemaName(options.schema ?? 'loom');
     const handle = new PgStoreHandle(resolvePool(options), {
       schema,
-      requiredVersion: queuesMigration.version,
+      requiredVersion: queueOutcomesMigration.version,
       store: 'queue store',
     });
     try {
@@ -184,12 +189,40 @@ export class PostgresQueueStore implements QueueStore {
   }
 
   /** See {@link QueueStore.complete}: one statement. */
-  async complete(queue: string, itemIds: readonly string[]): Promise<void> {
+  async complete(
+    queue: string,
+    itemIds: readonly string[],
+    outcome?: QueueItemOutcome,
+  ): Promise<void> {
     this.assertWritable('complete');
     const name = checkQueueName(queue);
     const ids = checkQueueBatch(itemIds, 'complete');
+    const ended = checkQueueOutcome(outcome);
     if (ids.length === 0) return;
-    await this.handle.run(this.sql.complete, [name, ids, this.clock.now()], 'complete');
+    await this.handle.run(this.sql.complete, [name, ids, this.clock.now(), ended], 'complete');
+  }
+
+  /** See {@link QueueStore.queueStats}: one statement. */
+  async queueStats(queue: string): Promise<QueueStats> {
+    this.handle.assertOpen(this.backend);
+    const name = checkQueueName(queue);
+    const rows = await this.handle.run<QueueStats>(
+      this.sql.stats,
+      [name, this.clock.now(), 1],
+      'queueStats',
+    );
+    return rows[0] ?? { queue: name, depth: 0, claimed: 0, completed: 0, failed: 0, cancelled: 0 };
+  }
+
+  /** See {@link QueueStore.listQueues}: one statement per page. */
+  async listQueues(options?: ListQueuesOptions): Promise<QueueStats[]> {
+    this.handle.assertOpen(this.backend);
+    const { afterQueue, limit } = listQueuesOptions(options);
+    return this.handle.run<QueueStats>(
+      this.sql.list,
+      [afterQueue, this.clock.now(), limit],
+      'listQueues',
+    );
   }
 
   /** See {@link QueueStore.get}. */

@@ -9,6 +9,8 @@ export interface QueueStatements {
   renew: PgStatement;
   complete: PgStatement;
   get: PgStatement;
+  stats: PgStatement;
+  list: PgStatement;
 }
 
 /**
@@ -131,7 +133,7 @@ RETURNING i.item_id`,
   };
 }
 
-/** Mark items done, locking them in id order. `$1` queue, `$2` ids, `$3` now. */
+/** Mark items done, locking them in id order. `$1` queue, `$2` ids, `$3` now, `$4` outcome. */
 function completeStatement(q: string, schema: string): PgStatement {
   return {
     name: statementName(schema, 'queue-complete'),
@@ -141,7 +143,7 @@ function completeStatement(q: string, schema: string): PgStatement {
   ORDER BY i.item_id
   FOR UPDATE OF i
 )
-UPDATE ${q}.queue_items AS i SET status = 'done', completed_at_ms = $3::bigint
+UPDATE ${q}.queue_items AS i SET status = 'done', completed_at_ms = $3::bigint, outcome = $4::text
 FROM mine WHERE i.queue = $1::text AND i.item_id = mine.item_id`,
   };
 }
@@ -151,6 +153,30 @@ function getStatement(q: string, schema: string): PgStatement {
   return {
     name: statementName(schema, 'queue-get'),
     text: `SELECT * FROM ${q}.queue_items WHERE queue = $1::text AND item_id = $2::text`,
+  };
+}
+
+/**
+ * Counts per queue in one pass over its items. `$1` queue (`= $1` for one queue, `> $1` for the
+ * page after it), `$2` now, `$3` limit. Serves: queue_items_pkey (queue, item_id), whose order
+ * groups the items by queue without a sort.
+ */
+function statsStatement(q: string, schema: string, page: boolean): PgStatement {
+  return {
+    name: statementName(schema, page ? 'queue-list' : 'queue-stats'),
+    text: `SELECT i.queue,
+  count(*) FILTER (WHERE i.status <> 'done'
+                     AND NOT (i.status = 'running' AND i.claim_expires_at_ms > $2::bigint))::int AS depth,
+  count(*) FILTER (WHERE i.status = 'running' AND i.claim_expires_at_ms > $2::bigint)::int AS claimed,
+  count(*) FILTER (WHERE i.status = 'done' AND coalesce(i.outcome, 'completed') = 'completed')::int
+    AS completed,
+  count(*) FILTER (WHERE i.status = 'done' AND i.outcome = 'failed')::int AS failed,
+  count(*) FILTER (WHERE i.status = 'done' AND i.outcome = 'cancelled')::int AS cancelled
+FROM ${q}.queue_items AS i
+WHERE i.queue ${page ? '>' : '='} $1::text
+GROUP BY i.queue
+ORDER BY i.queue
+LIMIT $3::bigint`,
   };
 }
 
@@ -164,5 +190,7 @@ export function queueStatements(quotedSchema: string, schema: string): QueueStat
     renew: renewStatement(quotedSchema, schema),
     complete: completeStatement(quotedSchema, schema),
     get: getStatement(quotedSchema, schema),
+    stats: statsStatement(quotedSchema, schema, false),
+    list: statsStatement(quotedSchema, schema, true),
   };
 }

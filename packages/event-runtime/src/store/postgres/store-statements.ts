@@ -1,7 +1,6 @@
 import { appendStatement } from './append-statement.js';
 import { claimDueStatement } from './claim-due-statement.js';
 import { fenceAdvanceStatement, fenceCurrentStatement } from './fence-statements.js';
-import { findExecutionsStatement } from './find-executions-statement.js';
 import type { PgStatement } from './pg-statement.js';
 import { readAllAfterStatement, readAllFromStartStatement } from './read-all-statement.js';
 import { readSignalsStatement } from './read-signals-statement.js';
@@ -14,8 +13,6 @@ import { hashAtStatement, nextSequenceStatement } from './tail-statements.js';
 export interface StoreStatements {
   /** Indexed by `fenced ? 1 : 0` + `indexed ? 2 : 0`. */
   append: readonly [PgStatement, PgStatement, PgStatement, PgStatement];
-  findExecutions: PgStatement;
-  findDueExecutions: PgStatement;
   hashAt: PgStatement;
   nextSequence: PgStatement;
   read: PgStatement;
@@ -38,8 +35,6 @@ export function storeStatements(schema: string): StoreStatements {
       appendStatement(quoted, schema, { fenced: false, indexed: true }),
       appendStatement(quoted, schema, { fenced: true, indexed: true }),
     ],
-    findExecutions: findExecutionsStatement(quoted, schema, false),
-    findDueExecutions: findExecutionsStatement(quoted, schema, true),
     hashAt: hashAtStatement(quoted, schema),
     nextSequence: nextSequenceStatement(quoted, schema),
     read: readStatement(quoted, schema),

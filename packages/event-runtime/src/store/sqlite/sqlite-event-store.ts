@@ -10,6 +10,7 @@ import type {
   ReadAllOptions,
   ReadOptions,
   ReadSignalsOptions,
+  SettledAs,
   SignalInput,
   StoredEvent,
   StoredSignal,
@@ -25,6 +26,7 @@ import type {
 } from '../../event-store.js';
 import { AppendSignal } from '../../internal/append-signal.js';
 import { checkClaimDue } from '../../internal/claim-due-arguments.js';
+import { findExecutionsWhere } from '../../internal/find-executions-query.js';
 import { decodePayload } from '../../internal/json-codec.js';
 import {
   chainEvents,
@@ -79,15 +81,28 @@ interface RawRow {
   hash: string;
 }
 
-function findExecutionsSql(due: boolean): string {
+/** A findExecutions row as better-sqlite3 returns it. */
+interface ExecutionRow {
+  execution_id: string;
+  status: string;
+  settled_as: string | null;
+  flow: string | null;
+  version: string | null;
+  wake_at_ms: number | null;
+  created_at_ms: number;
+  updated_at_ms: number;
+  at: number;
+  sequence: number;
+}
+
+function findExecutionsSql(conditions: readonly string[]): string {
   // The tail row gives lastEventAt and nextSequence: one index probe per execution found.
   return (
-    'SELECT x.execution_id, x.status, x.wake_at_ms, e.at, e.sequence FROM loom_executions x ' +
+    'SELECT x.execution_id, x.status, x.settled_as, x.flow, x.version, x.wake_at_ms, ' +
+    'x.created_at_ms, x.updated_at_ms, e.at, e.sequence FROM loom_executions x ' +
     'JOIN loom_events e ON e.execution_id = x.execution_id AND e.sequence = ' +
     '(SELECT max(sequence) FROM loom_events WHERE execution_id = x.execution_id) ' +
-    'WHERE x.status = ? AND x.execution_id > ? ' +
-    (due ? 'AND x.wake_at_ms <= ? ' : '') +
-    'ORDER BY x.execution_id LIMIT ?'
+    `WHERE ${conditions.join(' AND ')} ORDER BY x.execution_id LIMIT ?`
   );
 }
 
@@ -131,6 +146,8 @@ export class SqliteEventStore implements TransactionalEventStore {
   private readonly signal = new AppendSignal();
   private readonly subscriptions = new Set<Subscription>();
   private statements: ReturnType<SqliteEventStore['prepareStatements']> | undefined;
+  /** findExecutions statements by filter shape (a few dozen at most). */
+  private readonly findStatements = new Map<string, Database.Statement>();
   private closed = false;
 
   private constructor(database: Database.Database, options: SqliteEventStoreOptions) {
@@ -246,12 +263,15 @@ export class SqliteEventStore implements TransactionalEventStore {
       readAll: db.prepare(
         `SELECT ${rowColumns} FROM loom_events WHERE position > ? ORDER BY position LIMIT ?`,
       ),
+      // flow, version and created_at_ms come from the append that starts the execution and are
+      // kept by later status changes.
       upsertStatus: db.prepare(
-        'INSERT INTO loom_executions (execution_id, status, wake_at_ms, updated_at_ms) ' +
-          'VALUES (?, ?, ?, ?) ON CONFLICT (execution_id) DO UPDATE SET status = excluded.status, ' +
-          'wake_at_ms = excluded.wake_at_ms, updated_at_ms = excluded.updated_at_ms',
+        'INSERT INTO loom_executions (execution_id, status, wake_at_ms, updated_at_ms, ' +
+          'settled_as, flow, version, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ' +
+          'ON CONFLICT (execution_id) DO UPDATE SET status = excluded.status, ' +
+          'wake_at_ms = excluded.wake_at_ms, updated_at_ms = excluded.updated_at_ms, ' +
+          'settled_as = excluded.settled_as',
       ),
-      findExecutions: db.prepare(findExecutionsSql(false)),
       started: db.prepare(
         'SELECT 1 AS one FROM loom_events WHERE execution_id = ? AND sequence = 0',
       ),
@@ -279,7 +299,6 @@ export class SqliteEventStore implements TransactionalEventStore {
           "WHERE status = 'suspended' AND wake_at_ms <= ? ORDER BY wake_at_ms LIMIT ?) " +
           'RETURNING execution_id',
       ),
-      findDueExecutions: db.prepare(findExecutionsSql(true)),
     };
   }
 
@@ -348,13 +367,17 @@ export class SqliteEventStore implements TransactionalEventStore {
       );
       event.position = Number(info.lastInsertRowid);
     }
-    if (prepared.status !== undefined) {
-      const last = stored[stored.length - 1] as StoredEvent;
+    const index = prepared.status;
+    if (index !== undefined) {
       statements.upsertStatus.run(
         executionId,
-        prepared.status.status,
-        prepared.status.wakeAtMs,
-        last.at,
+        index.status,
+        index.wakeAtMs,
+        index.updatedAtMs,
+        index.settledAs,
+        index.flow,
+        index.version,
+        index.createdAtMs,
       );
     }
     return stored;
@@ -432,24 +455,25 @@ export class SqliteEventStore implements TransactionalEventStore {
   }
 
   async findExecutions(options: FindExecutionsOptions): Promise<ExecutionSummary[]> {
-    const statements = this.ready();
-    const { status, afterExecutionId, dueAtOrBeforeMs, limit } = findExecutionsOptions(options);
+    this.ready();
+    const filter = findExecutionsOptions(options);
+    const where = findExecutionsWhere(filter, () => '?');
     try {
-      const rows = (
-        dueAtOrBeforeMs === undefined
-          ? statements.findExecutions.all(status, afterExecutionId, limit)
-          : statements.findDueExecutions.all(status, afterExecutionId, dueAtOrBeforeMs, limit)
-      ) as Array<{
-        execution_id: string;
-        status: string;
-        wake_at_ms: number | null;
-        at: number;
-        sequence: number;
-      }>;
+      let statement = this.findStatements.get(where.shape);
+      if (statement === undefined) {
+        statement = this.database.prepare(findExecutionsSql(where.conditions));
+        this.findStatements.set(where.shape, statement);
+      }
+      const rows = statement.all(...where.values, filter.limit) as ExecutionRow[];
       return rows.map((row) => ({
         executionId: row.execution_id,
         status: row.status as ExecutionStatus,
+        settledAs: row.settled_as as SettledAs | null,
+        flow: row.flow,
+        version: row.version,
         wakeAtMs: row.wake_at_ms,
+        createdAtMs: row.created_at_ms,
+        updatedAtMs: row.updated_at_ms,
         lastEventAt: row.at,
         nextSequence: row.sequence + 1,
       }));

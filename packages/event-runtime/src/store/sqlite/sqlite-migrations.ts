@@ -132,6 +132,76 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
         WHERE started_at_ms IS NOT NULL;
     `,
   },
+  {
+    version: 5,
+    name: 'execution-index-details',
+    sql: `
+      -- What findExecutions filters on besides the status, written by the same upsert as the
+      -- status (no extra statement per append): the flow and version from execution.started,
+      -- when the execution started, and how a settled one ended.
+      ALTER TABLE loom_executions ADD COLUMN flow TEXT;
+      ALTER TABLE loom_executions ADD COLUMN version TEXT;
+      ALTER TABLE loom_executions ADD COLUMN settled_as TEXT;
+      ALTER TABLE loom_executions ADD COLUMN created_at_ms INTEGER;
+      -- Backfill from the log, so an upgraded database answers like a new one: sequence 0 gives
+      -- the creation time and, when it is an execution.started, the flow and version.
+      UPDATE loom_executions SET
+        created_at_ms = coalesce(
+          (SELECT e.at FROM loom_events e
+           WHERE e.execution_id = loom_executions.execution_id AND e.sequence = 0),
+          updated_at_ms),
+        flow = (SELECT CASE WHEN json_valid(e.payload) AND json_type(e.payload, '$.flow') = 'text'
+                            THEN json_extract(e.payload, '$.flow') END
+                FROM loom_events e
+                WHERE e.execution_id = loom_executions.execution_id AND e.sequence = 0
+                  AND e.type = 'execution.started'),
+        version = (SELECT CASE WHEN json_valid(e.payload)
+                                 AND json_type(e.payload, '$.version') = 'text'
+                               THEN json_extract(e.payload, '$.version') END
+                   FROM loom_events e
+                   WHERE e.execution_id = loom_executions.execution_id AND e.sequence = 0
+                     AND e.type = 'execution.started');
+      -- A settled execution ended as its newest terminal event says.
+      UPDATE loom_executions SET settled_as = (
+        SELECT CASE e.type
+                 WHEN 'execution.completed' THEN 'completed'
+                 WHEN 'execution.failed' THEN 'failed'
+                 WHEN 'execution.cancelled' THEN 'cancelled'
+                 WHEN 'execution.continued_as_new' THEN 'continued'
+               END
+        FROM loom_events e
+        WHERE e.execution_id = loom_executions.execution_id
+          AND e.type IN ('execution.completed', 'execution.failed', 'execution.cancelled',
+                         'execution.continued_as_new')
+        ORDER BY e.sequence DESC LIMIT 1)
+      WHERE status = 'settled';
+      -- Serves findExecutions({ flow, … }): a flow's executions in id order (the cursor), the
+      -- other filters checked on each row.
+      CREATE INDEX loom_executions_flow ON loom_executions (flow, execution_id);
+      -- Serves findExecutions({ status: 'completed' | 'failed' | 'cancelled' | 'continued' })
+      -- without a flow: one way of ending in id order, not every settled execution.
+      CREATE INDEX loom_executions_settled_as ON loom_executions (settled_as, execution_id)
+        WHERE settled_as IS NOT NULL;
+    `,
+  },
+  {
+    version: 6,
+    name: 'queue-outcomes',
+    sql: `
+      -- How a finished item ended, as complete() was told: completed, failed or cancelled.
+      ALTER TABLE loom_queue_items ADD COLUMN outcome TEXT;
+      -- Backfill: an item the workflow layer ran as execution queue:<queue>:<item_id> ended as
+      -- that execution did (failed or cancelled); any other finished item completed.
+      UPDATE loom_queue_items SET outcome = coalesce(
+        (SELECT CASE x.settled_as WHEN 'failed' THEN 'failed' WHEN 'cancelled' THEN 'cancelled' END
+         FROM loom_executions x
+         WHERE x.execution_id = 'queue:' || loom_queue_items.queue || ':' || loom_queue_items.item_id),
+        'completed')
+      WHERE status = 'done';
+      -- No new index: queueStats and listQueues read a queue's items through
+      -- loom_queue_items_id (queue, item_id), grouped by queue in index order.
+    `,
+  },
 ];
 
 /** The newest schema version this code knows. */

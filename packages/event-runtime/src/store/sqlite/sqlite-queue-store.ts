@@ -8,7 +8,9 @@ import {
   checkQueueBatch,
   checkQueueItemId,
   checkQueueName,
+  checkQueueOutcome,
   claimBudget,
+  listQueuesOptions,
   pickClaims,
   prepareClaim,
   prepareEnqueue,
@@ -19,7 +21,10 @@ import type {
   ClaimOptions,
   EnqueueInput,
   EnqueueResult,
+  ListQueuesOptions,
   QueueItem,
+  QueueItemOutcome,
+  QueueStats,
   QueueStore,
 } from '../../queue-store.js';
 import { mapSqliteError } from './sqlite-errors.js';
@@ -73,8 +78,29 @@ const renewSql = `
   RETURNING item_id`;
 
 const completeSql = `
-  UPDATE loom_queue_items SET status = 'done', completed_at_ms = @nowMs
+  UPDATE loom_queue_items SET status = 'done', completed_at_ms = @nowMs, outcome = @outcome
   WHERE queue = @queue AND item_id IN (SELECT value FROM json_each(@ids)) AND status <> 'done'`;
+
+/**
+ * Counts per queue in one pass over its items, through loom_queue_items_id (queue, item_id):
+ * `queue = ?` for one queue, `queue > ? … LIMIT ?` (in index order) for a page of queues.
+ */
+function statsSql(where: string): string {
+  return `
+  SELECT queue,
+    count(*) FILTER (WHERE status <> 'done'
+                       AND NOT (status = 'running' AND claim_expires_at_ms > @nowMs)) AS depth,
+    count(*) FILTER (WHERE status = 'running' AND claim_expires_at_ms > @nowMs) AS claimed,
+    count(*) FILTER (WHERE status = 'done' AND coalesce(outcome, 'completed') = 'completed')
+      AS completed,
+    count(*) FILTER (WHERE status = 'done' AND outcome = 'failed') AS failed,
+    count(*) FILTER (WHERE status = 'done' AND outcome = 'cancelled') AS cancelled
+  FROM loom_queue_items
+  WHERE ${where}
+  GROUP BY queue
+  ORDER BY queue
+  LIMIT @limit`;
+}
 
 const getSql = 'SELECT * FROM loom_queue_items WHERE queue = ? AND item_id = ?';
 
@@ -89,6 +115,8 @@ function prepareStatements(db: Database.Database) {
     renew: db.prepare(renewSql).pluck(),
     complete: db.prepare(completeSql),
     get: db.prepare<[string, string], QueueItemRow>(getSql),
+    stats: db.prepare<[Record<string, unknown>], QueueStats>(statsSql('queue = @queue')),
+    list: db.prepare<[Record<string, unknown>], QueueStats>(statsSql('queue > @queue')),
   };
 }
 
@@ -126,7 +154,7 @@ export class SqliteQueueStore implements QueueStore {
     this.tables = new SqliteTableAccess(
       database,
       'queue',
-      'queues',
+      'queue-outcomes',
       prepareStatements,
       options.readOnly,
     );
@@ -206,16 +234,47 @@ export class SqliteQueueStore implements QueueStore {
   }
 
   /** See {@link QueueStore.complete}: one statement. */
-  async complete(queue: string, itemIds: readonly string[]): Promise<void> {
+  async complete(
+    queue: string,
+    itemIds: readonly string[],
+    outcome?: QueueItemOutcome,
+  ): Promise<void> {
     this.tables.assertWritable('complete');
     const name = checkQueueName(queue);
     const ids = checkQueueBatch(itemIds, 'complete');
+    const ended = checkQueueOutcome(outcome);
     if (ids.length === 0) return;
     const s = this.tables.ready();
     const nowMs = this.clock.now();
     this.transact('complete', () =>
-      s.complete.run({ queue: name, ids: JSON.stringify(ids), nowMs }),
+      s.complete.run({ queue: name, ids: JSON.stringify(ids), nowMs, outcome: ended }),
     );
+  }
+
+  /** See {@link QueueStore.queueStats}: one query. */
+  async queueStats(queue: string): Promise<QueueStats> {
+    this.tables.assertOpen();
+    const name = checkQueueName(queue);
+    const s = this.tables.ready();
+    let row: QueueStats | undefined;
+    try {
+      row = s.stats.get({ queue: name, nowMs: this.clock.now(), limit: 1 });
+    } catch (error) {
+      throw mapSqliteError(error, 'queueStats');
+    }
+    return row ?? { queue: name, depth: 0, claimed: 0, completed: 0, failed: 0, cancelled: 0 };
+  }
+
+  /** See {@link QueueStore.listQueues}: one query per page. */
+  async listQueues(options?: ListQueuesOptions): Promise<QueueStats[]> {
+    this.tables.assertOpen();
+    const { afterQueue, limit } = listQueuesOptions(options);
+    const s = this.tables.ready();
+    try {
+      return s.list.all({ queue: afterQueue, nowMs: this.clock.now(), limit });
+    } catch (error) {
+      throw mapSqliteError(error, 'listQueues');
+    }
   }
 
   /** See {@link QueueStore.get}. */

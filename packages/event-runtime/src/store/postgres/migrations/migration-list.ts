@@ -2,6 +2,8 @@ import { eventLogMigration } from './0001-event-log.js';
 import { leasesAndSnapshotsMigration } from './0002-leases-and-snapshots.js';
 import { signalsMigration } from './0003-signals.js';
 import { queuesMigration } from './0004-queues.js';
+import { executionIndexDetailsMigration } from './0005-execution-index-details.js';
+import { queueOutcomesMigration } from './0006-queue-outcomes.js';
 import type { PostgresMigration } from './postgres-migration.js';
 
 /** Every Postgres migration, oldest first. Append only: a shipped migration is never edited. */
@@ -10,6 +12,8 @@ export const postgresMigrations: readonly PostgresMigration[] = [
   leasesAndSnapshotsMigration,
   signalsMigration,
   queuesMigration,
+  executionIndexDetailsMigration,
+  queueOutcomesMigration,
 ];
 
 /** The schema version this code writes and reads: the number of the newest migration. */
