@@ -1,13 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type EventStore, InMemoryEventStore } from '@loom/event-runtime';
-import { PostgresEventStore } from '@loom/event-runtime/postgres';
-import { SqliteEventStore } from '@loom/event-runtime/sqlite';
 import { CountingEventStore, ManualClock } from '@loom/event-runtime/testing';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { nextOccurrence } from '../cron/next-occurrence.js';
 import { parseCron } from '../cron/parse-cron.js';
+import { testBackends } from './backends.test-support.js';
 import {
   type CronScheduleInput,
   cronRunsPerGeneration,
@@ -17,44 +12,7 @@ import {
 import { defineFlow } from './define-flow.js';
 import { createFlowRuntime } from './flow-runtime.js';
 
-const directory = mkdtempSync(join(tmpdir(), 'loom-cron-'));
-afterAll(() => rmSync(directory, { recursive: true, force: true }));
-const pgUrl = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
-let counter = 0;
-
-interface Backend {
-  store: EventStore;
-  drop(): Promise<void>;
-}
-
-const backends: Array<[string, (clock: ManualClock) => Promise<Backend>]> = [
-  ['memory', async (clock) => ({ store: new InMemoryEventStore({ clock }), drop: async () => {} })],
-  [
-    'sqlite',
-    async (clock) => ({
-      store: SqliteEventStore.open({
-        path: join(directory, `cron-${++counter}.db`),
-        migrate: true,
-        clock,
-      }),
-      drop: async () => {},
-    }),
-  ],
-  [
-    'postgres',
-    async (clock) => {
-      const schema = `loom_cron_${process.pid}_${++counter}`;
-      const store = await PostgresEventStore.open({ connectionString: pgUrl, schema, clock });
-      await store.migrate();
-      return {
-        store,
-        drop: async () => {
-          await store.connectionPool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-        },
-      };
-    },
-  ],
-];
+const backends = testBackends('cron');
 
 async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
   for (let attempt = 0; attempt < 1_000; attempt++) {

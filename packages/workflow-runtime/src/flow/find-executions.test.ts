@@ -1,61 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type EventStore, InMemoryEventStore, type LoomError } from '@loom/event-runtime';
-import { PostgresEventStore } from '@loom/event-runtime/postgres';
-import { SqliteEventStore } from '@loom/event-runtime/sqlite';
 import { ManualClock } from '@loom/event-runtime/testing';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { codeOf, testBackends } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
 import { createFlowRuntime, type FlowRuntime } from './flow-runtime.js';
 
-const directory = mkdtempSync(join(tmpdir(), 'loom-find-'));
-afterAll(() => rmSync(directory, { recursive: true, force: true }));
-const pgUrl = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
-let counter = 0;
-
-interface Backend {
-  store: EventStore;
-  drop(): Promise<void>;
-}
-
-const backends: Array<[string, (clock: ManualClock) => Promise<Backend>]> = [
-  ['memory', async (clock) => ({ store: new InMemoryEventStore({ clock }), drop: async () => {} })],
-  [
-    'sqlite',
-    async (clock) => ({
-      store: SqliteEventStore.open({
-        path: join(directory, `find-${++counter}.db`),
-        migrate: true,
-        clock,
-      }),
-      drop: async () => {},
-    }),
-  ],
-  [
-    'postgres',
-    async (clock) => {
-      const schema = `loom_find_${process.pid}_${++counter}`;
-      const store = await PostgresEventStore.open({ connectionString: pgUrl, schema, clock });
-      await store.migrate();
-      return {
-        store,
-        drop: async () => {
-          await store.connectionPool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-        },
-      };
-    },
-  ],
-];
-
-async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (error) {
-    return (error as LoomError).code;
-  }
-  return 'resolved';
-}
+const backends = testBackends('find');
 
 const order = defineFlow(
   { name: 'order', version: '2' },

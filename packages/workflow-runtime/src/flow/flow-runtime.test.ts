@@ -8,6 +8,7 @@ import { type EffectMiddleware, TerminalError } from '@loom/middleware';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { occurrences } from '../cron/occurrences.js';
 import { ErrorCode } from '../errors.js';
+import { codeOf } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
 import { createFlowRuntime, type FlowRuntime } from './flow-runtime.js';
 import { testSchema } from './test-schema.js';
@@ -28,15 +29,6 @@ const backends: Array<[string, (clock: ManualClock) => EventStore]> = [
       }),
   ],
 ];
-
-async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (error) {
-    return (error as LoomError).code;
-  }
-  return 'resolved';
-}
 
 /**
  * Settles `promise` by firing the clock's timers in due order (retry backoff, timeouts) until it

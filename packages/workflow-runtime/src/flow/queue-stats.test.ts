@@ -5,12 +5,12 @@ import {
   type EventStore,
   InMemoryEventStore,
   InMemoryQueueStore,
-  type LoomError,
   type QueueStore,
 } from '@loom/event-runtime';
 import { SqliteEventStore, SqliteQueueStore } from '@loom/event-runtime/sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../errors.js';
+import { codeOf } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
 import { createFlowRuntime } from './flow-runtime.js';
 
@@ -24,15 +24,6 @@ async function eventually(check: () => Promise<boolean>, what: string): Promise<
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
   throw new Error(`timed out waiting for ${what}`);
-}
-
-async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (error) {
-    return (error as LoomError).code;
-  }
-  return 'resolved';
 }
 
 const charge = defineFlow({ name: 'charge' }, async (ctx, input: { ok: boolean }) => {

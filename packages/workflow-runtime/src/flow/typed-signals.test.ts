@@ -1,10 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type EventStore, InMemoryEventStore, type LoomError } from '@loom/event-runtime';
+import { type EventStore, InMemoryEventStore } from '@loom/event-runtime';
 import { SqliteEventStore } from '@loom/event-runtime/sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../errors.js';
+import { codeOf } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
 import { defineSignal } from './define-signal.js';
 import { createFlowRuntime, type FlowRuntime } from './flow-runtime.js';
@@ -82,15 +83,6 @@ export function senderTypes(runtime: FlowRuntime): void {
   // The untyped form stays for advanced use.
   void runtime.signal('order-1', 'aprove', 42);
   void runtime.kernel.signal('order-1', 'aprove', 42);
-}
-
-async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (error) {
-    return (error as LoomError).code;
-  }
-  return 'resolved';
 }
 
 const backends: Array<[string, () => EventStore]> = [
