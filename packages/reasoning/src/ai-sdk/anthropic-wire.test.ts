@@ -2,7 +2,7 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ModelDelta, ModelProvider, ModelRequest, ModelResponse } from '../model-provider.js';
 import { type AiSdkProviderOptions, fromAiSdk } from './ai-sdk-provider.js';
-import { anthropicEvent, WireServer } from './wire-server.test-support.js';
+import { anthropicEvent, collect, failure, WireServer } from './wire-server.test-support.js';
 
 let wire: WireServer;
 beforeEach(async () => {
@@ -104,19 +104,6 @@ function toolBlock(parts: string[]): string[] {
     ),
     anthropicEvent({ type: 'content_block_stop', index: 1 }),
   ];
-}
-
-async function collect(stream: AsyncIterable<ModelDelta>): Promise<ModelDelta[]> {
-  const deltas: ModelDelta[] = [];
-  for await (const delta of stream) deltas.push(delta);
-  return deltas;
-}
-
-async function failure(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    () => expect.fail('the call should have failed'),
-    (error: unknown) => error,
-  );
 }
 
 describe('the AI SDK adapter on the Anthropic Messages wire format', () => {

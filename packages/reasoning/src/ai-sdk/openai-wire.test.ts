@@ -5,7 +5,7 @@ import { isLoomError } from '../errors.js';
 import type { ModelDelta, ModelProvider, ModelRequest, ModelResponse } from '../model-provider.js';
 import { withRetry } from '../retry/with-retry.js';
 import { type AiSdkProviderOptions, fromAiSdk } from './ai-sdk-provider.js';
-import { openAiEvent, WireServer } from './wire-server.test-support.js';
+import { collect, failure, openAiEvent, WireServer } from './wire-server.test-support.js';
 
 let wire: WireServer;
 beforeEach(async () => {
@@ -85,19 +85,6 @@ const usageChunk = openAiEvent({
   choices: [],
   usage: { prompt_tokens: 50, completion_tokens: 7, total_tokens: 57 },
 });
-
-async function collect(stream: AsyncIterable<ModelDelta>): Promise<ModelDelta[]> {
-  const deltas: ModelDelta[] = [];
-  for await (const delta of stream) deltas.push(delta);
-  return deltas;
-}
-
-async function failure(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    () => expect.fail('the call should have failed'),
-    (error: unknown) => error,
-  );
-}
 
 describe('the AI SDK adapter on the OpenAI chat-completions wire format', () => {
   it('a plain response maps text, tool calls, usage, cost and the request it sent', async () => {

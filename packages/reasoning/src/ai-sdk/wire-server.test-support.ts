@@ -1,5 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { expect } from 'vitest';
+import type { ModelDelta } from '../model-provider.js';
 
 /** One scripted answer of the wire server. */
 export type WireReply =
@@ -141,4 +143,19 @@ export function openAiEvent(data: unknown): string {
 /** One Anthropic SSE event (named, as the Messages API sends them). */
 export function anthropicEvent(data: { type: string; [key: string]: unknown }): string {
   return `event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+/** Every delta of a stream, in order. */
+export async function collect(stream: AsyncIterable<ModelDelta>): Promise<ModelDelta[]> {
+  const deltas: ModelDelta[] = [];
+  for await (const delta of stream) deltas.push(delta);
+  return deltas;
+}
+
+/** What `promise` rejects with; fails the test if it resolves. */
+export async function failure(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => expect.fail('the call should have failed'),
+    (error: unknown) => error,
+  );
 }
