@@ -4,18 +4,10 @@ import { ErrorCode, isLoomError } from './errors.js';
 import { Limits } from './limits.js';
 import { renderHistory } from './render-history.js';
 import { renderMessages } from './render-messages.js';
+import { thrown } from './thrown.test-support.js';
 
 const hostile =
   'lone \ud800 and \udfff, NUL \u0000, ESC \u001b[31m, LS \u2028, BOM \ufeff, DEL \u007f';
-
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a throw');
-}
 
 describe('hostile text', () => {
   it('lone surrogates and control characters are rendered faithfully, and survive a JSON round trip', () => {

@@ -2,15 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { HistoryStep } from './blueprint.js';
 import { ErrorCode, isLoomError } from './errors.js';
 import { renderHistory } from './render-history.js';
-
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a throw');
-}
+import { thrown } from './thrown.test-support.js';
 
 describe('renderHistory', () => {
   it('renders each observation kind for its call, errors flagged, parallel calls in one turn', () => {

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { BlueprintNode, HistoryStep } from './blueprint.js';
 import { ErrorCode, isLoomError } from './errors.js';
 import { renderMessages } from './render-messages.js';
+import { thrown } from './thrown.test-support.js';
 import { approximateTokenizer, type Tokenizer } from './tokenizer.js';
 
 /** One token a code unit, no message overhead: token counts a reader can check by eye. */
@@ -17,15 +18,6 @@ function charTokenizer(): Tokenizer & { calls: string[] } {
       return text.length;
     },
   };
-}
-
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a throw');
 }
 
 const step = (i: number, extra = ''): HistoryStep => ({
