@@ -1652,8 +1652,10 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           return (await lastType(handle.executionId)) === 'execution.completed';
         }, 'the execution to complete');
         expect(await within(handle.result(), 'result()')).toBe('done');
-        expect(seen).toHaveLength(3);
-        expect(seen.slice(1)).toEqual([seen[0], seen[0]]);
+        // At least the first run and one replay per sleep; a poll round may add a spurious wake
+        // (a replay that suspends again), which must see the same values too.
+        expect(seen.length).toBeGreaterThanOrEqual(3);
+        expect(new Set(seen)).toEqual(new Set([seen[0]]));
       });
 
       it('an operation on a context whose flow ended fails with CONTEXT_CLOSED before anything runs', async () => {
