@@ -61,4 +61,18 @@ describe('ManualClock', () => {
     await idle.runUntil(() => false);
     expect(idle.now()).toBe(0);
   });
+
+  it('runUntilSettled fires timers until the promise settles and hands back its value or error', async () => {
+    const clock = new ManualClock(0);
+    const later = (ms: number, fail: boolean) =>
+      new Promise<number>((resolve, reject) => {
+        clock.setTimer(() => (fail ? reject(new Error('late')) : resolve(clock.now())), ms);
+      });
+    clock.setTimer(() => undefined, 5_000);
+    expect(await clock.runUntilSettled(later(2_000, false))).toBe(2_000);
+    expect(clock.now()).toBe(2_000);
+    const error = await clock.runUntilSettled(later(1_000, true)).catch((caught) => caught);
+    expect((error as Error).message).toBe('late');
+    expect(clock.now()).toBe(3_000);
+  });
 });

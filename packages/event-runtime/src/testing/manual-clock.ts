@@ -110,6 +110,23 @@ export class ManualClock implements TestClock {
     }
   }
 
+  /**
+   * Settles `promise` by firing timers in due order (a retry's backoff, a timeout) until it
+   * does, and returns what it settled with. Throws like {@link runUntil} past `timersMax`.
+   *
+   * @example
+   * const result = await clock.runUntilSettled(runtime.start(flow, input).then((h) => h.result()));
+   */
+  async runUntilSettled<T>(promise: Promise<T>, timersMax = 10_000): Promise<T> {
+    let settled = false;
+    const tracked = promise.finally(() => {
+      settled = true;
+    });
+    tracked.catch(() => undefined);
+    await this.runUntil(() => settled, timersMax);
+    return tracked;
+  }
+
   private async advanceTo(targetMs: number): Promise<void> {
     await this.settle();
     for (let timer = this.next(targetMs); timer; timer = this.next(targetMs)) {

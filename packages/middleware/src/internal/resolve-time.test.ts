@@ -7,17 +7,6 @@ import { ManualTime } from '../testing/manual-time.js';
 import { testEffectContext } from '../testing/test-effect-context.js';
 import { timeoutMiddleware } from '../timeout/timeout-middleware.js';
 
-/** Settles `promise` by firing the clock's timers in due order until it does. */
-async function drive<T>(clock: ManualClock, promise: Promise<T>): Promise<T> {
-  let settled = false;
-  const tracked = promise.finally(() => {
-    settled = true;
-  });
-  tracked.catch(() => undefined);
-  await clock.runUntil(() => settled);
-  return tracked;
-}
-
 function flaky(failures: number) {
   let calls = 0;
   return () => {
@@ -33,7 +22,7 @@ describe('middleware time follows the runtime clock', () => {
     const retry = retryMiddleware({ attempts: 3, backoff: { initialMs: 1_000, jitter: 'none' } });
     const startedAtMs = clock.now();
     const result = wrapEffect(retry, flaky(2))(testEffectContext({ clock }));
-    expect(await drive(clock, result)).toBe('ok');
+    expect(await clock.runUntilSettled(result)).toBe('ok');
     expect(clock.now() - startedAtMs).toBe(3_000);
   });
 
@@ -41,7 +30,9 @@ describe('middleware time follows the runtime clock', () => {
     const clock = new ManualClock();
     const hang = wrapEffect(timeoutMiddleware({ ms: 5_000 }), () => new Promise(() => undefined));
     const startedAtMs = clock.now();
-    const error = await drive(clock, hang(testEffectContext({ clock }))).catch((caught) => caught);
+    const error = await clock
+      .runUntilSettled(hang(testEffectContext({ clock })))
+      .catch((caught) => caught);
     expect(error).toMatchObject({ code: 'TIMEOUT' });
     expect(clock.now() - startedAtMs).toBe(5_000);
   });
@@ -69,6 +60,6 @@ describe('middleware time follows the runtime clock', () => {
     expect(await call(testEffectContext())).toBe(startedAtMs);
     const second = call(testEffectContext());
     expect(clock.pendingTimers).toBe(1);
-    expect(await drive(clock, second)).toBe(startedAtMs + 1_000);
+    expect(await clock.runUntilSettled(second)).toBe(startedAtMs + 1_000);
   });
 });

@@ -30,20 +30,6 @@ const backends: Array<[string, (clock: ManualClock) => EventStore]> = [
   ],
 ];
 
-/**
- * Settles `promise` by firing the clock's timers in due order (retry backoff, timeouts) until it
- * does: the step's middleware waits on the runtime's clock, never on real time.
- */
-async function drive<T>(clock: ManualClock, promise: Promise<T>): Promise<T> {
-  let settled = false;
-  const tracked = promise.finally(() => {
-    settled = true;
-  });
-  tracked.catch(() => undefined);
-  await clock.runUntil(() => settled);
-  return tracked;
-}
-
 async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
   for (let attempt = 0; attempt < 400; attempt++) {
     if (await check()) return;
@@ -133,7 +119,7 @@ for (const [backend, open] of backends) {
       });
       const startedAtMs = clock.now();
       const handle = await runtime.start(flow, null);
-      expect(await drive(clock, handle.result())).toEqual({
+      expect(await clock.runUntilSettled(handle.result())).toEqual({
         value: 'third time',
         terminal: 'TERMINAL',
       });
@@ -172,7 +158,7 @@ for (const [backend, open] of backends) {
         ),
       );
       const handle = await runtime.start(flow, null);
-      expect(await drive(clock, handle.result())).toBe('ok');
+      expect(await clock.runUntilSettled(handle.result())).toBe('ok');
       expect(seen).toEqual(['start 1', 'error 1: try 1', 'start 2', 'error 2: try 2', 'start 3']);
     });
 
@@ -194,7 +180,9 @@ for (const [backend, open] of backends) {
       );
       const startedAtMs = clock.now();
       const handle = await runtime.start(flow, null);
-      const error = (await drive(clock, handle.result()).catch((caught) => caught)) as LoomError;
+      const error = (await clock
+        .runUntilSettled(handle.result())
+        .catch((caught) => caught)) as LoomError;
       expect(clock.now() - startedAtMs).toBe(20);
       expect(error.code).toBe('STEP_FAILED');
       expect((error.fields.error as { code: string }).code).toBe('TIMEOUT');
