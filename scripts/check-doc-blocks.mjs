@@ -182,11 +182,13 @@ function compilerOptions(dir) {
 export function checkDocBlocks(files) {
   const started = performance.now();
   const report = [];
+  // Problems at a markdown line, sorted by file then line before they are reported.
+  const located = [];
   const optOuts = [];
   const sources = [];
   let errors = 0;
   let fileCount = 0;
-  for (const file of files) {
+  for (const [fileIndex, file] of files.entries()) {
     const path = resolve(root, file);
     const shown = path.startsWith(`${root}/`) ? relative(root, path) : path;
     const blocks = extractBlocks(readFileSync(path, 'utf8'));
@@ -198,7 +200,10 @@ export function checkDocBlocks(files) {
       const nocheck = /^nocheck\b[\s:—-]*(.*)$/.exec(block.info);
       if (nocheck !== null) {
         if (nocheck[1].trim() === '') {
-          report.push(`${shown}:${block.line}: 'nocheck' needs a reason: \`\`\`ts nocheck: <why>`);
+          located.push({
+            order: [fileIndex, block.line, 0],
+            text: `${shown}:${block.line}: 'nocheck' needs a reason: \`\`\`ts nocheck: <why>`,
+          });
           errors += 1;
         } else {
           optOuts.push(`${shown}:${block.line}: not checked (nocheck): ${nocheck[1].trim()}`);
@@ -207,6 +212,7 @@ export function checkDocBlocks(files) {
       }
       const prelude = block.prelude === null ? [] : block.prelude.code.split('\n');
       sources.push({
+        fileIndex,
         shown,
         block,
         preludeLength: prelude.length,
@@ -234,7 +240,6 @@ export function checkDocBlocks(files) {
       ...program.getSyntacticDiagnostics(),
       ...program.getSemanticDiagnostics(),
     ];
-    const located = [];
     for (const diagnostic of diagnostics) {
       errors += 1;
       const message = ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n    ');
@@ -250,7 +255,7 @@ export function checkDocBlocks(files) {
           ? `${source.block.prelude.line} (prelude)`
           : String(source.block.line + 1 + line - source.preludeLength);
       located.push({
-        order: [sources.indexOf(source), line, diagnostic.start],
+        order: [source.fileIndex, source.block.line + line, diagnostic.start],
         text: `${source.shown}:${markdownLine}: TS${diagnostic.code}: ${message}`,
       });
     }

@@ -133,3 +133,86 @@ test('`pnpm changeset version` writes CHANGELOG.md entries (in a scratch copy)',
   assert.ok(!existsSync(join(copy, 'tools/bench-throughput/CHANGELOG.md')));
   assert.ok(!existsSync(join(copy, '.changeset', 'scratch-entry.md')), 'the entry was consumed');
 });
+
+/** Runs `node scripts/check-doc-blocks.mjs <files>`: exit code and output. */
+function checkDocs(...files) {
+  try {
+    const output = execFileSync('node', [join(root, 'scripts', 'check-doc-blocks.mjs'), ...files], {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
+    return { code: 0, output };
+  } catch (error) {
+    if (error.status === null || error.status === undefined) throw error;
+    return { code: error.status, output: `${error.stdout}${error.stderr}` };
+  }
+}
+
+test('`pnpm check:docs` passes a good ts block and reports a broken one at its markdown line', () => {
+  const good = join(scratch, 'good.md');
+  writeFileSync(
+    good,
+    [
+      '# Good', // 1
+      '', // 2
+      '```ts', // 3
+      "import { InMemoryEventStore } from '@loom/event-runtime';", // 4
+      'const store = new InMemoryEventStore();', // 5
+      'console.log(store.backend);', // 6
+      '```', // 7
+      '', // 8
+      '<!-- prelude:', // 9
+      'declare function total(cents: number[]): number;', // 10
+      '-->', // 11
+      '```typescript', // 12
+      'const sum: number = total([1, 2]);', // 13
+      'console.log(sum);', // 14
+      '```', // 15
+      '', // 16
+      '```sh', // 17
+      'this is not TypeScript', // 18
+      '```', // 19
+      '', // 20
+      '```ts nocheck: planned package', // 21
+      "import { nothing } from '@loom/not-built-yet';", // 22
+      '```', // 23
+      '',
+    ].join('\n'),
+  );
+  const passed = checkDocs(good);
+  assert.equal(passed.code, 0, passed.output);
+  assert.match(passed.output, /2 blocks checked, 1 opted out, in 1 files; 0 errors/);
+  assert.match(passed.output, /good\.md:21: not checked \(nocheck\): planned package/);
+
+  const broken = join(scratch, 'broken.md');
+  writeFileSync(
+    broken,
+    [
+      '# Broken', // 1
+      '```ts', // 2
+      "import { InMemoryEventStore } from '@loom/event-runtime';", // 3
+      'const store = new InMemoryEventStore();', // 4
+      'const size: string = store.backend.length;', // 5
+      '```', // 6
+      '', // 7
+      '- in a list:', // 8
+      '  ```ts', // 9
+      '  const n: number = total([1]);', // 10
+      '  ```', // 11
+      '```ts nocheck', // 12
+      'anything', // 13
+      '```', // 14
+      '',
+    ].join('\n'),
+  );
+  const failed = checkDocs(good, broken);
+  assert.equal(failed.code, 1, failed.output);
+  const errors = failed.output.split('\n').filter((line) => line.includes('broken.md:'));
+  assert.equal(errors.length, 3, failed.output);
+  assert.match(errors[0], /broken\.md:5: TS2322: Type 'number' is not assignable to type 'string'/);
+  assert.match(errors[1], /broken\.md:10: TS2304: Cannot find name 'total'/);
+  assert.match(errors[2], /broken\.md:12: 'nocheck' needs a reason/);
+  assert.match(failed.output, /4 blocks checked, 1 opted out, in 2 files; 3 errors/);
+  assert.doesNotMatch(failed.output, /good\.md:\d+: TS/);
+});

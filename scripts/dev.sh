@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's two commands: `bash scripts/dev.sh demo` and `bash scripts/dev.sh test`.
 # Each sets up everything it needs on a fresh machine (pnpm, dependencies, build; PostgreSQL
-# for the tests) and then runs. `test`: lint, the root commands' own checks
+# for the tests) and then runs. `test`: lint, the docs' ts code blocks against the build
+# (scripts/check-doc-blocks.mjs), the root commands' own checks
 # (scripts/commands.test.mjs), the packed-tarball install (scripts/pack-install-test.mjs), every
 # package's vitest, and the closing 'N passed, N failed' line.
 set -euo pipefail
@@ -27,6 +28,7 @@ if [ "$what" = demo ]; then
 fi
 bash scripts/ensure-postgres.sh
 step pnpm lint
+step pnpm check:docs
 step node --test scripts/commands.test.mjs
 step node scripts/pack-install-test.mjs
 step pnpm test
