@@ -244,8 +244,9 @@ export class LocalExecutions {
   }
 
   /**
-   * Reopens a failed execution and drives it here: takes the lease (eagerly) and the fence,
-   * appends `execution.retried` after its `execution.failed`, then replays. The step whose
+   * Reopens a failed execution and drives it here: takes the lease (eagerly), appends
+   * `execution.retried` after its `execution.failed` under the current fence epoch (so it loses
+   * to any writer that moved the log or the fence meanwhile), then replays. The step whose
    * failure failed it runs again with a fresh attempt budget; completed steps replay. Resolves
    * once `execution.retried` is durable.
    *
@@ -274,7 +275,10 @@ export class LocalExecutions {
       if (state.status !== 'failed' || this.running.has(executionId)) throw notFailed(state);
       const flow = this.kernel.flows.flowFor(state);
       if (leases !== undefined && !(await leases.acquire(executionId))) continue;
-      const epoch = await store.fences.advance(executionId);
+      // The current epoch, not a new one: a settled execution has no writer to fence out, and two
+      // retries racing then clash on the sequence, where one wins, instead of fencing each other
+      // out in turn.
+      const epoch = await store.fences.current(executionId);
       for (const event of await store.read(executionId, { fromSequence: state.nextSequence }))
         foldEvent(state, event);
       if (state.status !== 'failed') {
