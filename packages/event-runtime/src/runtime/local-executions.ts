@@ -285,8 +285,10 @@ export class LocalExecutions {
         leases?.release(executionId);
         throw notFailed(state);
       }
-      const stepIndex = failureFields(executionId, state.error ?? { name: '', message: '' })
-        .stepIndex;
+      const stepIndex = failureFields(
+        executionId,
+        state.error ?? { name: '', message: '' },
+      ).stepIndex;
       const retried: ExecutionRetriedPayload = {
         stepIndex:
           stepIndex !== null && state.steps[stepIndex]?.status === 'failed' ? stepIndex : null,

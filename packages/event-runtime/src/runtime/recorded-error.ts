@@ -54,7 +54,8 @@ function recordErrorLike(error: Error & { code?: unknown; fields?: unknown }): R
   const fields = jsonFields(read(() => error.fields));
   if (fields !== undefined) recorded.fields = fields;
   const stack = read(() => error.stack);
-  if (typeof stack === 'string' && stack.length > 0) recorded.stack = stack.slice(0, stackLengthMax);
+  if (typeof stack === 'string' && stack.length > 0)
+    recorded.stack = stack.slice(0, stackLengthMax);
   return recorded;
 }
 

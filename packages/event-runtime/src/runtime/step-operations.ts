@@ -10,8 +10,8 @@ import {
   replayedValue,
   stepFailed,
 } from './driver-support.js';
-import type { EffectContext, StepOptions, TransactionHandle } from './flow.js';
 import type { StepRecord } from './execution-state.js';
+import type { EffectContext, StepOptions, TransactionHandle } from './flow.js';
 import { EventType, type StepFailedPayload } from './kernel-events.js';
 import { recordError } from './recorded-error.js';
 import { type ResolvedRetry, resolveRetry } from './step-retry-policy.js';
