@@ -142,7 +142,7 @@ export function runtimeRetries(
       const failed = events.find((event) => event.type === 'step.attempt_failed');
       // The execution holds nothing while it waits: it suspended until the recorded retry time.
       expect(await suspendedAt()).toBe(
-        (failed?.payload as unknown as StepAttemptFailedPayload).retryAtMs,
+        (failed?.payload as unknown as StepAttemptFailedPayload | undefined)?.retryAtMs,
       );
       await first.shutdown();
       const second = runtime({ nodeId: 'second', flows: [flow as Flow<never, unknown>] });
