@@ -140,6 +140,7 @@ export function runtimeRetries(
         await new Promise((resolve) => setTimeout(resolve, 2));
       const events = await harness.store.read(id);
       const failed = events.find((event) => event.type === 'step.attempt_failed');
+      expect(failed).toBeDefined();
       // The execution holds nothing while it waits: it suspended until the recorded retry time.
       expect(await suspendedAt()).toBe(
         (failed?.payload as unknown as StepAttemptFailedPayload | undefined)?.retryAtMs,
