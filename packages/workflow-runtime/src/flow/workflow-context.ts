@@ -14,9 +14,10 @@ import {
 } from '@loom/middleware';
 import { ErrorCode, LoomError } from '../errors.js';
 import type { WorkflowDefinition } from './define-flow.js';
+import { isSignalDefinition, type SignalDefinition } from './define-signal.js';
 import { type Duration, parseDuration } from './duration.js';
 import type { Json } from './json.js';
-import { type StandardSchemaV1, validate } from './standard-schema.js';
+import { type InferOutput, type StandardSchemaV1, validate } from './standard-schema.js';
 
 /** Per-step policy: retries with backoff, a timeout, and any effect middleware. */
 export interface StepOptions {
@@ -78,6 +79,20 @@ export interface WorkflowContext {
     name: string,
     options?: { timeout?: Duration; schema?: StandardSchemaV1<unknown, T> },
   ): Promise<Received<T>>;
+  /**
+   * Wait for a signal made with `defineSignal`: its name, and its schema validating (and
+   * transforming) the payload on receipt, so the payload is typed as the schema's output. A
+   * payload the schema refuses fails the execution with `INVALID_SIGNAL`.
+   *
+   * @example
+   * const approval = defineSignal('approve', z.object({ by: z.string() }));
+   * const decision = await ctx.waitForSignal(approval, { timeout: '2d' });
+   * if (decision.received) console.log(decision.payload.by);
+   */
+  waitForSignal<S extends StandardSchemaV1>(
+    signal: SignalDefinition<string, S>,
+    options?: { timeout?: Duration },
+  ): Promise<Received<InferOutput<S>>>;
   /** Run a child flow and wait for its output (`CHILD_FAILED` if it fails). */
   child<I, O>(
     flow: WorkflowDefinition<I, O>,
@@ -122,18 +137,22 @@ export function workflowContext(ctx: FlowContext): WorkflowContext {
     transaction: (name, work) => ctx.transaction(name, work),
     sleep: (duration) => ctx.sleep(parseDuration(duration, 'sleep')),
     sleepUntil: (at) => ctx.sleepUntil(instant(at)),
-    waitForSignal: async <T>(
-      name: string,
+    waitForSignal: (async <T>(
+      target: string | SignalDefinition,
       options?: { timeout?: Duration; schema?: StandardSchemaV1<unknown, T> },
     ): Promise<Received<T>> => {
+      const name = isSignalDefinition(target) ? target.name : target;
+      const schema = (isSignalDefinition(target) ? target.schema : options?.schema) as
+        | StandardSchemaV1<unknown, T>
+        | undefined;
       const wait = await ctx.waitForSignal(
         name,
         options?.timeout === undefined
           ? undefined
           : { timeoutMs: parseDuration(options.timeout, 'timeout') },
       );
-      if (!wait.received || options?.schema === undefined) return wait as Received<T>;
-      const checked = await validate(options.schema, wait.payload);
+      if (!wait.received || schema === undefined) return wait as Received<T>;
+      const checked = await validate(schema, wait.payload);
       if (!checked.ok) {
         throw new LoomError(
           ErrorCode.INVALID_SIGNAL,
@@ -142,7 +161,7 @@ export function workflowContext(ctx: FlowContext): WorkflowContext {
         );
       }
       return { received: true, payload: checked.value, signalId: wait.signalId };
-    },
+    }) as WorkflowContext['waitForSignal'],
     child: (flow, input, options) => ctx.child(flow, input, options),
     continueAsNew: (input) => ctx.continueAsNew(input),
     now: () => ctx.now(),
