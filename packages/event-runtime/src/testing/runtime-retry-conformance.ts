@@ -6,6 +6,7 @@ import type { Flow } from '../runtime/flow.js';
 import type { StepAttemptFailedPayload } from '../runtime/kernel-events.js';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
 import type { StepRetryPolicy } from '../runtime/step-retry-policy.js';
+import { CountingEventStore } from './counting-event-store.js';
 import { freshId } from './event-store-conformance.js';
 import type { RuntimeHarness } from './runtime-conformance.js';
 
@@ -109,6 +110,25 @@ export function runtimeRetries(
         const at = events.find((event) => event.payload === (payload as unknown as JsonValue))?.at;
         expect(payload.retryAtMs).toBe((at as number) + 250);
       }
+    });
+
+    it('steps under a retry policy that do not fail cost what plain steps cost: 2n + 2 events in n + 1 appends', async () => {
+      const harness = getHarness();
+      const counting = new CountingEventStore(harness.store);
+      const created = runtime({ store: counting, stepRetry: noJitter(5) });
+      const flow: Flow<null, number[]> = {
+        name: 'never-fails',
+        run: async (ctx) => [
+          await ctx.step('a', (effect) => effect.attempt),
+          await ctx.step('b', (effect) => effect.attempt, { retry: noJitter(3) }),
+          await ctx.step('c', (effect) => effect.attempt),
+        ],
+      };
+      const id = freshId('no-failures');
+      const handle = await created.start(flow, null, { executionId: id });
+      expect(await handle.result()).toEqual([1, 1, 1]);
+      expect(await harness.countRows(id)).toBe(2 * 3 + 2);
+      expect(counting.counts.appends).toBe(3 + 1);
     });
 
     it('a long backoff suspends the execution like a durable sleep, and another node continues the count', async () => {
