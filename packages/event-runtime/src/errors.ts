@@ -61,6 +61,11 @@ export const ErrorCode = {
   EXECUTION_FAILED: 'EXECUTION_FAILED',
   /** The execution was cancelled; `fields.reason` says why. */
   EXECUTION_CANCELLED: 'EXECUTION_CANCELLED',
+  /**
+   * `retry(executionId)` was asked of an execution that has not failed (it runs, completed, was
+   * cancelled or continued as new); `fields.status` says which. Only a failed execution reopens.
+   */
+  EXECUTION_NOT_FAILED: 'EXECUTION_NOT_FAILED',
   /** A signal was sent to an execution that already settled: nothing would ever receive it. */
   EXECUTION_SETTLED: 'EXECUTION_SETTLED',
   /** No execution with that id is in the log. */

@@ -41,6 +41,7 @@ export type {
   QueueStore,
 } from './queue-store.js';
 export { ExecutionJournal } from './runtime/execution-journal.js';
+export type { ExecutionFailedFields } from './runtime/execution-outcome.js';
 export type { ExecutionState, StepRecord } from './runtime/execution-state.js';
 export type {
   EffectContext,
@@ -49,7 +50,14 @@ export type {
   StepOptions,
   TransactionHandle,
 } from './runtime/flow.js';
-export { EventType, type KernelEventType, type RecordedError } from './runtime/kernel-events.js';
+export {
+  EventType,
+  type ExecutionRetriedPayload,
+  type KernelEventType,
+  type RecordedError,
+  type StepAttemptFailedPayload,
+  type StepFailedPayload,
+} from './runtime/kernel-events.js';
 export { type LoadedState, loadState } from './runtime/load-state.js';
 export {
   createRuntime,
@@ -60,6 +68,11 @@ export {
   type RuntimeOptions,
   type StartOptions,
 } from './runtime/runtime.js';
+export {
+  type StepBackoff,
+  type StepRetryPolicy,
+  stepAttemptsMax,
+} from './runtime/step-retry-policy.js';
 export type { Snapshot, SnapshotStore } from './snapshot-store.js';
 export {
   InMemoryEventStore,

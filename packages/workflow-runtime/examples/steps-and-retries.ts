@@ -1,6 +1,13 @@
-// Steps with retries and a timeout, on the embedded SQLite store.
+// Steps with durable retries and a timeout, a failure that says where it happened, and a retry
+// of the failed execution, on the embedded SQLite store.
 import { SqliteEventStore } from '@loom/event-runtime/sqlite';
-import { createFlowRuntime, defineFlow, TerminalError } from '@loom/workflow-runtime';
+import {
+  createFlowRuntime,
+  defineFlow,
+  type ExecutionFailedFields,
+  isLoomError,
+  TerminalError,
+} from '@loom/workflow-runtime';
 
 let calls = 0;
 const charge = defineFlow(
@@ -20,8 +27,34 @@ const charge = defineFlow(
   },
 );
 
+let gatewayUp = false;
+const refund = defineFlow({ name: 'refund' }, async (ctx, orderId: string) => {
+  const order = await ctx.step('load-order', () => ({ id: orderId, cents: 1200 }));
+  // No `retry` here: the runtime's `stepRetry` applies.
+  return ctx.step('refund-card', () => {
+    if (!gatewayUp) throw new Error('refund gateway down');
+    return `refunded ${order.cents} on ${order.id}`;
+  });
+});
+
 const store = SqliteEventStore.open({ path: ':memory:', migrate: true });
-const runtime = createFlowRuntime({ store, flows: [charge] });
+const runtime = createFlowRuntime({
+  store,
+  flows: [charge, refund],
+  stepRetry: { attempts: 2, backoff: { initialMs: 10 } },
+});
 const handle = await runtime.start(charge, { id: 'order-7', cents: 1200 });
 console.log(await handle.result(), `after ${calls} calls`);
+
+const refunding = await runtime.start(refund, 'order-7', { executionId: 'refund-7' });
+try {
+  await refunding.result();
+} catch (error) {
+  if (!isLoomError(error)) throw error;
+  const { step, attempts, error: cause } = error.fields as unknown as ExecutionFailedFields;
+  console.log(`${error.code}: step '${step}' after ${attempts} attempts: ${cause.message}`);
+}
+gatewayUp = true; // the fix is deployed: run it again from the failed step
+const retried = await runtime.retry('refund-7');
+console.log(await retried.result());
 await runtime.kernel.shutdown();

@@ -1,3 +1,9 @@
+export type {
+  ExecutionFailedFields,
+  RecordedError,
+  StepBackoff,
+  StepRetryPolicy,
+} from '@loom/event-runtime';
 export { TerminalError } from '@loom/middleware';
 export {
   type CronDaysOfMonth,

@@ -39,6 +39,11 @@ export interface DriverScope {
   ended(): boolean;
   /** Throws if the execution must not go on (stopped, cancelled, continued, or a rule broken). */
   interrupt(): void;
+  /**
+   * Returns once `wakeAtMs` has passed: at once, after a short in-memory wait, or never (the
+   * execution suspends until its timer is due), as a durable sleep does.
+   */
+  waitUntil(wakeAtMs: number): Promise<void>;
   /** Waits for a durability barrier; a failed append means this node stops driving. */
   barrier(): Promise<void>;
   /** Turns a journal failure into the reason this node stopped. */

@@ -9,18 +9,24 @@ export function never<T>(): Promise<T> {
   return new Promise<T>(() => undefined);
 }
 
-/** The error `ctx.step` throws when an effect threw (identical on replay). */
+/**
+ * The error `ctx.step` throws when an effect threw (identical on replay): `fields.step`,
+ * `fields.stepIndex`, `fields.attempts` (made in the step's last budget) and `fields.error`
+ * (the last attempt's error as recorded: name, message, code, fields, stack).
+ */
 export function stepFailed(
   executionId: string,
   index: number,
   name: string,
   error: RecordedError | undefined,
   cause?: unknown,
+  attempts = 1,
 ): LoomError {
+  const after = attempts > 1 ? ` after ${attempts} attempts` : '';
   return new LoomError(
     ErrorCode.STEP_FAILED,
-    `step ${index} ('${name}') of execution ${executionId} failed: ${error?.message ?? 'unknown error'}`,
-    { executionId, step: name, stepIndex: index, error: (error ?? null) as never },
+    `step ${index} ('${name}') of execution ${executionId} failed${after}: ${error?.message ?? 'unknown error'}`,
+    { executionId, step: name, stepIndex: index, attempts, error: (error ?? null) as never },
     cause,
   );
 }

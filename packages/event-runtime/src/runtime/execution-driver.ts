@@ -71,6 +71,7 @@ export class ExecutionDriver {
       ended: () => this.ended,
       interrupt: () => this.interrupt(),
       barrier: () => this.barrier(),
+      waitUntil: (wakeAtMs) => this.waits.waitUntilDue(wakeAtMs),
       stopError: (error) => this.stopError(error),
       flow: () => this.flow as Flow<never, unknown>,
       continueAs: (successorId) => {

@@ -12,7 +12,48 @@ export type ExecutionOutcome =
   | { status: 'suspended'; wakeAtMs: number | null }
   | { status: 'continued'; successorId: string };
 
-const kernelCodes = new Set<string>(Object.values(ErrorCode));
+/**
+ * The fields of the `EXECUTION_FAILED` error `result()` rejects with: where the execution failed
+ * and the error that failed it, as the log recorded it.
+ */
+export interface ExecutionFailedFields {
+  executionId: string;
+  /** The step whose failure failed the execution; null when the flow itself threw. */
+  step: string | null;
+  stepIndex: number | null;
+  /** Attempts that step made in its last budget; null when no step failed it. */
+  attempts: number | null;
+  /**
+   * The root error: the failed step's last attempt (name, message, code, fields, stack), or what
+   * the flow threw (a `NON_DETERMINISM`, an `INVALID_OUTPUT`, the flow's own error, …).
+   */
+  error: RecordedError;
+  /** What the flow threw, when it differs from `error` (the `STEP_FAILED` wrapping a step's error). */
+  thrown?: RecordedError;
+}
+
+/** The step and root error a recorded execution failure names (unwrapping a `STEP_FAILED`). */
+export function failureFields(executionId: string, recorded: RecordedError): ExecutionFailedFields {
+  const fields = recorded.fields;
+  const stepError = fields?.error;
+  if (
+    recorded.code === ErrorCode.STEP_FAILED &&
+    typeof fields?.step === 'string' &&
+    typeof stepError === 'object' &&
+    stepError !== null &&
+    !Array.isArray(stepError)
+  ) {
+    return {
+      executionId,
+      step: fields.step,
+      stepIndex: typeof fields.stepIndex === 'number' ? fields.stepIndex : null,
+      attempts: typeof fields.attempts === 'number' ? fields.attempts : 1,
+      error: stepError as unknown as RecordedError,
+      thrown: recorded,
+    };
+  }
+  return { executionId, step: null, stepIndex: null, attempts: null, error: recorded };
+}
 
 /** The outcome a settled state records. */
 export function outcomeOfState(state: ExecutionState): ExecutionOutcome | undefined {
@@ -42,17 +83,21 @@ export function resultOf(executionId: string, outcome: ExecutionOutcome): unknow
         { executionId, reason: outcome.reason },
       );
     case 'failed': {
-      const { error } = outcome;
-      const code =
-        error.code !== undefined && kernelCodes.has(error.code)
-          ? (error.code as ErrorCode)
-          : ErrorCode.EXECUTION_FAILED;
-      // The recorded fields go last: a STEP_FAILED keeps the step's own error in `fields.error`.
-      throw new LoomError(code, `execution ${executionId} failed: ${error.message}`, {
-        executionId,
-        error,
-        ...(error.fields ?? {}),
-      });
+      const failure = failureFields(executionId, outcome.error);
+      const where =
+        failure.step === null
+          ? ''
+          : ` in step '${failure.step}'${failure.attempts !== null && failure.attempts > 1 ? ` after ${failure.attempts} attempts` : ''}`;
+      const code = failure.error.code === undefined ? '' : ` (${failure.error.code})`;
+      // The recorded error's own fields stay readable at the top (NON_DETERMINISM's expected and
+      // actual); the named ones go last so they always mean what ExecutionFailedFields says.
+      throw new LoomError(
+        ErrorCode.EXECUTION_FAILED,
+        `execution ${executionId} failed${where}: ${failure.error.message}${code}. ` +
+          'fields.error holds the recorded error; fix the cause and call retry(executionId) to ' +
+          'run it again from there',
+        { ...(outcome.error.fields ?? {}), ...failure },
+      );
     }
     case 'stopped':
       throw outcome.error;

@@ -8,10 +8,12 @@ import {
   type ExecutionCompletedPayload,
   type ExecutionContinuedAsNewPayload,
   type ExecutionFailedPayload,
+  type ExecutionRetriedPayload,
   type ExecutionStartedPayload,
   type RecordedError,
   type SignalReceivedPayload,
   type SignalWaitingPayload,
+  type StepAttemptFailedPayload,
   type StepCompletedPayload,
   type StepFailedPayload,
   type StepStartedPayload,
@@ -37,6 +39,10 @@ export interface StepRecord {
   /** The result (completed steps). */
   result?: JsonValue;
   error?: RecordedError;
+  /** Retried steps: attempts failed so far in the current budget (`step.attempt_failed`). */
+  attempts?: number;
+  /** Retried steps: when the next attempt may run. */
+  retryAtMs?: number;
 }
 
 /**
@@ -122,11 +128,26 @@ export function foldEvent(state: ExecutionState | undefined, event: StoredEvent)
       };
       break;
     }
-    case EventType.stepFailed: {
-      const payload = event.payload as unknown as StepFailedPayload;
-      state.steps[payload.index] = { name: payload.name, status: 'failed', error: payload.error };
+    case EventType.stepAttemptFailed: {
+      const payload = event.payload as unknown as StepAttemptFailedPayload;
+      state.steps[payload.index] = {
+        name: payload.name,
+        status: 'started',
+        attempts: payload.attempt,
+        retryAtMs: payload.retryAtMs,
+      };
       break;
     }
+    case EventType.stepFailed: {
+      const payload = event.payload as unknown as StepFailedPayload;
+      const record: StepRecord = { name: payload.name, status: 'failed', error: payload.error };
+      if (payload.attempts !== undefined) record.attempts = payload.attempts;
+      state.steps[payload.index] = record;
+      break;
+    }
+    case EventType.executionRetried:
+      reopen(state, event.payload as unknown as ExecutionRetriedPayload);
+      break;
     case EventType.executionCompleted:
       state.status = 'completed';
       state.output = (event.payload as unknown as ExecutionCompletedPayload).output;
@@ -216,6 +237,20 @@ function foldOperation(state: ExecutionState, event: StoredEvent): void {
     default:
       // execution.suspended and the event types of higher layers do not change kernel state.
       break;
+  }
+}
+
+/**
+ * `execution.retried`: the failed execution runs again; the step whose failure failed it gets a
+ * fresh attempt budget (it is `started` again, with no attempt failed).
+ */
+export function reopen(state: ExecutionState, retried: ExecutionRetriedPayload): void {
+  state.status = 'running';
+  delete state.error;
+  if (retried.stepIndex === null) return;
+  const record = state.steps[retried.stepIndex];
+  if (record?.status === 'failed' && (record.kind ?? 'step') === 'step') {
+    state.steps[retried.stepIndex] = { name: record.name, status: 'started' };
   }
 }
 

@@ -2,6 +2,7 @@ import type { Clock } from '../clock.js';
 import type { JsonValue } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { checkWellFormed } from '../internal/well-formed-text.js';
+import type { StepRetryPolicy } from './step-retry-policy.js';
 
 /** What a step's effect receives. */
 export interface EffectContext {
@@ -13,6 +14,11 @@ export interface EffectContext {
    * so it can deduplicate, because a step interrupted by a crash runs again (at-least-once).
    */
   idempotencyKey: string;
+  /**
+   * Which attempt this is: 1, then 2, … when the step is retried (counted from the log, so a
+   * crash does not restart it). An attempt a crash interrupted runs again under its number.
+   */
+  attempt: number;
   /** Fires when the execution is cancelled or this node loses it (lease or fence taken over). */
   signal: AbortSignal;
   /**
@@ -28,6 +34,14 @@ export interface StepOptions {
    * the kernel re-runs an interrupted step either way (steps are at-least-once).
    */
   idempotent?: boolean;
+  /**
+   * Retry the effect when it throws, durably: each failed attempt is journaled
+   * (`step.attempt_failed`), the backoff is a durable timer (a long one suspends the execution),
+   * and the step fails (`step.failed`, with `attempts`) once the budget is spent or the error is
+   * not retryable. Overrides the runtime's `stepRetry`; `false` turns retries off for this step.
+   * Throws `INVALID_ARGUMENT` for a bad policy.
+   */
+  retry?: StepRetryPolicy | false;
 }
 
 /** The handle a transactional step's work gets: the store's own database connection. */

@@ -1,14 +1,19 @@
 import type { JsonValue } from '../envelope.js';
 
-/** The event types the kernel writes. A flow of n plain steps writes exactly 2n + 2 of them. */
+/**
+ * The event types the kernel writes. A flow of n plain steps writes exactly 2n + 2 of them; a
+ * retried step adds one `step.attempt_failed` per failed attempt before its last.
+ */
 export const EventType = {
   executionStarted: 'execution.started',
   stepStarted: 'step.started',
+  stepAttemptFailed: 'step.attempt_failed',
   stepCompleted: 'step.completed',
   stepFailed: 'step.failed',
   executionCompleted: 'execution.completed',
   executionFailed: 'execution.failed',
   executionCancelled: 'execution.cancelled',
+  executionRetried: 'execution.retried',
   executionSuspended: 'execution.suspended',
   executionContinuedAsNew: 'execution.continued_as_new',
   timerScheduled: 'timer.scheduled',
@@ -32,6 +37,8 @@ export interface RecordedError {
   code?: string;
   /** Structured fields of a LoomError, when JSON can hold them. */
   fields?: { [key: string]: JsonValue };
+  /** The stack where it was thrown (bounded), when the thrown value had one. */
+  stack?: string;
 }
 
 export interface ExecutionStartedPayload {
@@ -113,6 +120,31 @@ export interface StepFailedPayload {
   index: number;
   name: string;
   error: RecordedError;
+  /** Attempts made in the step's last budget (omitted when it was not retried: one). */
+  attempts?: number;
+}
+
+/**
+ * `step.attempt_failed`: attempt `attempt` of a retried step failed with `error`; the next
+ * attempt runs at `retryAtMs` (a durable timer, like a sleep's).
+ */
+export interface StepAttemptFailedPayload {
+  index: number;
+  name: string;
+  attempt: number;
+  error: RecordedError;
+  retryAtMs: number;
+}
+
+/**
+ * `execution.retried`: `runtime.retry(id)` reopened a failed execution (the only event that may
+ * follow a terminal one). The step at `stepIndex` (the one whose failure failed the execution,
+ * if one did) runs again with a fresh attempt budget; completed steps replay.
+ */
+export interface ExecutionRetriedPayload {
+  stepIndex: number | null;
+  /** The sequence of the `execution.failed` event it reopens. */
+  failedSequence: number;
 }
 
 export interface ExecutionCompletedPayload {

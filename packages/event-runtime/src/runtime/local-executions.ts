@@ -6,15 +6,28 @@ import { encodeRecorded, recordedValue } from './driver-support.js';
 import { ExecutionDriver } from './execution-driver.js';
 import { ExecutionJournal } from './execution-journal.js';
 import type { StartLinks } from './execution-links.js';
-import type { ExecutionOutcome } from './execution-outcome.js';
-import { type ExecutionState, foldEvent, initialState, isSettled } from './execution-state.js';
+import { type ExecutionOutcome, failureFields } from './execution-outcome.js';
+import {
+  type ExecutionState,
+  foldEvent,
+  initialState,
+  isSettled,
+  reopen,
+} from './execution-state.js';
 import type { Flow } from './flow.js';
 import type { KernelContext } from './kernel-context.js';
-import { EventType, type ExecutionStartedPayload } from './kernel-events.js';
+import {
+  EventType,
+  type ExecutionRetriedPayload,
+  type ExecutionStartedPayload,
+} from './kernel-events.js';
 import { loadState } from './load-state.js';
 import { notFound } from './not-found.js';
 import { cancelRemotely } from './remote-cancel.js';
 import { isTransientStoreError, ResumeRetries } from './store-retry.js';
+
+/** Attempts of a retry while the execution's log keeps moving (another node retrying it too). */
+const retryRacesMax = 5;
 
 interface Running {
   driver: ExecutionDriver;
@@ -230,6 +243,87 @@ export class LocalExecutions {
     this.drive(flow, state, journal, loaded.snapshotSequence ?? -1);
   }
 
+  /**
+   * Reopens a failed execution and drives it here: takes the lease (eagerly), appends
+   * `execution.retried` after its `execution.failed` under the current fence epoch (so it loses
+   * to any writer that moved the log or the fence meanwhile), then replays. The step whose
+   * failure failed it runs again with a fresh attempt budget; completed steps replay. Resolves
+   * once `execution.retried` is durable.
+   *
+   * Error codes: `EXECUTION_NOT_FOUND`, `EXECUTION_NOT_FAILED` (`fields.status`),
+   * `FLOW_NOT_REGISTERED`, `RUNTIME_SHUT_DOWN`, `STORE_BUSY` (the log kept moving), store errors.
+   */
+  retry(executionId: string): Promise<void> {
+    this.kernel.assertRunning();
+    const pending = this.resuming.get(executionId);
+    const work = (pending ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(() => this.retryOnce(executionId))
+      .finally(() => {
+        if (this.resuming.get(executionId) === work) this.resuming.delete(executionId);
+      });
+    this.resuming.set(executionId, work);
+    return work;
+  }
+
+  private async retryOnce(executionId: string): Promise<void> {
+    const { store, clock, leases } = this.kernel;
+    for (let race = 0; race < retryRacesMax; race++) {
+      const loaded = await loadState(store, this.kernel.snapshots, executionId);
+      const state = loaded.state;
+      if (state === undefined) throw notFound(executionId);
+      if (state.status !== 'failed' || this.running.has(executionId)) throw notFailed(state);
+      const flow = this.kernel.flows.flowFor(state);
+      if (leases !== undefined && !(await leases.acquire(executionId))) continue;
+      // The current epoch, not a new one: a settled execution has no writer to fence out, and two
+      // retries racing then clash on the sequence, where one wins, instead of fencing each other
+      // out in turn.
+      const epoch = await store.fences.current(executionId);
+      for (const event of await store.read(executionId, { fromSequence: state.nextSequence }))
+        foldEvent(state, event);
+      if (state.status !== 'failed') {
+        leases?.release(executionId);
+        throw notFailed(state);
+      }
+      const stepIndex = failureFields(
+        executionId,
+        state.error ?? { name: '', message: '' },
+      ).stepIndex;
+      const retried: ExecutionRetriedPayload = {
+        stepIndex:
+          stepIndex !== null && state.steps[stepIndex]?.status === 'failed' ? stepIndex : null,
+        failedSequence: state.nextSequence - 1,
+      };
+      const journal = new ExecutionJournal(store, executionId, state.nextSequence, epoch, clock);
+      journal.record(EventType.executionRetried, retried as unknown as JsonValue);
+      journal.setStatus('running');
+      try {
+        await journal.flush();
+      } catch (error) {
+        leases?.release(executionId);
+        if (
+          isLoomError(error, ErrorCode.SEQUENCE_CONFLICT) ||
+          isLoomError(error, ErrorCode.FENCE_STALE)
+        )
+          continue;
+        throw error;
+      }
+      reopen(state, retried);
+      state.nextSequence = journal.sequence;
+      if (this.stopping) {
+        leases?.release(executionId);
+        return;
+      }
+      this.drive(flow, state, journal, loaded.snapshotSequence ?? -1);
+      return;
+    }
+    throw new LoomError(
+      ErrorCode.STORE_BUSY,
+      `could not retry ${executionId}: its log kept moving (another node is retrying or resuming it)`,
+      { executionId },
+    );
+  }
+
   /** Drives `flow` from `state` with `journal` until it settles, suspends or is stopped. */
   private drive(
     flow: Flow<never, unknown>,
@@ -324,4 +418,14 @@ export class LocalExecutions {
     this.background.add(work);
     void work.finally(() => this.background.delete(work));
   }
+}
+
+function notFailed(state: ExecutionState): LoomError {
+  const status = state.status;
+  return new LoomError(
+    ErrorCode.EXECUTION_NOT_FAILED,
+    `execution ${state.executionId} is ${status === 'running' ? 'running' : status}, not failed: ` +
+      'only a failed execution can be retried (a running one is resumed, a settled one is final)',
+    { executionId: state.executionId, status },
+  );
 }

@@ -3,6 +3,8 @@ import { encodePayload } from '../internal/json-codec.js';
 import type { RecordedError } from './kernel-events.js';
 
 const messageLengthMax = 4_000;
+/** Characters of a recorded stack: enough for the frames that say where, bounded like a message. */
+const stackLengthMax = 4_000;
 /** Characters of a recorded error's name or code: they are labels, not content. */
 const labelLengthMax = 200;
 /** Characters of a recorded error's fields as JSON: bounded so a failure always fits its event. */
@@ -51,6 +53,9 @@ function recordErrorLike(error: Error & { code?: unknown; fields?: unknown }): R
   if (typeof code === 'string') recorded.code = code.slice(0, labelLengthMax);
   const fields = jsonFields(read(() => error.fields));
   if (fields !== undefined) recorded.fields = fields;
+  const stack = read(() => error.stack);
+  if (typeof stack === 'string' && stack.length > 0)
+    recorded.stack = stack.slice(0, stackLengthMax);
   return recorded;
 }
 

@@ -4,6 +4,7 @@ import type { EventStore } from '../event-store.js';
 import type { LeaseStore } from '../lease-store.js';
 import type { SnapshotStore } from '../snapshot-store.js';
 import type { Flow } from './flow.js';
+import { type ResolvedRetry, resolveRetry, type StepRetryPolicy } from './step-retry-policy.js';
 import type { StoreRetrySettings } from './store-retry.js';
 
 /** How a runtime takes leases: not at all, before every first append, or only for long runs. */
@@ -64,6 +65,11 @@ export interface RuntimeOptions {
    * `result()` rejects with the store's error. Default 100 (about 8 minutes at the defaults).
    */
   storeRetriesMax?: number;
+  /**
+   * The retry policy of every step that sets none (`retry` in a step's options overrides it,
+   * `retry: false` turns it off). Default: no retries (one attempt).
+   */
+  stepRetry?: StepRetryPolicy;
 }
 
 export interface StartOptions {
@@ -90,6 +96,8 @@ export interface RuntimeSettings {
   readonly keepResults: boolean;
   /** Backoff while the store is unavailable. */
   readonly storeRetry: StoreRetrySettings;
+  /** The steps' default retry policy, checked; undefined: one attempt. */
+  readonly stepRetry: ResolvedRetry | undefined;
 }
 
 /** The documented defaults of {@link RuntimeOptions}. */
@@ -116,7 +124,7 @@ function positive(value: number | undefined, fallback: number, name: string): nu
 
 /**
  * Applies the defaults and checks the options. Throws `INVALID_ARGUMENT` (snapshotEvery, the
- * store retry settings).
+ * store retry settings, stepRetry).
  */
 export function resolveSettings(options: RuntimeOptions): RuntimeSettings {
   const leaseTtlMs = options.leaseTtlMs ?? runtimeDefaults.leaseTtlMs;
@@ -141,6 +149,7 @@ export function resolveSettings(options: RuntimeOptions): RuntimeSettings {
     inlineWaitMs: options.inlineWaitMs ?? runtimeDefaults.inlineWaitMs,
     snapshotEvery,
     keepResults: snapshotEvery !== undefined,
+    stepRetry: options.stepRetry === undefined ? undefined : resolveRetry(options.stepRetry),
     storeRetry: {
       storeRetryDelayMs: positive(
         options.storeRetryDelayMs,

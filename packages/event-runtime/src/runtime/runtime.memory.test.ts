@@ -41,7 +41,10 @@ describe('runtime on the memory store', () => {
       { name: 'tx', run: async (ctx) => ctx.transaction('t', () => 1) },
       null,
     );
-    await expect(handle.result()).rejects.toMatchObject({ code: 'TRANSACTIONS_UNSUPPORTED' });
+    await expect(handle.result()).rejects.toMatchObject({
+      code: 'EXECUTION_FAILED',
+      fields: { step: null, error: { code: 'TRANSACTIONS_UNSUPPORTED' } },
+    });
     await runtime.shutdown();
   });
 });

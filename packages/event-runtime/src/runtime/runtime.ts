@@ -110,6 +110,28 @@ export class Runtime {
   }
 
   /**
+   * Retry a failed execution from its failed step, on this node: `execution.retried` is appended
+   * after its `execution.failed` (behind the fence, so two retries cannot both reopen it), the
+   * flow replays its completed steps without running them, and the step whose failure failed the
+   * execution runs again with a fresh attempt budget. Deploy the fix first: the flow replays
+   * under the code registered here. Resolves with a handle once the retry is durable.
+   *
+   * Error codes: `EXECUTION_NOT_FOUND`, `EXECUTION_NOT_FAILED` (it runs, completed, was cancelled
+   * or continued; `fields.status`), `FLOW_NOT_REGISTERED`, `INVALID_ENVELOPE` (id),
+   * `RUNTIME_SHUT_DOWN`, `STORE_BUSY`, store errors.
+   *
+   * @example
+   * const failed = await runtime.retry('order-42');
+   * console.log(await failed.result());
+   */
+  async retry<O = unknown>(executionId: string): Promise<ExecutionHandle<O>> {
+    this.kernel.assertRunning();
+    checkExecutionId(executionId);
+    await this.kernel.executions.retry(executionId);
+    return this.handle<O>(executionId, true);
+  }
+
+  /**
    * Where an execution stands, from its log: `running` (or suspended), or how it settled.
    * Throws `EXECUTION_NOT_FOUND`.
    */

@@ -10,9 +10,11 @@ import {
   replayedValue,
   stepFailed,
 } from './driver-support.js';
+import type { StepRecord } from './execution-state.js';
 import type { EffectContext, StepOptions, TransactionHandle } from './flow.js';
-import { EventType } from './kernel-events.js';
+import { EventType, type StepFailedPayload } from './kernel-events.js';
 import { recordError } from './recorded-error.js';
+import { type ResolvedRetry, resolveRetry } from './step-retry-policy.js';
 
 /**
  * `ctx.step` and `ctx.transaction`: run an effect behind a durability barrier once, record its
@@ -21,7 +23,11 @@ import { recordError } from './recorded-error.js';
 export class StepOperations {
   constructor(private readonly scope: DriverScope) {}
 
-  /** `ctx.step`: the effect runs once, after its `step.started` is durable. */
+  /**
+   * `ctx.step`: the effect runs once, after its `step.started` is durable; with a retry policy,
+   * again after each retryable failure, each failure journaled (`step.attempt_failed`) and made
+   * durable before the backoff, which is a durable timer.
+   */
   async step<T>(
     name: string,
     fn: (effect: EffectContext) => T | Promise<T>,
@@ -30,6 +36,8 @@ export class StepOperations {
     const { executionId, journal, state, suspension } = this.scope;
     this.scope.ensureOpen('step', name);
     if (suspension.suspending) return never();
+    // Checked before the claim: a bad policy is the caller's mistake, like a bad name.
+    const retry = this.retryOf(options);
     const claim = this.scope.claim('step', name);
     if (claim.recorded !== undefined && claim.recorded.status !== 'started')
       return this.replayed<T>(claim.index);
@@ -42,43 +50,95 @@ export class StepOperations {
         },
       );
     }
-    suspension.beginInFlight();
-    try {
-      if (claim.recorded === undefined) {
-        const payload: JsonValue =
-          options?.idempotent === true
-            ? { index: claim.index, name: claim.name, idempotent: true }
-            : { index: claim.index, name: claim.name };
-        journal.record(EventType.stepStarted, payload);
-        state.steps[claim.index] = { name: claim.name, status: 'started' };
-      }
-      await this.scope.barrier();
-      // The flow returned while this step (never awaited) waited for its barrier: the execution
-      // has ended and nothing could record the effect's outcome, so the effect must not run.
-      if (this.scope.ended()) return never();
-      let result: T;
-      try {
-        result = await fn(this.effectContext(claim.index, claim.name));
-      } catch (thrown) {
-        this.scope.interrupt();
-        throw this.failed(claim, thrown);
-      }
-      this.scope.interrupt();
-      const payload = { index: claim.index, name: claim.name, result: result ?? null };
-      let text: string;
-      try {
-        text = this.encodeResult(claim, payload);
-      } catch (refused) {
-        // The effect ran but its result cannot be recorded: the step fails, durably, so a
-        // replay fails it the same way instead of running the effect again.
-        throw this.failed(claim, refused);
-      }
-      journal.record(EventType.stepCompleted, payload as JsonValue, text);
-      this.completed(claim, text);
-      return recordedValue(payload.result, text, 'result') as T;
-    } finally {
-      suspension.settleInFlight();
+    if (claim.recorded === undefined) {
+      const payload: JsonValue =
+        options?.idempotent === true
+          ? { index: claim.index, name: claim.name, idempotent: true }
+          : { index: claim.index, name: claim.name };
+      journal.record(EventType.stepStarted, payload);
+      state.steps[claim.index] = { name: claim.name, status: 'started' };
     }
+    for (;;) {
+      const record = state.steps[claim.index] as StepRecord;
+      if (record.retryAtMs !== undefined) {
+        await this.scope.waitUntil(record.retryAtMs);
+        this.scope.interrupt();
+      }
+      const attempt = (record.attempts ?? 0) + 1;
+      suspension.beginInFlight();
+      try {
+        await this.scope.barrier();
+        // The flow returned while this step (never awaited) waited for its barrier: the execution
+        // has ended and nothing could record the effect's outcome, so the effect must not run.
+        if (this.scope.ended()) return never();
+        let result: T;
+        try {
+          result = await fn(this.effectContext(claim.index, claim.name, attempt));
+        } catch (thrown) {
+          this.scope.interrupt();
+          if (retry === undefined || !this.retryable(retry, attempt, thrown))
+            throw this.failed(claim, thrown, retry === undefined ? undefined : attempt);
+          this.attemptFailed(claim, attempt, thrown, retry.delayMs(attempt));
+          // Durable before the backoff: a crash while it waits must not forget this attempt.
+          await this.scope.barrier();
+          continue;
+        }
+        this.scope.interrupt();
+        const payload = { index: claim.index, name: claim.name, result: result ?? null };
+        let text: string;
+        try {
+          text = this.encodeResult(claim, payload);
+        } catch (refused) {
+          // The effect ran but its result cannot be recorded: the step fails, durably, so a
+          // replay fails it the same way instead of running the effect again.
+          throw this.failed(claim, refused, retry === undefined ? undefined : attempt);
+        }
+        journal.record(EventType.stepCompleted, payload as JsonValue, text);
+        this.completed(claim, text);
+        return recordedValue(payload.result, text, 'result') as T;
+      } finally {
+        suspension.settleInFlight();
+      }
+    }
+  }
+
+  /** The step's retry policy: its own, else the runtime's; undefined for one attempt. */
+  private retryOf(options: StepOptions | undefined): ResolvedRetry | undefined {
+    const own = options?.retry;
+    if (own === false) return undefined;
+    if (own === undefined) return this.scope.kernel.settings.stepRetry;
+    return resolveRetry(own);
+  }
+
+  /** True when another attempt may follow failed attempt `attempt`. */
+  private retryable(retry: ResolvedRetry, attempt: number, thrown: unknown): boolean {
+    if (attempt >= retry.attempts || this.scope.signal.aborted) return false;
+    if (retry.retryable === undefined) return true;
+    try {
+      return retry.retryable(thrown) === true;
+    } catch {
+      // A predicate that throws cannot vouch for another attempt: the step fails with its error.
+      return false;
+    }
+  }
+
+  /** Journals a failed attempt and when the next one runs (`step.attempt_failed`). */
+  private attemptFailed(claim: Claim, attempt: number, thrown: unknown, delayMs: number): void {
+    const error = recordError(thrown);
+    const retryAtMs = this.scope.kernel.clock.now() + delayMs;
+    this.scope.journal.record(EventType.stepAttemptFailed, {
+      index: claim.index,
+      name: claim.name,
+      attempt,
+      error,
+      retryAtMs,
+    } as never);
+    this.scope.state.steps[claim.index] = {
+      name: claim.name,
+      status: 'started',
+      attempts: attempt,
+      retryAtMs,
+    };
   }
 
   /** `ctx.transaction`: the effect and its `step.completed` commit in one store transaction. */
@@ -146,17 +206,22 @@ export class StepOperations {
     });
   }
 
-  /** Records the step as failed with what was thrown, and returns the error the flow gets. */
-  private failed(claim: Claim, thrown: unknown): LoomError {
+  /**
+   * Records the step as failed with what was thrown (and, for a retried step, the attempts it
+   * made), and returns the error the flow gets.
+   */
+  private failed(claim: Claim, thrown: unknown, attempts?: number): LoomError {
     const { executionId, journal, state } = this.scope;
     const error = recordError(thrown);
-    journal.record(EventType.stepFailed, {
-      index: claim.index,
-      name: claim.name,
-      error,
-    } as never);
-    state.steps[claim.index] = { name: claim.name, status: 'failed', error };
-    return stepFailed(executionId, claim.index, claim.name, error, thrown);
+    const payload: StepFailedPayload = { index: claim.index, name: claim.name, error };
+    const record: StepRecord = { name: claim.name, status: 'failed', error };
+    if (attempts !== undefined) {
+      payload.attempts = attempts;
+      record.attempts = attempts;
+    }
+    journal.record(EventType.stepFailed, payload as never);
+    state.steps[claim.index] = record;
+    return stepFailed(executionId, claim.index, claim.name, error, thrown, attempts ?? 1);
   }
 
   private completed(claim: Claim, text: string): void {
@@ -170,13 +235,14 @@ export class StepOperations {
       : { name: claim.name, status: 'completed' };
   }
 
-  private effectContext(index: number, name: string): EffectContext {
+  private effectContext(index: number, name: string, attempt: number): EffectContext {
     const { executionId } = this.scope;
     return {
       executionId,
       stepIndex: index,
       stepName: name,
       idempotencyKey: `${executionId}/${index}`,
+      attempt,
       signal: this.scope.signal,
       clock: this.scope.kernel.clock,
     };
@@ -184,8 +250,16 @@ export class StepOperations {
 
   private replayed<T>(index: number): T {
     const recorded = this.scope.state.steps[index];
-    if (recorded?.status === 'failed')
-      throw stepFailed(this.scope.executionId, index, recorded.name, recorded.error);
+    if (recorded?.status === 'failed') {
+      throw stepFailed(
+        this.scope.executionId,
+        index,
+        recorded.name,
+        recorded.error,
+        undefined,
+        recorded.attempts ?? 1,
+      );
+    }
     return replayedValue(recorded?.result, this.scope.kernel.settings.keepResults) as T;
   }
 }

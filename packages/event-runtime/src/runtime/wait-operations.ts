@@ -125,7 +125,7 @@ export class WaitOperations {
   }
 
   /** Returns once `wakeAtMs` has passed: at once, after a short in-memory wait, or never (suspend). */
-  private async waitUntilDue(wakeAtMs: number): Promise<void> {
+  async waitUntilDue(wakeAtMs: number): Promise<void> {
     const { suspension } = this.scope;
     const { clock, settings } = this.scope.kernel;
     const remainingMs = wakeAtMs - clock.now();

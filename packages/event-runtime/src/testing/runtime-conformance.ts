@@ -12,6 +12,7 @@ import type { SnapshotStore } from '../snapshot-store.js';
 import { CountingEventStore } from './counting-event-store.js';
 import { expectIllFormed, freshId, illFormedTexts } from './event-store-conformance.js';
 import type { ManualClock } from './manual-clock.js';
+import { runtimeRetries } from './runtime-retry-conformance.js';
 import { runtimeStoreFaults } from './runtime-store-faults.js';
 
 /** What a backend hands the runtime suite for one test. */
@@ -39,6 +40,26 @@ async function codeOf(promise: Promise<unknown>): Promise<string> {
     await promise;
   } catch (error) {
     return (error as LoomError).code ?? `untyped: ${String(error)}`;
+  }
+  return 'resolved';
+}
+
+/**
+ * The code of what a failed execution's flow threw: `result()` rejects with `EXECUTION_FAILED`
+ * (checked here), carrying it in `fields.thrown` (a `STEP_FAILED`) or `fields.error`.
+ */
+function thrownCode(error: LoomError): string {
+  expect(error.code).toBe(ErrorCode.EXECUTION_FAILED);
+  const fields = error.fields as { thrown?: { code?: string }; error?: { code?: string } };
+  return (fields.thrown ?? fields.error)?.code ?? ErrorCode.EXECUTION_FAILED;
+}
+
+/** `thrownCode` of the error `promise` rejects with ('resolved' if it resolves). */
+async function thrownCodeOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    return thrownCode(error as LoomError);
   }
   return 'resolved';
 }
@@ -104,6 +125,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
     });
 
     runtimeStoreFaults(() => harness, runtime);
+    runtimeRetries(() => harness, runtime);
 
     describe('steps and barriers', () => {
       for (const steps of [0, 1, 3, 10]) {
@@ -282,7 +304,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           id,
         );
         const error = (await handle.result().catch((caught) => caught)) as LoomError;
-        expect(error.code).toBe(ErrorCode.NON_DETERMINISM);
+        expect(thrownCode(error)).toBe(ErrorCode.NON_DETERMINISM);
         expect(error.message).toMatch(/'charge'.*'refund'/);
         expect(error.fields.expected).toBe('charge');
         expect(error.fields.actual).toBe('refund');
@@ -392,7 +414,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           const created = runtime();
           const handle = await created.start(flow, null);
           const error = (await handle.result().catch((caught) => caught)) as LoomError;
-          expect(error.code).toBe(code);
+          expect(thrownCode(error)).toBe(code);
           const events = await harness.store.read(handle.executionId);
           const last = events[events.length - 1];
           expect(last?.type).toBe('execution.failed');
@@ -1053,7 +1075,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           for (const use of uses) {
             const handle = await created.start({ name: 'bad-name', run: use }, null);
             const error = (await handle.result().catch((caught) => caught)) as LoomError;
-            expect(error.code).toBe(ErrorCode.INVALID_STEP_NAME);
+            expect(thrownCode(error)).toBe(ErrorCode.INVALID_STEP_NAME);
             expect(error.fields.position).toBe(position);
             const events = await harness.store.read(handle.executionId);
             expect(events.map((event) => event.type)).toEqual([
@@ -1306,7 +1328,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           'the sleep to fail or suspend',
         );
         expect(await created.status(handle.executionId)).toBe('failed');
-        expect(await codeOf(handle.result())).toBe(ErrorCode.INVALID_ARGUMENT);
+        expect(await thrownCodeOf(handle.result())).toBe(ErrorCode.INVALID_ARGUMENT);
       });
     });
 
@@ -1400,7 +1422,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           const started = created.start(flow, null, { executionId: id });
           const handle = await within(started, 'start()');
           const error = await failureOf(handle.result(), 'result()');
-          expect(error.code).toBe(ErrorCode.LIMIT_EXCEEDED);
+          expect(thrownCode(error)).toBe(ErrorCode.LIMIT_EXCEEDED);
           expect(await lastType(id)).toBe('execution.failed');
           messages.push(error.message.replaceAll(id, '<id>'));
         }
@@ -1480,7 +1502,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         const first = await created.start(parent, null);
         expect(await within(first.result(), 'parent result()')).toBe(ErrorCode.LIMIT_EXCEEDED);
         const second = await created.start(continuing, 'go');
-        expect((await failureOf(second.result(), 'continuing result()')).code).toBe(
+        expect(thrownCode(await failureOf(second.result(), 'continuing result()'))).toBe(
           ErrorCode.LIMIT_EXCEEDED,
         );
         expect(await harness.store.findExecutions({ status: 'running' })).toEqual([]);
@@ -1806,7 +1828,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
             };
             const handle = await created.start(flow, null);
             const error = await failureOf(handle.result(), 'result()');
-            expect(error.code).toBe(
+            expect(thrownCode(error)).toBe(
               where === 'a step' ? ErrorCode.STEP_FAILED : ErrorCode.EXECUTION_FAILED,
             );
             expect(typeof error.message).toBe('string');

@@ -69,6 +69,8 @@ describe('a ManualClock owns all of time', () => {
       leaseTtlMs: 30_000,
       timerPollMs: 60_000,
       recoverEveryMs: 3_600_000,
+      // Backoffs (10 s to 40 s) wait in memory, holding the lease; the 3-day sleep suspends.
+      inlineWaitMs: 60_000,
     });
     runtimes.push(runtime);
     const attempts: number[] = [];

@@ -94,22 +94,28 @@ describe('cron schedules and the runtime they fire on', () => {
   }
 
   it('a status lookup that fails is retried on the clock, never taken for completed: no overlapping run', async () => {
-    const { clock, store, scheduleId, second, idle } =
+    const { clock, store, runtime, scheduleId, second, idle } =
       await firstRunThenSecondOccurrence('unavailable');
-    // The retry waits 1 s on the runtime's clock, then finds the first run still running.
+    // The retry waits 1 s on the runtime's clock (a durable timer), then finds the first run
+    // still running.
+    await idle();
     await clock.advance(1_000);
+    expect(await runtime.kernel.wakeDue()).toEqual([scheduleId]);
     await idle();
     expect(fired(await store.read(scheduleId), second)).toBe(false);
     expect(await store.read(`cron:minutely:${second}`)).toEqual([]);
   });
 
   it('a lookup that keeps failing skips the occurrence, records why, and the schedule goes on', async () => {
-    const { clock, store, scheduleId, second, idle, faults } = await firstRunThenSecondOccurrence(
-      'unavailable',
-      5,
-    );
-    // Four more attempts, 1 s, 2 s, 4 s and 8 s apart on the runtime's clock.
-    for (const backoffMs of [1_000, 2_000, 4_000, 8_000]) await clock.advance(backoffMs);
+    const { clock, store, runtime, scheduleId, second, idle, faults } =
+      await firstRunThenSecondOccurrence('unavailable', 5);
+    // Four more attempts, 1 s, 2 s, 4 s and 8 s apart on the runtime's clock: each backoff is a
+    // durable timer the timer service wakes.
+    for (const backoffMs of [1_000, 2_000, 4_000, 8_000]) {
+      await idle();
+      await clock.advance(backoffMs);
+      expect(await runtime.kernel.wakeDue()).toEqual([scheduleId]);
+    }
     await idle();
     expect(faults.injected).toBe(5);
     const events = await store.read(scheduleId);
@@ -118,7 +124,14 @@ describe('cron schedules and the runtime they fire on', () => {
         event.type === 'step.failed' &&
         (event.payload as { name?: string }).name === `fire-${second}`,
     );
-    expect(failed?.payload).toMatchObject({ error: { code: 'RETRIES_EXHAUSTED' } });
+    expect(failed?.payload).toMatchObject({ attempts: 5, error: { code: 'STORE_UNAVAILABLE' } });
+    expect(
+      events.filter(
+        (event) =>
+          event.type === 'step.attempt_failed' &&
+          (event.payload as { name?: string }).name === `fire-${second}`,
+      ),
+    ).toHaveLength(4);
     expect(JSON.stringify(failed?.payload)).toContain('the store is unreachable');
     expect(await store.read(`cron:minutely:${second}`)).toEqual([]);
     // Still scheduled: it sleeps until the next occurrence.

@@ -41,10 +41,10 @@ async function eventually(check: () => Promise<boolean>, what: string): Promise<
 for (const [backend, open] of backends) {
   describe(`flows on ${backend}`, () => {
     const runtimes: FlowRuntime[] = [];
-    const make = () => {
+    const make = (inlineWaitMs = 0) => {
       const clock = new ManualClock();
       const store = open(clock);
-      const runtime = createFlowRuntime({ store, clock, timerPollMs: 0, inlineWaitMs: 0 });
+      const runtime = createFlowRuntime({ store, clock, timerPollMs: 0, inlineWaitMs });
       runtimes.push(runtime);
       return { clock, store, runtime };
     };
@@ -91,7 +91,7 @@ for (const [backend, open] of backends) {
     });
 
     it('retries a step inside one durable step; a TerminalError stops it', async () => {
-      const { runtime, store, clock } = make();
+      const { runtime, store, clock } = make(1_000);
       const attempts: number[] = [];
       const flow = defineFlow({ name: 'retrying' }, async (ctx) => {
         const value = await ctx.step(
@@ -114,6 +114,7 @@ for (const [backend, open] of backends) {
           );
         } catch (error) {
           terminal = ((error as LoomError).fields.error as { code?: string }).code ?? 'no code';
+          terminal += ` after ${(error as LoomError).fields.attempts}`;
         }
         return { value, terminal };
       });
@@ -121,17 +122,18 @@ for (const [backend, open] of backends) {
       const handle = await runtime.start(flow, null);
       expect(await clock.runUntilSettled(handle.result())).toEqual({
         value: 'third time',
-        terminal: 'TERMINAL',
+        terminal: 'TERMINAL after 1',
       });
       expect(attempts).toEqual([1, 2, 3]);
       // Backoff 1 ms then 2 ms, waited on the runtime's clock.
       expect(clock.now() - startedAtMs).toBe(3);
       const types = (await store.read(handle.executionId)).map((event) => event.type);
       expect(types.filter((type) => type === 'step.started')).toHaveLength(2);
+      expect(types.filter((type) => type === 'step.attempt_failed')).toHaveLength(2);
     });
 
     it('step middleware runs inside the retry: it sees every attempt and its error', async () => {
-      const { runtime, clock } = make();
+      const { runtime, clock } = make(1_000);
       const seen: string[] = [];
       const logging: EffectMiddleware = (next) => async (effect) => {
         seen.push(`start ${effect.attempt}`);
@@ -184,7 +186,8 @@ for (const [backend, open] of backends) {
         .runUntilSettled(handle.result())
         .catch((caught) => caught)) as LoomError;
       expect(clock.now() - startedAtMs).toBe(20);
-      expect(error.code).toBe('STEP_FAILED');
+      expect(error.code).toBe('EXECUTION_FAILED');
+      expect(error.fields.step).toBe('hang');
       expect((error.fields.error as { code: string }).code).toBe('TIMEOUT');
       expect(aborted).toBe(true);
     });
@@ -203,7 +206,9 @@ for (const [backend, open] of backends) {
       expect(await runtime.kernel.wakeDue()).toEqual([handle.executionId]);
       expect(await handle.result()).toBe('rested');
       const bad = await runtime.start(flow, '3 days');
-      expect(await codeOf(bad.result())).toBe(ErrorCode.INVALID_ARGUMENT);
+      const refused = (await bad.result().catch((caught) => caught)) as LoomError;
+      expect(refused.code).toBe('EXECUTION_FAILED');
+      expect((refused.fields.error as { code: string }).code).toBe(ErrorCode.INVALID_ARGUMENT);
     });
 
     it('validates signal payloads before writing; the flow gets the parsed value', async () => {

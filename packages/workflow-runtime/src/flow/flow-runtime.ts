@@ -8,6 +8,7 @@ import {
   type QueueStore,
   type Runtime,
   type RuntimeOptions,
+  type StepRetryPolicy,
 } from '@loom/event-runtime';
 import { ErrorCode, LoomError } from '../errors.js';
 import {
@@ -31,10 +32,17 @@ import {
 } from './queue-worker.js';
 import { ScheduleChain, type ScheduleDescription } from './schedule-chain.js';
 import { type InferInput, type StandardSchemaV1, validate } from './standard-schema.js';
+import { stopOnTerminal } from './workflow-context.js';
 
 export interface FlowRuntimeOptions extends Omit<RuntimeOptions, 'flows'> {
   /** Every flow this process can run or resume (by name and version). */
   flows?: ReadonlyArray<WorkflowDefinition<never, unknown>>;
+  /**
+   * The retry policy of every step that sets none (a step's own `retry` overrides it; `retry:
+   * false` turns it off for that step). Retries are durable, and a `TerminalError` is never
+   * retried. Default: one attempt.
+   */
+  stepRetry?: StepRetryPolicy;
   /**
    * Durable queues for `enqueue` and `work` (`InMemoryQueueStore`, `SqliteQueueStore` on the
    * event store's database, `PostgresQueueStore` on its pool). Without it those two throw
@@ -77,10 +85,14 @@ export class FlowRuntime {
   private readonly schedules: ScheduleChain;
 
   constructor(options: FlowRuntimeOptions) {
-    const { flows, queues, ...kernelOptions } = options;
+    const { flows, queues, stepRetry, ...kernelOptions } = options;
     this.queues = queues;
     this.onError = options.onError ?? (() => undefined);
-    this.kernel = createRuntime(kernelOptions);
+    this.kernel = createRuntime(
+      stepRetry === undefined
+        ? kernelOptions
+        : { ...kernelOptions, stepRetry: stopOnTerminal(stepRetry) },
+    );
     const scheduleFlow = cronScheduleFlow(this.kernel, (name, version) =>
       this.lookup(name, version),
     );
@@ -223,6 +235,23 @@ export class FlowRuntime {
       value = await checkSignal(schema, name, executionId, payload);
     }
     return this.kernel.signal(executionId, name, value, options);
+  }
+
+  /**
+   * Retry a failed execution from its failed step: completed steps replay (their effects do not
+   * run again), the step whose failure failed the execution runs again with a fresh attempt
+   * budget, and the log records the retry (`execution.retried` after `execution.failed`). Deploy
+   * the fix first: the execution replays under the flow registered here.
+   *
+   * Error codes: `EXECUTION_NOT_FOUND`, `EXECUTION_NOT_FAILED` (`fields.status`),
+   * `FLOW_NOT_REGISTERED`, `STORE_BUSY`, store errors.
+   *
+   * @example
+   * const handle = await runtime.retry('order-42');
+   * console.log(await handle.result());
+   */
+  retry<O = unknown>(executionId: string): Promise<ExecutionHandle<O>> {
+    return this.kernel.retry<O>(executionId);
   }
 
   /**

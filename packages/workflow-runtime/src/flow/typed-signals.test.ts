@@ -1,19 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type EventStore, InMemoryEventStore } from '@loom/event-runtime';
-import { SqliteEventStore } from '@loom/event-runtime/sqlite';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import type { LoomError } from '@loom/event-runtime';
+import { ManualClock } from '@loom/event-runtime/testing';
+import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../errors.js';
-import { codeOf } from './backends.test-support.js';
+import { codeOf, testBackends } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
 import { defineSignal } from './define-signal.js';
 import { createFlowRuntime, type FlowRuntime } from './flow-runtime.js';
 import type { StandardSchemaV1 } from './standard-schema.js';
-
-const directory = mkdtempSync(join(tmpdir(), 'loom-typed-signals-'));
-afterAll(() => rmSync(directory, { recursive: true, force: true }));
-let fileCounter = 0;
 
 /** A schema whose input type is `T` (as zod's would be), checking with `check` at run time. */
 function schemaOf<T>(check: (value: unknown) => string | undefined): StandardSchemaV1<T, T> {
@@ -48,6 +41,11 @@ const payment = defineFlow({ name: 'payment' }, async (ctx) => {
   return 'paid';
 });
 const approveSignal = defineSignal('approve', approval);
+/** Waits for the defined signal itself: the payload is the schema's output, checked on receipt. */
+const approvalByDefinition = defineFlow({ name: 'approval-by-definition' }, async (ctx) => {
+  const decision = await ctx.waitForSignal(approveSignal, { timeout: '1h' });
+  return decision.received ? `approved by ${decision.payload.by.toUpperCase()}` : 'timed out';
+});
 const shipment = defineFlow(
   { name: 'shipment', version: '3', signals: { delivered: reason } },
   async (ctx, input: { sku: string }) => {
@@ -85,41 +83,47 @@ export function senderTypes(runtime: FlowRuntime): void {
   void runtime.kernel.signal('order-1', 'aprove', 42);
 }
 
-const backends: Array<[string, () => EventStore]> = [
-  ['memory', () => new InMemoryEventStore()],
-  [
-    'sqlite',
-    () =>
-      SqliteEventStore.open({
-        path: join(directory, `signals-${++fileCounter}.db`),
-        migrate: true,
-      }),
-  ],
-];
+/** Compile-time checks of the receiving side, never run. */
+export function receiverTypes(ctx: Parameters<Parameters<typeof defineFlow>[1]>[0]): void {
+  void ctx.waitForSignal(approveSignal).then((decision) => {
+    if (decision.received) {
+      const by: string = decision.payload.by;
+      void by;
+      // @ts-expect-error the payload is the schema's output type: it has no 'amount'
+      void decision.payload.amount;
+    }
+  });
+  // @ts-expect-error a defined signal brings its own schema
+  void ctx.waitForSignal(approveSignal, { schema: approval });
+}
 
-for (const [backend, open] of backends) {
+for (const [backend, open] of testBackends('signals')) {
   describe(`typed signals on ${backend}`, () => {
     const cleanups: Array<() => Promise<void>> = [];
     afterEach(async () => {
       for (const cleanup of cleanups.splice(0)) await cleanup();
     });
-    const make = () => {
-      const store = open();
+    const make = async () => {
+      const clock = new ManualClock();
+      const made = await open(clock);
+      const store = made.store;
       const runtime = createFlowRuntime({
         store,
-        flows: [order, payment],
+        clock,
+        flows: [order, payment, approvalByDefinition],
         timerPollMs: 0,
         inlineWaitMs: 0,
       });
       cleanups.push(async () => {
         await runtime.kernel.shutdown();
+        await made.drop();
         await store.close();
       });
-      return { runtime, store };
+      return { runtime, store, clock };
     };
 
     it('a typed signal reaches the flow', async () => {
-      const { runtime } = make();
+      const { runtime } = await make();
       const handle = await runtime.start(order, undefined as never, { executionId: 'o-1' });
       expect(await runtime.signal(order, 'o-1', 'approve', { by: 'ada' })).toEqual({
         signalId: 1,
@@ -130,7 +134,7 @@ for (const [backend, open] of backends) {
     });
 
     it('a payload the schema refuses is INVALID_SIGNAL and nothing is written', async () => {
-      const { runtime, store } = make();
+      const { runtime, store } = await make();
       await runtime.start(order, undefined as never, { executionId: 'o-2' });
       const refused = runtime.signal(order, 'o-2', 'approve', { by: 42 } as never);
       await expect(refused).rejects.toMatchObject({
@@ -147,7 +151,7 @@ for (const [backend, open] of backends) {
     });
 
     it('a flow definition that is not the execution’s flow is INVALID_SIGNAL', async () => {
-      const { runtime, store } = make();
+      const { runtime, store } = await make();
       await runtime.start(payment, undefined as never, { executionId: 'p-1' });
       const wrong = runtime.signal(order, 'p-1', 'approve', { by: 'ada' });
       await expect(wrong).rejects.toMatchObject({ code: ErrorCode.INVALID_SIGNAL });
@@ -155,8 +159,44 @@ for (const [backend, open] of backends) {
       expect(await store.readSignals('p-1')).toEqual([]);
     });
 
+    it('ctx.waitForSignal(definition) receives under its name, typed and checked by its schema', async () => {
+      const { runtime, store, clock } = await make();
+      /** Resolves once this node stopped driving `id` (it suspended); fails after 2 s. */
+      const suspended = async (id: string) => {
+        for (let poll = 0; poll < 400 && runtime.kernel.activeExecutions.includes(id); poll++)
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        expect(runtime.kernel.activeExecutions).not.toContain(id);
+      };
+      const handle = await runtime.start(approvalByDefinition, undefined as never, {
+        executionId: 'd-1',
+      });
+      await suspended('d-1');
+      await runtime.signal(approveSignal, 'd-1', { by: 'ada' });
+      expect(await runtime.kernel.wakeDue(10)).toEqual(['d-1']);
+      expect(await handle.result()).toBe('approved by ADA');
+      // A payload sent untyped past the sender's checks is refused on receipt by the schema.
+      const refused = await runtime.start(approvalByDefinition, undefined as never, {
+        executionId: 'd-2',
+      });
+      await suspended('d-2');
+      await runtime.kernel.signal('d-2', 'approve', { by: 7 });
+      expect(await runtime.kernel.wakeDue(10)).toEqual(['d-2']);
+      const error = (await refused.result().catch((caught) => caught)) as LoomError;
+      expect(error.code).toBe('EXECUTION_FAILED');
+      expect((error.fields.error as { code: string }).code).toBe(ErrorCode.INVALID_SIGNAL);
+      // The definition's timeout works as the name form's does.
+      const waiting = await runtime.start(approvalByDefinition, undefined as never, {
+        executionId: 'd-3',
+      });
+      await suspended('d-3');
+      await clock.advance(3_600_000);
+      expect(await runtime.kernel.wakeDue(10)).toEqual(['d-3']);
+      expect(await waiting.result()).toBe('timed out');
+      expect((await store.readSignals('d-1')).map((signal) => signal.name)).toEqual(['approve']);
+    });
+
     it('a defined signal is validated by its schema and delivered under its name', async () => {
-      const { runtime, store } = make();
+      const { runtime, store } = await make();
       await runtime.start(payment, undefined as never, { executionId: 'p-2' });
       await runtime.signal(approveSignal, 'p-2', { by: 'grace' }, { idempotencyKey: 'k' });
       const [sent] = await store.readSignals('p-2');

@@ -1,30 +1,39 @@
-import type { EffectContext, FlowContext, JsonValue, TransactionHandle } from '@loom/event-runtime';
+import type {
+  EffectContext,
+  FlowContext,
+  JsonValue,
+  StepRetryPolicy,
+  TransactionHandle,
+} from '@loom/event-runtime';
 import {
   composeMiddleware,
   type EffectMiddleware,
-  type RetryOptions,
-  retryMiddleware,
+  isTerminalError,
   timeoutMiddleware,
   wrapEffect,
 } from '@loom/middleware';
 import { ErrorCode, LoomError } from '../errors.js';
 import type { WorkflowDefinition } from './define-flow.js';
+import { isSignalDefinition, type SignalDefinition } from './define-signal.js';
 import { type Duration, parseDuration } from './duration.js';
 import type { Json } from './json.js';
-import { type StandardSchemaV1, validate } from './standard-schema.js';
+import { type InferOutput, type StandardSchemaV1, validate } from './standard-schema.js';
 
 /** Per-step policy: retries with backoff, a timeout, and any effect middleware. */
 export interface StepOptions {
   /**
-   * Retry the effect on failure (a `TerminalError` stops it). All attempts are one step. The
-   * outermost layer: `middleware` and `timeout` apply to each attempt.
+   * Retry the effect on failure, durably (a `TerminalError` stops it): all attempts are one step,
+   * each failed attempt is journaled (`step.attempt_failed`, with its error and the next retry
+   * time) and the backoff is a durable timer, so a crash neither restarts the count nor loses
+   * the wait. Overrides the runtime's `stepRetry`; `false` turns retries off for this step.
+   * `middleware` and `timeout` apply to each attempt.
    */
-  retry?: Omit<RetryOptions, 'clock' | 'setTimer'>;
+  retry?: StepRetryPolicy | false;
   /** Abort the effect (through its signal) and fail the attempt after this long. */
   timeout?: Duration;
   /**
    * More effect middleware (timing, logging, tracing, rate limits, …), outermost first. They run
-   * inside `retry` and outside `timeout`: once per attempt, each seeing that attempt's error.
+   * once per attempt, outside `timeout`, each seeing that attempt's error.
    */
   middleware?: readonly EffectMiddleware[];
   /** The effect is safe to repeat (recorded for operators). */
@@ -70,6 +79,20 @@ export interface WorkflowContext {
     name: string,
     options?: { timeout?: Duration; schema?: StandardSchemaV1<unknown, T> },
   ): Promise<Received<T>>;
+  /**
+   * Wait for a signal made with `defineSignal`: its name, and its schema validating (and
+   * transforming) the payload on receipt, so the payload is typed as the schema's output. A
+   * payload the schema refuses fails the execution with `INVALID_SIGNAL`.
+   *
+   * @example
+   * const approval = defineSignal('approve', z.object({ by: z.string() }));
+   * const decision = await ctx.waitForSignal(approval, { timeout: '2d' });
+   * if (decision.received) console.log(decision.payload.by);
+   */
+  waitForSignal<S extends StandardSchemaV1>(
+    signal: SignalDefinition<string, S>,
+    options?: { timeout?: Duration },
+  ): Promise<Received<InferOutput<S>>>;
   /** Run a child flow and wait for its output (`CHILD_FAILED` if it fails). */
   child<I, O>(
     flow: WorkflowDefinition<I, O>,
@@ -102,33 +125,34 @@ export function workflowContext(ctx: FlowContext): WorkflowContext {
       const chain = stepMiddleware(name, options);
       const effect =
         chain === undefined
-          ? (effect: EffectContext) => fn({ ...effect, attempt: 1 })
+          ? fn
           : (effect: EffectContext) =>
-              // A middleware may hand down a context of its own making: the step's clock stays.
+              // A middleware may hand down a context of its own making: the step's clock and
+              // attempt (counted by the kernel, from the log) stay.
               wrapEffect(chain, (attempt) =>
-                fn({ ...attempt, clock: attempt.clock ?? effect.clock }),
+                fn({ ...attempt, clock: attempt.clock ?? effect.clock, attempt: effect.attempt }),
               )(effect);
-      return ctx.step(
-        name,
-        effect,
-        options?.idempotent === true ? { idempotent: true } : undefined,
-      );
+      return ctx.step(name, effect, kernelStepOptions(options));
     }) as WorkflowContext['step'],
     transaction: (name, work) => ctx.transaction(name, work),
     sleep: (duration) => ctx.sleep(parseDuration(duration, 'sleep')),
     sleepUntil: (at) => ctx.sleepUntil(instant(at)),
-    waitForSignal: async <T>(
-      name: string,
+    waitForSignal: (async <T>(
+      target: string | SignalDefinition,
       options?: { timeout?: Duration; schema?: StandardSchemaV1<unknown, T> },
     ): Promise<Received<T>> => {
+      const name = isSignalDefinition(target) ? target.name : target;
+      const schema = (isSignalDefinition(target) ? target.schema : options?.schema) as
+        | StandardSchemaV1<unknown, T>
+        | undefined;
       const wait = await ctx.waitForSignal(
         name,
         options?.timeout === undefined
           ? undefined
           : { timeoutMs: parseDuration(options.timeout, 'timeout') },
       );
-      if (!wait.received || options?.schema === undefined) return wait as Received<T>;
-      const checked = await validate(options.schema, wait.payload);
+      if (!wait.received || schema === undefined) return wait as Received<T>;
+      const checked = await validate(schema, wait.payload);
       if (!checked.ok) {
         throw new LoomError(
           ErrorCode.INVALID_SIGNAL,
@@ -137,7 +161,7 @@ export function workflowContext(ctx: FlowContext): WorkflowContext {
         );
       }
       return { received: true, payload: checked.value, signalId: wait.signalId };
-    },
+    }) as WorkflowContext['waitForSignal'],
     child: (flow, input, options) => ctx.child(flow, input, options),
     continueAsNew: (input) => ctx.continueAsNew(input),
     now: () => ctx.now(),
@@ -147,17 +171,41 @@ export function workflowContext(ctx: FlowContext): WorkflowContext {
   };
 }
 
+/** The kernel's options for a step: its idempotence and its retry policy (TerminalError stops). */
+function kernelStepOptions(
+  options: StepOptions | undefined,
+): { idempotent?: boolean; retry?: StepRetryPolicy | false } | undefined {
+  if (options === undefined) return undefined;
+  const kernel: { idempotent?: boolean; retry?: StepRetryPolicy | false } = {};
+  if (options.idempotent === true) kernel.idempotent = true;
+  if (options.retry !== undefined) kernel.retry = stopOnTerminal(options.retry);
+  return kernel;
+}
+
+/**
+ * A retry policy that never retries a `TerminalError` (code `TERMINAL`), whatever its own
+ * `retryable` says. `false` and a non-object pass through (the kernel checks the policy).
+ */
+export function stopOnTerminal<P extends StepRetryPolicy | false>(policy: P): P {
+  if (typeof policy !== 'object' || policy === null) return policy;
+  const retryable = policy.retryable;
+  return {
+    ...policy,
+    retryable: (error: unknown) =>
+      !isTerminalError(error) && (retryable === undefined || retryable(error)),
+  };
+}
+
 function stepMiddleware(
   name: string,
   options: StepOptions | undefined,
 ): EffectMiddleware | undefined {
   if (options === undefined) return undefined;
-  // Retry outermost, so the step's own middleware (logging, timing, tracing, rate limits) runs
-  // once per attempt and sees each attempt's error; the timeout innermost, so each attempt gets
-  // the whole timeout and the middleware sees a TIMEOUT like any other failure.
-  const chain: EffectMiddleware[] = [];
-  if (options.retry !== undefined) chain.push(retryMiddleware(options.retry));
-  chain.push(...(options.middleware ?? []));
+  // The kernel retries (durably) around this chain, so the step's own middleware (logging,
+  // timing, tracing, rate limits) runs once per attempt and sees each attempt's error; the
+  // timeout innermost, so each attempt gets the whole timeout and the middleware sees a TIMEOUT
+  // like any other failure.
+  const chain: EffectMiddleware[] = [...(options.middleware ?? [])];
   if (options.timeout !== undefined)
     chain.push(
       timeoutMiddleware({ ms: parseDuration(options.timeout, `timeout of step '${name}'`) }),

@@ -1,0 +1,377 @@
+import { describe, expect, it } from 'vitest';
+import type { JsonValue, StoredEvent } from '../envelope.js';
+import { ErrorCode, type LoomError } from '../errors.js';
+import type { ExecutionFailedFields } from '../runtime/execution-outcome.js';
+import type { Flow } from '../runtime/flow.js';
+import type { StepAttemptFailedPayload } from '../runtime/kernel-events.js';
+import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
+import type { StepRetryPolicy } from '../runtime/step-retry-policy.js';
+import { CountingEventStore } from './counting-event-store.js';
+import { freshId } from './event-store-conformance.js';
+import type { RuntimeHarness } from './runtime-conformance.js';
+
+/**
+ * Settles `promise` while firing the harness clock's timers (backoffs waited in memory), giving
+ * real I/O (SQLite, Postgres) time between rounds; fails after `roundsMax` rounds.
+ */
+async function drive<T>(harness: RuntimeHarness, promise: Promise<T>, roundsMax = 2_000) {
+  let settled = false;
+  const watched = promise.finally(() => {
+    settled = true;
+  });
+  watched.catch(() => undefined);
+  for (let round = 0; round < roundsMax && !settled; round++) {
+    await harness.clock.runUntil(() => settled);
+    if (!settled) await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  if (!settled) throw new Error('the promise never settled while the clock ran its timers');
+  return watched;
+}
+
+/** The error `promise` rejects with (a resolved promise fails the test). */
+async function rejection(promise: Promise<unknown>): Promise<LoomError> {
+  return promise.then(
+    (value) => {
+      throw new Error(`expected a rejection, got ${JSON.stringify(value)}`);
+    },
+    (error: unknown) => error as LoomError,
+  );
+}
+
+const noJitter = (attempts: number, initialMs = 10): StepRetryPolicy => ({
+  attempts,
+  backoff: { initialMs, factor: 1, jitter: 'none' },
+});
+
+function types(events: StoredEvent[]): string[] {
+  return events.map((event) => event.type);
+}
+
+/**
+ * Durable step retries, failures that carry their facts, and `retry(id)`, on every backend:
+ * each failed attempt is journaled with its error and next retry time, the backoff is a durable
+ * timer, a node that takes an execution over continues the attempt count, `result()` rejects
+ * with `EXECUTION_FAILED` naming the step, its attempts and the recorded error, and a failed
+ * execution reopens from its failed step.
+ */
+export function runtimeRetries(
+  getHarness: () => RuntimeHarness,
+  runtime: (options?: Partial<RuntimeOptions>) => Runtime,
+): void {
+  describe('durable step retries', () => {
+    it('each failed attempt is journaled with its error and next retry time; steps that do not fail still write two events', async () => {
+      const harness = getHarness();
+      const created = runtime({ inlineWaitMs: 1_000 });
+      const attempts: number[] = [];
+      const flow: Flow<null, string> = {
+        name: 'flaky-charge',
+        run: async (ctx) => {
+          await ctx.step('reserve', () => 'reserved');
+          const charged = await ctx.step(
+            'charge',
+            (effect) => {
+              attempts.push(effect.attempt);
+              if (effect.attempt < 3) throw new Error(`gateway timeout ${effect.attempt}`);
+              return 'charged';
+            },
+            { retry: noJitter(5, 250) },
+          );
+          await ctx.step('ship', () => 'shipped');
+          return charged;
+        },
+      };
+      const id = freshId('flaky');
+      const handle = await created.start(flow, null, { executionId: id });
+      expect(await drive(harness, handle.result())).toBe('charged');
+      expect(attempts).toEqual([1, 2, 3]);
+      const events = await harness.store.read(id);
+      expect(types(events)).toEqual([
+        'execution.started',
+        'step.started',
+        'step.completed',
+        'step.started',
+        'step.attempt_failed',
+        'step.attempt_failed',
+        'step.completed',
+        'step.started',
+        'step.completed',
+        'execution.completed',
+      ]);
+      const failed = events
+        .filter((event) => event.type === 'step.attempt_failed')
+        .map((event) => event.payload as unknown as StepAttemptFailedPayload);
+      expect(failed.map((payload) => [payload.index, payload.name, payload.attempt])).toEqual([
+        [1, 'charge', 1],
+        [1, 'charge', 2],
+      ]);
+      for (const [position, payload] of failed.entries()) {
+        expect(payload.error.message).toBe(`gateway timeout ${position + 1}`);
+        expect(payload.error.stack).toMatch(/gateway timeout/);
+        const at = events.find((event) => event.payload === (payload as unknown as JsonValue))?.at;
+        expect(payload.retryAtMs).toBe((at as number) + 250);
+      }
+    });
+
+    it('steps under a retry policy that do not fail cost what plain steps cost: 2n + 2 events in n + 1 appends', async () => {
+      const harness = getHarness();
+      const counting = new CountingEventStore(harness.store);
+      const created = runtime({ store: counting, stepRetry: noJitter(5) });
+      const flow: Flow<null, number[]> = {
+        name: 'never-fails',
+        run: async (ctx) => [
+          await ctx.step('a', (effect) => effect.attempt),
+          await ctx.step('b', (effect) => effect.attempt, { retry: noJitter(3) }),
+          await ctx.step('c', (effect) => effect.attempt),
+        ],
+      };
+      const id = freshId('no-failures');
+      const handle = await created.start(flow, null, { executionId: id });
+      expect(await handle.result()).toEqual([1, 1, 1]);
+      expect(await harness.countRows(id)).toBe(2 * 3 + 2);
+      expect(counting.counts.appends).toBe(3 + 1);
+    });
+
+    it('a long backoff suspends the execution like a durable sleep, and another node continues the count', async () => {
+      const harness = getHarness();
+      const first = runtime({ nodeId: 'first' });
+      const runs: string[] = [];
+      const flow: Flow<null, string> = {
+        name: 'always-declined',
+        run: async (ctx) =>
+          ctx.step(
+            'charge',
+            (effect) => {
+              runs.push(`${effect.attempt}`);
+              throw new Error(`declined ${effect.attempt}`);
+            },
+            { retry: noJitter(4, 60_000) },
+          ),
+      };
+      const id = freshId('suspended-retry');
+      await first.start(flow, null, { executionId: id });
+      const suspendedAt = async () => {
+        const events = await harness.store.read(id);
+        const last = events[events.length - 1];
+        return last?.type === 'execution.suspended'
+          ? (last.payload as { wakeAtMs: number }).wakeAtMs
+          : undefined;
+      };
+      for (let poll = 0; poll < 500 && (await suspendedAt()) === undefined; poll++)
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      const events = await harness.store.read(id);
+      const failed = events.find((event) => event.type === 'step.attempt_failed');
+      expect(failed).toBeDefined();
+      // The execution holds nothing while it waits: it suspended until the recorded retry time.
+      expect(await suspendedAt()).toBe(
+        (failed?.payload as unknown as StepAttemptFailedPayload | undefined)?.retryAtMs,
+      );
+      await first.shutdown();
+      const second = runtime({ nodeId: 'second', flows: [flow as Flow<never, unknown>] });
+      for (let round = 0; round < 10 && (await second.status(id)) === 'running'; round++) {
+        await harness.clock.advance(60_000);
+        await second.wakeDue();
+        await second.idle();
+        for (let poll = 0; poll < 500 && second.activeExecutions.length > 0; poll++)
+          await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      expect(runs).toEqual(['1', '2', '3', '4']);
+      const error = await rejection(second.attach(id).result());
+      expect(error.code).toBe(ErrorCode.EXECUTION_FAILED);
+      expect(error.fields).toMatchObject({ step: 'charge', stepIndex: 0, attempts: 4 });
+      expect(
+        types(await harness.store.read(id)).filter((type) => type === 'step.attempt_failed'),
+      ).toHaveLength(3);
+    });
+
+    it('EXECUTION_FAILED carries the failing step, its attempts and the recorded error with code, message and stack', async () => {
+      const harness = getHarness();
+      const created = runtime({ inlineWaitMs: 1_000 });
+      const flow: Flow<null, string> = {
+        name: 'declined',
+        run: async (ctx) => {
+          await ctx.step('reserve', () => 'reserved');
+          return ctx.step(
+            'charge',
+            () => {
+              throw Object.assign(new Error('card declined'), { code: 'CARD_DECLINED' });
+            },
+            { retry: noJitter(3) },
+          );
+        },
+      };
+      const handle = await created.start(flow, null, { executionId: freshId('declined') });
+      const error = await rejection(drive(harness, handle.result()));
+      expect(error.code).toBe(ErrorCode.EXECUTION_FAILED);
+      const fields = error.fields as unknown as ExecutionFailedFields;
+      expect(fields.executionId).toBe(handle.executionId);
+      expect(fields.step).toBe('charge');
+      expect(fields.stepIndex).toBe(1);
+      expect(fields.attempts).toBe(3);
+      expect(fields.error).toMatchObject({
+        name: 'Error',
+        message: 'card declined',
+        code: 'CARD_DECLINED',
+      });
+      expect(fields.error.stack).toMatch(/card declined/);
+      expect(error.message).toMatch(/in step 'charge' after 3 attempts: card declined/);
+    });
+
+    it('a non-retryable error fails the step at once; a flow error names no step', async () => {
+      const harness = getHarness();
+      const created = runtime({ inlineWaitMs: 1_000 });
+      let runs = 0;
+      const refused: Flow<null, string> = {
+        name: 'refused',
+        run: async (ctx) =>
+          ctx.step(
+            'charge',
+            () => {
+              runs += 1;
+              throw new TypeError('bad card number');
+            },
+            { retry: { ...noJitter(5), retryable: (error) => !(error instanceof TypeError) } },
+          ),
+      };
+      const first = await created.start(refused, null);
+      const error = await rejection(drive(harness, first.result()));
+      expect(error.fields).toMatchObject({
+        step: 'charge',
+        attempts: 1,
+        error: { name: 'TypeError', message: 'bad card number' },
+      });
+      expect(runs).toBe(1);
+      const bare: Flow<null, string> = {
+        name: 'bare-throw',
+        run: async () => {
+          throw new RangeError('no such plan');
+        },
+      };
+      const second = await created.start(bare, null);
+      const flowError = await rejection(second.result());
+      expect(flowError.code).toBe(ErrorCode.EXECUTION_FAILED);
+      expect(flowError.fields).toMatchObject({
+        step: null,
+        attempts: null,
+        error: { name: 'RangeError', message: 'no such plan' },
+      });
+    });
+
+    it("the runtime's stepRetry applies to steps without a policy; a step's own policy or false overrides it", async () => {
+      const harness = getHarness();
+      const created = runtime({ inlineWaitMs: 1_000, stepRetry: noJitter(3) });
+      const runs = { inherited: 0, own: 0, off: 0 };
+      const failing = (key: keyof typeof runs) => () => {
+        runs[key] += 1;
+        throw new Error(key);
+      };
+      const flow: Flow<null, Array<number | null>> = {
+        name: 'defaults',
+        run: async (ctx) => {
+          const attemptsOf = async (work: Promise<unknown>) =>
+            work.then(
+              () => null,
+              (error: LoomError) => error.fields.attempts as number,
+            );
+          return [
+            await attemptsOf(ctx.step('inherited', failing('inherited'))),
+            await attemptsOf(ctx.step('own', failing('own'), { retry: noJitter(2) })),
+            await attemptsOf(ctx.step('off', failing('off'), { retry: false })),
+          ];
+        },
+      };
+      const handle = await created.start(flow, null);
+      expect(await drive(harness, handle.result())).toEqual([3, 2, 1]);
+      expect(runs).toEqual({ inherited: 3, own: 2, off: 1 });
+      expect(() => createRuntime({ store: harness.store, stepRetry: { attempts: 0 } })).toThrow(
+        expect.objectContaining({ code: ErrorCode.INVALID_ARGUMENT }),
+      );
+    });
+  });
+
+  describe('retry(id)', () => {
+    it('reruns the failed step with a fresh budget, replays completed steps, and records execution.retried', async () => {
+      const harness = getHarness();
+      const created = runtime({ inlineWaitMs: 1_000 });
+      const ran = { reserve: 0, charge: 0 };
+      let broken = true;
+      const flow: Flow<null, string> = {
+        name: 'retry-me',
+        run: async (ctx) => {
+          await ctx.step('reserve', () => {
+            ran.reserve += 1;
+            return 'reserved';
+          });
+          return ctx.step(
+            'charge',
+            (effect) => {
+              ran.charge += 1;
+              if (broken) throw new Error(`gateway down (attempt ${effect.attempt})`);
+              return `charged on attempt ${effect.attempt}`;
+            },
+            { retry: noJitter(2) },
+          );
+        },
+      };
+      const id = freshId('retry');
+      const handle = await created.start(flow, null, { executionId: id });
+      expect((await rejection(drive(harness, handle.result()))).fields.attempts).toBe(2);
+      expect(await created.status(id)).toBe('failed');
+      broken = false;
+      const retried = await created.retry(id);
+      expect(await drive(harness, retried.result())).toBe('charged on attempt 1');
+      expect(ran).toEqual({ reserve: 1, charge: 3 });
+      expect(await created.status(id)).toBe('completed');
+      const events = await harness.store.read(id);
+      const failedAt = events.findIndex((event) => event.type === 'execution.failed');
+      expect(types(events).slice(failedAt)).toEqual([
+        'execution.failed',
+        'execution.retried',
+        'step.completed',
+        'execution.completed',
+      ]);
+      expect(events[failedAt + 1]?.payload).toEqual({ stepIndex: 1, failedSequence: failedAt });
+      expect((await harness.store.verify(id)).ok).toBe(true);
+      // A fresh runtime replays the whole log (retried included) to the same outcome.
+      const reader = runtime({ nodeId: 'reader', flows: [flow as Flow<never, unknown>] });
+      expect(await reader.attach(id).result()).toBe('charged on attempt 1');
+      const again = await rejection(created.retry(id));
+      expect(again.code).toBe(ErrorCode.EXECUTION_NOT_FAILED);
+      expect(again.fields.status).toBe('completed');
+      expect((await rejection(created.retry(freshId('missing')))).code).toBe(
+        ErrorCode.EXECUTION_NOT_FOUND,
+      );
+    });
+
+    it('two nodes retrying the same failed execution reopen it once', async () => {
+      const harness = getHarness();
+      let fail = true;
+      let runs = 0;
+      const flow: Flow<null, string> = {
+        name: 'retry-race',
+        run: async (ctx) =>
+          ctx.step('only', () => {
+            runs += 1;
+            if (fail) throw new Error('down');
+            return 'up';
+          }),
+      };
+      const one = runtime({ nodeId: 'one', flows: [flow as Flow<never, unknown>] });
+      const two = runtime({ nodeId: 'two', flows: [flow as Flow<never, unknown>] });
+      const id = freshId('race');
+      await rejection((await one.start(flow, null, { executionId: id })).result());
+      fail = false;
+      const outcomes = await Promise.allSettled([one.retry(id), two.retry(id)]);
+      const won = outcomes.filter((outcome) => outcome.status === 'fulfilled');
+      expect(won).toHaveLength(1);
+      for (const outcome of outcomes) {
+        if (outcome.status === 'rejected')
+          expect((outcome.reason as LoomError).code).toBe(ErrorCode.EXECUTION_NOT_FAILED);
+      }
+      expect(await one.attach(id).result()).toBe('up');
+      expect(runs).toBe(2);
+      expect(
+        types(await harness.store.read(id)).filter((type) => type === 'execution.retried'),
+      ).toHaveLength(1);
+    });
+  });
+}
