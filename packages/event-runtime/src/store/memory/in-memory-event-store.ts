@@ -20,12 +20,16 @@ import type {
   SubscriptionHandler,
   VerifyResult,
 } from '../../event-store.js';
+import { admitAppend } from '../../internal/admit-append.js';
 import { AppendSignal } from '../../internal/append-signal.js';
 import { checkClaimDue } from '../../internal/claim-due-arguments.js';
-import { decodePayload } from '../../internal/json-codec.js';
-import { admitAppend } from '../../internal/admit-append.js';
 import { matchesIndexFilter, mergeIndexUpdate } from '../../internal/index-filter.js';
-import { checkExecutionId, type IndexUpdate, prepareAppend } from '../../internal/prepare-append.js';
+import { decodePayload } from '../../internal/json-codec.js';
+import {
+  checkExecutionId,
+  type IndexUpdate,
+  prepareAppend,
+} from '../../internal/prepare-append.js';
 import {
   prepareSignal,
   readSignalsOptions,
@@ -35,7 +39,7 @@ import {
 import { findExecutionsOptions, readAllOptions, readOptions } from '../../internal/read-options.js';
 import { storeClosed } from '../../internal/store-errors.js';
 import { StoreSubscriptions } from '../../internal/store-subscriptions.js';
-import { rowToEvent, type StoredRow } from '../../internal/stored-row.js';
+import { rowToEvent, type StoredRow, storedRowOf } from '../../internal/stored-row.js';
 import { verifyRows } from '../../internal/verify-rows.js';
 
 export interface InMemoryEventStoreOptions {
@@ -102,16 +106,7 @@ export class InMemoryEventStore implements EventStore {
     for (let index = 0; index < stored.length; index++) {
       const event = stored[index] as StoredEvent;
       event.position = this.log.length + 1;
-      const row: StoredRow = {
-        executionId,
-        sequence: event.sequence,
-        type: event.type,
-        at: event.at,
-        payloadText: prepared.events[index]?.payloadText as string,
-        position: event.position,
-        prevHash: event.prevHash,
-        hash: event.hash,
-      };
+      const row = storedRowOf(event, prepared.events[index]?.payloadText as string);
       target.push(row);
       this.log.push(row);
     }

@@ -139,7 +139,12 @@ export function toLoomError(
     );
   }
   const kind = classifyPgError(error);
-  return storeFailure(kind, pgFailureMessage(kind, code, detail, operation), { schema, operation, code }, error);
+  return storeFailure(
+    kind,
+    pgFailureMessage(kind, code, detail, operation),
+    { schema, operation, code },
+    error,
+  );
 }
 
 /** What to tell the reader for each failure kind (the code comes from the kind: store-kit). */

@@ -34,8 +34,9 @@ export function prepareAppendStatements(db: Database.Database): SqliteAppendStat
   return {
     tail: db.prepare<[string], { sequence: number; hash: string }>(tailSql),
     insert: db.prepare<[string, number, string, string, number, string | null, string]>(insertSql),
-    upsertExecution: db.prepare<
-      [string, string, number | null, number, string | null, string | null, string | null, number]
-    >(upsertExecutionSql),
+    upsertExecution:
+      db.prepare<
+        [string, string, number | null, number, string | null, string | null, string | null, number]
+      >(upsertExecutionSql),
   };
 }

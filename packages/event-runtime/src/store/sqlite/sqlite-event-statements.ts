@@ -1,5 +1,8 @@
 import type Database from 'better-sqlite3';
-import { prepareAppendStatements, type SqliteAppendStatements } from './sqlite-append-statements.js';
+import {
+  prepareAppendStatements,
+  type SqliteAppendStatements,
+} from './sqlite-append-statements.js';
 import { prepareClaimDueStatement } from './sqlite-claim-due-statement.js';
 import { prepareFenceStatements, type SqliteFenceStatements } from './sqlite-fence-statements.js';
 import { prepareReadStatements, type SqliteReadStatements } from './sqlite-read-statements.js';

@@ -4,13 +4,11 @@ import { systemClock } from '../../clock.js';
 import type {
   AppendGuard,
   EventEnvelope,
-  ExecutionStatus,
   ExecutionSummary,
   FindExecutionsOptions,
   ReadAllOptions,
   ReadOptions,
   ReadSignalsOptions,
-  SettledAs,
   SignalInput,
   StoredEvent,
   StoredSignal,

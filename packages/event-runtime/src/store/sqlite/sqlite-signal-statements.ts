@@ -55,9 +55,8 @@ export function prepareSignalStatements(db: Database.Database): SqliteSignalStat
     status: db.prepare<[string], { status: string }>(statusSql),
     signalByKey: db.prepare<[string, string], { signal_id: number }>(signalByKeySql),
     nextSignalId: db.prepare<[string], { next: number }>(nextSignalIdSql),
-    insertSignal: db.prepare<[string, number, string, string, string | null, number]>(
-      insertSignalSql,
-    ),
+    insertSignal:
+      db.prepare<[string, number, string, string, string | null, number]>(insertSignalSql),
     wakeSuspended: db.prepare<[number, string]>(wakeSuspendedSql),
     readSignals: db.prepare<[string, number, number], SqliteSignalRow>(readSignalsSql),
   };
