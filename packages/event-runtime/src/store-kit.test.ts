@@ -129,7 +129,8 @@ class MapEventStore implements EventStore {
     const filter = findExecutionsOptions(options);
     const ids = [...this.index.keys()].filter(
       (id) =>
-        id > filter.afterExecutionId && matchesIndexFilter(this.index.get(id) as IndexUpdate, filter),
+        id > filter.afterExecutionId &&
+        matchesIndexFilter(this.index.get(id) as IndexUpdate, filter),
     );
     return ids
       .sort()
