@@ -43,7 +43,7 @@ import {
   storedRowOf,
   verifyRows,
 } from './store-kit.js';
-import { eventStoreConformance } from './testing.js';
+import { eventStoreConformance, sameProcessPeer } from './testing.js';
 
 interface Inbox {
   signals: Array<Omit<StoredSignal, 'payload'> & { payloadText: string }>;
@@ -216,27 +216,7 @@ eventStoreConformance('store-kit (a Map-based fourth backend)', async () => {
   return {
     store,
     // One heap: a peer is a view on the same Maps that closes on its own.
-    openPeer: async () => {
-      let closed = false;
-      const guard = <T>(call: () => Promise<T>): Promise<T> =>
-        closed ? Promise.reject(storeClosed('map')) : call();
-      return {
-        backend: 'map',
-        fences: store.fences,
-        append: (envelopes, appendGuard) => guard(() => store.append(envelopes, appendGuard)),
-        read: (id, options) => guard(() => store.read(id, options)),
-        readAll: (options) => guard(() => store.readAll(options)),
-        findExecutions: (options) => guard(() => store.findExecutions(options)),
-        sendSignal: (signal) => guard(() => store.sendSignal(signal)),
-        readSignals: (id, options) => guard(() => store.readSignals(id, options)),
-        claimDue: (nowMs, limit) => guard(() => store.claimDue(nowMs, limit)),
-        subscribe: (options, handler) => store.subscribe(options, handler),
-        verify: (id) => guard(() => store.verify(id)),
-        close: async () => {
-          closed = true;
-        },
-      };
-    },
+    openPeer: async () => sameProcessPeer(store),
     countRows: async (executionId) => store.rows.get(executionId)?.length ?? 0,
     tamper: async (executionId, sequence, payloadText) => {
       const row = store.rows.get(executionId)?.[sequence];
