@@ -67,9 +67,7 @@ class MapEventStore implements EventStore {
   private closed = false;
 
   constructor(private readonly clock: Clock = systemClock) {
-    this.subscriptions = new StoreSubscriptions({
-      readAll: (afterPosition, limit) => this.readAll({ afterPosition, limit }),
-      read: (executionId, fromSequence, limit) => this.read(executionId, { fromSequence, limit }),
+    this.subscriptions = new StoreSubscriptions(this, {
       watch: (executionId, wake) => this.appended.watch(executionId, wake),
       pollIntervalMs: 0,
       clock,

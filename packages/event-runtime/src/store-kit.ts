@@ -73,7 +73,6 @@ export {
   storeFailureCode,
   storeReadOnly,
 } from './internal/store-errors.js';
-export { StoreSubscriptions } from './internal/store-subscriptions.js';
+export { type AppendFeed, StoreSubscriptions } from './internal/store-subscriptions.js';
 export { rowToEvent, type StoredRow, storedRowOf } from './internal/stored-row.js';
-export { type PumpSource, SubscriptionPump } from './internal/subscription-pump.js';
 export { verifyRows } from './internal/verify-rows.js';

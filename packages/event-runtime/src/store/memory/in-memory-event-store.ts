@@ -72,9 +72,7 @@ export class InMemoryEventStore implements EventStore {
 
   constructor(options: InMemoryEventStoreOptions = {}) {
     this.clock = options.clock ?? systemClock;
-    this.subscriptions = new StoreSubscriptions({
-      readAll: (afterPosition, limit) => this.readAll({ afterPosition, limit }),
-      read: (executionId, fromSequence, limit) => this.read(executionId, { fromSequence, limit }),
+    this.subscriptions = new StoreSubscriptions(this, {
       watch: (executionId, wake) => this.signal.watch(executionId, wake),
       pollIntervalMs: 0,
       clock: this.clock,

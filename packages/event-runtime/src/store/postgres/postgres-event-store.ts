@@ -163,9 +163,7 @@ export class PostgresEventStore implements TransactionalEventStore {
       options.notifyBuckets,
       options.clock,
     );
-    this.subscriptions = new StoreSubscriptions({
-      readAll: (afterPosition, limit) => this.readAll({ afterPosition, limit }),
-      read: (executionId, fromSequence, limit) => this.read(executionId, { fromSequence, limit }),
+    this.subscriptions = new StoreSubscriptions(this, {
       watch: (executionId, wake) => this.notifications.watch(executionId, wake),
       pollIntervalMs: options.pollIntervalMs,
       clock: options.clock,

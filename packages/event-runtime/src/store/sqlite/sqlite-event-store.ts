@@ -115,9 +115,7 @@ export class SqliteEventStore implements TransactionalEventStore {
       prepareEventStatements,
       this.readOnly,
     );
-    this.subscriptions = new StoreSubscriptions({
-      readAll: (afterPosition, limit) => this.readAll({ afterPosition, limit }),
-      read: (executionId, fromSequence, limit) => this.read(executionId, { fromSequence, limit }),
+    this.subscriptions = new StoreSubscriptions(this, {
       watch: (executionId, wake) => this.signal.watch(executionId, wake),
       pollIntervalMs: this.pollIntervalMs,
       clock: this.clock,
