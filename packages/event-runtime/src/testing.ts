@@ -15,6 +15,7 @@ export {
   queueStoreConformance,
 } from './testing/queue-store-conformance.js';
 export { type RuntimeHarness, runtimeConformance } from './testing/runtime-conformance.js';
+export { sameProcessPeer } from './testing/same-process-peer.js';
 export {
   type SnapshotStoreHarness,
   snapshotStoreConformance,

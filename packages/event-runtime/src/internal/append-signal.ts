@@ -6,6 +6,7 @@ export class AppendSignal {
   private readonly global = new Set<() => void>();
   private readonly byExecution = new Map<string, Set<() => void>>();
 
+  /** Calls `wake` on every append (no `executionId`) or on the execution's. Returns an unwatch. */
   watch(executionId: string | undefined, wake: () => void): () => void {
     if (executionId === undefined) {
       this.global.add(wake);
@@ -28,12 +29,14 @@ export class AppendSignal {
     return this.global.size > 0 || this.byExecution.size > 0;
   }
 
+  /** Wakes the global watchers and the execution's: call it after an append is durable. */
   emit(executionId: string): void {
     for (const wake of this.global) wake();
     const set = this.byExecution.get(executionId);
     if (set !== undefined) for (const wake of set) wake();
   }
 
+  /** Wakes every watcher (after appends whose executions are not known one by one). */
   emitAll(): void {
     for (const wake of this.global) wake();
     for (const set of this.byExecution.values()) for (const wake of set) wake();

@@ -1,4 +1,4 @@
-import { ErrorCode, LoomError } from '../errors.js';
+import { ErrorCode, LoomError, type LoomErrorFields } from '../errors.js';
 
 /** `EXECUTION_ALREADY_STARTED`: sequence 0 of an existing execution. */
 export function alreadyStarted(executionId: string): LoomError {
@@ -45,5 +45,39 @@ export function storeReadOnly(backend: string, operation: string): LoomError {
   );
 }
 
-/** The small set of failure kinds every backend maps its driver errors to. */
+/**
+ * The small set of failure kinds every backend maps its driver errors to, so kernel logic never
+ * knows which database it is on: a duplicate key (`23505`, `SQLITE_CONSTRAINT_PRIMARYKEY`), a
+ * lock held too long, a lost connection (or an unreadable file), anything else.
+ */
 export type StoreFailureKind = 'unique_violation' | 'busy' | 'connection_lost' | 'other';
+
+/**
+ * The code a driver failure of each kind surfaces as, when the backend did not turn it into
+ * something more precise first (a `unique_violation` on an append is `EXECUTION_ALREADY_STARTED`
+ * or `SEQUENCE_CONFLICT`, decided by the backend that knows which key it was).
+ */
+const failureCodes: Readonly<Record<StoreFailureKind, ErrorCode>> = {
+  unique_violation: ErrorCode.STORE_FAILURE,
+  busy: ErrorCode.STORE_BUSY,
+  connection_lost: ErrorCode.STORE_UNAVAILABLE,
+  other: ErrorCode.STORE_FAILURE,
+};
+
+/** `STORE_BUSY`, `STORE_UNAVAILABLE` or `STORE_FAILURE`: the code of a failure kind. */
+export function storeFailureCode(kind: StoreFailureKind): ErrorCode {
+  return failureCodes[kind];
+}
+
+/**
+ * Wraps a driver error of a known kind as a typed {@link LoomError} with that kind's code, the
+ * backend's message (which says what to do) and the driver error as `cause`, never lost.
+ */
+export function storeFailure(
+  kind: StoreFailureKind,
+  message: string,
+  fields: LoomErrorFields,
+  cause: unknown,
+): LoomError {
+  return new LoomError(storeFailureCode(kind), message, fields, cause);
+}

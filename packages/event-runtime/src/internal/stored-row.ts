@@ -26,3 +26,17 @@ export function rowToEvent(row: StoredRow): StoredEvent {
     hash: row.hash,
   };
 }
+
+/** The stored form of an event a backend just chained (`chainEvents`/`admitAppend`), payload as text. */
+export function storedRowOf(event: StoredEvent, payloadText: string): StoredRow {
+  return {
+    executionId: event.executionId,
+    sequence: event.sequence,
+    type: event.type,
+    at: event.at,
+    payloadText,
+    position: event.position,
+    prevHash: event.prevHash,
+    hash: event.hash,
+  };
+}

@@ -20,11 +20,12 @@ import type {
   SubscriptionHandler,
   VerifyResult,
 } from '../../event-store.js';
+import { admitAppend } from '../../internal/admit-append.js';
 import { AppendSignal } from '../../internal/append-signal.js';
 import { checkClaimDue } from '../../internal/claim-due-arguments.js';
+import { matchesIndexFilter, mergeIndexUpdate } from '../../internal/index-filter.js';
 import { decodePayload } from '../../internal/json-codec.js';
 import {
-  chainEvents,
   checkExecutionId,
   type IndexUpdate,
   prepareAppend,
@@ -35,37 +36,11 @@ import {
   signalTargetMissing,
   signalTargetSettled,
 } from '../../internal/prepare-signal.js';
-import {
-  type FindExecutionsFilter,
-  findExecutionsOptions,
-  readAllOptions,
-  readOptions,
-} from '../../internal/read-options.js';
-import {
-  alreadyStarted,
-  fenceStale,
-  sequenceConflict,
-  storeClosed,
-} from '../../internal/store-errors.js';
-import { rowToEvent, type StoredRow } from '../../internal/stored-row.js';
-import { SubscriptionPump } from '../../internal/subscription-pump.js';
+import { findExecutionsOptions, readAllOptions, readOptions } from '../../internal/read-options.js';
+import { storeClosed } from '../../internal/store-errors.js';
+import { StoreSubscriptions } from '../../internal/store-subscriptions.js';
+import { rowToEvent, type StoredRow, storedRowOf } from '../../internal/stored-row.js';
 import { verifyRows } from '../../internal/verify-rows.js';
-
-/** The index row passes every filter given (the SQL backends' WHERE clause, in code). */
-function matches(entry: IndexUpdate, filter: FindExecutionsFilter): boolean {
-  const due = filter.dueAtOrBeforeMs;
-  return (
-    (filter.status === undefined || entry.status === filter.status) &&
-    (filter.settledAs === undefined || entry.settledAs === filter.settledAs) &&
-    (filter.flow === undefined || entry.flow === filter.flow) &&
-    (filter.version === undefined || entry.version === filter.version) &&
-    (filter.createdFromMs === undefined || entry.createdAtMs >= filter.createdFromMs) &&
-    (filter.createdBeforeMs === undefined || entry.createdAtMs < filter.createdBeforeMs) &&
-    (filter.updatedFromMs === undefined || entry.updatedAtMs >= filter.updatedFromMs) &&
-    (filter.updatedBeforeMs === undefined || entry.updatedAtMs < filter.updatedBeforeMs) &&
-    (due === undefined || (entry.wakeAtMs !== null && entry.wakeAtMs <= due))
-  );
-}
 
 export interface InMemoryEventStoreOptions {
   clock?: Clock;
@@ -92,11 +67,16 @@ export class InMemoryEventStore implements EventStore {
   private readonly signal = new AppendSignal();
   private readonly inboxes = new Map<string, Array<StoredSignal & { payloadText: string }>>();
   private readonly signalKeys = new Map<string, number>();
-  private readonly subscriptions = new Set<Subscription>();
+  private readonly subscriptions: StoreSubscriptions;
   private closed = false;
 
   constructor(options: InMemoryEventStoreOptions = {}) {
     this.clock = options.clock ?? systemClock;
+    this.subscriptions = new StoreSubscriptions(this, {
+      watch: (executionId, wake) => this.signal.watch(executionId, wake),
+      pollIntervalMs: 0,
+      clock: this.clock,
+    });
     this.fences = {
       current: async (executionId) => {
         this.assertOpen();
@@ -114,53 +94,23 @@ export class InMemoryEventStore implements EventStore {
   async append(envelopes: readonly EventEnvelope[], guard?: AppendGuard): Promise<StoredEvent[]> {
     this.assertOpen();
     const prepared = prepareAppend(envelopes, guard, this.clock.now());
-    const { executionId, firstSequence } = prepared;
-    // Fence first, like the SQL backends: a zombie learns it was fenced, not merely that it raced.
-    if (prepared.fenceEpoch !== undefined) {
-      const current = this.epochs.get(executionId) ?? 0;
-      if (current !== prepared.fenceEpoch)
-        throw fenceStale(executionId, current, prepared.fenceEpoch);
-    }
+    const { executionId } = prepared;
     const rows = this.executions.get(executionId);
-    const next = rows?.length ?? 0;
-    if (firstSequence !== next) {
-      if (firstSequence === 0) throw alreadyStarted(executionId);
-      throw sequenceConflict(executionId, next, firstSequence);
-    }
-    const prevHash = rows === undefined ? null : (rows[rows.length - 1] as StoredRow).hash;
-    const stored = chainEvents(prepared, prevHash);
+    const stored = admitAppend(prepared, {
+      epoch: () => this.epochs.get(executionId) ?? 0,
+      tail: () => (rows === undefined ? undefined : rows[rows.length - 1]),
+    });
     const target = rows ?? [];
     for (let index = 0; index < stored.length; index++) {
       const event = stored[index] as StoredEvent;
       event.position = this.log.length + 1;
-      const row: StoredRow = {
-        executionId,
-        sequence: event.sequence,
-        type: event.type,
-        at: event.at,
-        payloadText: prepared.events[index]?.payloadText as string,
-        position: event.position,
-        prevHash: event.prevHash,
-        hash: event.hash,
-      };
+      const row = storedRowOf(event, prepared.events[index]?.payloadText as string);
       target.push(row);
       this.log.push(row);
     }
     if (rows === undefined) this.executions.set(executionId, target);
     if (prepared.status !== undefined) {
-      const existing = this.index.get(executionId);
-      // Like the SQL upsert: what the start recorded (flow, version, creation) is kept.
-      this.index.set(
-        executionId,
-        existing === undefined
-          ? { ...prepared.status }
-          : {
-              ...prepared.status,
-              flow: existing.flow,
-              version: existing.version,
-              createdAtMs: existing.createdAtMs,
-            },
-      );
+      this.index.set(executionId, mergeIndexUpdate(this.index.get(executionId), prepared.status));
     }
     this.signal.emit(executionId);
     return stored;
@@ -184,7 +134,7 @@ export class InMemoryEventStore implements EventStore {
     const filter = findExecutionsOptions(options);
     const found: ExecutionSummary[] = [];
     for (const [executionId, entry] of this.index) {
-      if (executionId <= filter.afterExecutionId || !matches(entry, filter)) continue;
+      if (executionId <= filter.afterExecutionId || !matchesIndexFilter(entry, filter)) continue;
       const rows = this.executions.get(executionId) as StoredRow[];
       const last = rows[rows.length - 1] as StoredRow;
       found.push({
@@ -272,24 +222,7 @@ export class InMemoryEventStore implements EventStore {
 
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {
     this.assertOpen();
-    const pump = new SubscriptionPump(
-      {
-        readAll: (afterPosition, limit) => this.readAll({ afterPosition, limit }),
-        read: (executionId, fromSequence, limit) => this.read(executionId, { fromSequence, limit }),
-        watch: (executionId, wake) => this.signal.watch(executionId, wake),
-        pollIntervalMs: 0,
-        clock: this.clock,
-      },
-      options,
-      handler,
-    );
-    this.subscriptions.add(pump);
-    return {
-      close: async () => {
-        this.subscriptions.delete(pump);
-        await pump.close();
-      },
-    };
+    return this.subscriptions.subscribe(options, handler);
   }
 
   async verify(executionId: string): Promise<VerifyResult> {
@@ -300,7 +233,7 @@ export class InMemoryEventStore implements EventStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await Promise.all([...this.subscriptions].map((subscription) => subscription.close()));
+    await this.subscriptions.closeAll();
   }
 
   /** Test hook: the stored rows of an execution, to prove `verify` catches tampering. */

@@ -1,5 +1,5 @@
 import { ErrorCode, LoomError } from '../../errors.js';
-import type { StoreFailureKind } from '../../internal/store-errors.js';
+import { type StoreFailureKind, storeFailure } from '../../internal/store-errors.js';
 
 /** Node socket errors that mean "the server is not reachable", not "the query was wrong". */
 const socketCodes = new Set([
@@ -129,47 +129,47 @@ export function toLoomError(
       error,
     );
   }
-  switch (classifyPgError(error)) {
+  if (code === '22021') {
+    return new LoomError(
+      ErrorCode.INVALID_ENVELOPE,
+      `${operation} failed: a string contains a character Postgres text cannot store (NUL); ` +
+        'remove it from the execution id or event type',
+      { schema, operation, code },
+      error,
+    );
+  }
+  const kind = classifyPgError(error);
+  return storeFailure(
+    kind,
+    pgFailureMessage(kind, code, detail, operation),
+    { schema, operation, code },
+    error,
+  );
+}
+
+/** What to tell the reader for each failure kind (the code comes from the kind: store-kit). */
+function pgFailureMessage(
+  kind: StoreFailureKind,
+  code: string | undefined,
+  detail: string,
+  operation: string,
+): string {
+  switch (kind) {
     case 'connection_lost':
-      if (code === undefined && error instanceof Error && connectTimeoutMessage.test(detail)) {
-        return new LoomError(
-          ErrorCode.STORE_UNAVAILABLE,
+      if (code === undefined && connectTimeoutMessage.test(detail)) {
+        return (
           `${operation} failed: the Postgres server did not answer within connectTimeoutMs ` +
-            `(${detail}); check that the host and port are a PostgreSQL server that is up, or ` +
-            'raise connectTimeoutMs',
-          { schema, operation, code },
-          error,
+          `(${detail}); check that the host and port are a PostgreSQL server that is up, or ` +
+          'raise connectTimeoutMs'
         );
       }
-      return new LoomError(
-        ErrorCode.STORE_UNAVAILABLE,
+      return (
         `${operation} failed: the Postgres connection was lost or could not be made (${detail}); ` +
-          'check that the server is up and reachable, then retry',
-        { schema, operation, code },
-        error,
+        'check that the server is up and reachable, then retry'
       );
     case 'busy':
-      return new LoomError(
-        ErrorCode.STORE_BUSY,
-        `${operation} failed: Postgres reported a lock or serialization conflict (${detail}); retry`,
-        { schema, operation, code },
-        error,
-      );
+      return `${operation} failed: Postgres reported a lock or serialization conflict (${detail}); retry`;
     default:
-      if (code === '22021') {
-        return new LoomError(
-          ErrorCode.INVALID_ENVELOPE,
-          `${operation} failed: a string contains a character Postgres text cannot store (NUL); ` +
-            'remove it from the execution id or event type',
-          { schema, operation, code },
-          error,
-        );
-      }
-      return new LoomError(
-        ErrorCode.STORE_FAILURE,
-        `${operation} failed in Postgres (${code ?? 'no SQLSTATE'}): ${detail}`,
-        { schema, operation, code },
-        error,
-      );
+      return `${operation} failed in Postgres (${code ?? 'no SQLSTATE'}): ${detail}`;
   }
 }

@@ -36,8 +36,8 @@ import {
   storeClosed,
   storeReadOnly,
 } from '../../internal/store-errors.js';
+import { StoreSubscriptions } from '../../internal/store-subscriptions.js';
 import { rowToEvent, type StoredRow } from '../../internal/stored-row.js';
-import { SubscriptionPump } from '../../internal/subscription-pump.js';
 import { verifyRows } from '../../internal/verify-rows.js';
 import { Limits } from '../../limits.js';
 import { type AppendedRow, appendValues } from './append-statement.js';
@@ -121,7 +121,7 @@ export class PostgresEventStore implements TransactionalEventStore {
   private readonly sql: StoreStatements;
   private readonly tails: TailCache;
   private readonly notifications: NotifyHub;
-  private readonly subscriptions = new Set<Subscription>();
+  private readonly subscriptions: StoreSubscriptions;
   /** The schema version last found (0: none, or not checked yet). Raised by `migrate()`. */
   private schemaVersion = 0;
   private closed = false;
@@ -163,6 +163,11 @@ export class PostgresEventStore implements TransactionalEventStore {
       options.notifyBuckets,
       options.clock,
     );
+    this.subscriptions = new StoreSubscriptions(this, {
+      watch: (executionId, wake) => this.notifications.watch(executionId, wake),
+      pollIntervalMs: options.pollIntervalMs,
+      clock: options.clock,
+    });
     this.fences = {
       current: async (executionId) => {
         this.assertOpen();
@@ -202,31 +207,14 @@ export class PostgresEventStore implements TransactionalEventStore {
     this.assertWritable('append');
     const prepared = prepareAppend(envelopes, guard, this.options.clock.now());
     if (this.schemaVersion < indexSchemaVersion) await this.requireSchema(indexSchemaVersion);
-    const { executionId, firstSequence } = prepared;
-    const prevHash = firstSequence === 0 ? null : await this.hashBefore(executionId, firstSequence);
-    const stored = chainEvents(prepared, prevHash);
-    const channel = this.notifications.channelOf(executionId);
-    let rows: AppendedRow[];
-    try {
-      const shape =
-        (prepared.fenceEpoch === undefined ? 0 : 1) + (prepared.status === undefined ? 0 : 2);
-      rows = await this.send<AppendedRow>(
-        this.sql.append[shape] as PgStatement,
-        appendValues(prepared, stored, channel),
-      );
-    } catch (error) {
-      throw await this.appendFailure(error, executionId, firstSequence);
-    }
-    if (rows.length === 0) throw await this.fenceRefused(prepared);
-    if (rows.length !== stored.length) {
-      throw new Error(`invariant: append inserted ${rows.length} of ${stored.length} rows`);
-    }
-    for (const row of rows) {
-      (stored[Number(row.sequence) - firstSequence] as StoredEvent).position = Number(row.position);
-    }
-    const last = stored[stored.length - 1] as StoredEvent;
-    this.tails.remember(executionId, last.sequence, last.hash);
-    this.notifications.appended(executionId);
+    const stored = await this.writePrepared(prepared, async (statement, values) => {
+      try {
+        return await this.send<AppendedRow>(statement, values);
+      } catch (error) {
+        throw await this.appendFailure(error, prepared.executionId, prepared.firstSequence);
+      }
+    });
+    this.appended(stored);
     return stored;
   }
 
@@ -264,28 +252,14 @@ export class PostgresEventStore implements TransactionalEventStore {
         throw error;
       }
       prepared = prepareAppend(envelopes(result), guard, this.options.clock.now());
-      const { executionId, firstSequence } = prepared;
-      const prevHash =
-        firstSequence === 0 ? null : await this.hashBefore(executionId, firstSequence);
-      const stored = chainEvents(prepared, prevHash);
-      const shape =
-        (prepared.fenceEpoch === undefined ? 0 : 1) + (prepared.status === undefined ? 0 : 2);
-      const statement = this.sql.append[shape] as PgStatement;
-      const values = appendValues(prepared, stored, this.notifications.channelOf(executionId));
-      this.count(statement.name);
-      const rows = (await client.query({ name: statement.name, text: statement.text, values }))
-        .rows as AppendedRow[];
-      if (rows.length === 0) throw await this.fenceRefused(prepared);
+      const stored = await this.writePrepared(prepared, async (statement, values) => {
+        this.count(statement.name);
+        return (await client.query({ name: statement.name, text: statement.text, values }))
+          .rows as AppendedRow[];
+      });
       this.count('commit');
       await client.query('COMMIT');
-      for (const row of rows) {
-        (stored[Number(row.sequence) - firstSequence] as StoredEvent).position = Number(
-          row.position,
-        );
-      }
-      const last = stored[stored.length - 1] as StoredEvent;
-      this.tails.remember(executionId, last.sequence, last.hash);
-      this.notifications.appended(executionId);
+      this.appended(stored);
       return { result, stored };
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {
@@ -439,24 +413,7 @@ export class PostgresEventStore implements TransactionalEventStore {
    */
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {
     this.assertOpen();
-    const pump = new SubscriptionPump(
-      {
-        readAll: (afterPosition, limit) => this.readAll({ afterPosition, limit }),
-        read: (executionId, fromSequence, limit) => this.read(executionId, { fromSequence, limit }),
-        watch: (executionId, wake) => this.notifications.watch(executionId, wake),
-        pollIntervalMs: this.options.pollIntervalMs,
-        clock: this.options.clock,
-      },
-      options,
-      handler,
-    );
-    this.subscriptions.add(pump);
-    return {
-      close: async () => {
-        this.subscriptions.delete(pump);
-        await pump.close();
-      },
-    };
+    return this.subscriptions.subscribe(options, handler);
   }
 
   /** Re-reads the execution's raw rows (in pages) and recomputes its hash chain. */
@@ -484,7 +441,7 @@ export class PostgresEventStore implements TransactionalEventStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await Promise.all([...this.subscriptions].map((subscription) => subscription.close()));
+    await this.subscriptions.closeAll();
     await this.notifications.close();
     if (this.ownsPool) await this.pool.end();
   }
@@ -502,6 +459,42 @@ export class PostgresEventStore implements TransactionalEventStore {
   /** Test hook: the server pid of the listener connection (to kill it), if connected. */
   listenerProcessIdForTesting(): number | undefined {
     return this.notifications.listenerProcessId;
+  }
+
+  /**
+   * The one tail of `append` and `transact`, after preparing: chains the hashes (from the tail
+   * cache, or one read), sends the append statement through `query` (the pool, or the
+   * transaction's connection), turns "no rows" into `FENCE_STALE` and sets the positions
+   * Postgres assigned. The caller reports success with {@link appended} once it is durable.
+   */
+  private async writePrepared(
+    prepared: PreparedAppend,
+    query: (statement: PgStatement, values: unknown[]) => Promise<AppendedRow[]>,
+  ): Promise<StoredEvent[]> {
+    const { executionId, firstSequence } = prepared;
+    const prevHash = firstSequence === 0 ? null : await this.hashBefore(executionId, firstSequence);
+    const stored = chainEvents(prepared, prevHash);
+    const shape =
+      (prepared.fenceEpoch === undefined ? 0 : 1) + (prepared.status === undefined ? 0 : 2);
+    const rows = await query(
+      this.sql.append[shape] as PgStatement,
+      appendValues(prepared, stored, this.notifications.channelOf(executionId)),
+    );
+    if (rows.length === 0) throw await this.fenceRefused(prepared);
+    if (rows.length !== stored.length) {
+      throw new Error(`invariant: append inserted ${rows.length} of ${stored.length} rows`);
+    }
+    for (const row of rows) {
+      (stored[Number(row.sequence) - firstSequence] as StoredEvent).position = Number(row.position);
+    }
+    return stored;
+  }
+
+  /** A committed append: its tip goes in the tail cache, and local subscribers wake. */
+  private appended(stored: readonly StoredEvent[]): void {
+    const last = stored[stored.length - 1] as StoredEvent;
+    this.tails.remember(last.executionId, last.sequence, last.hash);
+    this.notifications.appended(last.executionId);
   }
 
   private async hashBefore(executionId: string, firstSequence: number): Promise<string> {

@@ -1,5 +1,5 @@
-import { ErrorCode, LoomError } from '../../errors.js';
-import type { StoreFailureKind } from '../../internal/store-errors.js';
+import type { LoomError } from '../../errors.js';
+import { type StoreFailureKind, storeFailure } from '../../internal/store-errors.js';
 
 /** Classifies a better-sqlite3 error into the kernel's failure kinds. */
 export function sqliteFailureKind(error: unknown): StoreFailureKind {
@@ -13,30 +13,23 @@ export function sqliteFailureKind(error: unknown): StoreFailureKind {
   return 'other';
 }
 
-/** Wraps a driver error as a typed LoomError (never loses the original: it is the `cause`). */
-export function mapSqliteError(error: unknown, operation: string): LoomError {
-  switch (sqliteFailureKind(error)) {
+/** What to tell the reader for each failure kind (the code comes from the kind: store-kit). */
+function sqliteFailureMessage(kind: StoreFailureKind, error: unknown, operation: string): string {
+  switch (kind) {
     case 'busy':
-      return new LoomError(
-        ErrorCode.STORE_BUSY,
+      return (
         `SQLite was locked by another writer for longer than the busy timeout during ${operation}; ` +
-          'retry, or raise busyTimeoutMs',
-        { operation },
-        error,
+        'retry, or raise busyTimeoutMs'
       );
     case 'connection_lost':
-      return new LoomError(
-        ErrorCode.STORE_UNAVAILABLE,
-        `SQLite could not read or write its file during ${operation}`,
-        { operation },
-        error,
-      );
+      return `SQLite could not read or write its file during ${operation}`;
     default:
-      return new LoomError(
-        ErrorCode.STORE_FAILURE,
-        `SQLite failed during ${operation}: ${(error as Error)?.message ?? String(error)}`,
-        { operation },
-        error,
-      );
+      return `SQLite failed during ${operation}: ${(error as Error)?.message ?? String(error)}`;
   }
+}
+
+/** Wraps a driver error as a typed LoomError (never loses the original: it is the `cause`). */
+export function mapSqliteError(error: unknown, operation: string): LoomError {
+  const kind = sqliteFailureKind(error);
+  return storeFailure(kind, sqliteFailureMessage(kind, error, operation), { operation }, error);
 }

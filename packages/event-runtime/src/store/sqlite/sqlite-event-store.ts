@@ -4,13 +4,11 @@ import { systemClock } from '../../clock.js';
 import type {
   AppendGuard,
   EventEnvelope,
-  ExecutionStatus,
   ExecutionSummary,
   FindExecutionsOptions,
   ReadAllOptions,
   ReadOptions,
   ReadSignalsOptions,
-  SettledAs,
   SignalInput,
   StoredEvent,
   StoredSignal,
@@ -24,12 +22,12 @@ import type {
   TransactionalEventStore,
   VerifyResult,
 } from '../../event-store.js';
+import { admitAppend } from '../../internal/admit-append.js';
 import { AppendSignal } from '../../internal/append-signal.js';
 import { checkClaimDue } from '../../internal/claim-due-arguments.js';
 import { findExecutionsWhere } from '../../internal/find-executions-query.js';
 import { decodePayload } from '../../internal/json-codec.js';
 import {
-  chainEvents,
   checkExecutionId,
   type PreparedAppend,
   prepareAppend,
@@ -41,18 +39,23 @@ import {
   signalTargetSettled,
 } from '../../internal/prepare-signal.js';
 import { findExecutionsOptions, readAllOptions, readOptions } from '../../internal/read-options.js';
-import {
-  alreadyStarted,
-  fenceStale,
-  sequenceConflict,
-  storeClosed,
-  storeReadOnly,
-} from '../../internal/store-errors.js';
+import { storeReadOnly } from '../../internal/store-errors.js';
+import { StoreSubscriptions } from '../../internal/store-subscriptions.js';
 import { rowToEvent, type StoredRow } from '../../internal/stored-row.js';
-import { SubscriptionPump } from '../../internal/subscription-pump.js';
 import { verifyRows } from '../../internal/verify-rows.js';
 import { mapSqliteError } from './sqlite-errors.js';
+import { prepareEventStatements, type SqliteEventStatements } from './sqlite-event-statements.js';
+import {
+  findExecutionsSql,
+  type SqliteExecutionRow,
+  summaryFromSqlite,
+} from './sqlite-find-executions-statement.js';
 import { sqliteMigrations, sqliteSchemaVersion } from './sqlite-migrations.js';
+import { storedRowFromSqlite } from './sqlite-read-statements.js';
+import { SqliteTableAccess } from './sqlite-table-access.js';
+
+/** The event store needs every migration this code knows (the newest one's name). */
+const latestMigration = (sqliteMigrations[sqliteMigrations.length - 1] as { name: string }).name;
 
 export interface SqliteEventStoreOptions {
   /** Database file (created on a writable open). */
@@ -68,57 +71,6 @@ export interface SqliteEventStoreOptions {
   synchronous?: 'FULL' | 'NORMAL';
   /** How often subscriptions look for other processes' appends. Default 250 ms; 0 = never. */
   pollIntervalMs?: number;
-}
-
-interface RawRow {
-  position: number;
-  execution_id: string;
-  sequence: number;
-  type: string;
-  payload: string;
-  at: number;
-  prev_hash: string | null;
-  hash: string;
-}
-
-/** A findExecutions row as better-sqlite3 returns it. */
-interface ExecutionRow {
-  execution_id: string;
-  status: string;
-  settled_as: string | null;
-  flow: string | null;
-  version: string | null;
-  wake_at_ms: number | null;
-  created_at_ms: number;
-  updated_at_ms: number;
-  at: number;
-  sequence: number;
-}
-
-function findExecutionsSql(conditions: readonly string[]): string {
-  // The tail row gives lastEventAt and nextSequence: one index probe per execution found.
-  return (
-    'SELECT x.execution_id, x.status, x.settled_as, x.flow, x.version, x.wake_at_ms, ' +
-    'x.created_at_ms, x.updated_at_ms, e.at, e.sequence FROM loom_executions x ' +
-    'JOIN loom_events e ON e.execution_id = x.execution_id AND e.sequence = ' +
-    '(SELECT max(sequence) FROM loom_events WHERE execution_id = x.execution_id) ' +
-    `WHERE ${conditions.join(' AND ')} ORDER BY x.execution_id LIMIT ?`
-  );
-}
-
-const rowColumns = 'position, execution_id, sequence, type, payload, at, prev_hash, hash';
-
-function toStoredRow(raw: RawRow): StoredRow {
-  return {
-    executionId: raw.execution_id,
-    sequence: raw.sequence,
-    type: raw.type,
-    at: raw.at,
-    payloadText: raw.payload,
-    position: raw.position,
-    prevHash: raw.prev_hash,
-    hash: raw.hash,
-  };
 }
 
 /**
@@ -144,8 +96,9 @@ export class SqliteEventStore implements TransactionalEventStore {
   private readonly clock: Clock;
   private readonly pollIntervalMs: number;
   private readonly signal = new AppendSignal();
-  private readonly subscriptions = new Set<Subscription>();
-  private statements: ReturnType<SqliteEventStore['prepareStatements']> | undefined;
+  private readonly subscriptions: StoreSubscriptions;
+  /** The closed guard and the statements, prepared once the schema is known to be current. */
+  private readonly tables: SqliteTableAccess<SqliteEventStatements>;
   /** findExecutions statements by filter shape (a few dozen at most). */
   private readonly findStatements = new Map<string, Database.Statement>();
   private closed = false;
@@ -155,13 +108,22 @@ export class SqliteEventStore implements TransactionalEventStore {
     this.readOnly = options.readOnly ?? false;
     this.clock = options.clock ?? systemClock;
     this.pollIntervalMs = options.pollIntervalMs ?? 250;
+    this.tables = new SqliteTableAccess(
+      database,
+      'event',
+      latestMigration,
+      prepareEventStatements,
+      this.readOnly,
+    );
+    this.subscriptions = new StoreSubscriptions(this, {
+      watch: (executionId, wake) => this.signal.watch(executionId, wake),
+      pollIntervalMs: this.pollIntervalMs,
+      clock: this.clock,
+    });
     this.fences = {
       current: async (executionId) => {
         const statements = this.ready();
-        const row = statements.fence.get(checkExecutionId(executionId)) as
-          | { epoch: number }
-          | undefined;
-        return row?.epoch ?? 0;
+        return statements.fence.get(checkExecutionId(executionId))?.epoch ?? 0;
       },
       advance: async (executionId) => {
         const statements = this.ready('advance a fence');
@@ -241,85 +203,13 @@ export class SqliteEventStore implements TransactionalEventStore {
     }
   }
 
-  private prepareStatements() {
-    const db = this.database;
-    return {
-      tail: db.prepare(
-        'SELECT sequence, hash FROM loom_events WHERE execution_id = ? ORDER BY sequence DESC LIMIT 1',
-      ),
-      fence: db.prepare('SELECT epoch FROM loom_fences WHERE execution_id = ?'),
-      advanceFence: db.prepare(
-        'INSERT INTO loom_fences (execution_id, epoch) VALUES (?, 1) ' +
-          'ON CONFLICT (execution_id) DO UPDATE SET epoch = epoch + 1 RETURNING epoch',
-      ),
-      insert: db.prepare(
-        'INSERT INTO loom_events (execution_id, sequence, type, payload, at, prev_hash, hash) ' +
-          'VALUES (?, ?, ?, ?, ?, ?, ?)',
-      ),
-      read: db.prepare(
-        `SELECT ${rowColumns} FROM loom_events WHERE execution_id = ? AND sequence >= ? ` +
-          'ORDER BY sequence LIMIT ?',
-      ),
-      readAll: db.prepare(
-        `SELECT ${rowColumns} FROM loom_events WHERE position > ? ORDER BY position LIMIT ?`,
-      ),
-      // flow, version and created_at_ms come from the append that starts the execution and are
-      // kept by later status changes.
-      upsertStatus: db.prepare(
-        'INSERT INTO loom_executions (execution_id, status, wake_at_ms, updated_at_ms, ' +
-          'settled_as, flow, version, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ' +
-          'ON CONFLICT (execution_id) DO UPDATE SET status = excluded.status, ' +
-          'wake_at_ms = excluded.wake_at_ms, updated_at_ms = excluded.updated_at_ms, ' +
-          'settled_as = excluded.settled_as',
-      ),
-      started: db.prepare(
-        'SELECT 1 AS one FROM loom_events WHERE execution_id = ? AND sequence = 0',
-      ),
-      status: db.prepare('SELECT status FROM loom_executions WHERE execution_id = ?'),
-      signalByKey: db.prepare(
-        'SELECT signal_id FROM loom_signals WHERE execution_id = ? AND idempotency_key = ?',
-      ),
-      nextSignalId: db.prepare(
-        'SELECT coalesce(max(signal_id), 0) + 1 AS next FROM loom_signals WHERE execution_id = ?',
-      ),
-      insertSignal: db.prepare(
-        'INSERT INTO loom_signals (execution_id, signal_id, name, payload, idempotency_key, at) ' +
-          'VALUES (?, ?, ?, ?, ?, ?)',
-      ),
-      wakeSuspended: db.prepare(
-        "UPDATE loom_executions SET wake_at_ms = ? WHERE execution_id = ? AND status = 'suspended'",
-      ),
-      readSignals: db.prepare(
-        'SELECT execution_id, signal_id, name, payload, idempotency_key, at FROM loom_signals ' +
-          'WHERE execution_id = ? AND signal_id > ? ORDER BY signal_id LIMIT ?',
-      ),
-      claimDue: db.prepare(
-        "UPDATE loom_executions SET status = 'running', wake_at_ms = NULL, updated_at_ms = ? " +
-          'WHERE execution_id IN (SELECT execution_id FROM loom_executions ' +
-          "WHERE status = 'suspended' AND wake_at_ms <= ? ORDER BY wake_at_ms LIMIT ?) " +
-          'RETURNING execution_id',
-      ),
-    };
-  }
-
   /** The prepared statements, once the schema is known to be current. */
-  private ready(writeOperation?: string) {
+  private ready(writeOperation?: string): SqliteEventStatements {
     this.assertOpen();
     if (writeOperation !== undefined && this.readOnly) {
       throw storeReadOnly(this.backend, writeOperation);
     }
-    if (this.statements !== undefined) return this.statements;
-    const version = this.database.pragma('user_version', { simple: true }) as number;
-    if (version < sqliteSchemaVersion) {
-      throw new LoomError(
-        ErrorCode.SCHEMA_NOT_MIGRATED,
-        `SQLite database ${this.database.name} is at schema version ${version}, this Loom needs ` +
-          `${sqliteSchemaVersion}: call migrate() (or open with { migrate: true }) first`,
-        { expected: sqliteSchemaVersion, actual: version },
-      );
-    }
-    this.statements = this.prepareStatements();
-    return this.statements;
+    return this.tables.ready();
   }
 
   async append(envelopes: readonly EventEnvelope[], guard?: AppendGuard): Promise<StoredEvent[]> {
@@ -338,29 +228,21 @@ export class SqliteEventStore implements TransactionalEventStore {
   }
 
   private appendInTransaction(
-    statements: ReturnType<SqliteEventStore['prepareStatements']>,
+    statements: SqliteEventStatements,
     prepared: PreparedAppend,
   ): StoredEvent[] {
-    const { executionId, firstSequence, fenceEpoch } = prepared;
-    if (fenceEpoch !== undefined) {
-      const row = statements.fence.get(executionId) as { epoch: number } | undefined;
-      const current = row?.epoch ?? 0;
-      if (current !== fenceEpoch) throw fenceStale(executionId, current, fenceEpoch);
-    }
-    const tail = statements.tail.get(executionId) as { sequence: number; hash: string } | undefined;
-    const next = tail === undefined ? 0 : tail.sequence + 1;
-    if (firstSequence !== next) {
-      if (firstSequence === 0) throw alreadyStarted(executionId);
-      throw sequenceConflict(executionId, next, firstSequence);
-    }
-    const stored = chainEvents(prepared, tail?.hash ?? null);
+    const { executionId } = prepared;
+    const stored = admitAppend(prepared, {
+      epoch: () => statements.fence.get(executionId)?.epoch ?? 0,
+      tail: () => statements.tail.get(executionId),
+    });
     for (let index = 0; index < stored.length; index++) {
       const event = stored[index] as StoredEvent;
       const info = statements.insert.run(
         executionId,
         event.sequence,
         event.type,
-        prepared.events[index]?.payloadText,
+        prepared.events[index]?.payloadText as string,
         event.at,
         event.prevHash,
         event.hash,
@@ -369,7 +251,7 @@ export class SqliteEventStore implements TransactionalEventStore {
     }
     const index = prepared.status;
     if (index !== undefined) {
-      statements.upsertStatus.run(
+      statements.upsertExecution.run(
         executionId,
         index.status,
         index.wakeAtMs,
@@ -436,7 +318,7 @@ export class SqliteEventStore implements TransactionalEventStore {
     const { fromSequence, limit } = readOptions(options);
     checkExecutionId(executionId);
     try {
-      return (statements.read.all(executionId, fromSequence, limit) as RawRow[]).map(toStoredRow);
+      return statements.read.all(executionId, fromSequence, limit).map(storedRowFromSqlite);
     } catch (error) {
       throw mapSqliteError(error, 'read');
     }
@@ -446,9 +328,9 @@ export class SqliteEventStore implements TransactionalEventStore {
     const statements = this.ready();
     const { afterPosition, limit } = readAllOptions(options);
     try {
-      return (statements.readAll.all(afterPosition, limit) as RawRow[]).map((raw) =>
-        rowToEvent(toStoredRow(raw)),
-      );
+      return statements.readAll
+        .all(afterPosition, limit)
+        .map((raw) => rowToEvent(storedRowFromSqlite(raw)));
     } catch (error) {
       throw mapSqliteError(error, 'readAll');
     }
@@ -464,19 +346,8 @@ export class SqliteEventStore implements TransactionalEventStore {
         statement = this.database.prepare(findExecutionsSql(where.conditions));
         this.findStatements.set(where.shape, statement);
       }
-      const rows = statement.all(...where.values, filter.limit) as ExecutionRow[];
-      return rows.map((row) => ({
-        executionId: row.execution_id,
-        status: row.status as ExecutionStatus,
-        settledAs: row.settled_as as SettledAs | null,
-        flow: row.flow,
-        version: row.version,
-        wakeAtMs: row.wake_at_ms,
-        createdAtMs: row.created_at_ms,
-        updatedAtMs: row.updated_at_ms,
-        lastEventAt: row.at,
-        nextSequence: row.sequence + 1,
-      }));
+      const rows = statement.all(...where.values, filter.limit) as SqliteExecutionRow[];
+      return rows.map(summaryFromSqlite);
     } catch (error) {
       throw mapSqliteError(error, 'findExecutions');
     }
@@ -491,13 +362,10 @@ export class SqliteEventStore implements TransactionalEventStore {
         .transaction(() => {
           if (statements.started.get(executionId) === undefined)
             throw signalTargetMissing(executionId);
-          const status = (statements.status.get(executionId) as { status: string } | undefined)
-            ?.status;
+          const status = statements.status.get(executionId)?.status;
           if (status === 'settled') throw signalTargetSettled(executionId);
           if (signal.idempotencyKey !== null) {
-            const existing = statements.signalByKey.get(executionId, signal.idempotencyKey) as
-              | { signal_id: number }
-              | undefined;
+            const existing = statements.signalByKey.get(executionId, signal.idempotencyKey);
             if (existing !== undefined) return { signalId: existing.signal_id, duplicate: true };
           }
           const signalId = (statements.nextSignalId.get(executionId) as { next: number }).next;
@@ -523,14 +391,7 @@ export class SqliteEventStore implements TransactionalEventStore {
     const { afterSignalId, limit } = readSignalsOptions(options);
     checkExecutionId(executionId);
     try {
-      const rows = statements.readSignals.all(executionId, afterSignalId, limit) as Array<{
-        execution_id: string;
-        signal_id: number;
-        name: string;
-        payload: string;
-        idempotency_key: string | null;
-        at: number;
-      }>;
+      const rows = statements.readSignals.all(executionId, afterSignalId, limit);
       return rows.map((row) => ({
         executionId: row.execution_id,
         signalId: row.signal_id,
@@ -548,9 +409,7 @@ export class SqliteEventStore implements TransactionalEventStore {
     const statements = this.ready('claim due executions');
     checkClaimDue(nowMs, limit);
     try {
-      const rows = statements.claimDue.all(this.clock.now(), nowMs, limit) as Array<{
-        execution_id: string;
-      }>;
+      const rows = statements.claimDue.all(this.clock.now(), nowMs, limit);
       return rows.map((row) => row.execution_id);
     } catch (error) {
       throw mapSqliteError(error, 'claimDue');
@@ -559,24 +418,7 @@ export class SqliteEventStore implements TransactionalEventStore {
 
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {
     this.ready();
-    const pump = new SubscriptionPump(
-      {
-        readAll: (afterPosition, limit) => this.readAll({ afterPosition, limit }),
-        read: (executionId, fromSequence, limit) => this.read(executionId, { fromSequence, limit }),
-        watch: (executionId, wake) => this.signal.watch(executionId, wake),
-        pollIntervalMs: this.pollIntervalMs,
-        clock: this.clock,
-      },
-      options,
-      handler,
-    );
-    this.subscriptions.add(pump);
-    return {
-      close: async () => {
-        this.subscriptions.delete(pump);
-        await pump.close();
-      },
-    };
+    return this.subscriptions.subscribe(options, handler);
   }
 
   async verify(executionId: string): Promise<VerifyResult> {
@@ -591,12 +433,13 @@ export class SqliteEventStore implements TransactionalEventStore {
 
   async close(): Promise<void> {
     if (this.closed) return;
-    await Promise.all([...this.subscriptions].map((subscription) => subscription.close()));
+    await this.subscriptions.closeAll();
     this.closed = true;
+    this.tables.close();
     this.database.close();
   }
 
   private assertOpen(): void {
-    if (this.closed) throw storeClosed(this.backend);
+    this.tables.assertOpen();
   }
 }

@@ -28,6 +28,18 @@ import type {
   QueueStore,
 } from '../../queue-store.js';
 import { mapSqliteError } from './sqlite-errors.js';
+import {
+  candidatesSql,
+  completeSql,
+  existingSql,
+  getSql,
+  insertSql,
+  renewSql,
+  runningSql,
+  startedSql,
+  statsSql,
+  takeSql,
+} from './sqlite-queue-statements.js';
 import { SqliteTableAccess } from './sqlite-table-access.js';
 
 /** Options of {@link SqliteQueueStore}. */
@@ -37,72 +49,6 @@ export interface SqliteQueueStoreOptions {
   /** Refuse writes with `STORE_READ_ONLY`. Always true on a read-only handle. Default false. */
   readOnly?: boolean;
 }
-
-const insertSql = `
-  INSERT INTO loom_queue_items
-    (queue, item_id, flow, version, input, priority, dedupe_key, partition_key, status, enqueued_at_ms)
-  VALUES (@queue, @itemId, @flow, @version, @inputText, @priority, @dedupeKey, @partitionKey, 'pending', @nowMs)
-  ON CONFLICT DO NOTHING
-  RETURNING item_id`;
-
-/** The item an enqueue collided with: the same id first, else the unfinished one with the key. */
-const existingSql = `
-  SELECT item_id FROM loom_queue_items
-  WHERE queue = @queue AND (item_id = @itemId OR (dedupe_key = @dedupeKey AND status <> 'done'))
-  ORDER BY item_id = @itemId DESC LIMIT 1`;
-
-const runningSql = `
-  SELECT partition_key, count(*) AS n FROM loom_queue_items
-  WHERE queue = ? AND status = 'running' AND claim_expires_at_ms > ?
-  GROUP BY partition_key`;
-
-const startedSql = `
-  SELECT count(*) FROM loom_queue_items WHERE queue = ? AND started_at_ms > ?`;
-
-const candidatesSql = `
-  SELECT item_id AS itemId, partition_key AS partitionKey FROM loom_queue_items
-  WHERE queue = ? AND status <> 'done' AND (status = 'pending' OR claim_expires_at_ms <= ?)
-  ORDER BY priority DESC, seq LIMIT ?`;
-
-const takeSql = `
-  UPDATE loom_queue_items
-  SET status = 'running', owner = @owner, claim_expires_at_ms = @expiresAtMs,
-      started_at_ms = @nowMs, attempts = attempts + 1
-  WHERE queue = @queue AND item_id IN (SELECT value FROM json_each(@ids))
-  RETURNING *`;
-
-const renewSql = `
-  UPDATE loom_queue_items SET claim_expires_at_ms = @expiresAtMs
-  WHERE queue = @queue AND item_id IN (SELECT value FROM json_each(@ids))
-    AND status = 'running' AND owner = @owner AND claim_expires_at_ms > @nowMs
-  RETURNING item_id`;
-
-const completeSql = `
-  UPDATE loom_queue_items SET status = 'done', completed_at_ms = @nowMs, outcome = @outcome
-  WHERE queue = @queue AND item_id IN (SELECT value FROM json_each(@ids)) AND status <> 'done'`;
-
-/**
- * Counts per queue in one pass over its items, through loom_queue_items_id (queue, item_id):
- * `queue = ?` for one queue, `queue > ? … LIMIT ?` (in index order) for a page of queues.
- */
-function statsSql(where: string): string {
-  return `
-  SELECT queue,
-    count(*) FILTER (WHERE status <> 'done'
-                       AND NOT (status = 'running' AND claim_expires_at_ms > @nowMs)) AS depth,
-    count(*) FILTER (WHERE status = 'running' AND claim_expires_at_ms > @nowMs) AS claimed,
-    count(*) FILTER (WHERE status = 'done' AND coalesce(outcome, 'completed') = 'completed')
-      AS completed,
-    count(*) FILTER (WHERE status = 'done' AND outcome = 'failed') AS failed,
-    count(*) FILTER (WHERE status = 'done' AND outcome = 'cancelled') AS cancelled
-  FROM loom_queue_items
-  WHERE ${where}
-  GROUP BY queue
-  ORDER BY queue
-  LIMIT @limit`;
-}
-
-const getSql = 'SELECT * FROM loom_queue_items WHERE queue = ? AND item_id = ?';
 
 function prepareStatements(db: Database.Database) {
   return {

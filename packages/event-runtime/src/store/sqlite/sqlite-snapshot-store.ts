@@ -4,31 +4,13 @@ import { checkExecutionId } from '../../internal/prepare-append.js';
 import { prepareSnapshot } from '../../internal/prepare-snapshot.js';
 import type { Snapshot, SnapshotStore } from '../../snapshot-store.js';
 import { mapSqliteError } from './sqlite-errors.js';
+import { loadSql, type SnapshotRow, saveSql } from './sqlite-snapshot-statements.js';
 import { SqliteTableAccess } from './sqlite-table-access.js';
 
 /** Options of {@link SqliteSnapshotStore}. */
 export interface SqliteSnapshotStoreOptions {
   /** Refuse saves with `STORE_READ_ONLY`. Always true on a read-only handle. Default false. */
   readOnly?: boolean;
-}
-
-/**
- * Insert, or overwrite only with a strictly newer sequence: the comparison happens inside the one
- * statement, under SQLite's write lock, so racing savers cannot move the snapshot backwards.
- */
-const saveSql = `
-  INSERT INTO loom_snapshots (execution_id, sequence, state, at)
-  VALUES (@executionId, @sequence, @stateText, @at)
-  ON CONFLICT (execution_id) DO UPDATE
-    SET sequence = excluded.sequence, state = excluded.state, at = excluded.at
-    WHERE excluded.sequence > loom_snapshots.sequence`;
-
-const loadSql = 'SELECT sequence, state, at FROM loom_snapshots WHERE execution_id = ?';
-
-interface SnapshotRow {
-  sequence: number;
-  state: string;
-  at: number;
 }
 
 function prepareStatements(db: Database.Database) {

@@ -1,0 +1,244 @@
+import { describe, expect, it } from 'vitest';
+import {
+  type AppendGuard,
+  type Clock,
+  type EventEnvelope,
+  type EventStore,
+  type ExecutionSummary,
+  type FenceStore,
+  type FindExecutionsOptions,
+  type ReadAllOptions,
+  type ReadOptions,
+  type ReadSignalsOptions,
+  type SignalInput,
+  type StoredEvent,
+  type StoredSignal,
+  type SubscribeOptions,
+  type Subscription,
+  type SubscriptionHandler,
+  systemClock,
+  type VerifyResult,
+} from './index.js';
+import {
+  AppendSignal,
+  admitAppend,
+  checkClaimDue,
+  checkExecutionId,
+  decodePayload,
+  findExecutionsOptions,
+  type IndexUpdate,
+  matchesIndexFilter,
+  mergeIndexUpdate,
+  prepareAppend,
+  prepareSignal,
+  readAllOptions,
+  readOptions,
+  readSignalsOptions,
+  rowToEvent,
+  type StoredRow,
+  StoreSubscriptions,
+  signalTargetMissing,
+  signalTargetSettled,
+  storeClosed,
+  storedRowOf,
+  verifyRows,
+} from './store-kit.js';
+import { eventStoreConformance, sameProcessPeer } from './testing.js';
+
+interface Inbox {
+  signals: Array<Omit<StoredSignal, 'payload'> & { payloadText: string }>;
+  keys: Map<string, number>;
+}
+
+/**
+ * A fourth backend, built only from the store kit: its whole job is keeping rows in Maps. Every
+ * check, error, hash and subscription comes from `@loom/event-runtime/store-kit`.
+ */
+class MapEventStore implements EventStore {
+  readonly backend = 'map';
+  readonly fences: FenceStore;
+  readonly rows = new Map<string, StoredRow[]>();
+  private readonly log: StoredRow[] = [];
+  private readonly epochs = new Map<string, number>();
+  private readonly index = new Map<string, IndexUpdate>();
+  private readonly inboxes = new Map<string, Inbox>();
+  private readonly appended = new AppendSignal();
+  private readonly subscriptions: StoreSubscriptions;
+  private closed = false;
+
+  constructor(private readonly clock: Clock = systemClock) {
+    this.subscriptions = new StoreSubscriptions(this, {
+      watch: (executionId, wake) => this.appended.watch(executionId, wake),
+      pollIntervalMs: 0,
+      clock,
+    });
+    this.fences = {
+      current: async (executionId) => {
+        this.assertOpen();
+        return this.epochs.get(checkExecutionId(executionId)) ?? 0;
+      },
+      advance: async (executionId) => {
+        this.assertOpen();
+        const next = (this.epochs.get(checkExecutionId(executionId)) ?? 0) + 1;
+        this.epochs.set(executionId, next);
+        return next;
+      },
+    };
+  }
+
+  async append(envelopes: readonly EventEnvelope[], guard?: AppendGuard): Promise<StoredEvent[]> {
+    this.assertOpen();
+    const prepared = prepareAppend(envelopes, guard, this.clock.now());
+    const id = prepared.executionId;
+    const rows = this.rows.get(id) ?? [];
+    const stored = admitAppend(prepared, {
+      epoch: () => this.epochs.get(id) ?? 0,
+      tail: () => rows[rows.length - 1],
+    });
+    stored.forEach((event, index) => {
+      event.position = this.log.length + 1;
+      const row = storedRowOf(event, prepared.events[index]?.payloadText as string);
+      rows.push(row);
+      this.log.push(row);
+    });
+    this.rows.set(id, rows);
+    if (prepared.status !== undefined) {
+      this.index.set(id, mergeIndexUpdate(this.index.get(id), prepared.status));
+    }
+    this.appended.emit(id);
+    return stored;
+  }
+
+  async read(executionId: string, options?: ReadOptions): Promise<StoredEvent[]> {
+    this.assertOpen();
+    const { fromSequence, limit } = readOptions(options);
+    const rows = this.rows.get(checkExecutionId(executionId)) ?? [];
+    return rows.slice(fromSequence, fromSequence + limit).map(rowToEvent);
+  }
+
+  async readAll(options?: ReadAllOptions): Promise<StoredEvent[]> {
+    this.assertOpen();
+    const { afterPosition, limit } = readAllOptions(options);
+    return this.log.slice(afterPosition, afterPosition + limit).map(rowToEvent);
+  }
+
+  async findExecutions(options: FindExecutionsOptions): Promise<ExecutionSummary[]> {
+    this.assertOpen();
+    const filter = findExecutionsOptions(options);
+    const ids = [...this.index.keys()].filter(
+      (id) =>
+        id > filter.afterExecutionId &&
+        matchesIndexFilter(this.index.get(id) as IndexUpdate, filter),
+    );
+    return ids
+      .sort()
+      .slice(0, filter.limit)
+      .map((executionId) => {
+        const entry = this.index.get(executionId) as IndexUpdate;
+        const rows = this.rows.get(executionId) as StoredRow[];
+        const { createdAtMs, flow, settledAs, status, updatedAtMs, version, wakeAtMs } = entry;
+        return {
+          ...{ executionId, createdAtMs, flow, settledAs, status, updatedAtMs, version, wakeAtMs },
+          lastEventAt: (rows[rows.length - 1] as StoredRow).at,
+          nextSequence: rows.length,
+        };
+      });
+  }
+
+  async sendSignal(input: SignalInput): Promise<{ signalId: number; duplicate: boolean }> {
+    this.assertOpen();
+    const signal = prepareSignal(input, this.clock.now());
+    const id = signal.executionId;
+    if (!this.rows.has(id)) throw signalTargetMissing(id);
+    const entry = this.index.get(id);
+    if (entry?.status === 'settled') throw signalTargetSettled(id);
+    const inbox: Inbox = this.inboxes.get(id) ?? { signals: [], keys: new Map() };
+    this.inboxes.set(id, inbox);
+    const key = signal.idempotencyKey;
+    const existing = key === null ? undefined : inbox.keys.get(key);
+    if (existing !== undefined) return { signalId: existing, duplicate: true };
+    const signalId = inbox.signals.length + 1;
+    const { name, payloadText, idempotencyKey, at } = signal;
+    inbox.signals.push({ executionId: id, signalId, name, payloadText, idempotencyKey, at });
+    if (key !== null) inbox.keys.set(key, signalId);
+    if (entry?.status === 'suspended') entry.wakeAtMs = signal.at;
+    return { signalId, duplicate: false };
+  }
+
+  async readSignals(executionId: string, options?: ReadSignalsOptions): Promise<StoredSignal[]> {
+    this.assertOpen();
+    const { afterSignalId, limit } = readSignalsOptions(options);
+    const inbox = this.inboxes.get(checkExecutionId(executionId))?.signals ?? [];
+    return inbox
+      .slice(afterSignalId, afterSignalId + limit)
+      .map(({ payloadText, ...signal }) => ({ ...signal, payload: decodePayload(payloadText) }));
+  }
+
+  async claimDue(nowMs: number, limit: number): Promise<string[]> {
+    this.assertOpen();
+    checkClaimDue(nowMs, limit);
+    const due = [...this.index]
+      .filter(([, entry]) => entry.status === 'suspended' && (entry.wakeAtMs ?? nowMs + 1) <= nowMs)
+      .sort((a, b) => (a[1].wakeAtMs as number) - (b[1].wakeAtMs as number))
+      .slice(0, limit);
+    const updatedAtMs = this.clock.now();
+    for (const [id, entry] of due) {
+      this.index.set(id, { ...entry, status: 'running', wakeAtMs: null, updatedAtMs });
+    }
+    return due.map(([id]) => id);
+  }
+
+  subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {
+    this.assertOpen();
+    return this.subscriptions.subscribe(options, handler);
+  }
+
+  async verify(executionId: string): Promise<VerifyResult> {
+    this.assertOpen();
+    return verifyRows(executionId, this.rows.get(checkExecutionId(executionId)) ?? []);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.subscriptions.closeAll();
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw storeClosed(this.backend);
+  }
+}
+
+eventStoreConformance('store-kit (a Map-based fourth backend)', async () => {
+  const store = new MapEventStore();
+  return {
+    store,
+    // One heap: a peer is a view on the same Maps that closes on its own.
+    openPeer: async () => sameProcessPeer(store),
+    countRows: async (executionId) => store.rows.get(executionId)?.length ?? 0,
+    tamper: async (executionId, sequence, payloadText) => {
+      const row = store.rows.get(executionId)?.[sequence];
+      if (row !== undefined) row.payloadText = payloadText;
+    },
+    close: () => store.close(),
+  };
+});
+
+describe('store-kit', () => {
+  it('a backend built from the kit refuses a stale fence with the kit’s typed error', async () => {
+    const store = new MapEventStore();
+    await store.append([
+      { executionId: 'kit-1', sequence: 0, type: 'execution.started', payload: {} },
+    ]);
+    await store.fences.advance('kit-1');
+    const refused = await store
+      .append([{ executionId: 'kit-1', sequence: 1, type: 't', payload: null }], { fenceEpoch: 0 })
+      .then(
+        () => undefined,
+        (error: unknown) => error as { code: string; fields: Record<string, unknown> },
+      );
+    expect(refused?.code).toBe('FENCE_STALE');
+    expect(refused?.fields).toMatchObject({ executionId: 'kit-1', expected: 1, actual: 0 });
+    await store.close();
+  });
+});

@@ -1,0 +1,32 @@
+import type Database from 'better-sqlite3';
+import {
+  prepareAppendStatements,
+  type SqliteAppendStatements,
+} from './sqlite-append-statements.js';
+import { prepareClaimDueStatement } from './sqlite-claim-due-statement.js';
+import { prepareFenceStatements, type SqliteFenceStatements } from './sqlite-fence-statements.js';
+import { prepareReadStatements, type SqliteReadStatements } from './sqlite-read-statements.js';
+import {
+  prepareSignalStatements,
+  type SqliteSignalStatements,
+} from './sqlite-signal-statements.js';
+
+/** The SQLite event store's prepared statements. */
+export interface SqliteEventStatements
+  extends SqliteAppendStatements,
+    SqliteFenceStatements,
+    SqliteReadStatements,
+    SqliteSignalStatements {
+  claimDue: ReturnType<typeof prepareClaimDueStatement>;
+}
+
+/** Every statement the SQLite event store runs, prepared once (each file holds its SQL). */
+export function prepareEventStatements(db: Database.Database): SqliteEventStatements {
+  return {
+    ...prepareAppendStatements(db),
+    ...prepareFenceStatements(db),
+    ...prepareReadStatements(db),
+    ...prepareSignalStatements(db),
+    claimDue: prepareClaimDueStatement(db),
+  };
+}

@@ -1,0 +1,46 @@
+import type { ExecutionStatus, ExecutionSummary, SettledAs } from '../../envelope.js';
+
+/** A findExecutions row as better-sqlite3 returns it. */
+export interface SqliteExecutionRow {
+  execution_id: string;
+  status: string;
+  settled_as: string | null;
+  flow: string | null;
+  version: string | null;
+  wake_at_ms: number | null;
+  created_at_ms: number;
+  updated_at_ms: number;
+  at: number;
+  sequence: number;
+}
+
+/**
+ * The findExecutions statement for one filter shape (its conditions come from
+ * find-executions-query.ts, with `?` placeholders); the last parameter is the limit.
+ */
+export function findExecutionsSql(conditions: readonly string[]): string {
+  // The tail row gives lastEventAt and nextSequence: one index probe per execution found.
+  return (
+    'SELECT x.execution_id, x.status, x.settled_as, x.flow, x.version, x.wake_at_ms, ' +
+    'x.created_at_ms, x.updated_at_ms, e.at, e.sequence FROM loom_executions x ' +
+    'JOIN loom_events e ON e.execution_id = x.execution_id AND e.sequence = ' +
+    '(SELECT max(sequence) FROM loom_events WHERE execution_id = x.execution_id) ' +
+    `WHERE ${conditions.join(' AND ')} ORDER BY x.execution_id LIMIT ?`
+  );
+}
+
+/** A row as the summary callers see. */
+export function summaryFromSqlite(row: SqliteExecutionRow): ExecutionSummary {
+  return {
+    executionId: row.execution_id,
+    status: row.status as ExecutionStatus,
+    settledAs: row.settled_as as SettledAs | null,
+    flow: row.flow,
+    version: row.version,
+    wakeAtMs: row.wake_at_ms,
+    createdAtMs: row.created_at_ms,
+    updatedAtMs: row.updated_at_ms,
+    lastEventAt: row.at,
+    nextSequence: row.sequence + 1,
+  };
+}
