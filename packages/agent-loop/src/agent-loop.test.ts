@@ -43,10 +43,22 @@ describe('defineTool', () => {
 
   it('refuses an unknown side-effect class and a bad name', () => {
     expect(() =>
-      defineTool({ name: 'x', description: '', input: {}, sideEffect: 'risky' as never, run: async () => null }),
+      defineTool({
+        name: 'x',
+        description: '',
+        input: {},
+        sideEffect: 'risky' as never,
+        run: async () => null,
+      }),
     ).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
     expect(() =>
-      defineTool({ name: 'a b', description: '', input: {}, sideEffect: 'read_only', run: async () => null }),
+      defineTool({
+        name: 'a b',
+        description: '',
+        input: {},
+        sideEffect: 'read_only',
+        run: async () => null,
+      }),
     ).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
   });
 });
@@ -61,7 +73,11 @@ describe('the turn loop', () => {
     const agent = defineAgent({ name: 'support', model, instructions: 'Help.', tools: [tool] });
     const { agents } = harness([agent]);
     const result = await agents.run(agent, 'Where is order A-1?');
-    expect(result).toMatchObject({ reason: 'goal_completed', output: 'Order A-1 has shipped.', turns: 2 });
+    expect(result).toMatchObject({
+      reason: 'goal_completed',
+      output: 'Order A-1 has shipped.',
+      turns: 2,
+    });
     expect(calls).toEqual([{ id: 'A-1' }]);
     expect(shown(model.requests[1])).toContain('shipped');
     expect(model.requests[0]?.tools?.map((t) => t.name)).toEqual(['lookup', 'fail_goal']);
@@ -80,12 +96,17 @@ describe('the turn loop', () => {
     expect((await agents.run(agent, 'go')).reason).toBe('goal_completed');
     expect(calls).toEqual([]);
     expect(seen).toEqual([]);
-    expect(shown(model.requests[1])).toMatch(/Invalid decision: the arguments of 'lookup' do not fit/);
+    expect(shown(model.requests[1])).toMatch(
+      /Invalid decision: the arguments of 'lookup' do not fit/,
+    );
   });
 
   it('feeds a call whose arguments are not JSON back as an invalid decision', async () => {
     const { tool, calls } = counter();
-    const model = scripted({ toolCalls: [{ tool: 'lookup', rawInput: '{"id":' }] }, { text: 'done' });
+    const model = scripted(
+      { toolCalls: [{ tool: 'lookup', rawInput: '{"id":' }] },
+      { text: 'done' },
+    );
     const agent = defineAgent({ name: 'a', model, instructions: '', tools: [tool] });
     const { agents } = harness([agent]);
     expect((await agents.run(agent, 'go')).turns).toBe(2);
@@ -119,7 +140,12 @@ describe('the turn loop', () => {
       },
     });
     const model = scripted(
-      { toolCalls: [{ tool: 'wait_for_other', input: {} }, { tool: 'release', input: {} }] },
+      {
+        toolCalls: [
+          { tool: 'wait_for_other', input: {} },
+          { tool: 'release', input: {} },
+        ],
+      },
       { text: 'both' },
     );
     const agent = defineAgent({ name: 'a', model, instructions: '', tools: [waiter, other] });
@@ -129,10 +155,16 @@ describe('the turn loop', () => {
   });
 
   it('ends with goal_failed when the model calls fail_goal', async () => {
-    const model = scripted({ toolCalls: [{ tool: 'fail_goal', input: { reason: 'no such order' } }] });
+    const model = scripted({
+      toolCalls: [{ tool: 'fail_goal', input: { reason: 'no such order' } }],
+    });
     const agent = defineAgent({ name: 'a', model, instructions: '', tools: [] });
     const { agents } = harness([agent]);
-    expect(await agents.run(agent, 'go')).toMatchObject({ reason: 'goal_failed', error: 'no such order', turns: 1 });
+    expect(await agents.run(agent, 'go')).toMatchObject({
+      reason: 'goal_failed',
+      error: 'no such order',
+      turns: 1,
+    });
   });
 
   it('ends with model_failed when the model call fails', async () => {
@@ -147,7 +179,13 @@ describe('limits, each hit exactly at its threshold', () => {
   it('limit_steps: stepsMax turns are decided, not one more', async () => {
     const { tool } = counter();
     const model = stubBy((n) => ({ toolCalls: [{ tool: 'lookup', input: { id: `A-${n}` } }] }));
-    const agent = defineAgent({ name: 'a', model, instructions: '', tools: [tool], limits: { stepsMax: 3 } });
+    const agent = defineAgent({
+      name: 'a',
+      model,
+      instructions: '',
+      tools: [tool],
+      limits: { stepsMax: 3 },
+    });
     const { agents } = harness([agent]);
     expect(await agents.run(agent, 'go')).toMatchObject({ reason: 'limit_steps', turns: 3 });
     expect(model.calls).toBe(3);
@@ -158,7 +196,13 @@ describe('limits, each hit exactly at its threshold', () => {
     const model = stubBy((n) =>
       n < 2 ? { toolCalls: [{ tool: 'lookup', input: { id: `A-${n}` } }] } : { text: 'done' },
     );
-    const agent = defineAgent({ name: 'a', model, instructions: '', tools: [tool], limits: { stepsMax: 3 } });
+    const agent = defineAgent({
+      name: 'a',
+      model,
+      instructions: '',
+      tools: [tool],
+      limits: { stepsMax: 3 },
+    });
     const { agents } = harness([agent]);
     expect(await agents.run(agent, 'go')).toMatchObject({ reason: 'goal_completed', turns: 3 });
   });
@@ -168,7 +212,10 @@ describe('limits, each hit exactly at its threshold', () => {
     const model = stubBy((n) => ({ toolCalls: [{ tool: 'lookup', input: { id: `A-${n}` } }] }));
     const agent = defineAgent({ name: 'a', model, instructions: '', tools: [tool] });
     const { agents } = harness([agent]);
-    expect(await agents.run(agent, 'go')).toMatchObject({ reason: 'limit_tool_failures', turns: 3 });
+    expect(await agents.run(agent, 'go')).toMatchObject({
+      reason: 'limit_tool_failures',
+      turns: 3,
+    });
     expect(calls).toHaveLength(3);
     expect(shown(model.requests[1])).toContain('order service down');
   });
@@ -186,7 +233,9 @@ describe('limits, each hit exactly at its threshold', () => {
         throw new Error('down');
       },
     });
-    const model = stubBy((i) => (i < 5 ? { toolCalls: [{ tool: 'lookup', input: { i } }] } : { text: 'done' }));
+    const model = stubBy((i) =>
+      i < 5 ? { toolCalls: [{ tool: 'lookup', input: { i } }] } : { text: 'done' },
+    );
     const agent = defineAgent({ name: 'a', model, instructions: '', tools: [flaky] });
     const { agents } = harness([agent]);
     expect(await agents.run(agent, 'go')).toMatchObject({ reason: 'goal_completed', turns: 6 });
@@ -205,7 +254,9 @@ describe('limits, each hit exactly at its threshold', () => {
     const { tool, calls } = counter();
     const ids = ['A', 'A', 'B', 'A', 'A'];
     const model = stubBy((n) =>
-      n < ids.length ? { toolCalls: [{ tool: 'lookup', input: { id: ids[n] } }] } : { text: 'done' },
+      n < ids.length
+        ? { toolCalls: [{ tool: 'lookup', input: { id: ids[n] as string } }] }
+        : { text: 'done' },
     );
     const agent = defineAgent({ name: 'a', model, instructions: '', tools: [tool] });
     const { agents } = harness([agent]);
@@ -236,7 +287,10 @@ describe('policy', () => {
       policy: () => ({ kind: 'abort', reason: 'budget spent' }),
     });
     const { agents } = harness([agent]);
-    expect(await agents.run(agent, 'go')).toMatchObject({ reason: 'policy_aborted', error: 'budget spent' });
+    expect(await agents.run(agent, 'go')).toMatchObject({
+      reason: 'policy_aborted',
+      error: 'budget spent',
+    });
     expect(calls).toEqual([]);
   });
 
@@ -301,14 +355,24 @@ describe('approvals', () => {
 
   it('waits for approval, records who approved, then runs the call once', async () => {
     const { tool, sent } = mailer();
-    const model = scripted({ toolCalls: [{ tool: 'send_mail', input: { to: 'ana' } }] }, { text: 'mailed' });
+    const model = scripted(
+      { toolCalls: [{ tool: 'send_mail', input: { to: 'ana' } }] },
+      { text: 'mailed' },
+    );
     const agent = defineAgent({ name: 'a', model, instructions: '', tools: [tool] });
     const { agents, flows } = harness([agent]);
     const run = await agents.start(agent, 'mail ana', { runId: 'r1' });
     const [approval] = await pendingOf(agents, 'r1');
-    expect(approval).toMatchObject({ kind: 'tool_call', request: { tool: 'send_mail', input: { to: 'ana' } } });
+    expect(approval).toMatchObject({
+      kind: 'tool_call',
+      request: { tool: 'send_mail', input: { to: 'ana' } },
+    });
     expect(sent).toEqual([]);
-    await agents.approve(approval?.id as string, { by: 'ops', note: 'fine', requestHash: approval?.requestHash as string });
+    await agents.approve(approval?.id as string, {
+      by: 'ops',
+      note: 'fine',
+      requestHash: approval?.requestHash as string,
+    });
     await flows.kernel.wakeDue();
     expect(await run.result()).toMatchObject({ reason: 'goal_completed', output: 'mailed' });
     expect(sent).toEqual([{ to: 'ana' }]);
@@ -321,7 +385,10 @@ describe('approvals', () => {
 
   it('refuses an approval of a request other than the pending one', async () => {
     const { tool } = mailer();
-    const model = scripted({ toolCalls: [{ tool: 'send_mail', input: { to: 'ana' } }] }, { text: 'x' });
+    const model = scripted(
+      { toolCalls: [{ tool: 'send_mail', input: { to: 'ana' } }] },
+      { text: 'x' },
+    );
     const agent = defineAgent({ name: 'a', model, instructions: '', tools: [tool] });
     const { agents } = harness([agent]);
     await agents.start(agent, 'go', { runId: 'r2' });
@@ -334,7 +401,10 @@ describe('approvals', () => {
 
   it('a rejection is a denial the model sees; with endRun it ends the run', async () => {
     const { tool, sent } = mailer();
-    const model = scripted({ toolCalls: [{ tool: 'send_mail', input: { to: 'ana' } }] }, { text: 'ok' });
+    const model = scripted(
+      { toolCalls: [{ tool: 'send_mail', input: { to: 'ana' } }] },
+      { text: 'ok' },
+    );
     const agent = defineAgent({ name: 'a', model, instructions: '', tools: [tool] });
     const { agents, flows } = harness([agent]);
     const first = await agents.start(agent, 'go', { runId: 'r3' });
@@ -358,7 +428,12 @@ describe('approvals', () => {
   it('approvals of parallel calls resume the run whichever order they are decided in', async () => {
     const { tool, sent } = mailer();
     const model = scripted(
-      { toolCalls: [{ tool: 'send_mail', input: { to: 'ana' } }, { tool: 'send_mail', input: { to: 'bo' } }] },
+      {
+        toolCalls: [
+          { tool: 'send_mail', input: { to: 'ana' } },
+          { tool: 'send_mail', input: { to: 'bo' } },
+        ],
+      },
       { text: 'both' },
     );
     const agent = defineAgent({ name: 'a', model, instructions: '', tools: [tool] });

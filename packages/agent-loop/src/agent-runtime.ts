@@ -120,7 +120,8 @@ export class AgentRuntime {
     const signals = await this.host.readSignals(runId);
     const decisions = new Map<string, ApprovalDecision>();
     for (const signal of signals) {
-      if (!signal.name.startsWith(RecordName.approvalPrefix) || decisions.has(signal.name)) continue;
+      if (!signal.name.startsWith(RecordName.approvalPrefix) || decisions.has(signal.name))
+        continue;
       decisions.set(signal.name, signal.payload as unknown as ApprovalDecision);
     }
     const expired = new Set<string>();
@@ -132,7 +133,8 @@ export class AgentRuntime {
     for (const event of events) {
       if (event.type !== EventType.stepCompleted) continue;
       const payload = event.payload as { name?: unknown; result?: unknown };
-      if (typeof payload.name !== 'string' || !payload.name.startsWith(RecordName.approvalPrefix)) continue;
+      if (typeof payload.name !== 'string' || !payload.name.startsWith(RecordName.approvalPrefix))
+        continue;
       const approval = payload.result as unknown as Approval;
       const decision = decisions.get(payload.name);
       if (decision !== undefined) {

@@ -21,7 +21,9 @@ export function harness(agents: readonly Agent[]): Harness {
 
 /** A stub whose answer at call `n` is `turns[n]`, and the last one forever after. */
 export function scripted(...turns: StubTurn[]): StubModel {
-  return new StubModel({ script: (_request, n) => turns[Math.min(n, turns.length - 1)] as StubTurn });
+  return new StubModel({
+    script: (_request, n) => turns[Math.min(n, turns.length - 1)] as StubTurn,
+  });
 }
 
 /** A stub answering by a function of the call index (from 0). */

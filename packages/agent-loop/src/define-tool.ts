@@ -1,7 +1,11 @@
 import type { JsonValue } from '@loom/event-runtime';
 import type { JsonSchema } from '@loom/reasoning';
 import { ErrorCode, LoomError } from './errors.js';
-import { type CompiledInput, compileInput, type StandardSchemaLike } from './internal/tool-input.js';
+import {
+  type CompiledInput,
+  compileInput,
+  type StandardSchemaLike,
+} from './internal/tool-input.js';
 import { type SideEffect, sideEffects } from './side-effect.js';
 
 /** A tool call that runs longer than this fails with `TIMEOUT` (an observation), unless the tool says otherwise. */

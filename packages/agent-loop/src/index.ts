@@ -1,10 +1,10 @@
 export {
-  createAgentRuntime,
-  agentFlowName,
+  type AgentRun,
   AgentRuntime,
   type AgentRuntimeOptions,
-  type AgentRun,
   type ApproveOptions,
+  agentFlowName,
+  createAgentRuntime,
   type RejectOptions,
 } from './agent-runtime.js';
 export type {

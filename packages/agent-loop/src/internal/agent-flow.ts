@@ -105,7 +105,9 @@ async function runTurns(
   const { limits } = agent;
   for (let turn = 1; ; turn++) {
     if (turn > limits.stepsMax) {
-      return run.end('limit_steps', { error: `${limits.stepsMax} turns decided without an ending` });
+      return run.end('limit_steps', {
+        error: `${limits.stepsMax} turns decided without an ending`,
+      });
     }
     const rendered = renderMessages(
       agent.prompt({
@@ -118,7 +120,7 @@ async function runTurns(
     );
     let response: ModelResponse;
     try {
-      response = await ctx.step(RecordName.decide(turn), (effect) => {
+      response = (await ctx.step(RecordName.decide(turn), (effect) => {
         if (turn > 1) notify({ type: 'observed', runId, turn: turn - 1 });
         const request: ModelRequest = {
           messages: rendered.messages,
@@ -127,7 +129,7 @@ async function runTurns(
           ...(agent.tags === undefined ? {} : { tags: agent.tags }),
         };
         return agent.model.generate(request) as unknown as Promise<JsonValue>;
-      }) as unknown as ModelResponse;
+      })) as unknown as ModelResponse;
     } catch (error) {
       if (isStepFailure(error)) return run.end('model_failed', { error: errorMessage(error) });
       throw error;
@@ -149,13 +151,18 @@ async function runTurns(
       if (response.text.trim() !== '') {
         return run.end('goal_completed', { output: response.text });
       }
-      run.finishTurn(turn, response.text, [], [
-        {
-          kind: 'invalid_decision',
-          message:
-            'Your answer was empty. Call a tool, answer with text to finish, or call fail_goal to give up.',
-        },
-      ]);
+      run.finishTurn(
+        turn,
+        response.text,
+        [],
+        [
+          {
+            kind: 'invalid_decision',
+            message:
+              'Your answer was empty. Call a tool, answer with text to finish, or call fail_goal to give up.',
+          },
+        ],
+      );
       continue;
     }
     for (const call of calls) {
@@ -192,7 +199,11 @@ async function toolTurn(
     for (const call of calls) {
       const tool = agent.tools.get(call.tool);
       if (tool === undefined) {
-        out.push({ callId: call.callId, kind: 'invalid', message: `there is no tool '${call.tool}'` });
+        out.push({
+          callId: call.callId,
+          kind: 'invalid',
+          message: `there is no tool '${call.tool}'`,
+        });
         continue;
       }
       const problem = await tool.checkInput(call.input);
@@ -213,7 +224,12 @@ async function toolTurn(
         input: call.input,
       };
       const request: ToolRequest = { ...unhashed, requestHash: hashOf(unhashed) };
-      out.push({ callId: call.callId, kind: 'decided', request, decision: decide(agent, request, run, turn) });
+      out.push({
+        callId: call.callId,
+        kind: 'decided',
+        request,
+        decision: decide(agent, request, run, turn),
+      });
     }
     return out as unknown as JsonValue;
   })) as unknown as Verdict[];
@@ -234,7 +250,14 @@ async function toolTurn(
   // at once, and they may be decided in any order.
   const records = await Promise.all(
     asked.map(({ index, request, decision }) =>
-      recordApproval(ctx, `${turn}.${index}`, 'tool_call', request, decision.reason, decision.expiresInMs),
+      recordApproval(
+        ctx,
+        `${turn}.${index}`,
+        'tool_call',
+        request,
+        decision.reason,
+        decision.expiresInMs,
+      ),
     ),
   );
   for (const [n, approval] of records.entries()) {
@@ -243,9 +266,17 @@ async function toolTurn(
   const allowed = new Set<number>();
   verdicts.forEach((verdict, index) => {
     if (verdict.kind === 'invalid') {
-      observations[index] = { kind: 'invalid_decision', callId: verdict.callId, message: verdict.message };
+      observations[index] = {
+        kind: 'invalid_decision',
+        callId: verdict.callId,
+        message: verdict.message,
+      };
     } else if (verdict.decision.kind === 'deny') {
-      observations[index] = { kind: 'denied', callId: verdict.callId, reason: verdict.decision.reason };
+      observations[index] = {
+        kind: 'denied',
+        callId: verdict.callId,
+        reason: verdict.decision.reason,
+      };
     } else if (verdict.decision.kind === 'allow') {
       allowed.add(index);
     }
@@ -255,7 +286,9 @@ async function toolTurn(
     const index = approvals[n]?.index as number;
     const verdict = verdicts[index] as Verdict;
     if (outcome.kind === 'expired') {
-      return run.end('approval_expired', { error: `the approval of call ${verdict.callId} expired` });
+      return run.end('approval_expired', {
+        error: `the approval of call ${verdict.callId} expired`,
+      });
     }
     if (outcome.kind === 'rejected') {
       if (outcome.endRun) return run.end('approval_rejected', { error: outcome.why });
@@ -320,9 +353,16 @@ function decide(agent: Agent, request: ToolRequest, run: RunMemory, turn: number
     case 'require_approval':
       return decision.expiresInMs === undefined
         ? { kind: 'require_approval', reason: String(decision.reason) }
-        : { kind: 'require_approval', reason: String(decision.reason), expiresInMs: decision.expiresInMs };
+        : {
+            kind: 'require_approval',
+            reason: String(decision.reason),
+            expiresInMs: decision.expiresInMs,
+          };
     default:
-      return { kind: 'abort', reason: `the policy answered ${JSON.stringify(decision)}, not a decision` };
+      return {
+        kind: 'abort',
+        reason: `the policy answered ${JSON.stringify(decision)}, not a decision`,
+      };
   }
 }
 
@@ -360,7 +400,13 @@ async function runCall(
           // The start mark was replayed from the log, yet this step has no result: a previous
           // process reached this call and died before recording what it did.
           if (!isFresh() && !rerunnable) return { interrupted: true };
-          notify({ type: 'tool_started', runId, turn: request.turn, callId: request.callId, tool: tool.name });
+          notify({
+            type: 'tool_started',
+            runId,
+            turn: request.turn,
+            callId: request.callId,
+            tool: tool.name,
+          });
           const output = await tool.run(request.input as never, {
             runId,
             turn: request.turn,
@@ -405,7 +451,11 @@ async function runCall(
     if (outcome.resolution?.kind === 'record') {
       return {
         kind: 'observed',
-        observation: { kind: 'tool_result', callId: request.callId, content: outcome.resolution.output },
+        observation: {
+          kind: 'tool_result',
+          callId: request.callId,
+          content: outcome.resolution.output,
+        },
         failed: undefined,
       };
     }
@@ -441,7 +491,9 @@ async function recordApproval(
 async function awaitDecision(ctx: TurnContext, approval: Approval): Promise<ApprovalOutcome> {
   const key = approval.id.slice(approval.id.lastIndexOf('~') + 1);
   const timeoutMs =
-    approval.expiresAtMs === null ? undefined : Math.max(0, approval.expiresAtMs - approval.requestedAtMs);
+    approval.expiresAtMs === null
+      ? undefined
+      : Math.max(0, approval.expiresAtMs - approval.requestedAtMs);
   const wait = await ctx.waitForSignal(RecordName.approvalSignal(key), timeoutMs);
   if (!wait.received) return { kind: 'expired' };
   const decision = wait.payload as unknown as ApprovalDecision;
@@ -450,7 +502,8 @@ async function awaitDecision(ctx: TurnContext, approval: Approval): Promise<Appr
     // Never run a request nobody approved: a decision about another request rejects this one.
     return { kind: 'rejected', endRun: true, why: 'the decision named another request' };
   }
-  if (decision.decision === 'approved') return { kind: 'approved', resolution: decision.resolution };
+  if (decision.decision === 'approved')
+    return { kind: 'approved', resolution: decision.resolution };
   return {
     kind: 'rejected',
     endRun: decision.endRun === true || approval.kind === 'interrupted_side_effect',

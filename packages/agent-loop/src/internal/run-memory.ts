@@ -1,10 +1,10 @@
 import type { JsonValue } from '@loom/event-runtime';
 import type { ModelResponse, ToolCall } from '@loom/reasoning';
 import type { HistoryStep, Observation } from '@loom/render';
-import type { RunView, TurnView } from '../run-view.js';
 import type { RunResult, TerminalReason, UsageTotals } from '../run-result.js';
-import { canonicalJson } from './request-hash.js';
+import type { RunView, TurnView } from '../run-view.js';
 import { deepFreeze } from './deep-freeze.js';
+import { canonicalJson } from './request-hash.js';
 
 /** What the agent flow returns (the run's output in the log): a RunResult without its id. */
 export type RunOutput = Omit<RunResult, 'runId'>;
@@ -75,7 +75,12 @@ export class RunMemory {
     return this.failuresInARow;
   }
 
-  finishTurn(turn: number, text: string, calls: readonly ToolCall[], observations: Observation[]): void {
+  finishTurn(
+    turn: number,
+    text: string,
+    calls: readonly ToolCall[],
+    observations: Observation[],
+  ): void {
     this.turns.push(deepFreeze({ turn, text, calls: calls.slice(), observations }));
   }
 

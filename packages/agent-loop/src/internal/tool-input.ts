@@ -7,9 +7,7 @@ export interface StandardSchemaLike {
   readonly '~standard': {
     readonly version: 1;
     readonly vendor: string;
-    readonly validate: (
-      value: unknown,
-    ) =>
+    readonly validate: (value: unknown) =>
       | { readonly value: unknown; readonly issues?: undefined }
       | { readonly issues: ReadonlyArray<{ readonly message: string; readonly path?: unknown }> }
       | Promise<

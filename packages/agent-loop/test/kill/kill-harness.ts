@@ -53,5 +53,7 @@ export function life(env: Record<string, string>): Promise<Life> {
 /** How many times the tool was called: lines in the side-channel file. */
 export function invocationsIn(file: string): number {
   if (!existsSync(file)) return 0;
-  return readFileSync(file, 'utf8').split('\n').filter((line) => line !== '').length;
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '').length;
 }

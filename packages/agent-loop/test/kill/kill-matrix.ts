@@ -73,7 +73,11 @@ async function expectedLives(
   if (!unknownOutcome.has(killAt) || isRerunnable(sideEffect)) {
     // Nothing was in doubt, or the tool may repeat: the run finishes by itself.
     expect(second.line?.kind, second.output).toBe('result');
-    expect(second.line?.value).toMatchObject({ reason: 'goal_completed', output: 'finished', turns: 2 });
+    expect(second.line?.value).toMatchObject({
+      reason: 'goal_completed',
+      output: 'finished',
+      turns: 2,
+    });
     const rerun = unknownOutcome.has(killAt) ? 1 : 0;
     expect(invocationsIn(file)).toBe(Math.max(1, beforeRestart[killAt] + rerun));
     return;
@@ -91,6 +95,10 @@ async function expectedLives(
   const third = await life({ ...env, KILL_RESOLVE: JSON.stringify(resolution) });
   expect(third.code, third.output).toBe(0);
   expect(third.line?.kind, third.output).toBe('result');
-  expect(third.line?.value).toMatchObject({ reason: 'goal_completed', output: 'finished', turns: 2 });
+  expect(third.line?.value).toMatchObject({
+    reason: 'goal_completed',
+    output: 'finished',
+    turns: 2,
+  });
   expect(invocationsIn(file)).toBe(beforeRestart[killAt] + (resolution.kind === 'rerun' ? 1 : 0));
 }

@@ -3,7 +3,8 @@ import { afterAll, describe } from 'vitest';
 import { killMatrix } from './kill-matrix.js';
 
 const pgUrl = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
-const prefix = `loom_agent_kill_${process.pid}_${Date.now().toString(36)}`;
+// Schema names are at most 40 characters: a short prefix, the pid, and a counter per case.
+const prefix = `loom_akill_${process.pid}_${Date.now().toString(36)}`;
 const schemas: string[] = [];
 
 afterAll(async () => {
@@ -14,8 +15,8 @@ afterAll(async () => {
 });
 
 describe.concurrent('kill matrix on Postgres', () => {
-  killMatrix((name) => {
-    const schema = `${prefix}_${name.replaceAll('-', '_')}`;
+  killMatrix(() => {
+    const schema = `${prefix}_${schemas.length}`;
     schemas.push(schema);
     return { KILL_BACKEND: 'postgres', KILL_PG_URL: pgUrl, KILL_SCHEMA: schema };
   });

@@ -101,10 +101,12 @@ if (env.KILL_RESOLVE !== undefined) {
 
 await flows.kernel.recover();
 await flows.kernel.wakeDue();
-const result = (await flows.kernel.status(runId).then(
-  () => agents.attach(runId),
-  () => agents.start(agent, 'do it', { runId }),
-)).result();
+const result = (
+  await flows.kernel.status(runId).then(
+    () => agents.attach(runId),
+    () => agents.start(agent, 'do it', { runId }),
+  )
+).result();
 
 const deadline = Date.now() + 30_000;
 let outcome: string | undefined;
@@ -115,7 +117,8 @@ while (outcome === undefined) {
   if (Date.now() > deadline) throw new Error('the run neither ended nor waited within 30 s');
   await new Promise((resolve) => setTimeout(resolve, 25));
   const pending = await pendingApproval();
-  if (pending !== undefined && outcome === undefined) outcome = `approval ${JSON.stringify(pending)}`;
+  if (pending !== undefined && outcome === undefined)
+    outcome = `approval ${JSON.stringify(pending)}`;
 }
 process.stdout.write(`${outcome}\n`);
 await flows.kernel.shutdown();
