@@ -13,7 +13,7 @@ const lookup = defineTool({
   description: 'Look an order up by id',
   input: z.object({ id: z.string() }),
   sideEffect: 'read_only',
-  run: async (input) => ({ id: (input as { id: string }).id, paidCents: 4_200, delivered: false }),
+  run: async (input) => ({ id: input.id, paidCents: 4_200, delivered: false }),
 });
 const refund = defineTool({
   name: 'refund',
@@ -21,7 +21,7 @@ const refund = defineTool({
   input: z.object({ id: z.string() }),
   sideEffect: 'remote_mutation',
   run: async (input, context) => {
-    refunds.push(`${(input as { id: string }).id} (key ${context.idempotencyKey})`);
+    refunds.push(`${input.id} (key ${context.idempotencyKey})`);
     return 'refunded';
   },
 });
@@ -30,8 +30,10 @@ const refund = defineTool({
 const model = new StubModel({
   script: (request) => {
     const said = JSON.stringify(request.messages);
-    if (!said.includes('paidCents')) return { toolCalls: [{ tool: 'lookup_order', input: { id: 'A-17' } }] };
-    if (!said.includes('refunded')) return { toolCalls: [{ tool: 'refund', input: { id: 'A-17' } }] };
+    if (!said.includes('paidCents'))
+      return { toolCalls: [{ tool: 'lookup_order', input: { id: 'A-17' } }] };
+    if (!said.includes('refunded'))
+      return { toolCalls: [{ tool: 'refund', input: { id: 'A-17' } }] };
     return { text: 'Order A-17 was never delivered; I refunded it.' };
   },
 });
@@ -58,7 +60,11 @@ const [approval] = pending;
 if (approval === undefined) throw new Error('the run never asked for approval');
 console.log('approval asked:', approval.kind, approval.request.tool, approval.request.input);
 
-await agents.approve(approval.id, { by: 'ana@example.com', note: 'customer verified', requestHash: approval.requestHash });
+await agents.approve(approval.id, {
+  by: 'ana@example.com',
+  note: 'customer verified',
+  requestHash: approval.requestHash,
+});
 const result = await run.result();
 console.log('result:', result.reason, '-', result.output, `(${result.turns} turns)`);
 console.log('refunds made:', refunds);

@@ -34,20 +34,27 @@ export interface ToolContext {
 /** A tool's input: a Standard Schema (zod, valibot, arktype, …) or a JSON Schema object. */
 export type ToolInput = StandardSchemaLike | JsonSchema;
 
+/** The input type `run` gets: the Standard Schema's output type, or any JSON for a JSON Schema. */
+export type ToolInputOf<S> = S extends { readonly '~standard': { readonly types?: infer T } }
+  ? NonNullable<T> extends { readonly output: infer O }
+    ? O
+    : JsonValue
+  : JsonValue;
+
 /** What `defineTool` takes. */
-export interface ToolDefinition<I = JsonValue, O extends JsonValue = JsonValue> {
+export interface ToolDefinition<S extends ToolInput = ToolInput, O extends JsonValue = JsonValue> {
   /** The name the model calls: 1–64 of `A-Za-z0-9_-`. */
   name: string;
   /** What the tool does, for the model. */
   description: string;
   /** The input's schema; the model sees it as JSON Schema. */
-  input: ToolInput;
+  input: S;
   /** The JSON Schema the model sees, when the Standard Schema cannot convert itself. */
   jsonSchema?: JsonSchema;
   /** What calling it does to the world (decides the default policy and crash handling). */
   sideEffect: SideEffect;
   /** Does the work. A throw (or a timeout) becomes a `tool_error` observation. The output must be JSON. */
-  run(input: I, context: ToolContext): Promise<O>;
+  run(input: ToolInputOf<S>, context: ToolContext): Promise<O>;
   /** Default {@link toolTimeoutMsDefault}. */
   timeoutMs?: number;
 }
@@ -79,12 +86,12 @@ export interface Tool<I = JsonValue, O extends JsonValue = JsonValue> {
  *   description: 'Look an order up by id',
  *   input: z.object({ id: z.string() }),
  *   sideEffect: 'read_only',
- *   run: async ({ id }) => orders.get(id),
+ *   run: async ({ id }) => orders.get(id), // id: string, from the schema
  * });
  */
-export function defineTool<I = JsonValue, O extends JsonValue = JsonValue>(
-  definition: ToolDefinition<I, O>,
-): Tool<I, O> {
+export function defineTool<S extends ToolInput, O extends JsonValue = JsonValue>(
+  definition: ToolDefinition<S, O>,
+): Tool<ToolInputOf<S>, O> {
   const { name, description, sideEffect, run } = definition;
   if (typeof name !== 'string' || !toolNamePattern.test(name)) {
     throw new LoomError(

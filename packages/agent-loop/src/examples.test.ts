@@ -14,7 +14,9 @@ it('example approve-refund.ts asks for approval, refunds once after it, and comp
     { cwd: directory },
   );
   expect(stdout).toContain("approval asked: tool_call refund { id: 'A-17' }");
-  expect(stdout).toContain('result: goal_completed - Order A-17 was never delivered; I refunded it. (3 turns)');
+  expect(stdout).toContain(
+    'result: goal_completed - Order A-17 was never delivered; I refunded it. (3 turns)',
+  );
   expect(stdout).toContain("refunds made: [ 'A-17 (key ticket-981/2.0)' ]");
   expect(stdout).toContain('decided by: ana@example.com');
 }, 60_000);

@@ -33,6 +33,7 @@ export {
   type ToolContext,
   type ToolDefinition,
   type ToolInput,
+  type ToolInputOf,
   toolTimeoutMsDefault,
 } from './define-tool.js';
 export { ErrorCode, isLoomError, LoomError, type LoomErrorFields } from './errors.js';

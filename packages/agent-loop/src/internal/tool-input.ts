@@ -7,6 +7,8 @@ export interface StandardSchemaLike {
   readonly '~standard': {
     readonly version: 1;
     readonly vendor: string;
+    /** Type-level only: what `validate` gives back. */
+    readonly types?: { readonly input: unknown; readonly output: unknown } | undefined;
     readonly validate: (value: unknown) =>
       | { readonly value: unknown; readonly issues?: undefined }
       | { readonly issues: ReadonlyArray<{ readonly message: string; readonly path?: unknown }> }
