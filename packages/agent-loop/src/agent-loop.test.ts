@@ -466,6 +466,30 @@ describe('approvals', () => {
     expect(sent).toEqual([]);
   });
 
+  it('refuses unknown approvals and runs, resolutions on a tool_call, and unregistered agents', async () => {
+    const { tool } = mailer();
+    const model = scripted({ toolCalls: [{ tool: 'send_mail', input: { to: 'ana' } }] });
+    const agent = defineAgent({ name: 'a', model, instructions: '', tools: [tool] });
+    const stranger = defineAgent({ name: 'b', model, instructions: '', tools: [] });
+    const { agents } = harness([agent]);
+    await agents.start(agent, 'go', { runId: 'r8' });
+    const [approval] = await pendingOf(agents, 'r8');
+    await expect(
+      agents.approve(approval?.id as string, { by: 'ops', resolution: { kind: 'rerun' } }),
+    ).rejects.toMatchObject({ code: 'INVALID_RESOLUTION' });
+    await expect(agents.approve('r8~9.9', { by: 'ops' })).rejects.toMatchObject({
+      code: 'APPROVAL_NOT_FOUND',
+    });
+    await expect(agents.approve(approval?.id as string, { by: '' })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+    await expect(agents.approvals('nobody')).rejects.toMatchObject({ code: 'RUN_NOT_FOUND' });
+    await expect(agents.start(stranger, 'go')).rejects.toMatchObject({
+      code: 'AGENT_NOT_REGISTERED',
+    });
+    expect((await agents.approvals('r8'))[0]?.status).toBe('pending');
+  });
+
   it('cancel ends a waiting run with operator_cancelled', async () => {
     const { tool } = mailer();
     const model = scripted({ toolCalls: [{ tool: 'send_mail', input: { to: 'ana' } }] });

@@ -55,6 +55,17 @@ export function killMatrix(backendEnv: (caseName: string) => Record<string, stri
       output: { done: 'by hand' },
     });
   });
+  it('local_mutation killed at tool_started, re-run rejected: the run ends and the tool never ran', async () => {
+    const name = 'reject-rerun';
+    const file = join(dir, `${name}.invocations`);
+    const env = {
+      ...backendEnv(name),
+      KILL_RUN_ID: `run-${name}`,
+      KILL_SIDE_EFFECT: 'local_mutation',
+      KILL_INVOCATIONS: file,
+    };
+    await expectedLives(env, file, 'local_mutation', 'tool_started', { kind: 'reject' });
+  });
 }
 
 async function expectedLives(
@@ -62,7 +73,7 @@ async function expectedLives(
   file: string,
   sideEffect: SideEffect,
   killAt: KillPoint,
-  resolution: { kind: 'rerun' } | { kind: 'record'; output: unknown },
+  resolution: { kind: 'rerun' } | { kind: 'record'; output: unknown } | { kind: 'reject' },
 ): Promise<void> {
   const first = await life({ ...env, KILL_AT: killAt });
   expect(first.signal, first.output).toBe('SIGKILL');
@@ -95,10 +106,10 @@ async function expectedLives(
   const third = await life({ ...env, KILL_RESOLVE: JSON.stringify(resolution) });
   expect(third.code, third.output).toBe(0);
   expect(third.line?.kind, third.output).toBe('result');
-  expect(third.line?.value).toMatchObject({
-    reason: 'goal_completed',
-    output: 'finished',
-    turns: 2,
-  });
+  expect(third.line?.value).toMatchObject(
+    resolution.kind === 'reject'
+      ? { reason: 'approval_rejected', turns: 1 }
+      : { reason: 'goal_completed', output: 'finished', turns: 2 },
+  );
   expect(invocationsIn(file)).toBe(beforeRestart[killAt] + (resolution.kind === 'rerun' ? 1 : 0));
 }

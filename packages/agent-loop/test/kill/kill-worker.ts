@@ -2,7 +2,8 @@
 // one tool of side-effect class KILL_SIDE_EFFECT that appends a line to KILL_INVOCATIONS each
 // time it is called (the side channel the test counts). With KILL_AT set it SIGKILLs itself at
 // that transition (or inside the tool, after the side effect, for `mid_tool`). With
-// KILL_RESOLVE set it first decides the run's pending interrupted_side_effect approval.
+// KILL_RESOLVE set it first decides the run's pending interrupted_side_effect approval
+// (`{ kind: 'rerun' }`, `{ kind: 'record', output }`, or `{ kind: 'reject' }`).
 // It prints one line: `result <json>` when the run ends, or `approval <json>` when it waits.
 import { appendFileSync } from 'node:fs';
 import type { EventStore } from '@loom/event-runtime';
@@ -92,11 +93,16 @@ async function pendingApproval(): Promise<Approval | undefined> {
 if (env.KILL_RESOLVE !== undefined) {
   const pending = await pendingApproval();
   if (pending === undefined) throw new Error('KILL_RESOLVE set but no approval is pending');
-  await agents.approve(pending.id, {
-    by: 'kill-test',
-    resolution: JSON.parse(env.KILL_RESOLVE),
-    requestHash: pending.requestHash,
-  });
+  const resolution = JSON.parse(env.KILL_RESOLVE);
+  if (resolution.kind === 'reject') {
+    await agents.reject(pending.id, { by: 'kill-test', requestHash: pending.requestHash });
+  } else {
+    await agents.approve(pending.id, {
+      by: 'kill-test',
+      resolution,
+      requestHash: pending.requestHash,
+    });
+  }
 }
 
 await flows.kernel.recover();
