@@ -1,3 +1,4 @@
+import { type ModelResponse, StubModel } from '@loom/reasoning';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { eventually, harness, scripted, shown, stubBy } from './agent.test-support.js';
@@ -262,6 +263,94 @@ describe('limits, each hit exactly at its threshold', () => {
     const { agents } = harness([agent]);
     expect((await agents.run(agent, 'go')).reason).toBe('goal_completed');
     expect(calls).toHaveLength(5);
+  });
+});
+
+describe('budgets, each hit exactly at its threshold', () => {
+  const prices = { 'stub-model': { inputUsdPerMTok: 1_000, outputUsdPerMTok: 2_000 } };
+  const script = (n: number) => ({ toolCalls: [{ tool: 'lookup', input: { id: `A-${n}` } }] });
+
+  /** Tokens and cost after each of the first three model calls of an unlimited run. */
+  async function spentPerTurn(): Promise<{ tokens: number; costUsd: number }[]> {
+    const { tool } = counter();
+    const model = new StubModel({ script: (_r, n) => script(n), prices });
+    const agent = defineAgent({
+      name: 'a',
+      model,
+      instructions: '',
+      tools: [tool],
+      limits: { stepsMax: 3 },
+    });
+    const { agents, flows } = harness([agent]);
+    await agents.run(agent, 'go', { runId: 'measure' });
+    const out: { tokens: number; costUsd: number }[] = [];
+    let tokens = 0;
+    let costUsd = 0;
+    for (const event of await flows.kernel.store.read('measure')) {
+      const payload = event.payload as { name?: string; result?: ModelResponse };
+      if (event.type !== 'step.completed' || !payload.name?.startsWith('decide:')) continue;
+      const usage = payload.result?.usage;
+      tokens += (usage?.inputTokens ?? 0) + (usage?.outputTokens ?? 0);
+      costUsd += payload.result?.costUsd ?? 0;
+      out.push({ tokens, costUsd });
+    }
+    return out;
+  }
+
+  it('limit_tokens: the call that reaches tokensMax is the last', async () => {
+    const spent = await spentPerTurn();
+    const atTurn2 = spent[1]?.tokens as number;
+    for (const [tokensMax, turns, reason] of [
+      [atTurn2, 2, 'limit_tokens'],
+      [atTurn2 + 1, 3, 'limit_tokens'],
+    ] as const) {
+      const { tool } = counter();
+      const model = new StubModel({ script: (_r, n) => script(n), prices });
+      const agent = defineAgent({
+        name: 'a',
+        model,
+        instructions: '',
+        tools: [tool],
+        limits: { tokensMax },
+      });
+      const { agents } = harness([agent]);
+      expect(await agents.run(agent, 'go')).toMatchObject({ reason, turns });
+    }
+  });
+
+  it('limit_cost: the call that reaches costUsdMax is the last', async () => {
+    const spent = await spentPerTurn();
+    const atTurn2 = spent[1]?.costUsd as number;
+    expect(atTurn2).toBeGreaterThan(0);
+    for (const [costUsdMax, turns] of [
+      [atTurn2, 2],
+      [atTurn2 * 1.0001, 3],
+    ] as const) {
+      const { tool } = counter();
+      const model = new StubModel({ script: (_r, n) => script(n), prices });
+      const agent = defineAgent({
+        name: 'a',
+        model,
+        instructions: '',
+        tools: [tool],
+        limits: { costUsdMax },
+      });
+      const { agents } = harness([agent]);
+      expect(await agents.run(agent, 'go')).toMatchObject({ reason: 'limit_cost', turns });
+    }
+  });
+
+  it('an answer that completes the goal completes it, even past the budget', async () => {
+    const model = scripted({ text: 'done at once' });
+    const agent = defineAgent({
+      name: 'a',
+      model,
+      instructions: '',
+      tools: [],
+      limits: { tokensMax: 1 },
+    });
+    const { agents } = harness([agent]);
+    expect(await agents.run(agent, 'go')).toMatchObject({ reason: 'goal_completed', turns: 1 });
   });
 });
 

@@ -24,6 +24,10 @@ export interface AgentLimits {
   consecutiveToolFailuresMax?: number;
   /** The same call (tool + arguments) in a row; default {@link repeatedCallsMaxDefault}. */
   repeatedCallsMax?: number;
+  /** Input + output tokens of all model calls; reaching it ends the run (`limit_tokens`). Default: no limit. */
+  tokensMax?: number;
+  /** Known cost of all model calls in USD; reaching it ends the run (`limit_cost`). Default: no limit. */
+  costUsdMax?: number;
 }
 
 /** What the prompt of a turn is built from. */
@@ -67,7 +71,12 @@ export interface Agent {
   readonly instructions: string;
   readonly tools: ReadonlyMap<string, Tool<never, JsonValue>>;
   readonly policy: Policy;
-  readonly limits: Readonly<Required<AgentLimits>>;
+  readonly limits: Readonly<
+    Required<Omit<AgentLimits, 'tokensMax' | 'costUsdMax'>> & {
+      tokensMax: number;
+      costUsdMax: number;
+    }
+  >;
   readonly budgetTokens: number;
   readonly prompt: (parts: PromptParts) => BlueprintNode;
   readonly tags: readonly string[] | undefined;
@@ -95,6 +104,18 @@ function positive(agent: string, option: string, value: number): number {
       ErrorCode.INVALID_ARGUMENT,
       `agent '${agent}': ${option} must be a whole number ≥ 1, got ${value}`,
       { agent, option, actual: value },
+    );
+  }
+  return value;
+}
+
+function budget(agent: string, value: number | undefined): number {
+  if (value === undefined) return Number.POSITIVE_INFINITY;
+  if (typeof value !== 'number' || !(value > 0)) {
+    throw new LoomError(
+      ErrorCode.INVALID_ARGUMENT,
+      `agent '${agent}': costUsdMax must be a number of USD above 0, got ${value}`,
+      { agent, option: 'costUsdMax', actual: String(value) },
     );
   }
   return value;
@@ -159,6 +180,11 @@ export function defineAgent(definition: AgentDefinition): Agent {
         'repeatedCallsMax',
         limits.repeatedCallsMax ?? repeatedCallsMaxDefault,
       ),
+      tokensMax:
+        limits.tokensMax === undefined
+          ? Number.POSITIVE_INFINITY
+          : positive(name, 'tokensMax', limits.tokensMax),
+      costUsdMax: budget(name, limits.costUsdMax),
     }),
     budgetTokens,
     prompt: definition.prompt ?? defaultPrompt,

@@ -6,6 +6,8 @@ import type { JsonValue } from '@loom/event-runtime';
  * - `goal_failed`: the model called the built-in `fail_goal` tool (`error` is its reason).
  * - `limit_steps`: `stepsMax` turns were decided without an ending.
  * - `limit_tool_failures`: `consecutiveToolFailuresMax` tool calls failed in a row.
+ * - `limit_tokens`: the model calls' input + output tokens reached `tokensMax` (checked after each call).
+ * - `limit_cost`: their known cost reached `costUsdMax` (calls of unknown cost count nothing).
  * - `loop_detected`: the same call (tool and arguments) was asked for `repeatedCallsMax` times in a row.
  * - `policy_aborted`: the policy answered `abort` (`error` is its reason).
  * - `approval_rejected`: a person rejected with `endRun`, or rejected re-running an interrupted call.
@@ -18,6 +20,8 @@ export type TerminalReason =
   | 'goal_failed'
   | 'limit_steps'
   | 'limit_tool_failures'
+  | 'limit_tokens'
+  | 'limit_cost'
   | 'loop_detected'
   | 'policy_aborted'
   | 'approval_rejected'

@@ -143,14 +143,29 @@ async function runTurns(
         error: typeof reason === 'string' ? reason : JSON.stringify(giveUp.input),
       });
     }
+    if (
+      calls.length === 0 &&
+      response.invalidToolCalls.length === 0 &&
+      response.text.trim() !== ''
+    ) {
+      return run.end('goal_completed', { output: response.text });
+    }
+    const spent = run.spent;
+    if (spent.tokens >= limits.tokensMax) {
+      return run.end('limit_tokens', {
+        error: `${spent.tokens} tokens used, the limit is ${limits.tokensMax}`,
+      });
+    }
+    if (spent.costUsd >= limits.costUsdMax) {
+      return run.end('limit_cost', {
+        error: `${spent.costUsd} USD spent, the limit is ${limits.costUsdMax}`,
+      });
+    }
     const invalid: Observation[] = response.invalidToolCalls.map((call) => ({
       kind: 'invalid_decision',
       message: call.message,
     }));
     if (calls.length === 0 && invalid.length === 0) {
-      if (response.text.trim() !== '') {
-        return run.end('goal_completed', { output: response.text });
-      }
       run.finishTurn(
         turn,
         response.text,

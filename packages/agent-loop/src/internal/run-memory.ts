@@ -61,6 +61,14 @@ export class RunMemory {
     else u.costUsd += response.costUsd;
   }
 
+  /** Tokens (input + output) and known cost so far. */
+  get spent(): { tokens: number; costUsd: number } {
+    return {
+      tokens: this.usage.inputTokens + this.usage.outputTokens,
+      costUsd: this.usage.costUsd,
+    };
+  }
+
   /** Counts `call` against the calls before it; returns how many times in a row it was asked for. */
   repeated(call: ToolCall): number {
     const signature = `${call.tool}\u0000${canonicalJson(call.input)}`;
