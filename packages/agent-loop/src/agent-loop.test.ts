@@ -155,6 +155,32 @@ describe('the turn loop', () => {
     expect(shown(model.requests[1])).toContain('waited');
   });
 
+  it('a tool past its timeoutMs is a tool_error observation, and the run goes on', async () => {
+    const hang = defineTool({
+      name: 'hang',
+      description: '',
+      input: { type: 'object' },
+      sideEffect: 'read_only',
+      timeoutMs: 5_000,
+      run: (_input, context) =>
+        new Promise((_resolve, reject) => {
+          context.signal.addEventListener('abort', () => reject(new Error('aborted')));
+        }),
+    });
+    const model = scripted(
+      { toolCalls: [{ tool: 'hang', input: {} }] },
+      { text: 'gave up waiting' },
+    );
+    const agent = defineAgent({ name: 'a', model, instructions: '', tools: [hang] });
+    const { agents, clock } = harness([agent]);
+    const run = await agents.start(agent, 'go');
+    expect(await clock.runUntilSettled(run.result())).toMatchObject({
+      reason: 'goal_completed',
+      turns: 2,
+    });
+    expect(shown(model.requests[1])).toContain('TIMEOUT');
+  });
+
   it('ends with goal_failed when the model calls fail_goal', async () => {
     const model = scripted({
       toolCalls: [{ tool: 'fail_goal', input: { reason: 'no such order' } }],
