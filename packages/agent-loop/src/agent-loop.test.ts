@@ -1,7 +1,14 @@
 import { type ModelResponse, StubModel } from '@loom/reasoning';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { eventually, harness, scripted, shown, stubBy } from './agent.test-support.js';
+import {
+  eventually,
+  harness,
+  type JsonValue,
+  scripted,
+  shown,
+  stubBy,
+} from './agent.test-support.js';
 import { defineAgent, defineTool, type Policy, type RunView, type Tool } from './index.js';
 
 function counter(sideEffect: Tool['sideEffect'] = 'read_only', fail = false) {
@@ -163,7 +170,7 @@ describe('the turn loop', () => {
       sideEffect: 'read_only',
       timeoutMs: 5_000,
       run: (_input, context) =>
-        new Promise((_resolve, reject) => {
+        new Promise<JsonValue>((_resolve, reject) => {
           context.signal.addEventListener('abort', () => reject(new Error('aborted')));
         }),
     });
@@ -603,6 +610,38 @@ describe('approvals', () => {
       code: 'AGENT_NOT_REGISTERED',
     });
     expect((await agents.approvals('r8'))[0]?.status).toBe('pending');
+  });
+
+  it('ask_human: the run waits for a person and the model gets the answer', async () => {
+    const model = stubBy((_n, request) =>
+      shown(request).includes('blue')
+        ? { text: 'The customer wants blue.' }
+        : { toolCalls: [{ tool: 'ask_human', input: { question: 'Which colour?' } }] },
+    );
+    const agent = defineAgent({ name: 'a', model, instructions: '', tools: [], askHuman: true });
+    const { agents, flows } = harness([agent]);
+    const run = await agents.start(agent, 'go', { runId: 'q1' });
+    const [question] = await eventually(async () => {
+      const pending = (await agents.questions('q1')).filter((q) => q.status === 'pending');
+      return pending.length > 0 ? pending : undefined;
+    }, 'a pending question');
+    expect(question).toMatchObject({ question: 'Which colour?', turn: 1 });
+    await agents.answer(question?.id as string, { by: 'ana', text: 'blue' });
+    await expect(
+      agents.answer(question?.id as string, { by: 'bo', text: 'red' }),
+    ).rejects.toMatchObject({
+      code: 'QUESTION_NOT_PENDING',
+    });
+    await flows.kernel.wakeDue();
+    expect(await run.result()).toMatchObject({
+      reason: 'goal_completed',
+      output: 'The customer wants blue.',
+    });
+    expect((await agents.questions('q1'))[0]).toMatchObject({
+      status: 'answered',
+      answer: { by: 'ana', text: 'blue' },
+    });
+    expect(model.requests[0]?.tools?.map((t) => t.name)).toContain('ask_human');
   });
 
   it('cancel ends a waiting run with operator_cancelled', async () => {

@@ -6,6 +6,7 @@ import { ErrorCode, LoomError } from './errors.js';
 import { agentRun, RecordName } from './internal/agent-flow.js';
 import { FlowHost, type HostedFlow, hostedFlow } from './internal/flow-host.js';
 import type { RunOutput } from './internal/run-memory.js';
+import type { Answer, Question } from './question.js';
 import type { RunResult } from './run-result.js';
 import type { AgentTransition } from './transition.js';
 
@@ -199,6 +200,84 @@ export class AgentRuntime {
       ...(options.note === undefined ? {} : { note: options.note }),
       ...(options.endRun === true ? { endRun: true } : {}),
     });
+  }
+
+  /**
+   * The questions the run's model asked through `ask_human`, pending and answered.
+   *
+   * Error codes: `RUN_NOT_FOUND`, store errors.
+   */
+  async questions(runId: string): Promise<Question[]> {
+    const events = await this.host.read(runId);
+    if (events.length === 0) {
+      throw new LoomError(ErrorCode.RUN_NOT_FOUND, `no run '${runId}' in this store`, { runId });
+    }
+    const answers = new Map<string, Answer>();
+    for (const signal of await this.host.readSignals(runId)) {
+      if (!signal.name.startsWith(RecordName.answerPrefix) || answers.has(signal.name)) continue;
+      answers.set(signal.name, signal.payload as unknown as Answer);
+    }
+    const out: Question[] = [];
+    for (const event of events) {
+      if (event.type !== EventType.stepCompleted) continue;
+      const payload = event.payload as { name?: unknown; result?: unknown };
+      if (typeof payload.name !== 'string' || !payload.name.startsWith(RecordName.questionPrefix)) {
+        continue;
+      }
+      const key = payload.name.slice(RecordName.questionPrefix.length);
+      const question = payload.result as unknown as Omit<Question, 'status'>;
+      const answer = answers.get(RecordName.answerSignal(key));
+      out.push(
+        answer === undefined
+          ? { ...question, status: 'pending' }
+          : { ...question, status: 'answered', answer },
+      );
+    }
+    return out;
+  }
+
+  /**
+   * Answers a pending question, from any process; the first answer wins. The run resumes on a
+   * process that runs the agent, and the model gets `{ text, by, answeredAtMs }` as the result.
+   *
+   * Error codes: `QUESTION_NOT_FOUND`, `QUESTION_NOT_PENDING`, `INVALID_ARGUMENT`,
+   * `RUN_NOT_FOUND`, store errors.
+   */
+  async answer(questionId: string, options: { by: string; text: string }): Promise<void> {
+    if (typeof options?.by !== 'string' || options.by === '' || typeof options.text !== 'string') {
+      throw new LoomError(
+        ErrorCode.INVALID_ARGUMENT,
+        'an answer needs { by: "name", text: "the answer" }',
+        { questionId },
+      );
+    }
+    const cut = typeof questionId === 'string' ? questionId.lastIndexOf('~') : -1;
+    const question =
+      cut <= 0
+        ? undefined
+        : (await this.questions(questionId.slice(0, cut))).find((q) => q.id === questionId);
+    if (question === undefined) {
+      throw new LoomError(ErrorCode.QUESTION_NOT_FOUND, `no question '${questionId}'`, {
+        questionId,
+      });
+    }
+    if (question.status !== 'pending') {
+      throw new LoomError(
+        ErrorCode.QUESTION_NOT_PENDING,
+        `question '${questionId}' was answered by ${question.answer?.by}`,
+        { questionId },
+      );
+    }
+    const name = RecordName.answerSignal(questionId.slice(cut + 1));
+    const answer: Answer = { text: options.text, by: options.by, answeredAtMs: this.host.nowMs() };
+    const sent = await this.host.signal(question.runId, name, answer as unknown as JsonValue, name);
+    if (sent.duplicate) {
+      throw new LoomError(
+        ErrorCode.QUESTION_NOT_PENDING,
+        `question '${questionId}' was answered by someone else a moment ago`,
+        { questionId },
+      );
+    }
   }
 
   /**

@@ -13,6 +13,8 @@ export const consecutiveToolFailuresMaxDefault = 3;
 export const repeatedCallsMaxDefault = 3;
 /** Default token budget of a rendered prompt. */
 export const budgetTokensDefault = 128_000;
+/** The built-in tool through which the model asks a person (offered when `askHuman` is true); no user tool may take its name. */
+export const askHumanToolName = 'ask_human';
 /** The built-in tool through which the model gives up (`goal_failed`); no user tool may take its name. */
 export const failToolName = 'fail_goal';
 
@@ -61,6 +63,11 @@ export interface AgentDefinition {
   prompt?: (parts: PromptParts) => BlueprintNode;
   /** Tags for a router (`@loom/reasoning` `createRouter`). */
   tags?: readonly string[];
+  /**
+   * Offer the model the built-in tool `ask_human({ question })`: the run records the question
+   * and waits (suspended, no lease) until `answer(questionId, …)` is called. Default false.
+   */
+  askHuman?: boolean;
 }
 
 /** A checked agent definition. */
@@ -80,6 +87,7 @@ export interface Agent {
   readonly budgetTokens: number;
   readonly prompt: (parts: PromptParts) => BlueprintNode;
   readonly tags: readonly string[] | undefined;
+  readonly askHuman: boolean;
 }
 
 const agentNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
@@ -126,7 +134,7 @@ function budget(agent: string, value: number | undefined): number {
  * `createAgentRuntime({ flows, agents: [agent] })` in every process that may run or resume it.
  *
  * Error codes: `INVALID_ARGUMENT` (a bad name, two tools of one name, a tool named
- * `fail_goal`, a limit below 1).
+ * `fail_goal` or `ask_human`, a limit below 1).
  *
  * @example
  * const triage = defineAgent({ name: 'triage', model, instructions: 'Triage the ticket.', tools: [lookup] });
@@ -147,11 +155,12 @@ export function defineAgent(definition: AgentDefinition): Agent {
   }
   const tools = new Map<string, Tool<never, JsonValue>>();
   for (const tool of definition.tools) {
-    if (tool.name === failToolName || tools.has(tool.name)) {
+    const builtIn = tool.name === failToolName || tool.name === askHumanToolName;
+    if (builtIn || tools.has(tool.name)) {
       throw new LoomError(
         ErrorCode.INVALID_ARGUMENT,
-        tool.name === failToolName
-          ? `agent '${name}': '${failToolName}' is the built-in tool through which the model gives up; rename your tool`
+        builtIn
+          ? `agent '${name}': '${tool.name}' is the name of a built-in tool; rename your tool`
           : `agent '${name}' has two tools named '${tool.name}'`,
         { agent: name, tool: tool.name },
       );
@@ -189,5 +198,6 @@ export function defineAgent(definition: AgentDefinition): Agent {
     budgetTokens,
     prompt: definition.prompt ?? defaultPrompt,
     tags: definition.tags,
+    askHuman: definition.askHuman === true,
   });
 }

@@ -23,6 +23,10 @@ export const ErrorCode = {
   APPROVAL_REQUEST_CHANGED: 'APPROVAL_REQUEST_CHANGED',
   /** A resolution that does not fit the approval's kind (`record` on a `tool_call` approval). */
   INVALID_RESOLUTION: 'INVALID_RESOLUTION',
+  /** No question with this id (`fields.questionId`) in its run's log. */
+  QUESTION_NOT_FOUND: 'QUESTION_NOT_FOUND',
+  /** The question was already answered. */
+  QUESTION_NOT_PENDING: 'QUESTION_NOT_PENDING',
   /** The run's agent is not registered with this agent runtime (`fields.agent`). */
   AGENT_NOT_REGISTERED: 'AGENT_NOT_REGISTERED',
 } as const;

@@ -18,6 +18,7 @@ export {
   type Agent,
   type AgentDefinition,
   type AgentLimits,
+  askHumanToolName,
   budgetTokensDefault,
   consecutiveToolFailuresMaxDefault,
   defaultPrompt,
@@ -38,6 +39,7 @@ export {
 } from './define-tool.js';
 export { ErrorCode, isLoomError, LoomError, type LoomErrorFields } from './errors.js';
 export { defaultPolicy, type Policy, type PolicyDecision, type ToolRequest } from './policy.js';
+export type { Answer, Question } from './question.js';
 export type { RunResult, TerminalReason, UsageTotals } from './run-result.js';
 export type { RunView, TurnView } from './run-view.js';
 export { isRerunnable, type SideEffect, sideEffects } from './side-effect.js';

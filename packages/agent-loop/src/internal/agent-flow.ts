@@ -2,7 +2,7 @@ import { isLoomError as isKernelError, type JsonValue } from '@loom/event-runtim
 import type { ModelRequest, ModelResponse, ToolCall, ToolSpec } from '@loom/reasoning';
 import { type Observation, renderMessages } from '@loom/render';
 import type { Approval, ApprovalDecision, ApprovalKind, Resolution } from '../approval.js';
-import { type Agent, failToolName } from '../define-agent.js';
+import { type Agent, askHumanToolName, failToolName } from '../define-agent.js';
 import type { Tool } from '../define-tool.js';
 import type { PolicyDecision, ToolRequest } from '../policy.js';
 import type { TerminalReason } from '../run-result.js';
@@ -23,9 +23,21 @@ const failToolSpec: ToolSpec = {
   },
 };
 
+const askHumanToolSpec: ToolSpec = {
+  name: askHumanToolName,
+  description:
+    'Ask a person a question and wait for the answer (it may take hours). Use it when you need a fact or a decision only a person has.',
+  inputSchema: {
+    type: 'object',
+    properties: { question: { type: 'string', description: 'The question, self-contained' } },
+    required: ['question'],
+  },
+};
+
 /** A policy verdict as the `policy:<turn>` step records it. */
 type Verdict =
   | { callId: string; kind: 'invalid'; message: string }
+  | { callId: string; kind: 'ask'; question: string }
   | { callId: string; kind: 'decided'; request: ToolRequest; decision: PolicyDecision };
 
 /** What a tool step records. */
@@ -49,6 +61,10 @@ export const RecordName = {
   approvalStep: (key: string) => `approval:${key}`,
   approvalSignal: (key: string) => `approval:${key}`,
   approvalPrefix: 'approval:',
+  questionStep: (key: string) => `question:${key}`,
+  answerSignal: (key: string) => `answer:${key}`,
+  questionPrefix: 'question:',
+  answerPrefix: 'answer:',
 } as const;
 
 /** `<runId>~<key>`: an approval's public id. */
@@ -87,6 +103,7 @@ export function agentRun(
     description: tool.description,
     inputSchema: tool.inputSchema,
   }));
+  if (agent.askHuman) toolSpecs.push(askHumanToolSpec);
   return async (ctx, input) => {
     const output = await runTurns(ctx, agent, toolSpecs, notify, input);
     return output as unknown as JsonValue;
@@ -212,6 +229,19 @@ async function toolTurn(
     notify({ type: 'decided', runId, turn });
     const out: Verdict[] = [];
     for (const call of calls) {
+      if (agent.askHuman && call.tool === askHumanToolName) {
+        const question = (call.input as { question?: unknown }).question;
+        out.push(
+          typeof question === 'string' && question.trim() !== ''
+            ? { callId: call.callId, kind: 'ask', question }
+            : {
+                callId: call.callId,
+                kind: 'invalid',
+                message: `${askHumanToolName} needs { question: string }, a question that is not empty`,
+              },
+        );
+        continue;
+      }
       const tool = agent.tools.get(call.tool);
       if (tool === undefined) {
         out.push({
@@ -280,6 +310,7 @@ async function toolTurn(
   }
   const allowed = new Set<number>();
   verdicts.forEach((verdict, index) => {
+    if (verdict.kind === 'ask') return;
     if (verdict.kind === 'invalid') {
       observations[index] = {
         kind: 'invalid_decision',
@@ -310,6 +341,35 @@ async function toolTurn(
       observations[index] = { kind: 'denied', callId: verdict.callId, reason: outcome.why };
     } else {
       allowed.add(index);
+    }
+  }
+
+  const questions = verdicts.flatMap((verdict, index) =>
+    verdict.kind === 'ask' ? [{ index, callId: verdict.callId, question: verdict.question }] : [],
+  );
+  if (questions.length > 0) {
+    // All questions of the turn are recorded before the run waits for any answer.
+    await Promise.all(
+      questions.map(({ index, callId, question }) =>
+        ctx.step(RecordName.questionStep(`${turn}.${index}`), (effect) => ({
+          id: `${runId}~${turn}.${index}`,
+          runId,
+          turn,
+          callId,
+          question,
+          askedAtMs: effect.nowMs(),
+        })),
+      ),
+    );
+    const answers = await Promise.all(
+      questions.map(({ index }) =>
+        ctx.waitForSignal(RecordName.answerSignal(`${turn}.${index}`), undefined),
+      ),
+    );
+    for (const [n, { index, callId }] of questions.entries()) {
+      const answer = answers[n];
+      const payload = answer?.received === true ? answer.payload : null;
+      observations[index] = { kind: 'tool_result', callId, content: payload };
     }
   }
 
