@@ -201,6 +201,23 @@ describe('the turn loop', () => {
     });
   });
 
+  it('ends with context_exceeded when the required prompt no longer fits budgetTokens', async () => {
+    const { tool } = counter();
+    const model = scripted(
+      { toolCalls: [{ tool: 'lookup', input: { id: 'A'.repeat(2_000) } }] },
+      { text: 'done' },
+    );
+    const agent = defineAgent({
+      name: 'a',
+      model,
+      instructions: 'Help.',
+      tools: [tool],
+      budgetTokens: 200,
+    });
+    const { agents } = harness([agent]);
+    expect(await agents.run(agent, 'go')).toMatchObject({ reason: 'context_exceeded', turns: 1 });
+  });
+
   it('ends with model_failed when the model call fails', async () => {
     const model = scripted({ fail: { code: 'MODEL_BAD_REQUEST' } });
     const agent = defineAgent({ name: 'a', model, instructions: '', tools: [] });

@@ -12,6 +12,8 @@ import type { JsonValue } from '@loom/event-runtime';
  * - `policy_aborted`: the policy answered `abort` (`error` is its reason).
  * - `approval_rejected`: a person rejected with `endRun`, or rejected re-running an interrupted call.
  * - `approval_expired`: an approval's `expiresInMs` passed undecided.
+ * - `context_exceeded`: the prompt's required parts no longer fit `budgetTokens` (the
+ *   instructions, tools, input and newest turn alone are over it).
  * - `model_failed`: the model call failed after its own retries (`error` says how).
  * - `operator_cancelled`: `cancel(runId)`.
  */
@@ -26,6 +28,7 @@ export type TerminalReason =
   | 'policy_aborted'
   | 'approval_rejected'
   | 'approval_expired'
+  | 'context_exceeded'
   | 'model_failed'
   | 'operator_cancelled';
 

@@ -126,15 +126,22 @@ async function runTurns(
         error: `${limits.stepsMax} turns decided without an ending`,
       });
     }
-    const rendered = renderMessages(
-      agent.prompt({
-        instructions: agent.instructions,
-        input,
-        tools: toolSpecs,
-        history: run.history,
-      }),
-      { tokenBudget: agent.budgetTokens },
-    );
+    let rendered: ReturnType<typeof renderMessages>;
+    try {
+      rendered = renderMessages(
+        agent.prompt({
+          instructions: agent.instructions,
+          input,
+          tools: toolSpecs,
+          history: run.history,
+        }),
+        { tokenBudget: agent.budgetTokens },
+      );
+    } catch (error) {
+      // Rendering is pure: the same history fails the same way on replay.
+      if (!isKernelError(error, 'TOKEN_BUDGET_TOO_SMALL')) throw error;
+      return run.end('context_exceeded', { error: errorMessage(error) });
+    }
     let response: ModelResponse;
     try {
       response = (await ctx.step(RecordName.decide(turn), (effect) => {
