@@ -1,0 +1,399 @@
+import { EventType, isLoomError as isKernelError, type JsonValue } from '@loom/event-runtime';
+import type { FlowRuntime } from '@loom/workflow-runtime';
+import type { Approval, ApprovalDecision, Resolution } from './approval.js';
+import type { Agent } from './define-agent.js';
+import { ErrorCode, LoomError } from './errors.js';
+import { agentRun, RecordName } from './internal/agent-flow.js';
+import { FlowHost, type HostedFlow, hostedFlow } from './internal/flow-host.js';
+import type { RunOutput } from './internal/run-memory.js';
+import type { Answer, Question } from './question.js';
+import type { RunResult } from './run-result.js';
+import type { AgentTransition } from './transition.js';
+
+/** What `createAgentRuntime` takes. */
+export interface AgentRuntimeOptions {
+  /** The flow runtime the runs are flows of (any store: memory, SQLite, Postgres). */
+  flows: FlowRuntime;
+  /** Every agent this process may start or resume. */
+  agents: readonly Agent[];
+  /** Called synchronously for each durable transition of a turn (see {@link AgentTransition}). */
+  onTransition?: (transition: AgentTransition) => void;
+}
+
+/** A started run. */
+export interface AgentRun {
+  readonly runId: string;
+  /** How the run ended; waits through approvals and restarts (the run may finish on another process). */
+  result(): Promise<RunResult>;
+}
+
+/** A person's approval. */
+export interface ApproveOptions {
+  by: string;
+  note?: string;
+  /** For an `interrupted_side_effect` approval: run the call again (default) or record its outcome. */
+  resolution?: Resolution;
+  /** The hash of the request the person looked at; refused with `APPROVAL_REQUEST_CHANGED` if it is not the pending one. */
+  requestHash?: string;
+}
+
+/** A person's rejection. */
+export interface RejectOptions {
+  by: string;
+  note?: string;
+  /** End the run with `approval_rejected` instead of telling the model the call was denied. */
+  endRun?: boolean;
+  requestHash?: string;
+}
+
+/** A run's flow name: `agent:<name>`. */
+export function agentFlowName(agent: Agent): string {
+  return `agent:${agent.name}`;
+}
+
+/**
+ * Starts, follows and steers agent runs on a flow runtime. Every process that may run or resume
+ * an agent creates one with the same agents; approvals, rejections and cancels work from any
+ * process that reaches the same store.
+ */
+export class AgentRuntime {
+  private readonly host: FlowHost;
+  private readonly flows = new Map<string, HostedFlow>();
+
+  constructor(options: AgentRuntimeOptions) {
+    this.host = new FlowHost(options.flows);
+    const notify = options.onTransition ?? (() => {});
+    for (const agent of options.agents) {
+      const name = agentFlowName(agent);
+      if (this.flows.has(name)) {
+        throw new LoomError(ErrorCode.INVALID_ARGUMENT, `two agents are named '${agent.name}'`, {
+          agent: agent.name,
+        });
+      }
+      const flow = hostedFlow(name, agent.version, agentRun(agent, notify));
+      this.flows.set(name, flow);
+      this.host.register(flow);
+    }
+  }
+
+  /**
+   * Starts a run of `agent` (idempotent on `runId`: a second start returns the same run).
+   *
+   * Error codes: `AGENT_NOT_REGISTERED`, and the runtime's (`INVALID_INPUT`, store errors).
+   *
+   * @example
+   * const run = await agents.start(triage, 'Ticket 4521: refund missing');
+   * const result = await run.result(); // { reason: 'goal_completed', output: '…', turns: 2, … }
+   */
+  async start(agent: Agent, input: JsonValue, options: { runId?: string } = {}): Promise<AgentRun> {
+    const flow = this.flows.get(agentFlowName(agent));
+    if (flow === undefined) {
+      throw new LoomError(
+        ErrorCode.AGENT_NOT_REGISTERED,
+        `agent '${agent.name}' is not registered with this agent runtime: pass it in createAgentRuntime({ agents })`,
+        { agent: agent.name },
+      );
+    }
+    const started = await this.host.start(flow, input, options.runId);
+    return this.runOf(started.runId, started.result);
+  }
+
+  /** Starts a run and waits for its end. */
+  async run(agent: Agent, input: JsonValue, options: { runId?: string } = {}): Promise<RunResult> {
+    return (await this.start(agent, input, options)).result();
+  }
+
+  /** A handle on a run started elsewhere (or before a restart). */
+  attach(runId: string): AgentRun {
+    return this.runOf(runId, this.host.attach(runId));
+  }
+
+  /**
+   * The run's approvals, pending and decided, from its log and inbox.
+   *
+   * Error codes: `RUN_NOT_FOUND`, store errors.
+   */
+  async approvals(runId: string): Promise<Approval[]> {
+    const events = await this.host.read(runId);
+    if (events.length === 0) {
+      throw new LoomError(ErrorCode.RUN_NOT_FOUND, `no run '${runId}' in this store`, { runId });
+    }
+    const signals = await this.host.readSignals(runId);
+    const decisions = new Map<string, ApprovalDecision>();
+    for (const signal of signals) {
+      if (!signal.name.startsWith(RecordName.approvalPrefix) || decisions.has(signal.name))
+        continue;
+      decisions.set(signal.name, signal.payload as unknown as ApprovalDecision);
+    }
+    const expired = new Set<string>();
+    for (const event of events) {
+      const name = (event.payload as { name?: unknown }).name;
+      if (event.type === EventType.signalTimedOut && typeof name === 'string') expired.add(name);
+    }
+    const out: Approval[] = [];
+    for (const event of events) {
+      if (event.type !== EventType.stepCompleted) continue;
+      const payload = event.payload as { name?: unknown; result?: unknown };
+      if (typeof payload.name !== 'string' || !payload.name.startsWith(RecordName.approvalPrefix))
+        continue;
+      const approval = payload.result as unknown as Approval;
+      const decision = decisions.get(payload.name);
+      if (decision !== undefined) {
+        out.push({ ...approval, status: decision.decision, decision });
+      } else if (expired.has(payload.name)) {
+        out.push({ ...approval, status: 'expired' });
+      } else {
+        out.push(approval);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Approves a pending approval, from any process. The first decision sent wins; the run resumes
+   * on a process that runs the agent (its timer poll picks the run up).
+   *
+   * Error codes: `APPROVAL_NOT_FOUND`, `APPROVAL_NOT_PENDING`, `APPROVAL_REQUEST_CHANGED`,
+   * `INVALID_RESOLUTION`, `INVALID_ARGUMENT`, `RUN_NOT_FOUND`, store errors.
+   *
+   * @example
+   * await agents.approve(approval.id, { by: 'ana@example.com', note: 'customer verified' });
+   */
+  async approve(approvalId: string, options: ApproveOptions): Promise<void> {
+    const approval = await this.pending(approvalId, options);
+    if (options.resolution !== undefined) {
+      const kind = options.resolution.kind;
+      if (approval.kind !== 'interrupted_side_effect' || (kind !== 'rerun' && kind !== 'record')) {
+        throw new LoomError(
+          ErrorCode.INVALID_RESOLUTION,
+          approval.kind === 'interrupted_side_effect'
+            ? `a resolution is { kind: 'rerun' } or { kind: 'record', output }, got ${JSON.stringify(options.resolution)}`
+            : `approval ${approvalId} is a tool_call approval: it takes no resolution (only interrupted_side_effect approvals do)`,
+          { approvalId, kind: approval.kind },
+        );
+      }
+    }
+    await this.decide(approval, {
+      decision: 'approved',
+      by: options.by,
+      decidedAtMs: this.host.nowMs(),
+      requestHash: approval.requestHash,
+      ...(options.note === undefined ? {} : { note: options.note }),
+      ...(options.resolution === undefined ? {} : { resolution: options.resolution }),
+    });
+  }
+
+  /**
+   * Rejects a pending approval, from any process. A rejected `tool_call` becomes a denial the
+   * model sees (or ends the run with `endRun`); a rejected `interrupted_side_effect` ends the run
+   * with `approval_rejected`.
+   *
+   * Error codes: those of {@link AgentRuntime.approve}.
+   */
+  async reject(approvalId: string, options: RejectOptions): Promise<void> {
+    const approval = await this.pending(approvalId, options);
+    await this.decide(approval, {
+      decision: 'rejected',
+      by: options.by,
+      decidedAtMs: this.host.nowMs(),
+      requestHash: approval.requestHash,
+      ...(options.note === undefined ? {} : { note: options.note }),
+      ...(options.endRun === true ? { endRun: true } : {}),
+    });
+  }
+
+  /**
+   * The questions the run's model asked through `ask_human`, pending and answered.
+   *
+   * Error codes: `RUN_NOT_FOUND`, store errors.
+   */
+  async questions(runId: string): Promise<Question[]> {
+    const events = await this.host.read(runId);
+    if (events.length === 0) {
+      throw new LoomError(ErrorCode.RUN_NOT_FOUND, `no run '${runId}' in this store`, { runId });
+    }
+    const answers = new Map<string, Answer>();
+    for (const signal of await this.host.readSignals(runId)) {
+      if (!signal.name.startsWith(RecordName.answerPrefix) || answers.has(signal.name)) continue;
+      answers.set(signal.name, signal.payload as unknown as Answer);
+    }
+    const out: Question[] = [];
+    for (const event of events) {
+      if (event.type !== EventType.stepCompleted) continue;
+      const payload = event.payload as { name?: unknown; result?: unknown };
+      if (typeof payload.name !== 'string' || !payload.name.startsWith(RecordName.questionPrefix)) {
+        continue;
+      }
+      const key = payload.name.slice(RecordName.questionPrefix.length);
+      const question = payload.result as unknown as Omit<Question, 'status'>;
+      const answer = answers.get(RecordName.answerSignal(key));
+      out.push(
+        answer === undefined
+          ? { ...question, status: 'pending' }
+          : { ...question, status: 'answered', answer },
+      );
+    }
+    return out;
+  }
+
+  /**
+   * Answers a pending question, from any process; the first answer wins. The run resumes on a
+   * process that runs the agent, and the model gets `{ text, by, answeredAtMs }` as the result.
+   *
+   * Error codes: `QUESTION_NOT_FOUND`, `QUESTION_NOT_PENDING`, `INVALID_ARGUMENT`,
+   * `RUN_NOT_FOUND`, store errors.
+   */
+  async answer(questionId: string, options: { by: string; text: string }): Promise<void> {
+    if (typeof options?.by !== 'string' || options.by === '' || typeof options.text !== 'string') {
+      throw new LoomError(
+        ErrorCode.INVALID_ARGUMENT,
+        'an answer needs { by: "name", text: "the answer" }',
+        { questionId },
+      );
+    }
+    const cut = typeof questionId === 'string' ? questionId.lastIndexOf('~') : -1;
+    const question =
+      cut <= 0
+        ? undefined
+        : (await this.questions(questionId.slice(0, cut))).find((q) => q.id === questionId);
+    if (question === undefined) {
+      throw new LoomError(ErrorCode.QUESTION_NOT_FOUND, `no question '${questionId}'`, {
+        questionId,
+      });
+    }
+    if (question.status !== 'pending') {
+      throw new LoomError(
+        ErrorCode.QUESTION_NOT_PENDING,
+        `question '${questionId}' was answered by ${question.answer?.by}`,
+        { questionId },
+      );
+    }
+    const name = RecordName.answerSignal(questionId.slice(cut + 1));
+    const answer: Answer = { text: options.text, by: options.by, answeredAtMs: this.host.nowMs() };
+    const sent = await this.host.signal(question.runId, name, answer as unknown as JsonValue, name);
+    if (sent.duplicate) {
+      throw new LoomError(
+        ErrorCode.QUESTION_NOT_PENDING,
+        `question '${questionId}' was answered by someone else a moment ago`,
+        { questionId },
+      );
+    }
+  }
+
+  /**
+   * Cancels a run: it ends with `operator_cancelled` at its next write (at once if it waits).
+   * Returns false if it had already ended.
+   *
+   * Error codes: the kernel's (`EXECUTION_NOT_FOUND`, store errors).
+   */
+  cancel(runId: string, options: { by: string; reason?: string }): Promise<boolean> {
+    const reason = `cancelled by ${options.by}${options.reason === undefined ? '' : `: ${options.reason}`}`;
+    return this.host.cancel(runId, reason);
+  }
+
+  private runOf(runId: string, result: () => Promise<JsonValue>): AgentRun {
+    let settled: Promise<RunResult> | undefined;
+    return {
+      runId,
+      result: () => {
+        settled ??= result().then(
+          (output) => ({ runId, ...(output as unknown as RunOutput) }),
+          (error: unknown) => {
+            if (isKernelError(error, 'EXECUTION_CANCELLED')) {
+              return {
+                runId,
+                reason: 'operator_cancelled',
+                error: (error as Error).message,
+                turns: 0,
+                usage: {
+                  modelCalls: 0,
+                  inputTokens: 0,
+                  outputTokens: 0,
+                  cachedInputTokens: 0,
+                  costUsd: 0,
+                  costUnknownCalls: 0,
+                },
+              } satisfies RunResult;
+            }
+            throw error;
+          },
+        );
+        return settled;
+      },
+    };
+  }
+
+  private async pending(
+    approvalId: string,
+    options: { by: string; requestHash?: string },
+  ): Promise<Approval> {
+    if (typeof options?.by !== 'string' || options.by.length === 0) {
+      throw new LoomError(ErrorCode.INVALID_ARGUMENT, 'say who decides: { by: "name" }', {
+        approvalId,
+      });
+    }
+    const cut = typeof approvalId === 'string' ? approvalId.lastIndexOf('~') : -1;
+    if (cut <= 0) {
+      throw new LoomError(ErrorCode.APPROVAL_NOT_FOUND, `'${approvalId}' is not an approval id`, {
+        approvalId,
+      });
+    }
+    const approvals = await this.approvals(approvalId.slice(0, cut));
+    const approval = approvals.find((a) => a.id === approvalId);
+    if (approval === undefined) {
+      throw new LoomError(
+        ErrorCode.APPROVAL_NOT_FOUND,
+        `no approval '${approvalId}' in the log of its run`,
+        { approvalId },
+      );
+    }
+    if (approval.status !== 'pending') {
+      throw new LoomError(
+        ErrorCode.APPROVAL_NOT_PENDING,
+        `approval '${approvalId}' is ${approval.status}${approval.decision === undefined ? '' : ` (by ${approval.decision.by})`}`,
+        { approvalId, status: approval.status },
+      );
+    }
+    if (options.requestHash !== undefined && options.requestHash !== approval.requestHash) {
+      throw new LoomError(
+        ErrorCode.APPROVAL_REQUEST_CHANGED,
+        `approval '${approvalId}' is for another request than the one decided on: read the approval again and decide on what it asks now`,
+        { approvalId, expected: options.requestHash, actual: approval.requestHash },
+      );
+    }
+    return approval;
+  }
+
+  private async decide(approval: Approval, decision: ApprovalDecision): Promise<void> {
+    const key = approval.id.slice(approval.id.lastIndexOf('~') + 1);
+    const name = RecordName.approvalSignal(key);
+    // The signal's idempotency key is the approval: of two people deciding at once, one wins.
+    const sent = await this.host.signal(
+      approval.runId,
+      name,
+      decision as unknown as JsonValue,
+      name,
+    );
+    if (sent.duplicate) {
+      throw new LoomError(
+        ErrorCode.APPROVAL_NOT_PENDING,
+        `approval '${approval.id}' was decided by someone else a moment ago`,
+        { approvalId: approval.id, status: 'decided' },
+      );
+    }
+  }
+}
+
+/**
+ * Creates an agent runtime on a flow runtime, and registers every agent's flow with it.
+ *
+ * Error codes: `INVALID_ARGUMENT` (two agents of one name).
+ *
+ * @example
+ * const flows = createFlowRuntime({ store: SqliteEventStore.open({ path: 'loom.db', migrate: true }) });
+ * const agents = createAgentRuntime({ flows, agents: [triage] });
+ * await flows.kernel.recover();   // resume runs a crash left behind
+ */
+export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
+  return new AgentRuntime(options);
+}

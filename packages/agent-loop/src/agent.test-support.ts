@@ -1,0 +1,50 @@
+// Shared set-up of the agent-loop unit tests: a flow runtime on the memory store and a
+// ManualClock, stub models, and a bounded wait.
+import type { JsonValue } from '@loom/event-runtime';
+import { InMemoryEventStore } from '@loom/event-runtime';
+import { ManualClock } from '@loom/event-runtime/testing';
+import { type ModelRequest, StubModel, type StubTurn } from '@loom/reasoning';
+import { createFlowRuntime, type FlowRuntime } from '@loom/workflow-runtime';
+import { type Agent, type AgentRuntime, createAgentRuntime } from './index.js';
+
+export interface Harness {
+  clock: ManualClock;
+  flows: FlowRuntime;
+  agents: AgentRuntime;
+}
+
+export function harness(agents: readonly Agent[]): Harness {
+  const clock = new ManualClock();
+  const flows = createFlowRuntime({ store: new InMemoryEventStore({ clock }), clock });
+  return { clock, flows, agents: createAgentRuntime({ flows, agents }) };
+}
+
+/** A stub whose answer at call `n` is `turns[n]`, and the last one forever after. */
+export function scripted(...turns: StubTurn[]): StubModel {
+  return new StubModel({
+    script: (_request, n) => turns[Math.min(n, turns.length - 1)] as StubTurn,
+  });
+}
+
+/** A stub answering by a function of the call index (from 0). */
+export function stubBy(answer: (n: number, request: ModelRequest) => StubTurn): StubModel {
+  return new StubModel({ script: (request, n) => answer(n, request) });
+}
+
+/** Polls `probe` (real time, bounded) until it returns something other than undefined. */
+export async function eventually<T>(probe: () => Promise<T | undefined>, what: string): Promise<T> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** The text of every message of a request, for asserting what the model was shown. */
+export function shown(request: ModelRequest | undefined): string {
+  return JSON.stringify(request?.messages ?? []);
+}
+
+export type { JsonValue };

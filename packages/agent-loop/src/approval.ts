@@ -1,0 +1,45 @@
+import type { JsonValue } from '@loom/event-runtime';
+import type { ToolRequest } from './policy.js';
+
+/**
+ * Why a run waits for a person: the policy asked (`tool_call`), or a non-idempotent tool was
+ * interrupted mid-call by a crash and its outcome is unknown (`interrupted_side_effect`).
+ */
+export type ApprovalKind = 'tool_call' | 'interrupted_side_effect';
+
+/** Where an approval stands; read from the run's log and inbox. */
+export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'expired';
+
+/** How an `interrupted_side_effect` approval resolves: run the call again, or record its outcome by hand. */
+export type Resolution = { kind: 'rerun' } | { kind: 'record'; output: JsonValue };
+
+/** A decision as recorded in the run's inbox and log. */
+export interface ApprovalDecision {
+  readonly decision: 'approved' | 'rejected';
+  readonly by: string;
+  readonly decidedAtMs: number;
+  readonly note?: string;
+  /** The hash of the request the person decided on. */
+  readonly requestHash: string;
+  readonly resolution?: Resolution;
+  /** A rejection that ends the run (`approval_rejected`) instead of feeding a denial back. */
+  readonly endRun?: boolean;
+}
+
+/** A durable approval request, bound to the hash of the exact request. */
+export interface Approval {
+  /** `<runId>~<key>`: give it to `approve` / `reject`. */
+  readonly id: string;
+  readonly runId: string;
+  readonly kind: ApprovalKind;
+  readonly request: ToolRequest;
+  readonly requestHash: string;
+  /** Why: the policy's reason, or what was interrupted. */
+  readonly reason: string;
+  readonly requestedAtMs: number;
+  /** When the run stops waiting and ends with `approval_expired`; null: never. */
+  readonly expiresAtMs: number | null;
+  readonly status: ApprovalStatus;
+  /** Present once decided. */
+  readonly decision?: ApprovalDecision;
+}

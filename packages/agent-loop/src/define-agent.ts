@@ -1,0 +1,203 @@
+import type { JsonValue } from '@loom/event-runtime';
+import type { ModelProvider, ToolSpec } from '@loom/reasoning';
+import type { BlueprintNode, HistoryStep } from '@loom/render';
+import type { Tool } from './define-tool.js';
+import { ErrorCode, LoomError } from './errors.js';
+import { defaultPolicy, type Policy } from './policy.js';
+
+/** Default turns a run may decide before it ends with `limit_steps`. */
+export const stepsMaxDefault = 50;
+/** Default tool failures in a row before a run ends with `limit_tool_failures`. */
+export const consecutiveToolFailuresMaxDefault = 3;
+/** Default times the same call may be asked for in a row; reaching it ends the run with `loop_detected`. */
+export const repeatedCallsMaxDefault = 3;
+/** Default token budget of a rendered prompt. */
+export const budgetTokensDefault = 128_000;
+/** The built-in tool through which the model asks a person (offered when `askHuman` is true); no user tool may take its name. */
+export const askHumanToolName = 'ask_human';
+/** The built-in tool through which the model gives up (`goal_failed`); no user tool may take its name. */
+export const failToolName = 'fail_goal';
+
+/** The limits of a run; each ending is typed (see `TerminalReason`). */
+export interface AgentLimits {
+  /** Turns (model calls); default {@link stepsMaxDefault}. */
+  stepsMax?: number;
+  /** Tool failures in a row; default {@link consecutiveToolFailuresMaxDefault}. */
+  consecutiveToolFailuresMax?: number;
+  /** The same call (tool + arguments) in a row; default {@link repeatedCallsMaxDefault}. */
+  repeatedCallsMax?: number;
+  /** Input + output tokens of all model calls; reaching it ends the run (`limit_tokens`). Default: no limit. */
+  tokensMax?: number;
+  /** Known cost of all model calls in USD; reaching it ends the run (`limit_cost`). Default: no limit. */
+  costUsdMax?: number;
+}
+
+/** What the prompt of a turn is built from. */
+export interface PromptParts {
+  readonly instructions: string;
+  readonly input: JsonValue;
+  readonly tools: readonly ToolSpec[];
+  /** The finished turns, oldest first. */
+  readonly history: readonly HistoryStep[];
+}
+
+/** What `defineAgent` takes. */
+export interface AgentDefinition {
+  /** 1–100 of `A-Za-z0-9._-`; the run's flow is `agent:<name>`. */
+  name: string;
+  /** Pinned at start: a run is only resumed by the same version. Default '1'. */
+  version?: string;
+  model: ModelProvider;
+  /** The system prompt of the default blueprint. */
+  instructions: string;
+  tools: readonly Tool<never, JsonValue>[];
+  /** Default {@link defaultPolicy}. */
+  policy?: Policy;
+  limits?: AgentLimits;
+  /** Token budget of each rendered prompt; default {@link budgetTokensDefault}. */
+  budgetTokens?: number;
+  /**
+   * Builds the blueprint of a turn's prompt. Default: the instructions (system), the tools, the
+   * input as a user message, then the history (older turns drop first when over budget).
+   */
+  prompt?: (parts: PromptParts) => BlueprintNode;
+  /** Tags for a router (`@loom/reasoning` `createRouter`). */
+  tags?: readonly string[];
+  /**
+   * Offer the model the built-in tool `ask_human({ question })`: the run records the question
+   * and waits (suspended, no lease) until `answer(questionId, …)` is called. Default false.
+   */
+  askHuman?: boolean;
+}
+
+/** A checked agent definition. */
+export interface Agent {
+  readonly name: string;
+  readonly version: string;
+  readonly model: ModelProvider;
+  readonly instructions: string;
+  readonly tools: ReadonlyMap<string, Tool<never, JsonValue>>;
+  readonly policy: Policy;
+  readonly limits: Readonly<
+    Required<Omit<AgentLimits, 'tokensMax' | 'costUsdMax'>> & {
+      tokensMax: number;
+      costUsdMax: number;
+    }
+  >;
+  readonly budgetTokens: number;
+  readonly prompt: (parts: PromptParts) => BlueprintNode;
+  readonly tags: readonly string[] | undefined;
+  readonly askHuman: boolean;
+}
+
+const agentNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+
+/** The default blueprint: system instructions, tools, the input, the history. */
+export function defaultPrompt(parts: PromptParts): BlueprintNode {
+  const task = typeof parts.input === 'string' ? parts.input : JSON.stringify(parts.input);
+  return {
+    kind: 'group',
+    children: [
+      { kind: 'system', text: parts.instructions, required: true },
+      { kind: 'tools', tools: parts.tools, required: true },
+      { kind: 'user', text: task, required: true },
+      { kind: 'history', steps: parts.history, keepLast: 1, priority: 1 },
+    ],
+  };
+}
+
+function positive(agent: string, option: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new LoomError(
+      ErrorCode.INVALID_ARGUMENT,
+      `agent '${agent}': ${option} must be a whole number ≥ 1, got ${value}`,
+      { agent, option, actual: value },
+    );
+  }
+  return value;
+}
+
+function budget(agent: string, value: number | undefined): number {
+  if (value === undefined) return Number.POSITIVE_INFINITY;
+  if (typeof value !== 'number' || !(value > 0)) {
+    throw new LoomError(
+      ErrorCode.INVALID_ARGUMENT,
+      `agent '${agent}': costUsdMax must be a number of USD above 0, got ${value}`,
+      { agent, option: 'costUsdMax', actual: String(value) },
+    );
+  }
+  return value;
+}
+
+/**
+ * Defines an agent: its model, tools, policy and limits. Register it with
+ * `createAgentRuntime({ flows, agents: [agent] })` in every process that may run or resume it.
+ *
+ * Error codes: `INVALID_ARGUMENT` (a bad name, two tools of one name, a tool named
+ * `fail_goal` or `ask_human`, a limit below 1).
+ *
+ * @example
+ * const triage = defineAgent({ name: 'triage', model, instructions: 'Triage the ticket.', tools: [lookup] });
+ */
+export function defineAgent(definition: AgentDefinition): Agent {
+  const { name } = definition;
+  if (typeof name !== 'string' || !agentNamePattern.test(name)) {
+    throw new LoomError(
+      ErrorCode.INVALID_ARGUMENT,
+      `an agent name must be 1 to 100 letters, digits or . _ - (starting with a letter or digit), got ${JSON.stringify(name)}`,
+      { actual: String(name) },
+    );
+  }
+  if (typeof definition.model?.generate !== 'function') {
+    throw new LoomError(ErrorCode.INVALID_ARGUMENT, `agent '${name}' needs a model provider`, {
+      agent: name,
+    });
+  }
+  const tools = new Map<string, Tool<never, JsonValue>>();
+  for (const tool of definition.tools) {
+    const builtIn = tool.name === failToolName || tool.name === askHumanToolName;
+    if (builtIn || tools.has(tool.name)) {
+      throw new LoomError(
+        ErrorCode.INVALID_ARGUMENT,
+        builtIn
+          ? `agent '${name}': '${tool.name}' is the name of a built-in tool; rename your tool`
+          : `agent '${name}' has two tools named '${tool.name}'`,
+        { agent: name, tool: tool.name },
+      );
+    }
+    tools.set(tool.name, tool);
+  }
+  const limits = definition.limits ?? {};
+  const budgetTokens = definition.budgetTokens ?? budgetTokensDefault;
+  if (budgetTokens !== Number.POSITIVE_INFINITY) positive(name, 'budgetTokens', budgetTokens);
+  return Object.freeze({
+    name,
+    version: definition.version ?? '1',
+    model: definition.model,
+    instructions: definition.instructions,
+    tools,
+    policy: definition.policy ?? defaultPolicy,
+    limits: Object.freeze({
+      stepsMax: positive(name, 'stepsMax', limits.stepsMax ?? stepsMaxDefault),
+      consecutiveToolFailuresMax: positive(
+        name,
+        'consecutiveToolFailuresMax',
+        limits.consecutiveToolFailuresMax ?? consecutiveToolFailuresMaxDefault,
+      ),
+      repeatedCallsMax: positive(
+        name,
+        'repeatedCallsMax',
+        limits.repeatedCallsMax ?? repeatedCallsMaxDefault,
+      ),
+      tokensMax:
+        limits.tokensMax === undefined
+          ? Number.POSITIVE_INFINITY
+          : positive(name, 'tokensMax', limits.tokensMax),
+      costUsdMax: budget(name, limits.costUsdMax),
+    }),
+    budgetTokens,
+    prompt: definition.prompt ?? defaultPrompt,
+    tags: definition.tags,
+    askHuman: definition.askHuman === true,
+  });
+}

@@ -1,0 +1,46 @@
+import {
+  isLoomError as isKernelLoomError,
+  LoomError as KernelLoomError,
+} from '@loom/event-runtime';
+
+/**
+ * Stable error codes of `@loom/agent-loop`. Callers match on `code`, never on `instanceof`.
+ * A code is never reused. The kernel's and the workflow layer's codes keep their meaning.
+ */
+export const ErrorCode = {
+  /** A bad argument: a tool or agent definition out of its documented domain, a bad option. */
+  INVALID_ARGUMENT: 'INVALID_ARGUMENT',
+  /** No run with this id (`fields.runId`), or it is not an agent run. */
+  RUN_NOT_FOUND: 'RUN_NOT_FOUND',
+  /** No approval with this id (`fields.approvalId`) in its run's log. */
+  APPROVAL_NOT_FOUND: 'APPROVAL_NOT_FOUND',
+  /** The approval was already decided (or expired); `fields.status` says how. */
+  APPROVAL_NOT_PENDING: 'APPROVAL_NOT_PENDING',
+  /**
+   * The caller approved a request whose hash (`fields.expected`) is not the hash of the request
+   * now pending (`fields.actual`): what the operator looked at has changed. Look again.
+   */
+  APPROVAL_REQUEST_CHANGED: 'APPROVAL_REQUEST_CHANGED',
+  /** A resolution that does not fit the approval's kind (`record` on a `tool_call` approval). */
+  INVALID_RESOLUTION: 'INVALID_RESOLUTION',
+  /** No question with this id (`fields.questionId`) in its run's log. */
+  QUESTION_NOT_FOUND: 'QUESTION_NOT_FOUND',
+  /** The question was already answered. */
+  QUESTION_NOT_PENDING: 'QUESTION_NOT_PENDING',
+  /** The run's agent is not registered with this agent runtime (`fields.agent`). */
+  AGENT_NOT_REGISTERED: 'AGENT_NOT_REGISTERED',
+} as const;
+
+/** One of the stable error codes in {@link ErrorCode}. */
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** Structured facts an error carries (the kernel's shape). */
+export type { LoomErrorFields } from '@loom/event-runtime';
+
+/** The one error class of Loom (the kernel's), with this package's codes. */
+export class LoomError extends KernelLoomError<ErrorCode> {}
+
+/** True when `error` is a {@link LoomError}, optionally with `code` (works across package copies). */
+export function isLoomError(error: unknown, code?: ErrorCode): error is LoomError {
+  return isKernelLoomError(error, code);
+}

@@ -1,0 +1,46 @@
+export {
+  type AgentRun,
+  AgentRuntime,
+  type AgentRuntimeOptions,
+  type ApproveOptions,
+  agentFlowName,
+  createAgentRuntime,
+  type RejectOptions,
+} from './agent-runtime.js';
+export type {
+  Approval,
+  ApprovalDecision,
+  ApprovalKind,
+  ApprovalStatus,
+  Resolution,
+} from './approval.js';
+export {
+  type Agent,
+  type AgentDefinition,
+  type AgentLimits,
+  askHumanToolName,
+  budgetTokensDefault,
+  consecutiveToolFailuresMaxDefault,
+  defaultPrompt,
+  defineAgent,
+  failToolName,
+  type PromptParts,
+  repeatedCallsMaxDefault,
+  stepsMaxDefault,
+} from './define-agent.js';
+export {
+  defineTool,
+  type Tool,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolInput,
+  type ToolInputOf,
+  toolTimeoutMsDefault,
+} from './define-tool.js';
+export { ErrorCode, isLoomError, LoomError, type LoomErrorFields } from './errors.js';
+export { defaultPolicy, type Policy, type PolicyDecision, type ToolRequest } from './policy.js';
+export type { Answer, Question } from './question.js';
+export type { RunResult, TerminalReason, UsageTotals } from './run-result.js';
+export type { RunView, TurnView } from './run-view.js';
+export { isRerunnable, type SideEffect, sideEffects } from './side-effect.js';
+export type { AgentTransition } from './transition.js';

@@ -1,0 +1,594 @@
+import { isLoomError as isKernelError, type JsonValue } from '@loom/event-runtime';
+import type { ModelRequest, ModelResponse, ToolCall, ToolSpec } from '@loom/reasoning';
+import { type Observation, renderMessages } from '@loom/render';
+import type { Approval, ApprovalDecision, ApprovalKind, Resolution } from '../approval.js';
+import { type Agent, askHumanToolName, failToolName } from '../define-agent.js';
+import type { Tool } from '../define-tool.js';
+import type { PolicyDecision, ToolRequest } from '../policy.js';
+import type { TerminalReason } from '../run-result.js';
+import { isRerunnable } from '../side-effect.js';
+import type { AgentTransition } from '../transition.js';
+import type { TurnContext } from './flow-host.js';
+import { hashOf } from './request-hash.js';
+import { RunMemory, type RunOutput } from './run-memory.js';
+
+const failToolSpec: ToolSpec = {
+  name: failToolName,
+  description:
+    'Give up on the task: call this only when the goal cannot be reached. To finish successfully, answer with text instead.',
+  inputSchema: {
+    type: 'object',
+    properties: { reason: { type: 'string', description: 'Why the goal cannot be reached' } },
+    required: ['reason'],
+  },
+};
+
+const askHumanToolSpec: ToolSpec = {
+  name: askHumanToolName,
+  description:
+    'Ask a person a question and wait for the answer (it may take hours). Use it when you need a fact or a decision only a person has.',
+  inputSchema: {
+    type: 'object',
+    properties: { question: { type: 'string', description: 'The question, self-contained' } },
+    required: ['question'],
+  },
+};
+
+/** A policy verdict as the `policy:<turn>` step records it. */
+type Verdict =
+  | { callId: string; kind: 'invalid'; message: string }
+  | { callId: string; kind: 'ask'; question: string }
+  | { callId: string; kind: 'decided'; request: ToolRequest; decision: PolicyDecision };
+
+/** What a tool step records. */
+type ToolStepResult = { output: JsonValue } | { interrupted: true };
+
+type ApprovalOutcome =
+  | { kind: 'approved'; resolution: Resolution | undefined }
+  | { kind: 'rejected'; endRun: boolean; why: string }
+  | { kind: 'expired' };
+
+type CallOutcome =
+  | { kind: 'observed'; observation: Observation; failed: boolean | undefined }
+  | { kind: 'ended'; reason: TerminalReason; error: string };
+
+/** Names of the records a run writes; `agent-runtime` reads approvals back by these. */
+export const RecordName = {
+  decide: (turn: number) => `decide:${turn}`,
+  policy: (turn: number) => `policy:${turn}`,
+  start: (key: string) => `start:${key}`,
+  tool: (key: string) => `tool:${key}`,
+  approvalStep: (key: string) => `approval:${key}`,
+  approvalSignal: (key: string) => `approval:${key}`,
+  approvalPrefix: 'approval:',
+  questionStep: (key: string) => `question:${key}`,
+  answerSignal: (key: string) => `answer:${key}`,
+  questionPrefix: 'question:',
+  answerPrefix: 'answer:',
+} as const;
+
+/** `<runId>~<key>`: an approval's public id. */
+export function approvalId(runId: string, key: string): string {
+  return `${runId}~${key}`;
+}
+
+function errorMessage(error: unknown): string {
+  if (isKernelError(error, 'STEP_FAILED')) {
+    const recorded = (error.fields as { error?: { message?: unknown; code?: unknown } }).error;
+    if (recorded !== undefined && typeof recorded.message === 'string') {
+      return typeof recorded.code === 'string'
+        ? `${recorded.code}: ${recorded.message}`
+        : recorded.message;
+    }
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+function isStepFailure(error: unknown): boolean {
+  return isKernelError(error, 'STEP_FAILED');
+}
+
+/**
+ * The body of an agent run. Each turn: `decide:<t>` (the model call, recorded verbatim), then for
+ * a turn with tool calls `policy:<t>` (validation and the policy's verdicts), approvals when
+ * asked for, `start:<t>` (the durable mark that the allowed calls are about to run) and one
+ * `tool:<t>.<i>` per call, concurrently. Every decision is read back from the record on replay.
+ */
+export function agentRun(
+  agent: Agent,
+  notify: (transition: AgentTransition) => void,
+): (ctx: TurnContext, input: JsonValue) => Promise<JsonValue> {
+  const toolSpecs: ToolSpec[] = [...agent.tools.values()].map((tool) => ({
+    name: tool.name,
+    description: tool.description,
+    inputSchema: tool.inputSchema,
+  }));
+  if (agent.askHuman) toolSpecs.push(askHumanToolSpec);
+  return async (ctx, input) => {
+    const output = await runTurns(ctx, agent, toolSpecs, notify, input);
+    return output as unknown as JsonValue;
+  };
+}
+
+async function runTurns(
+  ctx: TurnContext,
+  agent: Agent,
+  toolSpecs: ToolSpec[],
+  notify: (transition: AgentTransition) => void,
+  input: JsonValue,
+): Promise<RunOutput> {
+  const { runId } = ctx;
+  const run = new RunMemory(runId, input);
+  const { limits } = agent;
+  for (let turn = 1; ; turn++) {
+    if (turn > limits.stepsMax) {
+      return run.end('limit_steps', {
+        error: `${limits.stepsMax} turns decided without an ending`,
+      });
+    }
+    let rendered: ReturnType<typeof renderMessages>;
+    try {
+      rendered = renderMessages(
+        agent.prompt({
+          instructions: agent.instructions,
+          input,
+          tools: toolSpecs,
+          history: run.history,
+        }),
+        { tokenBudget: agent.budgetTokens },
+      );
+    } catch (error) {
+      // Rendering is pure: the same history fails the same way on replay.
+      if (!isKernelError(error, 'TOKEN_BUDGET_TOO_SMALL')) throw error;
+      return run.end('context_exceeded', { error: errorMessage(error) });
+    }
+    let response: ModelResponse;
+    try {
+      response = (await ctx.step(RecordName.decide(turn), (effect) => {
+        if (turn > 1) notify({ type: 'observed', runId, turn: turn - 1 });
+        const request: ModelRequest = {
+          messages: rendered.messages,
+          tools: [...rendered.tools, failToolSpec],
+          signal: effect.signal,
+          ...(agent.tags === undefined ? {} : { tags: agent.tags }),
+        };
+        return agent.model.generate(request) as unknown as Promise<JsonValue>;
+      })) as unknown as ModelResponse;
+    } catch (error) {
+      if (isStepFailure(error)) return run.end('model_failed', { error: errorMessage(error) });
+      throw error;
+    }
+    run.addUsage(response);
+    const calls = response.toolCalls;
+    const giveUp = calls.find((call) => call.tool === failToolName);
+    if (giveUp !== undefined) {
+      const reason = (giveUp.input as { reason?: unknown }).reason;
+      return run.end('goal_failed', {
+        error: typeof reason === 'string' ? reason : JSON.stringify(giveUp.input),
+      });
+    }
+    if (
+      calls.length === 0 &&
+      response.invalidToolCalls.length === 0 &&
+      response.text.trim() !== ''
+    ) {
+      return run.end('goal_completed', { output: response.text });
+    }
+    const spent = run.spent;
+    if (spent.tokens >= limits.tokensMax) {
+      return run.end('limit_tokens', {
+        error: `${spent.tokens} tokens used, the limit is ${limits.tokensMax}`,
+      });
+    }
+    if (spent.costUsd >= limits.costUsdMax) {
+      return run.end('limit_cost', {
+        error: `${spent.costUsd} USD spent, the limit is ${limits.costUsdMax}`,
+      });
+    }
+    const invalid: Observation[] = response.invalidToolCalls.map((call) => ({
+      kind: 'invalid_decision',
+      message: call.message,
+    }));
+    if (calls.length === 0 && invalid.length === 0) {
+      run.finishTurn(
+        turn,
+        response.text,
+        [],
+        [
+          {
+            kind: 'invalid_decision',
+            message:
+              'Your answer was empty. Call a tool, answer with text to finish, or call fail_goal to give up.',
+          },
+        ],
+      );
+      continue;
+    }
+    for (const call of calls) {
+      if (run.repeated(call) >= limits.repeatedCallsMax) {
+        return run.end('loop_detected', {
+          error: `'${call.tool}' was asked for with the same arguments ${limits.repeatedCallsMax} times in a row`,
+        });
+      }
+    }
+    if (calls.length === 0) {
+      run.finishTurn(turn, response.text, [], invalid);
+      continue;
+    }
+    const ended = await toolTurn(ctx, agent, run, notify, turn, response, calls, invalid);
+    if (ended !== undefined) return ended;
+  }
+}
+
+/** Policy, approvals and tools of one turn; returns the run's ending if the turn ended it. */
+async function toolTurn(
+  ctx: TurnContext,
+  agent: Agent,
+  run: RunMemory,
+  notify: (transition: AgentTransition) => void,
+  turn: number,
+  response: ModelResponse,
+  calls: readonly ToolCall[],
+  invalid: Observation[],
+): Promise<RunOutput | undefined> {
+  const { runId } = ctx;
+  const verdicts = (await ctx.step(RecordName.policy(turn), async () => {
+    notify({ type: 'decided', runId, turn });
+    const out: Verdict[] = [];
+    for (const call of calls) {
+      if (agent.askHuman && call.tool === askHumanToolName) {
+        const question = (call.input as { question?: unknown }).question;
+        out.push(
+          typeof question === 'string' && question.trim() !== ''
+            ? { callId: call.callId, kind: 'ask', question }
+            : {
+                callId: call.callId,
+                kind: 'invalid',
+                message: `${askHumanToolName} needs { question: string }, a question that is not empty`,
+              },
+        );
+        continue;
+      }
+      const tool = agent.tools.get(call.tool);
+      if (tool === undefined) {
+        out.push({
+          callId: call.callId,
+          kind: 'invalid',
+          message: `there is no tool '${call.tool}'`,
+        });
+        continue;
+      }
+      const problem = await tool.checkInput(call.input);
+      if (problem !== undefined) {
+        out.push({
+          callId: call.callId,
+          kind: 'invalid',
+          message: `the arguments of '${call.tool}' do not fit its input schema: ${problem}`,
+        });
+        continue;
+      }
+      const unhashed = {
+        runId,
+        turn,
+        callId: call.callId,
+        tool: tool.name,
+        sideEffect: tool.sideEffect,
+        input: call.input,
+      };
+      const request: ToolRequest = { ...unhashed, requestHash: hashOf(unhashed) };
+      out.push({
+        callId: call.callId,
+        kind: 'decided',
+        request,
+        decision: decide(agent, request, run, turn),
+      });
+    }
+    return out as unknown as JsonValue;
+  })) as unknown as Verdict[];
+
+  const aborted = verdicts.find((v) => v.kind === 'decided' && v.decision.kind === 'abort');
+  if (aborted?.kind === 'decided' && aborted.decision.kind === 'abort') {
+    return run.end('policy_aborted', { error: aborted.decision.reason });
+  }
+
+  const observations: (Observation | undefined)[] = verdicts.map(() => undefined);
+  const approvals: { index: number; wait: Promise<ApprovalOutcome> }[] = [];
+  const asked = verdicts.flatMap((verdict, index) =>
+    verdict.kind === 'decided' && verdict.decision.kind === 'require_approval'
+      ? [{ index, request: verdict.request, decision: verdict.decision }]
+      : [],
+  );
+  // Every approval of the turn is recorded before the run waits for any, so people see them all
+  // at once, and they may be decided in any order.
+  const records = await Promise.all(
+    asked.map(({ index, request, decision }) =>
+      recordApproval(
+        ctx,
+        `${turn}.${index}`,
+        'tool_call',
+        request,
+        decision.reason,
+        decision.expiresInMs,
+      ),
+    ),
+  );
+  for (const [n, approval] of records.entries()) {
+    approvals.push({ index: asked[n]?.index as number, wait: awaitDecision(ctx, approval) });
+  }
+  const allowed = new Set<number>();
+  verdicts.forEach((verdict, index) => {
+    if (verdict.kind === 'ask') return;
+    if (verdict.kind === 'invalid') {
+      observations[index] = {
+        kind: 'invalid_decision',
+        callId: verdict.callId,
+        message: verdict.message,
+      };
+    } else if (verdict.decision.kind === 'deny') {
+      observations[index] = {
+        kind: 'denied',
+        callId: verdict.callId,
+        reason: verdict.decision.reason,
+      };
+    } else if (verdict.decision.kind === 'allow') {
+      allowed.add(index);
+    }
+  });
+  const decided = await Promise.all(approvals.map((a) => a.wait));
+  for (const [n, outcome] of decided.entries()) {
+    const index = approvals[n]?.index as number;
+    const verdict = verdicts[index] as Verdict;
+    if (outcome.kind === 'expired') {
+      return run.end('approval_expired', {
+        error: `the approval of call ${verdict.callId} expired`,
+      });
+    }
+    if (outcome.kind === 'rejected') {
+      if (outcome.endRun) return run.end('approval_rejected', { error: outcome.why });
+      observations[index] = { kind: 'denied', callId: verdict.callId, reason: outcome.why };
+    } else {
+      allowed.add(index);
+    }
+  }
+
+  const questions = verdicts.flatMap((verdict, index) =>
+    verdict.kind === 'ask' ? [{ index, callId: verdict.callId, question: verdict.question }] : [],
+  );
+  if (questions.length > 0) {
+    // All questions of the turn are recorded before the run waits for any answer.
+    await Promise.all(
+      questions.map(({ index, callId, question }) =>
+        ctx.step(RecordName.questionStep(`${turn}.${index}`), (effect) => ({
+          id: `${runId}~${turn}.${index}`,
+          runId,
+          turn,
+          callId,
+          question,
+          askedAtMs: effect.nowMs(),
+        })),
+      ),
+    );
+    const answers = await Promise.all(
+      questions.map(({ index }) =>
+        ctx.waitForSignal(RecordName.answerSignal(`${turn}.${index}`), undefined),
+      ),
+    );
+    for (const [n, { index, callId }] of questions.entries()) {
+      const answer = answers[n];
+      const payload = answer?.received === true ? answer.payload : null;
+      observations[index] = { kind: 'tool_result', callId, content: payload };
+    }
+  }
+
+  const failedInOrder: boolean[] = [];
+  if (allowed.size > 0) {
+    let fresh = false;
+    await ctx.step(RecordName.start(String(turn)), () => {
+      notify({ type: 'policy_decided', runId, turn });
+      fresh = true;
+      return null;
+    });
+    const indexes = [...allowed].sort((a, b) => a - b);
+    const outcomes = await Promise.all(
+      indexes.map((index) => {
+        const verdict = verdicts[index] as Extract<Verdict, { kind: 'decided' }>;
+        const tool = agent.tools.get(verdict.request.tool) as Tool<never, JsonValue>;
+        return runCall(ctx, notify, tool, verdict.request, `${turn}.${index}`, () => fresh);
+      }),
+    );
+    for (const [n, outcome] of outcomes.entries()) {
+      if (outcome.kind === 'ended') return run.end(outcome.reason, { error: outcome.error });
+      observations[indexes[n] as number] = outcome.observation;
+    }
+    for (const [n, outcome] of outcomes.entries()) {
+      if (outcome.kind === 'observed' && outcome.failed !== undefined) {
+        failedInOrder[indexes[n] as number] = outcome.failed;
+      }
+    }
+  }
+  run.finishTurn(turn, response.text, calls, [...(observations as Observation[]), ...invalid]);
+  for (const failed of failedInOrder) {
+    if (failed === undefined) continue;
+    if (run.toolOutcome(failed) >= agent.limits.consecutiveToolFailuresMax) {
+      return run.end('limit_tool_failures', {
+        error: `${agent.limits.consecutiveToolFailuresMax} tool calls failed in a row`,
+      });
+    }
+  }
+  return undefined;
+}
+
+/** The policy's verdict; a policy that throws or answers nonsense aborts the run (typed), never crashes it. */
+function decide(agent: Agent, request: ToolRequest, run: RunMemory, turn: number): PolicyDecision {
+  let decision: PolicyDecision;
+  try {
+    decision = agent.policy(Object.freeze({ ...request }), run.view(turn));
+  } catch (error) {
+    return { kind: 'abort', reason: `the policy threw: ${errorMessage(error)}` };
+  }
+  switch (decision?.kind) {
+    case 'allow':
+      return { kind: 'allow' };
+    case 'deny':
+    case 'abort':
+      return { kind: decision.kind, reason: String(decision.reason) };
+    case 'require_approval':
+      return decision.expiresInMs === undefined
+        ? { kind: 'require_approval', reason: String(decision.reason) }
+        : {
+            kind: 'require_approval',
+            reason: String(decision.reason),
+            expiresInMs: decision.expiresInMs,
+          };
+    default:
+      return {
+        kind: 'abort',
+        reason: `the policy answered ${JSON.stringify(decision)}, not a decision`,
+      };
+  }
+}
+
+/**
+ * One allowed call: the tool step, and after a crash that left a non-rerunnable call's outcome
+ * unknown, the `interrupted_side_effect` approval and what the person resolved.
+ */
+async function runCall(
+  ctx: TurnContext,
+  notify: (transition: AgentTransition) => void,
+  tool: Tool<never, JsonValue>,
+  request: ToolRequest,
+  key: string,
+  markedHere: () => boolean,
+): Promise<CallOutcome> {
+  const { runId } = ctx;
+  const rerunnable = isRerunnable(tool.sideEffect);
+  let fresh = markedHere;
+  for (let attempt = 1; ; attempt++) {
+    const attemptKey = attempt === 1 ? key : `${key}.r${attempt}`;
+    if (attempt > 1) {
+      let marked = false;
+      await ctx.step(RecordName.start(attemptKey), () => {
+        marked = true;
+        return null;
+      });
+      fresh = () => marked;
+    }
+    const isFresh = fresh;
+    let result: ToolStepResult;
+    try {
+      result = (await ctx.step(
+        RecordName.tool(attemptKey),
+        async (effect) => {
+          // The start mark was replayed from the log, yet this step has no result: a previous
+          // process reached this call and died before recording what it did.
+          if (!isFresh() && !rerunnable) return { interrupted: true };
+          notify({
+            type: 'tool_started',
+            runId,
+            turn: request.turn,
+            callId: request.callId,
+            tool: tool.name,
+          });
+          const output = await tool.run(request.input as never, {
+            runId,
+            turn: request.turn,
+            callId: request.callId,
+            idempotencyKey: `${runId}/${key}`,
+            signal: effect.signal,
+          });
+          return { output: output ?? null };
+        },
+        { timeoutMs: tool.timeoutMs, idempotent: rerunnable },
+      )) as unknown as ToolStepResult;
+    } catch (error) {
+      if (!isStepFailure(error)) throw error;
+      return {
+        kind: 'observed',
+        observation: { kind: 'tool_error', callId: request.callId, message: errorMessage(error) },
+        failed: true,
+      };
+    }
+    if ('output' in result) {
+      return {
+        kind: 'observed',
+        observation: { kind: 'tool_result', callId: request.callId, content: result.output },
+        failed: false,
+      };
+    }
+    const approval = await recordApproval(
+      ctx,
+      `${attemptKey}.i`,
+      'interrupted_side_effect',
+      request,
+      `'${tool.name}' (${tool.sideEffect}) was interrupted mid-call: its outcome is unknown. Approve with resolution { kind: 'rerun' } to call it again, or { kind: 'record', output } to record what it did; reject to end the run.`,
+      undefined,
+    );
+    const outcome = await awaitDecision(ctx, approval);
+    if (outcome.kind === 'expired') {
+      return { kind: 'ended', reason: 'approval_expired', error: 'the approval expired' };
+    }
+    if (outcome.kind === 'rejected') {
+      return { kind: 'ended', reason: 'approval_rejected', error: outcome.why };
+    }
+    if (outcome.resolution?.kind === 'record') {
+      return {
+        kind: 'observed',
+        observation: {
+          kind: 'tool_result',
+          callId: request.callId,
+          content: outcome.resolution.output,
+        },
+        failed: undefined,
+      };
+    }
+  }
+}
+
+async function recordApproval(
+  ctx: TurnContext,
+  key: string,
+  kind: ApprovalKind,
+  request: ToolRequest,
+  reason: string,
+  expiresInMs: number | undefined,
+): Promise<Approval> {
+  const id = approvalId(ctx.runId, key);
+  return (await ctx.step(RecordName.approvalStep(key), (effect) => {
+    const requestedAtMs = effect.nowMs();
+    const approval = {
+      id,
+      runId: ctx.runId,
+      kind,
+      request,
+      requestHash: hashOf({ id, kind, request }),
+      reason,
+      requestedAtMs,
+      expiresAtMs: expiresInMs === undefined ? null : requestedAtMs + expiresInMs,
+      status: 'pending',
+    };
+    return approval as unknown as JsonValue;
+  })) as unknown as Approval;
+}
+
+async function awaitDecision(ctx: TurnContext, approval: Approval): Promise<ApprovalOutcome> {
+  const key = approval.id.slice(approval.id.lastIndexOf('~') + 1);
+  const timeoutMs =
+    approval.expiresAtMs === null
+      ? undefined
+      : Math.max(0, approval.expiresAtMs - approval.requestedAtMs);
+  const wait = await ctx.waitForSignal(RecordName.approvalSignal(key), timeoutMs);
+  if (!wait.received) return { kind: 'expired' };
+  const decision = wait.payload as unknown as ApprovalDecision;
+  const note = decision.note === undefined ? '' : `: ${decision.note}`;
+  if (decision.requestHash !== approval.requestHash) {
+    // Never run a request nobody approved: a decision about another request rejects this one.
+    return { kind: 'rejected', endRun: true, why: 'the decision named another request' };
+  }
+  if (decision.decision === 'approved')
+    return { kind: 'approved', resolution: decision.resolution };
+  return {
+    kind: 'rejected',
+    endRun: decision.endRun === true || approval.kind === 'interrupted_side_effect',
+    why: `rejected by ${decision.by}${note}`,
+  };
+}

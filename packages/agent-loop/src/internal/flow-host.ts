@@ -1,0 +1,118 @@
+// The one place this package touches the flow runtime's API: the kernel and flow runtimes are
+// being merged into one user-facing constructor, so everything the agent loop needs from them
+// goes through here.
+import type { JsonValue, StoredEvent, StoredSignal } from '@loom/event-runtime';
+import {
+  type Duration,
+  defineFlow,
+  type FlowRuntime,
+  type WorkflowContext,
+  type WorkflowDefinition,
+} from '@loom/workflow-runtime';
+
+/** What the agent flow gets from the runtime for one run. */
+export interface TurnContext {
+  readonly runId: string;
+  /** A recorded step: `fn` runs at most until its result is journaled; a replay returns the record. */
+  step<T extends JsonValue | null>(
+    name: string,
+    fn: (effect: { signal: AbortSignal; nowMs: () => number }) => T | Promise<T>,
+    options?: { timeoutMs?: number; idempotent?: boolean },
+  ): Promise<T>;
+  /** Waits durably for a signal; suspends the run (no lease, no memory) while nothing else runs. */
+  waitForSignal(
+    name: string,
+    timeoutMs: number | undefined,
+  ): Promise<{ received: true; payload: JsonValue } | { received: false }>;
+}
+
+function turnContext(ctx: WorkflowContext): TurnContext {
+  return {
+    runId: ctx.executionId,
+    step: (name, fn, options) => {
+      const stepOptions: { timeout?: Duration; idempotent?: boolean } = {};
+      if (options?.timeoutMs !== undefined) stepOptions.timeout = options.timeoutMs;
+      if (options?.idempotent === true) stepOptions.idempotent = true;
+      return ctx.step(
+        name,
+        ((effect: { signal: AbortSignal; clock: { now(): number } }) =>
+          fn({ signal: effect.signal, nowMs: () => effect.clock.now() })) as never,
+        stepOptions,
+      ) as never;
+    },
+    waitForSignal: async (name, timeoutMs) => {
+      const wait = await ctx.waitForSignal(
+        name,
+        timeoutMs === undefined ? undefined : { timeout: timeoutMs },
+      );
+      return wait.received ? { received: true, payload: wait.payload } : { received: false };
+    },
+  };
+}
+
+/** A flow definition whose body gets a {@link TurnContext}. */
+export type HostedFlow = WorkflowDefinition<JsonValue, JsonValue>;
+
+export function hostedFlow(
+  name: string,
+  version: string,
+  run: (ctx: TurnContext, input: JsonValue) => Promise<JsonValue>,
+): HostedFlow {
+  const body = (ctx: WorkflowContext, input: unknown): Promise<JsonValue> =>
+    run(turnContext(ctx), input as JsonValue);
+  return defineFlow({ name, version }, body as never) as HostedFlow;
+}
+
+/** The runtime operations the agent runtime uses. */
+export class FlowHost {
+  constructor(private readonly flows: FlowRuntime) {}
+
+  register(flow: HostedFlow): void {
+    this.flows.register(flow as WorkflowDefinition<never, unknown>);
+  }
+
+  async start(
+    flow: HostedFlow,
+    input: JsonValue,
+    runId: string | undefined,
+  ): Promise<{ runId: string; result: () => Promise<JsonValue> }> {
+    const handle = await this.flows.start(
+      flow,
+      input,
+      runId === undefined ? {} : { executionId: runId },
+    );
+    return { runId: handle.executionId, result: () => handle.result() };
+  }
+
+  attach(runId: string): () => Promise<JsonValue> {
+    const handle = this.flows.kernel.attach<JsonValue>(runId);
+    return () => handle.result();
+  }
+
+  /** Sends a signal once per `idempotencyKey`; `duplicate` when one with that key was sent before. */
+  async signal(
+    runId: string,
+    name: string,
+    payload: JsonValue,
+    idempotencyKey: string,
+  ): Promise<{ duplicate: boolean }> {
+    const sent = await this.flows.kernel.signal(runId, name, payload, { idempotencyKey });
+    return { duplicate: sent.duplicate };
+  }
+
+  cancel(runId: string, reason: string): Promise<boolean> {
+    return this.flows.kernel.cancel(runId, reason);
+  }
+
+  read(runId: string): Promise<StoredEvent[]> {
+    return this.flows.kernel.store.read(runId);
+  }
+
+  readSignals(runId: string): Promise<StoredSignal[]> {
+    return this.flows.kernel.store.readSignals(runId);
+  }
+
+  nowMs(): number {
+    return this.flows.kernel.clock.now();
+  }
+}

@@ -1,0 +1,104 @@
+import type { JsonValue } from '@loom/event-runtime';
+import type { ModelResponse, ToolCall } from '@loom/reasoning';
+import type { HistoryStep, Observation } from '@loom/render';
+import type { RunResult, TerminalReason, UsageTotals } from '../run-result.js';
+import type { RunView, TurnView } from '../run-view.js';
+import { deepFreeze } from './deep-freeze.js';
+import { canonicalJson } from './request-hash.js';
+
+/** What the agent flow returns (the run's output in the log): a RunResult without its id. */
+export type RunOutput = Omit<RunResult, 'runId'>;
+
+/**
+ * A run's state while it is driven: the finished turns (frozen as they finish, loaded once per
+ * start or resume by replay), usage, and the counters the limits read.
+ */
+export class RunMemory {
+  private readonly turns: TurnView[] = [];
+  private readonly usage: UsageTotals = {
+    modelCalls: 0,
+    inputTokens: 0,
+    outputTokens: 0,
+    cachedInputTokens: 0,
+    costUsd: 0,
+    costUnknownCalls: 0,
+  };
+  private lastCall = '';
+  private repeats = 0;
+  private failuresInARow = 0;
+
+  constructor(
+    readonly runId: string,
+    readonly input: JsonValue,
+  ) {}
+
+  /** The finished turns as the renderer wants them. */
+  get history(): readonly HistoryStep[] {
+    return this.turns;
+  }
+
+  get decidedTurns(): number {
+    return this.usage.modelCalls;
+  }
+
+  /** A fresh view for one consumer; the turns in it are frozen. */
+  view(turn: number): RunView {
+    return Object.freeze({
+      runId: this.runId,
+      input: this.input,
+      turn,
+      turns: Object.freeze(this.turns.slice()),
+    });
+  }
+
+  addUsage(response: ModelResponse): void {
+    const u = this.usage;
+    u.modelCalls += 1;
+    u.inputTokens += response.usage.inputTokens ?? 0;
+    u.outputTokens += response.usage.outputTokens ?? 0;
+    u.cachedInputTokens += response.usage.cachedInputTokens ?? 0;
+    if (response.costUsd === null) u.costUnknownCalls += 1;
+    else u.costUsd += response.costUsd;
+  }
+
+  /** Tokens (input + output) and known cost so far. */
+  get spent(): { tokens: number; costUsd: number } {
+    return {
+      tokens: this.usage.inputTokens + this.usage.outputTokens,
+      costUsd: this.usage.costUsd,
+    };
+  }
+
+  /** Counts `call` against the calls before it; returns how many times in a row it was asked for. */
+  repeated(call: ToolCall): number {
+    const signature = `${call.tool}\u0000${canonicalJson(call.input)}`;
+    this.repeats = signature === this.lastCall ? this.repeats + 1 : 1;
+    this.lastCall = signature;
+    return this.repeats;
+  }
+
+  /** Counts one executed tool call; returns the failures in a row so far. */
+  toolOutcome(failed: boolean): number {
+    this.failuresInARow = failed ? this.failuresInARow + 1 : 0;
+    return this.failuresInARow;
+  }
+
+  finishTurn(
+    turn: number,
+    text: string,
+    calls: readonly ToolCall[],
+    observations: Observation[],
+  ): void {
+    this.turns.push(deepFreeze({ turn, text, calls: calls.slice(), observations }));
+  }
+
+  end(reason: TerminalReason, detail: { output?: JsonValue; error?: string } = {}): RunOutput {
+    return {
+      reason,
+      ...(detail.output === undefined ? {} : { output: detail.output }),
+      ...(detail.error === undefined ? {} : { error: detail.error }),
+      turns: this.usage.modelCalls,
+      usage: { ...this.usage },
+    };
+  }
+}

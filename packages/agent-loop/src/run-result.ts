@@ -1,0 +1,56 @@
+import type { JsonValue } from '@loom/event-runtime';
+
+/**
+ * Why a run ended:
+ * - `goal_completed`: the model answered with text and no tool call (`output` is the text).
+ * - `goal_failed`: the model called the built-in `fail_goal` tool (`error` is its reason).
+ * - `limit_steps`: `stepsMax` turns were decided without an ending.
+ * - `limit_tool_failures`: `consecutiveToolFailuresMax` tool calls failed in a row.
+ * - `limit_tokens`: the model calls' input + output tokens reached `tokensMax` (checked after each call).
+ * - `limit_cost`: their known cost reached `costUsdMax` (calls of unknown cost count nothing).
+ * - `loop_detected`: the same call (tool and arguments) was asked for `repeatedCallsMax` times in a row.
+ * - `policy_aborted`: the policy answered `abort` (`error` is its reason).
+ * - `approval_rejected`: a person rejected with `endRun`, or rejected re-running an interrupted call.
+ * - `approval_expired`: an approval's `expiresInMs` passed undecided.
+ * - `context_exceeded`: the prompt's required parts no longer fit `budgetTokens` (the
+ *   instructions, tools, input and newest turn alone are over it).
+ * - `model_failed`: the model call failed after its own retries (`error` says how).
+ * - `operator_cancelled`: `cancel(runId)`.
+ */
+export type TerminalReason =
+  | 'goal_completed'
+  | 'goal_failed'
+  | 'limit_steps'
+  | 'limit_tool_failures'
+  | 'limit_tokens'
+  | 'limit_cost'
+  | 'loop_detected'
+  | 'policy_aborted'
+  | 'approval_rejected'
+  | 'approval_expired'
+  | 'context_exceeded'
+  | 'model_failed'
+  | 'operator_cancelled';
+
+/** Model usage summed over a run. `costUsd` sums the calls whose cost is known; `costUnknownCalls` counts the rest. */
+export interface UsageTotals {
+  modelCalls: number;
+  inputTokens: number;
+  outputTokens: number;
+  cachedInputTokens: number;
+  costUsd: number;
+  costUnknownCalls: number;
+}
+
+/** How a run ended. */
+export interface RunResult {
+  readonly runId: string;
+  readonly reason: TerminalReason;
+  /** The final text, for `goal_completed`. */
+  readonly output?: JsonValue;
+  /** What went wrong, for the other endings. */
+  readonly error?: string;
+  /** Turns decided (model calls made). */
+  readonly turns: number;
+  readonly usage: UsageTotals;
+}

@@ -1,0 +1,22 @@
+/**
+ * A transition of a turn that has become durable. `createAgentRuntime({ onTransition })` gets
+ * each one synchronously, when the record is in the log: for tracing, and for crash tests that
+ * kill the process at an exact point.
+ *
+ * - `decided`: the model's answer of `turn` is recorded (reported for a turn whose answer calls
+ *   tools; a turn that ends the run reports nothing more).
+ * - `policy_decided`: the policy's verdicts (and any approvals) of `turn` are recorded.
+ * - `tool_started`: the call is marked started; the tool is about to be called.
+ * - `observed`: the results of `turn`'s calls are recorded (reported when the next turn starts).
+ */
+export type AgentTransition =
+  | { readonly type: 'decided'; readonly runId: string; readonly turn: number }
+  | { readonly type: 'policy_decided'; readonly runId: string; readonly turn: number }
+  | {
+      readonly type: 'tool_started';
+      readonly runId: string;
+      readonly turn: number;
+      readonly callId: string;
+      readonly tool: string;
+    }
+  | { readonly type: 'observed'; readonly runId: string; readonly turn: number };

@@ -1,0 +1,115 @@
+// The kill matrix: for each side-effect class and each transition of a turn, a real child
+// process is SIGKILLed there, restarted, and the tool's invocations (counted through a side
+// channel it writes) must match the at-most-once contract exactly.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect, it } from 'vitest';
+import { isRerunnable, type SideEffect, sideEffects } from '../../src/index.js';
+import { invocationsIn, life } from './kill-harness.js';
+
+/** The durable transitions of a turn, in order, and a kill inside the tool after its side effect. */
+const killPoints = ['decided', 'policy_decided', 'tool_started', 'mid_tool', 'observed'] as const;
+type KillPoint = (typeof killPoints)[number];
+
+/** Invocations once the first life died there. */
+const beforeRestart: Record<KillPoint, number> = {
+  decided: 0,
+  policy_decided: 0,
+  tool_started: 0,
+  mid_tool: 1,
+  observed: 1,
+};
+
+/** Points where the tool may have run but its result is not in the log. */
+const unknownOutcome = new Set<KillPoint>(['tool_started', 'mid_tool']);
+
+export function killMatrix(backendEnv: (caseName: string) => Record<string, string>): void {
+  const dir = mkdtempSync(join(tmpdir(), 'loom-agent-kill-'));
+  for (const sideEffect of sideEffects) {
+    for (const killAt of killPoints) {
+      it(`${sideEffect}, killed at ${killAt}: the contract holds`, async () => {
+        const name = `${sideEffect}-${killAt}`;
+        const file = join(dir, `${name}.invocations`);
+        const env = {
+          ...backendEnv(name),
+          KILL_RUN_ID: `run-${name}`,
+          KILL_SIDE_EFFECT: sideEffect,
+          KILL_INVOCATIONS: file,
+        };
+        await expectedLives(env, file, sideEffect, killAt, { kind: 'rerun' });
+      });
+    }
+  }
+  it('remote_mutation killed mid-tool, resolved by recording the outcome by hand: never re-run', async () => {
+    const name = 'record-by-hand';
+    const file = join(dir, `${name}.invocations`);
+    const env = {
+      ...backendEnv(name),
+      KILL_RUN_ID: `run-${name}`,
+      KILL_SIDE_EFFECT: 'remote_mutation',
+      KILL_INVOCATIONS: file,
+    };
+    await expectedLives(env, file, 'remote_mutation', 'mid_tool', {
+      kind: 'record',
+      output: { done: 'by hand' },
+    });
+  });
+  it('local_mutation killed at tool_started, re-run rejected: the run ends and the tool never ran', async () => {
+    const name = 'reject-rerun';
+    const file = join(dir, `${name}.invocations`);
+    const env = {
+      ...backendEnv(name),
+      KILL_RUN_ID: `run-${name}`,
+      KILL_SIDE_EFFECT: 'local_mutation',
+      KILL_INVOCATIONS: file,
+    };
+    await expectedLives(env, file, 'local_mutation', 'tool_started', { kind: 'reject' });
+  });
+}
+
+async function expectedLives(
+  env: Record<string, string>,
+  file: string,
+  sideEffect: SideEffect,
+  killAt: KillPoint,
+  resolution: { kind: 'rerun' } | { kind: 'record'; output: unknown } | { kind: 'reject' },
+): Promise<void> {
+  const first = await life({ ...env, KILL_AT: killAt });
+  expect(first.signal, first.output).toBe('SIGKILL');
+  expect(invocationsIn(file)).toBe(beforeRestart[killAt]);
+
+  const second = await life(env);
+  expect(second.code, second.output).toBe(0);
+  if (!unknownOutcome.has(killAt) || isRerunnable(sideEffect)) {
+    // Nothing was in doubt, or the tool may repeat: the run finishes by itself.
+    expect(second.line?.kind, second.output).toBe('result');
+    expect(second.line?.value).toMatchObject({
+      reason: 'goal_completed',
+      output: 'finished',
+      turns: 2,
+    });
+    const rerun = unknownOutcome.has(killAt) ? 1 : 0;
+    expect(invocationsIn(file)).toBe(Math.max(1, beforeRestart[killAt] + rerun));
+    return;
+  }
+  // At most once: the restarted process did not call the tool; the run waits for a person.
+  expect(second.line?.kind, second.output).toBe('approval');
+  expect(second.line?.value).toMatchObject({
+    kind: 'interrupted_side_effect',
+    status: 'pending',
+    request: { tool: 'act', sideEffect },
+  });
+  expect(invocationsIn(file)).toBe(beforeRestart[killAt]);
+
+  // A third process decides and drives the run; the waiting run held no lease.
+  const third = await life({ ...env, KILL_RESOLVE: JSON.stringify(resolution) });
+  expect(third.code, third.output).toBe(0);
+  expect(third.line?.kind, third.output).toBe('result');
+  expect(third.line?.value).toMatchObject(
+    resolution.kind === 'reject'
+      ? { reason: 'approval_rejected', turns: 1 }
+      : { reason: 'goal_completed', output: 'finished', turns: 2 },
+  );
+  expect(invocationsIn(file)).toBe(beforeRestart[killAt] + (resolution.kind === 'rerun' ? 1 : 0));
+}

@@ -1,0 +1,133 @@
+// One life of an agent process for the kill matrix. It drives run KILL_RUN_ID of an agent with
+// one tool of side-effect class KILL_SIDE_EFFECT that appends a line to KILL_INVOCATIONS each
+// time it is called (the side channel the test counts). With KILL_AT set it SIGKILLs itself at
+// that transition (or inside the tool, after the side effect, for `mid_tool`). With
+// KILL_RESOLVE set it first decides the run's pending interrupted_side_effect approval
+// (`{ kind: 'rerun' }`, `{ kind: 'record', output }`, or `{ kind: 'reject' }`).
+// It prints one line: `result <json>` when the run ends, or `approval <json>` when it waits.
+import { appendFileSync } from 'node:fs';
+import type { EventStore } from '@loom/event-runtime';
+import { StubModel } from '@loom/reasoning';
+import { createFlowRuntime } from '@loom/workflow-runtime';
+import {
+  type Approval,
+  createAgentRuntime,
+  defineAgent,
+  defineTool,
+  type RunResult,
+  type SideEffect,
+} from '../../src/index.js';
+
+const env = process.env as Record<string, string | undefined>;
+const runId = env.KILL_RUN_ID as string;
+const killAt = env.KILL_AT ?? '';
+const invocations = env.KILL_INVOCATIONS as string;
+
+function die(): never {
+  process.kill(process.pid, 'SIGKILL');
+  throw new Error('unreachable: SIGKILL');
+}
+
+async function openStore(): Promise<{ store: EventStore; close(): Promise<void> }> {
+  if (env.KILL_BACKEND === 'postgres') {
+    const { PostgresEventStore } = await import('@loom/event-runtime/postgres');
+    const store = await PostgresEventStore.open({
+      connectionString: env.KILL_PG_URL as string,
+      schema: env.KILL_SCHEMA as string,
+    });
+    await store.migrate();
+    return { store, close: () => store.close() };
+  }
+  const { SqliteEventStore } = await import('@loom/event-runtime/sqlite');
+  const store = SqliteEventStore.open({ path: env.KILL_DB as string, migrate: true });
+  return { store, close: () => store.close() };
+}
+
+const act = defineTool({
+  name: 'act',
+  description: 'Do the thing once',
+  input: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] },
+  sideEffect: env.KILL_SIDE_EFFECT as SideEffect,
+  run: async (_input, context) => {
+    appendFileSync(invocations, `${context.idempotencyKey}\n`);
+    if (killAt === 'mid_tool') die();
+    return { done: true };
+  },
+});
+
+// The answer depends on the prompt, not on a call count: a restarted process has a fresh stub.
+const model = new StubModel({
+  script: (request) =>
+    request.messages.some((message) => message.role === 'tool')
+      ? { text: 'finished' }
+      : { toolCalls: [{ tool: 'act', input: { n: 1 } }] },
+});
+const agent = defineAgent({
+  name: 'killable',
+  model,
+  instructions: 'Call act once, then say finished.',
+  tools: [act],
+  // Every class runs without asking: this test is about crashes, not the default policy.
+  policy: () => ({ kind: 'allow' }),
+});
+
+const { store, close } = await openStore();
+// One life at a time drives this log, so a dead predecessor's run is recovered at once.
+const flows = createFlowRuntime({ store, recoverQuietMs: 0, timerPollMs: 20 });
+const agents = createAgentRuntime({
+  flows,
+  agents: [agent],
+  onTransition: (transition) => {
+    if (transition.type === killAt) die();
+  },
+});
+
+async function pendingApproval(): Promise<Approval | undefined> {
+  try {
+    return (await agents.approvals(runId)).find((a) => a.status === 'pending');
+  } catch {
+    return undefined;
+  }
+}
+
+if (env.KILL_RESOLVE !== undefined) {
+  const pending = await pendingApproval();
+  if (pending === undefined) throw new Error('KILL_RESOLVE set but no approval is pending');
+  const resolution = JSON.parse(env.KILL_RESOLVE);
+  if (resolution.kind === 'reject') {
+    await agents.reject(pending.id, { by: 'kill-test', requestHash: pending.requestHash });
+  } else {
+    await agents.approve(pending.id, {
+      by: 'kill-test',
+      resolution,
+      requestHash: pending.requestHash,
+    });
+  }
+}
+
+await flows.kernel.recover();
+await flows.kernel.wakeDue();
+const result = (
+  await flows.kernel.status(runId).then(
+    () => agents.attach(runId),
+    () => agents.start(agent, 'do it', { runId }),
+  )
+).result();
+
+const deadline = Date.now() + 30_000;
+let outcome: string | undefined;
+void result.then((r: RunResult) => {
+  outcome ??= `result ${JSON.stringify(r)}`;
+});
+while (outcome === undefined) {
+  if (Date.now() > deadline) throw new Error('the run neither ended nor waited within 30 s');
+  await new Promise((resolve) => setTimeout(resolve, 25));
+  const pending = await pendingApproval();
+  if (pending !== undefined && outcome === undefined)
+    outcome = `approval ${JSON.stringify(pending)}`;
+}
+process.stdout.write(`${outcome}\n`);
+await flows.kernel.shutdown();
+await close();
+// A run left waiting keeps its result() promise, which keeps a process alive: this life is over.
+process.exit(0);
