@@ -43,10 +43,10 @@ export type {
 export { ExecutionJournal } from './runtime/execution-journal.js';
 export type { ExecutionState, StepRecord } from './runtime/execution-state.js';
 export type {
-  EffectContext,
   Flow,
   FlowContext,
-  StepOptions,
+  KernelStepOptions,
+  StepEffectContext,
   TransactionHandle,
 } from './runtime/flow.js';
 export { EventType, type KernelEventType, type RecordedError } from './runtime/kernel-events.js';

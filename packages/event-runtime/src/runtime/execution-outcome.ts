@@ -14,8 +14,14 @@ export type ExecutionOutcome =
 
 const kernelCodes = new Set<string>(Object.values(ErrorCode));
 
-/** The outcome a settled state records. */
-export function outcomeOfState(state: ExecutionState): ExecutionOutcome | undefined {
+/** An outcome the log records: the execution has its terminal event. */
+export type SettledOutcome = Extract<
+  ExecutionOutcome,
+  { status: 'completed' | 'failed' | 'cancelled' | 'continued' }
+>;
+
+/** The outcome a settled state records (undefined while it runs). */
+export function outcomeOfState(state: ExecutionState): SettledOutcome | undefined {
   switch (state.status) {
     case 'completed':
       return { status: 'completed', output: state.output ?? null };
@@ -30,8 +36,15 @@ export function outcomeOfState(state: ExecutionState): ExecutionOutcome | undefi
   }
 }
 
-/** What `handle.result()` gives for a settled outcome: the output, or a typed error. */
-export function resultOf(executionId: string, outcome: ExecutionOutcome): unknown {
+/**
+ * An outcome `result()` can answer: settled, or this node stopped. Suspended and continued ones
+ * have no result yet (the handle follows them), so they are not accepted here at all, rather
+ * than turned into an error code.
+ */
+export type FinalOutcome = Exclude<ExecutionOutcome, { status: 'suspended' | 'continued' }>;
+
+/** What `handle.result()` gives for a final outcome: the output, or a typed error. */
+export function resultOf(executionId: string, outcome: FinalOutcome): unknown {
   switch (outcome.status) {
     case 'completed':
       return outcome.output;
@@ -56,11 +69,5 @@ export function resultOf(executionId: string, outcome: ExecutionOutcome): unknow
     }
     case 'stopped':
       throw outcome.error;
-    default:
-      // Suspended and continued executions have no result yet: the runtime follows them.
-      throw new LoomError(ErrorCode.STORE_FAILURE, `execution ${executionId} has not settled`, {
-        executionId,
-        status: outcome.status,
-      });
   }
 }

@@ -1,23 +1,7 @@
 import type { JsonValue, StoredEvent } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
-import {
-  type ChildCompletedPayload,
-  type ChildStartedPayload,
-  EventType,
-  type ExecutionCancelledPayload,
-  type ExecutionCompletedPayload,
-  type ExecutionContinuedAsNewPayload,
-  type ExecutionFailedPayload,
-  type ExecutionStartedPayload,
-  type RecordedError,
-  type SignalReceivedPayload,
-  type SignalWaitingPayload,
-  type StepCompletedPayload,
-  type StepFailedPayload,
-  type StepStartedPayload,
-  type TimerScheduledPayload,
-  type ValueRecordedPayload,
-} from './kernel-events.js';
+import { EventType, type ExecutionStartedPayload, type RecordedError } from './kernel-events.js';
+import { KernelPayload } from './kernel-payload.js';
 
 /** What an operation of the flow was: a step, a timer, a signal wait, a recorded value, … */
 export type OperationKind = 'step' | 'timer' | 'signal' | 'value' | 'patch' | 'child';
@@ -34,6 +18,11 @@ export interface StepRecord {
   signalId?: number;
   /** Children: the child's execution id. */
   childId?: string;
+  /**
+   * Children: true when the child was cancelled rather than failed (`status` is `'failed'` for
+   * both). The log's `child.completed` status says so; the recorded error's name never does.
+   */
+  cancelled?: true;
   /** The result (completed steps). */
   result?: JsonValue;
   error?: RecordedError;
@@ -86,137 +75,168 @@ export function initialState(
   return state;
 }
 
-function corrupt(state: ExecutionState | undefined, event: StoredEvent, why: string): never {
+function corrupt(event: StoredEvent, why: string): never {
   // A log the kernel cannot fold is corruption, not an expected failure: stop, say where.
   throw new LoomError(
-    ErrorCode.STORE_FAILURE,
-    `cannot fold event ${event.sequence} (${event.type}) of execution ${event.executionId}: ${why}`,
-    { executionId: event.executionId, sequence: event.sequence, status: state?.status ?? 'none' },
+    ErrorCode.LOG_CORRUPT,
+    `cannot fold event ${event.sequence} (${event.type}) of execution ${event.executionId}: ` +
+      `${why}. The log was changed outside Loom or by a broken writer`,
+    { executionId: event.executionId, sequence: event.sequence, type: event.type },
   );
 }
 
-/** Applies one event to the state (mutating it) and returns it. */
+/**
+ * Applies one event to the state (mutating it) and returns it. Every payload is checked against
+ * the shape its type requires.
+ *
+ * Throws `LOG_CORRUPT` (naming execution, sequence and field) for an event out of order or of
+ * the wrong shape.
+ */
 export function foldEvent(state: ExecutionState | undefined, event: StoredEvent): ExecutionState {
   if (state === undefined) {
     if (event.sequence !== 0 || event.type !== EventType.executionStarted) {
-      corrupt(state, event, 'an execution must begin with execution.started at sequence 0');
+      corrupt(event, 'an execution must begin with execution.started at sequence 0');
     }
-    return initialState(event.executionId, event.payload as unknown as ExecutionStartedPayload);
+    return initialState(event.executionId, new KernelPayload(event).started());
   }
   if (event.sequence !== state.nextSequence) {
-    corrupt(state, event, `expected sequence ${state.nextSequence}`);
+    corrupt(event, `expected sequence ${state.nextSequence}`);
   }
-  state.nextSequence = event.sequence + 1;
   switch (event.type) {
     case EventType.stepStarted: {
-      const payload = event.payload as unknown as StepStartedPayload;
-      state.steps[payload.index] = { name: payload.name, status: 'started' };
+      const payload = new KernelPayload(event);
+      state.steps[payload.index()] = { name: payload.string('name'), status: 'started' };
       break;
     }
     case EventType.stepCompleted: {
-      const payload = event.payload as unknown as StepCompletedPayload;
-      state.steps[payload.index] = {
-        name: payload.name,
+      const payload = new KernelPayload(event);
+      state.steps[payload.index()] = {
+        name: payload.string('name'),
         status: 'completed',
-        result: payload.result,
+        result: payload.value('result'),
       };
       break;
     }
     case EventType.stepFailed: {
-      const payload = event.payload as unknown as StepFailedPayload;
-      state.steps[payload.index] = { name: payload.name, status: 'failed', error: payload.error };
+      const payload = new KernelPayload(event);
+      state.steps[payload.index()] = {
+        name: payload.string('name'),
+        status: 'failed',
+        error: payload.error('error'),
+      };
       break;
     }
     case EventType.executionCompleted:
+      state.output = new KernelPayload(event).value('output');
       state.status = 'completed';
-      state.output = (event.payload as unknown as ExecutionCompletedPayload).output;
       break;
     case EventType.executionFailed:
+      state.error = new KernelPayload(event).error('error');
       state.status = 'failed';
-      state.error = (event.payload as unknown as ExecutionFailedPayload).error;
       break;
     case EventType.executionCancelled:
+      state.cancelReason = new KernelPayload(event).string('reason');
       state.status = 'cancelled';
-      state.cancelReason = (event.payload as unknown as ExecutionCancelledPayload).reason;
       break;
     case EventType.executionContinuedAsNew:
+      state.successorId = new KernelPayload(event).string('successorId');
       state.status = 'continued';
-      state.successorId = (event.payload as unknown as ExecutionContinuedAsNewPayload).successorId;
       break;
     default:
       foldOperation(state, event);
       break;
   }
+  state.nextSequence = event.sequence + 1;
   return state;
 }
 
 /** Events of timers, signals, values, patches and children. */
 function foldOperation(state: ExecutionState, event: StoredEvent): void {
-  const payload = event.payload as unknown as { index: number; name: string };
   switch (event.type) {
-    case EventType.timerScheduled:
-      state.steps[payload.index] = {
+    case EventType.timerScheduled: {
+      const payload = new KernelPayload(event);
+      state.steps[payload.index()] = {
         kind: 'timer',
-        name: payload.name,
+        name: payload.string('name'),
         status: 'started',
-        wakeAtMs: (event.payload as unknown as TimerScheduledPayload).wakeAtMs,
+        wakeAtMs: payload.number('wakeAtMs'),
       };
       break;
+    }
     case EventType.timerFired:
-      markCompleted(state, payload.index, undefined);
-      break;
-    case EventType.signalWaiting:
-      state.steps[payload.index] = {
-        kind: 'signal',
-        name: payload.name,
-        status: 'started',
-        wakeAtMs: (event.payload as unknown as SignalWaitingPayload).timeoutAtMs,
-      };
-      break;
-    case EventType.signalReceived: {
-      const received = event.payload as unknown as SignalReceivedPayload;
-      markCompleted(state, received.index, received.payload);
-      const record = state.steps[received.index];
-      if (record !== undefined) record.signalId = received.signalId;
-      state.consumedSignals.push(received.signalId);
-      break;
-    }
     case EventType.signalTimedOut:
-      markCompleted(state, payload.index, undefined);
+      markCompleted(state, new KernelPayload(event).index(), undefined);
       break;
-    case EventType.valueRecorded:
-      state.steps[payload.index] = {
-        kind: 'value',
-        name: payload.name,
-        status: 'completed',
-        result: (event.payload as unknown as ValueRecordedPayload).value,
-      };
-      break;
-    case EventType.patchMarked:
-      state.steps[payload.index] = { kind: 'patch', name: payload.name, status: 'completed' };
-      break;
-    case EventType.childStarted:
-      state.steps[payload.index] = {
-        kind: 'child',
-        name: payload.name,
+    case EventType.signalWaiting: {
+      const payload = new KernelPayload(event);
+      state.steps[payload.index()] = {
+        kind: 'signal',
+        name: payload.string('name'),
         status: 'started',
-        childId: (event.payload as unknown as ChildStartedPayload).childId,
+        wakeAtMs: payload.numberOrNull('timeoutAtMs'),
       };
-      break;
-    case EventType.childCompleted: {
-      const done = event.payload as unknown as ChildCompletedPayload;
-      const record = state.steps[done.index];
-      if (record !== undefined) {
-        record.status = done.status === 'completed' ? 'completed' : 'failed';
-        if (done.output !== undefined) record.result = done.output;
-        if (done.error !== undefined) record.error = done.error;
-      }
       break;
     }
+    case EventType.signalReceived: {
+      const payload = new KernelPayload(event);
+      const index = payload.index();
+      const signalId = payload.number('signalId');
+      markCompleted(state, index, payload.value('payload'));
+      const record = state.steps[index];
+      if (record !== undefined) record.signalId = signalId;
+      state.consumedSignals.push(signalId);
+      break;
+    }
+    case EventType.valueRecorded: {
+      const payload = new KernelPayload(event);
+      state.steps[payload.index()] = {
+        kind: 'value',
+        name: payload.string('name'),
+        status: 'completed',
+        result: payload.value('value'),
+      };
+      break;
+    }
+    case EventType.patchMarked: {
+      const payload = new KernelPayload(event);
+      state.steps[payload.index()] = {
+        kind: 'patch',
+        name: payload.string('name'),
+        status: 'completed',
+      };
+      break;
+    }
+    case EventType.childStarted: {
+      const payload = new KernelPayload(event);
+      state.steps[payload.index()] = {
+        kind: 'child',
+        name: payload.string('name'),
+        status: 'started',
+        childId: payload.string('childId'),
+      };
+      break;
+    }
+    case EventType.childCompleted:
+      foldChildCompleted(state, new KernelPayload(event));
+      break;
     default:
       // execution.suspended and the event types of higher layers do not change kernel state.
       break;
   }
+}
+
+function foldChildCompleted(state: ExecutionState, payload: KernelPayload): void {
+  const index = payload.index();
+  payload.string('childId');
+  const status = payload.childStatus();
+  const output = payload.optionalValue('output');
+  const error = status === 'completed' ? payload.optionalError('error') : payload.error('error');
+  const record = state.steps[index];
+  if (record === undefined) return;
+  record.status = status === 'completed' ? 'completed' : 'failed';
+  if (status === 'cancelled') record.cancelled = true;
+  if (output !== undefined) record.result = output;
+  if (error !== undefined) record.error = error;
 }
 
 function markCompleted(state: ExecutionState, index: number, result: JsonValue | undefined): void {

@@ -4,7 +4,7 @@ import { ErrorCode, LoomError } from '../errors.js';
 import { checkWellFormed } from '../internal/well-formed-text.js';
 
 /** What a step's effect receives. */
-export interface EffectContext {
+export interface StepEffectContext {
   executionId: string;
   stepIndex: number;
   stepName: string;
@@ -22,7 +22,8 @@ export interface EffectContext {
   clock: Clock;
 }
 
-export interface StepOptions {
+/** Options of the kernel's `ctx.step` (the workflow layer's `StepOptions` adds retries and timeouts). */
+export interface KernelStepOptions {
   /**
    * The effect is safe to repeat. Recorded in `step.started` for operators and higher layers;
    * the kernel re-runs an interrupted step either way (steps are at-least-once).
@@ -56,8 +57,8 @@ export interface FlowContext {
    */
   step<T>(
     name: string,
-    fn: (effect: EffectContext) => T | Promise<T>,
-    options?: StepOptions,
+    fn: (effect: StepEffectContext) => T | Promise<T>,
+    options?: KernelStepOptions,
   ): Promise<T>;
   /**
    * A step whose writes go to the log's own database: `work` runs inside the database

@@ -10,7 +10,7 @@ import {
   replayedValue,
   stepFailed,
 } from './driver-support.js';
-import type { EffectContext, StepOptions, TransactionHandle } from './flow.js';
+import type { KernelStepOptions, StepEffectContext, TransactionHandle } from './flow.js';
 import { EventType } from './kernel-events.js';
 import { recordError } from './recorded-error.js';
 
@@ -24,8 +24,8 @@ export class StepOperations {
   /** `ctx.step`: the effect runs once, after its `step.started` is durable. */
   async step<T>(
     name: string,
-    fn: (effect: EffectContext) => T | Promise<T>,
-    options: StepOptions | undefined,
+    fn: (effect: StepEffectContext) => T | Promise<T>,
+    options: KernelStepOptions | undefined,
   ): Promise<T> {
     const { executionId, journal, state, suspension } = this.scope;
     this.scope.ensureOpen('step', name);
@@ -170,7 +170,7 @@ export class StepOperations {
       : { name: claim.name, status: 'completed' };
   }
 
-  private effectContext(index: number, name: string): EffectContext {
+  private effectContext(index: number, name: string): StepEffectContext {
     const { executionId } = this.scope;
     return {
       executionId,

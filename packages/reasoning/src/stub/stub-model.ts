@@ -1,5 +1,5 @@
 import { type Clock, systemClock } from '@loom/event-runtime';
-import { ErrorCode, LoomError } from '../errors.js';
+import { LoomError, ReasoningErrorCode } from '../errors.js';
 import { assembleResponse, type RawToolCall } from '../internal/assemble-response.js';
 import { checkRequest } from '../internal/check-request.js';
 import { type SetTimer, sleep, timerOf } from '../internal/time.js';
@@ -106,7 +106,7 @@ export class StubModel implements ModelProvider {
     const latency = options.latencyMs ?? 0;
     if (!Number.isSafeInteger(latency) || latency < 0) {
       throw new LoomError(
-        ErrorCode.INVALID_ARGUMENT,
+        ReasoningErrorCode.INVALID_ARGUMENT,
         `latencyMs must be a whole number ≥ 0, got ${latency}`,
         { option: 'latencyMs', actual: latency },
       );
@@ -170,7 +170,7 @@ export class StubModel implements ModelProvider {
     const turn = script[callIndex];
     if (turn === undefined) {
       throw new LoomError(
-        ErrorCode.STUB_SCRIPT_EXHAUSTED,
+        ReasoningErrorCode.STUB_SCRIPT_EXHAUSTED,
         `stub '${this.id}' was called ${callIndex + 1} times but its script has ${script.length} turns: add turns or use a function script`,
         { provider: this.id, calls: callIndex + 1 },
       );

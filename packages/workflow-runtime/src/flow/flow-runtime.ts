@@ -9,7 +9,7 @@ import {
   type Runtime,
   type RuntimeOptions,
 } from '@loom/event-runtime';
-import { ErrorCode, LoomError } from '../errors.js';
+import { LoomError, WorkflowErrorCode } from '../errors.js';
 import {
   type CronScheduleInput,
   cronScheduleFlow,
@@ -110,7 +110,7 @@ export class FlowRuntime {
       const checked = await validate(flow.options.input, input);
       if (!checked.ok) {
         throw new LoomError(
-          ErrorCode.INVALID_INPUT,
+          WorkflowErrorCode.INVALID_INPUT,
           `input of flow '${flow.name}' refused by its schema: ${checked.message}`,
           {
             flow: flow.name,
@@ -193,7 +193,7 @@ export class FlowRuntime {
     const runs = await this.flowNameOf(executionId);
     if (runs !== undefined && runs !== target.name) {
       throw new LoomError(
-        ErrorCode.INVALID_SIGNAL,
+        WorkflowErrorCode.INVALID_SIGNAL,
         `execution ${executionId} runs flow '${runs}', not '${target.name}': signal it with its own flow's definition`,
         { signal: name, executionId, flow: runs },
       );
@@ -215,7 +215,7 @@ export class FlowRuntime {
       const schema = schemas[name];
       if (schema === undefined) {
         throw new LoomError(
-          ErrorCode.INVALID_SIGNAL,
+          WorkflowErrorCode.INVALID_SIGNAL,
           `flow '${flow?.name}' accepts the signals ${Object.keys(schemas).join(', ') || '(none)'}, not '${name}'`,
           { signal: name, executionId },
         );
@@ -315,7 +315,7 @@ export class FlowRuntime {
       const checked = await validate(flow.options.input, input);
       if (!checked.ok) {
         throw new LoomError(
-          ErrorCode.INVALID_INPUT,
+          WorkflowErrorCode.INVALID_INPUT,
           `input of flow '${flow.name}' refused by its schema: ${checked.message}`,
           { flow: flow.name, issues: checked.issues },
         );
@@ -385,7 +385,7 @@ export class FlowRuntime {
   private requireQueues(operation: string): QueueStore {
     if (this.queues === undefined) {
       throw new LoomError(
-        ErrorCode.QUEUE_STORE_MISSING,
+        WorkflowErrorCode.QUEUE_STORE_MISSING,
         `${operation} needs a queue store: create the FlowRuntime with { queues } (an ` +
           "InMemoryQueueStore, a SqliteQueueStore on the event store's database, or a PostgresQueueStore)",
         { operation },
@@ -416,7 +416,7 @@ export class FlowRuntime {
     const flow = this.registry.get(key(name, version));
     if (flow === undefined) {
       throw new LoomError(
-        ErrorCode.INVALID_ARGUMENT,
+        WorkflowErrorCode.INVALID_ARGUMENT,
         `flow '${name}'${version === null ? '' : ` version ${version}`} is not registered here`,
         {
           flow: name,
@@ -437,7 +437,7 @@ async function checkSignal(
   const checked = await validate(schema, payload);
   if (!checked.ok) {
     throw new LoomError(
-      ErrorCode.INVALID_SIGNAL,
+      WorkflowErrorCode.INVALID_SIGNAL,
       `signal '${name}' refused by its schema: ${checked.message}`,
       { signal: name, executionId, issues: checked.issues },
     );

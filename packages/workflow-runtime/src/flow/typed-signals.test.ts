@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { type EventStore, InMemoryEventStore } from '@loom/event-runtime';
 import { SqliteEventStore } from '@loom/event-runtime/sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { ErrorCode } from '../errors.js';
+import { WorkflowErrorCode } from '../errors.js';
 import { codeOf } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
 import { defineSignal } from './define-signal.js';
@@ -134,15 +134,15 @@ for (const [backend, open] of backends) {
       await runtime.start(order, undefined as never, { executionId: 'o-2' });
       const refused = runtime.signal(order, 'o-2', 'approve', { by: 42 } as never);
       await expect(refused).rejects.toMatchObject({
-        code: ErrorCode.INVALID_SIGNAL,
+        code: WorkflowErrorCode.INVALID_SIGNAL,
         fields: { signal: 'approve', executionId: 'o-2', issues: ['by: must be a string'] },
       });
       expect(await codeOf(runtime.signal(approveSignal, 'o-2', { by: 7 } as never))).toBe(
-        ErrorCode.INVALID_SIGNAL,
+        WorkflowErrorCode.INVALID_SIGNAL,
       );
       expect(
         await codeOf(runtime.signal(order, 'o-2', 'aprove' as string as 'approve', { by: 'ada' })),
-      ).toBe(ErrorCode.INVALID_SIGNAL);
+      ).toBe(WorkflowErrorCode.INVALID_SIGNAL);
       expect(await store.readSignals('o-2')).toEqual([]);
     });
 
@@ -150,7 +150,7 @@ for (const [backend, open] of backends) {
       const { runtime, store } = make();
       await runtime.start(payment, undefined as never, { executionId: 'p-1' });
       const wrong = runtime.signal(order, 'p-1', 'approve', { by: 'ada' });
-      await expect(wrong).rejects.toMatchObject({ code: ErrorCode.INVALID_SIGNAL });
+      await expect(wrong).rejects.toMatchObject({ code: WorkflowErrorCode.INVALID_SIGNAL });
       await expect(wrong).rejects.toThrow(/runs flow 'payment', not 'order'/);
       expect(await store.readSignals('p-1')).toEqual([]);
     });

@@ -1,4 +1,9 @@
-import type { EffectContext, FlowContext, JsonValue, TransactionHandle } from '@loom/event-runtime';
+import type {
+  FlowContext,
+  JsonValue,
+  StepEffectContext,
+  TransactionHandle,
+} from '@loom/event-runtime';
 import {
   composeMiddleware,
   type EffectMiddleware,
@@ -7,7 +12,7 @@ import {
   timeoutMiddleware,
   wrapEffect,
 } from '@loom/middleware';
-import { ErrorCode, LoomError } from '../errors.js';
+import { LoomError, WorkflowErrorCode } from '../errors.js';
 import type { WorkflowDefinition } from './define-flow.js';
 import { type Duration, parseDuration } from './duration.js';
 import type { Json } from './json.js';
@@ -16,7 +21,7 @@ import { type StandardSchemaV1, validate } from './standard-schema.js';
 /** Per-step policy: retries with backoff, a timeout, and any effect middleware. */
 export interface StepOptions {
   /**
-   * Retry the effect on failure (a `TerminalError` stops it). All attempts are one step. The
+   * Retry the effect on failure (a `terminalError()` stops it). All attempts are one step. The
    * outermost layer: `middleware` and `timeout` apply to each attempt.
    */
   retry?: Omit<RetryOptions, 'clock' | 'setTimer'>;
@@ -49,9 +54,9 @@ export interface WorkflowContext {
     name: string,
     // The second signature only checks the awaited result against Json; T is inferred from the
     // first alone (`step<X>(…, async () => …)` with an explicit X still takes an async fn).
-    fn: ((effect: EffectContext & { attempt: number }) => T | Promise<Awaited<T>>) &
+    fn: ((effect: StepEffectContext & { attempt: number }) => T | Promise<Awaited<T>>) &
       ((
-        effect: EffectContext & { attempt: number },
+        effect: StepEffectContext & { attempt: number },
       ) => Json<Awaited<T>> | Promise<Json<Awaited<T>>>),
     options?: StepOptions,
   ): Promise<Awaited<T>>;
@@ -96,14 +101,14 @@ export function workflowContext(ctx: FlowContext): WorkflowContext {
     // The Json check is the signature's job; the kernel checks the value again when it records it.
     step: ((
       name: string,
-      fn: (effect: EffectContext & { attempt: number }) => unknown,
+      fn: (effect: StepEffectContext & { attempt: number }) => unknown,
       options?: StepOptions,
     ) => {
       const chain = stepMiddleware(name, options);
       const effect =
         chain === undefined
-          ? (effect: EffectContext) => fn({ ...effect, attempt: 1 })
-          : (effect: EffectContext) =>
+          ? (effect: StepEffectContext) => fn({ ...effect, attempt: 1 })
+          : (effect: StepEffectContext) =>
               // A middleware may hand down a context of its own making: the step's clock stays.
               wrapEffect(chain, (attempt) =>
                 fn({ ...attempt, clock: attempt.clock ?? effect.clock }),
@@ -131,7 +136,7 @@ export function workflowContext(ctx: FlowContext): WorkflowContext {
       const checked = await validate(options.schema, wait.payload);
       if (!checked.ok) {
         throw new LoomError(
-          ErrorCode.INVALID_SIGNAL,
+          WorkflowErrorCode.INVALID_SIGNAL,
           `signal '${name}' #${wait.signalId} has a payload its schema refuses: ${checked.message}`,
           { signal: name, signalId: wait.signalId, issues: checked.issues },
         );
@@ -169,7 +174,7 @@ function instant(at: Date | number): number {
   const ms = at instanceof Date ? at.getTime() : at;
   if (!Number.isSafeInteger(ms) || ms < 0) {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      WorkflowErrorCode.INVALID_ARGUMENT,
       `sleepUntil needs a valid date or epoch ms, got ${String(at)}`,
       {
         actual: String(at),
