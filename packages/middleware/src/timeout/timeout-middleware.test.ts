@@ -102,10 +102,13 @@ describe('timeoutMiddleware', () => {
     controller.abort('gone');
     const seen: AbortSignal[] = [];
     const time = new ManualClock();
-    await wrapEffect(timeoutMiddleware({ ms: 5, setTimer: (fn, ms) => time.setTimer(fn, ms) }), (ctx) => {
-      seen.push(ctx.signal);
-      return 1;
-    })(testEffectContext({ signal: controller.signal }));
+    await wrapEffect(
+      timeoutMiddleware({ ms: 5, setTimer: (fn, ms) => time.setTimer(fn, ms) }),
+      (ctx) => {
+        seen.push(ctx.signal);
+        return 1;
+      },
+    )(testEffectContext({ signal: controller.signal }));
     expect(seen[0]?.aborted).toBe(true);
     expect(seen[0]?.reason).toBe('gone');
   });
