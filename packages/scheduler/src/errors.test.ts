@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { isLoomError, LoomError, SchedulerErrorCode } from './errors.js';
 
@@ -29,5 +30,15 @@ describe('LoomError', () => {
     expect(isLoomError(new Error('plain'))).toBe(false);
     expect(isLoomError(null)).toBe(false);
     expect(isLoomError('SCHEDULE_ABORTED')).toBe(false);
+  });
+
+  it('docs/errors.md lists every code of this package, under its heading', () => {
+    const docs = readFileSync(new URL('../../../docs/errors.md', import.meta.url), 'utf8');
+    const start = docs.indexOf('## `@loom/scheduler`');
+    expect(start).toBeGreaterThanOrEqual(0);
+    const next = docs.indexOf('\n## ', start + 1);
+    const section = docs.slice(start, next === -1 ? undefined : next);
+    for (const code of Object.values(SchedulerErrorCode))
+      expect(section).toContain(`| \`${code}\` |`);
   });
 });

@@ -1,6 +1,6 @@
 // Steps with retries and a timeout, on the embedded SQLite store.
 import { SqliteEventStore } from '@loom/event-runtime/sqlite';
-import { createFlowRuntime, defineFlow, TerminalError } from '@loom/workflow-runtime';
+import { createFlowRuntime, defineFlow, terminalError } from '@loom/workflow-runtime';
 
 let calls = 0;
 const charge = defineFlow(
@@ -10,7 +10,7 @@ const charge = defineFlow(
       'charge-card',
       async (effect) => {
         calls += 1;
-        if (order.cents <= 0) throw new TerminalError('nothing to charge'); // never retried
+        if (order.cents <= 0) throw terminalError('nothing to charge'); // never retried
         if (effect.attempt < 3) throw new Error('payment service busy'); // retried with backoff
         return `receipt for ${order.id} (key ${effect.idempotencyKey}, attempt ${effect.attempt})`;
       },

@@ -1,7 +1,17 @@
 import type { JsonValue, StoredEvent } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { EventType, type ExecutionStartedPayload, type RecordedError } from './kernel-events.js';
-import { KernelPayload } from './kernel-payload.js';
+import {
+  checkChildStatus,
+  checkError,
+  checkIndex,
+  checkNumber,
+  checkNumberOrNull,
+  checkPresent,
+  checkStarted,
+  checkString,
+  payloadOf,
+} from './kernel-payload.js';
 
 /** What an operation of the flow was: a step, a timer, a signal wait, a recorded value, … */
 export type OperationKind = 'step' | 'timer' | 'signal' | 'value' | 'patch' | 'child';
@@ -97,49 +107,52 @@ export function foldEvent(state: ExecutionState | undefined, event: StoredEvent)
     if (event.sequence !== 0 || event.type !== EventType.executionStarted) {
       corrupt(event, 'an execution must begin with execution.started at sequence 0');
     }
-    return initialState(event.executionId, new KernelPayload(event).started());
+    return initialState(event.executionId, checkStarted(event));
   }
   if (event.sequence !== state.nextSequence) {
     corrupt(event, `expected sequence ${state.nextSequence}`);
   }
   switch (event.type) {
     case EventType.stepStarted: {
-      const payload = new KernelPayload(event);
-      state.steps[payload.index()] = { name: payload.string('name'), status: 'started' };
+      const p = payloadOf(event);
+      state.steps[checkIndex(event, p.index)] = {
+        name: checkString(event, p.name, 'name'),
+        status: 'started',
+      };
       break;
     }
     case EventType.stepCompleted: {
-      const payload = new KernelPayload(event);
-      state.steps[payload.index()] = {
-        name: payload.string('name'),
+      const p = payloadOf(event);
+      state.steps[checkIndex(event, p.index)] = {
+        name: checkString(event, p.name, 'name'),
         status: 'completed',
-        result: payload.value('result'),
+        result: checkPresent(event, p.result, 'result'),
       };
       break;
     }
     case EventType.stepFailed: {
-      const payload = new KernelPayload(event);
-      state.steps[payload.index()] = {
-        name: payload.string('name'),
+      const p = payloadOf(event);
+      state.steps[checkIndex(event, p.index)] = {
+        name: checkString(event, p.name, 'name'),
         status: 'failed',
-        error: payload.error('error'),
+        error: checkError(event, p.error, 'error'),
       };
       break;
     }
     case EventType.executionCompleted:
-      state.output = new KernelPayload(event).value('output');
+      state.output = checkPresent(event, payloadOf(event).output, 'output');
       state.status = 'completed';
       break;
     case EventType.executionFailed:
-      state.error = new KernelPayload(event).error('error');
+      state.error = checkError(event, payloadOf(event).error, 'error');
       state.status = 'failed';
       break;
     case EventType.executionCancelled:
-      state.cancelReason = new KernelPayload(event).string('reason');
+      state.cancelReason = checkString(event, payloadOf(event).reason, 'reason');
       state.status = 'cancelled';
       break;
     case EventType.executionContinuedAsNew:
-      state.successorId = new KernelPayload(event).string('successorId');
+      state.successorId = checkString(event, payloadOf(event).successorId, 'successorId');
       state.status = 'continued';
       break;
     default:
@@ -154,70 +167,70 @@ export function foldEvent(state: ExecutionState | undefined, event: StoredEvent)
 function foldOperation(state: ExecutionState, event: StoredEvent): void {
   switch (event.type) {
     case EventType.timerScheduled: {
-      const payload = new KernelPayload(event);
-      state.steps[payload.index()] = {
+      const p = payloadOf(event);
+      state.steps[checkIndex(event, p.index)] = {
         kind: 'timer',
-        name: payload.string('name'),
+        name: checkString(event, p.name, 'name'),
         status: 'started',
-        wakeAtMs: payload.number('wakeAtMs'),
+        wakeAtMs: checkNumber(event, p.wakeAtMs, 'wakeAtMs'),
       };
       break;
     }
     case EventType.timerFired:
     case EventType.signalTimedOut:
-      markCompleted(state, new KernelPayload(event).index(), undefined);
+      markCompleted(state, checkIndex(event, payloadOf(event).index), undefined);
       break;
     case EventType.signalWaiting: {
-      const payload = new KernelPayload(event);
-      state.steps[payload.index()] = {
+      const p = payloadOf(event);
+      state.steps[checkIndex(event, p.index)] = {
         kind: 'signal',
-        name: payload.string('name'),
+        name: checkString(event, p.name, 'name'),
         status: 'started',
-        wakeAtMs: payload.numberOrNull('timeoutAtMs'),
+        wakeAtMs: checkNumberOrNull(event, p.timeoutAtMs, 'timeoutAtMs'),
       };
       break;
     }
     case EventType.signalReceived: {
-      const payload = new KernelPayload(event);
-      const index = payload.index();
-      const signalId = payload.number('signalId');
-      markCompleted(state, index, payload.value('payload'));
+      const p = payloadOf(event);
+      const index = checkIndex(event, p.index);
+      const signalId = checkNumber(event, p.signalId, 'signalId');
+      markCompleted(state, index, checkPresent(event, p.payload, 'payload'));
       const record = state.steps[index];
       if (record !== undefined) record.signalId = signalId;
       state.consumedSignals.push(signalId);
       break;
     }
     case EventType.valueRecorded: {
-      const payload = new KernelPayload(event);
-      state.steps[payload.index()] = {
+      const p = payloadOf(event);
+      state.steps[checkIndex(event, p.index)] = {
         kind: 'value',
-        name: payload.string('name'),
+        name: checkString(event, p.name, 'name'),
         status: 'completed',
-        result: payload.value('value'),
+        result: checkPresent(event, p.value, 'value'),
       };
       break;
     }
     case EventType.patchMarked: {
-      const payload = new KernelPayload(event);
-      state.steps[payload.index()] = {
+      const p = payloadOf(event);
+      state.steps[checkIndex(event, p.index)] = {
         kind: 'patch',
-        name: payload.string('name'),
+        name: checkString(event, p.name, 'name'),
         status: 'completed',
       };
       break;
     }
     case EventType.childStarted: {
-      const payload = new KernelPayload(event);
-      state.steps[payload.index()] = {
+      const p = payloadOf(event);
+      state.steps[checkIndex(event, p.index)] = {
         kind: 'child',
-        name: payload.string('name'),
+        name: checkString(event, p.name, 'name'),
         status: 'started',
-        childId: payload.string('childId'),
+        childId: checkString(event, p.childId, 'childId'),
       };
       break;
     }
     case EventType.childCompleted:
-      foldChildCompleted(state, new KernelPayload(event));
+      foldChildCompleted(state, event);
       break;
     default:
       // execution.suspended and the event types of higher layers do not change kernel state.
@@ -225,12 +238,17 @@ function foldOperation(state: ExecutionState, event: StoredEvent): void {
   }
 }
 
-function foldChildCompleted(state: ExecutionState, payload: KernelPayload): void {
-  const index = payload.index();
-  payload.string('childId');
-  const status = payload.childStatus();
-  const output = payload.optionalValue('output');
-  const error = status === 'completed' ? payload.optionalError('error') : payload.error('error');
+function foldChildCompleted(state: ExecutionState, event: StoredEvent): void {
+  const p = payloadOf(event);
+  const index = checkIndex(event, p.index);
+  checkString(event, p.childId, 'childId');
+  const status = checkChildStatus(event, p.status);
+  const output = p.output as JsonValue | undefined;
+  // A failed or cancelled child carries why; a completed one may carry nothing else.
+  const error =
+    status === 'completed' && p.error === undefined
+      ? undefined
+      : checkError(event, p.error, 'error');
   const record = state.steps[index];
   if (record === undefined) return;
   record.status = status === 'completed' ? 'completed' : 'failed';

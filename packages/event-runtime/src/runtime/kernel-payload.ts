@@ -7,135 +7,118 @@ import type {
 } from './kernel-events.js';
 
 /**
- * Reads the fields of a kernel event's payload, checking each against the shape its type
- * requires, so a fold never takes a hole in the log for data. Hand-written (no schema library):
- * it runs for every event of every load, and costs a few `typeof`s. Every check failure throws
- * `LOG_CORRUPT` naming the execution, the sequence, the type and the field.
+ * Checks of a kernel event's payload fields against the shape its type requires, so a fold
+ * never takes a hole in the log for data. Hand-written (no schema library): they run for every
+ * event of every load, so the caller reads each field by its literal name and hands the value
+ * here, which costs a `typeof` or two and allocates nothing on the good path. Every failed check
+ * throws `LOG_CORRUPT` naming the execution, the sequence, the type and the field.
  */
-export class KernelPayload {
-  private readonly fields: { readonly [key: string]: unknown };
+export type Payload = { readonly [key: string]: unknown };
 
-  constructor(readonly event: StoredEvent) {
-    const payload: unknown = event.payload;
-    if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
-      throw logCorrupt(event, 'payload', 'an object');
-    }
-    this.fields = payload as { readonly [key: string]: unknown };
+/** The event's payload as an object (an array, a scalar or null is corrupt). */
+export function payloadOf(event: StoredEvent): Payload {
+  const payload: unknown = event.payload;
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
+    throw logCorrupt(event, 'payload', 'an object');
   }
+  return payload as Payload;
+}
 
-  /** An operation's position in the flow: a non-negative integer. */
-  index(): number {
-    const value = this.fields.index;
-    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-      throw logCorrupt(this.event, 'payload.index', 'a non-negative integer');
-    }
-    return value;
+/** An operation's position in the flow: a non-negative integer. */
+export function checkIndex(event: StoredEvent, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw logCorrupt(event, 'payload.index', 'a non-negative integer');
   }
+  return value;
+}
 
-  string(key: string): string {
-    const value = this.fields[key];
-    if (typeof value !== 'string') throw logCorrupt(this.event, `payload.${key}`, 'a string');
-    return value;
+export function checkString(event: StoredEvent, value: unknown, key: string): string {
+  if (typeof value !== 'string') throw logCorrupt(event, `payload.${key}`, 'a string');
+  return value;
+}
+
+export function checkNumber(event: StoredEvent, value: unknown, key: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value)) {
+    throw logCorrupt(event, `payload.${key}`, 'a finite number');
   }
+  return value;
+}
 
-  optionalString(key: string): string | undefined {
-    return this.fields[key] === undefined ? undefined : this.string(key);
+export function checkNumberOrNull(event: StoredEvent, value: unknown, key: string): number | null {
+  return value === null ? null : checkNumber(event, value, key);
+}
+
+/** Any JSON value, `null` included, but present: a missing value is a hole, not a null. */
+export function checkPresent(event: StoredEvent, value: unknown, key: string): JsonValue {
+  if (value === undefined) throw logCorrupt(event, `payload.${key}`, 'present');
+  return value as JsonValue;
+}
+
+/** A recorded error: `{name, message}` strings, an optional string `code`, optional `fields`. */
+export function checkError(event: StoredEvent, value: unknown, key: string): RecordedError {
+  if (typeof value !== 'object' || value === null) {
+    throw logCorrupt(event, `payload.${key}`, 'a recorded error ({name, message})');
   }
-
-  number(key: string): number {
-    const value = this.fields[key];
-    if (typeof value !== 'number' || !Number.isFinite(value)) {
-      throw logCorrupt(this.event, `payload.${key}`, 'a finite number');
-    }
-    return value;
+  const { name, message, code, fields } = value as { [key: string]: unknown };
+  if (typeof name !== 'string' || typeof message !== 'string') {
+    throw logCorrupt(event, `payload.${key}`, 'a recorded error ({name, message})');
   }
-
-  numberOrNull(key: string): number | null {
-    return this.fields[key] === null ? null : this.number(key);
+  if (code !== undefined && typeof code !== 'string') {
+    throw logCorrupt(event, `payload.${key}.code`, 'a string');
   }
-
-  /** Any JSON value, `null` included, but present: a missing value is a hole, not a null. */
-  value(key: string): JsonValue {
-    const value = this.fields[key];
-    if (value === undefined) throw logCorrupt(this.event, `payload.${key}`, 'present');
-    return value as JsonValue;
+  if (fields !== undefined && (typeof fields !== 'object' || fields === null)) {
+    throw logCorrupt(event, `payload.${key}.fields`, 'an object');
   }
+  return value as RecordedError;
+}
 
-  optionalValue(key: string): JsonValue | undefined {
-    return this.fields[key] as JsonValue | undefined;
+/** `execution.started`: the flow, its version and input, and where it came from. */
+export function checkStarted(event: StoredEvent): ExecutionStartedPayload {
+  const payload = payloadOf(event);
+  const { version, parent, continuedFrom, rootId, generation } = payload;
+  if (version !== null && typeof version !== 'string') {
+    throw logCorrupt(event, 'payload.version', 'a string or null');
   }
-
-  error(key: string): RecordedError {
-    const value = this.fields[key];
+  const started: ExecutionStartedPayload = {
+    flow: checkString(event, payload.flow, 'flow'),
+    version,
+    input: checkPresent(event, payload.input, 'input'),
+  };
+  if (parent !== undefined) {
+    const link = parent as { executionId?: unknown; index?: unknown } | null;
     if (
-      typeof value !== 'object' ||
-      value === null ||
-      typeof (value as RecordedError).name !== 'string' ||
-      typeof (value as RecordedError).message !== 'string'
+      typeof link !== 'object' ||
+      link === null ||
+      typeof link.executionId !== 'string' ||
+      typeof link.index !== 'number' ||
+      !Number.isSafeInteger(link.index)
     ) {
-      throw logCorrupt(this.event, `payload.${key}`, 'a recorded error ({name, message})');
+      throw logCorrupt(event, 'payload.parent', '{executionId: string, index: integer}');
     }
-    const { code, fields } = value as RecordedError;
-    if (code !== undefined && typeof code !== 'string') {
-      throw logCorrupt(this.event, `payload.${key}.code`, 'a string');
-    }
-    if (fields !== undefined && (typeof fields !== 'object' || fields === null)) {
-      throw logCorrupt(this.event, `payload.${key}.fields`, 'an object');
-    }
-    return value as RecordedError;
+    started.parent = { executionId: link.executionId, index: link.index };
   }
+  if (continuedFrom !== undefined) {
+    started.continuedFrom = checkString(event, continuedFrom, 'continuedFrom');
+  }
+  if (rootId !== undefined) started.rootId = checkString(event, rootId, 'rootId');
+  if (generation !== undefined) {
+    if (typeof generation !== 'number' || !Number.isSafeInteger(generation) || generation < 0) {
+      throw logCorrupt(event, 'payload.generation', 'a non-negative integer');
+    }
+    started.generation = generation;
+  }
+  return started;
+}
 
-  optionalError(key: string): RecordedError | undefined {
-    return this.fields[key] === undefined ? undefined : this.error(key);
+/** `child.completed`'s status. */
+export function checkChildStatus(
+  event: StoredEvent,
+  value: unknown,
+): ChildCompletedPayload['status'] {
+  if (value !== 'completed' && value !== 'failed' && value !== 'cancelled') {
+    throw logCorrupt(event, 'payload.status', "'completed', 'failed' or 'cancelled'");
   }
-
-  /** `execution.started`: the flow, its version and input, and where it came from. */
-  started(): ExecutionStartedPayload {
-    const version = this.fields.version;
-    if (version !== null && typeof version !== 'string') {
-      throw logCorrupt(this.event, 'payload.version', 'a string or null');
-    }
-    const started: ExecutionStartedPayload = {
-      flow: this.string('flow'),
-      version,
-      input: this.value('input'),
-    };
-    const parent = this.fields.parent;
-    if (parent !== undefined) {
-      const link = parent as { executionId?: unknown; index?: unknown };
-      if (
-        typeof parent !== 'object' ||
-        parent === null ||
-        typeof link.executionId !== 'string' ||
-        typeof link.index !== 'number' ||
-        !Number.isSafeInteger(link.index)
-      ) {
-        throw logCorrupt(this.event, 'payload.parent', '{executionId: string, index: integer}');
-      }
-      started.parent = { executionId: link.executionId, index: link.index };
-    }
-    const continuedFrom = this.optionalString('continuedFrom');
-    if (continuedFrom !== undefined) started.continuedFrom = continuedFrom;
-    const rootId = this.optionalString('rootId');
-    if (rootId !== undefined) started.rootId = rootId;
-    if (this.fields.generation !== undefined) {
-      const generation = this.fields.generation;
-      if (typeof generation !== 'number' || !Number.isSafeInteger(generation) || generation < 0) {
-        throw logCorrupt(this.event, 'payload.generation', 'a non-negative integer');
-      }
-      started.generation = generation;
-    }
-    return started;
-  }
-
-  /** `child.completed`: the child's outcome; a failed or cancelled one carries its error. */
-  childStatus(): ChildCompletedPayload['status'] {
-    const status = this.fields.status;
-    if (status !== 'completed' && status !== 'failed' && status !== 'cancelled') {
-      throw logCorrupt(this.event, 'payload.status', "'completed', 'failed' or 'cancelled'");
-    }
-    return status;
-  }
+  return value;
 }
 
 /**
