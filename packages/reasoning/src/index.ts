@@ -20,8 +20,8 @@ export type {
 } from './model-provider.js';
 export type {
   AssistantMessage,
-  Json,
   JsonSchema,
+  JsonValue,
   ModelMessage,
   SystemMessage,
   ToolCall,

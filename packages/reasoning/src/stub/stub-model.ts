@@ -10,7 +10,7 @@ import type {
   ModelRequest,
   ModelResponse,
 } from '../model-provider.js';
-import type { Json } from '../model-types.js';
+import type { JsonValue } from '../model-types.js';
 import type { PriceTable } from '../price-table.js';
 
 /** A failure a stub turn can play, as a real provider would throw it. */
@@ -28,7 +28,7 @@ export interface StubFailure {
 
 /** A tool call a stub turn makes: a JSON input, or raw argument text (to play bad output). */
 export type StubToolCall =
-  | { tool: string; input: Json; callId?: string }
+  | { tool: string; input: JsonValue; callId?: string }
   | { tool: string; rawInput: string; callId?: string };
 
 /** One scripted answer. */
