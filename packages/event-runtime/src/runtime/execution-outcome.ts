@@ -20,20 +20,37 @@ export type SettledOutcome = Extract<
   { status: 'completed' | 'failed' | 'cancelled' | 'continued' }
 >;
 
-/** The outcome a settled state records (undefined while it runs). */
+/**
+ * The outcome a settled state records (undefined while it runs). A settled state always has
+ * its terminal's facts (the fold checks them); one without them (a snapshot written by
+ * something else) is `LOG_CORRUPT`, never filled in with a made-up reason.
+ */
 export function outcomeOfState(state: ExecutionState): SettledOutcome | undefined {
   switch (state.status) {
     case 'completed':
       return { status: 'completed', output: state.output ?? null };
     case 'failed':
-      return { status: 'failed', error: state.error ?? { name: 'Error', message: 'unknown' } };
+      return { status: 'failed', error: state.error ?? missing(state, 'error') };
     case 'cancelled':
-      return { status: 'cancelled', reason: state.cancelReason ?? '' };
+      return { status: 'cancelled', reason: state.cancelReason ?? missing(state, 'reason') };
     case 'continued':
-      return { status: 'continued', successorId: state.successorId ?? '' };
+      return {
+        status: 'continued',
+        successorId: state.successorId ?? missing(state, 'successorId'),
+      };
     default:
       return undefined;
   }
+}
+
+function missing(state: ExecutionState, field: string): never {
+  const sequence = state.nextSequence - 1;
+  throw new LoomError(
+    ErrorCode.LOG_CORRUPT,
+    `execution ${state.executionId} is ${state.status} but its state has no ${field} (terminal ` +
+      `event ${sequence}): the log or its snapshot was changed outside Loom`,
+    { executionId: state.executionId, sequence, path: `payload.${field}` },
+  );
 }
 
 /**

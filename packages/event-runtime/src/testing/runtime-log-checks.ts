@@ -98,6 +98,37 @@ export function runtimeLogChecks(
       });
     });
 
+    it('a settled snapshot without its terminal facts is LOG_CORRUPT, not an "unknown" error', async () => {
+      const harness = getHarness();
+      const id = freshId('corrupt-snapshot');
+      await write(id, [
+        { type: 'execution.failed', payload: { error: { name: 'E', message: 'm' } } },
+      ]);
+      await harness.snapshots.save({
+        executionId: id,
+        sequence: 1,
+        at: harness.clock.now(),
+        state: {
+          executionId: id,
+          flow: 'folded',
+          version: null,
+          input: null,
+          status: 'failed',
+          steps: [],
+          consumedSignals: [],
+          rootId: id,
+          generation: 0,
+          nextSequence: 2,
+        },
+      });
+      await expect(
+        runtime({ snapshots: harness.snapshots }).attach(id).result(),
+      ).rejects.toMatchObject({
+        code: ErrorCode.LOG_CORRUPT,
+        fields: { executionId: id, sequence: 1, path: 'payload.error' },
+      });
+    });
+
     it('attach().result() of a corrupt execution rejects with LOG_CORRUPT, not a made-up outcome', async () => {
       const id = freshId('corrupt-attach');
       await write(id, [{ type: 'execution.completed', payload: {} }]);
