@@ -87,12 +87,18 @@ export interface FlowContext {
   waitForSignal(name: string, options?: { timeoutMs?: number }): Promise<SignalWait>;
   /**
    * Start a child execution of `flow` (id `<parent>.<index>` unless given) and wait durably for
-   * its output. Throws `CHILD_FAILED` if it failed or was cancelled, or if its output does not fit
-   * this execution's record of it (`payloadBytesMax`). Cancelling the parent
-   * cancels its running children.
+   * its output. Throws `CHILD_FAILED` if it failed or was cancelled (`fields.status`:
+   * `'failed'` or `'cancelled'`, as the log recorded it), or if its output does not fit this
+   * execution's record of it (`payloadBytesMax`). Cancelling the parent cancels its running
+   * children.
    */
   child<I, O>(flow: Flow<I, O>, input: I, options?: { executionId?: string }): Promise<O>;
-  /** End this execution and start its successor (id `<root>#<generation>`) with a fresh log. */
+  /**
+   * End this execution and start its successor (id `<root>#<generation>`) with a fresh log. It
+   * never returns: it (and every later operation) throws a `ContinuedAsNew` unwind signal, not
+   * an error and not `EXECUTION_CANCELLED`; a `catch` that meets it should rethrow it (the
+   * execution ends as continued whatever the flow does).
+   */
   continueAsNew(input: unknown): Promise<never>;
   /** The time, recorded on first run and replayed. */
   now(): number;

@@ -81,7 +81,10 @@ export interface WorkflowContext {
     input: I,
     options?: { executionId?: string },
   ): Promise<O>;
-  /** End this execution and continue as a fresh one with `input`. */
+  /**
+   * End this execution and continue as a fresh one with `input`. Never returns: it unwinds the
+   * flow with a `ContinuedAsNew` signal (not an error code); rethrow it if you catch it.
+   */
   continueAsNew(input: unknown): Promise<never>;
   /** Epoch ms, recorded on first run and replayed. */
   now(): number;
