@@ -1,6 +1,8 @@
 /**
  * Stable error codes of `@loom/event-runtime`. Callers match on `code`, never on `instanceof`
- * (two installed copies of the package break `instanceof`). A code is never reused.
+ * (two installed copies of the package break `instanceof`). A code is never reused. Other
+ * packages add their own codes (`MiddlewareErrorCode`, `SchedulerErrorCode`, …) to this same
+ * {@link LoomError}; docs/errors.md lists them all.
  */
 export const ErrorCode = {
   /** Sequence 0 of an execution that already exists was appended again. */
@@ -86,6 +88,13 @@ export const ErrorCode = {
    * inside the flow function; never keep the context for later.
    */
   CONTEXT_CLOSED: 'CONTEXT_CLOSED',
+  /**
+   * An event read back from the log does not have the shape its type requires (a missing or
+   * ill-typed payload field), or is out of order. `fields.executionId`, `fields.sequence`,
+   * `fields.type` and `fields.path` name the event and the field. The log was changed outside
+   * Loom or by a broken writer: the execution cannot resume until the event is restored.
+   */
+  LOG_CORRUPT: 'LOG_CORRUPT',
 } as const;
 
 /** One of the stable error codes in {@link ErrorCode}. */
@@ -106,14 +115,26 @@ export interface LoomErrorFields {
 }
 
 /**
- * The one error type of Loom. `code` is stable and documented; `fields` carry the facts
- * (`executionId`, `sequence`, `expected`, `actual`, …); `cause` the driver's error, if any.
+ * The one error class of Loom, for every package: no package defines another. `code` is stable
+ * and documented; `fields` carry the facts (`executionId`, `sequence`, `expected`, `actual`, …);
+ * `cause` the driver's error, if any. Match with {@link isLoomError} and `code`.
+ *
+ * @example
+ * try {
+ *   await handle.result();
+ * } catch (error) {
+ *   if (isLoomError(error, ErrorCode.EXECUTION_CANCELLED)) console.log(error.fields.reason);
+ *   else throw error;
+ * }
  */
-export class LoomError<Code extends string = ErrorCode> extends Error {
+export class LoomError<Code extends string = string> extends Error {
   readonly code: Code;
   readonly fields: Readonly<LoomErrorFields>;
 
-  /** Higher packages pass their own code type (`LoomError<WorkflowErrorCode>`). */
+  /**
+   * `Code` narrows the code's type (`LoomError<MiddlewareErrorCode>`, or what `isLoomError(e,
+   * code)` infers); plain `LoomError` is any Loom error, of any package.
+   */
   constructor(code: Code, message: string, fields: LoomErrorFields = {}, cause?: unknown) {
     super(message, cause === undefined ? undefined : { cause });
     this.name = 'LoomError';
@@ -126,8 +147,14 @@ export class LoomError<Code extends string = ErrorCode> extends Error {
   }
 }
 
-/** True when `error` is a {@link LoomError} with the given code (works across package copies). */
-export function isLoomError(error: unknown, code?: string): error is LoomError<string> {
+/**
+ * True when `error` is a {@link LoomError}, of any package, with the given code (any code when
+ * omitted). Matches by `name` and `code`, so it works across installed copies of a package.
+ */
+export function isLoomError<Code extends string = string>(
+  error: unknown,
+  code?: Code,
+): error is LoomError<Code> {
   if (typeof error !== 'object' || error === null) return false;
   const candidate = error as { name?: unknown; code?: unknown };
   if (candidate.name !== 'LoomError' || typeof candidate.code !== 'string') return false;

@@ -44,10 +44,10 @@ export { ExecutionJournal } from './runtime/execution-journal.js';
 export type { ExecutionFailedFields } from './runtime/execution-outcome.js';
 export type { ExecutionState, StepRecord } from './runtime/execution-state.js';
 export type {
-  EffectContext,
   Flow,
   FlowContext,
-  StepOptions,
+  KernelStepOptions,
+  StepEffectContext,
   TransactionHandle,
 } from './runtime/flow.js';
 export {

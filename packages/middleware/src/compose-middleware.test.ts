@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { composeMiddleware, wrapEffect } from './compose-middleware.js';
 import type { AttemptContext, EffectMiddleware } from './effect-context.js';
-import { ErrorCode, isLoomError } from './errors.js';
+import { isLoomError, MiddlewareErrorCode } from './errors.js';
 import { testEffectContext } from './testing/test-effect-context.js';
 
 /** The kernel's EffectContext, copied field for field (mutable, no attempt), to prove fit. */
@@ -85,7 +85,7 @@ describe('composeMiddleware and wrapEffect', () => {
       composeMiddleware(tag('a', []), bad);
       expect.unreachable();
     } catch (error) {
-      expect(isLoomError(error, ErrorCode.INVALID_ARGUMENT)).toBe(true);
+      expect(isLoomError(error, MiddlewareErrorCode.INVALID_ARGUMENT)).toBe(true);
       expect((error as { fields: { option: string } }).fields.option).toBe('chain[1]');
     }
   });

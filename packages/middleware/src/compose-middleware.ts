@@ -1,5 +1,5 @@
 import type { AttemptContext, Effect, EffectContext, EffectMiddleware } from './effect-context.js';
-import { ErrorCode, LoomError } from './errors.js';
+import { LoomError, MiddlewareErrorCode } from './errors.js';
 
 /**
  * Composes middleware into one; the first is the outermost. An empty chain is the identity.
@@ -21,7 +21,7 @@ export function composeMiddleware(...chain: readonly EffectMiddleware[]): Effect
           ? ': pass the .step and .attempt halves of a tracingMiddleware(...) result'
           : '';
       throw new LoomError(
-        ErrorCode.INVALID_ARGUMENT,
+        MiddlewareErrorCode.INVALID_ARGUMENT,
         `composeMiddleware: element ${index} is ${typeof middleware}, not a middleware function${hint}`,
         { option: `chain[${index}]`, actual: typeof middleware },
       );
@@ -55,7 +55,7 @@ export function wrapEffect<T>(
   ] as const) {
     if (typeof value !== 'function') {
       throw new LoomError(
-        ErrorCode.INVALID_ARGUMENT,
+        MiddlewareErrorCode.INVALID_ARGUMENT,
         `wrapEffect: '${option}' must be a function, got ${typeof value}`,
         { option, actual: typeof value },
       );

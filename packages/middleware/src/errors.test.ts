@@ -1,36 +1,64 @@
+import { readFileSync } from 'node:fs';
+import { LoomError as KernelLoomError } from '@loom/event-runtime';
 import { describe, expect, it } from 'vitest';
-import { ErrorCode, isLoomError, isTerminalError, LoomError, TerminalError } from './errors.js';
+import {
+  isLoomError,
+  isTerminalError,
+  LoomError,
+  MiddlewareErrorCode,
+  TerminalError,
+  terminalError,
+} from './errors.js';
 
 describe('errors', () => {
-  it('a LoomError carries code, fields, name and cause', () => {
+  it("middleware's LoomError is the kernel's class itself, not a subclass", () => {
+    expect(LoomError).toBe(KernelLoomError);
     const cause = new Error('socket hang up');
-    const error = new LoomError(ErrorCode.TIMEOUT, 'too slow', { timeoutMs: 5 }, cause);
+    const error = new LoomError(MiddlewareErrorCode.TIMEOUT, 'too slow', { timeoutMs: 5 }, cause);
+    expect(Object.getPrototypeOf(error)).toBe(KernelLoomError.prototype);
     expect(error).toMatchObject({ name: 'LoomError', code: 'TIMEOUT', fields: { timeoutMs: 5 } });
     expect(error.cause).toBe(cause);
-    expect(new LoomError(ErrorCode.TIMEOUT, 'no cause')).not.toHaveProperty('cause');
   });
 
   it('matches on name and code, so a copy from another package instance matches too', () => {
     const foreign = { name: 'LoomError', code: 'RATE_LIMITED', message: 'x' };
     expect(isLoomError(foreign)).toBe(true);
-    expect(isLoomError(foreign, ErrorCode.RATE_LIMITED)).toBe(true);
-    expect(isLoomError(foreign, ErrorCode.TIMEOUT)).toBe(false);
+    expect(isLoomError(foreign, MiddlewareErrorCode.RATE_LIMITED)).toBe(true);
+    expect(isLoomError(foreign, MiddlewareErrorCode.TIMEOUT)).toBe(false);
     expect(isLoomError(new Error('x'))).toBe(false);
     expect(isLoomError('LoomError')).toBe(false);
     expect(isLoomError(null)).toBe(false);
   });
 
-  it('a TerminalError is a LoomError with code TERMINAL', () => {
-    const error = new TerminalError('card declined', { status: 402 });
-    expect(isLoomError(error, ErrorCode.TERMINAL)).toBe(true);
+  it('terminalError makes a plain LoomError with code TERMINAL', () => {
+    const error = terminalError('card declined', { status: 402 });
+    expect(Object.getPrototypeOf(error)).toBe(KernelLoomError.prototype);
+    expect(isLoomError(error, MiddlewareErrorCode.TERMINAL)).toBe(true);
     expect(isTerminalError(error)).toBe(true);
     expect(error.fields).toEqual({ status: 402 });
-    expect(isTerminalError(new LoomError(ErrorCode.TIMEOUT, 'x'))).toBe(false);
+    expect(isTerminalError(new LoomError(MiddlewareErrorCode.TIMEOUT, 'x'))).toBe(false);
+  });
+
+  it('the deprecated `new TerminalError()` returns what terminalError() returns', () => {
+    const error = new TerminalError('card declined', { status: 402 });
+    expect(Object.getPrototypeOf(error)).toBe(KernelLoomError.prototype);
+    expect(error).toMatchObject({ code: 'TERMINAL', message: 'card declined' });
+    expect(isTerminalError(error)).toBe(true);
   });
 
   it('codes are their own names, and unique', () => {
-    const codes = Object.entries(ErrorCode);
+    const codes = Object.entries(MiddlewareErrorCode);
     for (const [key, value] of codes) expect(value).toBe(key);
-    expect(new Set(Object.values(ErrorCode)).size).toBe(codes.length);
+    expect(new Set(Object.values(MiddlewareErrorCode)).size).toBe(codes.length);
+  });
+
+  it('docs/errors.md lists every code of this package, under its heading', () => {
+    const docs = readFileSync(new URL('../../../docs/errors.md', import.meta.url), 'utf8');
+    const start = docs.indexOf('## `@loom/middleware`');
+    expect(start).toBeGreaterThanOrEqual(0);
+    const next = docs.indexOf('\n## ', start + 1);
+    const section = docs.slice(start, next === -1 ? undefined : next);
+    for (const code of Object.values(MiddlewareErrorCode))
+      expect(section).toContain(`| \`${code}\` |`);
   });
 });

@@ -16,15 +16,17 @@ export type {
   EffectMiddleware,
 } from './effect-context.js';
 export {
-  ErrorCode,
   isLoomError,
   isTerminalError,
   LoomError,
-  type LoomErrorFields,
+  MiddlewareErrorCode,
+  type MiddlewareErrorFields,
   TerminalError,
+  type TerminalErrorConstructor,
+  terminalError,
 } from './errors.js';
 export type { HookErrorHandler } from './hook-error-handler.js';
-export { Limits } from './limits.js';
+export { MiddlewareLimits } from './limits.js';
 export {
   type EffectLogRecord,
   type LoggingOptions,
@@ -37,9 +39,9 @@ export {
   retryMiddleware,
 } from './retry/retry-middleware.js';
 export {
-  type Clock,
+  monotonicClock,
+  type NowClock,
   type SetTimer,
-  systemClock,
   systemSetTimer,
   type TimeOptions,
 } from './time.js';

@@ -2,7 +2,7 @@
  * Named limits: every option that could grow without bound has one, and a value beyond it is
  * an `INVALID_ARGUMENT` naming the option.
  */
-export const Limits = {
+export const MiddlewareLimits = {
   /**
    * Longest delay any option may ask for (timeouts, backoff, reset, refill interval): Node's
    * `setTimeout` fires at once for a delay above 2^31 − 1 ms (about 24.8 days).

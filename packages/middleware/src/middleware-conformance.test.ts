@@ -1,16 +1,17 @@
 // Each middleware "changes nothing but what it claims": for a succeeding and a failing effect,
 // the wrapped call's outcome, the number of calls and the context the effect sees equal those
 // of the bare effect, except for the behaviour the middleware documents.
+
+import { ManualClock } from '@loom/event-runtime/testing';
 import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import { describe, expect, it } from 'vitest';
 import { circuitBreakerMiddleware } from './circuit-breaker/circuit-breaker-middleware.js';
 import { composeMiddleware, wrapEffect } from './compose-middleware.js';
 import type { AttemptContext, EffectMiddleware } from './effect-context.js';
-import { ErrorCode, isLoomError, type LoomError } from './errors.js';
+import { isLoomError, type LoomError, MiddlewareErrorCode } from './errors.js';
 import { loggingMiddleware } from './logging/logging-middleware.js';
 import { rateLimitMiddleware } from './rate-limit/rate-limit-middleware.js';
 import { retryMiddleware } from './retry/retry-middleware.js';
-import { ManualTime } from './testing/manual-time.js';
 import { testEffectContext } from './testing/test-effect-context.js';
 import { timeoutMiddleware } from './timeout/timeout-middleware.js';
 import { effectTimingMiddleware } from './timing/effect-timing-middleware.js';
@@ -27,20 +28,20 @@ interface Observed {
 
 interface Case {
   name: string;
-  make: (time: ManualTime) => EffectMiddleware;
+  make: (time: ManualClock) => EffectMiddleware;
   /** Documented: downstream gets its own signal (that follows the caller's). */
   derivesSignal?: boolean;
   /** Documented change to a failure; by default a failure must come out unchanged too. */
   failure?: (observed: Observed, thrown: unknown) => void;
 }
 
-const timeOf = (time: ManualTime) => ({ clock: time, setTimer: time.setTimer });
+const timeOf = (time: ManualClock) => ({ clock: time });
 
 /** Retry's documented change: three attempts, then RETRIES_EXHAUSTED whose cause is the error. */
 const exhaustedAfterThree = ({ outcome, seen }: Observed, thrown: unknown) => {
   expect(outcome.ok).toBe(false);
   const error = (outcome as { error: LoomError }).error;
-  expect(isLoomError(error, ErrorCode.RETRIES_EXHAUSTED)).toBe(true);
+  expect(isLoomError(error, MiddlewareErrorCode.RETRIES_EXHAUSTED)).toBe(true);
   expect(error.fields.attempts).toBe(3);
   expect(error.fields.lastError).toBe(thrown);
   expect(seen.map((c) => c.attempt)).toEqual([1, 2, 3]);
@@ -63,7 +64,7 @@ const cases: Case[] = [
   },
   {
     name: 'timeoutMiddleware',
-    make: (t) => timeoutMiddleware({ ms: 1_000, setTimer: t.setTimer }),
+    make: (t) => timeoutMiddleware({ ms: 1_000, setTimer: (fn, ms) => t.setTimer(fn, ms) }),
     derivesSignal: true,
   },
   {
@@ -88,7 +89,7 @@ const cases: Case[] = [
         retryMiddleware({ attempts: 3, ...timeOf(t) }),
         tracing.attempt,
         loggingMiddleware({ log: () => {}, clock: t }),
-        timeoutMiddleware({ ms: 1_000, setTimer: t.setTimer }),
+        timeoutMiddleware({ ms: 1_000, setTimer: (fn, ms) => t.setTimer(fn, ms) }),
       );
     },
     derivesSignal: true,
@@ -100,7 +101,7 @@ const cases: Case[] = [
 async function observe(
   middleware: EffectMiddleware | undefined,
   effect: () => unknown,
-  time: ManualTime,
+  time: ManualClock,
   ctx: AttemptContext,
 ): Promise<Observed> {
   const seen: AttemptContext[] = [];
@@ -143,8 +144,8 @@ describe.each(cases)('$name changes nothing but what it claims', (c) => {
   it('a success: the same value, one call, the same context', async () => {
     const result = { id: 'r-1' };
     const ctx = testEffectContext({ executionId: 'exec-c', stepIndex: 2, stepName: 'pay' });
-    const plain = await observe(undefined, () => result, new ManualTime(), ctx);
-    const time = new ManualTime();
+    const plain = await observe(undefined, () => result, new ManualClock(), ctx);
+    const time = new ManualClock();
     const wrapped = await observe(c.make(time), () => result, time, ctx);
 
     expect(wrapped.outcome.ok).toBe(true);
@@ -167,8 +168,8 @@ describe.each(cases)('$name changes nothing but what it claims', (c) => {
     const fail = () => {
       throw thrown;
     };
-    const plain = await observe(undefined, fail, new ManualTime(), ctx);
-    const time = new ManualTime();
+    const plain = await observe(undefined, fail, new ManualClock(), ctx);
+    const time = new ManualClock();
     const wrapped = await observe(c.make(time), fail, time, ctx);
 
     if (c.failure !== undefined) {

@@ -1,2 +1,1 @@
-export { ManualTime } from './testing/manual-time.js';
 export { testEffectContext } from './testing/test-effect-context.js';

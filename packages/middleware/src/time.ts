@@ -1,7 +1,10 @@
 import { systemClock as kernelSystemClock } from '@loom/event-runtime';
 
-/** Where middleware reads time from: the `now()` of the kernel's `Clock` (any kernel clock is one). */
-export interface Clock {
+/**
+ * Where middleware reads time from: only `now()`. Any kernel `Clock` is one, so is
+ * {@link monotonicClock}. Named apart from the kernel's `Clock`, which also arms timers.
+ */
+export interface NowClock {
   /** Milliseconds since the Unix epoch. */
   now(): number;
 }
@@ -16,7 +19,7 @@ export type SetTimer = (fn: () => void, ms: number) => () => void;
  * runtime's), else the real `setTimeout`; readings of now default to the monotonic clock.
  */
 export interface TimeOptions {
-  clock?: Clock;
+  clock?: NowClock;
   setTimer?: SetTimer;
 }
 
@@ -24,7 +27,7 @@ export interface TimeOptions {
  * Epoch milliseconds from the monotonic high-resolution timer: sub-millisecond durations, and
  * never runs backwards when the wall clock is adjusted (a breaker or a bucket must not).
  */
-export const systemClock: Clock = { now: () => performance.timeOrigin + performance.now() };
+export const monotonicClock: NowClock = { now: () => performance.timeOrigin + performance.now() };
 
 /**
  * A real timer, armed by the kernel's `systemClock` (the one place in Loom that arms real timers).

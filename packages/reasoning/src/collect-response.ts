@@ -1,4 +1,4 @@
-import { ErrorCode, LoomError } from './errors.js';
+import { LoomError, ReasoningErrorCode } from './errors.js';
 import type { ModelDelta, ModelResponse } from './model-provider.js';
 
 /**
@@ -14,5 +14,8 @@ export async function collectResponse(stream: AsyncIterable<ModelDelta>): Promis
   for await (const delta of stream) {
     if (delta.type === 'finish') return delta.response;
   }
-  throw new LoomError(ErrorCode.MODEL_BAD_RESPONSE, 'the stream ended without its finish delta');
+  throw new LoomError(
+    ReasoningErrorCode.MODEL_BAD_RESPONSE,
+    'the stream ended without its finish delta',
+  );
 }

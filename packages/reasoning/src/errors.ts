@@ -1,13 +1,17 @@
-import {
-  isLoomError as isKernelLoomError,
-  LoomError as KernelLoomError,
-} from '@loom/event-runtime';
+import { isLoomError, LoomError, type LoomErrorFields } from '@loom/event-runtime';
+
+/**
+ * Loom's one error class and its matcher, re-exported from `@loom/event-runtime` (the same
+ * class, not a copy): this package's errors are `LoomError`s with the codes below.
+ */
+export { isLoomError, LoomError };
 
 /**
  * Stable error codes of `@loom/reasoning`. Callers match on `code`, never on `instanceof`
- * (two installed copies of the package break `instanceof`). A code is never reused.
+ * (two installed copies of the package break `instanceof`). A code is never reused; every
+ * package's codes are listed in docs/errors.md.
  */
-export const ErrorCode = {
+export const ReasoningErrorCode = {
   /**
    * The provider said "too many requests" (HTTP 429). `fields.retryAfterMs` is the wait it asked
    * for (from `retry-after-ms` or `retry-after`), or absent. Retryable; the router falls back.
@@ -45,11 +49,11 @@ export const ErrorCode = {
   INVALID_ARGUMENT: 'INVALID_ARGUMENT',
 } as const;
 
-/** One of the stable error codes in {@link ErrorCode}. */
-export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+/** One of the stable error codes in {@link ReasoningErrorCode}. */
+export type ReasoningErrorCode = (typeof ReasoningErrorCode)[keyof typeof ReasoningErrorCode];
 
 /** Structured facts an error carries, so a caller never has to parse a message. */
-export interface LoomErrorFields {
+export interface ReasoningErrorFields extends LoomErrorFields {
   /** The provider (or route) that failed. */
   provider?: string;
   model?: string;
@@ -62,28 +66,13 @@ export interface LoomErrorFields {
 }
 
 /**
- * The one error type of Loom: the kernel's class with this package's codes. `code` is stable
- * and documented; `fields` carry the facts; `cause` the underlying error (the AI SDK's), if any.
- */
-export class LoomError extends KernelLoomError<ErrorCode> {
-  constructor(code: ErrorCode, message: string, fields: LoomErrorFields = {}, cause?: unknown) {
-    super(code, message, fields, cause);
-  }
-}
-
-/** True when `error` is a {@link LoomError} with the given code (works across package copies). */
-export function isLoomError(error: unknown, code?: ErrorCode): error is LoomError {
-  return isKernelLoomError(error, code);
-}
-
-/**
  * True for the failures worth another attempt or another route: `MODEL_RATE_LIMITED`,
  * `MODEL_UNAVAILABLE`, `MODEL_TIMEOUT`.
  */
 export function isRetryableModelError(error: unknown): boolean {
   return (
-    isLoomError(error, ErrorCode.MODEL_RATE_LIMITED) ||
-    isLoomError(error, ErrorCode.MODEL_UNAVAILABLE) ||
-    isLoomError(error, ErrorCode.MODEL_TIMEOUT)
+    isLoomError(error, ReasoningErrorCode.MODEL_RATE_LIMITED) ||
+    isLoomError(error, ReasoningErrorCode.MODEL_UNAVAILABLE) ||
+    isLoomError(error, ReasoningErrorCode.MODEL_TIMEOUT)
   );
 }

@@ -1,10 +1,10 @@
 export { collectResponse } from './collect-response.js';
 export {
-  ErrorCode,
   isLoomError,
   isRetryableModelError,
   LoomError,
-  type LoomErrorFields,
+  ReasoningErrorCode,
+  type ReasoningErrorFields,
 } from './errors.js';
 export { type ModelStepOptions, modelStep } from './flow/model-step.js';
 export type {
@@ -20,8 +20,8 @@ export type {
 } from './model-provider.js';
 export type {
   AssistantMessage,
-  Json,
   JsonSchema,
+  JsonValue,
   ModelMessage,
   SystemMessage,
   ToolCall,

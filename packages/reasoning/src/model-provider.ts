@@ -114,7 +114,7 @@ export type ModelDelta =
 
 /**
  * A model behind Loom's one interface: JSON in, JSON out. `stream` yields deltas ending in
- * `finish`; a failure is a `LoomError` with a `MODEL_*` code (see `ErrorCode`).
+ * `finish`; a failure is a `LoomError` with a `MODEL_*` code (see `ReasoningErrorCode`).
  */
 export interface ModelProvider {
   /** A name for accounting and routing (`'anthropic:claude-sonnet-4-5'`). */

@@ -3,11 +3,13 @@
  * responses are journaled), and `@loom/render` imports them as types to build prompts.
  */
 
-/** A JSON value: what the log can hold. */
-export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+import type { JsonValue } from '@loom/event-runtime';
+
+/** A JSON value: what the log can hold (the kernel's `JsonValue`, re-exported). */
+export type { JsonValue };
 
 /** A JSON Schema object (draft 2020-12 or 7), as providers accept it for tool inputs. */
-export type JsonSchema = { [key: string]: Json };
+export type JsonSchema = { [key: string]: JsonValue };
 
 /** A tool the model may call: its name, what it does, and the JSON Schema of its input. */
 export interface ToolSpec {
@@ -20,7 +22,7 @@ export interface ToolSpec {
 export interface ToolCall {
   callId: string;
   tool: string;
-  input: Json;
+  input: JsonValue;
 }
 
 /** The system prompt. */

@@ -1,4 +1,4 @@
-import type { Json, ToolCall, ToolSpec } from '@loom/reasoning';
+import type { JsonValue, ToolCall, ToolSpec } from '@loom/reasoning';
 
 /**
  * What every blueprint node may say about itself. A node that says nothing inherits from its
@@ -56,7 +56,7 @@ export type BlueprintNode = SystemNode | UserNode | ToolsNode | HistoryNode | Gr
 /** What came back for one tool call, or what the runtime says about an unusable decision. */
 export type Observation =
   /** The tool ran and returned `content`. */
-  | { kind: 'tool_result'; callId: string; content: Json }
+  | { kind: 'tool_result'; callId: string; content: JsonValue }
   /** The tool ran and failed. */
   | { kind: 'tool_error'; callId: string; message: string }
   /** The policy (or an operator) refused the call. */

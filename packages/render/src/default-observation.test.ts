@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { defaultObservation } from './default-observation.js';
-import { ErrorCode, isLoomError } from './errors.js';
+import { isLoomError, RenderErrorCode } from './errors.js';
 
 describe('defaultObservation', () => {
   it('renders a string result as is, other JSON as JSON, failures with a prefix', () => {
@@ -62,7 +62,7 @@ describe('defaultObservation', () => {
       } catch (error) {
         caught = error;
       }
-      expect(isLoomError(caught, ErrorCode.INVALID_ARGUMENT)).toBe(true);
+      expect(isLoomError(caught, RenderErrorCode.INVALID_ARGUMENT)).toBe(true);
     }
   });
 });

@@ -1,10 +1,10 @@
 import type { Observation } from './blueprint.js';
-import { ErrorCode, LoomError } from './errors.js';
-import { Limits } from './limits.js';
+import { LoomError, RenderErrorCode } from './errors.js';
+import { RenderLimits } from './limits.js';
 
 /** Options of {@link defaultObservation}. */
 export interface ObservationOptions {
-  /** Longest text kept, in UTF-16 code units, before the marker. Default `Limits.observationCharsDefault`. */
+  /** Longest text kept, in UTF-16 code units, before the marker. Default `RenderLimits.observationCharsDefault`. */
   maxChars?: number;
 }
 
@@ -27,10 +27,10 @@ export function defaultObservation(
   observation: Observation,
   options: ObservationOptions = {},
 ): string {
-  const maxChars = options.maxChars ?? Limits.observationCharsDefault;
+  const maxChars = options.maxChars ?? RenderLimits.observationCharsDefault;
   if (!Number.isSafeInteger(maxChars) || maxChars < 0) {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      RenderErrorCode.INVALID_ARGUMENT,
       `maxChars must be a whole number ≥ 0, got ${String(maxChars)}`,
       { option: 'maxChars' },
     );

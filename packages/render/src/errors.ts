@@ -1,13 +1,17 @@
-import {
-  isLoomError as isKernelLoomError,
-  LoomError as KernelLoomError,
-} from '@loom/event-runtime';
+import { isLoomError, LoomError, type LoomErrorFields } from '@loom/event-runtime';
+
+/**
+ * Loom's one error class and its matcher, re-exported from `@loom/event-runtime` (the same
+ * class, not a copy): this package's errors are `LoomError`s with the codes below.
+ */
+export { isLoomError, LoomError };
 
 /**
  * Stable error codes of `@loom/render`. Callers match on `code`, never on `instanceof`
- * (two installed copies of the package break `instanceof`). A code is never reused.
+ * (two installed copies of the package break `instanceof`). A code is never reused; every
+ * package's codes are listed in docs/errors.md.
  */
-export const ErrorCode = {
+export const RenderErrorCode = {
   /**
    * The parts marked `required` (and the newest `keepLast` steps of a history) need more tokens
    * than the budget allows, even with every optional part dropped. `fields.requiredTokens` says
@@ -27,7 +31,7 @@ export const ErrorCode = {
    */
   INVALID_HISTORY: 'INVALID_HISTORY',
   /**
-   * One text to measure is longer than `Limits.textLengthMax` code units; `fields.nodePath`,
+   * One text to measure is longer than `RenderLimits.textLengthMax` code units; `fields.nodePath`,
    * `fields.length` and `fields.max` say which and by how much. Truncate it before rendering
    * (`defaultObservation` does for tool results).
    */
@@ -42,11 +46,11 @@ export const ErrorCode = {
   TOKENIZER_UNAVAILABLE: 'TOKENIZER_UNAVAILABLE',
 } as const;
 
-/** One of the stable error codes in {@link ErrorCode}. */
-export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+/** One of the stable error codes in {@link RenderErrorCode}. */
+export type RenderErrorCode = (typeof RenderErrorCode)[keyof typeof RenderErrorCode];
 
 /** Structured facts an error carries, so a caller never has to parse a message. */
-export interface LoomErrorFields {
+export interface RenderErrorFields extends LoomErrorFields {
   requiredTokens?: number;
   budgetTokens?: number;
   /** The node at fault, as child indices from the blueprint's root. */
@@ -56,24 +60,9 @@ export interface LoomErrorFields {
   callId?: string;
   option?: string;
   length?: number;
-  /** The name of the limit passed, in `Limits`. */
+  /** The name of the limit passed, in `RenderLimits`. */
   limit?: string;
   /** The limit's value. */
   max?: number;
   [key: string]: unknown;
-}
-
-/**
- * The one error type of Loom: the kernel's class with this package's codes. `code` is stable
- * and documented; `fields` carry the facts; `cause` the underlying error, if any.
- */
-export class LoomError extends KernelLoomError<ErrorCode> {
-  constructor(code: ErrorCode, message: string, fields: LoomErrorFields = {}, cause?: unknown) {
-    super(code, message, fields, cause);
-  }
-}
-
-/** True when `error` is a {@link LoomError} with the given code (works across package copies). */
-export function isLoomError(error: unknown, code?: ErrorCode): error is LoomError {
-  return isKernelLoomError(error, code);
 }

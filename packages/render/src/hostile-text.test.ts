@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { BlueprintNode } from './blueprint.js';
-import { ErrorCode, isLoomError } from './errors.js';
-import { Limits } from './limits.js';
+import { isLoomError, RenderErrorCode } from './errors.js';
+import { RenderLimits } from './limits.js';
 import { renderHistory } from './render-history.js';
 import { renderMessages } from './render-messages.js';
 import { thrown } from './thrown.test-support.js';
@@ -72,15 +72,15 @@ describe('hostile text', () => {
       },
     ]);
     const rendered = messages[1]!.content;
-    expect(rendered.length).toBeLessThan(Limits.observationCharsDefault + 100);
+    expect(rendered.length).toBeLessThan(RenderLimits.observationCharsDefault + 100);
     expect(rendered).toMatch(
       new RegExp(
-        `\\[… truncated: ${content.length - Limits.observationCharsDefault} of ${content.length} characters cut\\]$`,
+        `\\[… truncated: ${content.length - RenderLimits.observationCharsDefault} of ${content.length} characters cut\\]$`,
       ),
     );
   });
 
-  it('a text over Limits.textLengthMax is refused with TEXT_TOO_LARGE naming where, not measured', () => {
+  it('a text over RenderLimits.textLengthMax is refused with TEXT_TOO_LARGE naming where, not measured', () => {
     let measured = 0;
     const tokenizer = {
       name: 'spy',
@@ -90,7 +90,7 @@ describe('hostile text', () => {
         return 1;
       },
     };
-    const huge = 'y'.repeat(Limits.textLengthMax + 1);
+    const huge = 'y'.repeat(RenderLimits.textLengthMax + 1);
     const cases: [BlueprintNode, readonly number[]][] = [
       [
         {
@@ -119,17 +119,17 @@ describe('hostile text', () => {
     for (const [blueprint, nodePath] of cases) {
       measured = 0;
       const error = thrown(() => renderMessages(blueprint, { tokenBudget: Infinity, tokenizer }));
-      expect(isLoomError(error, ErrorCode.TEXT_TOO_LARGE)).toBe(true);
+      expect(isLoomError(error, RenderErrorCode.TEXT_TOO_LARGE)).toBe(true);
       expect(error).toMatchObject({
-        fields: { nodePath, limit: 'textLengthMax', max: Limits.textLengthMax },
+        fields: { nodePath, limit: 'textLengthMax', max: RenderLimits.textLengthMax },
       });
-      expect(measured).toBeLessThan(Limits.textLengthMax);
+      expect(measured).toBeLessThan(RenderLimits.textLengthMax);
     }
     // At the limit exactly, the text is measured and, when it fits, rendered.
-    const atLimit = 'z'.repeat(Limits.textLengthMax);
+    const atLimit = 'z'.repeat(RenderLimits.textLengthMax);
     const result = renderMessages({ kind: 'user', text: atLimit }, { tokenBudget: Infinity });
     expect(result.messages[0]?.content).toBe(atLimit);
-    expect(result.tokens).toBe(Limits.textLengthMax / 4 + 3);
+    expect(result.tokens).toBe(RenderLimits.textLengthMax / 4 + 3);
   });
 
   it('an over-budget huge optional part is dropped, the required rest kept', () => {

@@ -14,8 +14,8 @@ export {
   type ObservationOptions,
   type ObservationRenderer,
 } from './default-observation.js';
-export { ErrorCode, isLoomError, LoomError, type LoomErrorFields } from './errors.js';
-export { Limits } from './limits.js';
+export { isLoomError, LoomError, RenderErrorCode, type RenderErrorFields } from './errors.js';
+export { RenderLimits } from './limits.js';
 export { type HistoryOptions, renderHistory } from './render-history.js';
 export {
   type DroppedPart,

@@ -1,5 +1,5 @@
 /** Named limits of `@loom/render`: every input that could grow without bound has one. */
-export const Limits = {
+export const RenderLimits = {
   /**
    * Most nodes one blueprint may hold. A tree this large is already far past any context
    * window; the limit is what turns a blueprint that contains itself (a cycle) into an

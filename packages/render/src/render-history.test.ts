@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { HistoryStep } from './blueprint.js';
-import { ErrorCode, isLoomError } from './errors.js';
+import { isLoomError, RenderErrorCode } from './errors.js';
 import { renderHistory } from './render-history.js';
 import { thrown } from './thrown.test-support.js';
 
@@ -101,7 +101,7 @@ describe('renderHistory', () => {
     ];
     for (const [bad, callId] of cases) {
       const error = thrown(() => renderHistory([{ text: 'fine' }, bad]));
-      expect(isLoomError(error, ErrorCode.INVALID_HISTORY)).toBe(true);
+      expect(isLoomError(error, RenderErrorCode.INVALID_HISTORY)).toBe(true);
       expect(error).toMatchObject({ fields: { step: 1, callId } });
     }
     const noCallId = thrown(() =>

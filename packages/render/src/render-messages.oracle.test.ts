@@ -3,7 +3,7 @@
 // including the error when the required parts do not fit. Texts include lone surrogates,
 // control characters and U+2028. Seeded: the seed is printed, and LOOM_RENDER_SEED=<seed>
 // replays a run.
-import type { Json, ToolCall, ToolSpec } from '@loom/reasoning';
+import type { JsonValue, ToolCall, ToolSpec } from '@loom/reasoning';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { BlueprintNode, HistoryStep, Observation } from './blueprint.js';
@@ -33,7 +33,7 @@ const text = fc.string({
   ),
   maxLength: 40,
 });
-const json: fc.Arbitrary<Json> = fc.jsonValue({ maxDepth: 2 }) as fc.Arbitrary<Json>;
+const json: fc.Arbitrary<JsonValue> = fc.jsonValue({ maxDepth: 2 }) as fc.Arbitrary<JsonValue>;
 // Optional keys: fc.record leaves them out at random (requiredKeys), so a node may inherit.
 const priority = fc.oneof(
   { arbitrary: fc.integer({ min: -2, max: 3 }), weight: 8 },

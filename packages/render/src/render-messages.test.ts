@@ -1,7 +1,7 @@
 import type { ToolSpec } from '@loom/reasoning';
 import { describe, expect, it } from 'vitest';
 import type { BlueprintNode, HistoryStep } from './blueprint.js';
-import { ErrorCode, isLoomError } from './errors.js';
+import { isLoomError, RenderErrorCode } from './errors.js';
 import { renderMessages } from './render-messages.js';
 import { thrown } from './thrown.test-support.js';
 import { approximateTokenizer, type Tokenizer } from './tokenizer.js';
@@ -133,7 +133,7 @@ describe('renderMessages', () => {
     const error = thrown(() =>
       renderMessages(blueprint, { tokenBudget: 15, tokenizer: charTokenizer() }),
     );
-    expect(isLoomError(error, ErrorCode.TOKEN_BUDGET_TOO_SMALL)).toBe(true);
+    expect(isLoomError(error, RenderErrorCode.TOKEN_BUDGET_TOO_SMALL)).toBe(true);
     // 12 for the system text + 10 for the newest step (t1 ls null r1).
     expect(error).toMatchObject({ fields: { requiredTokens: 22, budgetTokens: 15 } });
     expect((error as Error).message).toContain('22 tokens');

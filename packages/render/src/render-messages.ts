@@ -1,7 +1,7 @@
 import type { ModelMessage, ToolSpec } from '@loom/reasoning';
 import type { BlueprintNode } from './blueprint.js';
 import { defaultObservation, type ObservationRenderer } from './default-observation.js';
-import { ErrorCode, LoomError } from './errors.js';
+import { LoomError, RenderErrorCode } from './errors.js';
 import { type Part, PartCollector } from './internal/part-collector.js';
 import { approximateTokenizer, type Tokenizer } from './tokenizer.js';
 import { traverseBlueprint } from './traverse-blueprint.js';
@@ -72,7 +72,7 @@ export function renderMessages(blueprint: BlueprintNode, options: RenderOptions)
     (!Number.isInteger(budget) && budget !== Infinity)
   ) {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      RenderErrorCode.INVALID_ARGUMENT,
       `tokenBudget must be a whole number ≥ 0 or Infinity, got ${String(budget)}`,
       { option: 'tokenBudget' },
     );
@@ -89,7 +89,7 @@ export function renderMessages(blueprint: BlueprintNode, options: RenderOptions)
   }
   if (collector.requiredTokens > budget) {
     throw new LoomError(
-      ErrorCode.TOKEN_BUDGET_TOO_SMALL,
+      RenderErrorCode.TOKEN_BUDGET_TOO_SMALL,
       `the required parts need ${collector.requiredTokens} tokens but the budget is ${budget}: raise tokenBudget, shorten the required parts, or lower keepLast`,
       { requiredTokens: collector.requiredTokens, budgetTokens: budget },
     );

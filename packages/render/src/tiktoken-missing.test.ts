@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { ErrorCode, isLoomError } from './errors.js';
+import { isLoomError, RenderErrorCode } from './errors.js';
 
 // As if the optional peer were not installed: importing it fails.
 vi.mock('gpt-tokenizer/encoding/o200k_base', () => {
@@ -12,7 +12,7 @@ describe('createTiktokenTokenizer without gpt-tokenizer', () => {
     const error = await createTiktokenTokenizer({ encoding: 'o200k_base' }).catch(
       (e: unknown) => e,
     );
-    expect(isLoomError(error, ErrorCode.TOKENIZER_UNAVAILABLE)).toBe(true);
+    expect(isLoomError(error, RenderErrorCode.TOKENIZER_UNAVAILABLE)).toBe(true);
     expect((error as Error).message).toContain('npm install gpt-tokenizer');
     expect(error).toMatchObject({ fields: { encoding: 'o200k_base' } });
   });

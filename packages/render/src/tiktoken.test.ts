@@ -1,6 +1,6 @@
 import { countTokens as exactO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
-import { ErrorCode, isLoomError } from './errors.js';
+import { isLoomError, RenderErrorCode } from './errors.js';
 import { renderMessages } from './render-messages.js';
 import { createTiktokenTokenizer, tiktokenRunLengthMax } from './tiktoken.js';
 
@@ -70,7 +70,7 @@ describe('createTiktokenTokenizer (real gpt-tokenizer)', () => {
     const error = await createTiktokenTokenizer({ model: 'claude-sonnet-4' }).catch(
       (e: unknown) => e,
     );
-    expect(isLoomError(error, ErrorCode.TOKENIZER_UNAVAILABLE)).toBe(true);
+    expect(isLoomError(error, RenderErrorCode.TOKENIZER_UNAVAILABLE)).toBe(true);
     expect(error).toMatchObject({ fields: { model: 'claude-sonnet-4' } });
     const bad = await createTiktokenTokenizer({ encoding: 'p50k_base' as never }).catch(
       (e: unknown) => e,

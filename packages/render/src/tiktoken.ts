@@ -1,4 +1,4 @@
-import { ErrorCode, LoomError } from './errors.js';
+import { LoomError, RenderErrorCode } from './errors.js';
 import type { Tokenizer } from './tokenizer.js';
 
 /** The tiktoken encodings of OpenAI's chat models. */
@@ -72,7 +72,7 @@ async function encodingOf(model: string): Promise<TiktokenEncoding> {
   const encoding = listed ?? (openAIModel.test(model) ? 'o200k_base' : undefined);
   if (encoding !== 'o200k_base' && encoding !== 'cl100k_base') {
     throw new LoomError(
-      ErrorCode.TOKENIZER_UNAVAILABLE,
+      RenderErrorCode.TOKENIZER_UNAVAILABLE,
       `no OpenAI chat encoding is known for model ${JSON.stringify(model)}: pass { encoding: 'o200k_base' } (GPT-4o and later) or 'cl100k_base' (GPT-4, GPT-3.5), or use approximateTokenizer for other vendors`,
       { model },
     );
@@ -83,7 +83,7 @@ async function encodingOf(model: string): Promise<TiktokenEncoding> {
 async function loadEncoder(encoding: TiktokenEncoding): Promise<Encoder> {
   if (encoding !== 'o200k_base' && encoding !== 'cl100k_base') {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      RenderErrorCode.INVALID_ARGUMENT,
       `unknown encoding ${JSON.stringify(encoding)}: use 'o200k_base' or 'cl100k_base'`,
       { option: 'encoding' },
     );
@@ -100,7 +100,7 @@ async function loadEncoder(encoding: TiktokenEncoding): Promise<Encoder> {
 
 function unavailable(error: unknown, fields: { model?: string; encoding?: string }): LoomError {
   return new LoomError(
-    ErrorCode.TOKENIZER_UNAVAILABLE,
+    RenderErrorCode.TOKENIZER_UNAVAILABLE,
     'the exact tokenizer needs the optional peer gpt-tokenizer: install it (npm install gpt-tokenizer), or use approximateTokenizer',
     fields,
     error,

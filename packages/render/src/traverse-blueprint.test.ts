@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { BlueprintNode, GroupNode } from './blueprint.js';
-import { ErrorCode, isLoomError } from './errors.js';
-import { Limits } from './limits.js';
+import { isLoomError, RenderErrorCode } from './errors.js';
+import { RenderLimits } from './limits.js';
 import { traverseBlueprint } from './traverse-blueprint.js';
 
 const text = (t: string): BlueprintNode => ({ kind: 'system', text: t });
@@ -61,8 +61,8 @@ describe('traverseBlueprint', () => {
     } catch (error) {
       caught = error;
     }
-    expect(isLoomError(caught, ErrorCode.INVALID_BLUEPRINT)).toBe(true);
-    expect(visits).toBe(Limits.blueprintNodesMax);
+    expect(isLoomError(caught, RenderErrorCode.INVALID_BLUEPRINT)).toBe(true);
+    expect(visits).toBe(RenderLimits.blueprintNodesMax);
   });
 
   it('a group without a children array is an INVALID_BLUEPRINT naming its path', () => {

@@ -1,6 +1,6 @@
 import type { BlueprintNode } from './blueprint.js';
-import { ErrorCode, LoomError } from './errors.js';
-import { Limits } from './limits.js';
+import { LoomError, RenderErrorCode } from './errors.js';
+import { RenderLimits } from './limits.js';
 
 /**
  * Called once per node, in depth-first order. `path` is the node's child indices from the root
@@ -19,7 +19,7 @@ export type BlueprintVisitor = (
  * limit), visiting each node once: linear in the number of nodes. Pure and synchronous.
  *
  * Throws `INVALID_BLUEPRINT` when a group's `children` is not an array, or when the walk passes
- * `Limits.blueprintNodesMax` nodes (a blueprint that contains itself never ends otherwise).
+ * `RenderLimits.blueprintNodesMax` nodes (a blueprint that contains itself never ends otherwise).
  *
  * @example
  * let texts = 0;
@@ -42,11 +42,11 @@ export function traverseBlueprint(root: BlueprintNode, visit: BlueprintVisitor):
       path.length = depth - 1;
       path.push(index);
     }
-    if (++visited > Limits.blueprintNodesMax) {
+    if (++visited > RenderLimits.blueprintNodesMax) {
       throw new LoomError(
-        ErrorCode.INVALID_BLUEPRINT,
-        `the blueprint has more than ${Limits.blueprintNodesMax} nodes (Limits.blueprintNodesMax): does a group contain itself?`,
-        { nodePath: [...path], limit: 'blueprintNodesMax', max: Limits.blueprintNodesMax },
+        RenderErrorCode.INVALID_BLUEPRINT,
+        `the blueprint has more than ${RenderLimits.blueprintNodesMax} nodes (RenderLimits.blueprintNodesMax): does a group contain itself?`,
+        { nodePath: [...path], limit: 'blueprintNodesMax', max: RenderLimits.blueprintNodesMax },
       );
     }
     if (visit(node, depth, path) === 'skip') continue;
@@ -54,7 +54,7 @@ export function traverseBlueprint(root: BlueprintNode, visit: BlueprintVisitor):
     const children = node.children;
     if (!Array.isArray(children)) {
       throw new LoomError(
-        ErrorCode.INVALID_BLUEPRINT,
+        RenderErrorCode.INVALID_BLUEPRINT,
         `the group at [${path.join(', ')}] has no children array: give it children: [] or drop it`,
         { nodePath: [...path] },
       );

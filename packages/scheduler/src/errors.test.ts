@@ -1,11 +1,12 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ErrorCode, isLoomError, LoomError } from './errors.js';
+import { isLoomError, LoomError, SchedulerErrorCode } from './errors.js';
 
 describe('LoomError', () => {
   it('carries a stable code, fields, name and cause', () => {
     const cause = new Error('driver');
     const error = new LoomError(
-      ErrorCode.SCHEDULER_QUEUE_FULL,
+      SchedulerErrorCode.SCHEDULER_QUEUE_FULL,
       'full',
       { limit: 'queueDepthMax' },
       cause,
@@ -18,16 +19,26 @@ describe('LoomError', () => {
   });
 
   it('has no cause property when none is given', () => {
-    expect('cause' in new LoomError(ErrorCode.INVALID_ARGUMENT, 'bad')).toBe(false);
+    expect('cause' in new LoomError(SchedulerErrorCode.INVALID_ARGUMENT, 'bad')).toBe(false);
   });
 
   it('is recognised by shape, so a second copy of the package matches too', () => {
     const foreign = Object.assign(new Error('x'), { name: 'LoomError', code: 'SCHEDULE_ABORTED' });
     expect(isLoomError(foreign)).toBe(true);
-    expect(isLoomError(foreign, ErrorCode.SCHEDULE_ABORTED)).toBe(true);
-    expect(isLoomError(foreign, ErrorCode.INVALID_ARGUMENT)).toBe(false);
+    expect(isLoomError(foreign, SchedulerErrorCode.SCHEDULE_ABORTED)).toBe(true);
+    expect(isLoomError(foreign, SchedulerErrorCode.INVALID_ARGUMENT)).toBe(false);
     expect(isLoomError(new Error('plain'))).toBe(false);
     expect(isLoomError(null)).toBe(false);
     expect(isLoomError('SCHEDULE_ABORTED')).toBe(false);
+  });
+
+  it('docs/errors.md lists every code of this package, under its heading', () => {
+    const docs = readFileSync(new URL('../../../docs/errors.md', import.meta.url), 'utf8');
+    const start = docs.indexOf('## `@loom/scheduler`');
+    expect(start).toBeGreaterThanOrEqual(0);
+    const next = docs.indexOf('\n## ', start + 1);
+    const section = docs.slice(start, next === -1 ? undefined : next);
+    for (const code of Object.values(SchedulerErrorCode))
+      expect(section).toContain(`| \`${code}\` |`);
   });
 });

@@ -1,17 +1,17 @@
-import {
-  isLoomError as isKernelLoomError,
-  LoomError as KernelLoomError,
-} from '@loom/event-runtime';
+import { isLoomError, LoomError, type LoomErrorFields } from '@loom/event-runtime';
+
+/**
+ * Loom's one error class and its matcher, re-exported from `@loom/event-runtime` (the same
+ * class, not a copy): this package's errors are `LoomError`s with the codes below.
+ */
+export { isLoomError, LoomError };
 
 /**
  * Stable error codes of `@loom/scheduler`. Callers match on `code`, never on `instanceof`
- * (two installed copies of the package break `instanceof`). A code is never reused.
- *
- * The scheduler does not import the kernel, so it carries its own `LoomError` of the same
- * shape (`name`, `code`, `fields`, `cause`): `isLoomError` from `@loom/event-runtime`
- * recognises these errors too.
+ * (two installed copies of the package break `instanceof`). A code is never reused; every
+ * package's codes are listed in docs/errors.md.
  */
-export const ErrorCode = {
+export const SchedulerErrorCode = {
   /** A task was dropped before it started because its `signal` aborted; `cause` is the abort reason. */
   SCHEDULE_ABORTED: 'SCHEDULE_ABORTED',
   /** `queueDepthMax` tasks were already waiting, so the scheduler refused one more. */
@@ -20,11 +20,11 @@ export const ErrorCode = {
   INVALID_ARGUMENT: 'INVALID_ARGUMENT',
 } as const;
 
-/** One of the stable error codes in {@link ErrorCode}. */
-export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+/** One of the stable error codes in {@link SchedulerErrorCode}. */
+export type SchedulerErrorCode = (typeof SchedulerErrorCode)[keyof typeof SchedulerErrorCode];
 
 /** Structured facts an error carries, so a caller never has to parse a message. */
-export interface LoomErrorFields {
+export interface SchedulerErrorFields extends LoomErrorFields {
   /** The argument or option that was invalid (`task`, `limit`, `concurrencyMax`, …). */
   argument?: string;
   expected?: unknown;
@@ -32,19 +32,4 @@ export interface LoomErrorFields {
   /** The named limit that was reached (`queueDepthMax`, `keyLengthMax`). */
   limit?: string;
   [key: string]: unknown;
-}
-
-/**
- * The one error type of Loom: the kernel's class with this package's codes. `code` is stable
- * and documented; `fields` carry the facts; `cause` the underlying error, if any.
- */
-export class LoomError extends KernelLoomError<ErrorCode> {
-  constructor(code: ErrorCode, message: string, fields: LoomErrorFields = {}, cause?: unknown) {
-    super(code, message, fields, cause);
-  }
-}
-
-/** True when `error` is a {@link LoomError} with the given code (works across package copies). */
-export function isLoomError(error: unknown, code?: ErrorCode): error is LoomError {
-  return isKernelLoomError(error, code);
 }

@@ -1,4 +1,4 @@
-export { ErrorCode, isLoomError, LoomError, type LoomErrorFields } from './errors.js';
+export { isLoomError, LoomError, SchedulerErrorCode, type SchedulerErrorFields } from './errors.js';
 export { type SchedulerLimitName, SchedulerLimits } from './limits.js';
 export {
   type ParallelLimitContext,
@@ -6,6 +6,6 @@ export {
   type ParallelLimitOptions,
   parallelLimit,
 } from './parallel-limit.js';
-export { type Priority, type ScheduleOptions, schedule, type Task } from './schedule.js';
+export { type Priority, type ScheduleTaskOptions, schedule, type Task } from './schedule.js';
 export { createScheduler, type Scheduler, type SchedulerOptions } from './scheduler.js';
 export { yieldNow } from './yield-now.js';

@@ -1,4 +1,4 @@
-import { ErrorCode, LoomError } from './errors.js';
+import { LoomError, SchedulerErrorCode } from './errors.js';
 import {
   invalidArgument,
   isAbortSignal,
@@ -130,7 +130,7 @@ function isIterable(value: unknown): value is Iterable<unknown> {
 /** The abort reason in-flight calls see when another call failed. */
 function siblingFailed(error: unknown): LoomError {
   return new LoomError(
-    ErrorCode.SCHEDULE_ABORTED,
+    SchedulerErrorCode.SCHEDULE_ABORTED,
     'another call of this parallelLimit failed (see cause), so the rest were aborted: stop work and return',
     {},
     error,

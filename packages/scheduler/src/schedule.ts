@@ -12,7 +12,7 @@ export type Priority = 'high' | 'normal' | 'low';
  */
 export type Task<T> = (signal: AbortSignal) => Promise<T>;
 
-export interface ScheduleOptions {
+export interface ScheduleTaskOptions {
   /** Default `'normal'`. A waiting `'high'` task starts before every waiting `'normal'` one. */
   priority?: Priority;
   /**
@@ -40,7 +40,7 @@ export interface ScheduleOptions {
  * @example
  * const body = await schedule((signal) => fetch(url, { signal }).then((r) => r.text()), { signal });
  */
-export function schedule<T>(task: Task<T>, options?: ScheduleOptions): Promise<T> {
+export function schedule<T>(task: Task<T>, options?: ScheduleTaskOptions): Promise<T> {
   if (typeof task !== 'function') return Promise.reject(invalidTask(task));
   let signal = neverAborts;
   if (options !== undefined) {

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { isLoomError, type LoomError } from './errors.js';
 import { ConcurrencyProbe, type Deferred, deferred, settle } from './internal/test-helpers.js';
-import type { ScheduleOptions } from './schedule.js';
+import type { ScheduleTaskOptions } from './schedule.js';
 import { createScheduler, type Scheduler } from './scheduler.js';
 
 /** Schedules a task that records its name when it starts and finishes when the test says so. */
@@ -9,7 +9,7 @@ function gated(
   scheduler: Scheduler,
   name: string,
   log: string[],
-  options?: ScheduleOptions,
+  options?: ScheduleTaskOptions,
 ): { gate: Deferred<void>; result: Promise<string> } {
   const gate = deferred();
   const result = scheduler.schedule(async () => {

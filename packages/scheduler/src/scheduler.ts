@@ -1,4 +1,4 @@
-import { ErrorCode, LoomError } from './errors.js';
+import { LoomError, SchedulerErrorCode } from './errors.js';
 import {
   defaultKey,
   invalidArgument,
@@ -11,7 +11,7 @@ import {
 import { FairQueue, type FairQueueEntry } from './internal/fair-queue.js';
 import { neverAborts } from './internal/never-aborts.js';
 import { SchedulerLimits } from './limits.js';
-import type { Priority, ScheduleOptions, Task } from './schedule.js';
+import type { Priority, ScheduleTaskOptions, Task } from './schedule.js';
 
 export interface SchedulerOptions {
   /** Most tasks running at once: a whole number ≥ 1, or `Infinity` (the default: nothing waits). */
@@ -31,7 +31,7 @@ export interface Scheduler {
    * (the signal aborted before the task started; it never runs), `SCHEDULER_QUEUE_FULL` or
    * `INVALID_ARGUMENT`. Safe to pass around unbound (`items.map(scheduler.schedule)` style).
    */
-  readonly schedule: <T>(task: Task<T>, options?: ScheduleOptions) => Promise<T>;
+  readonly schedule: <T>(task: Task<T>, options?: ScheduleTaskOptions) => Promise<T>;
   /** Tasks started and not yet settled. */
   readonly running: number;
   /** Tasks queued and not yet started. */
@@ -117,7 +117,7 @@ class TaskScheduler implements Scheduler {
     return this.#queue.size;
   }
 
-  readonly schedule = <T>(task: Task<T>, options?: ScheduleOptions): Promise<T> => {
+  readonly schedule = <T>(task: Task<T>, options?: ScheduleTaskOptions): Promise<T> => {
     if (typeof task !== 'function') return Promise.reject(invalidTask(task));
     let priority: Priority = 'normal';
     let rank: number = normalRank;
@@ -141,7 +141,7 @@ class TaskScheduler implements Scheduler {
     if (this.#queue.size >= this.queueDepthMax) {
       return Promise.reject(
         new LoomError(
-          ErrorCode.SCHEDULER_QUEUE_FULL,
+          SchedulerErrorCode.SCHEDULER_QUEUE_FULL,
           `${this.#queue.size} tasks already wait behind ${this.#running} running ones (queueDepthMax ${this.queueDepthMax}): shed this work, retry later, or raise queueDepthMax`,
           {
             limit: 'queueDepthMax',

@@ -6,7 +6,7 @@ import {
   defineFlow,
   type ExecutionFailedFields,
   isLoomError,
-  TerminalError,
+  terminalError,
 } from '@loom/workflow-runtime';
 
 let calls = 0;
@@ -17,7 +17,7 @@ const charge = defineFlow(
       'charge-card',
       async (effect) => {
         calls += 1;
-        if (order.cents <= 0) throw new TerminalError('nothing to charge'); // never retried
+        if (order.cents <= 0) throw terminalError('nothing to charge'); // never retried
         if (effect.attempt < 3) throw new Error('payment service busy'); // retried with backoff
         return `receipt for ${order.id} (key ${effect.idempotencyKey}, attempt ${effect.attempt})`;
       },

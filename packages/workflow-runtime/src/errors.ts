@@ -1,7 +1,10 @@
-import {
-  isLoomError as isKernelLoomError,
-  LoomError as KernelLoomError,
-} from '@loom/event-runtime';
+import { isLoomError, LoomError } from '@loom/event-runtime';
+
+/**
+ * Loom's one error class and its matcher, re-exported from `@loom/event-runtime` (the same
+ * class, not a copy): this package's errors are `LoomError`s with the codes below.
+ */
+export { isLoomError, LoomError };
 
 /**
  * Stable error codes of `@loom/workflow-runtime`. Callers match on `code`, never on
@@ -9,7 +12,7 @@ import {
  * reused. The kernel's codes (`@loom/event-runtime`) keep their own meaning; this list only
  * adds what the workflow layer throws.
  */
-export const ErrorCode = {
+export const WorkflowErrorCode = {
   /** A cron expression does not parse; `fields.field` names the field, `fields.reason` says why. */
   INVALID_CRON: 'INVALID_CRON',
   /** A valid cron expression matches no time within `CronLimits.searchYearsMax` years: it never fires. */
@@ -34,20 +37,5 @@ export const ErrorCode = {
   QUEUE_STORE_MISSING: 'QUEUE_STORE_MISSING',
 } as const;
 
-/** One of the stable error codes in {@link ErrorCode}. */
-export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
-
-/** Structured facts an error carries (the kernel's shape). */
-export type { LoomErrorFields } from '@loom/event-runtime';
-
-/**
- * The error type of Loom, the kernel's class with this package's codes: `code` is stable and
- * documented, `fields` carry the facts, `cause` the underlying error. `isLoomError` (from either
- * package) recognises it.
- */
-export class LoomError extends KernelLoomError<ErrorCode> {}
-
-/** True when `error` is a {@link LoomError}, optionally with `code` (works across package copies). */
-export function isLoomError(error: unknown, code?: ErrorCode): error is LoomError {
-  return isKernelLoomError(error, code);
-}
+/** One of the stable error codes in {@link WorkflowErrorCode}. */
+export type WorkflowErrorCode = (typeof WorkflowErrorCode)[keyof typeof WorkflowErrorCode];

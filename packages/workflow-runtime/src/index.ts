@@ -4,7 +4,7 @@ export type {
   StepBackoff,
   StepRetryPolicy,
 } from '@loom/event-runtime';
-export { TerminalError } from '@loom/middleware';
+export { TerminalError, terminalError } from '@loom/middleware';
 export {
   type CronDaysOfMonth,
   type CronDaysOfWeek,
@@ -17,7 +17,7 @@ export {
   type ParsedCron,
   parseCron,
 } from './cron.js';
-export { ErrorCode, isLoomError, LoomError, type LoomErrorFields } from './errors.js';
+export { isLoomError, LoomError, WorkflowErrorCode } from './errors.js';
 export {
   type CronCatchUp,
   type CronOverlap,

@@ -1,5 +1,4 @@
 import type { JsonValue } from '../envelope.js';
-import { ErrorCode, LoomError } from '../errors.js';
 import { decodePayload } from '../internal/json-codec.js';
 import type { DriverScope } from './driver-scope.js';
 import {
@@ -12,6 +11,7 @@ import {
 import type { ExecutionOutcome } from './execution-outcome.js';
 import type { StepRecord } from './execution-state.js';
 import type { Flow } from './flow.js';
+import { continuedAsNew } from './flow-unwind.js';
 import { EventType, type RecordedError } from './kernel-events.js';
 import { recordError } from './recorded-error.js';
 
@@ -40,7 +40,7 @@ export class ChildOperations {
         throw childFailed(
           parentId,
           recorded.childId ?? '',
-          recorded.error?.name === 'Cancelled' ? 'cancelled' : 'failed',
+          recorded.cancelled === true ? 'cancelled' : 'failed',
           recorded.error,
         );
       }
@@ -124,6 +124,7 @@ export class ChildOperations {
     } as never);
     record.status = 'failed';
     record.error = error;
+    if (status === 'cancelled') record.cancelled = true;
     throw childFailed(parentId, childId, status, error);
   }
 
@@ -148,13 +149,6 @@ export class ChildOperations {
     }
     this.scope.continueAs(successorId);
     // Unwind the flow: the driver writes the terminal whatever the flow does with this.
-    throw new LoomError(
-      ErrorCode.EXECUTION_CANCELLED,
-      `execution ${executionId} continued as ${successorId}`,
-      {
-        executionId,
-        successorId,
-      },
-    );
+    throw continuedAsNew(executionId, successorId);
   }
 }

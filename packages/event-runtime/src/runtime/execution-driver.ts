@@ -10,6 +10,7 @@ import type { ExecutionOutcome } from './execution-outcome.js';
 import type { ExecutionState, OperationKind } from './execution-state.js';
 import { applyTerminal, type Terminal, terminalFor } from './execution-terminal.js';
 import { checkStepName, type Flow, type FlowContext } from './flow.js';
+import { continuedAsNew } from './flow-unwind.js';
 import type { KernelContext } from './kernel-context.js';
 import { EventType } from './kernel-events.js';
 import { StepOperations } from './step-operations.js';
@@ -252,15 +253,7 @@ export class ExecutionDriver {
     if (this.stopped !== undefined) throw this.stopped;
     if (this.fatal !== undefined) throw this.fatal;
     if (this.cancelReason !== undefined) throw this.abort.signal.reason;
-    if (this.continuedTo !== undefined) {
-      throw new LoomError(
-        ErrorCode.EXECUTION_CANCELLED,
-        `execution ${this.executionId} continued as new`,
-        {
-          executionId: this.executionId,
-        },
-      );
-    }
+    if (this.continuedTo !== undefined) throw continuedAsNew(this.executionId, this.continuedTo);
   }
 
   private nonDeterminism(

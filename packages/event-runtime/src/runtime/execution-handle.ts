@@ -2,7 +2,13 @@ import { sleepOn } from '../clock.js';
 import { ErrorCode, isLoomError } from '../errors.js';
 import type { EventStore } from '../event-store.js';
 import type { SnapshotStore } from '../snapshot-store.js';
-import { type ExecutionOutcome, outcomeOfState, resultOf } from './execution-outcome.js';
+import {
+  type ExecutionOutcome,
+  type FinalOutcome,
+  outcomeOfState,
+  resultOf,
+  type SettledOutcome,
+} from './execution-outcome.js';
 import { foldEvent } from './execution-state.js';
 import type { KernelContext } from './kernel-context.js';
 import { loadState } from './load-state.js';
@@ -100,7 +106,7 @@ async function awaitResult<O>(source: OutcomeSource, executionId: string): Promi
 async function outcomeRiding(
   source: OutcomeSource,
   executionId: string,
-): Promise<ExecutionOutcome> {
+): Promise<FinalOutcome | ContinuedOutcome> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await outcomeOf(source, executionId);
@@ -117,25 +123,33 @@ async function outcomeRiding(
 }
 
 /** The execution's outcome: from the local driver, else by following its log. */
-async function outcomeOf(source: OutcomeSource, executionId: string): Promise<ExecutionOutcome> {
+async function outcomeOf(
+  source: OutcomeSource,
+  executionId: string,
+): Promise<FinalOutcome | ContinuedOutcome> {
   const local = source.executions.driver(executionId);
   if (local !== undefined) {
     const outcome = await local.done;
-    const final = outcome.status !== 'stopped' && outcome.status !== 'suspended';
-    const shutDown =
-      outcome.status === 'stopped' && isLoomError(outcome.error, ErrorCode.RUNTIME_SHUT_DOWN);
-    if (final || shutDown) return outcome;
+    // A suspended execution, or one this node stopped driving for another reason than shutdown,
+    // settles elsewhere (or later): its log says when.
+    if (outcome.status === 'stopped') {
+      if (isLoomError(outcome.error, ErrorCode.RUNTIME_SHUT_DOWN)) return outcome;
+    } else if (outcome.status !== 'suspended') {
+      return outcome;
+    }
   }
   return followLog(source, executionId);
 }
 
+type ContinuedOutcome = Extract<ExecutionOutcome, { status: 'continued' }>;
+
 /** Waits for the execution's terminal event in the log, wherever it is driven. */
-async function followLog(log: OutcomeLog, executionId: string): Promise<ExecutionOutcome> {
+async function followLog(log: OutcomeLog, executionId: string): Promise<SettledOutcome> {
   const { state } = await loadState(log.store, log.snapshots, executionId);
   if (state === undefined) throw notFound(executionId);
   const settledNow = outcomeOfState(state);
   if (settledNow !== undefined) return settledNow;
-  return new Promise<ExecutionOutcome>((resolve, reject) => {
+  return new Promise<SettledOutcome>((resolve, reject) => {
     const subscription = log.store.subscribe(
       {
         executionId,

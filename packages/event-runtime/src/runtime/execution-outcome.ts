@@ -55,24 +55,54 @@ export function failureFields(executionId: string, recorded: RecordedError): Exe
   return { executionId, step: null, stepIndex: null, attempts: null, error: recorded };
 }
 
-/** The outcome a settled state records. */
-export function outcomeOfState(state: ExecutionState): ExecutionOutcome | undefined {
+/** An outcome the log records: the execution has its terminal event. */
+export type SettledOutcome = Extract<
+  ExecutionOutcome,
+  { status: 'completed' | 'failed' | 'cancelled' | 'continued' }
+>;
+
+/**
+ * The outcome a settled state records (undefined while it runs). A settled state always has
+ * its terminal's facts (the fold checks them); one without them (a snapshot written by
+ * something else) is `LOG_CORRUPT`, never filled in with a made-up reason.
+ */
+export function outcomeOfState(state: ExecutionState): SettledOutcome | undefined {
   switch (state.status) {
     case 'completed':
       return { status: 'completed', output: state.output ?? null };
     case 'failed':
-      return { status: 'failed', error: state.error ?? { name: 'Error', message: 'unknown' } };
+      return { status: 'failed', error: state.error ?? missing(state, 'error') };
     case 'cancelled':
-      return { status: 'cancelled', reason: state.cancelReason ?? '' };
+      return { status: 'cancelled', reason: state.cancelReason ?? missing(state, 'reason') };
     case 'continued':
-      return { status: 'continued', successorId: state.successorId ?? '' };
+      return {
+        status: 'continued',
+        successorId: state.successorId ?? missing(state, 'successorId'),
+      };
     default:
       return undefined;
   }
 }
 
-/** What `handle.result()` gives for a settled outcome: the output, or a typed error. */
-export function resultOf(executionId: string, outcome: ExecutionOutcome): unknown {
+function missing(state: ExecutionState, field: string): never {
+  const sequence = state.nextSequence - 1;
+  throw new LoomError(
+    ErrorCode.LOG_CORRUPT,
+    `execution ${state.executionId} is ${state.status} but its state has no ${field} (terminal ` +
+      `event ${sequence}): the log or its snapshot was changed outside Loom`,
+    { executionId: state.executionId, sequence, path: `payload.${field}` },
+  );
+}
+
+/**
+ * An outcome `result()` can answer: settled, or this node stopped. Suspended and continued ones
+ * have no result yet (the handle follows them), so they are not accepted here at all, rather
+ * than turned into an error code.
+ */
+export type FinalOutcome = Exclude<ExecutionOutcome, { status: 'suspended' | 'continued' }>;
+
+/** What `handle.result()` gives for a final outcome: the output, or a typed error. */
+export function resultOf(executionId: string, outcome: FinalOutcome): unknown {
   switch (outcome.status) {
     case 'completed':
       return outcome.output;
@@ -101,11 +131,5 @@ export function resultOf(executionId: string, outcome: ExecutionOutcome): unknow
     }
     case 'stopped':
       throw outcome.error;
-    default:
-      // Suspended and continued executions have no result yet: the runtime follows them.
-      throw new LoomError(ErrorCode.STORE_FAILURE, `execution ${executionId} has not settled`, {
-        executionId,
-        status: outcome.status,
-      });
   }
 }

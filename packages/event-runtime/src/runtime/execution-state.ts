@@ -1,25 +1,22 @@
 import type { JsonValue, StoredEvent } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import {
-  type ChildCompletedPayload,
-  type ChildStartedPayload,
   EventType,
-  type ExecutionCancelledPayload,
-  type ExecutionCompletedPayload,
-  type ExecutionContinuedAsNewPayload,
-  type ExecutionFailedPayload,
   type ExecutionRetriedPayload,
   type ExecutionStartedPayload,
   type RecordedError,
-  type SignalReceivedPayload,
-  type SignalWaitingPayload,
-  type StepAttemptFailedPayload,
-  type StepCompletedPayload,
-  type StepFailedPayload,
-  type StepStartedPayload,
-  type TimerScheduledPayload,
-  type ValueRecordedPayload,
 } from './kernel-events.js';
+import {
+  checkChildStatus,
+  checkError,
+  checkIndex,
+  checkNumber,
+  checkNumberOrNull,
+  checkPresent,
+  checkStarted,
+  checkString,
+  payloadOf,
+} from './kernel-payload.js';
 
 /** What an operation of the flow was: a step, a timer, a signal wait, a recorded value, … */
 export type OperationKind = 'step' | 'timer' | 'signal' | 'value' | 'patch' | 'child';
@@ -36,6 +33,11 @@ export interface StepRecord {
   signalId?: number;
   /** Children: the child's execution id. */
   childId?: string;
+  /**
+   * Children: true when the child was cancelled rather than failed (`status` is `'failed'` for
+   * both). The log's `child.completed` status says so; the recorded error's name never does.
+   */
+  cancelled?: true;
   /** The result (completed steps). */
   result?: JsonValue;
   error?: RecordedError;
@@ -92,148 +94,174 @@ export function initialState(
   return state;
 }
 
-function corrupt(state: ExecutionState | undefined, event: StoredEvent, why: string): never {
+function corrupt(event: StoredEvent, why: string): never {
   // A log the kernel cannot fold is corruption, not an expected failure: stop, say where.
   throw new LoomError(
-    ErrorCode.STORE_FAILURE,
-    `cannot fold event ${event.sequence} (${event.type}) of execution ${event.executionId}: ${why}`,
-    { executionId: event.executionId, sequence: event.sequence, status: state?.status ?? 'none' },
+    ErrorCode.LOG_CORRUPT,
+    `cannot fold event ${event.sequence} (${event.type}) of execution ${event.executionId}: ` +
+      `${why}. The log was changed outside Loom or by a broken writer`,
+    { executionId: event.executionId, sequence: event.sequence, type: event.type },
   );
 }
 
-/** Applies one event to the state (mutating it) and returns it. */
+/**
+ * Applies one event to the state (mutating it) and returns it. Every payload is checked against
+ * the shape its type requires.
+ *
+ * Throws `LOG_CORRUPT` (naming execution, sequence and field) for an event out of order or of
+ * the wrong shape.
+ */
 export function foldEvent(state: ExecutionState | undefined, event: StoredEvent): ExecutionState {
   if (state === undefined) {
     if (event.sequence !== 0 || event.type !== EventType.executionStarted) {
-      corrupt(state, event, 'an execution must begin with execution.started at sequence 0');
+      corrupt(event, 'an execution must begin with execution.started at sequence 0');
     }
-    return initialState(event.executionId, event.payload as unknown as ExecutionStartedPayload);
+    return initialState(event.executionId, checkStarted(event));
   }
   if (event.sequence !== state.nextSequence) {
-    corrupt(state, event, `expected sequence ${state.nextSequence}`);
+    corrupt(event, `expected sequence ${state.nextSequence}`);
   }
-  state.nextSequence = event.sequence + 1;
   switch (event.type) {
     case EventType.stepStarted: {
-      const payload = event.payload as unknown as StepStartedPayload;
-      state.steps[payload.index] = { name: payload.name, status: 'started' };
+      const p = payloadOf(event);
+      state.steps[checkIndex(event, p.index)] = {
+        name: checkString(event, p.name, 'name'),
+        status: 'started',
+      };
       break;
     }
     case EventType.stepCompleted: {
-      const payload = event.payload as unknown as StepCompletedPayload;
-      state.steps[payload.index] = {
-        name: payload.name,
+      const p = payloadOf(event);
+      state.steps[checkIndex(event, p.index)] = {
+        name: checkString(event, p.name, 'name'),
         status: 'completed',
-        result: payload.result,
+        result: checkPresent(event, p.result, 'result'),
       };
       break;
     }
     case EventType.stepAttemptFailed: {
-      const payload = event.payload as unknown as StepAttemptFailedPayload;
-      state.steps[payload.index] = {
-        name: payload.name,
+      const p = payloadOf(event);
+      state.steps[checkIndex(event, p.index)] = {
+        name: checkString(event, p.name, 'name'),
         status: 'started',
-        attempts: payload.attempt,
-        retryAtMs: payload.retryAtMs,
+        attempts: checkNumber(event, p.attempt, 'attempt'),
+        retryAtMs: checkNumber(event, p.retryAtMs, 'retryAtMs'),
       };
+      checkError(event, p.error, 'error');
       break;
     }
     case EventType.stepFailed: {
-      const payload = event.payload as unknown as StepFailedPayload;
-      const record: StepRecord = { name: payload.name, status: 'failed', error: payload.error };
-      if (payload.attempts !== undefined) record.attempts = payload.attempts;
-      state.steps[payload.index] = record;
+      const p = payloadOf(event);
+      const record: StepRecord = {
+        name: checkString(event, p.name, 'name'),
+        status: 'failed',
+        error: checkError(event, p.error, 'error'),
+      };
+      if (p.attempts !== undefined) record.attempts = checkNumber(event, p.attempts, 'attempts');
+      state.steps[checkIndex(event, p.index)] = record;
       break;
     }
-    case EventType.executionRetried:
-      reopen(state, event.payload as unknown as ExecutionRetriedPayload);
+    case EventType.executionRetried: {
+      const p = payloadOf(event);
+      reopen(state, {
+        stepIndex: checkNumberOrNull(event, p.stepIndex, 'stepIndex'),
+        failedSequence: checkNumber(event, p.failedSequence, 'failedSequence'),
+      });
       break;
+    }
     case EventType.executionCompleted:
+      state.output = checkPresent(event, payloadOf(event).output, 'output');
       state.status = 'completed';
-      state.output = (event.payload as unknown as ExecutionCompletedPayload).output;
       break;
     case EventType.executionFailed:
+      state.error = checkError(event, payloadOf(event).error, 'error');
       state.status = 'failed';
-      state.error = (event.payload as unknown as ExecutionFailedPayload).error;
       break;
     case EventType.executionCancelled:
+      state.cancelReason = checkString(event, payloadOf(event).reason, 'reason');
       state.status = 'cancelled';
-      state.cancelReason = (event.payload as unknown as ExecutionCancelledPayload).reason;
       break;
     case EventType.executionContinuedAsNew:
+      state.successorId = checkString(event, payloadOf(event).successorId, 'successorId');
       state.status = 'continued';
-      state.successorId = (event.payload as unknown as ExecutionContinuedAsNewPayload).successorId;
       break;
     default:
       foldOperation(state, event);
       break;
   }
+  state.nextSequence = event.sequence + 1;
   return state;
 }
 
 /** Events of timers, signals, values, patches and children. */
 function foldOperation(state: ExecutionState, event: StoredEvent): void {
-  const payload = event.payload as unknown as { index: number; name: string };
   switch (event.type) {
-    case EventType.timerScheduled:
-      state.steps[payload.index] = {
+    case EventType.timerScheduled: {
+      const p = payloadOf(event);
+      state.steps[checkIndex(event, p.index)] = {
         kind: 'timer',
-        name: payload.name,
+        name: checkString(event, p.name, 'name'),
         status: 'started',
-        wakeAtMs: (event.payload as unknown as TimerScheduledPayload).wakeAtMs,
+        wakeAtMs: checkNumber(event, p.wakeAtMs, 'wakeAtMs'),
       };
       break;
+    }
     case EventType.timerFired:
-      markCompleted(state, payload.index, undefined);
-      break;
-    case EventType.signalWaiting:
-      state.steps[payload.index] = {
-        kind: 'signal',
-        name: payload.name,
-        status: 'started',
-        wakeAtMs: (event.payload as unknown as SignalWaitingPayload).timeoutAtMs,
-      };
-      break;
-    case EventType.signalReceived: {
-      const received = event.payload as unknown as SignalReceivedPayload;
-      markCompleted(state, received.index, received.payload);
-      const record = state.steps[received.index];
-      if (record !== undefined) record.signalId = received.signalId;
-      state.consumedSignals.push(received.signalId);
-      break;
-    }
     case EventType.signalTimedOut:
-      markCompleted(state, payload.index, undefined);
+      markCompleted(state, checkIndex(event, payloadOf(event).index), undefined);
       break;
-    case EventType.valueRecorded:
-      state.steps[payload.index] = {
-        kind: 'value',
-        name: payload.name,
-        status: 'completed',
-        result: (event.payload as unknown as ValueRecordedPayload).value,
-      };
-      break;
-    case EventType.patchMarked:
-      state.steps[payload.index] = { kind: 'patch', name: payload.name, status: 'completed' };
-      break;
-    case EventType.childStarted:
-      state.steps[payload.index] = {
-        kind: 'child',
-        name: payload.name,
+    case EventType.signalWaiting: {
+      const p = payloadOf(event);
+      state.steps[checkIndex(event, p.index)] = {
+        kind: 'signal',
+        name: checkString(event, p.name, 'name'),
         status: 'started',
-        childId: (event.payload as unknown as ChildStartedPayload).childId,
+        wakeAtMs: checkNumberOrNull(event, p.timeoutAtMs, 'timeoutAtMs'),
       };
-      break;
-    case EventType.childCompleted: {
-      const done = event.payload as unknown as ChildCompletedPayload;
-      const record = state.steps[done.index];
-      if (record !== undefined) {
-        record.status = done.status === 'completed' ? 'completed' : 'failed';
-        if (done.output !== undefined) record.result = done.output;
-        if (done.error !== undefined) record.error = done.error;
-      }
       break;
     }
+    case EventType.signalReceived: {
+      const p = payloadOf(event);
+      const index = checkIndex(event, p.index);
+      const signalId = checkNumber(event, p.signalId, 'signalId');
+      markCompleted(state, index, checkPresent(event, p.payload, 'payload'));
+      const record = state.steps[index];
+      if (record !== undefined) record.signalId = signalId;
+      state.consumedSignals.push(signalId);
+      break;
+    }
+    case EventType.valueRecorded: {
+      const p = payloadOf(event);
+      state.steps[checkIndex(event, p.index)] = {
+        kind: 'value',
+        name: checkString(event, p.name, 'name'),
+        status: 'completed',
+        result: checkPresent(event, p.value, 'value'),
+      };
+      break;
+    }
+    case EventType.patchMarked: {
+      const p = payloadOf(event);
+      state.steps[checkIndex(event, p.index)] = {
+        kind: 'patch',
+        name: checkString(event, p.name, 'name'),
+        status: 'completed',
+      };
+      break;
+    }
+    case EventType.childStarted: {
+      const p = payloadOf(event);
+      state.steps[checkIndex(event, p.index)] = {
+        kind: 'child',
+        name: checkString(event, p.name, 'name'),
+        status: 'started',
+        childId: checkString(event, p.childId, 'childId'),
+      };
+      break;
+    }
+    case EventType.childCompleted:
+      foldChildCompleted(state, event);
+      break;
     default:
       // execution.suspended and the event types of higher layers do not change kernel state.
       break;
@@ -252,6 +280,25 @@ export function reopen(state: ExecutionState, retried: ExecutionRetriedPayload):
   if (record?.status === 'failed' && (record.kind ?? 'step') === 'step') {
     state.steps[retried.stepIndex] = { name: record.name, status: 'started' };
   }
+}
+
+function foldChildCompleted(state: ExecutionState, event: StoredEvent): void {
+  const p = payloadOf(event);
+  const index = checkIndex(event, p.index);
+  checkString(event, p.childId, 'childId');
+  const status = checkChildStatus(event, p.status);
+  const output = p.output as JsonValue | undefined;
+  // A failed or cancelled child carries why; a completed one may carry nothing else.
+  const error =
+    status === 'completed' && p.error === undefined
+      ? undefined
+      : checkError(event, p.error, 'error');
+  const record = state.steps[index];
+  if (record === undefined) return;
+  record.status = status === 'completed' ? 'completed' : 'failed';
+  if (status === 'cancelled') record.cancelled = true;
+  if (output !== undefined) record.result = output;
+  if (error !== undefined) record.error = error;
 }
 
 function markCompleted(state: ExecutionState, index: number, result: JsonValue | undefined): void {

@@ -5,7 +5,7 @@ import { checkWellFormed } from '../internal/well-formed-text.js';
 import type { StepRetryPolicy } from './step-retry-policy.js';
 
 /** What a step's effect receives. */
-export interface EffectContext {
+export interface StepEffectContext {
   executionId: string;
   stepIndex: number;
   stepName: string;
@@ -28,7 +28,8 @@ export interface EffectContext {
   clock: Clock;
 }
 
-export interface StepOptions {
+/** Options of the kernel's `ctx.step` (the workflow layer's `StepOptions` adds retries and timeouts). */
+export interface KernelStepOptions {
   /**
    * The effect is safe to repeat. Recorded in `step.started` for operators and higher layers;
    * the kernel re-runs an interrupted step either way (steps are at-least-once).
@@ -70,8 +71,8 @@ export interface FlowContext {
    */
   step<T>(
     name: string,
-    fn: (effect: EffectContext) => T | Promise<T>,
-    options?: StepOptions,
+    fn: (effect: StepEffectContext) => T | Promise<T>,
+    options?: KernelStepOptions,
   ): Promise<T>;
   /**
    * A step whose writes go to the log's own database: `work` runs inside the database
@@ -100,12 +101,18 @@ export interface FlowContext {
   waitForSignal(name: string, options?: { timeoutMs?: number }): Promise<SignalWait>;
   /**
    * Start a child execution of `flow` (id `<parent>.<index>` unless given) and wait durably for
-   * its output. Throws `CHILD_FAILED` if it failed or was cancelled, or if its output does not fit
-   * this execution's record of it (`payloadBytesMax`). Cancelling the parent
-   * cancels its running children.
+   * its output. Throws `CHILD_FAILED` if it failed or was cancelled (`fields.status`:
+   * `'failed'` or `'cancelled'`, as the log recorded it), or if its output does not fit this
+   * execution's record of it (`payloadBytesMax`). Cancelling the parent cancels its running
+   * children.
    */
   child<I, O>(flow: Flow<I, O>, input: I, options?: { executionId?: string }): Promise<O>;
-  /** End this execution and start its successor (id `<root>#<generation>`) with a fresh log. */
+  /**
+   * End this execution and start its successor (id `<root>#<generation>`) with a fresh log. It
+   * never returns: it (and every later operation) throws a `ContinuedAsNew` unwind signal, not
+   * an error and not `EXECUTION_CANCELLED`; a `catch` that meets it should rethrow it (the
+   * execution ends as continued whatever the flow does).
+   */
   continueAsNew(input: unknown): Promise<never>;
   /** The time, recorded on first run and replayed. */
   now(): number;

@@ -11,7 +11,7 @@ import {
   stepFailed,
 } from './driver-support.js';
 import type { StepRecord } from './execution-state.js';
-import type { EffectContext, StepOptions, TransactionHandle } from './flow.js';
+import type { KernelStepOptions, StepEffectContext, TransactionHandle } from './flow.js';
 import { EventType, type StepFailedPayload } from './kernel-events.js';
 import { recordError } from './recorded-error.js';
 import { type ResolvedRetry, resolveRetry } from './step-retry-policy.js';
@@ -30,8 +30,8 @@ export class StepOperations {
    */
   async step<T>(
     name: string,
-    fn: (effect: EffectContext) => T | Promise<T>,
-    options: StepOptions | undefined,
+    fn: (effect: StepEffectContext) => T | Promise<T>,
+    options: KernelStepOptions | undefined,
   ): Promise<T> {
     const { executionId, journal, state, suspension } = this.scope;
     this.scope.ensureOpen('step', name);
@@ -103,7 +103,7 @@ export class StepOperations {
   }
 
   /** The step's retry policy: its own, else the runtime's; undefined for one attempt. */
-  private retryOf(options: StepOptions | undefined): ResolvedRetry | undefined {
+  private retryOf(options: KernelStepOptions | undefined): ResolvedRetry | undefined {
     const own = options?.retry;
     if (own === false) return undefined;
     if (own === undefined) return this.scope.kernel.settings.stepRetry;
@@ -235,7 +235,7 @@ export class StepOperations {
       : { name: claim.name, status: 'completed' };
   }
 
-  private effectContext(index: number, name: string, attempt: number): EffectContext {
+  private effectContext(index: number, name: string, attempt: number): StepEffectContext {
     const { executionId } = this.scope;
     return {
       executionId,

@@ -40,6 +40,8 @@ export class ManualClock implements TestClock {
   private timers: PendingTimer[] = [];
   private armed = 0;
   private deferred = 0;
+  /** Every delay ever passed to `setTimer`, in order (cancelled ones too): a retry's backoff. */
+  readonly delaysMs: number[] = [];
 
   /** Starts at `startMs` (default 2023-11-14T22:13:20Z, a fixed, realistic epoch). */
   constructor(startMs = 1_700_000_000_000) {
@@ -51,6 +53,7 @@ export class ManualClock implements TestClock {
   }
 
   setTimer(fn: () => void, ms: number, _options?: TimerOptions): CancelTimer {
+    this.delaysMs.push(ms);
     return this.arm(fn, ms, undefined);
   }
 
@@ -108,6 +111,15 @@ export class ManualClock implements TestClock {
       }
       await this.advanceTo(next.dueMs);
     }
+  }
+
+  /**
+   * Fires every pending timer, jumping time to each, until none is left (what a timer starts
+   * runs before the next fires). Throws a plain `Error` after `timersMax` timers: something
+   * keeps arming new ones (a repeating timer never runs out; use {@link runUntil} for those).
+   */
+  async runAll(timersMax = 10_000): Promise<void> {
+    await this.runUntil(() => this.timers.length === 0, timersMax);
   }
 
   /**

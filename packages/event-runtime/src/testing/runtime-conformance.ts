@@ -12,6 +12,7 @@ import type { SnapshotStore } from '../snapshot-store.js';
 import { CountingEventStore } from './counting-event-store.js';
 import { expectIllFormed, freshId, illFormedTexts } from './event-store-conformance.js';
 import type { ManualClock } from './manual-clock.js';
+import { runtimeLogChecks } from './runtime-log-checks.js';
 import { runtimeRetries } from './runtime-retry-conformance.js';
 import { runtimeStoreFaults } from './runtime-store-faults.js';
 
@@ -126,6 +127,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
 
     runtimeStoreFaults(() => harness, runtime);
     runtimeRetries(() => harness, runtime);
+    runtimeLogChecks(() => harness, runtime);
 
     describe('steps and barriers', () => {
       for (const steps of [0, 1, 3, 10]) {

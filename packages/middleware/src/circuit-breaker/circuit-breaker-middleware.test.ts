@@ -1,9 +1,9 @@
+import { ManualClock } from '@loom/event-runtime/testing';
 import { describe, expect, it } from 'vitest';
 import { wrapEffect } from '../compose-middleware.js';
-import { ErrorCode, isLoomError, type LoomError } from '../errors.js';
+import { isLoomError, type LoomError, MiddlewareErrorCode } from '../errors.js';
 import { expectInvalidOption } from '../internal/expect-invalid-option.test-support.js';
-import { Limits } from '../limits.js';
-import { ManualTime } from '../testing/manual-time.js';
+import { MiddlewareLimits } from '../limits.js';
 import { testEffectContext } from '../testing/test-effect-context.js';
 import {
   type CircuitBreakerOptions,
@@ -12,7 +12,7 @@ import {
 } from './circuit-breaker-middleware.js';
 
 function setup(options: Partial<CircuitBreakerOptions> = {}) {
-  const time = new ManualTime(0);
+  const time = new ManualClock(0);
   const changes: CircuitStateChange[] = [];
   const breaker = circuitBreakerMiddleware({
     failureThreshold: 3,
@@ -41,7 +41,7 @@ describe('circuitBreakerMiddleware', () => {
     const { call, calls, states } = setup();
     for (let i = 0; i < 3; i++) expect(await call(true)).toBe('effect error');
     expect(states()).toEqual(['open']);
-    expect(await call(false)).toBe(ErrorCode.CIRCUIT_OPEN);
+    expect(await call(false)).toBe(MiddlewareErrorCode.CIRCUIT_OPEN);
     expect(calls()).toBe(3);
   });
 
@@ -81,7 +81,7 @@ describe('circuitBreakerMiddleware', () => {
       breaker,
       () => 'x',
     )(testEffectContext()).catch((e: unknown) => e)) as LoomError;
-    expect(refused.code).toBe(ErrorCode.CIRCUIT_OPEN);
+    expect(refused.code).toBe(MiddlewareErrorCode.CIRCUIT_OPEN);
     expect(refused.fields.state).toBe('half-open');
     finishProbe('recovered');
     expect(await probe).toBe('recovered');
@@ -101,7 +101,7 @@ describe('circuitBreakerMiddleware', () => {
     expect(await call(true)).toBe('effect error');
     expect(states()).toEqual(['open', 'half-open', 'open']);
     await time.advance(9_999);
-    expect(await call(false)).toBe(ErrorCode.CIRCUIT_OPEN);
+    expect(await call(false)).toBe(MiddlewareErrorCode.CIRCUIT_OPEN);
     await time.advance(1);
     expect(await call(false)).toBe('ok');
     expect(states()).toEqual(['open', 'half-open', 'open', 'half-open', 'closed']);
@@ -120,7 +120,7 @@ describe('circuitBreakerMiddleware', () => {
       })(testEffectContext()).catch((e: unknown) => (e as LoomError).code);
     void probe();
     void probe();
-    expect(await probe()).toBe(ErrorCode.CIRCUIT_OPEN);
+    expect(await probe()).toBe(MiddlewareErrorCode.CIRCUIT_OPEN);
     expect(started).toBe(2);
   });
 
@@ -144,7 +144,7 @@ describe('circuitBreakerMiddleware', () => {
     finishSlow('late success');
     expect(await slow).toBe('late success');
     expect(states()).toEqual(['open']);
-    expect(await call(false)).toBe(ErrorCode.CIRCUIT_OPEN);
+    expect(await call(false)).toBe(MiddlewareErrorCode.CIRCUIT_OPEN);
   });
 
   it('a throwing onStateChange does not change the outcome', async () => {
@@ -169,9 +169,9 @@ describe('circuitBreakerMiddleware', () => {
       [{ resetAfterMs: 1_000 }, 'failureThreshold'],
       [{ ...base, resetAfterMs: -1 }, 'resetAfterMs'],
       [{ ...base, resetAfterMs: 0 }, 'resetAfterMs'],
-      [{ ...base, resetAfterMs: Limits.timerMsMax + 1 }, 'resetAfterMs'],
+      [{ ...base, resetAfterMs: MiddlewareLimits.timerMsMax + 1 }, 'resetAfterMs'],
       [{ ...base, halfOpenMax: 0 }, 'halfOpenMax'],
-      [{ ...base, halfOpenMax: Limits.halfOpenMax + 1 }, 'halfOpenMax'],
+      [{ ...base, halfOpenMax: MiddlewareLimits.halfOpenMax + 1 }, 'halfOpenMax'],
       [{ ...base, clock: Date }, 'clock'],
       [{ ...base, isFailure: 'yes' }, 'isFailure'],
       [{ ...base, windowMs: 5 }, 'windowMs'],

@@ -1,5 +1,5 @@
 import type { AttemptContext, EffectMiddleware } from '../effect-context.js';
-import { ErrorCode, LoomError } from '../errors.js';
+import { LoomError, MiddlewareErrorCode } from '../errors.js';
 import type { HookErrorHandler } from '../hook-error-handler.js';
 import { callHook, warnHookError } from '../internal/call-hook.js';
 import {
@@ -9,8 +9,8 @@ import {
   requireNumber,
 } from '../internal/options.js';
 import { resolveTime } from '../internal/resolve-time.js';
-import { Limits } from '../limits.js';
-import type { Clock } from '../time.js';
+import { MiddlewareLimits } from '../limits.js';
+import type { NowClock } from '../time.js';
 
 /** `closed`: calls pass. `open`: calls are refused. `half-open`: a few probes test recovery. */
 export type CircuitState = 'closed' | 'open' | 'half-open';
@@ -28,9 +28,9 @@ export interface CircuitBreakerOptions {
   failureThreshold: number;
   /** How long the circuit stays open before it lets probes through: an integer ≥ 1 ms. */
   resetAfterMs: number;
-  /** Most probes in flight while half-open. Default 1; at most `Limits.halfOpenMax`. */
+  /** Most probes in flight while half-open. Default 1; at most `MiddlewareLimits.halfOpenMax`. */
   halfOpenMax?: number;
-  clock?: Clock;
+  clock?: NowClock;
   /**
    * Whether an error says the dependency is unhealthy. Default: every error. An error this
    * rejects counts as a success (the dependency answered), e.g. a validation failure.
@@ -75,14 +75,14 @@ export function circuitBreakerMiddleware(options: CircuitBreakerOptions): Effect
   });
   const resetAfterMs = requireNumber(where, 'resetAfterMs', o.resetAfterMs, {
     min: 1,
-    max: Limits.timerMsMax,
+    max: MiddlewareLimits.timerMsMax,
     integer: true,
   });
   const halfOpenMax = optionalNumber(
     where,
     'halfOpenMax',
     o.halfOpenMax,
-    { min: 1, max: Limits.halfOpenMax, integer: true },
+    { min: 1, max: MiddlewareLimits.halfOpenMax, integer: true },
     1,
   );
   const isFailure = optionalFunction<(error: unknown) => boolean>(where, 'isFailure', o.isFailure);
@@ -167,7 +167,7 @@ function circuitOpen(
       ? `${limit} consecutive failures opened the circuit; it lets a probe through in ${retryAfterMs} ms`
       : `the circuit is half-open and its ${limit} probe(s) are in flight`;
   return new LoomError(
-    ErrorCode.CIRCUIT_OPEN,
+    MiddlewareErrorCode.CIRCUIT_OPEN,
     `step '${ctx.stepName}' (execution ${ctx.executionId}, step ${ctx.stepIndex}) was not run: ` +
       `${why}. Retry later, or check the dependency`,
     {

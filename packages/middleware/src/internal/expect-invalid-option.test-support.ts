@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { ErrorCode, isLoomError } from '../errors.js';
+import { isLoomError, MiddlewareErrorCode } from '../errors.js';
 
 /** Asserts that `build` throws `INVALID_ARGUMENT` naming `option` (in `fields` and message). */
 export function expectInvalidOption(build: () => unknown, option: string): void {
@@ -10,7 +10,7 @@ export function expectInvalidOption(build: () => unknown, option: string): void 
     thrown = error;
   }
   expect(
-    isLoomError(thrown, ErrorCode.INVALID_ARGUMENT),
+    isLoomError(thrown, MiddlewareErrorCode.INVALID_ARGUMENT),
     `expected INVALID_ARGUMENT for ${option}`,
   ).toBe(true);
   const error = thrown as { fields: { option?: unknown }; message: string };

@@ -1,10 +1,10 @@
-import { ErrorCode, LoomError } from '../errors.js';
+import { LoomError, MiddlewareErrorCode } from '../errors.js';
 
 type OptionRecord = Readonly<Record<string, unknown>>;
 
 function invalid(where: string, option: string, expected: string, actual: unknown): LoomError {
   return new LoomError(
-    ErrorCode.INVALID_ARGUMENT,
+    MiddlewareErrorCode.INVALID_ARGUMENT,
     `${where}: option '${option}' must be ${expected}, got ${describe(actual)}`,
     { option, expected, actual },
   );

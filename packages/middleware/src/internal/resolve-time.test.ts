@@ -3,7 +3,6 @@ import { describe, expect, it } from 'vitest';
 import { wrapEffect } from '../compose-middleware.js';
 import { rateLimitMiddleware } from '../rate-limit/rate-limit-middleware.js';
 import { retryMiddleware } from '../retry/retry-middleware.js';
-import { ManualTime } from '../testing/manual-time.js';
 import { testEffectContext } from '../testing/test-effect-context.js';
 import { timeoutMiddleware } from '../timeout/timeout-middleware.js';
 
@@ -39,11 +38,11 @@ describe('middleware time follows the runtime clock', () => {
 
   it('an injected setTimer wins over the effect clock', async () => {
     const clock = new ManualClock();
-    const time = new ManualTime();
+    const time = new ManualClock();
     const retry = retryMiddleware({
       attempts: 2,
       backoff: { initialMs: 250, jitter: 'none' },
-      setTimer: time.setTimer,
+      setTimer: (fn, ms) => time.setTimer(fn, ms),
     });
     const result = wrapEffect(retry, flaky(1))(testEffectContext({ clock }));
     await time.runAll();

@@ -1,11 +1,11 @@
 import type { Clock as KernelClock } from '@loom/event-runtime';
 import type { EffectContext } from '../effect-context.js';
-import { type Clock, type SetTimer, systemClock, systemSetTimer } from '../time.js';
+import { monotonicClock, type NowClock, type SetTimer, systemSetTimer } from '../time.js';
 import { optionalClock, optionalFunction } from './options.js';
 
 /** The clock and timer a middleware uses: the injected ones, or the real ones. */
 export interface ResolvedTime {
-  clock: Clock;
+  clock: NowClock;
   setTimer: SetTimer;
   /**
    * True when the options chose the timer (a `setTimer`, or a `clock` that arms timers): it wins
@@ -19,7 +19,7 @@ export function kernelSetTimer(clock: KernelClock): SetTimer {
   return (fn, ms) => clock.setTimer(fn, ms, { keepAlive: true });
 }
 
-function armsTimers(clock: Clock): clock is Clock & KernelClock {
+function armsTimers(clock: NowClock): clock is NowClock & KernelClock {
   return typeof (clock as Partial<KernelClock>).setTimer === 'function';
 }
 
@@ -32,15 +32,15 @@ export function resolveTime(
   where: string,
   options: { clock?: unknown; setTimer?: unknown },
 ): ResolvedTime {
-  const clock = optionalClock<Clock>(where, options.clock);
+  const clock = optionalClock<NowClock>(where, options.clock);
   const setTimer = optionalFunction<SetTimer>(where, 'setTimer', options.setTimer);
   if (setTimer !== undefined) {
-    return { clock: clock ?? systemClock, setTimer, timerInjected: true };
+    return { clock: clock ?? monotonicClock, setTimer, timerInjected: true };
   }
   if (clock !== undefined && armsTimers(clock)) {
     return { clock, setTimer: kernelSetTimer(clock), timerInjected: true };
   }
-  return { clock: clock ?? systemClock, setTimer: systemSetTimer, timerInjected: false };
+  return { clock: clock ?? monotonicClock, setTimer: systemSetTimer, timerInjected: false };
 }
 
 /**

@@ -1,23 +1,25 @@
+import { ManualClock } from '@loom/event-runtime/testing';
 import { describe, expect, it } from 'vitest';
 import { composeMiddleware, wrapEffect } from '../compose-middleware.js';
-import { ErrorCode, LoomError } from '../errors.js';
+import { LoomError, MiddlewareErrorCode } from '../errors.js';
 import { expectInvalidOption } from '../internal/expect-invalid-option.test-support.js';
 import { retryMiddleware } from '../retry/retry-middleware.js';
-import { ManualTime } from '../testing/manual-time.js';
 import { testEffectContext } from '../testing/test-effect-context.js';
 import { type EffectLogRecord, loggingMiddleware } from './logging-middleware.js';
 
 describe('loggingMiddleware', () => {
   it('inside retry, logs one structured record per attempt', async () => {
-    const time = new ManualTime(0);
+    const time = new ManualClock(0);
     const records: EffectLogRecord[] = [];
-    const failures: unknown[] = [new LoomError(ErrorCode.TIMEOUT, 'too slow'), 'a bare string'];
+    const failures: unknown[] = [
+      new LoomError(MiddlewareErrorCode.TIMEOUT, 'too slow'),
+      'a bare string',
+    ];
     const chain = composeMiddleware(
       retryMiddleware({
         attempts: 3,
         backoff: { jitter: 'none' },
         clock: time,
-        setTimer: time.setTimer,
       }),
       loggingMiddleware({ log: (record) => records.push(record), clock: time }),
     );
@@ -87,7 +89,7 @@ describe('loggingMiddleware', () => {
         throw boom;
       })(testEffectContext()),
     ).rejects.toBe(boom);
-    await new ManualTime().advance(0);
+    await new ManualClock().advance(0);
     expect(hookErrors.map((e) => (e as Error).message)).toEqual(['sync bug', 'async bug']);
   });
 

@@ -4,7 +4,7 @@ import { callHook, warnHookError } from '../internal/call-hook.js';
 import { errorText } from '../internal/error-text.js';
 import { checkOptionsObject, optionalFunction, requireFunction } from '../internal/options.js';
 import { resolveTime } from '../internal/resolve-time.js';
-import type { Clock } from '../time.js';
+import type { NowClock } from '../time.js';
 
 /** One structured record per call (per attempt when placed inside `retryMiddleware`). */
 export interface EffectLogRecord {
@@ -30,7 +30,7 @@ export interface EffectLogRecord {
 export interface LoggingOptions {
   /** Called once per call, after it settled. A throw here never reaches the effect's caller. */
   log: (record: EffectLogRecord) => void;
-  clock?: Clock;
+  clock?: NowClock;
   /** Where a `log` throw goes. Default: a process warning. */
   onHookError?: HookErrorHandler;
 }

@@ -1,19 +1,18 @@
+import { ManualClock } from '@loom/event-runtime/testing';
 import { describe, expect, it } from 'vitest';
 import { wrapEffect } from '../compose-middleware.js';
-import { ErrorCode, isLoomError, type LoomError } from '../errors.js';
+import { isLoomError, type LoomError, MiddlewareErrorCode } from '../errors.js';
 import { expectInvalidOption } from '../internal/expect-invalid-option.test-support.js';
-import { Limits } from '../limits.js';
-import { ManualTime } from '../testing/manual-time.js';
+import { MiddlewareLimits } from '../limits.js';
 import { testEffectContext } from '../testing/test-effect-context.js';
 import { type RateLimitOptions, rateLimitMiddleware } from './rate-limit-middleware.js';
 
 function setup(options: Partial<RateLimitOptions> = {}) {
-  const time = new ManualTime(0);
+  const time = new ManualClock(0);
   const limiter = rateLimitMiddleware({
     tokensPerInterval: 2,
     intervalMs: 1_000,
     clock: time,
-    setTimer: time.setTimer,
     ...options,
   });
   const started: { name: string; atMs: number }[] = [];
@@ -57,7 +56,7 @@ describe('rateLimitMiddleware', () => {
     const { call, started } = setup({ burst: 1, onLimit: 'reject' });
     expect(await call('a')).toBe('a');
     const error = (await call('b')) as LoomError;
-    expect(isLoomError(error, ErrorCode.RATE_LIMITED)).toBe(true);
+    expect(isLoomError(error, MiddlewareErrorCode.RATE_LIMITED)).toBe(true);
     expect(error.fields).toMatchObject({ reason: 'no_token', retryAfterMs: 500 });
     expect(started).toHaveLength(1);
   });
@@ -103,7 +102,7 @@ describe('rateLimitMiddleware', () => {
     const { time, call } = setup({ burst: 1, queueMax: 1 });
     const calls = [call('a'), call('b'), call('c')];
     const third = (await calls[2]) as LoomError;
-    expect(third.code).toBe(ErrorCode.RATE_LIMITED);
+    expect(third.code).toBe(MiddlewareErrorCode.RATE_LIMITED);
     expect(third.fields.reason).toBe('queue_full');
     await time.runAll();
     expect(await calls[1]).toBe('b');
@@ -126,12 +125,12 @@ describe('rateLimitMiddleware', () => {
       [{ intervalMs: 1_000 }, 'tokensPerInterval'],
       [{ ...base, intervalMs: 0 }, 'intervalMs'],
       [{ ...base, intervalMs: -1_000 }, 'intervalMs'],
-      [{ ...base, intervalMs: Limits.timerMsMax + 1 }, 'intervalMs'],
+      [{ ...base, intervalMs: MiddlewareLimits.timerMsMax + 1 }, 'intervalMs'],
       [{ ...base, burst: 0 }, 'burst'],
       [{ ...base, burst: 1.5 }, 'burst'],
       [{ ...base, onLimit: 'drop' }, 'onLimit'],
       [{ ...base, queueMax: -1 }, 'queueMax'],
-      [{ ...base, queueMax: Limits.rateLimitQueueMax + 1 }, 'queueMax'],
+      [{ ...base, queueMax: MiddlewareLimits.rateLimitQueueMax + 1 }, 'queueMax'],
       [{ ...base, ratePerSecond: 5 }, 'ratePerSecond'],
     ];
     for (const [options, option] of bad) {

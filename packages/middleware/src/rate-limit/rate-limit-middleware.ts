@@ -1,5 +1,5 @@
 import type { AttemptContext, EffectMiddleware } from '../effect-context.js';
-import { ErrorCode, LoomError } from '../errors.js';
+import { LoomError, MiddlewareErrorCode } from '../errors.js';
 import {
   checkOptionsObject,
   optionalChoice,
@@ -7,7 +7,7 @@ import {
   requireNumber,
 } from '../internal/options.js';
 import { resolveTime } from '../internal/resolve-time.js';
-import { Limits } from '../limits.js';
+import { MiddlewareLimits } from '../limits.js';
 import type { TimeOptions } from '../time.js';
 
 /** Options of {@link rateLimitMiddleware}; every one is validated when the middleware is made. */
@@ -20,7 +20,7 @@ export interface RateLimitOptions extends TimeOptions {
   burst?: number;
   /** With no token free: `'wait'` (default; FIFO, abortable by `ctx.signal`) or `'reject'`. */
   onLimit?: 'wait' | 'reject';
-  /** Most calls waiting at once; beyond it a call is rejected. Default and cap: `Limits.rateLimitQueueMax`. */
+  /** Most calls waiting at once; beyond it a call is rejected. Default and cap: `MiddlewareLimits.rateLimitQueueMax`. */
   queueMax?: number;
 }
 
@@ -64,7 +64,7 @@ export function rateLimitMiddleware(options: RateLimitOptions): EffectMiddleware
   });
   const intervalMs = requireNumber(where, 'intervalMs', o.intervalMs, {
     min: 1,
-    max: Limits.timerMsMax,
+    max: MiddlewareLimits.timerMsMax,
     integer: true,
   });
   const burst = optionalNumber(
@@ -79,8 +79,8 @@ export function rateLimitMiddleware(options: RateLimitOptions): EffectMiddleware
     where,
     'queueMax',
     o.queueMax,
-    { min: 0, max: Limits.rateLimitQueueMax, integer: true },
-    Limits.rateLimitQueueMax,
+    { min: 0, max: MiddlewareLimits.rateLimitQueueMax, integer: true },
+    MiddlewareLimits.rateLimitQueueMax,
   );
   const { clock, setTimer } = resolveTime(where, o);
 
@@ -164,7 +164,7 @@ function rateLimited(
       ? 'no token is free and the limiter rejects instead of waiting'
       : 'no token is free and the wait queue is full';
   return new LoomError(
-    ErrorCode.RATE_LIMITED,
+    MiddlewareErrorCode.RATE_LIMITED,
     `step '${ctx.stepName}' (execution ${ctx.executionId}, step ${ctx.stepIndex}) was not run: ` +
       `${why}; a token frees in about ${retryAfterMs} ms`,
     {

@@ -1,16 +1,16 @@
+import { ManualClock } from '@loom/event-runtime/testing';
 import { describe, expect, it } from 'vitest';
 import { wrapEffect } from '../compose-middleware.js';
 import type { AttemptContext } from '../effect-context.js';
-import { ErrorCode, isLoomError, LoomError, TerminalError } from '../errors.js';
+import { isLoomError, LoomError, MiddlewareErrorCode, terminalError } from '../errors.js';
 import { expectInvalidOption } from '../internal/expect-invalid-option.test-support.js';
-import { Limits } from '../limits.js';
-import { ManualTime } from '../testing/manual-time.js';
+import { MiddlewareLimits } from '../limits.js';
 import { testEffectContext } from '../testing/test-effect-context.js';
 import { type RetryOptions, retryMiddleware } from './retry-middleware.js';
 
 function setup(options: Omit<RetryOptions, 'clock' | 'setTimer'>) {
-  const time = new ManualTime();
-  const retry = retryMiddleware({ ...options, clock: time, setTimer: time.setTimer });
+  const time = new ManualClock();
+  const retry = retryMiddleware({ ...options, clock: time });
   return { time, retry };
 }
 
@@ -41,6 +41,7 @@ describe('retryMiddleware', () => {
     const { time, retry } = setup({ attempts: 3, backoff: { initialMs: 1_000, jitter: 'none' } });
     const { seen, effect } = flaky(1, 'ok');
     const pending = wrapEffect(retry, effect)(testEffectContext());
+    await time.advance(0); // the first attempt fails and arms its backoff
     await time.advance(999);
     expect(seen).toHaveLength(1);
     await time.advance(1);
@@ -88,7 +89,7 @@ describe('retryMiddleware', () => {
     const settled = pending.catch((error: unknown) => error);
     await time.runAll();
     const error = (await settled) as LoomError;
-    expect(isLoomError(error, ErrorCode.RETRIES_EXHAUSTED)).toBe(true);
+    expect(isLoomError(error, MiddlewareErrorCode.RETRIES_EXHAUSTED)).toBe(true);
     expect(error.fields).toMatchObject({ attempts: 3, executionId: 'exec-1', stepName: 'charge' });
     expect((error.fields.lastError as Error).message).toBe('fail 3');
     expect(error.cause).toBe(error.fields.lastError);
@@ -109,9 +110,9 @@ describe('retryMiddleware', () => {
     expect(error.message).toContain('plain string');
   });
 
-  it('stops at once on a TerminalError and rethrows it unchanged', async () => {
+  it('stops at once on a terminal error (terminalError) and rethrows it unchanged', async () => {
     const { time, retry } = setup({ attempts: 5 });
-    const declined = new TerminalError('card declined', { status: 402 });
+    const declined = terminalError('card declined', { status: 402 });
     const { seen, effect } = flaky(5, 'never', () => declined);
     const rejected = expect(wrapEffect(retry, effect)(testEffectContext())).rejects.toBe(declined);
     await time.runAll();
@@ -120,7 +121,7 @@ describe('retryMiddleware', () => {
     expect(time.delaysMs).toEqual([]);
   });
 
-  it('recognises a TerminalError from another copy of the package by its code', async () => {
+  it('recognises a terminal error from another copy of the package by its code', async () => {
     const { retry } = setup({ attempts: 5 });
     const foreign = Object.assign(new Error('final'), { name: 'LoomError', code: 'TERMINAL' });
     const { seen, effect } = flaky(5, 'never', () => foreign);
@@ -151,7 +152,7 @@ describe('retryMiddleware', () => {
     const pending = wrapEffect(retry, effect)(testEffectContext({ signal: controller.signal }));
     const settled = pending.catch((error: unknown) => error);
     await time.advance(500);
-    const reason = new LoomError(ErrorCode.TIMEOUT, 'cancelled for the test');
+    const reason = new LoomError(MiddlewareErrorCode.TIMEOUT, 'cancelled for the test');
     controller.abort(reason);
     await time.runAll();
     expect(await settled).toBe(reason);
@@ -177,7 +178,7 @@ describe('retryMiddleware', () => {
     const { retry } = setup({ attempts: 1 });
     const { seen, effect } = flaky(1, 'never');
     const error = await wrapEffect(retry, effect)(testEffectContext()).catch((e: unknown) => e);
-    expect(isLoomError(error, ErrorCode.RETRIES_EXHAUSTED)).toBe(true);
+    expect(isLoomError(error, MiddlewareErrorCode.RETRIES_EXHAUSTED)).toBe(true);
     expect(seen).toHaveLength(1);
   });
 
@@ -188,11 +189,14 @@ describe('retryMiddleware', () => {
       [{ attempts: 1.5 }, 'attempts'],
       [{ attempts: Number.NaN }, 'attempts'],
       [{ attempts: '3' }, 'attempts'],
-      [{ attempts: Limits.retryAttemptsMax + 1 }, 'attempts'],
+      [{ attempts: MiddlewareLimits.retryAttemptsMax + 1 }, 'attempts'],
       [{}, 'attempts'],
       [{ attempts: 3, backoff: { initialMs: -1 } }, 'backoff.initialMs'],
       [{ attempts: 3, backoff: { initialMs: Number.NaN } }, 'backoff.initialMs'],
-      [{ attempts: 3, backoff: { initialMs: Limits.timerMsMax + 1 } }, 'backoff.initialMs'],
+      [
+        { attempts: 3, backoff: { initialMs: MiddlewareLimits.timerMsMax + 1 } },
+        'backoff.initialMs',
+      ],
       [{ attempts: 3, backoff: { factor: 0.5 } }, 'backoff.factor'],
       [{ attempts: 3, backoff: { factor: Number.POSITIVE_INFINITY } }, 'backoff.factor'],
       [{ attempts: 3, backoff: { initialMs: 500, maxMs: 100 } }, 'backoff.maxMs'],

@@ -1,5 +1,5 @@
 import type { AttemptContext, EffectMiddleware } from '../effect-context.js';
-import { ErrorCode, isTerminalError, LoomError } from '../errors.js';
+import { isTerminalError, LoomError, MiddlewareErrorCode } from '../errors.js';
 import { errorText } from '../internal/error-text.js';
 import {
   checkOptionsObject,
@@ -10,7 +10,7 @@ import {
 } from '../internal/options.js';
 import { resolveTime, timerFor } from '../internal/resolve-time.js';
 import { sleep } from '../internal/sleep.js';
-import { Limits } from '../limits.js';
+import { MiddlewareLimits } from '../limits.js';
 import type { TimeOptions } from '../time.js';
 
 /** Exponential backoff between attempts: `min(maxMs, initialMs × factor^(n−1))` after attempt n. */
@@ -30,11 +30,11 @@ export interface BackoffOptions {
 
 /** Options of {@link retryMiddleware}; every one is validated when the middleware is made. */
 export interface RetryOptions extends TimeOptions {
-  /** Most calls in all, the first included: 1 … `Limits.retryAttemptsMax` (100). */
+  /** Most calls in all, the first included: 1 … `MiddlewareLimits.retryAttemptsMax` (100). */
   attempts: number;
   backoff?: BackoffOptions;
   /**
-   * Whether an error is worth another attempt. Default: every error. A `TerminalError` (code
+   * Whether an error is worth another attempt. Default: every error. A `terminalError()` (code
    * `TERMINAL`) is never retried, whatever this says.
    */
   retryable?: (error: unknown) => boolean;
@@ -50,7 +50,7 @@ const where = 'retryMiddleware';
  * `attempt` 1, 2, … and the same idempotency key. The first success is returned unchanged.
  *
  * Stops early, rethrowing the error unchanged, when it is not retryable, when it is a
- * `TerminalError`, or when `ctx.signal` has aborted; an abort during a wait rejects with
+ * `terminalError()`, or when `ctx.signal` has aborted; an abort during a wait rejects with
  * `signal.reason` and starts no further attempt.
  *
  * Error codes: `RETRIES_EXHAUSTED` when every attempt failed with a retryable error (`fields`:
@@ -74,7 +74,7 @@ export function retryMiddleware(options: RetryOptions): EffectMiddleware {
   ]);
   const attempts = requireNumber(where, 'attempts', o.attempts, {
     min: 1,
-    max: Limits.retryAttemptsMax,
+    max: MiddlewareLimits.retryAttemptsMax,
     integer: true,
   });
   const delayMs = backoffSchedule(o.backoff, optionalFunction(where, 'random', o.random));
@@ -103,14 +103,14 @@ function backoffSchedule(backoff: unknown, random: (() => number) | undefined) {
     ['initialMs', 'factor', 'maxMs', 'jitter'],
     'backoff',
   );
-  const msRange = { min: 0, max: Limits.timerMsMax };
+  const msRange = { min: 0, max: MiddlewareLimits.timerMsMax };
   const initialMs = optionalNumber(where, 'backoff.initialMs', b.initialMs, msRange, 100);
   const factor = optionalNumber(where, 'backoff.factor', b.factor, { min: 1, max: 1_000 }, 2);
   const maxMs = optionalNumber(
     where,
     'backoff.maxMs',
     b.maxMs,
-    { min: initialMs, max: Limits.timerMsMax },
+    { min: initialMs, max: MiddlewareLimits.timerMsMax },
     Math.max(10_000, initialMs),
   );
   const jitter = optionalChoice(where, 'backoff.jitter', b.jitter, ['none', 'full'], 'full');
@@ -125,7 +125,7 @@ function backoffSchedule(backoff: unknown, random: (() => number) | undefined) {
 
 function exhausted(ctx: AttemptContext, attempts: number, lastError: unknown): LoomError {
   return new LoomError(
-    ErrorCode.RETRIES_EXHAUSTED,
+    MiddlewareErrorCode.RETRIES_EXHAUSTED,
     `step '${ctx.stepName}' (execution ${ctx.executionId}, step ${ctx.stepIndex}) failed all ` +
       `${attempts} attempts; the last one threw ${errorText(lastError)}. Raise 'attempts', ` +
       'mark the error non-retryable, or let the step fail and retry durably',

@@ -1,11 +1,11 @@
+import { ManualClock } from '@loom/event-runtime/testing';
 import { describe, expect, it } from 'vitest';
 import { composeMiddleware, wrapEffect } from '../compose-middleware.js';
 import type { AttemptContext } from '../effect-context.js';
-import { ErrorCode, isLoomError, type LoomError } from '../errors.js';
+import { isLoomError, type LoomError, MiddlewareErrorCode } from '../errors.js';
 import { expectInvalidOption } from '../internal/expect-invalid-option.test-support.js';
-import { Limits } from '../limits.js';
+import { MiddlewareLimits } from '../limits.js';
 import { retryMiddleware } from '../retry/retry-middleware.js';
-import { ManualTime } from '../testing/manual-time.js';
 import { testEffectContext } from '../testing/test-effect-context.js';
 import { timeoutMiddleware } from './timeout-middleware.js';
 
@@ -20,10 +20,10 @@ function controllable<T>() {
 
 describe('timeoutMiddleware', () => {
   it('passes a result that comes in time through unchanged and cancels its timer', async () => {
-    const time = new ManualTime();
+    const time = new ManualClock();
     const { calls, effect } = controllable<{ id: number }>();
     const pending = wrapEffect(
-      timeoutMiddleware({ ms: 1_000, setTimer: time.setTimer }),
+      timeoutMiddleware({ ms: 1_000, setTimer: (fn, ms) => time.setTimer(fn, ms) }),
       effect,
     )(testEffectContext());
     await time.advance(999);
@@ -35,10 +35,10 @@ describe('timeoutMiddleware', () => {
   });
 
   it('passes an error that comes in time through unchanged', async () => {
-    const time = new ManualTime();
+    const time = new ManualClock();
     const { calls, effect } = controllable();
     const pending = wrapEffect(
-      timeoutMiddleware({ ms: 1_000, setTimer: time.setTimer }),
+      timeoutMiddleware({ ms: 1_000, setTimer: (fn, ms) => time.setTimer(fn, ms) }),
       effect,
     )(testEffectContext());
     const thrown = { reason: 'not an Error' };
@@ -48,16 +48,16 @@ describe('timeoutMiddleware', () => {
   });
 
   it('at the timeout, aborts the derived signal and rejects with TIMEOUT', async () => {
-    const time = new ManualTime();
+    const time = new ManualClock();
     const { calls, effect } = controllable();
     const pending = wrapEffect(
-      timeoutMiddleware({ ms: 1_000, setTimer: time.setTimer }),
+      timeoutMiddleware({ ms: 1_000, setTimer: (fn, ms) => time.setTimer(fn, ms) }),
       effect,
     )(testEffectContext({ stepName: 'slow', attempt: 2 }));
     const settled = pending.catch((error: unknown) => error);
     await time.advance(1_000);
     const error = (await settled) as LoomError;
-    expect(isLoomError(error, ErrorCode.TIMEOUT)).toBe(true);
+    expect(isLoomError(error, MiddlewareErrorCode.TIMEOUT)).toBe(true);
     expect(error.fields).toMatchObject({ timeoutMs: 1_000, stepName: 'slow', attempt: 2 });
     expect(error.message).toContain('1000 ms');
     expect(calls[0]?.signal.aborted).toBe(true);
@@ -65,25 +65,25 @@ describe('timeoutMiddleware', () => {
   });
 
   it('drops the late result or late rejection of an abandoned effect', async () => {
-    const time = new ManualTime();
+    const time = new ManualClock();
     const { calls, effect } = controllable();
-    const timeout = timeoutMiddleware({ ms: 10, setTimer: time.setTimer });
+    const timeout = timeoutMiddleware({ ms: 10, setTimer: (fn, ms) => time.setTimer(fn, ms) });
     const first = wrapEffect(timeout, effect)(testEffectContext()).catch((e: unknown) => e);
     const second = wrapEffect(timeout, effect)(testEffectContext()).catch((e: unknown) => e);
     await time.advance(10);
     calls[0]?.resolve('late');
     calls[1]?.reject(new Error('late failure')); // must not become an unhandled rejection
     await time.advance(0);
-    expect(isLoomError(await first, ErrorCode.TIMEOUT)).toBe(true);
-    expect(isLoomError(await second, ErrorCode.TIMEOUT)).toBe(true);
+    expect(isLoomError(await first, MiddlewareErrorCode.TIMEOUT)).toBe(true);
+    expect(isLoomError(await second, MiddlewareErrorCode.TIMEOUT)).toBe(true);
   });
 
   it("hands downstream a derived signal that follows the caller's abort and its reason", async () => {
-    const time = new ManualTime();
+    const time = new ManualClock();
     const { calls, effect } = controllable();
     const controller = new AbortController();
     const pending = wrapEffect(
-      timeoutMiddleware({ ms: 1_000, setTimer: time.setTimer }),
+      timeoutMiddleware({ ms: 1_000, setTimer: (fn, ms) => time.setTimer(fn, ms) }),
       effect,
     )(testEffectContext({ signal: controller.signal }));
     const derived = calls[0]?.signal;
@@ -101,26 +101,28 @@ describe('timeoutMiddleware', () => {
     const controller = new AbortController();
     controller.abort('gone');
     const seen: AbortSignal[] = [];
-    const time = new ManualTime();
-    await wrapEffect(timeoutMiddleware({ ms: 5, setTimer: time.setTimer }), (ctx) => {
-      seen.push(ctx.signal);
-      return 1;
-    })(testEffectContext({ signal: controller.signal }));
+    const time = new ManualClock();
+    await wrapEffect(
+      timeoutMiddleware({ ms: 5, setTimer: (fn, ms) => time.setTimer(fn, ms) }),
+      (ctx) => {
+        seen.push(ctx.signal);
+        return 1;
+      },
+    )(testEffectContext({ signal: controller.signal }));
     expect(seen[0]?.aborted).toBe(true);
     expect(seen[0]?.reason).toBe('gone');
   });
 
   it('inside retry, gives each attempt its own timeout', async () => {
-    const time = new ManualTime();
+    const time = new ManualClock();
     const signals: AbortSignal[] = [];
     const chain = composeMiddleware(
       retryMiddleware({
         attempts: 3,
         backoff: { initialMs: 50, jitter: 'none' },
         clock: time,
-        setTimer: time.setTimer,
       }),
-      timeoutMiddleware({ ms: 1_000, setTimer: time.setTimer }),
+      timeoutMiddleware({ ms: 1_000, setTimer: (fn, ms) => time.setTimer(fn, ms) }),
     );
     const pending = wrapEffect(chain, (ctx) => {
       signals.push(ctx.signal);
@@ -133,7 +135,7 @@ describe('timeoutMiddleware', () => {
   });
 
   it('names each bad option', () => {
-    for (const ms of [0, -5, Number.NaN, 1.5, Limits.timerMsMax + 1, '100', undefined]) {
+    for (const ms of [0, -5, Number.NaN, 1.5, MiddlewareLimits.timerMsMax + 1, '100', undefined]) {
       expectInvalidOption(() => timeoutMiddleware({ ms } as never), 'ms');
     }
     expectInvalidOption(() => timeoutMiddleware({ timeoutMs: 5 } as never), 'timeoutMs');

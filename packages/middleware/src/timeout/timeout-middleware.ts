@@ -1,13 +1,13 @@
 import type { AttemptContext, EffectMiddleware } from '../effect-context.js';
-import { ErrorCode, LoomError } from '../errors.js';
+import { LoomError, MiddlewareErrorCode } from '../errors.js';
 import { checkOptionsObject, requireNumber } from '../internal/options.js';
 import { resolveTime, timerFor } from '../internal/resolve-time.js';
-import { Limits } from '../limits.js';
+import { MiddlewareLimits } from '../limits.js';
 import type { SetTimer } from '../time.js';
 
 /** Options of {@link timeoutMiddleware}. */
 export interface TimeoutOptions {
-  /** How long one call may run: an integer, 1 … `Limits.timerMsMax`. */
+  /** How long one call may run: an integer, 1 … `MiddlewareLimits.timerMsMax`. */
   ms: number;
   /** Default: the effect's clock (`ctx.clock`, the runtime's), else the real `setTimeout`. */
   setTimer?: SetTimer;
@@ -28,7 +28,11 @@ const where = 'timeoutMiddleware';
  */
 export function timeoutMiddleware(options: TimeoutOptions): EffectMiddleware {
   const o = checkOptionsObject(where, options, ['ms', 'setTimer']);
-  const ms = requireNumber(where, 'ms', o.ms, { min: 1, max: Limits.timerMsMax, integer: true });
+  const ms = requireNumber(where, 'ms', o.ms, {
+    min: 1,
+    max: MiddlewareLimits.timerMsMax,
+    integer: true,
+  });
   const time = resolveTime(where, o);
 
   return (next) => (ctx) => {
@@ -80,7 +84,7 @@ export function timeoutMiddleware(options: TimeoutOptions): EffectMiddleware {
 
 function timeoutError(ctx: AttemptContext, timeoutMs: number): LoomError {
   return new LoomError(
-    ErrorCode.TIMEOUT,
+    MiddlewareErrorCode.TIMEOUT,
     `step '${ctx.stepName}' (execution ${ctx.executionId}, step ${ctx.stepIndex}) attempt ` +
       `${ctx.attempt} ran past its ${timeoutMs} ms timeout; its signal was aborted. Raise 'ms', ` +
       'or make the effect honour its signal so it stops instead of running on abandoned',

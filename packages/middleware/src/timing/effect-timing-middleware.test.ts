@@ -1,10 +1,10 @@
+import { ManualClock } from '@loom/event-runtime/testing';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { composeMiddleware, wrapEffect } from '../compose-middleware.js';
 import type { AttemptContext } from '../effect-context.js';
 import { expectInvalidOption } from '../internal/expect-invalid-option.test-support.js';
 import { retryMiddleware } from '../retry/retry-middleware.js';
-import { ManualTime } from '../testing/manual-time.js';
 import { testEffectContext } from '../testing/test-effect-context.js';
 import { type EffectTiming, effectTimingMiddleware } from './effect-timing-middleware.js';
 
@@ -28,7 +28,7 @@ function expectIdentical(actual: Outcome, expected: Outcome) {
 
 describe('effectTimingMiddleware', () => {
   it('records start, end, duration and outcome of a call on the injected clock', async () => {
-    const time = new ManualTime(1_000);
+    const time = new ManualClock(1_000);
     const timings: EffectTiming[] = [];
     const timed = effectTimingMiddleware({ onRecord: (t) => timings.push(t), clock: time });
     const wrapped = wrapEffect(timed, async () => {
@@ -53,7 +53,7 @@ describe('effectTimingMiddleware', () => {
   });
 
   it('measures the time the effect took, and hands over the thrown error', async () => {
-    const time = new ManualTime(0);
+    const time = new ManualClock(0);
     const timings: EffectTiming[] = [];
     const boom = new Error('boom');
     const wrapped = wrapEffect(
@@ -74,11 +74,11 @@ describe('effectTimingMiddleware', () => {
   });
 
   it('inside retry, records one timing per attempt', async () => {
-    const time = new ManualTime();
+    const time = new ManualClock();
     const timings: EffectTiming[] = [];
     let calls = 0;
     const chain = composeMiddleware(
-      retryMiddleware({ attempts: 3, clock: time, setTimer: time.setTimer }),
+      retryMiddleware({ attempts: 3, clock: time }),
       effectTimingMiddleware({ onRecord: (t) => timings.push(t), clock: time }),
     );
     const pending = wrapEffect(chain, () => {
@@ -96,7 +96,7 @@ describe('effectTimingMiddleware', () => {
   });
 
   it('gives the same result or the same thrown value as the bare effect, for any value', async () => {
-    const timed = effectTimingMiddleware({ onRecord: () => {}, clock: new ManualTime() });
+    const timed = effectTimingMiddleware({ onRecord: () => {}, clock: new ManualClock() });
     await fc.assert(
       fc.asyncProperty(fc.anything(), fc.boolean(), fc.boolean(), async (value, throws, async) => {
         const effect = (_ctx: AttemptContext): unknown => {

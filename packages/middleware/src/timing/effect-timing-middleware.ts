@@ -3,7 +3,7 @@ import type { HookErrorHandler } from '../hook-error-handler.js';
 import { callHook, warnHookError } from '../internal/call-hook.js';
 import { checkOptionsObject, optionalFunction, requireFunction } from '../internal/options.js';
 import { resolveTime } from '../internal/resolve-time.js';
-import type { Clock } from '../time.js';
+import type { NowClock } from '../time.js';
 
 /** One call through the middleware: one attempt when placed inside `retryMiddleware`. */
 export interface EffectTiming {
@@ -25,7 +25,7 @@ export interface EffectTimingOptions {
   /** Called once per call, after it settled. A throw here never reaches the effect's caller. */
   onRecord: (timing: EffectTiming) => void;
   /** Default: the monotonic high-resolution clock (sub-millisecond durations). */
-  clock?: Clock;
+  clock?: NowClock;
   /** Where an `onRecord` throw goes. Default: a process warning. */
   onHookError?: HookErrorHandler;
 }

@@ -1,3 +1,4 @@
+import { ManualClock } from '@loom/event-runtime/testing';
 import { context, type Span, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import {
@@ -8,10 +9,9 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { composeMiddleware, wrapEffect } from '../compose-middleware.js';
-import { ErrorCode } from '../errors.js';
+import { MiddlewareErrorCode } from '../errors.js';
 import { expectInvalidOption } from '../internal/expect-invalid-option.test-support.js';
 import { retryMiddleware } from '../retry/retry-middleware.js';
-import { ManualTime } from '../testing/manual-time.js';
 import { testEffectContext } from '../testing/test-effect-context.js';
 import { SpanAttribute, tracingMiddleware } from './tracing-middleware.js';
 
@@ -26,7 +26,7 @@ const named = (prefix: string) =>
 
 /** tracing.step → retry (3 attempts, no wait) → tracing.attempt, around `effect`. */
 function tracedRetry<T>(effect: (attempt: number) => T) {
-  const time = new ManualTime();
+  const time = new ManualClock();
   const tracing = tracingMiddleware({ tracer });
   const chain = composeMiddleware(
     tracing.step,
@@ -34,7 +34,6 @@ function tracedRetry<T>(effect: (attempt: number) => T) {
       attempts: 3,
       backoff: { initialMs: 0 },
       clock: time,
-      setTimer: time.setTimer,
     }),
     tracing.attempt,
   );
@@ -106,7 +105,7 @@ describe('tracingMiddleware (no context manager registered)', () => {
     }
     const [step] = named('loom.step');
     expect(step?.status.code).toBe(SpanStatusCode.ERROR);
-    expect(step?.attributes['error.type']).toBe(ErrorCode.RETRIES_EXHAUSTED);
+    expect(step?.attributes['error.type']).toBe(MiddlewareErrorCode.RETRIES_EXHAUSTED);
   });
 
   it('records a thrown non-Error, and rethrows the very value', async () => {

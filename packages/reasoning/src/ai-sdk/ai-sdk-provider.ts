@@ -1,5 +1,5 @@
 import { type Clock, systemClock } from '@loom/event-runtime';
-import { ErrorCode, LoomError } from '../errors.js';
+import { LoomError, ReasoningErrorCode } from '../errors.js';
 import { assembleResponse, type RawToolCall } from '../internal/assemble-response.js';
 import { checkRequest } from '../internal/check-request.js';
 import { type SetTimer, timerOf } from '../internal/time.js';
@@ -92,14 +92,14 @@ export function fromAiSdk(
 ): ModelProvider {
   if (model === null || typeof model !== 'object' || typeof model.doGenerate !== 'function') {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      ReasoningErrorCode.INVALID_ARGUMENT,
       'fromAiSdk needs an AI SDK language model (an object with doGenerate and doStream)',
       { option: 'model' },
     );
   }
   if (model.specificationVersion !== 'v3' && model.specificationVersion !== 'v4') {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      ReasoningErrorCode.INVALID_ARGUMENT,
       `fromAiSdk supports AI SDK language models of specification v3 and v4, got '${String(model.specificationVersion)}': upgrade the provider package`,
       { option: 'model', actual: model.specificationVersion },
     );
@@ -142,7 +142,7 @@ function positiveMs(option: string, value: number | undefined, fallback: number)
   const ms = value ?? fallback;
   if (!Number.isSafeInteger(ms) || ms <= 0) {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      ReasoningErrorCode.INVALID_ARGUMENT,
       `${option} must be a positive whole number of ms, got ${ms}`,
       { option, actual: ms },
     );
@@ -259,7 +259,7 @@ class AiSdkCall {
       }
       if (!state.finished) {
         throw new LoomError(
-          ErrorCode.MODEL_BAD_RESPONSE,
+          ReasoningErrorCode.MODEL_BAD_RESPONSE,
           `the stream of ${this.settings.id} ended without its finish: the response was cut off`,
           { provider: this.settings.id, model: this.model.modelId },
         );
@@ -289,7 +289,7 @@ class AiSdkCall {
   private refuseInterrupted(reason: AiSdkFinishReason | string | undefined): void {
     if (reason === undefined || finishOf(reason) !== 'interrupted') return;
     throw new LoomError(
-      ErrorCode.MODEL_BAD_RESPONSE,
+      ReasoningErrorCode.MODEL_BAD_RESPONSE,
       `the stream was cut off: ${this.settings.id} ended its response without a completion signal, so the answer may be incomplete`,
       { provider: this.settings.id, model: this.model.modelId, finishReason: 'interrupted' },
     );
@@ -363,7 +363,7 @@ class AiSdkCall {
         generateTimeoutMs: `sent no answer within ${timeout.ms} ms`,
       }[timeout.option];
       return new LoomError(
-        ErrorCode.MODEL_TIMEOUT,
+        ReasoningErrorCode.MODEL_TIMEOUT,
         `${this.settings.id} ${what}; raise ${timeout.option} or use another route`,
         { ...facts, timeoutMs: timeout.ms, option: timeout.option },
         error,

@@ -1,4 +1,4 @@
-import { ErrorCode, isLoomError, LoomError } from '../errors.js';
+import { isLoomError, LoomError, ReasoningErrorCode } from '../errors.js';
 
 /** Which side of the response an error happened on: a cut after the headers is a bad response. */
 export type CallPhase = 'request' | 'body';
@@ -49,7 +49,7 @@ export function mapAiSdkError(error: unknown, phase: CallPhase, where: Where): L
   if (name === 'AI_APICallError') return fromApiCallError(error as ApiCallErrorShape, where);
   if (typeof name === 'string' && responseErrorNames.has(name)) {
     return new LoomError(
-      ErrorCode.MODEL_BAD_RESPONSE,
+      ReasoningErrorCode.MODEL_BAD_RESPONSE,
       `${where.provider} answered something that is not its API's format: ${messageOf(error)}`,
       facts,
       error,
@@ -57,7 +57,7 @@ export function mapAiSdkError(error: unknown, phase: CallPhase, where: Where): L
   }
   if (typeof name === 'string' && requestErrorNames.has(name)) {
     return new LoomError(
-      ErrorCode.MODEL_BAD_REQUEST,
+      ReasoningErrorCode.MODEL_BAD_REQUEST,
       `${where.provider} cannot take this request: ${messageOf(error)}`,
       facts,
       error,
@@ -68,20 +68,20 @@ export function mapAiSdkError(error: unknown, phase: CallPhase, where: Where): L
   if (isNetworkError(error)) {
     return phase === 'request'
       ? new LoomError(
-          ErrorCode.MODEL_UNAVAILABLE,
+          ReasoningErrorCode.MODEL_UNAVAILABLE,
           `cannot reach ${where.provider}: ${messageOf(error)}; it is retried, or the router moves on`,
           facts,
           error,
         )
       : new LoomError(
-          ErrorCode.MODEL_BAD_RESPONSE,
+          ReasoningErrorCode.MODEL_BAD_RESPONSE,
           `the response of ${where.provider} was cut off before its end: ${messageOf(error)}`,
           facts,
           error,
         );
   }
   return new LoomError(
-    ErrorCode.MODEL_BAD_RESPONSE,
+    ReasoningErrorCode.MODEL_BAD_RESPONSE,
     `${where.provider} failed in a way Loom does not classify: ${messageOf(error)}`,
     facts,
     error,
@@ -103,7 +103,7 @@ function fromApiCallError(error: ApiCallErrorShape, where: Where): LoomError {
   if (status === undefined) {
     // No status: the request never got an answer (refused, reset, DNS).
     return new LoomError(
-      ErrorCode.MODEL_UNAVAILABLE,
+      ReasoningErrorCode.MODEL_UNAVAILABLE,
       `cannot reach ${where.provider}: ${message}; it is retried, or the router moves on`,
       facts,
       error,
@@ -112,7 +112,7 @@ function fromApiCallError(error: ApiCallErrorShape, where: Where): LoomError {
   if (status === 429) {
     const retryAfterMs = retryAfterOf(error.responseHeaders ?? {}, where.nowMs);
     return new LoomError(
-      ErrorCode.MODEL_RATE_LIMITED,
+      ReasoningErrorCode.MODEL_RATE_LIMITED,
       `${where.provider} is rate limiting (HTTP 429)${retryAfterMs === undefined ? '' : `; it asks to wait ${retryAfterMs} ms`}`,
       { ...facts, status, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) },
       error,
@@ -125,7 +125,7 @@ function fromApiCallError(error: ApiCallErrorShape, where: Where): LoomError {
         ? retryAfterOf(error.responseHeaders ?? {}, where.nowMs)
         : undefined;
     return new LoomError(
-      ErrorCode.MODEL_UNAVAILABLE,
+      ReasoningErrorCode.MODEL_UNAVAILABLE,
       `${where.provider} could not serve the request (HTTP ${status}): ${message}${retryAfterMs === undefined ? '' : `; it asks to wait ${retryAfterMs} ms`}`,
       { ...facts, status, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) },
       error,
@@ -134,7 +134,7 @@ function fromApiCallError(error: ApiCallErrorShape, where: Where): LoomError {
   if (status >= 400) {
     const body = (error.responseBody ?? '').slice(0, bodyExcerptMax);
     return new LoomError(
-      ErrorCode.MODEL_BAD_REQUEST,
+      ReasoningErrorCode.MODEL_BAD_REQUEST,
       `${where.provider} refused the request (HTTP ${status}): ${message}; fix the request, the key or the model id: retrying cannot help`,
       { ...facts, status, body },
       error,
@@ -142,7 +142,7 @@ function fromApiCallError(error: ApiCallErrorShape, where: Where): LoomError {
   }
   // A 2xx the provider package could not read (invalid JSON, a body that fails its schema).
   return new LoomError(
-    ErrorCode.MODEL_BAD_RESPONSE,
+    ReasoningErrorCode.MODEL_BAD_RESPONSE,
     `${where.provider} answered HTTP ${status} with a body that is not its API's format: ${message}`,
     { ...facts, status },
     error,
@@ -188,12 +188,12 @@ function fromStreamErrorObject(error: unknown, where: Where): LoomError | undefi
   const facts = { provider: where.provider, model: where.model };
   const text = `${where.provider} sent an error in its stream: ${safeJson(error)}`;
   if (type === 'overloaded_error' || type === 'api_error') {
-    return new LoomError(ErrorCode.MODEL_UNAVAILABLE, text, facts, error);
+    return new LoomError(ReasoningErrorCode.MODEL_UNAVAILABLE, text, facts, error);
   }
   if (type === 'rate_limit_error') {
-    return new LoomError(ErrorCode.MODEL_RATE_LIMITED, text, facts, error);
+    return new LoomError(ReasoningErrorCode.MODEL_RATE_LIMITED, text, facts, error);
   }
-  return new LoomError(ErrorCode.MODEL_BAD_RESPONSE, text, facts, error);
+  return new LoomError(ReasoningErrorCode.MODEL_BAD_RESPONSE, text, facts, error);
 }
 
 function isNetworkError(error: unknown): boolean {

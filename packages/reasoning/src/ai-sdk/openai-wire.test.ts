@@ -1,5 +1,5 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { ManualTime } from '@loom/middleware/testing';
+import { ManualClock } from '@loom/event-runtime/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isLoomError } from '../errors.js';
 import type { ModelDelta, ModelProvider, ModelRequest, ModelResponse } from '../model-provider.js';
@@ -402,12 +402,11 @@ describe('the AI SDK adapter on the OpenAI chat-completions wire format', () => 
       },
       { kind: 'json', body: completion({ role: 'assistant', content: 'made it' }, 'stop') },
     );
-    const time = new ManualTime();
+    const time = new ManualClock();
     const retried = withRetry(provider(), {
       attempts: 2,
       backoff: { initialMs: 10, jitter: 'none' },
       clock: time,
-      setTimer: time.setTimer,
     });
     const pending = retried.generate(request);
     await expect.poll(() => time.pendingTimers, { timeout: 5_000 }).toBe(1);

@@ -1,9 +1,9 @@
-import type { FlowContext, StepOptions } from '@loom/event-runtime';
-import { ErrorCode, LoomError } from '../errors.js';
+import type { FlowContext, KernelStepOptions } from '@loom/event-runtime';
+import { LoomError, ReasoningErrorCode } from '../errors.js';
 import type { ModelDelta, ModelProvider, ModelRequest, ModelResponse } from '../model-provider.js';
 
 /** Options of {@link modelStep}. */
-export interface ModelStepOptions extends StepOptions {
+export interface ModelStepOptions extends KernelStepOptions {
   /**
    * Streams the call and hands each delta here as it arrives. Deltas are live only: the step
    * records the final response once, never a write per delta, and a replay calls nothing.
@@ -49,7 +49,7 @@ export function modelStep(
         if (delta.type === 'finish') return delta.response;
       }
       throw new LoomError(
-        ErrorCode.MODEL_BAD_RESPONSE,
+        ReasoningErrorCode.MODEL_BAD_RESPONSE,
         `the stream of ${provider.id} ended without its finish delta`,
         { provider: provider.id },
       );

@@ -6,7 +6,7 @@ import type {
   ModelUsage,
   ResponseProblem,
 } from '../model-provider.js';
-import type { Json, ToolCall } from '../model-types.js';
+import type { JsonValue, ToolCall } from '../model-types.js';
 import { costUsd, type PriceTable } from '../price-table.js';
 
 /** A tool call as it came off the wire: its arguments still text. */
@@ -77,9 +77,9 @@ function judgeCall(call: RawToolCall, offered: ReadonlySet<string>): ToolCall | 
   }
   // An empty argument string is how several APIs send a call of a tool without parameters.
   const text = call.rawInput.trim() === '' ? '{}' : call.rawInput;
-  let input: Json;
+  let input: JsonValue;
   try {
-    input = JSON.parse(text) as Json;
+    input = JSON.parse(text) as JsonValue;
   } catch (error) {
     return {
       ...call,

@@ -1,4 +1,4 @@
-import { ErrorCode, LoomError } from '../errors.js';
+import { LoomError, ReasoningErrorCode } from '../errors.js';
 import type { ModelRequest } from '../model-provider.js';
 
 /**
@@ -27,5 +27,5 @@ export function checkRequest(request: ModelRequest): void {
 }
 
 function invalid(option: string, message: string): LoomError {
-  return new LoomError(ErrorCode.INVALID_ARGUMENT, message, { option });
+  return new LoomError(ReasoningErrorCode.INVALID_ARGUMENT, message, { option });
 }

@@ -1,4 +1,4 @@
-import { ManualTime } from '@loom/middleware/testing';
+import { ManualClock } from '@loom/event-runtime/testing';
 import { describe, expect, it } from 'vitest';
 import { collectResponse } from '../collect-response.js';
 import type { ModelDelta, ModelRequest } from '../model-provider.js';
@@ -8,13 +8,12 @@ import { withRetry } from './with-retry.js';
 const request: ModelRequest = { messages: [{ role: 'user', content: 'hi' }] };
 
 function setup(script: StubTurn[], attempts = 3, retryAfterMsMax?: number) {
-  const time = new ManualTime();
+  const time = new ManualClock();
   const model = new StubModel({ script });
   const retried = withRetry(model, {
     attempts,
     backoff: { initialMs: 100, factor: 2, jitter: 'none' },
     clock: time,
-    setTimer: time.setTimer,
     ...(retryAfterMsMax !== undefined ? { retryAfterMsMax } : {}),
   });
   return { time, model, retried };

@@ -6,7 +6,7 @@ import {
   retryMiddleware,
   type SetTimer,
 } from '@loom/middleware';
-import { ErrorCode, isLoomError, isRetryableModelError, LoomError } from '../errors.js';
+import { isLoomError, isRetryableModelError, LoomError, ReasoningErrorCode } from '../errors.js';
 import { continueStream, type OpenedStream, openStream } from '../internal/open-stream.js';
 import { sleep, timerOf } from '../internal/time.js';
 import type { ModelDelta, ModelProvider, ModelRequest } from '../model-provider.js';
@@ -100,7 +100,7 @@ async function opened(provider: ModelProvider, request: ModelRequest): Promise<O
   const stream = await openStream(provider, request);
   if (stream === undefined) {
     throw new LoomError(
-      ErrorCode.MODEL_BAD_RESPONSE,
+      ReasoningErrorCode.MODEL_BAD_RESPONSE,
       `the stream of ${provider.id} ended without a single delta (not even its finish)`,
       { provider: provider.id },
     );
@@ -118,8 +118,8 @@ async function* retriedStream(
 function retryAfterOf(error: unknown): number | undefined {
   // A 503 or 529 may say when to come back, as a 429 does.
   if (
-    !isLoomError(error, ErrorCode.MODEL_RATE_LIMITED) &&
-    !isLoomError(error, ErrorCode.MODEL_UNAVAILABLE)
+    !isLoomError(error, ReasoningErrorCode.MODEL_RATE_LIMITED) &&
+    !isLoomError(error, ReasoningErrorCode.MODEL_UNAVAILABLE)
   ) {
     return undefined;
   }

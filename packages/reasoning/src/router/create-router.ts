@@ -1,4 +1,4 @@
-import { ErrorCode, isLoomError, LoomError } from '../errors.js';
+import { isLoomError, LoomError, ReasoningErrorCode } from '../errors.js';
 import { continueStream, type OpenedStream, openStream } from '../internal/open-stream.js';
 import type {
   FallbackRecord,
@@ -45,9 +45,9 @@ export interface RouterOptions {
 
 function defaultFallbackOn(error: unknown): boolean {
   return (
-    isLoomError(error, ErrorCode.MODEL_UNAVAILABLE) ||
-    isLoomError(error, ErrorCode.MODEL_RATE_LIMITED) ||
-    isLoomError(error, ErrorCode.MODEL_TIMEOUT)
+    isLoomError(error, ReasoningErrorCode.MODEL_UNAVAILABLE) ||
+    isLoomError(error, ReasoningErrorCode.MODEL_RATE_LIMITED) ||
+    isLoomError(error, ReasoningErrorCode.MODEL_TIMEOUT)
   );
 }
 
@@ -80,7 +80,7 @@ export function createRouter(routes: readonly Route[], options: RouterOptions = 
     const found = index.match(tags);
     if (found.length === 0) {
       throw new LoomError(
-        ErrorCode.NO_ROUTE,
+        ReasoningErrorCode.NO_ROUTE,
         `no route carries every tag of [${tags.join(', ')}]: add a route with these tags or ask for fewer`,
         { tags: [...tags] },
       );
@@ -113,7 +113,7 @@ export function createRouter(routes: readonly Route[], options: RouterOptions = 
         opened = await openStream(route.provider, request);
         if (opened !== undefined) break;
         throw new LoomError(
-          ErrorCode.MODEL_BAD_RESPONSE,
+          ReasoningErrorCode.MODEL_BAD_RESPONSE,
           `the stream of ${route.id} ended without a single delta`,
           { provider: route.id },
         );
@@ -162,7 +162,7 @@ function moveOnOrThrow(
     // A failure a custom fallbackOn moves on from that is no LoomError (a provider's own bug, a
     // plain Error) counts as the route being unavailable: the trail and the final error keep a
     // real, documented code.
-    code: isLoomError(error) ? error.code : ErrorCode.MODEL_UNAVAILABLE,
+    code: isLoomError(error) ? error.code : ReasoningErrorCode.MODEL_UNAVAILABLE,
     message: error instanceof Error ? error.message : String(error),
   });
   return error;
@@ -177,7 +177,7 @@ function allFailed(
   const last = fallbacks.at(-1) as FallbackRecord;
   const fields = isLoomError(lastError) ? lastError.fields : {};
   return new LoomError(
-    last.code as ErrorCode,
+    last.code as ReasoningErrorCode,
     `every route for tags [${(request.tags ?? []).join(', ')}] failed; the last, ${last.route}, with ${last.code}: ${last.message}`,
     { ...fields, provider: last.route, fallbacks: [...fallbacks] },
     lastError,
@@ -186,15 +186,19 @@ function allFailed(
 
 function resolveRoutes(routes: readonly Route[]): ResolvedRoute[] {
   if (!Array.isArray(routes)) {
-    throw new LoomError(ErrorCode.INVALID_ARGUMENT, 'createRouter needs an array of routes', {
-      option: 'routes',
-    });
+    throw new LoomError(
+      ReasoningErrorCode.INVALID_ARGUMENT,
+      'createRouter needs an array of routes',
+      {
+        option: 'routes',
+      },
+    );
   }
   const seen = new Map<string, number>();
   return routes.map((route, index) => {
     if (typeof route?.provider?.generate !== 'function' || !Array.isArray(route.tags)) {
       throw new LoomError(
-        ErrorCode.INVALID_ARGUMENT,
+        ReasoningErrorCode.INVALID_ARGUMENT,
         `route ${index} needs a provider and a tags array`,
         { option: `routes[${index}]` },
       );

@@ -1,5 +1,5 @@
 import { type Clock, systemClock } from '@loom/event-runtime';
-import { ErrorCode, LoomError } from '../errors.js';
+import { LoomError, ReasoningErrorCode } from '../errors.js';
 import { assembleResponse, type RawToolCall } from '../internal/assemble-response.js';
 import { checkRequest } from '../internal/check-request.js';
 import { type SetTimer, sleep, timerOf } from '../internal/time.js';
@@ -10,7 +10,7 @@ import type {
   ModelRequest,
   ModelResponse,
 } from '../model-provider.js';
-import type { Json } from '../model-types.js';
+import type { JsonValue } from '../model-types.js';
 import type { PriceTable } from '../price-table.js';
 
 /** A failure a stub turn can play, as a real provider would throw it. */
@@ -28,7 +28,7 @@ export interface StubFailure {
 
 /** A tool call a stub turn makes: a JSON input, or raw argument text (to play bad output). */
 export type StubToolCall =
-  | { tool: string; input: Json; callId?: string }
+  | { tool: string; input: JsonValue; callId?: string }
   | { tool: string; rawInput: string; callId?: string };
 
 /** One scripted answer. */
@@ -106,7 +106,7 @@ export class StubModel implements ModelProvider {
     const latency = options.latencyMs ?? 0;
     if (!Number.isSafeInteger(latency) || latency < 0) {
       throw new LoomError(
-        ErrorCode.INVALID_ARGUMENT,
+        ReasoningErrorCode.INVALID_ARGUMENT,
         `latencyMs must be a whole number ≥ 0, got ${latency}`,
         { option: 'latencyMs', actual: latency },
       );
@@ -170,7 +170,7 @@ export class StubModel implements ModelProvider {
     const turn = script[callIndex];
     if (turn === undefined) {
       throw new LoomError(
-        ErrorCode.STUB_SCRIPT_EXHAUSTED,
+        ReasoningErrorCode.STUB_SCRIPT_EXHAUSTED,
         `stub '${this.id}' was called ${callIndex + 1} times but its script has ${script.length} turns: add turns or use a function script`,
         { provider: this.id, calls: callIndex + 1 },
       );

@@ -1,8 +1,8 @@
 import type { ModelMessage, ToolSpec } from '@loom/reasoning';
 import type { BlueprintNode, PartOptions } from '../blueprint.js';
 import type { ObservationRenderer } from '../default-observation.js';
-import { ErrorCode, LoomError } from '../errors.js';
-import { Limits } from '../limits.js';
+import { LoomError, RenderErrorCode } from '../errors.js';
+import { RenderLimits } from '../limits.js';
 import type { Tokenizer } from '../tokenizer.js';
 import type { BlueprintVisitor } from '../traverse-blueprint.js';
 import { stepMessages } from './step-messages.js';
@@ -156,22 +156,22 @@ export class PartCollector {
   }
 
   private count(text: string, path: readonly number[]): number {
-    if (text.length > Limits.textLengthMax) {
+    if (text.length > RenderLimits.textLengthMax) {
       throw new LoomError(
-        ErrorCode.TEXT_TOO_LARGE,
-        `a text at [${path.join(', ')}] is ${text.length} code units long, over Limits.textLengthMax (${Limits.textLengthMax}): truncate it before rendering`,
+        RenderErrorCode.TEXT_TOO_LARGE,
+        `a text at [${path.join(', ')}] is ${text.length} code units long, over RenderLimits.textLengthMax (${RenderLimits.textLengthMax}): truncate it before rendering`,
         {
           nodePath: [...path],
           length: text.length,
           limit: 'textLengthMax',
-          max: Limits.textLengthMax,
+          max: RenderLimits.textLengthMax,
         },
       );
     }
     const tokens = this.tokenizer.count(text);
     if (!Number.isSafeInteger(tokens) || tokens < 0) {
       throw new LoomError(
-        ErrorCode.INVALID_ARGUMENT,
+        RenderErrorCode.INVALID_ARGUMENT,
         `tokenizer ${this.tokenizer.name} counted ${String(tokens)} tokens: a tokenizer must return a whole number ≥ 0`,
         { option: 'tokenizer' },
       );
@@ -209,7 +209,7 @@ export class PartCollector {
 
   private invalid(path: readonly number[], message: string, cause?: unknown): never {
     throw new LoomError(
-      ErrorCode.INVALID_BLUEPRINT,
+      RenderErrorCode.INVALID_BLUEPRINT,
       `the blueprint node at [${path.join(', ')}]: ${message}`,
       { nodePath: [...path] },
       cause,

@@ -1,7 +1,7 @@
 import type { ModelMessage, ToolCall } from '@loom/reasoning';
 import type { HistoryStep, Observation } from '../blueprint.js';
 import type { ObservationRenderer } from '../default-observation.js';
-import { ErrorCode, LoomError } from '../errors.js';
+import { LoomError, RenderErrorCode } from '../errors.js';
 
 /**
  * The messages of one history step: the model's turn (if it said or asked anything), one tool
@@ -17,7 +17,7 @@ export function stepMessages(
 ): ModelMessage[] {
   const fail = (message: string, callId?: string): never => {
     throw new LoomError(
-      ErrorCode.INVALID_HISTORY,
+      RenderErrorCode.INVALID_HISTORY,
       `step ${stepIndex} of the history at [${path.join(', ')}]: ${message}`,
       callId === undefined
         ? { nodePath: [...path], step: stepIndex }
@@ -96,7 +96,7 @@ function renderText(render: ObservationRenderer, observation: Observation): stri
   const content = render(observation);
   if (typeof content !== 'string') {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      RenderErrorCode.INVALID_ARGUMENT,
       `renderObservation returned ${typeof content} for a ${observation.kind} observation: it must return a string`,
       { option: 'renderObservation' },
     );

@@ -1,7 +1,7 @@
 import type { ModelMessage, ToolSpec } from '@loom/reasoning';
 import type { BlueprintNode, HistoryStep } from '../blueprint.js';
 import { defaultObservation } from '../default-observation.js';
-import { ErrorCode, LoomError } from '../errors.js';
+import { LoomError, RenderErrorCode } from '../errors.js';
 import type { DroppedPart, RenderOptions, RenderResult } from '../render-messages.js';
 import { approximateTokenizer, type Tokenizer } from '../tokenizer.js';
 
@@ -41,7 +41,7 @@ export function referenceRenderMessages(
       if (lowest === -1 || parts[i]!.priority < parts[lowest]!.priority) lowest = i;
     }
     if (lowest === -1) {
-      throw new LoomError(ErrorCode.TOKEN_BUDGET_TOO_SMALL, 'the required parts do not fit', {
+      throw new LoomError(RenderErrorCode.TOKEN_BUDGET_TOO_SMALL, 'the required parts do not fit', {
         requiredTokens: keptTokens(),
         budgetTokens: options.tokenBudget,
       });

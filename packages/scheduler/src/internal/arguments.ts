@@ -1,4 +1,4 @@
-import { ErrorCode, LoomError } from '../errors.js';
+import { LoomError, SchedulerErrorCode } from '../errors.js';
 import { SchedulerLimits } from '../limits.js';
 import type { Priority } from '../schedule.js';
 
@@ -33,7 +33,7 @@ export function invalidArgument(
 ): LoomError {
   const got = describe(actual);
   return new LoomError(
-    ErrorCode.INVALID_ARGUMENT,
+    SchedulerErrorCode.INVALID_ARGUMENT,
     `${argument} must be ${expected}, got ${got}: ${advice}`,
     { argument, expected, actual: got },
   );
@@ -86,7 +86,7 @@ export function readScheduleOptions(options: unknown): ReadScheduleOptions | Loo
     }
     if (key.length > SchedulerLimits.keyLengthMax) {
       return new LoomError(
-        ErrorCode.INVALID_ARGUMENT,
+        SchedulerErrorCode.INVALID_ARGUMENT,
         `key is ${key.length} characters, more than keyLengthMax (${SchedulerLimits.keyLengthMax}): use an id, not a description`,
         {
           argument: 'key',
@@ -106,7 +106,7 @@ export function readScheduleOptions(options: unknown): ReadScheduleOptions | Loo
 /** A task dropped before it started because its signal aborted. */
 export function scheduleAborted(signal: AbortSignal, fields: Record<string, unknown>): LoomError {
   return new LoomError(
-    ErrorCode.SCHEDULE_ABORTED,
+    SchedulerErrorCode.SCHEDULE_ABORTED,
     'the task was aborted before it started, so it never ran: its signal aborted (see cause)',
     fields,
     signal.reason,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { naiveNextOccurrence } from '../../test/naive-cron-scan.js';
-import { ErrorCode, isLoomError, type LoomError } from '../errors.js';
+import { isLoomError, type LoomError, WorkflowErrorCode } from '../errors.js';
 import { CronLimits } from './cron-limits.js';
 import { nextOccurrence } from './next-occurrence.js';
 import { occurrences } from './occurrences.js';
@@ -337,7 +337,7 @@ describe('nextOccurrence inputs', () => {
     const copy: ParsedCron = { ...parseCron('0 9 * * MON-FRI') };
     expect(nextOccurrence(copy, at('2024-05-05T10:00:00Z'))).toBe(at('2024-05-06T09:00:00Z'));
     const forged = { ...copy, expression: '0 0 32 * *' };
-    expect(thrown(() => nextOccurrence(forged, 0)).code).toBe(ErrorCode.INVALID_CRON);
+    expect(thrown(() => nextOccurrence(forged, 0)).code).toBe(WorkflowErrorCode.INVALID_CRON);
   });
 
   it.each(['0 0 30 2 *', '0 0 31 4,6,9,11 *', '0 0 30W 2 *', '0 0 30,31 2 *'])(
@@ -346,7 +346,7 @@ describe('nextOccurrence inputs', () => {
       const error = thrown(() =>
         nextOccurrence(expression, at('2024-01-01T00:00:00Z'), 'Europe/Berlin'),
       );
-      expect(error.code).toBe(ErrorCode.CRON_NEVER_FIRES);
+      expect(error.code).toBe(WorkflowErrorCode.CRON_NEVER_FIRES);
       expect(error.fields).toMatchObject({
         expression,
         timeZone: 'Europe/Berlin',
@@ -358,7 +358,7 @@ describe('nextOccurrence inputs', () => {
 
   it('throws INVALID_CRON for a bad expression', () => {
     const error = thrown(() => nextOccurrence('0 0 32 * *', 0));
-    expect(error.code).toBe(ErrorCode.INVALID_CRON);
+    expect(error.code).toBe(WorkflowErrorCode.INVALID_CRON);
     expect(error.fields).toMatchObject({ field: 'day-of-month', token: '32' });
     expect(error.message).toContain('day-of-month 32 is out of range 1-31');
   });
@@ -367,7 +367,7 @@ describe('nextOccurrence inputs', () => {
     'throws INVALID_TIME_ZONE for %j',
     (zone) => {
       const error = thrown(() => nextOccurrence('* * * * *', 0, zone));
-      expect(error.code).toBe(ErrorCode.INVALID_TIME_ZONE);
+      expect(error.code).toBe(WorkflowErrorCode.INVALID_TIME_ZONE);
       expect(error.fields.timeZone).toBe(zone);
     },
   );
@@ -380,7 +380,9 @@ describe('nextOccurrence inputs', () => {
     ['year 10000', at('+010000-01-01T00:00:00Z')],
     ['year 0', at('0000-12-31T00:00:00Z')],
   ])('throws INVALID_ARGUMENT for after = %s', (_, after) => {
-    expect(thrown(() => nextOccurrence('* * * * *', after)).code).toBe(ErrorCode.INVALID_ARGUMENT);
+    expect(thrown(() => nextOccurrence('* * * * *', after)).code).toBe(
+      WorkflowErrorCode.INVALID_ARGUMENT,
+    );
   });
 });
 
@@ -400,7 +402,7 @@ describe('occurrences', () => {
     'throws INVALID_ARGUMENT for count = %s',
     (count) => {
       const error = thrown(() => occurrences('* * * * *', 0, 'UTC', count));
-      expect(error.code).toBe(ErrorCode.INVALID_ARGUMENT);
+      expect(error.code).toBe(WorkflowErrorCode.INVALID_ARGUMENT);
       expect(error.fields.limit).toBe('occurrencesCountMax');
     },
   );

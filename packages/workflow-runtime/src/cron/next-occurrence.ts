@@ -1,4 +1,4 @@
-import { ErrorCode, LoomError } from '../errors.js';
+import { LoomError, WorkflowErrorCode } from '../errors.js';
 import { CronLimits } from './cron-limits.js';
 import { civilFromDays, DAY_MS } from './internal/civil-date.js';
 import { type CompiledCron, compiledCron } from './internal/compiled-cron.js';
@@ -42,7 +42,7 @@ export function afterInstant(after: Date | number): number {
     !(afterMs >= CronLimits.afterMsMin && afterMs <= CronLimits.afterMsMax)
   ) {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      WorkflowErrorCode.INVALID_ARGUMENT,
       `after must be a Date or epoch milliseconds between 0001-01-01 and 9999-12-31 (UTC), got ${String(after)}`,
       { field: 'after', actual: String(after) },
     );
@@ -67,7 +67,7 @@ export function nextFireMs(cron: CompiledCron, zone: ZoneClock, afterMs: number)
 function neverFires(cron: CompiledCron, zone: ZoneClock): LoomError {
   const { expression } = cron.parsed;
   return new LoomError(
-    ErrorCode.CRON_NEVER_FIRES,
+    WorkflowErrorCode.CRON_NEVER_FIRES,
     `cron expression "${expression}" matches no time in the next ${CronLimits.searchYearsMax} years, so it never fires (the calendar repeats every 400 years); check the day-of-month and month fields (for example "0 0 30 2 *" asks for February 30)`,
     { expression, timeZone: zone.timeZone, limit: 'searchYearsMax' },
   );

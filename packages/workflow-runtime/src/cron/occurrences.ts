@@ -1,4 +1,4 @@
-import { ErrorCode, LoomError } from '../errors.js';
+import { LoomError, WorkflowErrorCode } from '../errors.js';
 import { CronLimits } from './cron-limits.js';
 import { compiledCron } from './internal/compiled-cron.js';
 import { zoneClock } from './internal/zone-clock.js';
@@ -23,7 +23,7 @@ export function occurrences(
 ): number[] {
   if (!Number.isInteger(count) || count < 0 || count > CronLimits.occurrencesCountMax) {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      WorkflowErrorCode.INVALID_ARGUMENT,
       `count must be a whole number from 0 to ${CronLimits.occurrencesCountMax}, got ${String(count)}; page through longer spans by passing the last fire time as after`,
       { field: 'count', actual: count, limit: 'occurrencesCountMax' },
     );

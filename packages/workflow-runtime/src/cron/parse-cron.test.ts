@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ErrorCode, isLoomError, type LoomError } from '../errors.js';
+import { isLoomError, type LoomError, WorkflowErrorCode } from '../errors.js';
 import { CronLimits } from './cron-limits.js';
 import { parseCron } from './parse-cron.js';
 
@@ -184,7 +184,7 @@ describe('parseCron rejects bad expressions with INVALID_CRON naming the field a
     ['@often', undefined, 'unknown alias @often'],
   ])('%j', (expression, field, reason) => {
     const error = parseError(expression);
-    expect(error.code).toBe(ErrorCode.INVALID_CRON);
+    expect(error.code).toBe(WorkflowErrorCode.INVALID_CRON);
     expect(error.name).toBe('LoomError');
     expect(error.fields.field).toBe(field);
     expect(error.fields.expression).toBe(expression.trim());
@@ -195,7 +195,7 @@ describe('parseCron rejects bad expressions with INVALID_CRON naming the field a
 
   it('rejects an expression past the length limit, naming the limit', () => {
     const error = parseError(`0 0 ${'1,'.repeat(CronLimits.expressionLengthMax)}1 * *`);
-    expect(error.code).toBe(ErrorCode.INVALID_CRON);
+    expect(error.code).toBe(WorkflowErrorCode.INVALID_CRON);
     expect(error.fields.limit).toBe('expressionLengthMax');
   });
 

@@ -1,7 +1,7 @@
 import { InMemoryEventStore, InMemoryLeaseStore, systemClock } from '@loom/event-runtime';
 import { ManualClock } from '@loom/event-runtime/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { TerminalError } from '../index.js';
+import { terminalError } from '../index.js';
 import { defineFlow } from './define-flow.js';
 import { createFlowRuntime, type FlowRuntime } from './flow-runtime.js';
 
@@ -93,7 +93,7 @@ describe('a ManualClock owns all of time', () => {
       );
       await ctx.sleep('3d');
       const shipped = await ctx.step('ship', (effect) => {
-        if (effect.attempt > 1) throw new TerminalError('shipped twice');
+        if (effect.attempt > 1) throw terminalError('shipped twice');
         return 'shipped';
       });
       return [charged, shipped];

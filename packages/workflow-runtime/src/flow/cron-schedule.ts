@@ -1,7 +1,7 @@
 import { isLoomError, type Runtime } from '@loom/event-runtime';
 import { nextOccurrence } from '../cron/next-occurrence.js';
 import { parseCron } from '../cron/parse-cron.js';
-import { ErrorCode, LoomError } from '../errors.js';
+import { LoomError, WorkflowErrorCode } from '../errors.js';
 import { defineFlow, type WorkflowDefinition } from './define-flow.js';
 
 /** What happens when an occurrence is due while the previous run is still going. */
@@ -199,20 +199,20 @@ export function scheduleInput(
   const catchUp = options.catchUp ?? 'latest';
   if (!['skip', 'queue', 'allow'].includes(overlap)) {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      WorkflowErrorCode.INVALID_ARGUMENT,
       `overlap must be skip, queue or allow, got ${String(overlap)}`,
     );
   }
   if (!['none', 'latest', 'all'].includes(catchUp)) {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      WorkflowErrorCode.INVALID_ARGUMENT,
       `catchUp must be none, latest or all, got ${String(catchUp)}`,
     );
   }
   const name = options.name ?? flow.name;
   if (typeof name !== 'string' || !scheduleNamePattern.test(name)) {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      WorkflowErrorCode.INVALID_ARGUMENT,
       `a schedule name must be 1 to 200 letters, digits or . _ / - (no ':' or '#', which the ids ` +
         `of its runs and generations use), got ${JSON.stringify(name)}: pass { name }`,
       { actual: String(name) },

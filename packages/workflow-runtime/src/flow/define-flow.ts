@@ -1,5 +1,5 @@
 import type { Flow, FlowContext } from '@loom/event-runtime';
-import { ErrorCode, LoomError } from '../errors.js';
+import { LoomError, WorkflowErrorCode } from '../errors.js';
 import type { Json } from './json.js';
 import { type StandardSchemaV1, validate } from './standard-schema.js';
 import { type WorkflowContext, workflowContext } from './workflow-context.js';
@@ -63,7 +63,7 @@ export function defineFlow<I, O, S extends SignalSchemas = SignalSchemas>(
 ): WorkflowDefinition<I, O, S> {
   if (typeof options?.name !== 'string' || !namePattern.test(options.name)) {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      WorkflowErrorCode.INVALID_ARGUMENT,
       `a flow name must be 1 to 200 letters, digits or . _ : / - (starting with a letter or digit), got ${JSON.stringify(options?.name)}`,
       { actual: options?.name },
     );
@@ -73,12 +73,15 @@ export function defineFlow<I, O, S extends SignalSchemas = SignalSchemas>(
     (typeof options.version !== 'string' || options.version.length === 0)
   ) {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      WorkflowErrorCode.INVALID_ARGUMENT,
       `flow '${options.name}' has an empty or non-string version`,
     );
   }
   if (typeof run !== 'function') {
-    throw new LoomError(ErrorCode.INVALID_ARGUMENT, `flow '${options.name}' needs a function`);
+    throw new LoomError(
+      WorkflowErrorCode.INVALID_ARGUMENT,
+      `flow '${options.name}' needs a function`,
+    );
   }
   const output = options.output;
   const flow: WorkflowDefinition<I, O, S> = {
@@ -90,7 +93,7 @@ export function defineFlow<I, O, S extends SignalSchemas = SignalSchemas>(
       const checked = await validate(output, result);
       if (!checked.ok) {
         throw new LoomError(
-          ErrorCode.INVALID_OUTPUT,
+          WorkflowErrorCode.INVALID_OUTPUT,
           `flow '${options.name}' returned an output its schema refuses: ${checked.message}`,
           { issues: checked.issues },
         );

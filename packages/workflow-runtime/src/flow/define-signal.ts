@@ -1,4 +1,4 @@
-import { ErrorCode, LoomError } from '../errors.js';
+import { LoomError, WorkflowErrorCode } from '../errors.js';
 import { isStandardSchema, type StandardSchemaV1 } from './standard-schema.js';
 
 /**
@@ -41,14 +41,14 @@ export function defineSignal<N extends string, S extends StandardSchemaV1>(
     name.includes(String.fromCharCode(0))
   ) {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      WorkflowErrorCode.INVALID_ARGUMENT,
       `a signal name must be 1 to 200 characters without NUL, got ${JSON.stringify(name)}`,
       { actual: name },
     );
   }
   if (!isStandardSchema(schema)) {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      WorkflowErrorCode.INVALID_ARGUMENT,
       `signal '${name}' needs a Standard Schema (zod, valibot, arktype, …) for its payload`,
       { signal: name },
     );

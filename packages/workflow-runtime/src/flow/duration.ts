@@ -1,4 +1,4 @@
-import { ErrorCode, LoomError } from '../errors.js';
+import { LoomError, WorkflowErrorCode } from '../errors.js';
 
 const unitMs: Record<string, number> = {
   ms: 1,
@@ -30,14 +30,14 @@ export function parseDuration(duration: Duration, what = 'duration'): number {
     }
   } else {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      WorkflowErrorCode.INVALID_ARGUMENT,
       `${what} '${String(duration)}' is not a duration: use milliseconds or text like '90s', '15m', '1h30m', '3d'`,
       { actual: String(duration) },
     );
   }
   if (!Number.isSafeInteger(ms) || ms < 0 || ms > durationMaxMs) {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      WorkflowErrorCode.INVALID_ARGUMENT,
       `${what} must be 0 to 100 years of whole milliseconds, got ${String(duration)}`,
       { actual: String(duration) },
     );

@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { type EventStore, InMemoryEventStore, type LoomError } from '@loom/event-runtime';
 import { SqliteEventStore } from '@loom/event-runtime/sqlite';
 import { ManualClock } from '@loom/event-runtime/testing';
-import { type EffectMiddleware, TerminalError } from '@loom/middleware';
+import { type EffectMiddleware, terminalError } from '@loom/middleware';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { occurrences } from '../cron/occurrences.js';
-import { ErrorCode } from '../errors.js';
+import { WorkflowErrorCode } from '../errors.js';
 import { codeOf } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
 import { createFlowRuntime, type FlowRuntime } from './flow-runtime.js';
@@ -68,7 +68,7 @@ for (const [backend, open] of backends) {
         async (ctx, name: string) => ctx.step('hello', () => `hello ${name}`),
       );
       expect(await codeOf(runtime.start(flow, 42 as never, { executionId: 'bad-input' }))).toBe(
-        ErrorCode.INVALID_INPUT,
+        WorkflowErrorCode.INVALID_INPUT,
       );
       expect(await store.read('bad-input')).toEqual([]);
       const handle = await runtime.start(flow, '  ada ');
@@ -87,10 +87,10 @@ for (const [backend, open] of backends) {
       const handle = await runtime.start(flow, null);
       const error = (await handle.result().catch((caught) => caught)) as LoomError;
       expect(error.code).toBe('EXECUTION_FAILED');
-      expect((error.fields.error as { code: string }).code).toBe(ErrorCode.INVALID_OUTPUT);
+      expect((error.fields.error as { code: string }).code).toBe(WorkflowErrorCode.INVALID_OUTPUT);
     });
 
-    it('retries a step inside one durable step; a TerminalError stops it', async () => {
+    it('retries a step inside one durable step; a terminalError() stops it', async () => {
       const { runtime, store, clock } = make(1_000);
       const attempts: number[] = [];
       const flow = defineFlow({ name: 'retrying' }, async (ctx) => {
@@ -108,7 +108,7 @@ for (const [backend, open] of backends) {
           await ctx.step(
             'refused',
             () => {
-              throw new TerminalError('card declined');
+              throw terminalError('card declined');
             },
             { retry: { attempts: 5, backoff: { initialMs: 1 } } },
           );
@@ -208,7 +208,9 @@ for (const [backend, open] of backends) {
       const bad = await runtime.start(flow, '3 days');
       const refused = (await bad.result().catch((caught) => caught)) as LoomError;
       expect(refused.code).toBe('EXECUTION_FAILED');
-      expect((refused.fields.error as { code: string }).code).toBe(ErrorCode.INVALID_ARGUMENT);
+      expect((refused.fields.error as { code: string }).code).toBe(
+        WorkflowErrorCode.INVALID_ARGUMENT,
+      );
     });
 
     it('validates signal payloads before writing; the flow gets the parsed value', async () => {
@@ -223,10 +225,10 @@ for (const [backend, open] of backends) {
       });
       const handle = await runtime.start(flow, null, { executionId: 'approval-1' });
       expect(await codeOf(runtime.signal('approval-1', 'approve', { by: 7 }))).toBe(
-        ErrorCode.INVALID_SIGNAL,
+        WorkflowErrorCode.INVALID_SIGNAL,
       );
       expect(await codeOf(runtime.signal('approval-1', 'reject', {}))).toBe(
-        ErrorCode.INVALID_SIGNAL,
+        WorkflowErrorCode.INVALID_SIGNAL,
       );
       expect(await store.readSignals('approval-1')).toEqual([]);
       await eventually(async () => runtime.kernel.activeExecutions.length === 0, 'suspension');

@@ -10,7 +10,7 @@ import {
   type RuntimeOptions,
   type StepRetryPolicy,
 } from '@loom/event-runtime';
-import { ErrorCode, LoomError } from '../errors.js';
+import { LoomError, WorkflowErrorCode } from '../errors.js';
 import {
   type CronScheduleInput,
   cronScheduleFlow,
@@ -39,7 +39,7 @@ export interface FlowRuntimeOptions extends Omit<RuntimeOptions, 'flows'> {
   flows?: ReadonlyArray<WorkflowDefinition<never, unknown>>;
   /**
    * The retry policy of every step that sets none (a step's own `retry` overrides it; `retry:
-   * false` turns it off for that step). Retries are durable, and a `TerminalError` is never
+   * false` turns it off for that step). Retries are durable, and a `terminalError()` is never
    * retried. Default: one attempt.
    */
   stepRetry?: StepRetryPolicy;
@@ -122,7 +122,7 @@ export class FlowRuntime {
       const checked = await validate(flow.options.input, input);
       if (!checked.ok) {
         throw new LoomError(
-          ErrorCode.INVALID_INPUT,
+          WorkflowErrorCode.INVALID_INPUT,
           `input of flow '${flow.name}' refused by its schema: ${checked.message}`,
           {
             flow: flow.name,
@@ -205,7 +205,7 @@ export class FlowRuntime {
     const runs = await this.flowNameOf(executionId);
     if (runs !== undefined && runs !== target.name) {
       throw new LoomError(
-        ErrorCode.INVALID_SIGNAL,
+        WorkflowErrorCode.INVALID_SIGNAL,
         `execution ${executionId} runs flow '${runs}', not '${target.name}': signal it with its own flow's definition`,
         { signal: name, executionId, flow: runs },
       );
@@ -227,7 +227,7 @@ export class FlowRuntime {
       const schema = schemas[name];
       if (schema === undefined) {
         throw new LoomError(
-          ErrorCode.INVALID_SIGNAL,
+          WorkflowErrorCode.INVALID_SIGNAL,
           `flow '${flow?.name}' accepts the signals ${Object.keys(schemas).join(', ') || '(none)'}, not '${name}'`,
           { signal: name, executionId },
         );
@@ -344,7 +344,7 @@ export class FlowRuntime {
       const checked = await validate(flow.options.input, input);
       if (!checked.ok) {
         throw new LoomError(
-          ErrorCode.INVALID_INPUT,
+          WorkflowErrorCode.INVALID_INPUT,
           `input of flow '${flow.name}' refused by its schema: ${checked.message}`,
           { flow: flow.name, issues: checked.issues },
         );
@@ -414,7 +414,7 @@ export class FlowRuntime {
   private requireQueues(operation: string): QueueStore {
     if (this.queues === undefined) {
       throw new LoomError(
-        ErrorCode.QUEUE_STORE_MISSING,
+        WorkflowErrorCode.QUEUE_STORE_MISSING,
         `${operation} needs a queue store: create the FlowRuntime with { queues } (an ` +
           "InMemoryQueueStore, a SqliteQueueStore on the event store's database, or a PostgresQueueStore)",
         { operation },
@@ -445,7 +445,7 @@ export class FlowRuntime {
     const flow = this.registry.get(key(name, version));
     if (flow === undefined) {
       throw new LoomError(
-        ErrorCode.INVALID_ARGUMENT,
+        WorkflowErrorCode.INVALID_ARGUMENT,
         `flow '${name}'${version === null ? '' : ` version ${version}`} is not registered here`,
         {
           flow: name,
@@ -466,7 +466,7 @@ async function checkSignal(
   const checked = await validate(schema, payload);
   if (!checked.ok) {
     throw new LoomError(
-      ErrorCode.INVALID_SIGNAL,
+      WorkflowErrorCode.INVALID_SIGNAL,
       `signal '${name}' refused by its schema: ${checked.message}`,
       { signal: name, executionId, issues: checked.issues },
     );

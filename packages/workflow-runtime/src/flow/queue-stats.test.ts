@@ -9,7 +9,7 @@ import {
 } from '@loom/event-runtime';
 import { SqliteEventStore, SqliteQueueStore } from '@loom/event-runtime/sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { ErrorCode } from '../errors.js';
+import { WorkflowErrorCode } from '../errors.js';
 import { codeOf } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
 import { createFlowRuntime } from './flow-runtime.js';
@@ -101,8 +101,10 @@ describe('queue stats without a queue store', () => {
   it('are QUEUE_STORE_MISSING', async () => {
     const runtime = createFlowRuntime({ store: new InMemoryEventStore(), timerPollMs: 0 });
     try {
-      expect(await codeOf(runtime.queueStats('payments'))).toBe(ErrorCode.QUEUE_STORE_MISSING);
-      expect(await codeOf(runtime.listQueues())).toBe(ErrorCode.QUEUE_STORE_MISSING);
+      expect(await codeOf(runtime.queueStats('payments'))).toBe(
+        WorkflowErrorCode.QUEUE_STORE_MISSING,
+      );
+      expect(await codeOf(runtime.listQueues())).toBe(WorkflowErrorCode.QUEUE_STORE_MISSING);
     } finally {
       await runtime.kernel.shutdown();
     }

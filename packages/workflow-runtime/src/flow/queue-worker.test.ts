@@ -9,7 +9,7 @@ import {
 } from '@loom/event-runtime';
 import { SqliteEventStore, SqliteQueueStore } from '@loom/event-runtime/sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { ErrorCode } from '../errors.js';
+import { WorkflowErrorCode } from '../errors.js';
 import { defineFlow } from './define-flow.js';
 import { createFlowRuntime, type FlowRuntime } from './flow-runtime.js';
 import { type QueueWorker, queueExecutionId } from './queue-worker.js';
@@ -191,7 +191,7 @@ describe('queues on FlowRuntime', () => {
     const refused = await runtime
       .enqueue('sync', flow, 42 as never, { itemId: 'bad' })
       .catch((error: LoomError) => error);
-    expect((refused as LoomError).code).toBe(ErrorCode.INVALID_INPUT);
+    expect((refused as LoomError).code).toBe(WorkflowErrorCode.INVALID_INPUT);
     expect(await queues.get('sync', 'bad')).toBeUndefined();
     work(runtime, 'sync', {});
     await eventually(
@@ -261,9 +261,9 @@ describe('queues on FlowRuntime', () => {
     cleanups.push(() => runtime.kernel.shutdown());
     const flow = defineFlow({ name: 'nothing' }, async () => null);
     const error = await runtime.enqueue('q', flow, null).catch((caught: LoomError) => caught);
-    expect((error as LoomError).code).toBe(ErrorCode.QUEUE_STORE_MISSING);
+    expect((error as LoomError).code).toBe(WorkflowErrorCode.QUEUE_STORE_MISSING);
     expect(() => runtime.work('q')).toThrow(
-      expect.objectContaining({ code: ErrorCode.QUEUE_STORE_MISSING }),
+      expect.objectContaining({ code: WorkflowErrorCode.QUEUE_STORE_MISSING }),
     );
   });
 });

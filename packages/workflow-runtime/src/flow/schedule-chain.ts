@@ -1,5 +1,5 @@
 import type { Runtime } from '@loom/event-runtime';
-import { ErrorCode, LoomError } from '../errors.js';
+import { LoomError, WorkflowErrorCode } from '../errors.js';
 import {
   type CronScheduleInput,
   type CronScheduleOutput,
@@ -205,7 +205,7 @@ function stableJson(value: unknown): string {
 
 function contended(name: string, operation: string): LoomError {
   return new LoomError(
-    ErrorCode.SCHEDULE_CONTENDED,
+    WorkflowErrorCode.SCHEDULE_CONTENDED,
     `${operation}('${name}') lost ${chainRoundsMax} rounds in a row to other processes changing ` +
       'the same schedule; call it again, and give every process the same definition',
     { schedule: name, operation },

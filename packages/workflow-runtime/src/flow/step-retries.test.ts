@@ -1,7 +1,7 @@
 import type { ExecutionFailedFields, LoomError } from '@loom/event-runtime';
 import { ManualClock } from '@loom/event-runtime/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import { TerminalError } from '../index.js';
+import { terminalError } from '../index.js';
 import { type TestBackend, testBackends } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
 import { createFlowRuntime, type FlowRuntime, type FlowRuntimeOptions } from './flow-runtime.js';
@@ -54,7 +54,7 @@ for (const [backend, open] of testBackends('retries')) {
       }
     });
 
-    it("the runtime's stepRetry retries steps durably; a step's own retry or false overrides it; a TerminalError is never retried", async () => {
+    it("the runtime's stepRetry retries steps durably; a step's own retry or false overrides it; a terminalError() is never retried", async () => {
       const { clock, runtime, store } = await make({
         stepRetry: { attempts: 4, backoff: { initialMs: 1_000, factor: 1, jitter: 'none' } },
       });
@@ -93,7 +93,7 @@ for (const [backend, open] of testBackends('retries')) {
           await attemptsOf(
             ctx.step(
               'terminal',
-              failing('terminal', () => new TerminalError('card stolen')),
+              failing('terminal', () => terminalError('card stolen')),
             ),
           ),
         ];

@@ -1,7 +1,7 @@
 import type { LoomError } from '@loom/event-runtime';
 import { ManualClock } from '@loom/event-runtime/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ErrorCode } from '../errors.js';
+import { WorkflowErrorCode } from '../errors.js';
 import { codeOf, testBackends } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
 import { defineSignal } from './define-signal.js';
@@ -138,15 +138,15 @@ for (const [backend, open] of testBackends('signals')) {
       await runtime.start(order, undefined as never, { executionId: 'o-2' });
       const refused = runtime.signal(order, 'o-2', 'approve', { by: 42 } as never);
       await expect(refused).rejects.toMatchObject({
-        code: ErrorCode.INVALID_SIGNAL,
+        code: WorkflowErrorCode.INVALID_SIGNAL,
         fields: { signal: 'approve', executionId: 'o-2', issues: ['by: must be a string'] },
       });
       expect(await codeOf(runtime.signal(approveSignal, 'o-2', { by: 7 } as never))).toBe(
-        ErrorCode.INVALID_SIGNAL,
+        WorkflowErrorCode.INVALID_SIGNAL,
       );
       expect(
         await codeOf(runtime.signal(order, 'o-2', 'aprove' as string as 'approve', { by: 'ada' })),
-      ).toBe(ErrorCode.INVALID_SIGNAL);
+      ).toBe(WorkflowErrorCode.INVALID_SIGNAL);
       expect(await store.readSignals('o-2')).toEqual([]);
     });
 
@@ -154,7 +154,7 @@ for (const [backend, open] of testBackends('signals')) {
       const { runtime, store } = await make();
       await runtime.start(payment, undefined as never, { executionId: 'p-1' });
       const wrong = runtime.signal(order, 'p-1', 'approve', { by: 'ada' });
-      await expect(wrong).rejects.toMatchObject({ code: ErrorCode.INVALID_SIGNAL });
+      await expect(wrong).rejects.toMatchObject({ code: WorkflowErrorCode.INVALID_SIGNAL });
       await expect(wrong).rejects.toThrow(/runs flow 'payment', not 'order'/);
       expect(await store.readSignals('p-1')).toEqual([]);
     });
@@ -183,7 +183,7 @@ for (const [backend, open] of testBackends('signals')) {
       expect(await runtime.kernel.wakeDue(10)).toEqual(['d-2']);
       const error = (await refused.result().catch((caught) => caught)) as LoomError;
       expect(error.code).toBe('EXECUTION_FAILED');
-      expect((error.fields.error as { code: string }).code).toBe(ErrorCode.INVALID_SIGNAL);
+      expect((error.fields.error as { code: string }).code).toBe(WorkflowErrorCode.INVALID_SIGNAL);
       // The definition's timeout works as the name form's does.
       const waiting = await runtime.start(approvalByDefinition, undefined as never, {
         executionId: 'd-3',

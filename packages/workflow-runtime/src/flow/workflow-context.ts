@@ -1,7 +1,7 @@
 import type {
-  EffectContext,
   FlowContext,
   JsonValue,
+  StepEffectContext,
   StepRetryPolicy,
   TransactionHandle,
 } from '@loom/event-runtime';
@@ -12,7 +12,7 @@ import {
   timeoutMiddleware,
   wrapEffect,
 } from '@loom/middleware';
-import { ErrorCode, LoomError } from '../errors.js';
+import { LoomError, WorkflowErrorCode } from '../errors.js';
 import type { WorkflowDefinition } from './define-flow.js';
 import { isSignalDefinition, type SignalDefinition } from './define-signal.js';
 import { type Duration, parseDuration } from './duration.js';
@@ -22,7 +22,7 @@ import { type InferOutput, type StandardSchemaV1, validate } from './standard-sc
 /** Per-step policy: retries with backoff, a timeout, and any effect middleware. */
 export interface StepOptions {
   /**
-   * Retry the effect on failure, durably (a `TerminalError` stops it): all attempts are one step,
+   * Retry the effect on failure, durably (a `terminalError()` stops it): all attempts are one step,
    * each failed attempt is journaled (`step.attempt_failed`, with its error and the next retry
    * time) and the backoff is a durable timer, so a crash neither restarts the count nor loses
    * the wait. Overrides the runtime's `stepRetry`; `false` turns retries off for this step.
@@ -58,9 +58,9 @@ export interface WorkflowContext {
     name: string,
     // The second signature only checks the awaited result against Json; T is inferred from the
     // first alone (`step<X>(…, async () => …)` with an explicit X still takes an async fn).
-    fn: ((effect: EffectContext & { attempt: number }) => T | Promise<Awaited<T>>) &
+    fn: ((effect: StepEffectContext & { attempt: number }) => T | Promise<Awaited<T>>) &
       ((
-        effect: EffectContext & { attempt: number },
+        effect: StepEffectContext & { attempt: number },
       ) => Json<Awaited<T>> | Promise<Json<Awaited<T>>>),
     options?: StepOptions,
   ): Promise<Awaited<T>>;
@@ -99,7 +99,10 @@ export interface WorkflowContext {
     input: I,
     options?: { executionId?: string },
   ): Promise<O>;
-  /** End this execution and continue as a fresh one with `input`. */
+  /**
+   * End this execution and continue as a fresh one with `input`. Never returns: it unwinds the
+   * flow with a `ContinuedAsNew` signal (not an error code); rethrow it if you catch it.
+   */
   continueAsNew(input: unknown): Promise<never>;
   /** Epoch ms, recorded on first run and replayed. */
   now(): number;
@@ -119,14 +122,14 @@ export function workflowContext(ctx: FlowContext): WorkflowContext {
     // The Json check is the signature's job; the kernel checks the value again when it records it.
     step: ((
       name: string,
-      fn: (effect: EffectContext & { attempt: number }) => unknown,
+      fn: (effect: StepEffectContext & { attempt: number }) => unknown,
       options?: StepOptions,
     ) => {
       const chain = stepMiddleware(name, options);
       const effect =
         chain === undefined
           ? fn
-          : (effect: EffectContext) =>
+          : (effect: StepEffectContext) =>
               // A middleware may hand down a context of its own making: the step's clock and
               // attempt (counted by the kernel, from the log) stay.
               wrapEffect(chain, (attempt) =>
@@ -155,7 +158,7 @@ export function workflowContext(ctx: FlowContext): WorkflowContext {
       const checked = await validate(schema, wait.payload);
       if (!checked.ok) {
         throw new LoomError(
-          ErrorCode.INVALID_SIGNAL,
+          WorkflowErrorCode.INVALID_SIGNAL,
           `signal '${name}' #${wait.signalId} has a payload its schema refuses: ${checked.message}`,
           { signal: name, signalId: wait.signalId, issues: checked.issues },
         );
@@ -171,7 +174,7 @@ export function workflowContext(ctx: FlowContext): WorkflowContext {
   };
 }
 
-/** The kernel's options for a step: its idempotence and its retry policy (TerminalError stops). */
+/** The kernel's options for a step: its idempotence and its retry policy (a terminalError() stops it). */
 function kernelStepOptions(
   options: StepOptions | undefined,
 ): { idempotent?: boolean; retry?: StepRetryPolicy | false } | undefined {
@@ -183,7 +186,7 @@ function kernelStepOptions(
 }
 
 /**
- * A retry policy that never retries a `TerminalError` (code `TERMINAL`), whatever its own
+ * A retry policy that never retries a `terminalError()` (code `TERMINAL`), whatever its own
  * `retryable` says. `false` and a non-object pass through (the kernel checks the policy).
  */
 export function stopOnTerminal<P extends StepRetryPolicy | false>(policy: P): P {
@@ -217,7 +220,7 @@ function instant(at: Date | number): number {
   const ms = at instanceof Date ? at.getTime() : at;
   if (!Number.isSafeInteger(ms) || ms < 0) {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      WorkflowErrorCode.INVALID_ARGUMENT,
       `sleepUntil needs a valid date or epoch ms, got ${String(at)}`,
       {
         actual: String(at),

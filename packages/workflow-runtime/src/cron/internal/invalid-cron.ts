@@ -1,4 +1,4 @@
-import { ErrorCode, LoomError } from '../../errors.js';
+import { LoomError, WorkflowErrorCode } from '../../errors.js';
 import type { CronFieldName } from '../parsed-cron.js';
 
 /** Where a cron expression went wrong: the field (if one), the offending token, and why. */
@@ -12,7 +12,7 @@ export interface CronProblem {
 /** The `INVALID_CRON` error for `expression`, its message naming the field and the reason. */
 export function invalidCron(expression: string, problem: CronProblem): LoomError {
   return new LoomError(
-    ErrorCode.INVALID_CRON,
+    WorkflowErrorCode.INVALID_CRON,
     `invalid cron expression "${expression}": ${problem.reason}`,
     { expression, ...problem },
   );

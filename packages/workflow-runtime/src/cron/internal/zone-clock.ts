@@ -1,4 +1,4 @@
-import { ErrorCode, LoomError } from '../../errors.js';
+import { LoomError, WorkflowErrorCode } from '../../errors.js';
 import { CronLimits } from '../cron-limits.js';
 import { daysFromCivil } from './civil-date.js';
 
@@ -55,7 +55,7 @@ function createClock(timeZone: string): ZoneClock {
     });
   } catch (error) {
     throw new LoomError(
-      ErrorCode.INVALID_TIME_ZONE,
+      WorkflowErrorCode.INVALID_TIME_ZONE,
       `time zone ${JSON.stringify(timeZone)} is not an IANA name this runtime knows (for example 'Europe/Berlin' or 'UTC')`,
       { timeZone },
       error,
