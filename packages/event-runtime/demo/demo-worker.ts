@@ -1,5 +1,6 @@
 // The demo's worker process: recovers what a dead predecessor left, or starts the order flow.
-import { createRuntime, type Flow } from '../src/index.js';
+import type { Flow } from '../src/index.js';
+import { createKernelRuntime } from '../src/kernel.js';
 import { SqliteEventStore } from '../src/sqlite.js';
 
 const [db, executionId] = process.argv.slice(2) as [string, string];
@@ -27,7 +28,7 @@ const orderFlow: Flow<{ sku: string }, string> = {
 };
 
 const store = SqliteEventStore.open({ path: db, migrate: true });
-const runtime = createRuntime({
+const runtime = createKernelRuntime({
   store,
   flows: [orderFlow as Flow<never, unknown>],
   recoverQuietMs: 0,

@@ -1,3 +1,4 @@
+export { type OpenSqliteOptions, openSqlite } from './store/sqlite/open-sqlite.js';
 export { sqliteFailureKind } from './store/sqlite/sqlite-errors.js';
 export {
   SqliteEventStore,

@@ -5,6 +5,7 @@ export {
   freshId,
 } from './testing/event-store-conformance.js';
 export { FlakyEventStore, type FlakyPlan } from './testing/flaky-event-store.js';
+export { type LeaseCallCounts, leaseCalls, tickLeases } from './testing/lease-calls.js';
 export {
   type LeaseStoreHarness,
   leaseStoreConformance,
