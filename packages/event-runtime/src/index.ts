@@ -29,7 +29,7 @@ export type {
 export { isTransactional } from './event-store.js';
 export type { Lease, LeaseStore } from './lease-store.js';
 export { type LimitName, Limits } from './limits.js';
-export { type OpenMemoryOptions, openMemory } from './open-memory.js';
+export { type MemoryBackend, type OpenMemoryOptions, openMemory } from './open-memory.js';
 export type {
   ClaimOptions,
   EnqueueInput,

@@ -1,3 +1,4 @@
+export { bucketOf, channelName } from './store/postgres/notify-bucket.js';
 export { CountingEventStore, type StoreCallCounts } from './testing/counting-event-store.js';
 export {
   type ConformanceHarness,

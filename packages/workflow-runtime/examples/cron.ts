@@ -1,6 +1,6 @@
 // A cron schedule: itself a durable execution, so each occurrence fires once across processes.
 import { InMemoryEventStore } from '@loom/event-runtime';
-import { createFlowRuntime, defineFlow, nextOccurrence } from '@loom/workflow-runtime';
+import { createRuntime, defineFlow, nextOccurrence } from '@loom/workflow-runtime';
 
 console.log(
   'next weekday 09:00 in Berlin:',
@@ -11,7 +11,7 @@ const fired: string[] = [];
 const heartbeat = defineFlow({ name: 'heartbeat' }, async (ctx) =>
   ctx.step('beat', () => void fired.push(ctx.executionId)),
 );
-const runtime = createFlowRuntime({
+const runtime = createRuntime({
   store: new InMemoryEventStore(),
   flows: [heartbeat],
   timerPollMs: 50,
@@ -25,4 +25,4 @@ await runtime.schedule(heartbeat, '* * * * * *', {
 await new Promise((resolve) => setTimeout(resolve, 2_600));
 await runtime.unschedule('every-second');
 console.log(`fired ${fired.length} runs, e.g. ${fired[0]}`);
-await runtime.kernel.shutdown();
+await runtime.shutdown();

@@ -1,6 +1,6 @@
 // Steps with retries and a timeout, on the embedded SQLite store.
 import { SqliteEventStore } from '@loom/event-runtime/sqlite';
-import { createFlowRuntime, defineFlow, TerminalError } from '@loom/workflow-runtime';
+import { createRuntime, defineFlow, TerminalError } from '@loom/workflow-runtime';
 
 let calls = 0;
 const charge = defineFlow(
@@ -21,7 +21,7 @@ const charge = defineFlow(
 );
 
 const store = SqliteEventStore.open({ path: ':memory:', migrate: true });
-const runtime = createFlowRuntime({ store, flows: [charge] });
+const runtime = createRuntime({ store, flows: [charge] });
 const handle = await runtime.start(charge, { id: 'order-7', cents: 1200 });
 console.log(await handle.result(), `after ${calls} calls`);
-await runtime.kernel.shutdown();
+await runtime.shutdown();

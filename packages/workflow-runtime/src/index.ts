@@ -1,3 +1,13 @@
+export {
+  type Backend,
+  type ExecutionHandle,
+  type OpenMemoryOptions,
+  openMemory,
+  type RuntimeEventListener,
+  type RuntimeEventMap,
+  type RuntimeEventName,
+  RuntimeEvents,
+} from '@loom/event-runtime';
 export { TerminalError } from '@loom/middleware';
 export {
   type CronDaysOfMonth,
@@ -37,9 +47,12 @@ export {
   findExecutionsPageDefault,
 } from './flow/find-executions.js';
 export {
-  createFlowRuntime,
-  FlowRuntime,
-  type FlowRuntimeOptions,
+  createRuntime,
+  Runtime,
+  type RuntimeOnBackend,
+  type RuntimeOnStores,
+  type RuntimeOptions,
+  type RuntimeSettingsOptions,
   type SignalOptions,
   type SignalSent,
 } from './flow/flow-runtime.js';

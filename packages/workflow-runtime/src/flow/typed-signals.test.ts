@@ -8,7 +8,7 @@ import { ErrorCode } from '../errors.js';
 import { codeOf } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
 import { defineSignal } from './define-signal.js';
-import { createFlowRuntime, type FlowRuntime } from './flow-runtime.js';
+import { createRuntime, type Runtime } from './flow-runtime.js';
 import type { StandardSchemaV1 } from './standard-schema.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'loom-typed-signals-'));
@@ -60,7 +60,7 @@ const shipment = defineFlow(
  * Compile-time checks, never run: `pnpm lint` type-checks this file, and each
  * `@ts-expect-error` fails the build if the line below it compiles.
  */
-export function senderTypes(runtime: FlowRuntime): void {
+export function senderTypes(runtime: Runtime): void {
   void runtime.signal(order, 'order-1', 'approve', { by: 'ada' });
   void runtime.signal(order, 'order-1', 'reject', 'too expensive');
   // @ts-expect-error a misspelt signal name is a compile error
@@ -82,7 +82,6 @@ export function senderTypes(runtime: FlowRuntime): void {
   void runtime.signal(payment, 'payment-1', 'anything', { at: 1 });
   // The untyped form stays for advanced use.
   void runtime.signal('order-1', 'aprove', 42);
-  void runtime.kernel.signal('order-1', 'aprove', 42);
 }
 
 const backends: Array<[string, () => EventStore]> = [
@@ -105,14 +104,14 @@ for (const [backend, open] of backends) {
     });
     const make = () => {
       const store = open();
-      const runtime = createFlowRuntime({
+      const runtime = createRuntime({
         store,
         flows: [order, payment],
         timerPollMs: 0,
         inlineWaitMs: 0,
       });
       cleanups.push(async () => {
-        await runtime.kernel.shutdown();
+        await runtime.shutdown();
         await store.close();
       });
       return { runtime, store };
@@ -125,7 +124,7 @@ for (const [backend, open] of backends) {
         signalId: 1,
         duplicate: false,
       });
-      await runtime.kernel.wakeDue(10);
+      await runtime.wakeDue(10);
       expect(await handle.result()).toBe('approved by ada');
     });
 
