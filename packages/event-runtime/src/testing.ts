@@ -1,4 +1,5 @@
 export { bucketOf, channelName } from './store/postgres/notify-bucket.js';
+export { backendConformance } from './testing/backend-conformance.js';
 export { CountingEventStore, type StoreCallCounts } from './testing/counting-event-store.js';
 export {
   type ConformanceHarness,
