@@ -432,10 +432,12 @@ export class Runtime {
    * created with (unless `closeBackend: false`). Calling it again does nothing more.
    */
   async shutdown(): Promise<void> {
+    // The kernel stops taking work at once (synchronously), then the workers stop claiming.
+    const stopped = this.kernel.shutdown();
     const workers = [...this.workers];
     this.workers.clear();
     await Promise.all(workers.map((worker) => worker.stop()));
-    await this.kernel.shutdown();
+    await stopped;
     await this.ownedBackend?.close();
   }
 
