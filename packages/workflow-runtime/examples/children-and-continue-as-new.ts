@@ -1,6 +1,5 @@
 // Children (awaited durably; a parent's cancel reaches them) and continue-as-new (a fresh log).
-import { InMemoryEventStore } from '@loom/event-runtime';
-import { createRuntime, defineFlow } from '@loom/workflow-runtime';
+import { createRuntime, defineFlow, openMemory } from '@loom/workflow-runtime';
 
 const square = defineFlow({ name: 'square' }, async (ctx, n: number) =>
   ctx.step('multiply', () => n * n),
@@ -15,7 +14,7 @@ const sumOfSquares = defineFlow(
 );
 
 const runtime = createRuntime({
-  store: new InMemoryEventStore(),
+  backend: openMemory(),
   flows: [square, sumOfSquares],
   timerPollMs: 20,
 });

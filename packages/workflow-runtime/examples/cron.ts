@@ -1,6 +1,5 @@
 // A cron schedule: itself a durable execution, so each occurrence fires once across processes.
-import { InMemoryEventStore } from '@loom/event-runtime';
-import { createRuntime, defineFlow, nextOccurrence } from '@loom/workflow-runtime';
+import { createRuntime, defineFlow, nextOccurrence, openMemory } from '@loom/workflow-runtime';
 
 console.log(
   'next weekday 09:00 in Berlin:',
@@ -12,7 +11,7 @@ const heartbeat = defineFlow({ name: 'heartbeat' }, async (ctx) =>
   ctx.step('beat', () => void fired.push(ctx.executionId)),
 );
 const runtime = createRuntime({
-  store: new InMemoryEventStore(),
+  backend: openMemory(),
   flows: [heartbeat],
   timerPollMs: 50,
   inlineWaitMs: 0,

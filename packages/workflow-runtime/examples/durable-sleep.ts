@@ -1,6 +1,5 @@
 // Durable time: the execution suspends (no lease, no memory) and the timer service wakes it.
-import { InMemoryEventStore } from '@loom/event-runtime';
-import { createRuntime, defineFlow } from '@loom/workflow-runtime';
+import { createRuntime, defineFlow, openMemory } from '@loom/workflow-runtime';
 
 const reminder = defineFlow({ name: 'reminder' }, async (ctx, who: string) => {
   const sentAt = ctx.now(); // recorded: the same value on every replay
@@ -9,7 +8,7 @@ const reminder = defineFlow({ name: 'reminder' }, async (ctx, who: string) => {
 });
 
 const runtime = createRuntime({
-  store: new InMemoryEventStore(),
+  backend: openMemory(),
   flows: [reminder],
   timerPollMs: 100,
   inlineWaitMs: 0,

@@ -1,7 +1,6 @@
 // Seeing executions from code: list them by flow, version, how they ended and when, page by
 // cursor; count a queue's waiting, running and failed items. One store query each.
-import { InMemoryEventStore, InMemoryQueueStore } from '@loom/event-runtime';
-import { createRuntime, defineFlow } from '@loom/workflow-runtime';
+import { createRuntime, defineFlow, openMemory } from '@loom/workflow-runtime';
 
 const charge = defineFlow({ name: 'charge', version: '1' }, async (ctx, cents: number) => {
   const receipt = await ctx.step('charge', () => (cents > 0 ? `charged ${cents}` : 'declined'));
@@ -10,8 +9,7 @@ const charge = defineFlow({ name: 'charge', version: '1' }, async (ctx, cents: n
 });
 
 const runtime = createRuntime({
-  store: new InMemoryEventStore(),
-  queues: new InMemoryQueueStore(),
+  backend: openMemory(),
   flows: [charge],
 });
 for (const [id, cents] of [

@@ -1,7 +1,6 @@
 // Queues: priorities, a global concurrency limit (across processes), per-partition limits,
 // rate limits and dedupe keys. Each item runs as a durable execution `queue:<queue>:<itemId>`.
-import { InMemoryEventStore, InMemoryQueueStore } from '@loom/event-runtime';
-import { createRuntime, defineFlow } from '@loom/workflow-runtime';
+import { createRuntime, defineFlow, openMemory } from '@loom/workflow-runtime';
 
 const order: string[] = [];
 const sendEmail = defineFlow({ name: 'send-email' }, async (ctx, to: string) =>
@@ -12,8 +11,7 @@ const sendEmail = defineFlow({ name: 'send-email' }, async (ctx, to: string) =>
 );
 
 const runtime = createRuntime({
-  store: new InMemoryEventStore(),
-  queues: new InMemoryQueueStore(),
+  backend: openMemory(),
   flows: [sendEmail],
 });
 await runtime.enqueue('emails', sendEmail, 'newsletter@example.com', { priority: 0 });

@@ -1,7 +1,11 @@
 // Signals: typed for the sender, validated before they are written, kept in order, delivered
 // once per idempotency key.
-import { InMemoryEventStore } from '@loom/event-runtime';
-import { createRuntime, defineFlow, type StandardSchemaV1 } from '@loom/workflow-runtime';
+import {
+  createRuntime,
+  defineFlow,
+  openMemory,
+  type StandardSchemaV1,
+} from '@loom/workflow-runtime';
 
 // Any Standard Schema works (zod, valibot, …); a hand-written one keeps the example dependency-free.
 // Its input type is what `runtime.signal(expense, id, 'approve', payload)` accepts at compile time.
@@ -25,7 +29,7 @@ const expense = defineFlow(
 );
 
 const runtime = createRuntime({
-  store: new InMemoryEventStore(),
+  backend: openMemory(),
   flows: [expense],
   timerPollMs: 50,
 });

@@ -1,6 +1,6 @@
 // Steps with retries and a timeout, on the embedded SQLite store.
-import { SqliteEventStore } from '@loom/event-runtime/sqlite';
 import { createRuntime, defineFlow, TerminalError } from '@loom/workflow-runtime';
+import { openSqlite } from '@loom/workflow-runtime/sqlite';
 
 let calls = 0;
 const charge = defineFlow(
@@ -20,8 +20,10 @@ const charge = defineFlow(
   },
 );
 
-const store = SqliteEventStore.open({ path: ':memory:', migrate: true });
-const runtime = createRuntime({ store, flows: [charge] });
+const runtime = createRuntime({
+  backend: openSqlite({ path: ':memory:', migrate: true }),
+  flows: [charge],
+});
 const handle = await runtime.start(charge, { id: 'order-7', cents: 1200 });
 console.log(await handle.result(), `after ${calls} calls`);
 await runtime.shutdown();
