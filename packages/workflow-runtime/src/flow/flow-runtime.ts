@@ -123,7 +123,7 @@ export interface SignalSent {
 export class Runtime {
   /** The queue store of `enqueue` and `work`, if the runtime has one. */
   readonly queues: QueueStore | undefined;
-  /** @internal The kernel runtime underneath, for `/testing` helpers of `@loom/event-runtime`. */
+  /** The kernel runtime underneath, for the `/testing` helpers of `@loom/event-runtime` (`leaseCalls`, `tickLeases`). */
   readonly [kernelRuntimeSlot]: KernelRuntime;
   private readonly kernel: KernelRuntime;
   private readonly registry = new Map<string, AnyFlow>();
