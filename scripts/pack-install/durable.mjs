@@ -4,21 +4,20 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createRuntime } from '@loom/event-runtime';
-import { PostgresEventStore } from '@loom/event-runtime/postgres';
-import { SqliteEventStore } from '@loom/event-runtime/sqlite';
+import { createRuntime, defineFlow } from '@loom/workflow-runtime';
+import { openPostgres } from '@loom/workflow-runtime/postgres';
+import { openSqlite } from '@loom/workflow-runtime/sqlite';
 import pg from 'pg';
 
 const check = (ok, what) => {
   if (!ok) throw new Error(`pack-install durable: ${what}`);
 };
 
-const greet = {
-  name: 'greet',
-  run: async (ctx, input) => ctx.step('shout', () => `${input.name.toUpperCase()}!`),
-};
-async function runOn(store, what) {
-  const runtime = createRuntime({ store, flows: [greet] });
+const greet = defineFlow({ name: 'greet' }, async (ctx, input) =>
+  ctx.step('shout', () => `${input.name.toUpperCase()}!`),
+);
+async function runOn(backend, what) {
+  const runtime = createRuntime({ backend, closeBackend: false, flows: [greet] });
   const handle = await runtime.start(greet, { name: what }, { executionId: `greet-${what}` });
   const result = await handle.result();
   await runtime.shutdown();
@@ -26,13 +25,13 @@ async function runOn(store, what) {
     result === `${what.toUpperCase()}!`,
     `${what}: the flow returned ${JSON.stringify(result)}`,
   );
-  const events = await store.read(`greet-${what}`);
+  const events = await backend.events.read(`greet-${what}`);
   check(events.length === 4, `${what}: ${events.length} events in the log, expected 4`);
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'loom-pack-sqlite-'));
 try {
-  const sqlite = SqliteEventStore.open({ path: join(dir, 'loom.db'), migrate: true });
+  const sqlite = openSqlite({ path: join(dir, 'loom.db'), migrate: true });
   try {
     await runOn(sqlite, 'sqlite');
   } finally {
@@ -45,12 +44,11 @@ try {
 const url = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
 const schema = `loom_pack_${process.pid}_${Date.now()}`;
 try {
-  const store = await PostgresEventStore.open({ connectionString: url, schema });
+  const backend = await openPostgres({ connectionString: url, schema, migrate: true });
   try {
-    await store.migrate();
-    await runOn(store, 'postgres');
+    await runOn(backend, 'postgres');
   } finally {
-    await store.close();
+    await backend.close();
   }
 } finally {
   const client = new pg.Client({ connectionString: url });

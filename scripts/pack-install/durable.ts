@@ -1,12 +1,18 @@
 // Type-checked (never run) under moduleResolution NodeNext and Bundler with pg, better-sqlite3
 // and their @types installed.
-import { createRuntime, type EventStore } from '@loom/event-runtime';
-import { PostgresEventStore } from '@loom/event-runtime/postgres';
-import { SqliteEventStore } from '@loom/event-runtime/sqlite';
+import { createRuntime, defineFlow, type Runtime } from '@loom/workflow-runtime';
+import { openPostgres } from '@loom/workflow-runtime/postgres';
+import { openSqlite } from '@loom/workflow-runtime/sqlite';
 
-const sqlite: EventStore = SqliteEventStore.open({ path: 'loom.db', migrate: true });
-const postgres: PostgresEventStore = await PostgresEventStore.open({
+const greet = defineFlow({ name: 'greet' }, async (ctx, input: { name: string }) =>
+  ctx.step('shout', () => `${input.name.toUpperCase()}!`),
+);
+const sqlite = openSqlite({ path: 'loom.db', migrate: true });
+const postgres = await openPostgres({
   connectionString: 'postgres://root@127.0.0.1:5432/test',
   schema: 'loom',
+  migrate: true,
 });
-export const runtimes = [sqlite, postgres].map((store) => createRuntime({ store, flows: [] }));
+export const runtimes: Runtime[] = [sqlite, postgres].map((backend) =>
+  createRuntime({ backend, flows: [greet] }),
+);

@@ -1,14 +1,14 @@
 // A user of the memory store, in plain Node ESM, with no optional peer installed (pg,
 // better-sqlite3, @opentelemetry/api, vitest, fast-check, @ai-sdk/provider, gpt-tokenizer):
 // every package's root entry loads, and one flow runs to its result.
-import { createRuntime, InMemoryEventStore } from '@loom/event-runtime';
+import { createKernelRuntime } from '@loom/event-runtime/kernel';
 import { retryMiddleware } from '@loom/middleware';
 import { tracingMiddleware } from '@loom/middleware/tracing';
 import { modelStep, StubModel } from '@loom/reasoning';
 import { fromAiSdk } from '@loom/reasoning/ai-sdk';
 import { renderMessages } from '@loom/render';
 import { parallelLimit } from '@loom/scheduler';
-import { defineFlow } from '@loom/workflow-runtime';
+import { createRuntime, defineFlow, openMemory } from '@loom/workflow-runtime';
 import { parseCron } from '@loom/workflow-runtime/cron';
 
 const check = (ok, what) => {
@@ -35,12 +35,14 @@ check(
   'parallelLimit returned the wrong results',
 );
 
-const greet = {
-  name: 'greet',
-  run: async (ctx, input) => ctx.step('shout', () => `${input.name.toUpperCase()}!`),
-};
-const store = new InMemoryEventStore();
-const runtime = createRuntime({ store, flows: [greet] });
+check(
+  typeof createKernelRuntime === 'function',
+  '@loom/event-runtime/kernel has no createKernelRuntime',
+);
+const greet = defineFlow({ name: 'greet' }, async (ctx, input) =>
+  ctx.step('shout', () => `${input.name.toUpperCase()}!`),
+);
+const runtime = createRuntime({ backend: openMemory(), flows: [greet] });
 const handle = await runtime.start(greet, { name: 'loom' }, { executionId: 'greet-1' });
 const result = await handle.result();
 await runtime.shutdown();

@@ -1,19 +1,17 @@
 // Type-checked (never run) under moduleResolution NodeNext and Bundler without pg,
 // better-sqlite3 or their @types installed.
-import { createRuntime, type Flow, InMemoryEventStore } from '@loom/event-runtime';
 import { retryMiddleware } from '@loom/middleware';
 import { type ModelResponse, StubModel } from '@loom/reasoning';
 import { fromAiSdk } from '@loom/reasoning/ai-sdk';
 import { type RenderResult, renderMessages } from '@loom/render';
 import { parallelLimit } from '@loom/scheduler';
-import { defineFlow } from '@loom/workflow-runtime';
+import { createRuntime, defineFlow, openMemory } from '@loom/workflow-runtime';
 import { parseCron } from '@loom/workflow-runtime/cron';
 
-const greet: Flow<{ name: string }, string> = {
-  name: 'greet',
-  run: async (ctx, input) => ctx.step('shout', () => `${input.name.toUpperCase()}!`),
-};
-const runtime = createRuntime({ store: new InMemoryEventStore(), flows: [greet] });
+const greet = defineFlow({ name: 'greet' }, async (ctx, input: { name: string }) =>
+  ctx.step('shout', () => `${input.name.toUpperCase()}!`),
+);
+const runtime = createRuntime({ backend: openMemory(), flows: [greet] });
 const handle = await runtime.start(greet, { name: 'loom' }, { executionId: 'greet-1' });
 const result: string = await handle.result();
 const doubled: number[] = await parallelLimit([1, 2, 3], 2, async (n: number) => n * 2);
@@ -24,13 +22,4 @@ const prompt: RenderResult = renderMessages(
   { kind: 'group', children: [{ kind: 'system', text: 'Be brief.', required: true }] },
   { tokenBudget: 100 },
 );
-export const used = [
-  prompt,
-  result,
-  doubled,
-  retryMiddleware,
-  defineFlow,
-  parseCron,
-  answer,
-  fromAiSdk,
-];
+export const used = [prompt, result, doubled, retryMiddleware, parseCron, answer, fromAiSdk];

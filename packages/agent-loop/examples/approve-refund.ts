@@ -2,9 +2,9 @@
 // once), asks to refund it (remote_mutation: the default policy wants a person's approval), and
 // finishes once a person approves. Run: pnpm --filter @loom/agent-loop exec tsx examples/approve-refund.ts
 import { createAgentRuntime, defineAgent, defineTool } from '@loom/agent-loop';
-import { SqliteEventStore } from '@loom/event-runtime/sqlite';
 import { StubModel } from '@loom/reasoning';
-import { createFlowRuntime } from '@loom/workflow-runtime';
+import { createRuntime } from '@loom/workflow-runtime';
+import { openSqlite } from '@loom/workflow-runtime/sqlite';
 import { z } from 'zod';
 
 const refunds: string[] = [];
@@ -44,8 +44,10 @@ const support = defineAgent({
   tools: [lookup, refund],
 });
 
-const store = SqliteEventStore.open({ path: ':memory:', migrate: true });
-const flows = createFlowRuntime({ store, timerPollMs: 50 });
+const flows = createRuntime({
+  backend: openSqlite({ path: ':memory:', migrate: true }),
+  timerPollMs: 50,
+});
 const agents = createAgentRuntime({ flows, agents: [support] });
 
 const run = await agents.start(support, 'Order A-17 never arrived.', { runId: 'ticket-981' });
@@ -69,5 +71,4 @@ const result = await run.result();
 console.log('result:', result.reason, '-', result.output, `(${result.turns} turns)`);
 console.log('refunds made:', refunds);
 console.log('decided by:', (await agents.approvals(run.runId))[0]?.decision?.by);
-await flows.kernel.shutdown();
-store.close();
+await flows.shutdown(); // closes the backend it was given

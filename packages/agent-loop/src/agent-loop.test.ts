@@ -336,7 +336,7 @@ describe('budgets, each hit exactly at its threshold', () => {
     const out: { tokens: number; costUsd: number }[] = [];
     let tokens = 0;
     let costUsd = 0;
-    for (const event of await flows.kernel.store.read('measure')) {
+    for (const event of await flows.store.read('measure')) {
       const payload = event.payload as { name?: string; result?: ModelResponse };
       if (event.type !== 'step.completed' || !payload.name?.startsWith('decide:')) continue;
       const usage = payload.result?.usage;
@@ -512,7 +512,7 @@ describe('approvals', () => {
       note: 'fine',
       requestHash: approval?.requestHash as string,
     });
-    await flows.kernel.wakeDue();
+    await flows.wakeDue();
     expect(await run.result()).toMatchObject({ reason: 'goal_completed', output: 'mailed' });
     expect(sent).toEqual([{ to: 'ana' }]);
     const [decided] = await agents.approvals('r1');
@@ -549,7 +549,7 @@ describe('approvals', () => {
     const first = await agents.start(agent, 'go', { runId: 'r3' });
     const [a3] = await pendingOf(agents, 'r3');
     await agents.reject(a3?.id as string, { by: 'ops', note: 'not today' });
-    await flows.kernel.wakeDue();
+    await flows.wakeDue();
     expect((await first.result()).reason).toBe('goal_completed');
     expect(shown(model.requests[1])).toContain('rejected by ops: not today');
 
@@ -559,7 +559,7 @@ describe('approvals', () => {
     const second = await other.agents.start(ending, 'go', { runId: 'r4' });
     const [a4] = await pendingOf(other.agents, 'r4');
     await other.agents.reject(a4?.id as string, { by: 'ops', endRun: true });
-    await other.flows.kernel.wakeDue();
+    await other.flows.wakeDue();
     expect((await second.result()).reason).toBe('approval_rejected');
     expect(sent).toEqual([]);
   });
@@ -580,9 +580,9 @@ describe('approvals', () => {
     const run = await agents.start(agent, 'go', { runId: 'r5' });
     const pending = await pendingOf(agents, 'r5', 2);
     await agents.approve(pending[1]?.id as string, { by: 'ops' });
-    await flows.kernel.wakeDue();
+    await flows.wakeDue();
     await agents.approve(pending[0]?.id as string, { by: 'ops' });
-    await flows.kernel.wakeDue();
+    await flows.wakeDue();
     expect((await run.result()).reason).toBe('goal_completed');
     expect(sent).toEqual([{ to: 'ana' }, { to: 'bo' }]);
   });
@@ -649,7 +649,7 @@ describe('approvals', () => {
     ).rejects.toMatchObject({
       code: 'QUESTION_NOT_PENDING',
     });
-    await flows.kernel.wakeDue();
+    await flows.wakeDue();
     expect(await run.result()).toMatchObject({
       reason: 'goal_completed',
       output: 'The customer wants blue.',

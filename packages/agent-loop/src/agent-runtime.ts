@@ -1,5 +1,5 @@
 import { EventType, isLoomError as isKernelError, type JsonValue } from '@loom/event-runtime';
-import type { FlowRuntime } from '@loom/workflow-runtime';
+import type { Runtime } from '@loom/workflow-runtime';
 import type { Approval, ApprovalDecision, Resolution } from './approval.js';
 import type { Agent } from './define-agent.js';
 import { ErrorCode, LoomError } from './errors.js';
@@ -13,7 +13,7 @@ import type { AgentTransition } from './transition.js';
 /** What `createAgentRuntime` takes. */
 export interface AgentRuntimeOptions {
   /** The flow runtime the runs are flows of (any store: memory, SQLite, Postgres). */
-  flows: FlowRuntime;
+  flows: Runtime;
   /** Every agent this process may start or resume. */
   agents: readonly Agent[];
   /** Called synchronously for each durable transition of a turn (see {@link AgentTransition}). */
@@ -390,9 +390,9 @@ export class AgentRuntime {
  * Error codes: `INVALID_ARGUMENT` (two agents of one name).
  *
  * @example
- * const flows = createFlowRuntime({ store: SqliteEventStore.open({ path: 'loom.db', migrate: true }) });
+ * const flows = createRuntime({ backend: openSqlite({ path: 'loom.db', migrate: true }) });
  * const agents = createAgentRuntime({ flows, agents: [triage] });
- * await flows.kernel.recover();   // resume runs a crash left behind
+ * await flows.recover();   // resume runs a crash left behind
  */
 export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
   return new AgentRuntime(options);

@@ -4,18 +4,18 @@ import type { JsonValue } from '@loom/event-runtime';
 import { InMemoryEventStore } from '@loom/event-runtime';
 import { ManualClock } from '@loom/event-runtime/testing';
 import { type ModelRequest, StubModel, type StubTurn } from '@loom/reasoning';
-import { createFlowRuntime, type FlowRuntime } from '@loom/workflow-runtime';
+import { createRuntime, type Runtime } from '@loom/workflow-runtime';
 import { type Agent, type AgentRuntime, createAgentRuntime } from './index.js';
 
 export interface Harness {
   clock: ManualClock;
-  flows: FlowRuntime;
+  flows: Runtime;
   agents: AgentRuntime;
 }
 
 export function harness(agents: readonly Agent[]): Harness {
   const clock = new ManualClock();
-  const flows = createFlowRuntime({ store: new InMemoryEventStore({ clock }), clock });
+  const flows = createRuntime({ store: new InMemoryEventStore({ clock }), clock });
   return { clock, flows, agents: createAgentRuntime({ flows, agents }) };
 }
 

@@ -1,3 +1,4 @@
+export type { Backend } from './backend.js';
 export { type CancelTimer, type Clock, systemClock, type TimerOptions } from './clock.js';
 export type {
   AppendGuard,
@@ -28,6 +29,7 @@ export type {
 export { isTransactional } from './event-store.js';
 export type { Lease, LeaseStore } from './lease-store.js';
 export { type LimitName, Limits } from './limits.js';
+export { type MemoryBackend, type OpenMemoryOptions, openMemory } from './open-memory.js';
 export type {
   ClaimOptions,
   EnqueueInput,
@@ -40,7 +42,6 @@ export type {
   QueueStats,
   QueueStore,
 } from './queue-store.js';
-export { ExecutionJournal } from './runtime/execution-journal.js';
 export type { ExecutionFailedFields } from './runtime/execution-outcome.js';
 export type { ExecutionState, StepRecord } from './runtime/execution-state.js';
 export type {
@@ -59,15 +60,13 @@ export {
   type StepFailedPayload,
 } from './runtime/kernel-events.js';
 export { type LoadedState, loadState } from './runtime/load-state.js';
+export type { ExecutionHandle, LeaseMode, StartOptions } from './runtime/runtime.js';
 export {
-  createRuntime,
-  defaultCancelReason,
-  type ExecutionHandle,
-  type LeaseMode,
-  Runtime,
-  type RuntimeOptions,
-  type StartOptions,
-} from './runtime/runtime.js';
+  type RuntimeEventListener,
+  type RuntimeEventMap,
+  type RuntimeEventName,
+  RuntimeEvents,
+} from './runtime/runtime-events.js';
 export {
   type StepBackoff,
   type StepRetryPolicy,

@@ -8,7 +8,11 @@ export {
   type PostgresMigrateResult,
 } from './store/postgres/migrate.js';
 export { latestSchemaVersion } from './store/postgres/migrations/migration-list.js';
-export { bucketOf, channelName } from './store/postgres/notify-bucket.js';
+export {
+  type OpenPostgresOptions,
+  openPostgres,
+  type PostgresBackend,
+} from './store/postgres/open-postgres.js';
 export type { PgConnectionOptions } from './store/postgres/pg-pool.js';
 export {
   PostgresEventStore,

@@ -1,3 +1,8 @@
+export {
+  type OpenSqliteOptions,
+  openSqlite,
+  type SqliteBackend,
+} from './store/sqlite/open-sqlite.js';
 export { sqliteFailureKind } from './store/sqlite/sqlite-errors.js';
 export {
   SqliteEventStore,

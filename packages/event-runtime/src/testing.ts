@@ -1,3 +1,5 @@
+export { bucketOf, channelName } from './store/postgres/notify-bucket.js';
+export { backendConformance } from './testing/backend-conformance.js';
 export { CountingEventStore, type StoreCallCounts } from './testing/counting-event-store.js';
 export {
   type ConformanceHarness,
@@ -5,6 +7,7 @@ export {
   freshId,
 } from './testing/event-store-conformance.js';
 export { FlakyEventStore, type FlakyPlan } from './testing/flaky-event-store.js';
+export { type LeaseCallCounts, leaseCalls, tickLeases } from './testing/lease-calls.js';
 export {
   type LeaseStoreHarness,
   leaseStoreConformance,

@@ -1,7 +1,8 @@
 // A model call as a durable step, behind a router with fallback and retries, with no network:
 // two stub models stand in for real providers (swap in fromAiSdk(...) for the real thing).
 //   pnpm --filter @loom/reasoning exec tsx examples/route-and-record.ts
-import { createRuntime, InMemoryEventStore } from '@loom/event-runtime';
+import { InMemoryEventStore } from '@loom/event-runtime';
+import { createKernelRuntime } from '@loom/event-runtime/kernel';
 import { createRouter, modelStep, StubModel, withRetry } from '@loom/reasoning';
 
 // The "big" model is down; the router falls back to the local one, and records that it did.
@@ -18,7 +19,7 @@ const router = createRouter([
   { provider: withRetry(local, { attempts: 3 }), tags: ['smart', 'cheap'] },
 ]);
 
-const runtime = createRuntime({ store: new InMemoryEventStore() });
+const runtime = createKernelRuntime({ store: new InMemoryEventStore() });
 const handle = await runtime.start(
   {
     name: 'research',

@@ -1,6 +1,5 @@
 // Children (awaited durably; a parent's cancel reaches them) and continue-as-new (a fresh log).
-import { InMemoryEventStore } from '@loom/event-runtime';
-import { createFlowRuntime, defineFlow } from '@loom/workflow-runtime';
+import { createRuntime, defineFlow, openMemory } from '@loom/workflow-runtime';
 
 const square = defineFlow({ name: 'square' }, async (ctx, n: number) =>
   ctx.step('multiply', () => n * n),
@@ -14,8 +13,8 @@ const sumOfSquares = defineFlow(
   },
 );
 
-const runtime = createFlowRuntime({
-  store: new InMemoryEventStore(),
+const runtime = createRuntime({
+  backend: openMemory(),
   flows: [square, sumOfSquares],
   timerPollMs: 20,
 });
@@ -25,4 +24,4 @@ const handle = await runtime.start(
   { executionId: 'sum' },
 );
 console.log('1² + 2² + 3² + 4² =', await handle.result()); // follows sum → sum#1 → sum#2 → sum#3
-await runtime.kernel.shutdown();
+await runtime.shutdown();

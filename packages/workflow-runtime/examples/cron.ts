@@ -1,6 +1,5 @@
 // A cron schedule: itself a durable execution, so each occurrence fires once across processes.
-import { InMemoryEventStore } from '@loom/event-runtime';
-import { createFlowRuntime, defineFlow, nextOccurrence } from '@loom/workflow-runtime';
+import { createRuntime, defineFlow, nextOccurrence, openMemory } from '@loom/workflow-runtime';
 
 console.log(
   'next weekday 09:00 in Berlin:',
@@ -11,8 +10,8 @@ const fired: string[] = [];
 const heartbeat = defineFlow({ name: 'heartbeat' }, async (ctx) =>
   ctx.step('beat', () => void fired.push(ctx.executionId)),
 );
-const runtime = createFlowRuntime({
-  store: new InMemoryEventStore(),
+const runtime = createRuntime({
+  backend: openMemory(),
   flows: [heartbeat],
   timerPollMs: 50,
   inlineWaitMs: 0,
@@ -25,4 +24,4 @@ await runtime.schedule(heartbeat, '* * * * * *', {
 await new Promise((resolve) => setTimeout(resolve, 2_600));
 await runtime.unschedule('every-second');
 console.log(`fired ${fired.length} runs, e.g. ${fired[0]}`);
-await runtime.kernel.shutdown();
+await runtime.shutdown();

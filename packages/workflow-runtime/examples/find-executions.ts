@@ -1,7 +1,6 @@
 // Seeing executions from code: list them by flow, version, how they ended and when, page by
 // cursor; count a queue's waiting, running and failed items. One store query each.
-import { InMemoryEventStore, InMemoryQueueStore } from '@loom/event-runtime';
-import { createFlowRuntime, defineFlow } from '@loom/workflow-runtime';
+import { createRuntime, defineFlow, openMemory } from '@loom/workflow-runtime';
 
 const charge = defineFlow({ name: 'charge', version: '1' }, async (ctx, cents: number) => {
   const receipt = await ctx.step('charge', () => (cents > 0 ? `charged ${cents}` : 'declined'));
@@ -9,9 +8,8 @@ const charge = defineFlow({ name: 'charge', version: '1' }, async (ctx, cents: n
   return receipt;
 });
 
-const runtime = createFlowRuntime({
-  store: new InMemoryEventStore(),
-  queues: new InMemoryQueueStore(),
+const runtime = createRuntime({
+  backend: openMemory(),
   flows: [charge],
 });
 for (const [id, cents] of [
@@ -51,4 +49,4 @@ const stats = await runtime.queueStats('charges');
 console.log(
   `queue charges: depth ${stats.depth}, completed ${stats.completed}, failed ${stats.failed}`,
 );
-await runtime.kernel.shutdown();
+await runtime.shutdown();

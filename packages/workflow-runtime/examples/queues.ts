@@ -1,7 +1,6 @@
 // Queues: priorities, a global concurrency limit (across processes), per-partition limits,
 // rate limits and dedupe keys. Each item runs as a durable execution `queue:<queue>:<itemId>`.
-import { InMemoryEventStore, InMemoryQueueStore } from '@loom/event-runtime';
-import { createFlowRuntime, defineFlow } from '@loom/workflow-runtime';
+import { createRuntime, defineFlow, openMemory } from '@loom/workflow-runtime';
 
 const order: string[] = [];
 const sendEmail = defineFlow({ name: 'send-email' }, async (ctx, to: string) =>
@@ -11,9 +10,8 @@ const sendEmail = defineFlow({ name: 'send-email' }, async (ctx, to: string) =>
   }),
 );
 
-const runtime = createFlowRuntime({
-  store: new InMemoryEventStore(),
-  queues: new InMemoryQueueStore(),
+const runtime = createRuntime({
+  backend: openMemory(),
   flows: [sendEmail],
 });
 await runtime.enqueue('emails', sendEmail, 'newsletter@example.com', { priority: 0 });
@@ -39,4 +37,4 @@ const worker = runtime.work('emails', {
 while (order.length < 3) await new Promise((resolve) => setTimeout(resolve, 20));
 await worker.stop();
 console.log('ran in priority order:', order.join(', '));
-await runtime.kernel.shutdown();
+await runtime.shutdown();

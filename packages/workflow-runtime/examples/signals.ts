@@ -1,7 +1,11 @@
 // Signals: typed for the sender, validated before they are written, kept in order, delivered
 // once per idempotency key.
-import { InMemoryEventStore } from '@loom/event-runtime';
-import { createFlowRuntime, defineFlow, type StandardSchemaV1 } from '@loom/workflow-runtime';
+import {
+  createRuntime,
+  defineFlow,
+  openMemory,
+  type StandardSchemaV1,
+} from '@loom/workflow-runtime';
 
 // Any Standard Schema works (zod, valibot, …); a hand-written one keeps the example dependency-free.
 // Its input type is what `runtime.signal(expense, id, 'approve', payload)` accepts at compile time.
@@ -24,8 +28,8 @@ const expense = defineFlow(
   },
 );
 
-const runtime = createFlowRuntime({
-  store: new InMemoryEventStore(),
+const runtime = createRuntime({
+  backend: openMemory(),
   flows: [expense],
   timerPollMs: 50,
 });
@@ -50,4 +54,4 @@ await runtime.signal(
   { idempotencyKey: 'click-1' },
 ); // a no-op
 console.log(await handle.result());
-await runtime.kernel.shutdown();
+await runtime.shutdown();

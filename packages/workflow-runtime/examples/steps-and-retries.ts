@@ -1,13 +1,13 @@
 // Steps with durable retries and a timeout, a failure that says where it happened, and a retry
 // of the failed execution, on the embedded SQLite store.
-import { SqliteEventStore } from '@loom/event-runtime/sqlite';
 import {
-  createFlowRuntime,
+  createRuntime,
   defineFlow,
   type ExecutionFailedFields,
   isLoomError,
   terminalError,
 } from '@loom/workflow-runtime';
+import { openSqlite } from '@loom/workflow-runtime/sqlite';
 
 let calls = 0;
 const charge = defineFlow(
@@ -37,9 +37,8 @@ const refund = defineFlow({ name: 'refund' }, async (ctx, orderId: string) => {
   });
 });
 
-const store = SqliteEventStore.open({ path: ':memory:', migrate: true });
-const runtime = createFlowRuntime({
-  store,
+const runtime = createRuntime({
+  backend: openSqlite({ path: ':memory:', migrate: true }),
   flows: [charge, refund],
   stepRetry: { attempts: 2, backoff: { initialMs: 10 } },
 });
@@ -57,4 +56,4 @@ try {
 gatewayUp = true; // the fix is deployed: run it again from the failed step
 const retried = await runtime.retry('refund-7');
 console.log(await retried.result());
-await runtime.kernel.shutdown();
+await runtime.shutdown();

@@ -2,7 +2,7 @@
 // take a new path for executions that reach it after the deploy.
 import { InMemoryEventStore } from '@loom/event-runtime';
 import { ManualClock } from '@loom/event-runtime/testing';
-import { createFlowRuntime, defineFlow } from '@loom/workflow-runtime';
+import { createRuntime, defineFlow } from '@loom/workflow-runtime';
 
 const v1 = defineFlow({ name: 'onboard' }, async (ctx) => {
   await ctx.step('create-account', () => 'ok');
@@ -21,16 +21,16 @@ const v2 = defineFlow({ name: 'onboard' }, async (ctx) => {
 
 const clock = new ManualClock();
 const store = new InMemoryEventStore({ clock });
-const before = createFlowRuntime({ store, clock, flows: [v1], timerPollMs: 0, inlineWaitMs: 0 });
+const before = createRuntime({ store, clock, flows: [v1], timerPollMs: 0, inlineWaitMs: 0 });
 const old = await before.start(v1, null);
 await new Promise((resolve) => setTimeout(resolve, 50)); // it suspends in its sleep
-await before.kernel.shutdown();
+await before.shutdown();
 
-const after = createFlowRuntime({ store, clock, flows: [v2], timerPollMs: 0, inlineWaitMs: 0 }); // the deploy
+const after = createRuntime({ store, clock, flows: [v2], timerPollMs: 0, inlineWaitMs: 0 }); // the deploy
 const fresh = await after.start(v2, null);
 await new Promise((resolve) => setTimeout(resolve, 50));
 await clock.advance(86_400_000);
-await after.kernel.wakeDue();
-console.log('started before the deploy:', await after.kernel.attach(old.executionId).result());
+await after.wakeDue();
+console.log('started before the deploy:', await after.attach(old.executionId).result());
 console.log('started after the deploy:', await fresh.result());
-await after.kernel.shutdown();
+await after.shutdown();

@@ -33,7 +33,7 @@ export const WorkflowErrorCode = {
    * the same definition.
    */
   SCHEDULE_CONTENDED: 'SCHEDULE_CONTENDED',
-  /** `enqueue` or `work` on a FlowRuntime created without a `queues` store. */
+  /** `enqueue` or `work` on a runtime created without a backend or `queues` store. */
   QUEUE_STORE_MISSING: 'QUEUE_STORE_MISSING',
 } as const;
 

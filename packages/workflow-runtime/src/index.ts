@@ -1,8 +1,16 @@
-export type {
-  ExecutionFailedFields,
-  RecordedError,
-  StepBackoff,
-  StepRetryPolicy,
+export {
+  type Backend,
+  type ExecutionFailedFields,
+  type ExecutionHandle,
+  type OpenMemoryOptions,
+  openMemory,
+  type RecordedError,
+  type RuntimeEventListener,
+  type RuntimeEventMap,
+  type RuntimeEventName,
+  RuntimeEvents,
+  type StepBackoff,
+  type StepRetryPolicy,
 } from '@loom/event-runtime';
 export { TerminalError, terminalError } from '@loom/middleware';
 export {
@@ -43,9 +51,12 @@ export {
   findExecutionsPageDefault,
 } from './flow/find-executions.js';
 export {
-  createFlowRuntime,
-  FlowRuntime,
-  type FlowRuntimeOptions,
+  createRuntime,
+  Runtime,
+  type RuntimeOnBackend,
+  type RuntimeOnStores,
+  type RuntimeOptions,
+  type RuntimeSettingsOptions,
   type SignalOptions,
   type SignalSent,
 } from './flow/flow-runtime.js';

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { EventStore } from '@loom/event-runtime';
-import { bucketOf, channelName } from '@loom/event-runtime/postgres';
+import { bucketOf, channelName } from '@loom/event-runtime/testing';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { openPostgres, openSqlite, type PgTarget, pgPoolSize } from './bench-backend.js';

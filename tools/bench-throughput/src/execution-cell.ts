@@ -1,5 +1,6 @@
-import { createRuntime, type JsonValue, type LeaseMode } from '@loom/event-runtime';
-import { CountingEventStore } from '@loom/event-runtime/testing';
+import type { JsonValue, LeaseMode } from '@loom/event-runtime';
+import { createKernelRuntime } from '@loom/event-runtime/kernel';
+import { CountingEventStore, leaseCalls as leaseCallsOf } from '@loom/event-runtime/testing';
 import { AppendTiming } from './append-timing.js';
 import type { BenchBackend } from './bench-backend.js';
 import { benchFlow, type EffectClock, eventsPerExecution, payload256 } from './bench-flows.js';
@@ -76,7 +77,7 @@ export async function runExecutionCell(
   const timing = new AppendTiming();
   const counting = new CountingEventStore(timing.wrap(backend.events));
   const backgroundErrors: unknown[] = [];
-  const runtime = createRuntime({
+  const runtime = createKernelRuntime({
     store: counting,
     ...(spec.leaseMode === 'off' ? {} : { leases: backend.leases as never }),
     leaseMode: spec.leaseMode,
@@ -116,7 +117,7 @@ export async function runExecutionCell(
   const dbAfter = postgres ? readProcessJiffies('postgres') : undefined;
   const cpuAfter = readCpuJiffies();
   const roundTripsAfter = backend.roundTrips();
-  const leaseCalls = { ...runtime.leaseCalls };
+  const leaseCalls = leaseCallsOf(runtime);
   await runtime.shutdown();
   if (backgroundErrors.length > 0) {
     throw new Error(

@@ -1,4 +1,5 @@
-import { createRuntime, loadState, type SnapshotStore } from '@loom/event-runtime';
+import { loadState, type SnapshotStore } from '@loom/event-runtime';
+import { createKernelRuntime } from '@loom/event-runtime/kernel';
 import type { BenchBackend } from './bench-backend.js';
 import { benchFlow, payload256 } from './bench-flows.js';
 import type { RunContext, SectionReport } from './bench-run.js';
@@ -36,7 +37,7 @@ interface Cell {
 
 /** Writes the executions P8 reads, through a runtime that takes snapshots every 50 events. */
 async function writeExecutions(backend: BenchBackend, snapshots: SnapshotStore | undefined) {
-  const runtime = createRuntime({
+  const runtime = createKernelRuntime({
     store: backend.events,
     ...(snapshots === undefined ? {} : { snapshots, snapshotEvery }),
   });

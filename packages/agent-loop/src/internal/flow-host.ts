@@ -5,7 +5,7 @@ import type { JsonValue, StoredEvent, StoredSignal } from '@loom/event-runtime';
 import {
   type Duration,
   defineFlow,
-  type FlowRuntime,
+  type Runtime,
   type WorkflowContext,
   type WorkflowDefinition,
 } from '@loom/workflow-runtime';
@@ -65,7 +65,7 @@ export function hostedFlow(
 
 /** The runtime operations the agent runtime uses. */
 export class FlowHost {
-  constructor(private readonly flows: FlowRuntime) {}
+  constructor(private readonly flows: Runtime) {}
 
   register(flow: HostedFlow): void {
     this.flows.register(flow as WorkflowDefinition<never, unknown>);
@@ -85,7 +85,7 @@ export class FlowHost {
   }
 
   attach(runId: string): () => Promise<JsonValue> {
-    const handle = this.flows.kernel.attach<JsonValue>(runId);
+    const handle = this.flows.attach<JsonValue>(runId);
     return () => handle.result();
   }
 
@@ -96,23 +96,23 @@ export class FlowHost {
     payload: JsonValue,
     idempotencyKey: string,
   ): Promise<{ duplicate: boolean }> {
-    const sent = await this.flows.kernel.signal(runId, name, payload, { idempotencyKey });
+    const sent = await this.flows.signal(runId, name, payload, { idempotencyKey });
     return { duplicate: sent.duplicate };
   }
 
   cancel(runId: string, reason: string): Promise<boolean> {
-    return this.flows.kernel.cancel(runId, reason);
+    return this.flows.cancel(runId, reason);
   }
 
   read(runId: string): Promise<StoredEvent[]> {
-    return this.flows.kernel.store.read(runId);
+    return this.flows.store.read(runId);
   }
 
   readSignals(runId: string): Promise<StoredSignal[]> {
-    return this.flows.kernel.store.readSignals(runId);
+    return this.flows.store.readSignals(runId);
   }
 
   nowMs(): number {
-    return this.flows.kernel.clock.now();
+    return this.flows.clock.now();
   }
 }

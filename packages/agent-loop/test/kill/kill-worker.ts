@@ -8,7 +8,7 @@
 import { appendFileSync } from 'node:fs';
 import type { EventStore } from '@loom/event-runtime';
 import { StubModel } from '@loom/reasoning';
-import { createFlowRuntime } from '@loom/workflow-runtime';
+import { createRuntime } from '@loom/workflow-runtime';
 import {
   type Approval,
   createAgentRuntime,
@@ -73,7 +73,7 @@ const agent = defineAgent({
 
 const { store, close } = await openStore();
 // One life at a time drives this log, so a dead predecessor's run is recovered at once.
-const flows = createFlowRuntime({ store, recoverQuietMs: 0, timerPollMs: 20 });
+const flows = createRuntime({ store, recoverQuietMs: 0, timerPollMs: 20 });
 const agents = createAgentRuntime({
   flows,
   agents: [agent],
@@ -105,10 +105,10 @@ if (env.KILL_RESOLVE !== undefined) {
   }
 }
 
-await flows.kernel.recover();
-await flows.kernel.wakeDue();
+await flows.recover();
+await flows.wakeDue();
 const result = (
-  await flows.kernel.status(runId).then(
+  await flows.status(runId).then(
     () => agents.attach(runId),
     () => agents.start(agent, 'do it', { runId }),
   )
@@ -127,7 +127,7 @@ while (outcome === undefined) {
     outcome = `approval ${JSON.stringify(pending)}`;
 }
 process.stdout.write(`${outcome}\n`);
-await flows.kernel.shutdown();
+await flows.shutdown();
 await close();
 // A run left waiting keeps its result() promise, which keeps a process alive: this life is over.
 process.exit(0);

@@ -5,13 +5,13 @@ import { InMemoryEventStore } from '../store/memory/in-memory-event-store.js';
 import { ManualClock } from '../testing/manual-clock.js';
 import type { Flow } from './flow.js';
 import { isFlowUnwind } from './flow-unwind.js';
-import { createRuntime } from './runtime.js';
+import { createKernelRuntime } from './runtime.js';
 
 /** A runtime on the memory store that suspends every sleep, so a wake replays from the log. */
 function setup(flows: Flow<never, unknown>[]) {
   const clock = new ManualClock();
   const store = new InMemoryEventStore({ clock });
-  const runtime = createRuntime({ store, clock, timerPollMs: 0, inlineWaitMs: 0, flows });
+  const runtime = createKernelRuntime({ store, clock, timerPollMs: 0, inlineWaitMs: 0, flows });
   return { clock, store, runtime };
 }
 

@@ -16,8 +16,10 @@ export class ExecutionRecovery {
     const { store, clock } = this.kernel;
     const claimed = await store.claimDue(clock.now(), limit);
     if (claimed.length === 0) return [];
+    const { events, nodeId } = this.kernel;
+    for (const executionId of claimed) events.emit('timer:fired', { nodeId, executionId });
     const resumed: string[] = [];
-    for (const executionId of await this.resumeLeased(claimed)) resumed.push(executionId);
+    for (const executionId of await this.resumeLeased(claimed, 'timer')) resumed.push(executionId);
     return resumed;
   }
 
@@ -44,8 +46,10 @@ export class ExecutionRecovery {
         if (lease === undefined && summary.lastEventAt > nowMs - recoverQuietMs) continue;
         orphans.push(summary.executionId);
       }
-      for (const executionId of await this.resumeLeased(orphans)) {
-        if (this.kernel.executions.has(executionId)) resumed.push(executionId);
+      for (const executionId of await this.resumeLeased(orphans, 'recovery')) {
+        if (!this.kernel.executions.has(executionId)) continue;
+        resumed.push(executionId);
+        this.kernel.events.emit('execution:recovered', { nodeId: this.kernel.nodeId, executionId });
       }
     }
     return resumed;
@@ -56,7 +60,10 @@ export class ExecutionRecovery {
    * those whose resume succeeded. A lease for an execution that is not driven here afterwards
    * (it had settled, another driver started) is released.
    */
-  private async resumeLeased(executionIds: readonly string[]): Promise<string[]> {
+  private async resumeLeased(
+    executionIds: readonly string[],
+    cause: 'timer' | 'recovery',
+  ): Promise<string[]> {
     if (executionIds.length === 0) return [];
     let leased: Set<string>;
     try {
@@ -71,6 +78,11 @@ export class ExecutionRecovery {
       try {
         await this.kernel.executions.resume(executionId);
         resumed.push(executionId);
+        this.kernel.events.emit('execution:resumed', {
+          nodeId: this.kernel.nodeId,
+          executionId,
+          cause,
+        });
       } catch (error) {
         this.kernel.report(error);
       }

@@ -11,7 +11,12 @@ import { ExecutionRecovery } from './execution-recovery.js';
 import { FlowRegistry } from './flow-registry.js';
 import { LeaseManager } from './lease-manager.js';
 import { LocalExecutions } from './local-executions.js';
-import { type RuntimeOptions, type RuntimeSettings, resolveSettings } from './runtime-options.js';
+import { RuntimeEvents } from './runtime-events.js';
+import {
+  type KernelRuntimeOptions,
+  type RuntimeSettings,
+  resolveSettings,
+} from './runtime-options.js';
 
 /**
  * Everything the kernel's pieces on one node share, handed to each of them as one object: where
@@ -41,9 +46,14 @@ export interface KernelContext {
   readonly links: ExecutionLinks;
   /** Timer wake-ups and recovery of executions nobody drives. */
   readonly recovery: ExecutionRecovery;
+  /** What this node tells its observers (`runtime.events`). */
+  readonly events: RuntimeEvents;
   /** True once `shutdown()` began: no new work is taken on. */
   readonly shuttingDown: boolean;
-  /** Reports a background failure (lease renewals, snapshots, links) to the runtime's `onError`. */
+  /**
+   * Reports a background failure (lease renewals, snapshots, links) as a `store:error` event and
+   * to the runtime's `onError`.
+   */
   report(error: unknown): void;
   /** Throws `RUNTIME_SHUT_DOWN` once shutdown began. */
   assertRunning(): void;
@@ -62,17 +72,19 @@ export class Kernel implements KernelContext {
   readonly executions: LocalExecutions;
   readonly links: ExecutionLinks;
   readonly recovery: ExecutionRecovery;
+  readonly events: RuntimeEvents;
   private stopping = false;
   private readonly onError: ((error: unknown) => void) | undefined;
 
   /** Throws `INVALID_ARGUMENT` for bad options (see `resolveSettings`, `nodeId`). */
-  constructor(options: RuntimeOptions) {
+  constructor(options: KernelRuntimeOptions) {
     this.settings = resolveSettings(options);
     this.store = options.store;
     this.snapshots = options.snapshots;
     this.leaseStore = options.leases;
     this.clock = options.clock ?? systemClock;
     this.onError = options.onError;
+    this.events = new RuntimeEvents((error) => this.onError?.(error));
     this.nodeId =
       options.nodeId === undefined
         ? `${hostname()}-${process.pid}-${mintId()}`
@@ -87,6 +99,7 @@ export class Kernel implements KernelContext {
             ttlMs: this.settings.leaseTtlMs,
             renewEveryMs: this.settings.renewEveryMs,
             lazyGraceMs: this.settings.lazyGraceMs,
+            events: this.events,
             onLost: (executionIds) => this.executions.leasesLost(executionIds),
             onError: (error) => this.report(error),
           });
@@ -100,6 +113,7 @@ export class Kernel implements KernelContext {
   }
 
   report(error: unknown): void {
+    this.events.emit('store:error', { nodeId: this.nodeId, error });
     this.onError?.(error);
   }
 

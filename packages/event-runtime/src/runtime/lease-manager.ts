@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.js';
 import type { LeaseStore } from '../lease-store.js';
 import { Limits } from '../limits.js';
+import type { RuntimeEvents } from './runtime-events.js';
 
 export interface LeaseManagerOptions {
   store: LeaseStore;
@@ -11,6 +12,8 @@ export interface LeaseManagerOptions {
   renewEveryMs: number;
   /** Lazy mode: how long a fresh start drives before it takes a lease. */
   lazyGraceMs: number;
+  /** Where `lease:acquired`, `lease:renewed` and `lease:lost` are emitted. */
+  events: RuntimeEvents;
   /** Called with executions whose lease this node no longer holds. */
   onLost: (executionIds: string[]) => void;
   /** Called when a background lease call fails (the next tick tries again). */
@@ -104,6 +107,7 @@ export class LeaseManager {
           for (const id of await store.acquireMany(nodeId, chunk, ttlMs)) {
             this.held.add(id);
             granted.add(id);
+            this.options.events.emit('lease:acquired', { nodeId, executionId: id });
           }
         } catch (error) {
           for (const id of chunk) failed.set(id, error);
@@ -156,6 +160,9 @@ export class LeaseManager {
       if (due.length > 0) {
         const granted = await this.acquireAll(due);
         const refused = due.filter((id) => !granted.has(id));
+        for (const id of refused) {
+          this.options.events.emit('lease:lost', { nodeId: this.options.nodeId, executionId: id });
+        }
         if (refused.length > 0) this.options.onLost(refused);
       }
     } catch (error) {
@@ -170,18 +177,27 @@ export class LeaseManager {
   private async renewHeld(): Promise<void> {
     if (this.held.size === 0) return;
     const lost: string[] = [];
+    const { events, nodeId } = this.options;
     for (const chunk of chunks([...this.held])) {
       this.calls.renewMany += 1;
       try {
-        lost.push(
-          ...(await this.options.store.renewMany(this.options.nodeId, chunk, this.options.ttlMs)),
-        );
+        const chunkLost = await this.options.store.renewMany(nodeId, chunk, this.options.ttlMs);
+        lost.push(...chunkLost);
+        if (events.has('lease:renewed')) {
+          const gone = new Set(chunkLost);
+          for (const id of chunk) {
+            if (!gone.has(id)) events.emit('lease:renewed', { nodeId, executionId: id });
+          }
+        }
       } catch (error) {
         this.options.onError(error);
       }
     }
     if (lost.length > 0) {
-      for (const id of lost) this.held.delete(id);
+      for (const id of lost) {
+        this.held.delete(id);
+        events.emit('lease:lost', { nodeId, executionId: id });
+      }
       this.options.onLost(lost);
     }
   }

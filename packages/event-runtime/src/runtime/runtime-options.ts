@@ -10,7 +10,8 @@ import type { StoreRetrySettings } from './store-retry.js';
 /** How a runtime takes leases: not at all, before every first append, or only for long runs. */
 export type LeaseMode = 'off' | 'eager' | 'lazy';
 
-export interface RuntimeOptions {
+/** Options of `createKernelRuntime`. */
+export interface KernelRuntimeOptions {
   store: EventStore;
   /** Without a lease store the runtime takes no leases (one process per log). */
   leases?: LeaseStore;
@@ -33,7 +34,7 @@ export interface RuntimeOptions {
   clock?: Clock;
   /**
    * This node's name in leases. Default `<hostname>-<pid>-<ulid>`. 1 to 200 characters of
-   * well-formed text (no lone surrogate, no NUL), else `createRuntime` throws `INVALID_ARGUMENT`.
+   * well-formed text (no lone surrogate, no NUL), else `createKernelRuntime` throws `INVALID_ARGUMENT`.
    */
   nodeId?: string;
   /** Flows this runtime can resume by name. `start` registers its flow too. */
@@ -100,7 +101,7 @@ export interface RuntimeSettings {
   readonly stepRetry: ResolvedRetry | undefined;
 }
 
-/** The documented defaults of {@link RuntimeOptions}. */
+/** The documented defaults of {@link KernelRuntimeOptions}. */
 export const runtimeDefaults = {
   leaseTtlMs: 30_000,
   timerPollMs: 1_000,
@@ -126,7 +127,7 @@ function positive(value: number | undefined, fallback: number, name: string): nu
  * Applies the defaults and checks the options. Throws `INVALID_ARGUMENT` (snapshotEvery, the
  * store retry settings, stepRetry).
  */
-export function resolveSettings(options: RuntimeOptions): RuntimeSettings {
+export function resolveSettings(options: KernelRuntimeOptions): RuntimeSettings {
   const leaseTtlMs = options.leaseTtlMs ?? runtimeDefaults.leaseTtlMs;
   const lazyGraceMs = options.lazyGraceMs ?? Math.floor(leaseTtlMs / 3);
   if (

@@ -1,7 +1,7 @@
 import { bench, describe } from 'vitest';
 import { InMemoryEventStore } from '../store/memory/in-memory-event-store.js';
 import type { Flow } from './flow.js';
-import { createRuntime } from './runtime.js';
+import { createKernelRuntime } from './runtime.js';
 
 /** Warm the JIT before measuring, and measure long enough that GC pauses average out. */
 const options = { warmupTime: 500, time: 2_000 };
@@ -21,7 +21,7 @@ function noopFlow(steps: number): Flow<typeof input, null> {
 // One execution per iteration, start to result, one at a time: the mean is the kernel's
 // per-execution cost in the in-memory store (2n + 2 events in n + 1 appends).
 describe('one execution on the in-memory store', () => {
-  const runtime = createRuntime({ store: new InMemoryEventStore() });
+  const runtime = createKernelRuntime({ store: new InMemoryEventStore() });
   const oneStep = noopFlow(1);
   const threeSteps = noopFlow(3);
   let next = 0;

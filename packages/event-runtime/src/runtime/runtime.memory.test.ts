@@ -4,7 +4,7 @@ import { InMemoryLeaseStore } from '../store/memory/in-memory-lease-store.js';
 import { InMemorySnapshotStore } from '../store/memory/in-memory-snapshot-store.js';
 import { ManualClock } from '../testing/manual-clock.js';
 import { runtimeConformance } from '../testing/runtime-conformance.js';
-import { createRuntime } from './runtime.js';
+import { createKernelRuntime } from './runtime.js';
 
 runtimeConformance('memory', async () => {
   const clock = new ManualClock();
@@ -22,7 +22,7 @@ runtimeConformance('memory', async () => {
 describe('runtime on the memory store', () => {
   it("serve() keeps the process alive through the runtime's clock until shutdown()", async () => {
     const clock = new ManualClock();
-    const runtime = createRuntime({
+    const runtime = createKernelRuntime({
       store: new InMemoryEventStore({ clock }),
       clock,
       timerPollMs: 0,
@@ -36,7 +36,7 @@ describe('runtime on the memory store', () => {
   });
 
   it('a transactional step is refused with TRANSACTIONS_UNSUPPORTED, recorded as a failure', async () => {
-    const runtime = createRuntime({ store: new InMemoryEventStore() });
+    const runtime = createKernelRuntime({ store: new InMemoryEventStore() });
     const handle = await runtime.start(
       { name: 'tx', run: async (ctx) => ctx.transaction('t', () => 1) },
       null,

@@ -11,19 +11,47 @@ import { Kernel } from './kernel-context.js';
 import { loadState } from './load-state.js';
 import { notFound } from './not-found.js';
 import { every, keepAlive } from './pollers.js';
-import type { RuntimeOptions, StartOptions } from './runtime-options.js';
+import type { RuntimeEvents } from './runtime-events.js';
+import type { KernelRuntimeOptions, StartOptions } from './runtime-options.js';
 
 export type { ExecutionHandle } from './execution-handle.js';
-export type { LeaseMode, RuntimeOptions, StartOptions } from './runtime-options.js';
+export type { KernelRuntimeOptions, LeaseMode, StartOptions } from './runtime-options.js';
+
+/**
+ * The key under which a runtime built on a {@link KernelRuntime} (the flow runtime of
+ * `@loom/workflow-runtime`) exposes it, so `/testing` helpers reach the kernel of either.
+ */
+export const kernelRuntimeSlot: unique symbol = Symbol.for('@loom/event-runtime/kernel-runtime');
+
+/** A runtime that carries a {@link KernelRuntime} under {@link kernelRuntimeSlot}. */
+export interface HasKernelRuntime {
+  readonly [kernelRuntimeSlot]: KernelRuntime;
+}
+
+const kernels = new WeakMap<KernelRuntime, Kernel>();
+
+/** The kernel context of a runtime (or of the kernel runtime it carries). For `/testing`. */
+export function kernelOf(runtime: KernelRuntime | HasKernelRuntime): Kernel {
+  const kernelRuntime = kernelRuntimeSlot in runtime ? runtime[kernelRuntimeSlot] : runtime;
+  const kernel = kernels.get(kernelRuntime as KernelRuntime);
+  if (kernel === undefined) {
+    throw new LoomError(
+      ErrorCode.INVALID_ARGUMENT,
+      'not a Loom runtime: pass what createRuntime returned',
+    );
+  }
+  return kernel;
+}
 
 /** What `execution.cancelled` records when `cancel()` was given no reason. */
 export const defaultCancelReason = 'cancelled without a reason';
 
 /**
  * The kernel's runtime: starts, resumes, cancels and recovers durable executions on one node.
- * See `createRuntime`.
+ * An advanced export (`@loom/event-runtime/kernel`): flow authors use `createRuntime` of
+ * `@loom/workflow-runtime`, which is built on it. See `createKernelRuntime`.
  */
-export class Runtime {
+export class KernelRuntime {
   readonly nodeId: string;
   /** The event log this runtime drives. */
   readonly store: EventStore;
@@ -33,9 +61,10 @@ export class Runtime {
   private readonly pollers: Array<() => void> = [];
   private readonly serving: Array<() => void> = [];
 
-  constructor(options: RuntimeOptions) {
+  constructor(options: KernelRuntimeOptions) {
     this.kernel = new Kernel(options);
     const { kernel } = this;
+    kernels.set(this, kernel);
     this.nodeId = kernel.nodeId;
     this.store = kernel.store;
     this.clock = kernel.clock;
@@ -48,14 +77,15 @@ export class Runtime {
     );
   }
 
-  /** Lease calls made so far (acquireMany, renewMany, releaseMany), for tests and benchmarks. */
-  get leaseCalls(): Readonly<{ acquireMany: number; renewMany: number; releaseMany: number }> {
-    return this.kernel.leases?.calls ?? { acquireMany: 0, renewMany: 0, releaseMany: 0 };
-  }
-
-  /** Run one lease renewal round now (the timer does it every renewEveryMs). */
-  tickLeases(): Promise<void> {
-    return this.kernel.leases?.tick() ?? Promise.resolve();
+  /**
+   * What this runtime tells its observers: leases acquired, renewed and lost, executions resumed
+   * and recovered, timers fired, background store errors. See `RuntimeEventMap`.
+   *
+   * @example
+   * runtime.events.on('lease:lost', (event) => console.warn(`lost ${event.executionId}`));
+   */
+  get events(): RuntimeEvents {
+    return this.kernel.events;
   }
 
   /** Make a flow resumable by name (and version). Throws `INVALID_FLOW`. */
@@ -106,6 +136,11 @@ export class Runtime {
     this.kernel.assertRunning();
     checkExecutionId(executionId);
     await this.kernel.executions.resume(executionId);
+    this.kernel.events.emit('execution:resumed', {
+      nodeId: this.nodeId,
+      executionId,
+      cause: 'resume',
+    });
     return this.handle<O>(executionId, true);
   }
 
@@ -247,7 +282,7 @@ export class Runtime {
    * and drives executions, until `shutdown()`. For a dedicated worker process.
    *
    * @example
-   * const runtime = createRuntime({ store, flows, recoverEveryMs: 10_000 });
+   * const runtime = createKernelRuntime({ store, flows, recoverEveryMs: 10_000 });
    * await runtime.recover();
    * await runtime.serve(); // returns after runtime.shutdown()
    */
@@ -273,13 +308,16 @@ export class Runtime {
 }
 
 /**
- * Create a runtime over a store.
+ * Create a kernel runtime over a store: hand-written `Flow` objects, no schemas, no cron, no
+ * queues. An advanced export for packages built on the kernel and for its own tests; a flow
+ * author uses `createRuntime` of `@loom/workflow-runtime`. Throws `INVALID_ARGUMENT` for bad
+ * options.
  *
  * @example
- * const runtime = createRuntime({ store: SqliteEventStore.open({ path: 'loom.db', migrate: true }) });
+ * const runtime = createKernelRuntime({ store: SqliteEventStore.open({ path: 'loom.db', migrate: true }) });
  * const handle = await runtime.start({ name: 'hello', run: async (ctx) => ctx.step('greet', () => 'hi') }, null);
  * console.log(await handle.result()); // 'hi'
  */
-export function createRuntime(options: RuntimeOptions): Runtime {
-  return new Runtime(options);
+export function createKernelRuntime(options: KernelRuntimeOptions): KernelRuntime {
+  return new KernelRuntime(options);
 }

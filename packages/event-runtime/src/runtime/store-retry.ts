@@ -1,7 +1,7 @@
 import { ErrorCode, isLoomError, LoomError } from '../errors.js';
 import type { KernelContext } from './kernel-context.js';
 
-/** How the runtime backs off while its store is unavailable (see `RuntimeOptions`). */
+/** How the runtime backs off while its store is unavailable (see `KernelRuntimeOptions`). */
 export interface StoreRetrySettings {
   /** The first wait; doubles per attempt. */
   readonly storeRetryDelayMs: number;

@@ -7,11 +7,18 @@ import { Limits } from '../limits.js';
 import type { Flow, FlowContext } from '../runtime/flow.js';
 import { LeaseManager } from '../runtime/lease-manager.js';
 import { loadState } from '../runtime/load-state.js';
-import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
+import {
+  createKernelRuntime,
+  type KernelRuntime,
+  type KernelRuntimeOptions,
+} from '../runtime/runtime.js';
+import { RuntimeEvents } from '../runtime/runtime-events.js';
 import type { SnapshotStore } from '../snapshot-store.js';
 import { CountingEventStore } from './counting-event-store.js';
 import { expectIllFormed, freshId, illFormedTexts } from './event-store-conformance.js';
+import { leaseCalls, tickLeases } from './lease-calls.js';
 import type { ManualClock } from './manual-clock.js';
+import { runtimeEventsConformance } from './runtime-events-conformance.js';
 import { runtimeLogChecks } from './runtime-log-checks.js';
 import { runtimeRetries } from './runtime-retry-conformance.js';
 import { runtimeStoreFaults } from './runtime-store-faults.js';
@@ -104,9 +111,9 @@ function stepsFlow(
 export function runtimeConformance(name: string, open: () => Promise<RuntimeHarness>): void {
   describe(`runtime conformance: ${name}`, () => {
     let harness: RuntimeHarness;
-    const runtimes: Runtime[] = [];
-    const runtime = (options: Partial<RuntimeOptions> = {}) => {
-      const created = createRuntime({
+    const runtimes: KernelRuntime[] = [];
+    const runtime = (options: Partial<KernelRuntimeOptions> = {}) => {
+      const created = createKernelRuntime({
         store: harness.store,
         clock: harness.clock,
         timerPollMs: 0,
@@ -128,6 +135,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
     runtimeStoreFaults(() => harness, runtime);
     runtimeRetries(() => harness, runtime);
     runtimeLogChecks(() => harness, runtime);
+    runtimeEventsConformance(() => harness, runtime);
 
     describe('steps and barriers', () => {
       for (const steps of [0, 1, 3, 10]) {
@@ -511,8 +519,8 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           Array.from({ length: 10 }, () => created.start(stepsFlow('short', 2), { tag: 's' })),
         );
         await Promise.all(handles.map((handle) => handle.result()));
-        await created.tickLeases();
-        expect(created.leaseCalls).toEqual({ acquireMany: 0, renewMany: 0, releaseMany: 0 });
+        await tickLeases(created);
+        expect(leaseCalls(created)).toEqual({ acquireMany: 0, renewMany: 0, releaseMany: 0 });
       });
 
       it('lazy: long executions are leased after the grace in one batch, renewed in one call per tick', async () => {
@@ -525,11 +533,11 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         const handles = await Promise.all(
           Array.from({ length: 5 }, () => created.start(flow, null)),
         );
-        await created.tickLeases();
-        expect(created.leaseCalls.acquireMany).toBe(0);
+        await tickLeases(created);
+        expect(leaseCalls(created).acquireMany).toBe(0);
         // The renewal timer runs on the runtime's clock: advancing it ticks the leases.
         await harness.clock.advance(10_000);
-        expect(created.leaseCalls.acquireMany).toBe(1);
+        expect(leaseCalls(created).acquireMany).toBe(1);
         for (const handle of handles) {
           // The tick's acquireMany may still be on its way to a remote store.
           await until(
@@ -538,15 +546,15 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           );
         }
         await harness.clock.advance(10_000);
-        expect(created.leaseCalls.renewMany).toBe(1);
+        expect(leaseCalls(created).renewMany).toBe(1);
         hang.resolve();
         await Promise.all(handles.map((handle) => handle.result()));
         // The renewal tick may still be in flight: a tick asked for meanwhile joins it.
         await until(async () => {
-          await created.tickLeases();
-          return created.leaseCalls.releaseMany === 1;
+          await tickLeases(created);
+          return leaseCalls(created).releaseMany === 1;
         }, 'the releases');
-        expect(created.leaseCalls.renewMany).toBe(1);
+        expect(leaseCalls(created).renewMany).toBe(1);
         for (const handle of handles)
           expect(await harness.leases.get(handle.executionId)).toBeUndefined();
       });
@@ -566,7 +574,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         };
         const handle = await created.start(flow, null);
         await handle.result();
-        await created.tickLeases();
+        await tickLeases(created);
         expect(leasedDuringEffect).toBe(true);
         expect(await harness.leases.get(handle.executionId)).toBeUndefined();
       });
@@ -604,7 +612,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           flows: [flow as Flow<never, unknown>],
         });
         expect(await bNode.recover()).toEqual([handle.executionId]);
-        await aNode.tickLeases();
+        await tickLeases(aNode);
         expect(sawAbort).toBe(true);
         release.resolve();
         expect(await handle.result()).toBe('finished');
@@ -1130,7 +1138,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
               ),
           ),
       });
-      const startHanging = async (created: Runtime) => {
+      const startHanging = async (created: KernelRuntime) => {
         const handle = await created.start(hanging(), null);
         await until(async () => (await harness.countRows(handle.executionId)) >= 2, 'step start');
         return handle;
@@ -1199,6 +1207,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           ttlMs: 30_000,
           renewEveryMs: 10_000,
           lazyGraceMs: 10_000,
+          events: new RuntimeEvents(() => undefined),
           onLost: (ids) => lost.push(...ids),
           onError: (error) => errors.push(error),
         });
@@ -1254,12 +1263,12 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         });
         const recovered = await rescuer.recover();
         expect(recovered.sort()).toEqual(handles.map((handle) => handle.executionId).sort());
-        expect(rescuer.leaseCalls.acquireMany).toBe(1);
+        expect(leaseCalls(rescuer).acquireMany).toBe(1);
         for (const handle of handles) {
           expect((await harness.leases.get(handle.executionId))?.owner).toBe('rescuer');
         }
         expect(await rescuer.recover()).toEqual([]);
-        expect(rescuer.leaseCalls.acquireMany).toBe(1);
+        expect(leaseCalls(rescuer).acquireMany).toBe(1);
         hang.resolve();
         for (const handle of handles) {
           expect(await rescuer.attach(handle.executionId).result()).toBe('done');
@@ -1289,7 +1298,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           flows: [sleeper as Flow<never, unknown>],
         });
         expect((await waker.wakeDue()).length).toBe(5);
-        expect(waker.leaseCalls.acquireMany).toBe(1);
+        expect(leaseCalls(waker).acquireMany).toBe(1);
         for (const handle of handles) expect(await handle.result()).toBe('woke');
       });
     });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { EventEnvelope, JsonValue } from '../envelope.js';
 import { ErrorCode, isLoomError } from '../errors.js';
 import { loadState } from '../runtime/load-state.js';
-import type { Runtime, RuntimeOptions } from '../runtime/runtime.js';
+import type { KernelRuntime, KernelRuntimeOptions } from '../runtime/runtime.js';
 import { freshId } from './event-store-conformance.js';
 import type { RuntimeHarness } from './runtime-conformance.js';
 
@@ -62,7 +62,7 @@ const malformed: Malformed[] = [
  */
 export function runtimeLogChecks(
   getHarness: () => RuntimeHarness,
-  runtime: (options?: Partial<RuntimeOptions>) => Runtime,
+  runtime: (options?: Partial<KernelRuntimeOptions>) => KernelRuntime,
 ): void {
   describe('folding checks what it reads', () => {
     const write = async (id: string, events: Malformed['events'], startedPayload = started) => {

@@ -4,7 +4,11 @@ import { ErrorCode, type LoomError } from '../errors.js';
 import type { ExecutionFailedFields } from '../runtime/execution-outcome.js';
 import type { Flow } from '../runtime/flow.js';
 import type { StepAttemptFailedPayload } from '../runtime/kernel-events.js';
-import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
+import {
+  createKernelRuntime,
+  type KernelRuntime,
+  type KernelRuntimeOptions,
+} from '../runtime/runtime.js';
 import type { StepRetryPolicy } from '../runtime/step-retry-policy.js';
 import { CountingEventStore } from './counting-event-store.js';
 import { freshId } from './event-store-conformance.js';
@@ -56,7 +60,7 @@ function types(events: StoredEvent[]): string[] {
  */
 export function runtimeRetries(
   getHarness: () => RuntimeHarness,
-  runtime: (options?: Partial<RuntimeOptions>) => Runtime,
+  runtime: (options?: Partial<KernelRuntimeOptions>) => KernelRuntime,
 ): void {
   describe('durable step retries', () => {
     it('each failed attempt is journaled with its error and next retry time; steps that do not fail still write two events', async () => {
@@ -282,9 +286,9 @@ export function runtimeRetries(
       const handle = await created.start(flow, null);
       expect(await drive(harness, handle.result())).toEqual([3, 2, 1]);
       expect(runs).toEqual({ inherited: 3, own: 2, off: 1 });
-      expect(() => createRuntime({ store: harness.store, stepRetry: { attempts: 0 } })).toThrow(
-        expect.objectContaining({ code: ErrorCode.INVALID_ARGUMENT }),
-      );
+      expect(() =>
+        createKernelRuntime({ store: harness.store, stepRetry: { attempts: 0 } }),
+      ).toThrow(expect.objectContaining({ code: ErrorCode.INVALID_ARGUMENT }));
     });
   });
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../errors.js';
 import { isTransactional } from '../event-store.js';
 import type { Flow } from '../runtime/flow.js';
-import type { Runtime, RuntimeOptions } from '../runtime/runtime.js';
+import type { KernelRuntime, KernelRuntimeOptions } from '../runtime/runtime.js';
 import { freshId } from './event-store-conformance.js';
 import { FlakyEventStore } from './flaky-event-store.js';
 import type { RuntimeHarness } from './runtime-conformance.js';
@@ -34,7 +34,7 @@ async function whileAdvancing<T>(harness: RuntimeHarness, promise: Promise<T>): 
  */
 export function runtimeStoreFaults(
   getHarness: () => RuntimeHarness,
-  runtime: (options?: Partial<RuntimeOptions>) => Runtime,
+  runtime: (options?: Partial<KernelRuntimeOptions>) => KernelRuntime,
 ): void {
   describe('transient store failures', () => {
     const flow = (ran: string[]): Flow<null, string[]> => ({

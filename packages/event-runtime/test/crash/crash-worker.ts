@@ -3,7 +3,8 @@
 // effect run in LOOM_CRASH_EFFECTS (one line per run, appended synchronously before the
 // effect returns). The test SIGKILLs it at random moments and starts it again.
 import { appendFileSync } from 'node:fs';
-import { createRuntime, type Flow } from '../../src/index.js';
+import type { Flow } from '../../src/index.js';
+import { createKernelRuntime } from '../../src/kernel.js';
 import { openCrashBackend } from './crash-backend.js';
 
 const execs = Number(process.env.LOOM_CRASH_EXECS ?? 200);
@@ -31,7 +32,7 @@ const flow: Flow<{ index: number }, number> = {
 const backend = await openCrashBackend();
 // One worker at a time drives this log, so a dead predecessor's executions are recovered at
 // once (no quiet period, no leases to wait out).
-const runtime = createRuntime({
+const runtime = createKernelRuntime({
   store: backend.store,
   flows: [flow as Flow<never, unknown>],
   recoverQuietMs: 0,

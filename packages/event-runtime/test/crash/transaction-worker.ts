@@ -4,7 +4,8 @@
 // commit, before the flow goes on); '' runs to the end. LOOM_TX_BACKEND: sqlite | postgres.
 import type Database from 'better-sqlite3';
 import pg from 'pg';
-import { createRuntime, type EventStore, type Flow } from '../../src/index.js';
+import type { EventStore, Flow } from '../../src/index.js';
+import { createKernelRuntime } from '../../src/kernel.js';
 import { PostgresEventStore } from '../../src/postgres.js';
 import { SqliteEventStore } from '../../src/sqlite.js';
 
@@ -56,7 +57,11 @@ if (backend === 'sqlite') {
   await setup.end();
   store = postgres;
 }
-const runtime = createRuntime({ store, flows: [flow as Flow<never, unknown>], recoverQuietMs: 0 });
+const runtime = createKernelRuntime({
+  store,
+  flows: [flow as Flow<never, unknown>],
+  recoverQuietMs: 0,
+});
 await runtime.recover();
 const handle = await runtime.start(flow, null, { executionId });
 process.stdout.write(`${JSON.stringify({ result: await handle.result() })}\n`);

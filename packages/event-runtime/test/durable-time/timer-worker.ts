@@ -4,7 +4,8 @@
 //   serve:       recover and poll timers until the execution settles, print its result
 //   wait-start:  start a flow that waits for signal 'go', poll timers, print its result
 //   send:        send signal 'go' with the payload from this (second) process
-import { createRuntime, type Flow } from '../../src/index.js';
+import type { Flow } from '../../src/index.js';
+import { createKernelRuntime } from '../../src/kernel.js';
 import { SqliteEventStore } from '../../src/sqlite.js';
 
 const [mode, db, executionId, payload] = process.argv.slice(2) as [string, string, string, string?];
@@ -29,7 +30,7 @@ const waiter: Flow<null, unknown> = {
 };
 
 const store = SqliteEventStore.open({ path: db, migrate: true, pollIntervalMs: 50 });
-const runtime = createRuntime({
+const runtime = createKernelRuntime({
   store,
   flows: [sleeper as Flow<never, unknown>, waiter as Flow<never, unknown>],
   timerPollMs: 50,

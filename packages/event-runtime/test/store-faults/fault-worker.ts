@@ -4,7 +4,8 @@
 // `result {...}` line. Any unhandled error ends the process with a non-zero exit code, which the
 // test asserts is 0: surviving is the point.
 import type pg from 'pg';
-import { createRuntime, type Flow } from '../../src/index.js';
+import type { Flow } from '../../src/index.js';
+import { createKernelRuntime } from '../../src/kernel.js';
 import { PostgresEventStore } from '../../src/postgres.js';
 
 const url = process.env.LOOM_FAULT_URL as string;
@@ -51,7 +52,7 @@ const transactional: Flow<{ index: number }, number> = {
 const flow = (mode === 'plain' ? plain : transactional) as Flow<{ index: number }, number>;
 const errors: string[] = [];
 const store = await PostgresEventStore.open({ connectionString: url, schema, pollIntervalMs: 200 });
-const runtime = createRuntime({
+const runtime = createKernelRuntime({
   store,
   flows: [flow as Flow<never, unknown>],
   storeRetryDelayMs: 20,

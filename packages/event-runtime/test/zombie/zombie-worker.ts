@@ -1,7 +1,8 @@
 // A node for the zombie test. LOOM_ZOMBIE_ROLE=owner starts the execution and blocks in its
 // effect until the effect's AbortSignal fires; LOOM_ZOMBIE_ROLE=rescuer recovers it once the
 // owner's lease expired and finishes it. Each prints one JSON line per fact.
-import { createRuntime, type Flow } from '../../src/index.js';
+import type { Flow } from '../../src/index.js';
+import { createKernelRuntime } from '../../src/kernel.js';
 import { PostgresEventStore, PostgresLeaseStore } from '../../src/postgres.js';
 
 const role = process.env.LOOM_ZOMBIE_ROLE as 'owner' | 'rescuer';
@@ -35,7 +36,7 @@ const flow: Flow<null, string> = {
 const store = await PostgresEventStore.open({ connectionString: url, schema });
 await store.migrate();
 const leases = await PostgresLeaseStore.open({ pool: store.connectionPool, schema });
-const runtime = createRuntime({
+const runtime = createKernelRuntime({
   store,
   leases,
   leaseMode: 'eager',

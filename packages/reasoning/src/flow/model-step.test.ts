@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createRuntime, type Flow, type Runtime } from '@loom/event-runtime';
+import type { Flow } from '@loom/event-runtime';
+import { createKernelRuntime, type KernelRuntime } from '@loom/event-runtime/kernel';
 import { SqliteEventStore } from '@loom/event-runtime/sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { ModelDelta, ModelRequest, ModelResponse } from '../model-provider.js';
@@ -11,7 +12,7 @@ import { modelStep } from './model-step.js';
 const directory = mkdtempSync(join(tmpdir(), 'loom-reasoning-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
 let counter = 0;
-const open: { runtime: Runtime; store: SqliteEventStore }[] = [];
+const open: { runtime: KernelRuntime; store: SqliteEventStore }[] = [];
 afterEach(async () => {
   for (const { runtime, store } of open.splice(0)) {
     await runtime.shutdown();
@@ -21,7 +22,7 @@ afterEach(async () => {
 
 function node(path: string, nodeId: string, flows: Flow<never, unknown>[] = []) {
   const store = SqliteEventStore.open({ path, migrate: true });
-  const runtime = createRuntime({ store, nodeId, flows });
+  const runtime = createKernelRuntime({ store, nodeId, flows });
   open.push({ runtime, store });
   return { runtime, store };
 }

@@ -1,9 +1,9 @@
 import { InMemoryEventStore, InMemoryLeaseStore, systemClock } from '@loom/event-runtime';
-import { ManualClock } from '@loom/event-runtime/testing';
+import { leaseCalls, ManualClock } from '@loom/event-runtime/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { terminalError } from '../index.js';
 import { defineFlow } from './define-flow.js';
-import { createFlowRuntime, type FlowRuntime } from './flow-runtime.js';
+import { createRuntime, type Runtime } from './flow-runtime.js';
 
 /**
  * A frame of Loom's own code (any package's source or build), not a test's and not a
@@ -41,13 +41,13 @@ const dayMs = 24 * 3_600_000;
 
 describe('a ManualClock owns all of time', () => {
   let timers: ReturnType<typeof watchRealTimers>;
-  const runtimes: FlowRuntime[] = [];
+  const runtimes: Runtime[] = [];
 
   beforeEach(() => {
     timers = watchRealTimers();
   });
   afterEach(async () => {
-    for (const runtime of runtimes.splice(0)) await runtime.kernel.shutdown();
+    for (const runtime of runtimes.splice(0)) await runtime.shutdown();
     timers.restore();
   });
 
@@ -61,7 +61,7 @@ describe('a ManualClock owns all of time', () => {
     const clock = new ManualClock();
     const store = new InMemoryEventStore({ clock });
     const leases = new InMemoryLeaseStore({ clock });
-    const runtime = createFlowRuntime({
+    const runtime = createRuntime({
       store,
       leases,
       clock,
@@ -118,7 +118,7 @@ describe('a ManualClock owns all of time', () => {
     const types = (await store.read(handle.executionId)).map((event) => event.type);
     expect(types).toContain('execution.suspended');
     // The lease was renewed (every 10 s) while the step backed off, taken again on the wake-up.
-    const calls = runtime.kernel.leaseCalls;
+    const calls = leaseCalls(runtime);
     expect(calls.renewMany).toBeGreaterThanOrEqual(6);
     expect(calls.acquireMany).toBe(2);
     expect(timers.armedByLoom).toEqual([]);

@@ -9,7 +9,7 @@ import { ManualClock } from '@loom/event-runtime/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { occurrences } from '../cron/occurrences.js';
 import { defineFlow } from './define-flow.js';
-import { createFlowRuntime, type FlowRuntime } from './flow-runtime.js';
+import { createRuntime, type Runtime } from './flow-runtime.js';
 
 /** Polls `check` every 5 ms; fails after 400 tries (2 s). */
 async function eventually(check: () => Promise<boolean> | boolean, what: string): Promise<void> {
@@ -52,26 +52,26 @@ function storeWithFaults(clock: ManualClock) {
 }
 
 describe('cron schedules and the runtime they fire on', () => {
-  const runtimes: FlowRuntime[] = [];
+  const runtimes: Runtime[] = [];
   afterEach(async () => {
-    for (const runtime of runtimes.splice(0)) await runtime.kernel.shutdown();
+    for (const runtime of runtimes.splice(0)) await runtime.shutdown();
   });
 
   async function firstRunThenSecondOccurrence(answer: 'unavailable' | 'empty', failures = 1) {
     const clock = new ManualClock();
     const { store, faults } = storeWithFaults(clock);
-    const runtime = createFlowRuntime({ store, clock, timerPollMs: 0, inlineWaitMs: 0 });
+    const runtime = createRuntime({ store, clock, timerPollMs: 0, inlineWaitMs: 0 });
     runtimes.push(runtime);
     const job = defineFlow({ name: 'job' }, async (ctx) =>
       ctx.step('work', () => new Promise<string>(() => undefined)),
     );
     const scheduleId = await runtime.schedule(job, '* * * * *', { name: 'minutely' });
     const idle = () =>
-      eventually(() => !runtime.kernel.activeExecutions.includes(scheduleId), 'schedule suspends');
+      eventually(() => !runtime.activeExecutions.includes(scheduleId), 'schedule suspends');
     await idle();
     const [first, second] = occurrences('* * * * *', clock.now(), 'UTC', 2) as [number, number];
     await clock.advance(first - clock.now());
-    await runtime.kernel.wakeDue();
+    await runtime.wakeDue();
     await eventually(async () => (await store.read(`cron:minutely:${first}`)).length > 0, 'run 1');
     await idle();
     // The first run still works when the second occurrence comes, and looking it up fails once.
@@ -79,7 +79,7 @@ describe('cron schedules and the runtime they fire on', () => {
     faults.answer = answer;
     faults.failures = failures;
     await clock.advance(second - clock.now());
-    await runtime.kernel.wakeDue();
+    await runtime.wakeDue();
     await eventually(() => faults.injected === 1, 'the failed lookup');
     return { clock, store, runtime, scheduleId, second, idle, faults };
   }
@@ -100,7 +100,7 @@ describe('cron schedules and the runtime they fire on', () => {
     // still running.
     await idle();
     await clock.advance(1_000);
-    expect(await runtime.kernel.wakeDue()).toEqual([scheduleId]);
+    expect(await runtime.wakeDue()).toEqual([scheduleId]);
     await idle();
     expect(fired(await store.read(scheduleId), second)).toBe(false);
     expect(await store.read(`cron:minutely:${second}`)).toEqual([]);
@@ -114,7 +114,7 @@ describe('cron schedules and the runtime they fire on', () => {
     for (const backoffMs of [1_000, 2_000, 4_000, 8_000]) {
       await idle();
       await clock.advance(backoffMs);
-      expect(await runtime.kernel.wakeDue()).toEqual([scheduleId]);
+      expect(await runtime.wakeDue()).toEqual([scheduleId]);
     }
     await idle();
     expect(faults.injected).toBe(5);

@@ -1,3 +1,4 @@
+import { kernelRuntimeSlot } from '@loom/event-runtime/kernel';
 import { CountingEventStore, ManualClock } from '@loom/event-runtime/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { nextOccurrence } from '../cron/next-occurrence.js';
@@ -10,7 +11,7 @@ import {
   cronScheduleId,
 } from './cron-schedule.js';
 import { defineFlow } from './define-flow.js';
-import { createFlowRuntime } from './flow-runtime.js';
+import { createRuntime } from './flow-runtime.js';
 
 const backends = testBackends('cron');
 
@@ -34,20 +35,20 @@ for (const [backend, open] of backends) {
     const make = async () => {
       const clock = new ManualClock();
       const { store, drop } = await open(clock);
-      const runtime = createFlowRuntime({ store, clock, timerPollMs: 0, inlineWaitMs: 0 });
+      const runtime = createRuntime({ store, clock, timerPollMs: 0, inlineWaitMs: 0 });
       cleanups.push(async () => {
-        await runtime.kernel.shutdown();
+        await runtime.shutdown();
         await drop();
         await store.close();
       });
       const idle = () =>
-        eventually(async () => runtime.kernel.activeExecutions.length === 0, 'nothing running');
+        eventually(async () => runtime.activeExecutions.length === 0, 'nothing running');
       /** Moves the clock to the next occurrence of `expression`, wakes what is due, waits. */
       const tick = async (expression: string): Promise<{ dueMs: number; woken: string[] }> => {
         await idle();
         const dueMs = nextOccurrence(parseCron(expression), clock.now(), 'UTC');
         await clock.advance(dueMs - clock.now());
-        const woken = await runtime.kernel.wakeDue();
+        const woken = await runtime.wakeDue();
         await idle();
         return { dueMs, woken };
       };
@@ -82,7 +83,7 @@ for (const [backend, open] of backends) {
       expect(await ran('again', first.dueMs)).toBe(true);
       expect(await runtime.unschedule('again')).toBe(true);
       const id = await runtime.schedule(job, '*/5 * * * *', { name: 'again' });
-      expect(await runtime.kernel.status(id)).toBe('running');
+      expect(await runtime.status(id)).toBe('running');
       const second = await tick('*/5 * * * *');
       expect(await ran('again', second.dueMs)).toBe(true);
       // Calling it again with the same definition (every boot) changes nothing.
@@ -111,8 +112,8 @@ for (const [backend, open] of backends) {
       expect(third).not.toBe(second);
       const applied = (await inputOf(third)).input;
       expect([applied.timezone, applied.overlap]).toEqual(['Asia/Kolkata', 'allow']);
-      expect(await runtime.kernel.status(second)).toBe('cancelled');
-      expect(await runtime.kernel.status(third)).toBe('running');
+      expect(await runtime.status(second)).toBe('cancelled');
+      expect(await runtime.status(third)).toBe('running');
     });
 
     it('schedule() on a later boot with the same definition reads and writes nothing', async () => {
@@ -120,20 +121,20 @@ for (const [backend, open] of backends) {
       const id = await runtime.schedule(job, '*/5 * * * *', { name: 'boot' });
       await tick('*/5 * * * *');
       const counting = new CountingEventStore(store);
-      const booted = createFlowRuntime({ store: counting, clock, timerPollMs: 0, inlineWaitMs: 0 });
+      const booted = createRuntime({ store: counting, clock, timerPollMs: 0, inlineWaitMs: 0 });
       expect(await booted.schedule(job, '*/5 * * * *', { name: 'boot' })).toBe(id);
       expect(counting.counts.appends).toBe(0);
-      expect(booted.kernel.activeExecutions).toEqual([]);
-      await booted.kernel.shutdown();
+      expect(booted.activeExecutions).toEqual([]);
+      await booted.shutdown();
     });
 
     it('a generation started while its predecessor was being unscheduled stops itself', async () => {
       const { runtime, inputOf } = await make();
       const first = await runtime.schedule(job, '0 0 * * *', { name: 'racing' });
       // unschedule() cancelled generation 0 just as it was starting generation 1.
-      expect(await runtime.kernel.cancel(first, 'unscheduled')).toBe(true);
-      const flow = cronScheduleFlow(runtime.kernel, () => job as never);
-      const next = await runtime.kernel.start(
+      expect(await runtime.cancel(first, 'unscheduled')).toBe(true);
+      const flow = cronScheduleFlow(runtime[kernelRuntimeSlot], () => job as never);
+      const next = await runtime[kernelRuntimeSlot].start(
         flow,
         { ...(await inputOf(first)).input, generation: 1, continuedFrom: first },
         { executionId: cronScheduleId('racing', 1) },

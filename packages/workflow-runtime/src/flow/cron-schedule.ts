@@ -1,4 +1,5 @@
-import { isLoomError, type Runtime } from '@loom/event-runtime';
+import { isLoomError } from '@loom/event-runtime';
+import type { KernelRuntime } from '@loom/event-runtime/kernel';
 import { nextOccurrence } from '../cron/next-occurrence.js';
 import { parseCron } from '../cron/parse-cron.js';
 import { LoomError, WorkflowErrorCode } from '../errors.js';
@@ -58,7 +59,7 @@ export const cronCatchUpMax = 1_000;
  * it, and starting the next run or generation. Handed over as it is, not looked up through a
  * closure.
  */
-export type ScheduleRuntime = Pick<Runtime, 'status' | 'attach' | 'start'>;
+export type ScheduleRuntime = Pick<KernelRuntime, 'status' | 'attach' | 'start'>;
 
 /**
  * How firing one occurrence is retried when the runtime cannot answer (a store outage): on the

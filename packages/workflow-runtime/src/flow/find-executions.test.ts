@@ -2,7 +2,7 @@ import { ManualClock } from '@loom/event-runtime/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { codeOf, testBackends } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
-import { createFlowRuntime, type FlowRuntime } from './flow-runtime.js';
+import { createRuntime, type Runtime } from './flow-runtime.js';
 
 const backends = testBackends('find');
 
@@ -31,10 +31,10 @@ for (const [backend, open] of backends) {
       for (const cleanup of cleanups.splice(0)) await cleanup();
     });
 
-    const make = async (): Promise<{ clock: ManualClock; runtime: FlowRuntime }> => {
+    const make = async (): Promise<{ clock: ManualClock; runtime: Runtime }> => {
       const clock = new ManualClock(1_000);
       const { store, drop } = await open(clock);
-      const runtime = createFlowRuntime({
+      const runtime = createRuntime({
         store,
         clock,
         timerPollMs: 0,
@@ -42,7 +42,7 @@ for (const [backend, open] of backends) {
         flows: [order, orderV1, waiting, rolling],
       });
       cleanups.push(async () => {
-        await runtime.kernel.shutdown();
+        await runtime.shutdown();
         await drop();
         await store.close();
       });
@@ -58,7 +58,7 @@ for (const [backend, open] of backends) {
       clock.advance(1_000);
       await (await runtime.start(orderV1, {}, { executionId: 'o-3' })).result();
       const sleeping = await runtime.start(waiting, {}, { executionId: 'w-1' });
-      await runtime.kernel.cancel('w-1', 'no longer needed');
+      await runtime.cancel('w-1', 'no longer needed');
       expect(await codeOf(sleeping.result())).toBe('EXECUTION_CANCELLED');
       await runtime.start(waiting, {}, { executionId: 'w-2' });
       const chain = await runtime.start(rolling, 0, { executionId: 'r-1' });
@@ -78,7 +78,7 @@ for (const [backend, open] of backends) {
       });
       expect(page.executions[1]).toMatchObject({ id: 'o-2', status: 'failed', createdAtMs: 2_000 });
 
-      const ids = async (options: Parameters<FlowRuntime['findExecutions']>[0]) =>
+      const ids = async (options: Parameters<Runtime['findExecutions']>[0]) =>
         (await runtime.findExecutions(options)).executions.map((execution) => execution.id);
       expect(await ids({ flow: 'order', version: '1' })).toEqual(['o-3']);
       expect(await ids({ flow: order, status: 'failed' })).toEqual(['o-2']);

@@ -10,7 +10,7 @@ import { occurrences } from '../cron/occurrences.js';
 import { WorkflowErrorCode } from '../errors.js';
 import { codeOf } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
-import { createFlowRuntime, type FlowRuntime } from './flow-runtime.js';
+import { createRuntime, type Runtime } from './flow-runtime.js';
 import { testSchema } from './test-schema.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'loom-flows-'));
@@ -40,18 +40,18 @@ async function eventually(check: () => Promise<boolean>, what: string): Promise<
 
 for (const [backend, open] of backends) {
   describe(`flows on ${backend}`, () => {
-    const runtimes: FlowRuntime[] = [];
+    const runtimes: Runtime[] = [];
     const make = (inlineWaitMs = 0) => {
       const clock = new ManualClock();
       const store = open(clock);
-      const runtime = createFlowRuntime({ store, clock, timerPollMs: 0, inlineWaitMs });
+      const runtime = createRuntime({ store, clock, timerPollMs: 0, inlineWaitMs });
       runtimes.push(runtime);
       return { clock, store, runtime };
     };
     afterEach(async () => {
       for (const runtime of runtimes.splice(0)) {
-        await runtime.kernel.shutdown();
-        await runtime.kernel.store.close();
+        await runtime.shutdown();
+        await runtime.store.close();
       }
     });
 
@@ -199,11 +199,11 @@ for (const [backend, open] of backends) {
         return 'rested';
       });
       const handle = await runtime.start(flow, '1h30m');
-      await eventually(async () => runtime.kernel.activeExecutions.length === 0, 'suspension');
+      await eventually(async () => runtime.activeExecutions.length === 0, 'suspension');
       await clock.advance(90 * 60_000 - 1);
-      expect(await runtime.kernel.wakeDue()).toEqual([]);
+      expect(await runtime.wakeDue()).toEqual([]);
       await clock.advance(1);
-      expect(await runtime.kernel.wakeDue()).toEqual([handle.executionId]);
+      expect(await runtime.wakeDue()).toEqual([handle.executionId]);
       expect(await handle.result()).toBe('rested');
       const bad = await runtime.start(flow, '3 days');
       const refused = (await bad.result().catch((caught) => caught)) as LoomError;
@@ -231,9 +231,9 @@ for (const [backend, open] of backends) {
         WorkflowErrorCode.INVALID_SIGNAL,
       );
       expect(await store.readSignals('approval-1')).toEqual([]);
-      await eventually(async () => runtime.kernel.activeExecutions.length === 0, 'suspension');
+      await eventually(async () => runtime.activeExecutions.length === 0, 'suspension');
       await runtime.signal('approval-1', 'approve', { by: 'ada' });
-      await runtime.kernel.wakeDue();
+      await runtime.wakeDue();
       expect(await handle.result()).toEqual({ by: 'ADA' });
     });
 
@@ -253,7 +253,7 @@ for (const [backend, open] of backends) {
       expect(await runtime.schedule(job, '*/5 * * * *', { name: 'five' })).toBe(scheduleId);
       const idle = () =>
         eventually(
-          async () => !runtime.kernel.activeExecutions.includes(scheduleId),
+          async () => !runtime.activeExecutions.includes(scheduleId),
           'schedule suspension',
         );
       await idle();
@@ -263,7 +263,7 @@ for (const [backend, open] of backends) {
         number,
       ];
       await clock.advance(first - clock.now());
-      await runtime.kernel.wakeDue();
+      await runtime.wakeDue();
       await eventually(
         async () => (await store.read(`cron:five:${first}`)).length > 0,
         'first run',
@@ -271,20 +271,20 @@ for (const [backend, open] of backends) {
       await idle();
       // The next occurrence comes while the first run still works: it is skipped.
       await clock.advance(second - clock.now());
-      await runtime.kernel.wakeDue();
+      await runtime.wakeDue();
       await idle();
       expect(await store.read(`cron:five:${second}`)).toEqual([]);
       for (const done of release) done();
-      expect(await runtime.kernel.attach(`cron:five:${first}`).result()).toBe('done');
+      expect(await runtime.attach(`cron:five:${first}`).result()).toBe('done');
       await clock.advance(third - clock.now());
-      await runtime.kernel.wakeDue();
+      await runtime.wakeDue();
       await eventually(
         async () => (await store.read(`cron:five:${third}`)).length > 0,
         'third run',
       );
       await eventually(async () => release.length === 2, 'third run effect');
       release[1]?.();
-      expect(await runtime.kernel.attach(`cron:five:${third}`).result()).toBe('done');
+      expect(await runtime.attach(`cron:five:${third}`).result()).toBe('done');
       expect(await runtime.unschedule('five')).toBe(true);
     });
   });

@@ -1,15 +1,26 @@
-import {
-  createRuntime,
-  type EnqueueResult,
-  type ExecutionHandle,
-  type JsonValue,
-  type ListQueuesOptions,
-  type QueueStats,
-  type QueueStore,
-  type Runtime,
-  type RuntimeOptions,
-  type StepRetryPolicy,
+import type {
+  Backend,
+  Clock,
+  EnqueueResult,
+  EventStore,
+  ExecutionHandle,
+  ExecutionState,
+  JsonValue,
+  LeaseStore,
+  ListQueuesOptions,
+  QueueStats,
+  QueueStore,
+  RuntimeEvents,
+  SnapshotStore,
+  StartOptions,
+  StepRetryPolicy,
 } from '@loom/event-runtime';
+import {
+  createKernelRuntime,
+  type KernelRuntime,
+  type KernelRuntimeOptions,
+  kernelRuntimeSlot,
+} from '@loom/event-runtime/kernel';
 import { LoomError, WorkflowErrorCode } from '../errors.js';
 import {
   type CronScheduleInput,
@@ -34,7 +45,9 @@ import { ScheduleChain, type ScheduleDescription } from './schedule-chain.js';
 import { type InferInput, type StandardSchemaV1, validate } from './standard-schema.js';
 import { stopOnTerminal } from './workflow-context.js';
 
-export interface FlowRuntimeOptions extends Omit<RuntimeOptions, 'flows'> {
+/** What every {@link RuntimeOptions} has: the flows, and the kernel's timing and lease settings. */
+export interface RuntimeSettingsOptions
+  extends Omit<KernelRuntimeOptions, 'flows' | 'store' | 'leases' | 'snapshots' | 'stepRetry'> {
   /** Every flow this process can run or resume (by name and version). */
   flows?: ReadonlyArray<WorkflowDefinition<never, unknown>>;
   /**
@@ -43,13 +56,49 @@ export interface FlowRuntimeOptions extends Omit<RuntimeOptions, 'flows'> {
    * retried. Default: one attempt.
    */
   stepRetry?: StepRetryPolicy;
+}
+
+/**
+ * A runtime on a backend opened by one call (`openMemory()`, `openSqlite({ path })`,
+ * `openPostgres({ connectionString, schema })`): the log, leases, snapshots and queues all come
+ * from it.
+ */
+export interface RuntimeOnBackend {
+  backend: Backend;
   /**
-   * Durable queues for `enqueue` and `work` (`InMemoryQueueStore`, `SqliteQueueStore` on the
-   * event store's database, `PostgresQueueStore` on its pool). Without it those two throw
-   * `QUEUE_STORE_MISSING`.
+   * `shutdown()` closes the backend after the runtime stopped driving (default true): pass
+   * false when other runtimes or code share it and you close it yourself.
+   */
+  closeBackend?: boolean;
+  store?: never;
+  leases?: never;
+  snapshots?: never;
+  queues?: never;
+}
+
+/** A runtime on stores handed one by one (advanced: mixing backends, decorated stores). */
+export interface RuntimeOnStores {
+  backend?: never;
+  closeBackend?: never;
+  /** The event log. */
+  store: EventStore;
+  /** Without a lease store the runtime takes no leases (one process per log). */
+  leases?: LeaseStore;
+  /** Checkpoints of long executions (with `snapshotEvery`). */
+  snapshots?: SnapshotStore;
+  /**
+   * Durable queues for `enqueue` and `work`. Without them those (and `queueStats`, `listQueues`)
+   * throw `QUEUE_STORE_MISSING`.
    */
   queues?: QueueStore;
 }
+
+/**
+ * Options of {@link createRuntime}: a `backend` (what `openSqlite` and co. return) or the stores
+ * one by one, plus the flows and settings. With a backend, the runtime takes leases (`lazy`
+ * unless `leaseMode` says otherwise) and snapshots only when `snapshotEvery` is set.
+ */
+export type RuntimeOptions = RuntimeSettingsOptions & (RuntimeOnBackend | RuntimeOnStores);
 
 type AnyFlow = WorkflowDefinition<unknown, unknown>;
 
@@ -66,39 +115,107 @@ export interface SignalSent {
 }
 
 /**
- * The runtime flow authors use: the kernel's `Runtime` plus schema validation at the edges
- * (inputs and signal payloads are checked before anything is written), a flow registry by name
- * and version, and cron schedules.
+ * The one runtime a flow author creates: it starts, signals, cancels and lists executions of
+ * `defineFlow` flows (inputs and signal payloads are checked by their schemas before anything is
+ * written), runs cron schedules and durable queues, drives executions on this node (timer polls,
+ * recovery, leases) and tells observers what happens (`events`). Built on the kernel runtime of
+ * `@loom/event-runtime/kernel`, which it keeps to itself.
  *
  * @example
- * const runtime = createFlowRuntime({ store, flows: [order] });
+ * const runtime = createRuntime({ backend: openMemory(), flows: [order] });
  * await runtime.recover();
  * const handle = await runtime.start(order, { sku: 'loom-1' }, { executionId: 'order-42' });
+ * console.log(await handle.result());
+ * await runtime.shutdown();
  */
-export class FlowRuntime {
-  /** The kernel runtime underneath (resume, recover, cancel, wakeDue, …). */
-  readonly kernel: Runtime;
-  /** The queue store of `enqueue` and `work`, if one was given. */
+export class Runtime {
+  /** The queue store of `enqueue` and `work`, if the runtime has one. */
   readonly queues: QueueStore | undefined;
+  /** The kernel runtime underneath, for the `/testing` helpers of `@loom/event-runtime` (`leaseCalls`, `tickLeases`). */
+  readonly [kernelRuntimeSlot]: KernelRuntime;
+  private readonly kernel: KernelRuntime;
   private readonly registry = new Map<string, AnyFlow>();
   private readonly onError: (error: unknown) => void;
   private readonly schedules: ScheduleChain;
+  private readonly ownedBackend: Backend | undefined;
+  private readonly workers = new Set<QueueWorker>();
 
-  constructor(options: FlowRuntimeOptions) {
-    const { flows, queues, stepRetry, ...kernelOptions } = options;
-    this.queues = queues;
+  /** Throws `INVALID_ARGUMENT` for bad options (see `createRuntime`). */
+  constructor(options: RuntimeOptions) {
+    const { flows, backend, closeBackend, store, leases, snapshots, queues, ...settings } =
+      options as RuntimeSettingsOptions & {
+        backend?: Backend;
+        closeBackend?: boolean;
+        store?: EventStore;
+        leases?: LeaseStore;
+        snapshots?: SnapshotStore;
+        queues?: QueueStore;
+      };
+    const { stepRetry, ...kernelSettings } = settings;
+    const log = backend?.events ?? store;
+    if (log === undefined) {
+      throw new LoomError(
+        WorkflowErrorCode.INVALID_ARGUMENT,
+        'createRuntime needs a backend (openMemory(), openSqlite({ path }), openPostgres({ connectionString })) or a store',
+        { path: 'backend' },
+      );
+    }
+    const leaseStore = backend?.leases ?? leases;
+    const snapshotStore = backend?.snapshots ?? snapshots;
+    this.queues = backend?.queues ?? queues;
+    this.ownedBackend = backend !== undefined && closeBackend !== false ? backend : undefined;
     this.onError = options.onError ?? (() => undefined);
-    this.kernel = createRuntime(
-      stepRetry === undefined
-        ? kernelOptions
-        : { ...kernelOptions, stepRetry: stopOnTerminal(stepRetry) },
-    );
+    this.kernel = createKernelRuntime({
+      ...kernelSettings,
+      ...(stepRetry === undefined ? {} : { stepRetry: stopOnTerminal(stepRetry) }),
+      store: log,
+      ...(leaseStore === undefined ? {} : { leases: leaseStore }),
+      // An unused snapshot store would still cost a read per resume: only when checkpointing.
+      ...(snapshotStore === undefined ||
+      (backend !== undefined && settings.snapshotEvery === undefined)
+        ? {}
+        : { snapshots: snapshotStore }),
+    });
+    this[kernelRuntimeSlot] = this.kernel;
     const scheduleFlow = cronScheduleFlow(this.kernel, (name, version) =>
       this.lookup(name, version),
     );
     this.register(scheduleFlow as never);
     this.schedules = new ScheduleChain(this.kernel, () => scheduleFlow);
     for (const flow of flows ?? []) this.register(flow);
+  }
+
+  /** This node's name in leases and queue claims. */
+  get nodeId(): string {
+    return this.kernel.nodeId;
+  }
+
+  /** The event log this runtime drives (read it for audits and tools; never append to it). */
+  get store(): EventStore {
+    return this.kernel.store;
+  }
+
+  /** The runtime's clock: every timer of the runtime and of what runs on it is armed here. */
+  get clock(): Clock {
+    return this.kernel.clock;
+  }
+
+  /**
+   * What this runtime tells its observers, typed (see `RuntimeEventMap`): `lease:acquired`,
+   * `lease:renewed`, `lease:lost`, `execution:resumed`, `execution:recovered`, `timer:fired`,
+   * `store:error`. A listener that throws never disturbs the runtime (its error goes to
+   * `onError`).
+   *
+   * @example
+   * runtime.events.on('lease:lost', (event) => console.warn(`${event.executionId} moved away`));
+   */
+  get events(): RuntimeEvents {
+    return this.kernel.events;
+  }
+
+  /** Executions this node is driving right now. */
+  get activeExecutions(): string[] {
+    return this.kernel.activeExecutions;
   }
 
   /** Make a flow runnable and resumable here. */
@@ -114,7 +231,7 @@ export class FlowRuntime {
   async start<I, O>(
     flow: WorkflowDefinition<I, O>,
     input: I,
-    options: { executionId?: string } = {},
+    options: StartOptions = {},
   ): Promise<ExecutionHandle<O>> {
     if (!this.registry.has(key(flow.name, flow.version ?? null))) this.register(flow as never);
     let value: unknown = input;
@@ -255,6 +372,103 @@ export class FlowRuntime {
   }
 
   /**
+   * A handle on an execution without driving it (it may run on another node): `result()`,
+   * `status()`. Throws `INVALID_ENVELOPE` for a malformed id.
+   *
+   * @example
+   * console.log(await runtime.attach<string>('order-42').result());
+   */
+  attach<O = unknown>(executionId: string): ExecutionHandle<O> {
+    return this.kernel.attach<O>(executionId);
+  }
+
+  /**
+   * Where an execution stands, from its log: `running` (or suspended), or how it settled.
+   * Error codes: `EXECUTION_NOT_FOUND`, `INVALID_ENVELOPE`, store errors.
+   */
+  status(executionId: string): Promise<ExecutionState['status']> {
+    return this.kernel.status(executionId);
+  }
+
+  /**
+   * Resume an execution from its log on this node (after a crash, or to take it over): takes the
+   * lease, advances the fence, replays. Error codes: `EXECUTION_NOT_FOUND`,
+   * `FLOW_NOT_REGISTERED`, `RUNTIME_SHUT_DOWN`, store errors.
+   */
+  resume<O = unknown>(executionId: string): Promise<ExecutionHandle<O>> {
+    return this.kernel.resume<O>(executionId);
+  }
+
+  /**
+   * Cancel an execution: here it ends at its next barrier; elsewhere this node takes the fence
+   * and appends `execution.cancelled`. False if it had already settled.
+   *
+   * Error codes: `EXECUTION_NOT_FOUND`, `INVALID_ENVELOPE`, `INVALID_ARGUMENT`,
+   * `LIMIT_EXCEEDED` (a reason over `Limits.cancelReasonLengthMax`), store errors.
+   *
+   * @example
+   * await runtime.cancel('order-42', 'customer asked');
+   */
+  cancel(executionId: string, reason?: string): Promise<boolean> {
+    return reason === undefined
+      ? this.kernel.cancel(executionId)
+      : this.kernel.cancel(executionId, reason);
+  }
+
+  /**
+   * Claim suspended executions whose timer is due (or that got a signal) and resume them here.
+   * The timer poll does it every `timerPollMs`; call it yourself with `timerPollMs: 0`. Returns
+   * the ids resumed. Throws `RUNTIME_SHUT_DOWN`, store errors.
+   */
+  wakeDue(limit?: number): Promise<string[]> {
+    return this.kernel.wakeDue(limit);
+  }
+
+  /**
+   * Resume running executions nobody drives (their lease expired, or their log has been quiet
+   * for `recoverQuietMs`). Call it on boot; `recoverEveryMs` repeats it. Returns the ids this
+   * node resumed. Throws `RUNTIME_SHUT_DOWN`, store errors.
+   *
+   * @example
+   * const resumed = await runtime.recover();
+   */
+  recover(): Promise<string[]> {
+    return this.kernel.recover();
+  }
+
+  /**
+   * Keep this process alive while the runtime polls timers, recovers and drives executions,
+   * until `shutdown()` (for a dedicated worker process). Throws `RUNTIME_SHUT_DOWN`.
+   *
+   * @example
+   * process.on('SIGTERM', () => void runtime.shutdown());
+   * await runtime.serve(); // returns after runtime.shutdown()
+   */
+  serve(): Promise<void> {
+    return this.kernel.serve();
+  }
+
+  /** Wait for background work (snapshots, lease releases) to finish. For tests. */
+  idle(): Promise<void> {
+    return this.kernel.idle();
+  }
+
+  /**
+   * Stop: stop this runtime's queue workers, stop driving executions at their next barrier and
+   * release their leases (they stay in the log for recovery), then close the backend it was
+   * created with (unless `closeBackend: false`). Calling it again does nothing more.
+   */
+  async shutdown(): Promise<void> {
+    // The kernel stops taking work at once (synchronously), then the workers stop claiming.
+    const stopped = this.kernel.shutdown();
+    const workers = [...this.workers];
+    this.workers.clear();
+    await Promise.all(workers.map((worker) => worker.stop()));
+    await stopped;
+    await this.ownedBackend?.close();
+  }
+
+  /**
    * List executions from the store's execution index, filtered by flow, version, status (how a
    * settled one ended included), creation and update time; one store query per page, ordered by
    * id. Page with the returned `nextCursor`.
@@ -376,7 +590,7 @@ export class FlowRuntime {
    */
   work(queue: string, options: WorkOptions = {}): QueueWorker {
     const queues = this.requireQueues('work');
-    return new QueueWorkerLoop(
+    const worker = new QueueWorkerLoop(
       {
         kernel: this.kernel,
         queues,
@@ -386,6 +600,8 @@ export class FlowRuntime {
       queue,
       options,
     );
+    this.workers.add(worker);
+    return worker;
   }
 
   /**
@@ -402,7 +618,7 @@ export class FlowRuntime {
   }
 
   /**
-   * Every queue's counts (see {@link FlowRuntime.queueStats}), by name; page with `afterQueue`.
+   * Every queue's counts (see {@link Runtime.queueStats}), by name; page with `afterQueue`.
    * One store query per page.
    *
    * Error codes: `QUEUE_STORE_MISSING`, `INVALID_ARGUMENT`, store errors.
@@ -415,8 +631,8 @@ export class FlowRuntime {
     if (this.queues === undefined) {
       throw new LoomError(
         WorkflowErrorCode.QUEUE_STORE_MISSING,
-        `${operation} needs a queue store: create the FlowRuntime with { queues } (an ` +
-          "InMemoryQueueStore, a SqliteQueueStore on the event store's database, or a PostgresQueueStore)",
+        `${operation} needs a queue store: create the runtime with a backend ` +
+          '(openMemory(), openSqlite(…), openPostgres(…)) or pass { queues }',
         { operation },
       );
     }
@@ -478,7 +694,25 @@ function key(name: string, version: string | null): string {
   return version === null ? name : `${name}@${version}`;
 }
 
-/** Create a {@link FlowRuntime}. */
-export function createFlowRuntime(options: FlowRuntimeOptions): FlowRuntime {
-  return new FlowRuntime(options);
+/**
+ * Create the runtime: on a backend opened by one call, with the flows this process runs. It
+ * starts polling timers at once (`timerPollMs`, default 1 s); call `recover()` on boot.
+ *
+ * Error codes: `INVALID_ARGUMENT` (no backend or store, bad settings), `INVALID_FLOW`.
+ *
+ * @example
+ * import { createRuntime, defineFlow } from '@loom/workflow-runtime';
+ * import { openSqlite } from '@loom/workflow-runtime/sqlite';
+ *
+ * const hello = defineFlow({ name: 'hello' }, async (ctx, input: { name: string }) =>
+ *   ctx.step('greet', () => `hello, ${input.name}`),
+ * );
+ * const runtime = createRuntime({ backend: openSqlite({ path: 'loom.db', migrate: true }), flows: [hello] });
+ * await runtime.recover();
+ * const handle = await runtime.start(hello, { name: 'ada' });
+ * console.log(await handle.result());
+ * await runtime.shutdown(); // also closes the backend
+ */
+export function createRuntime(options: RuntimeOptions): Runtime {
+  return new Runtime(options);
 }

@@ -4,7 +4,7 @@
 import { InMemoryEventStore } from '@loom/event-runtime';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { defineFlow } from './define-flow.js';
-import { createFlowRuntime } from './flow-runtime.js';
+import { createRuntime } from './flow-runtime.js';
 import type { Json, NotJson } from './json.js';
 
 interface Order {
@@ -75,7 +75,7 @@ describe('Json', () => {
   });
 
   it('accepted flows run and their values round-trip through the log', async () => {
-    const runtime = createFlowRuntime({ store: new InMemoryEventStore() });
+    const runtime = createRuntime({ store: new InMemoryEventStore() });
     const handle = await runtime.start(accepted, order);
     expect(await handle.result()).toEqual({
       order,
@@ -84,6 +84,6 @@ describe('Json', () => {
       first: 1,
       explicit: 'o-1',
     });
-    await runtime.kernel.shutdown();
+    await runtime.shutdown();
   });
 });

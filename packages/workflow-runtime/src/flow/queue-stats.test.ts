@@ -12,7 +12,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { WorkflowErrorCode } from '../errors.js';
 import { codeOf } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
-import { createFlowRuntime } from './flow-runtime.js';
+import { createRuntime } from './flow-runtime.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'loom-queue-stats-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
@@ -47,7 +47,7 @@ const backends: Array<[string, () => { store: EventStore; queues: QueueStore }]>
 ];
 
 for (const [backend, open] of backends) {
-  describe(`queue stats on FlowRuntime (${backend})`, () => {
+  describe(`queue stats on Runtime (${backend})`, () => {
     const cleanups: Array<() => Promise<void>> = [];
     afterEach(async () => {
       for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -55,9 +55,9 @@ for (const [backend, open] of backends) {
 
     it('a worker records how each item’s execution ended; stats count depth and failures', async () => {
       const { store, queues } = open();
-      const runtime = createFlowRuntime({ store, queues, flows: [charge], timerPollMs: 0 });
+      const runtime = createRuntime({ store, queues, flows: [charge], timerPollMs: 0 });
       cleanups.push(async () => {
-        await runtime.kernel.shutdown();
+        await runtime.shutdown();
         await queues.close();
         await store.close();
       });
@@ -99,14 +99,14 @@ for (const [backend, open] of backends) {
 
 describe('queue stats without a queue store', () => {
   it('are QUEUE_STORE_MISSING', async () => {
-    const runtime = createFlowRuntime({ store: new InMemoryEventStore(), timerPollMs: 0 });
+    const runtime = createRuntime({ store: new InMemoryEventStore(), timerPollMs: 0 });
     try {
       expect(await codeOf(runtime.queueStats('payments'))).toBe(
         WorkflowErrorCode.QUEUE_STORE_MISSING,
       );
       expect(await codeOf(runtime.listQueues())).toBe(WorkflowErrorCode.QUEUE_STORE_MISSING);
     } finally {
-      await runtime.kernel.shutdown();
+      await runtime.shutdown();
     }
   });
 });

@@ -11,7 +11,7 @@ import { SqliteEventStore, SqliteQueueStore } from '@loom/event-runtime/sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { WorkflowErrorCode } from '../errors.js';
 import { defineFlow } from './define-flow.js';
-import { createFlowRuntime, type FlowRuntime } from './flow-runtime.js';
+import { createRuntime, type Runtime } from './flow-runtime.js';
 import { type QueueWorker, queueExecutionId } from './queue-worker.js';
 import { testSchema } from './test-schema.js';
 
@@ -55,35 +55,35 @@ function gauge() {
   };
 }
 
-describe('queues on FlowRuntime', () => {
+describe('queues on Runtime', () => {
   const cleanups: Array<() => Promise<void>> = [];
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
 
-  function memoryRuntime(): { runtime: FlowRuntime; queues: QueueStore } {
+  function memoryRuntime(): { runtime: Runtime; queues: QueueStore } {
     const queues = new InMemoryQueueStore();
-    const runtime = createFlowRuntime({ store: new InMemoryEventStore(), queues, timerPollMs: 0 });
+    const runtime = createRuntime({ store: new InMemoryEventStore(), queues, timerPollMs: 0 });
     cleanups.push(async () => {
-      await runtime.kernel.shutdown();
+      await runtime.shutdown();
       await queues.close();
     });
     return { runtime, queues };
   }
 
-  /** A FlowRuntime on its own connection to `path`, as a separate process would have. */
+  /** A Runtime on its own connection to `path`, as a separate process would have. */
   function sqliteRuntime(
     path: string,
     flows: ReadonlyArray<ReturnType<typeof defineFlow<never, unknown>>> = [],
   ) {
     const store = SqliteEventStore.open({ path, migrate: true });
     const queues = new SqliteQueueStore(store.database);
-    const runtime = createFlowRuntime({ store, queues, flows, timerPollMs: 0 });
+    const runtime = createRuntime({ store, queues, flows, timerPollMs: 0 });
     let closed = false;
     const close = async () => {
       if (closed) return;
       closed = true;
-      await runtime.kernel.shutdown();
+      await runtime.shutdown();
       await queues.close();
       await store.close();
     };
@@ -92,9 +92,9 @@ describe('queues on FlowRuntime', () => {
   }
 
   function work(
-    runtime: FlowRuntime,
+    runtime: Runtime,
     queue: string,
-    options: Parameters<FlowRuntime['work']>[1],
+    options: Parameters<Runtime['work']>[1],
   ): QueueWorker {
     const worker = runtime.work(queue, { pollMs: 10, ...options });
     cleanups.push(() => worker.stop());
@@ -123,7 +123,7 @@ describe('queues on FlowRuntime', () => {
     );
     expect(g.state.order).toEqual(['urgent', 'high', 'a', 'b', 'low']);
     expect(g.state.max).toBe(1);
-    expect(await runtime.kernel.attach(queueExecutionId('jobs', 'urgent')).result()).toBe('urgent');
+    expect(await runtime.attach(queueExecutionId('jobs', 'urgent')).result()).toBe('urgent');
   });
 
   it('two workers on one SQLite file never run more than concurrencyMax items at once', async () => {
@@ -237,9 +237,7 @@ describe('queues on FlowRuntime', () => {
     );
     expect(await after.queues.get('slow', 'x')).toMatchObject({ status: 'done', attempts: 2 });
     expect(attempts).toEqual(['x', 'x', 'y']);
-    expect(await after.runtime.kernel.attach(queueExecutionId('slow', 'x')).result()).toBe(
-      'x done',
-    );
+    expect(await after.runtime.attach(queueExecutionId('slow', 'x')).result()).toBe('x done');
   });
 
   it('reconciles an item whose execution already settled: completed without running again', async () => {
@@ -257,8 +255,8 @@ describe('queues on FlowRuntime', () => {
   });
 
   it('enqueue and work without a queue store are QUEUE_STORE_MISSING', async () => {
-    const runtime = createFlowRuntime({ store: new InMemoryEventStore(), timerPollMs: 0 });
-    cleanups.push(() => runtime.kernel.shutdown());
+    const runtime = createRuntime({ store: new InMemoryEventStore(), timerPollMs: 0 });
+    cleanups.push(() => runtime.shutdown());
     const flow = defineFlow({ name: 'nothing' }, async () => null);
     const error = await runtime.enqueue('q', flow, null).catch((caught: LoomError) => caught);
     expect((error as LoomError).code).toBe(WorkflowErrorCode.QUEUE_STORE_MISSING);

@@ -5,11 +5,11 @@ import {
   type QueueItemOutcome,
   type QueueRate,
   type QueueStore,
-  type Runtime,
 } from '@loom/event-runtime';
+import type { KernelRuntime } from '@loom/event-runtime/kernel';
 import type { WorkflowDefinition } from './define-flow.js';
 
-/** How `FlowRuntime.enqueue` files an item besides its flow and input. */
+/** How `Runtime.enqueue` files an item besides its flow and input. */
 export interface EnqueueOptions {
   /** Higher runs first; ties run in enqueue order. Default 0. */
   priority?: number;
@@ -21,7 +21,7 @@ export interface EnqueueOptions {
   itemId?: string;
 }
 
-/** How `FlowRuntime.work` drains a queue. The limits are global: every worker passes the same. */
+/** How `Runtime.work` drains a queue. The limits are global: every worker passes the same. */
 export interface WorkOptions {
   /** Items of the queue running at once across all workers. Default: unlimited. */
   concurrencyMax?: number;
@@ -58,9 +58,9 @@ export function queueExecutionId(queue: string, itemId: string): string {
   return `queue:${queue}:${itemId}`;
 }
 
-/** What a worker needs from its FlowRuntime. */
+/** What a worker needs from its Runtime. */
 export interface QueueWorkerDeps {
-  kernel: Runtime;
+  kernel: KernelRuntime;
   queues: QueueStore;
   lookup: (name: string, version: string | null) => WorkflowDefinition<unknown, unknown>;
   onError: (error: unknown) => void;
@@ -71,7 +71,7 @@ const defaultClaimTtlMs = 30_000;
 const defaultWorkerConcurrencyMax = 100;
 
 /**
- * The loop behind `FlowRuntime.work`: claim what the limits allow, start each item as execution
+ * The loop behind `Runtime.work`: claim what the limits allow, start each item as execution
  * `queue:<queue>:<itemId>` (idempotent), renew the claims every ttl/3 while they run, complete
  * each item when its execution settles, recording how (completed, failed or cancelled). An item whose execution
  * already exists (a restart, an expired claim) is reconciled: completed at once if it settled,

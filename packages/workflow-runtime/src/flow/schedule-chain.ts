@@ -1,4 +1,4 @@
-import type { Runtime } from '@loom/event-runtime';
+import type { KernelRuntime } from '@loom/event-runtime/kernel';
 import { LoomError, WorkflowErrorCode } from '../errors.js';
 import {
   type CronScheduleInput,
@@ -51,7 +51,7 @@ const generationsMax = 2 ** 48;
  */
 export class ScheduleChain {
   constructor(
-    private readonly kernel: Runtime,
+    private readonly kernel: KernelRuntime,
     private readonly flow: () => WorkflowDefinition<CronScheduleInput, CronScheduleOutput>,
   ) {}
 

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { terminalError } from '../index.js';
 import { type TestBackend, testBackends } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
-import { createFlowRuntime, type FlowRuntime, type FlowRuntimeOptions } from './flow-runtime.js';
+import { createRuntime, type Runtime, type RuntimeSettingsOptions } from './flow-runtime.js';
 
 /** Settles `promise` while the clock fires its timers (in-memory backoffs), real I/O between. */
 async function drive<T>(clock: ManualClock, promise: Promise<T>): Promise<T> {
@@ -32,11 +32,11 @@ async function rejection(promise: Promise<unknown>): Promise<LoomError> {
 
 for (const [backend, open] of testBackends('retries')) {
   describe(`step retries and failures on ${backend}`, () => {
-    const opened: Array<{ runtime: FlowRuntime; backend: TestBackend }> = [];
-    const make = async (options: Partial<FlowRuntimeOptions> = {}) => {
+    const opened: Array<{ runtime: Runtime; backend: TestBackend }> = [];
+    const make = async (options: Partial<RuntimeSettingsOptions> = {}) => {
       const clock = new ManualClock();
       const made = await open(clock);
-      const runtime = createFlowRuntime({
+      const runtime = createRuntime({
         store: made.store,
         clock,
         timerPollMs: 0,
@@ -48,9 +48,9 @@ for (const [backend, open] of testBackends('retries')) {
     };
     afterEach(async () => {
       for (const { runtime, backend: made } of opened.splice(0)) {
-        await runtime.kernel.shutdown();
+        await runtime.shutdown();
         await made.drop();
-        await runtime.kernel.store.close();
+        await runtime.store.close();
       }
     });
 

@@ -1,11 +1,12 @@
 import type { LoomError } from '@loom/event-runtime';
+import { kernelRuntimeSlot } from '@loom/event-runtime/kernel';
 import { ManualClock } from '@loom/event-runtime/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WorkflowErrorCode } from '../errors.js';
 import { codeOf, testBackends } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
 import { defineSignal } from './define-signal.js';
-import { createFlowRuntime, type FlowRuntime } from './flow-runtime.js';
+import { createRuntime, type Runtime } from './flow-runtime.js';
 import type { StandardSchemaV1 } from './standard-schema.js';
 
 /** A schema whose input type is `T` (as zod's would be), checking with `check` at run time. */
@@ -58,7 +59,7 @@ const shipment = defineFlow(
  * Compile-time checks, never run: `pnpm lint` type-checks this file, and each
  * `@ts-expect-error` fails the build if the line below it compiles.
  */
-export function senderTypes(runtime: FlowRuntime): void {
+export function senderTypes(runtime: Runtime): void {
   void runtime.signal(order, 'order-1', 'approve', { by: 'ada' });
   void runtime.signal(order, 'order-1', 'reject', 'too expensive');
   // @ts-expect-error a misspelt signal name is a compile error
@@ -80,7 +81,6 @@ export function senderTypes(runtime: FlowRuntime): void {
   void runtime.signal(payment, 'payment-1', 'anything', { at: 1 });
   // The untyped form stays for advanced use.
   void runtime.signal('order-1', 'aprove', 42);
-  void runtime.kernel.signal('order-1', 'aprove', 42);
 }
 
 /** Compile-time checks of the receiving side, never run. */
@@ -107,7 +107,7 @@ for (const [backend, open] of testBackends('signals')) {
       const clock = new ManualClock();
       const made = await open(clock);
       const store = made.store;
-      const runtime = createFlowRuntime({
+      const runtime = createRuntime({
         store,
         clock,
         flows: [order, payment, approvalByDefinition],
@@ -115,7 +115,7 @@ for (const [backend, open] of testBackends('signals')) {
         inlineWaitMs: 0,
       });
       cleanups.push(async () => {
-        await runtime.kernel.shutdown();
+        await runtime.shutdown();
         await made.drop();
         await store.close();
       });
@@ -129,7 +129,7 @@ for (const [backend, open] of testBackends('signals')) {
         signalId: 1,
         duplicate: false,
       });
-      await runtime.kernel.wakeDue(10);
+      await runtime.wakeDue(10);
       expect(await handle.result()).toBe('approved by ada');
     });
 
@@ -163,24 +163,24 @@ for (const [backend, open] of testBackends('signals')) {
       const { runtime, store, clock } = await make();
       /** Resolves once this node stopped driving `id` (it suspended); fails after 2 s. */
       const suspended = async (id: string) => {
-        for (let poll = 0; poll < 400 && runtime.kernel.activeExecutions.includes(id); poll++)
+        for (let poll = 0; poll < 400 && runtime.activeExecutions.includes(id); poll++)
           await new Promise((resolve) => setTimeout(resolve, 5));
-        expect(runtime.kernel.activeExecutions).not.toContain(id);
+        expect(runtime.activeExecutions).not.toContain(id);
       };
       const handle = await runtime.start(approvalByDefinition, undefined as never, {
         executionId: 'd-1',
       });
       await suspended('d-1');
       await runtime.signal(approveSignal, 'd-1', { by: 'ada' });
-      expect(await runtime.kernel.wakeDue(10)).toEqual(['d-1']);
+      expect(await runtime.wakeDue(10)).toEqual(['d-1']);
       expect(await handle.result()).toBe('approved by ADA');
       // A payload sent untyped past the sender's checks is refused on receipt by the schema.
       const refused = await runtime.start(approvalByDefinition, undefined as never, {
         executionId: 'd-2',
       });
       await suspended('d-2');
-      await runtime.kernel.signal('d-2', 'approve', { by: 7 });
-      expect(await runtime.kernel.wakeDue(10)).toEqual(['d-2']);
+      await runtime[kernelRuntimeSlot].signal('d-2', 'approve', { by: 7 });
+      expect(await runtime.wakeDue(10)).toEqual(['d-2']);
       const error = (await refused.result().catch((caught) => caught)) as LoomError;
       expect(error.code).toBe('EXECUTION_FAILED');
       expect((error.fields.error as { code: string }).code).toBe(WorkflowErrorCode.INVALID_SIGNAL);
@@ -190,7 +190,7 @@ for (const [backend, open] of testBackends('signals')) {
       });
       await suspended('d-3');
       await clock.advance(3_600_000);
-      expect(await runtime.kernel.wakeDue(10)).toEqual(['d-3']);
+      expect(await runtime.wakeDue(10)).toEqual(['d-3']);
       expect(await waiting.result()).toBe('timed out');
       expect((await store.readSignals('d-1')).map((signal) => signal.name)).toEqual(['approve']);
     });

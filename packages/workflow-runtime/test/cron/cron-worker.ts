@@ -3,7 +3,7 @@
 // argv: <db> <effects>
 import { appendFileSync } from 'node:fs';
 import { SqliteEventStore, SqliteLeaseStore } from '@loom/event-runtime/sqlite';
-import { createFlowRuntime, defineFlow } from '../../src/index.js';
+import { createRuntime, defineFlow } from '../../src/index.js';
 
 const [db, effects] = process.argv.slice(2) as [string, string];
 const job = defineFlow({ name: 'tick-job' }, async (ctx) =>
@@ -13,7 +13,7 @@ const job = defineFlow({ name: 'tick-job' }, async (ctx) =>
   }),
 );
 const store = SqliteEventStore.open({ path: db, migrate: true, busyTimeoutMs: 10_000 });
-const runtime = createFlowRuntime({
+const runtime = createRuntime({
   store,
   leases: new SqliteLeaseStore(store.database),
   leaseMode: 'eager',
@@ -24,11 +24,11 @@ const runtime = createFlowRuntime({
   recoverEveryMs: 250,
   recoverQuietMs: 1_000,
 });
-await runtime.kernel.recover();
+await runtime.recover();
 await runtime.schedule(job, '* * * * * *', {
   name: 'every-second',
   catchUp: 'all',
   overlap: 'allow',
 });
 process.stdout.write('ready\n');
-await runtime.kernel.serve();
+await runtime.serve();

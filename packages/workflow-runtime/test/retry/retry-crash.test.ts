@@ -6,7 +6,7 @@ import type { EventStore, LoomError, StoredEvent } from '@loom/event-runtime';
 import { PostgresEventStore } from '@loom/event-runtime/postgres';
 import { SqliteEventStore } from '@loom/event-runtime/sqlite';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createFlowRuntime } from '../../src/index.js';
+import { createRuntime } from '../../src/index.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'loom-retry-crash-'));
 const worker = join(import.meta.dirname, 'retry-worker.ts');
@@ -123,12 +123,12 @@ for (const [name, make] of backends) {
           expect(count(events, 'step.started')).toBe(1);
           expect(count(events, 'step.attempt_failed')).toBe(retryAttempts - 1);
           expect(count(events, 'step.failed')).toBe(1);
-          const reader = createFlowRuntime({ store, timerPollMs: 0 });
-          const error = (await reader.kernel
+          const reader = createRuntime({ store, timerPollMs: 0 });
+          const error = (await reader
             .attach('order-1')
             .result()
             .catch((caught: unknown) => caught)) as LoomError;
-          await reader.kernel.shutdown();
+          await reader.shutdown();
           expect(error.code).toBe('EXECUTION_FAILED');
           expect(error.fields).toMatchObject({
             step: 'charge',

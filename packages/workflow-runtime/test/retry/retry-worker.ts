@@ -6,7 +6,7 @@ import { appendFileSync } from 'node:fs';
 import type { EventStore } from '@loom/event-runtime';
 import { PostgresEventStore } from '@loom/event-runtime/postgres';
 import { SqliteEventStore } from '@loom/event-runtime/sqlite';
-import { createFlowRuntime, defineFlow } from '../../src/index.js';
+import { createRuntime, defineFlow } from '../../src/index.js';
 
 const [target, attemptsFile, mode, wait] = process.argv.slice(2) as [
   string,
@@ -35,7 +35,7 @@ const store: EventStore = target.startsWith('sqlite:')
       connectionString: pgUrl,
       schema: target.slice('postgres:'.length),
     });
-const runtime = createFlowRuntime({
+const runtime = createRuntime({
   store,
   flows: [order as never],
   timerPollMs: 50,
@@ -45,6 +45,6 @@ const runtime = createFlowRuntime({
   recoverQuietMs: 1,
 });
 if (mode === 'start') await runtime.start(order, null, { executionId: 'order-1' });
-else await runtime.kernel.recover();
+else await runtime.recover();
 process.stdout.write('ready\n');
-await runtime.kernel.serve();
+await runtime.serve();

@@ -4,7 +4,7 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { SqliteEventStore } from '../src/sqlite.js';
+import { openSqlite } from '../src/sqlite.js';
 
 const directory = join(process.cwd(), '.loom-demo');
 mkdirSync(directory, { recursive: true });
@@ -46,7 +46,8 @@ console.log(`Loom demo: one durable execution, log in ${db}`);
 await runWorker('worker 1 starts the order flow', 'running step charge-card');
 await runWorker('worker 2 starts after the crash and recovers');
 
-const store = SqliteEventStore.open({ path: db, readOnly: true });
+const backend = openSqlite({ path: db, readOnly: true });
+const store = backend.events;
 console.log(`\nThe log of ${executionId}:`);
 for (const event of await store.read(executionId)) {
   const payload = JSON.stringify(event.payload);
@@ -58,4 +59,4 @@ const verify = await store.verify(executionId);
 console.log(
   `\nverify: ${verify.ok ? `hash chain intact over ${verify.events} events` : `BROKEN: ${JSON.stringify(verify)}`}`,
 );
-await store.close();
+await backend.close();
