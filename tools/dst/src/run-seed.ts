@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { EventStore, ExecutionSummary, StoredEvent } from '@loom/event-runtime';
 import { defaultFaults, type FaultCounts, type Faults } from './faults.js';
+import { describeError } from './internal/client.js';
 import { checkInvariants } from './invariants.js';
 import { simRuntimeSettings } from './runtime-adapter.js';
 import type { Scenario } from './scenario.js';
@@ -54,6 +55,11 @@ export async function runSeed(
   const world = new SimWorld(random, faults);
   const realRandom = Math.random;
   Math.random = random.fork('math-random').next;
+  // A rejection nobody handles would crash a real process: a violation, reported with the seed.
+  const unhandled = (reason: unknown) => {
+    world.violation('no-unhandled-rejection', `would crash the process: ${describeError(reason)}`);
+  };
+  process.on('unhandledRejection', unhandled);
   try {
     world.addNodes(scenario.nodes, scenario.boot(world));
     scenario.drive(world);
@@ -94,6 +100,7 @@ export async function runSeed(
     };
   } finally {
     Math.random = realRandom;
+    process.off('unhandledRejection', unhandled);
   }
 }
 
