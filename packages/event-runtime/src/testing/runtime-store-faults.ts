@@ -263,7 +263,7 @@ export function runtimeStoreFaults(
       }
       const store = new InboxFailsOnce(harness.store);
       const errors: unknown[] = [];
-      const created = runtime({ store, onError: (error) => errors.push(error) });
+      const created = runtime({ store, onError: (error) => errors.push(error), timerPollMs: 5 });
       const waits: Flow<null, string> = {
         name: 'inbox-look',
         run: async (ctx) => {
@@ -272,8 +272,12 @@ export function runtimeStoreFaults(
         },
       };
       const handle = await created.start(waits, null, { executionId: freshId('inbox-look') });
-      await whileAdvancing(harness, created.idle());
+      // The driver looks, suspends, then looks again (the read that fails): wait for that one.
+      for (let round = 0; round < 400 && store.inboxReads < 2; round++) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
       expect(store.inboxReads).toBeGreaterThanOrEqual(2);
+      await whileAdvancing(harness, created.idle());
       await created.signal(handle.executionId, 'go', 'went');
       expect(await whileAdvancing(harness, handle.result())).toBe('went');
       expect(errors).toEqual([]);
