@@ -14,3 +14,9 @@ export { type PlannedSignal, type Scenario, signalAt, startAt } from './scenario
 export { type SeededRandom, seededRandom } from './seeded-random.js';
 export { type NodeBoot, SimNode } from './sim-node.js';
 export { SimWorld, simStartMs, type Violation } from './sim-world.js';
+export {
+  type SimulateOptions,
+  type SimulateSummary,
+  simulate,
+  simulateSeedsMax,
+} from './simulate.js';
