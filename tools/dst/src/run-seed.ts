@@ -96,7 +96,7 @@ export async function runSeed(
       executions: index.length,
       faults: { ...world.recorder.faults },
       violations,
-      repro: (options.repro ?? defaultRepro(scenario.name))(seed),
+      repro: (options.repro ?? defaultRepro(scenario.name, faults.injectBug))(seed),
     };
   } finally {
     Math.random = realRandom;
@@ -104,8 +104,9 @@ export async function runSeed(
   }
 }
 
-function defaultRepro(scenario: string): (seed: number) => string {
-  return (seed) => `pnpm --filter @loom/dst sim --scenario ${scenario} --seed ${seed}`;
+function defaultRepro(scenario: string, bug: Faults['injectBug']): (seed: number) => string {
+  const injected = bug === undefined ? '' : ` --bug ${bug}`;
+  return (seed) => `pnpm --filter @loom/dst sim --scenario ${scenario} --seed ${seed}${injected}`;
 }
 
 /** Draws, every `chaosEveryMs` until the horizon, whether each node pauses or restarts. */
