@@ -51,6 +51,7 @@ export interface FaultCounts {
   bugs: number;
 }
 
+/** A {@link FaultCounts} with every count at 0. */
 export function emptyFaultCounts(): FaultCounts {
   return { transientErrors: 0, lostAcks: 0, pauses: 0, restarts: 0, bugs: 0 };
 }

@@ -29,6 +29,7 @@ export interface SeedReport {
   repro: string;
 }
 
+/** How {@link runSeed} runs: what to inject, and how its repro line reads. */
 export interface RunSeedOptions {
   faults?: Faults;
   /** How to rerun a seed, given the seed (default: the `sim` command of this package). */

@@ -36,6 +36,7 @@ export interface SimRuntime {
   shutdown(): Promise<void>;
 }
 
+/** What a node hands the adapter: its id, its clock and its simulated store handles. */
 export interface SimRuntimeOptions {
   nodeId: string;
   clock: Clock;

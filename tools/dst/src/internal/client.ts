@@ -77,6 +77,7 @@ export class SimClient {
   }
 }
 
+/** One line for an error: a LoomError's code and message, else its message. */
 export function describeError(error: unknown): string {
   if (isLoomError(error)) return `${error.code}: ${error.message}`;
   return error instanceof Error ? error.message : String(error);
