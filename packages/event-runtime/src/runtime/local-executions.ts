@@ -378,7 +378,16 @@ export class LocalExecutions {
       this.track(links.notifyParent(state.parent.executionId, executionId));
     }
     if (outcome.status === 'cancelled') this.track(links.cancelChildren(state, outcome.reason));
-    if (outcome.status === 'suspended') this.track(links.wakeIfSignalled(state));
+    if (outcome.status === 'suspended') {
+      this.track(
+        links.wakeIfSignalled(state).catch((error: unknown) => {
+          // The look failed, so a signal that came meanwhile may be unseen: resume from the log
+          // later (the replay looks at the inbox again) rather than leave it suspended for good.
+          if (isTransientStoreError(error)) this.retries.schedule(executionId);
+          else this.kernel.report(error);
+        }),
+      );
+    }
     // The store failed under the driver but may come back: resume from the log after a backoff,
     // rather than leave the execution to a recover() that may never be called.
     if (outcome.status === 'stopped' && isTransientStoreError(outcome.error)) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ErrorCode } from '../errors.js';
+import { ErrorCode, LoomError } from '../errors.js';
 import { isTransactional } from '../event-store.js';
 import type { Flow } from '../runtime/flow.js';
 import type { KernelRuntime, KernelRuntimeOptions } from '../runtime/runtime.js';
@@ -242,6 +242,45 @@ export function runtimeStoreFaults(
       const events = await harness.store.read(handle.executionId);
       expect(events.filter((event) => event.type === 'step.failed')).toEqual([]);
       expect(events.filter((event) => terminalTypes.has(event.type))).toHaveLength(1);
+    });
+
+    it('a failed look at the inbox after suspending reaches onError, not the process, and the signal still wakes the execution', async () => {
+      // Found by the deterministic simulation (tools/dst): the look rejected unhandled, which
+      // crashes a Node process, and a signal that came during it was never seen.
+      const harness = getHarness();
+      class InboxFailsOnce extends FlakyEventStore {
+        inboxReads = 0;
+        override readSignals(...args: Parameters<FlakyEventStore['readSignals']>) {
+          this.inboxReads += 1;
+          // Read 1 is the driver's own look before it suspends; read 2 the look after.
+          if (this.inboxReads === 2) {
+            return Promise.reject(
+              new LoomError(ErrorCode.STORE_UNAVAILABLE, 'readSignals failed: connection lost'),
+            );
+          }
+          return super.readSignals(...args);
+        }
+      }
+      const store = new InboxFailsOnce(harness.store);
+      const errors: unknown[] = [];
+      const created = runtime({ store, onError: (error) => errors.push(error), timerPollMs: 5 });
+      const waits: Flow<null, string> = {
+        name: 'inbox-look',
+        run: async (ctx) => {
+          const go = await ctx.waitForSignal('go');
+          return go.received ? String(go.payload) : 'timed out';
+        },
+      };
+      const handle = await created.start(waits, null, { executionId: freshId('inbox-look') });
+      // The driver looks, suspends, then looks again (the read that fails): wait for that one.
+      for (let round = 0; round < 400 && store.inboxReads < 2; round++) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      expect(store.inboxReads).toBeGreaterThanOrEqual(2);
+      await whileAdvancing(harness, created.idle());
+      await created.signal(handle.executionId, 'go', 'went');
+      expect(await whileAdvancing(harness, handle.result())).toBe('went');
+      expect(errors).toEqual([]);
     });
   });
 }

@@ -1,0 +1,85 @@
+import type { AppendGuard, EventEnvelope, StoredEvent } from '@loom/event-runtime';
+import type { FaultCounts } from '../faults.js';
+import { emptyFaultCounts } from '../faults.js';
+
+/** One append the store committed: who wrote it, under which fence epoch. */
+export interface CommittedAppend {
+  executionId: string;
+  firstSequence: number;
+  types: string[];
+  node: string;
+  fenceEpoch: number | undefined;
+  /** Place in the commit order shared with fence advances. */
+  order: number;
+}
+
+/** A queue claim and how many of the queue's items were under a live claim right after it. */
+export interface ClaimObservation {
+  queue: string;
+  claimedNow: number;
+  concurrencyMax: number | undefined;
+  atMs: number;
+}
+
+/** A signal a client sent, as the client saw it acknowledged. */
+export interface SentSignal {
+  executionId: string;
+  name: string;
+  idempotencyKey: string | undefined;
+}
+
+/** What the simulated stores and clients saw, for the invariant checks after the seed. */
+export class Recorder {
+  /**
+   * `executionId/sequence` → the hashes of every event whose append was acknowledged to a caller
+   * at that place (more than one only if the store acknowledged a write it did not keep).
+   */
+  readonly acked = new Map<string, string[]>();
+  readonly committed: CommittedAppend[] = [];
+  /** Fence advances in commit order: `fences.advance` returned this epoch for this execution. */
+  readonly advances: Array<{ executionId: string; epoch: number; node: string; order: number }> =
+    [];
+  readonly claims: ClaimObservation[] = [];
+  readonly signals: SentSignal[] = [];
+  readonly faults: FaultCounts = emptyFaultCounts();
+  /** Executions whose terminal event committed: the run loop's "done" test reads it. */
+  readonly settled = new Set<string>();
+  private order = 0;
+
+  commit(node: string, envelopes: readonly EventEnvelope[], guard: AppendGuard | undefined): void {
+    const first = envelopes[0];
+    if (first === undefined) return;
+    this.committed.push({
+      executionId: first.executionId,
+      firstSequence: first.sequence,
+      types: envelopes.map((envelope) => envelope.type),
+      node,
+      fenceEpoch: guard?.fenceEpoch,
+      order: this.order++,
+    });
+    for (const envelope of envelopes) {
+      if (terminalTypes.has(envelope.type)) this.settled.add(envelope.executionId);
+    }
+  }
+
+  advance(node: string, executionId: string, epoch: number): void {
+    this.advances.push({ executionId, epoch, node, order: this.order++ });
+  }
+
+  ack(stored: readonly StoredEvent[]): void {
+    for (const event of stored) {
+      const key = `${event.executionId}/${event.sequence}`;
+      const hashes = this.acked.get(key);
+      if (hashes === undefined) this.acked.set(key, [event.hash]);
+      else if (!hashes.includes(event.hash)) hashes.push(event.hash);
+    }
+  }
+}
+
+/** The events that end an execution. */
+export const terminalTypes: ReadonlySet<string> = new Set([
+  'execution.completed',
+  'execution.failed',
+  'execution.cancelled',
+  'execution.continued_as_new',
+]);

@@ -1,0 +1,115 @@
+import type {
+  AppendGuard,
+  EventEnvelope,
+  EventStore,
+  FenceStore,
+  FindExecutionsOptions,
+  ReadAllOptions,
+  ReadOptions,
+  ReadSignalsOptions,
+  SignalInput,
+  StoredEvent,
+  SubscribeOptions,
+  Subscription,
+  SubscriptionHandler,
+  VerifyResult,
+} from '@loom/event-runtime';
+import type { Faults } from './faults.js';
+import type { StoreLink } from './internal/store-link.js';
+
+/**
+ * One node's handle on the shared in-memory event log, through a {@link StoreLink}: every call
+ * pays latency, may fail before it is made, and writes may lose their acknowledgement after
+ * committing. It records what it committed (with the writer's fence epoch) and what it
+ * acknowledged, for the invariant checks.
+ */
+export class SimEventStore implements EventStore {
+  readonly backend = 'simulated-memory';
+  readonly fences: FenceStore;
+
+  constructor(
+    private readonly inner: EventStore,
+    private readonly link: StoreLink,
+    private readonly bug: Faults['injectBug'],
+  ) {
+    this.fences = {
+      current: (executionId) =>
+        link.call('fences.current', () => inner.fences.current(executionId)),
+      advance: (executionId) =>
+        link.write('fences.advance', async () => {
+          const epoch = await inner.fences.advance(executionId);
+          link.recorder.advance(link.node, executionId, epoch);
+          return epoch;
+        }),
+    };
+  }
+
+  async append(envelopes: readonly EventEnvelope[], guard?: AppendGuard): Promise<StoredEvent[]> {
+    const { link } = this;
+    await link.leg();
+    link.failBefore('append');
+    if (this.bug === 'drop-acked-append' && link.bugStrikes(0.02)) {
+      // The bug: acknowledge without writing.
+      const stored = envelopes.map((envelope) => ({
+        ...envelope,
+        at: envelope.at ?? 0,
+        position: -1,
+        prevHash: null,
+        hash: 'never-written',
+      }));
+      link.recorder.ack(stored);
+      return stored;
+    }
+    let sent = guard;
+    let stale = false;
+    if (this.bug === 'ignore-fence' && guard?.fenceEpoch !== undefined && !link.healed) {
+      // The bug: the writer's epoch is not checked.
+      const current = await this.inner.fences.current(envelopes[0]?.executionId ?? '');
+      stale = current !== guard.fenceEpoch;
+      sent = { ...guard, fenceEpoch: current };
+    }
+    const stored = await this.inner.append(envelopes, sent);
+    if (stale) link.recorder.faults.bugs += 1;
+    link.recorder.commit(link.node, envelopes, guard);
+    const lost = link.loseAck();
+    await link.leg();
+    if (lost) throw link.lostAckError('append');
+    link.recorder.ack(stored);
+    return stored;
+  }
+
+  read(executionId: string, options?: ReadOptions): Promise<StoredEvent[]> {
+    return this.link.call('read', () => this.inner.read(executionId, options));
+  }
+
+  readAll(options?: ReadAllOptions): Promise<StoredEvent[]> {
+    return this.link.call('readAll', () => this.inner.readAll(options));
+  }
+
+  findExecutions(options: FindExecutionsOptions) {
+    return this.link.call('findExecutions', () => this.inner.findExecutions(options));
+  }
+
+  sendSignal(signal: SignalInput) {
+    return this.link.write('sendSignal', () => this.inner.sendSignal(signal));
+  }
+
+  readSignals(executionId: string, options?: ReadSignalsOptions) {
+    return this.link.call('readSignals', () => this.inner.readSignals(executionId, options));
+  }
+
+  claimDue(nowMs: number, limit: number): Promise<string[]> {
+    return this.link.write('claimDue', () => this.inner.claimDue(nowMs, limit));
+  }
+
+  subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {
+    return this.inner.subscribe(options, handler);
+  }
+
+  verify(executionId: string): Promise<VerifyResult> {
+    return this.inner.verify(executionId);
+  }
+
+  /** A node letting go of its handle; the shared log stays open for the other nodes. */
+  async close(): Promise<void> {}
+}
