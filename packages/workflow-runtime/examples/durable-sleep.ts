@@ -14,7 +14,10 @@ const runtime = createRuntime({
   inlineWaitMs: 0,
 });
 const handle = await runtime.start(reminder, 'ada');
-await new Promise((resolve) => setTimeout(resolve, 100)); // it records the timer and suspends
+// It records the timer and suspends: wait (at most 5 s) until this process drives nothing.
+for (let polls = 0; runtime.activeExecutions.length > 0 && polls < 1_000; polls++) {
+  await new Promise((resolve) => setTimeout(resolve, 5));
+}
 console.log('active while sleeping:', runtime.activeExecutions.length);
 console.log(await handle.result());
 await runtime.shutdown();

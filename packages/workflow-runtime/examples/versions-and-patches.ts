@@ -19,16 +19,24 @@ const v2 = defineFlow({ name: 'onboard' }, async (ctx) => {
   return fresh ? 'new path' : 'old path';
 });
 
+/** Wait (at most 5 s) until the runtime drives nothing: its executions suspended in their sleep. */
+async function suspended(runtime: { activeExecutions: readonly string[] }): Promise<void> {
+  for (let polls = 0; runtime.activeExecutions.length > 0; polls++) {
+    if (polls === 500) throw new Error('the execution never suspended in its sleep');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 const clock = new ManualClock();
 const store = new InMemoryEventStore({ clock });
 const before = createRuntime({ store, clock, flows: [v1], timerPollMs: 0, inlineWaitMs: 0 });
 const old = await before.start(v1, null);
-await new Promise((resolve) => setTimeout(resolve, 50)); // it suspends in its sleep
+await suspended(before); // it suspends in its sleep
 await before.shutdown();
 
 const after = createRuntime({ store, clock, flows: [v2], timerPollMs: 0, inlineWaitMs: 0 }); // the deploy
 const fresh = await after.start(v2, null);
-await new Promise((resolve) => setTimeout(resolve, 50));
+await suspended(after);
 await clock.advance(86_400_000);
 await after.wakeDue();
 console.log('started before the deploy:', await after.attach(old.executionId).result());
