@@ -1199,6 +1199,37 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         expect(await harness.leases.get(ids[0] as string)).toBeUndefined();
       });
 
+      it('a release while its acquire is in flight wins: the lease is given back, never renewed', async () => {
+        const errors: unknown[] = [];
+        const manager = new LeaseManager({
+          store: harness.leases,
+          nodeId: 'fickle',
+          clock: harness.clock,
+          ttlMs: 30_000,
+          renewEveryMs: 10_000,
+          lazyGraceMs: 10_000,
+          onLost: () => undefined,
+          onError: (error) => errors.push(error),
+        });
+        const id = freshId('fickle');
+        const acquired = manager.acquire(id);
+        // The acquire is batched to the next turn: the release arrives while it is in flight.
+        manager.release(id);
+        expect(await acquired).toBe(false);
+        expect(manager.holds(id)).toBe(false);
+        await manager.tick();
+        expect(await harness.leases.get(id)).toBeUndefined();
+        await harness.clock.advance(20_000);
+        await manager.tick();
+        expect(manager.calls.renewMany).toBe(0);
+        expect(await harness.leases.get(id)).toBeUndefined();
+        // Acquiring it again afterwards works as usual.
+        expect(await manager.acquire(id)).toBe(true);
+        expect(manager.holds(id)).toBe(true);
+        await manager.shutdown();
+        expect(errors).toEqual([]);
+      });
+
       const hangingFlow = (hang: Promise<void>): Flow<null, string> => ({
         name: 'batch-recover',
         run: async (ctx) => {
