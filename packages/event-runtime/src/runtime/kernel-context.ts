@@ -11,6 +11,7 @@ import { ExecutionRecovery } from './execution-recovery.js';
 import { FlowRegistry } from './flow-registry.js';
 import { LeaseManager } from './lease-manager.js';
 import { LocalExecutions } from './local-executions.js';
+import { NodePresence } from './node-presence.js';
 import { type RuntimeOptions, type RuntimeSettings, resolveSettings } from './runtime-options.js';
 
 /**
@@ -35,6 +36,8 @@ export interface KernelContext {
   readonly flows: FlowRegistry;
   /** The leases this node holds; undefined when it takes none (no lease store, or mode 'off'). */
   readonly leases: LeaseManager | undefined;
+  /** This node's claim on its id (with `leases`): how others tell at once that it died. */
+  readonly presence: NodePresence | undefined;
   /** The executions this node drives. */
   readonly executions: LocalExecutions;
   /** Parent, child and continue-as-new links between executions. */
@@ -59,6 +62,7 @@ export class Kernel implements KernelContext {
   readonly settings: RuntimeSettings;
   readonly flows = new FlowRegistry();
   readonly leases: LeaseManager | undefined;
+  readonly presence: NodePresence | undefined;
   readonly executions: LocalExecutions;
   readonly links: ExecutionLinks;
   readonly recovery: ExecutionRecovery;
@@ -90,6 +94,10 @@ export class Kernel implements KernelContext {
             onLost: (executionIds) => this.executions.leasesLost(executionIds),
             onError: (error) => this.report(error),
           });
+    this.presence =
+      this.leases === undefined || this.leaseStore === undefined
+        ? undefined
+        : new NodePresence(this.leaseStore, this.nodeId, (error) => this.report(error));
     this.executions = new LocalExecutions(this);
     this.links = new ExecutionLinks(this);
     this.recovery = new ExecutionRecovery(this);

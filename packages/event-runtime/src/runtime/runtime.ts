@@ -46,6 +46,8 @@ export class Runtime {
       every(kernel.clock, kernel.settings.timerPollMs, () => this.wakeDue().catch(report)),
       every(kernel.clock, kernel.settings.recoverEveryMs, () => this.recover().catch(report)),
     );
+    // The boot round: what a crashed incarnation of this node left is resumed at once.
+    if (kernel.settings.recoverEveryMs > 0) void this.recover().catch(report);
   }
 
   /** Lease calls made so far (acquireMany, renewMany, releaseMany), for tests and benchmarks. */
@@ -194,9 +196,12 @@ export class Runtime {
   }
 
   /**
-   * Resume running executions nobody drives: their lease expired, or they never leased and their
-   * log has been quiet for `recoverQuietMs`. Call it on boot and periodically. Returns the ids
-   * this node resumed (the fence settles races between nodes).
+   * Resume running executions nobody drives: at once when their owner is known dead (its node
+   * claim is gone, or it was an earlier incarnation of this node id, or, unleased, no other node
+   * is alive); otherwise once their lease expired, or, never leased, once their log has been
+   * quiet for `recoverQuietMs`. The runtime runs it as it starts and every `recoverEveryMs`;
+   * calling it waits for a round in progress and returns what both resumed. Returns the ids this
+   * node resumed (the fence settles races between nodes).
    */
   async recover(): Promise<string[]> {
     this.kernel.assertRunning();
@@ -217,6 +222,7 @@ export class Runtime {
         }),
     );
     await this.kernel.leases?.shutdown();
+    await this.kernel.presence?.release().catch((error) => this.kernel.report(error));
     for (const served of this.serving.splice(0)) served();
   }
 

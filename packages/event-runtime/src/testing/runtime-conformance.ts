@@ -8,6 +8,7 @@ import type { Flow, FlowContext } from '../runtime/flow.js';
 import { LeaseManager } from '../runtime/lease-manager.js';
 import { loadState } from '../runtime/load-state.js';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
+import { runtimeDefaults } from '../runtime/runtime-options.js';
 import type { SnapshotStore } from '../snapshot-store.js';
 import { CountingEventStore } from './counting-event-store.js';
 import { expectIllFormed, freshId, illFormedTexts } from './event-store-conformance.js';
@@ -88,6 +89,8 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         store: harness.store,
         clock: harness.clock,
         timerPollMs: 0,
+        // The suite calls recover() itself, to see what each round resumed.
+        recoverEveryMs: 0,
         inlineWaitMs: 0,
         ...options,
       });
@@ -615,6 +618,139 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         hang.resolve();
         expect(await rescuer.attach(handle.executionId).result()).toBe('recovered');
         expect(await rescuer.recover()).toEqual([]);
+      });
+    });
+
+    describe('recovery of dead nodes', () => {
+      const hangingOn = (hang: Promise<void>): Flow<null, string> => ({
+        name: 'dead-node',
+        run: async (ctx) => {
+          await ctx.step('stuck', () => hang.then(() => 1));
+          return 'recovered';
+        },
+      });
+      // A ten-minute lease: waiting it out would time the test out, so what is recovered here
+      // was recovered because its owner was known dead.
+      const longTtlMs = 600_000;
+
+      /** An execution running in the log, mid-step, driven by a node without leases. */
+      const orphan = async (flow: Flow<null, string>) => {
+        const handle = await runtime({ nodeId: 'lost' }).start(flow, null);
+        await until(async () => (await harness.countRows(handle.executionId)) >= 2, '2 rows');
+        return handle.executionId;
+      };
+
+      it('an execution leased by a node whose claim is gone is taken over at once', async () => {
+        const hang = deferred();
+        const flow = hangingOn(hang.promise);
+        const id = await orphan(flow);
+        await harness.leases.acquireMany('ghost', [id], longTtlMs);
+        const ghost = await harness.leases.claimNode('ghost');
+        const rescuer = runtime({
+          nodeId: 'rescuer',
+          leases: harness.leases,
+          flows: [flow as Flow<never, unknown>],
+        });
+        // Alive (its claim held): its lease is respected.
+        expect(await rescuer.recover()).toEqual([]);
+        await ghost?.release();
+        expect(await rescuer.recover()).toEqual([id]);
+        expect((await harness.leases.get(id))?.owner).toBe('rescuer');
+        hang.resolve();
+        expect(await rescuer.attach(id).result()).toBe('recovered');
+      });
+
+      it('a node resumes at once what an earlier incarnation of its id leased', async () => {
+        const hang = deferred();
+        const flow = hangingOn(hang.promise);
+        const id = await orphan(flow);
+        await harness.leases.acquireMany('worker-1', [id], longTtlMs);
+        const reborn = runtime({
+          nodeId: 'worker-1',
+          leases: harness.leases,
+          flows: [flow as Flow<never, unknown>],
+        });
+        expect(await reborn.recover()).toEqual([id]);
+        hang.resolve();
+        expect(await reborn.attach(id).result()).toBe('recovered');
+        expect(await reborn.recover()).toEqual([]);
+      });
+
+      it('an unleased execution is taken at once when no other node is alive, not while one is', async () => {
+        const hang = deferred();
+        const flow = hangingOn(hang.promise);
+        const id = await orphan(flow);
+        const sibling = await harness.leases.claimNode('sibling');
+        const rescuer = runtime({
+          nodeId: 'rescuer',
+          leases: harness.leases,
+          flows: [flow as Flow<never, unknown>],
+        });
+        // Another node is alive and could be driving it (a lazy start not leased yet).
+        expect(await rescuer.recover()).toEqual([]);
+        await sibling?.release();
+        expect(await rescuer.recover()).toEqual([id]);
+        hang.resolve();
+        expect(await rescuer.attach(id).result()).toBe('recovered');
+      });
+
+      it('a live node keeps its lazily started executions: another node recovers none of them', async () => {
+        const hang = deferred();
+        const flow = hangingOn(hang.promise);
+        const owner = runtime({
+          nodeId: 'owner',
+          leases: harness.leases,
+          flows: [flow as Flow<never, unknown>],
+        });
+        const handle = await owner.start(flow, null);
+        await until(async () => (await harness.countRows(handle.executionId)) >= 2, '2 rows');
+        const other = runtime({
+          nodeId: 'other',
+          leases: harness.leases,
+          flows: [flow as Flow<never, unknown>],
+        });
+        expect(await other.recover()).toEqual([]);
+        // Past the lazy grace the owner leases it; the other node still leaves it alone.
+        await harness.clock.advance(10_001);
+        await owner.tickLeases();
+        expect((await harness.leases.get(handle.executionId))?.owner).toBe('owner');
+        expect(await other.recover()).toEqual([]);
+        hang.resolve();
+        expect(await handle.result()).toBe('recovered');
+        expect(owner.activeExecutions).toEqual([]);
+      });
+
+      it('recovery runs as the runtime starts and every recoverEveryMs by default', async () => {
+        const hang = deferred();
+        const flow = hangingOn(hang.promise);
+        const id = await orphan(flow);
+        await harness.leases.acquireMany('ghost', [id], longTtlMs);
+        // Default recovery settings (the suite's helper turns the periodic round off).
+        const booted = createRuntime({
+          store: harness.store,
+          clock: harness.clock,
+          timerPollMs: 0,
+          nodeId: 'booted',
+          leases: harness.leases,
+          flows: [flow as Flow<never, unknown>],
+        });
+        runtimes.push(booted);
+        await until(async () => booted.activeExecutions.includes(id), 'the boot recovery');
+        hang.resolve();
+        expect(await booted.attach(id).result()).toBe('recovered');
+        // Stuck for good on the lost node: only a recovery can finish it (the booted node's flow
+        // runs on the resolved promise).
+        const stuck = deferred();
+        const later = await orphan(hangingOn(stuck.promise));
+        await harness.leases.acquireMany('ghost', [later], longTtlMs);
+        expect(await booted.status(later)).toBe('running');
+        await harness.clock.advance(runtimeDefaults.recoverEveryMs);
+        await until(
+          async () => (await booted.status(later)) !== 'running',
+          'the periodic recovery',
+        );
+        expect(await booted.attach(later).result()).toBe('recovered');
+        stuck.resolve();
       });
     });
 
