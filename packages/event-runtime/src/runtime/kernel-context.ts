@@ -71,10 +71,14 @@ export class Kernel implements KernelContext {
 
   /** Throws `INVALID_ARGUMENT` for bad options (see `resolveSettings`, `nodeId`). */
   constructor(options: RuntimeOptions) {
-    this.settings = resolveSettings(options);
+    // Without a lease store of its own, a runtime uses its event store's (same database), so
+    // that recovery knows which nodes are alive; leaseMode 'off' still turns leases off.
+    this.leaseStore = options.leases ?? options.store.defaultLeaseStore?.();
+    this.settings = resolveSettings(
+      this.leaseStore === undefined ? options : { ...options, leases: this.leaseStore },
+    );
     this.store = options.store;
     this.snapshots = options.snapshots;
-    this.leaseStore = options.leases;
     this.clock = options.clock ?? systemClock;
     this.onError = options.onError;
     this.nodeId =

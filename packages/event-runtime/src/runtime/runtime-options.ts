@@ -12,12 +12,14 @@ export type LeaseMode = 'off' | 'eager' | 'lazy';
 export interface RuntimeOptions {
   store: EventStore;
   /**
-   * Who drives what, and which nodes are alive. Without a lease store the runtime takes no
-   * leases and claims no node id (one process per log), and recovery can only wait for a quiet
-   * log (`recoverQuietMs`).
+   * Who drives what, and which nodes are alive. Default: the event store's own
+   * (`store.defaultLeaseStore()`: SQLite and Postgres stores have one, in the same database).
+   * Without any lease store (the in-memory store, decorators) the runtime takes no leases and
+   * claims no node id (one process per log), and recovery can only wait for a quiet log
+   * (`recoverQuietMs`).
    */
   leases?: LeaseStore;
-  /** Default `lazy` when `leases` is given. */
+  /** Default `lazy` when there is a lease store (given or the event store's); `off` takes none. */
   leaseMode?: LeaseMode;
   /**
    * How long a lease lasts without renewal: how long a node that stopped renewing (a host that

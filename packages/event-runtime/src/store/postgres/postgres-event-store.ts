@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import type { LeaseStore } from '../../lease-store.js';
 import type {
   AppendGuard,
   EventEnvelope,
@@ -52,6 +53,7 @@ import { signalsMigration } from './migrations/0003-signals.js';
 import { executionIndexDetailsMigration } from './migrations/0005-execution-index-details.js';
 import { latestSchemaVersion } from './migrations/migration-list.js';
 import { NotifyHub } from './notify-hub.js';
+import { PostgresLeaseStore } from './postgres-lease-store.js';
 import { checkOut } from './pg-client.js';
 import { classifyPgError, schemaNotMigrated, schemaTooNew, toLoomError } from './pg-errors.js';
 import { resolvePool } from './pg-pool.js';
@@ -118,6 +120,7 @@ export class PostgresEventStore implements TransactionalEventStore {
   private readonly pool: Pool;
   private readonly ownsPool: boolean;
   private readonly options: ResolvedStoreOptions;
+  private leases: PostgresLeaseStore | undefined;
   private readonly sql: StoreStatements;
   private readonly tails: TailCache;
   private readonly notifications: NotifyHub;
@@ -616,6 +619,19 @@ export class PostgresEventStore implements TransactionalEventStore {
   private assertWritable(operation: string): void {
     this.assertOpen();
     if (this.readOnly) throw storeReadOnly(this.backend, operation);
+  }
+
+  /**
+   * The lease store in this store's schema, on its pool, with its clock, made once: what a
+   * runtime given no `leases` uses. Its schema version is checked by its first call. Undefined
+   * on a read-only store.
+   */
+  defaultLeaseStore(): LeaseStore | undefined {
+    if (this.readOnly) return undefined;
+    this.leases ??= PostgresLeaseStore.onPool(this.pool, this.schema, {
+      clock: this.options.clock,
+    });
+    return this.leases;
   }
 
   /**

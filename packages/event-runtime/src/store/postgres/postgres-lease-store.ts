@@ -92,6 +92,27 @@ export class PostgresLeaseStore implements LeaseStore {
     return new PostgresLeaseStore(handle, resolved.pool, options);
   }
 
+  /**
+   * A lease store on a pool someone else owns (never ended by this store), without the version
+   * check round trip of `open`: the first call checks the schema instead. For
+   * `PostgresEventStore.defaultLeaseStore`. Throws `INVALID_ARGUMENT` (bad schema name).
+   */
+  static onPool(
+    pool: pg.Pool,
+    schema: string,
+    options: { clock?: Clock; readOnly?: boolean } = {},
+  ): PostgresLeaseStore {
+    const handle = new PgStoreHandle(
+      { pool, owned: false },
+      {
+        schema: checkSchemaName(schema),
+        requiredVersion: leasesAndSnapshotsMigration.version,
+        store: 'lease store',
+      },
+    );
+    return new PostgresLeaseStore(handle, pool, options);
+  }
+
   private constructor(handle: PgStoreHandle, pool: pg.Pool, options: PostgresLeaseStoreOptions) {
     this.handle = handle;
     this.pool = pool;

@@ -51,7 +51,9 @@ import {
 import { rowToEvent, type StoredRow } from '../../internal/stored-row.js';
 import { SubscriptionPump } from '../../internal/subscription-pump.js';
 import { verifyRows } from '../../internal/verify-rows.js';
+import type { LeaseStore } from '../../lease-store.js';
 import { mapSqliteError } from './sqlite-errors.js';
+import { SqliteLeaseStore } from './sqlite-lease-store.js';
 import { sqliteMigrations, sqliteSchemaVersion } from './sqlite-migrations.js';
 
 export interface SqliteEventStoreOptions {
@@ -149,6 +151,7 @@ export class SqliteEventStore implements TransactionalEventStore {
   /** findExecutions statements by filter shape (a few dozen at most). */
   private readonly findStatements = new Map<string, Database.Statement>();
   private closed = false;
+  private leases: SqliteLeaseStore | undefined;
 
   private constructor(database: Database.Database, options: SqliteEventStoreOptions) {
     this.database = database;
@@ -173,6 +176,17 @@ export class SqliteEventStore implements TransactionalEventStore {
         }
       },
     };
+  }
+
+  /**
+   * The lease store in this database file, on this connection (`new SqliteLeaseStore(database)`
+   * with this store's clock), made once: what a runtime given no `leases` uses. Undefined on a
+   * read-only store.
+   */
+  defaultLeaseStore(): LeaseStore | undefined {
+    if (this.readOnly) return undefined;
+    this.leases ??= new SqliteLeaseStore(this.database, { clock: this.clock });
+    return this.leases;
   }
 
   /**
