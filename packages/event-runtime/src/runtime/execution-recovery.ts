@@ -72,9 +72,7 @@ export class ExecutionRecovery {
       if (page.length === 0) break;
       after = page[page.length - 1]?.executionId as string;
       const orphans = await this.orphansOf(page, nowMs, alone);
-      for (const executionId of await this.resumeLeased(orphans)) {
-        if (this.kernel.executions.has(executionId)) resumed.push(executionId);
-      }
+      resumed.push(...(await this.resumeLeased(orphans)));
     }
     return resumed;
   }
@@ -132,7 +130,8 @@ export class ExecutionRecovery {
 
   /**
    * Leases `executionIds` in one batch, then resumes the ones granted, one at a time; returns
-   * those whose resume succeeded. A lease for an execution that is not driven here afterwards
+   * those driven here once their resume returned (judged right then: one that finishes while the
+   * next is resumed still counts). A lease for an execution that is not driven here afterwards
    * (it had settled, another driver started) is released.
    */
   private async resumeLeased(executionIds: readonly string[]): Promise<string[]> {
@@ -149,11 +148,11 @@ export class ExecutionRecovery {
       if (!leased.has(executionId)) continue;
       try {
         await this.kernel.executions.resume(executionId);
-        resumed.push(executionId);
       } catch (error) {
         this.kernel.report(error);
       }
-      if (!this.kernel.executions.has(executionId)) this.kernel.leases?.release(executionId);
+      if (this.kernel.executions.has(executionId)) resumed.push(executionId);
+      else this.kernel.leases?.release(executionId);
     }
     return resumed;
   }

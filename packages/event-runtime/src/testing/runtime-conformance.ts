@@ -633,9 +633,12 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       // was recovered because its owner was known dead.
       const longTtlMs = 600_000;
 
-      /** An execution running in the log, mid-step, driven by a node without leases. */
+      /**
+       * An execution running in the log, mid-step, driven by a node that takes no leases and
+       * claims no node id: to the others it is as good as dead.
+       */
       const orphan = async (flow: Flow<null, string>) => {
-        const handle = await runtime({ nodeId: 'lost' }).start(flow, null);
+        const handle = await runtime({ nodeId: 'lost', leaseMode: 'off' }).start(flow, null);
         await until(async () => (await harness.countRows(handle.executionId)) >= 2, '2 rows');
         return handle.executionId;
       };
@@ -718,6 +721,22 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         hang.resolve();
         expect(await handle.result()).toBe('recovered');
         expect(owner.activeExecutions).toEqual([]);
+      });
+
+      it("a runtime given no lease store uses its event store's and claims its node id there", async () => {
+        // SQLite and Postgres stores have one (the same database); the memory store has none.
+        const defaults = harness.store.defaultLeaseStore?.();
+        expect(defaults).toBe(harness.store.defaultLeaseStore?.());
+        const live = async () =>
+          defaults === undefined
+            ? 'no lease store'
+            : [...(await defaults.liveNodes(['defaulted']))];
+        const created = runtime({ nodeId: 'defaulted' });
+        const handle = await created.start(stepsFlow('defaulted', 1), { tag: 't' });
+        expect(await handle.result()).toEqual(['t-0']);
+        expect(await live()).toEqual(defaults === undefined ? 'no lease store' : ['defaulted']);
+        await created.shutdown();
+        expect(await live()).toEqual(defaults === undefined ? 'no lease store' : []);
       });
 
       it('recovery runs as the runtime starts and every recoverEveryMs by default', async () => {

@@ -201,7 +201,7 @@ for (const [name, open] of backends) {
               'the restart ready',
             )) as string[];
             expect(node2).not.toBe(node);
-            expect(recovered).toBe('own-a,own-b');
+            expect(recovered, second.output()).toBe('own-a,own-b');
             await until(
               async () =>
                 (await completed(backend.store, 'own-a')) &&

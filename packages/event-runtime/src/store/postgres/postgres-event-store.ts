@@ -1,5 +1,4 @@
 import type { Pool } from 'pg';
-import type { LeaseStore } from '../../lease-store.js';
 import type {
   AppendGuard,
   EventEnvelope,
@@ -40,6 +39,7 @@ import {
 import { rowToEvent, type StoredRow } from '../../internal/stored-row.js';
 import { SubscriptionPump } from '../../internal/subscription-pump.js';
 import { verifyRows } from '../../internal/verify-rows.js';
+import type { LeaseStore } from '../../lease-store.js';
 import { Limits } from '../../limits.js';
 import { type AppendedRow, appendValues } from './append-statement.js';
 import {
@@ -53,11 +53,11 @@ import { signalsMigration } from './migrations/0003-signals.js';
 import { executionIndexDetailsMigration } from './migrations/0005-execution-index-details.js';
 import { latestSchemaVersion } from './migrations/migration-list.js';
 import { NotifyHub } from './notify-hub.js';
-import { PostgresLeaseStore } from './postgres-lease-store.js';
 import { checkOut } from './pg-client.js';
 import { classifyPgError, schemaNotMigrated, schemaTooNew, toLoomError } from './pg-errors.js';
 import { resolvePool } from './pg-pool.js';
 import type { PgStatement } from './pg-statement.js';
+import { PostgresLeaseStore } from './postgres-lease-store.js';
 import {
   type PostgresEventStoreOptions,
   type ResolvedStoreOptions,
