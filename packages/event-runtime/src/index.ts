@@ -26,7 +26,7 @@ export type {
   VerifyResult,
 } from './event-store.js';
 export { isTransactional } from './event-store.js';
-export type { Lease, LeaseStore } from './lease-store.js';
+export type { Lease, LeaseStore, NodeClaim } from './lease-store.js';
 export { type LimitName, Limits } from './limits.js';
 export type {
   ClaimOptions,

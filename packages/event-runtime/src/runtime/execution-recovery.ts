@@ -56,6 +56,11 @@ export class ExecutionRecovery {
     return next;
   }
 
+  /** Resolves once no recovery round is in progress (its outcome is not this call's concern). */
+  async settle(): Promise<void> {
+    while (this.round !== undefined) await this.round.catch(() => undefined);
+  }
+
   private async recoverOnce(): Promise<string[]> {
     const claimed = this.kernel.presence?.ready();
     if (claimed !== undefined) await claimed;

@@ -215,6 +215,9 @@ export class Runtime {
   async shutdown(): Promise<void> {
     if (!this.kernel.beginShutdown()) return;
     for (const stop of this.pollers) stop();
+    // A recovery round in flight (the boot round) finishes first, so what it resumed is stopped
+    // below with the rest rather than left running after shutdown.
+    await this.kernel.recovery.settle();
     await this.kernel.executions.stopAll(
       (executionId) =>
         new LoomError(ErrorCode.RUNTIME_SHUT_DOWN, `the runtime on ${this.nodeId} shut down`, {
