@@ -739,6 +739,26 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         expect(await live()).toEqual(defaults === undefined ? 'no lease store' : []);
       });
 
+      it('a second live runtime given the same nodeId is reported as NODE_ID_IN_USE and still runs', async () => {
+        const first = runtime({ nodeId: 'twin', leases: harness.leases });
+        const flow = stepsFlow('twin', 1);
+        expect(await (await first.start(flow, { tag: 'a' })).result()).toEqual(['a-0']);
+        const errors: LoomError[] = [];
+        const second = runtime({
+          nodeId: 'twin',
+          leases: harness.leases,
+          onError: (error) => errors.push(error as LoomError),
+        });
+        expect(await (await second.start(flow, { tag: 'b' })).result()).toEqual(['b-0']);
+        expect(errors.map((error) => [error.code, error.fields.nodeId])).toEqual([
+          [ErrorCode.NODE_ID_IN_USE, 'twin'],
+        ]);
+        // The first still holds the id; once it shuts down, the id is free.
+        expect(await harness.leases.liveNodes(['twin'])).toEqual(new Set(['twin']));
+        await first.shutdown();
+        expect(await harness.leases.liveNodes(['twin'])).toEqual(new Set());
+      });
+
       it('recovery runs as the runtime starts and every recoverEveryMs by default', async () => {
         const hang = deferred();
         const flow = hangingOn(hang.promise);
