@@ -242,6 +242,11 @@ export class PostgresLeaseStore implements LeaseStore {
       await client.end().catch(() => undefined);
       return undefined;
     }
+    // The claim idles for the life of the process: like the runtime's timers, it must not keep
+    // the process alive on its own (pg exposes no option for it, hence its socket).
+    (
+      client as unknown as { connection?: { stream?: { unref?: () => void } } }
+    ).connection?.stream?.unref?.();
     let released = false;
     return {
       nodeId,
