@@ -78,6 +78,12 @@ export const ErrorCode = {
   INVALID_FLOW: 'INVALID_FLOW',
   /** This node stopped driving the execution: its lease or fence was taken over. */
   OWNERSHIP_LOST: 'OWNERSHIP_LOST',
+  /**
+   * Another live process holds this runtime's `nodeId` in the lease store: two processes were
+   * given one node id. This one runs without the crash fast path (it waits out leases, as if it
+   * had no node identity); give each process its own `nodeId`, or leave it unset.
+   */
+  NODE_ID_IN_USE: 'NODE_ID_IN_USE',
   /** The runtime was shut down; the execution stays in the log for another node to resume. */
   RUNTIME_SHUT_DOWN: 'RUNTIME_SHUT_DOWN',
   /** A transactional step was asked of a store that cannot run one. */

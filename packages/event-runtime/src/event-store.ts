@@ -10,6 +10,7 @@ import type {
   StoredEvent,
   StoredSignal,
 } from './envelope.js';
+import type { LeaseStore } from './lease-store.js';
 
 /** Per-execution fence epochs. A takeover advances the epoch; appends with an older one fail. */
 export interface FenceStore {
@@ -100,6 +101,14 @@ export interface EventStore {
   verify(executionId: string): Promise<VerifyResult>;
   /** Release connections and stop subscriptions. Further calls fail with `STORE_CLOSED`. */
   close(): Promise<void>;
+  /**
+   * The lease store on this store's own database (the same file or pool and schema), which a
+   * runtime given no `leases` uses, so that crash recovery knows by default which nodes are
+   * alive. The same object on every call; undefined on a read-only store (nothing to drive).
+   * Optional: a store that cannot share its database (in-memory, decorators over several
+   * stores) leaves it out, and such a runtime takes no leases.
+   */
+  defaultLeaseStore?(): LeaseStore | undefined;
 }
 
 /**

@@ -27,7 +27,7 @@ export type {
   VerifyResult,
 } from './event-store.js';
 export { isTransactional } from './event-store.js';
-export type { Lease, LeaseStore } from './lease-store.js';
+export type { Lease, LeaseStore, NodeClaim } from './lease-store.js';
 export { type LimitName, Limits } from './limits.js';
 export { type MemoryBackend, type OpenMemoryOptions, openMemory } from './open-memory.js';
 export type {

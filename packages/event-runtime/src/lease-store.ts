@@ -8,6 +8,17 @@ export interface Lease {
 }
 
 /**
+ * A node's claim on its id in a lease store (see `LeaseStore.claimNode`): held for as long as
+ * the process that took it lives, given up by `release()` or by the process dying.
+ */
+export interface NodeClaim {
+  /** The node id claimed. */
+  readonly nodeId: string;
+  /** Gives the id up (clean shutdown): it reads as dead at once. Idempotent. */
+  release(): Promise<void>;
+}
+
+/**
  * Leases on executions, batched: a node renews all of its leases in one `renewMany` per tick
  * and group-commits acquires and releases, so lease traffic is per node, not per execution.
  * Expiry is judged by the store's injected clock.
@@ -30,5 +41,25 @@ export interface LeaseStore {
   releaseMany(owner: string, executionIds: readonly string[]): Promise<void>;
   /** The current lease, expired or not; undefined if none was ever taken or it was released. */
   get(executionId: string): Promise<Lease | undefined>;
+  /**
+   * Claims `nodeId` for this process, so others can tell it is alive: the claim is held by
+   * something the operating system or the database frees the moment the process dies (an
+   * exclusive lock on a file beside a SQLite database, a session advisory lock in Postgres), so
+   * a crashed node reads as dead at once, with no TTL to wait out. Resolves undefined when a live
+   * process already holds `nodeId`. Throws `INVALID_ARGUMENT` (bad id), `STORE_CLOSED`,
+   * `STORE_UNAVAILABLE`, `STORE_FAILURE`.
+   */
+  claimNode(nodeId: string): Promise<NodeClaim | undefined>;
+  /**
+   * Of `nodeIds`, the ones a live process holds a claim on; every other id is dead (its process
+   * died or released it) or was never claimed. At most `leaseBatchMax` ids; one round trip.
+   * Throws `INVALID_ARGUMENT`, `LIMIT_EXCEEDED`, `STORE_CLOSED`, `STORE_UNAVAILABLE`.
+   */
+  liveNodes(nodeIds: readonly string[]): Promise<Set<string>>;
+  /**
+   * How many node ids live processes hold claims on in this store, the caller's own included.
+   * One round trip. Throws `STORE_CLOSED`, `STORE_UNAVAILABLE`, `STORE_FAILURE`.
+   */
+  countLiveNodes(): Promise<number>;
   close(): Promise<void>;
 }

@@ -1,11 +1,14 @@
-import type { Lease, LeaseStore } from '@loom/event-runtime';
+import type { Lease, LeaseStore, NodeClaim } from '@loom/event-runtime';
 import type { StoreLink } from './internal/store-link.js';
 
 /**
  * One node's handle on the shared lease store: latency each way, and no answer while the node
- * is paused. Leases expire by the shared virtual clock, so a paused node loses them.
+ * is paused. Leases expire by the shared virtual clock, so a paused node loses them. A node's
+ * claim on its id is dropped when the node is killed, as the OS drops a dead process's lock.
  */
 export class SimLeaseStore implements LeaseStore {
+  private readonly claims: NodeClaim[] = [];
+
   constructor(
     private readonly inner: LeaseStore,
     private readonly link: StoreLink,
@@ -25,6 +28,25 @@ export class SimLeaseStore implements LeaseStore {
 
   get(executionId: string): Promise<Lease | undefined> {
     return this.link.pass(() => this.inner.get(executionId));
+  }
+
+  async claimNode(nodeId: string): Promise<NodeClaim | undefined> {
+    const claim = await this.link.pass(() => this.inner.claimNode(nodeId));
+    if (claim !== undefined) this.claims.push(claim);
+    return claim;
+  }
+
+  liveNodes(nodeIds: readonly string[]): Promise<Set<string>> {
+    return this.link.pass(() => this.inner.liveNodes(nodeIds));
+  }
+
+  countLiveNodes(): Promise<number> {
+    return this.link.pass(() => this.inner.countLiveNodes());
+  }
+
+  /** The node died: its claims go at once, straight on the shared store (no link: it is dead). */
+  async dropClaims(): Promise<void> {
+    for (const claim of this.claims.splice(0)) await claim.release();
   }
 
   async close(): Promise<void> {}

@@ -24,6 +24,7 @@ export class SimNode {
   clock!: NodeClock;
   runtime!: SimRuntime;
   link!: StoreLink;
+  leases!: SimLeaseStore;
   private incarnation = 0;
 
   constructor(
@@ -56,6 +57,7 @@ export class SimNode {
   /** Kills the process (nothing of it runs again) and boots a new one in its place. */
   restart(): void {
     this.clock.kill();
+    void this.leases.dropClaims();
     this.incarnation += 1;
     this.start();
     const { runtime } = this;
@@ -77,11 +79,12 @@ export class SimNode {
       world.recorder,
     );
     this.link.healed = world.healed;
+    this.leases = new SimLeaseStore(world.stores.leases, this.link);
     this.runtime = createSimRuntime({
       nodeId,
       clock: this.clock,
       store: new SimEventStore(world.stores.events, this.link, world.faults.injectBug),
-      leases: new SimLeaseStore(world.stores.leases, this.link),
+      leases: this.leases,
       queues: new SimQueueStore(world.stores.queues, this.link, () => world.clock.now()),
       flows: this.boot.flows,
       onError: (error) => world.backgroundError(nodeId, error),

@@ -1,14 +1,28 @@
+import type { Lease } from '../lease-store.js';
+import { Limits } from '../limits.js';
 import type { KernelContext } from './kernel-context.js';
 
 /** Due executions claimed per `wakeDue` round unless the caller says otherwise. */
 export const wakeDueLimitDefault = 100;
 
+/** Running executions read per page of a recovery round. */
+const recoverPageSize = 500;
+
 /**
  * Finds executions in the log that no node is driving — suspended ones that came due, running
  * ones whose owner went away — and resumes them on this node. Their leases are taken in one
  * batch per round (one `acquireMany` per `leaseBatchMax`), not one call per execution.
+ *
+ * A running execution nobody drives here is taken over at once when its owner is known dead:
+ * its lease belongs to a node whose claim (`LeaseStore.claimNode`) no live process holds, or to
+ * this node's own id from an earlier incarnation (this process holds the claim now, so the
+ * holder of those leases is gone), or it has no lease and no other node is alive. Otherwise it
+ * waits as before: until its lease expires, or, unleased, until its log was quiet for
+ * `recoverQuietMs`.
  */
 export class ExecutionRecovery {
+  private round: Promise<string[]> | undefined;
+
   constructor(private readonly kernel: KernelContext) {}
 
   /** Claims up to `limit` due suspended executions and resumes them; returns the ids resumed. */
@@ -23,31 +37,49 @@ export class ExecutionRecovery {
     return resumed;
   }
 
-  /** Resumes running executions nobody drives; returns the ids this node now drives. */
-  async recover(): Promise<string[]> {
-    const { store, clock } = this.kernel;
-    const { recoverQuietMs } = this.kernel.settings;
+  /**
+   * Resumes running executions nobody drives; returns the ids this node now drives. A call made
+   * while another round runs (the boot round, a periodic one) waits for it, runs its own, and
+   * returns what both resumed.
+   */
+  recover(): Promise<string[]> {
+    const previous = this.round;
+    const next = (async () => {
+      const before = previous === undefined ? [] : await previous.catch(() => []);
+      const own = await this.recoverOnce();
+      return [...new Set([...before, ...own])];
+    })();
+    this.round = next;
+    void next
+      .finally(() => {
+        if (this.round === next) this.round = undefined;
+      })
+      .catch(() => undefined);
+    return next;
+  }
+
+  /** Resolves once no recovery round is in progress (its outcome is not this call's concern). */
+  async settle(): Promise<void> {
+    while (this.round !== undefined) await this.round.catch(() => undefined);
+  }
+
+  private async recoverOnce(): Promise<string[]> {
+    const claimed = this.kernel.presence?.ready();
+    if (claimed !== undefined) await claimed;
+    const nowMs = this.kernel.clock.now();
+    const alone = new Alone(this.kernel);
     const resumed: string[] = [];
-    const nowMs = clock.now();
     let after = '';
     for (;;) {
-      const page = await store.findExecutions({
+      const page = await this.kernel.store.findExecutions({
         status: 'running',
         afterExecutionId: after,
-        limit: 500,
+        limit: recoverPageSize,
       });
       if (page.length === 0) break;
       after = page[page.length - 1]?.executionId as string;
-      const orphans: string[] = [];
-      for (const summary of page) {
-        if (this.kernel.executions.has(summary.executionId)) continue;
-        const lease = await this.kernel.leaseStore?.get(summary.executionId);
-        if (lease !== undefined && lease.expiresAtMs > nowMs) continue;
-        if (lease === undefined && summary.lastEventAt > nowMs - recoverQuietMs) continue;
-        orphans.push(summary.executionId);
-      }
+      const orphans = await this.orphansOf(page, nowMs, alone);
       for (const executionId of await this.resumeLeased(orphans, 'recovery')) {
-        if (!this.kernel.executions.has(executionId)) continue;
         resumed.push(executionId);
         this.kernel.events.emit('execution:recovered', { nodeId: this.kernel.nodeId, executionId });
       }
@@ -55,9 +87,61 @@ export class ExecutionRecovery {
     return resumed;
   }
 
+  /** The executions of `page` nobody drives, with dead owners' leases given up for them. */
+  private async orphansOf(
+    page: ReadonlyArray<{ executionId: string; lastEventAt: number }>,
+    nowMs: number,
+    alone: Alone,
+  ): Promise<string[]> {
+    const { executions, leaseStore, presence, nodeId } = this.kernel;
+    const { recoverQuietMs } = this.kernel.settings;
+    const orphans: string[] = [];
+    const byOwner = new Map<string, string[]>();
+    for (const summary of page) {
+      const { executionId } = summary;
+      if (executions.has(executionId)) continue;
+      const lease: Lease | undefined = await leaseStore?.get(executionId);
+      if (lease === undefined) {
+        if (summary.lastEventAt <= nowMs - recoverQuietMs || (await alone.isAlone())) {
+          orphans.push(executionId);
+        }
+      } else if (lease.expiresAtMs <= nowMs) {
+        orphans.push(executionId);
+      } else if (lease.owner === nodeId) {
+        // Our id, not held in memory: an earlier incarnation of this node took it, and it is
+        // dead, since this process holds the claim on the id now.
+        if (presence?.claimed === true && this.kernel.leases?.holds(executionId) === false) {
+          orphans.push(executionId);
+        }
+      } else if (presence?.claimed === true) {
+        const ids = byOwner.get(lease.owner) ?? [];
+        ids.push(executionId);
+        byOwner.set(lease.owner, ids);
+      }
+    }
+    if (byOwner.size > 0 && leaseStore !== undefined) {
+      const owners = [...byOwner.keys()];
+      for (let start = 0; start < owners.length; start += Limits.leaseBatchMax) {
+        const batch = owners.slice(start, start + Limits.leaseBatchMax);
+        const live = await leaseStore.liveNodes(batch);
+        for (const owner of batch) {
+          if (live.has(owner)) continue;
+          const ids = byOwner.get(owner) as string[];
+          // A dead node renews nothing: give its leases up for it so they can be taken now.
+          for (let from = 0; from < ids.length; from += Limits.leaseBatchMax) {
+            await leaseStore.releaseMany(owner, ids.slice(from, from + Limits.leaseBatchMax));
+          }
+          orphans.push(...ids);
+        }
+      }
+    }
+    return orphans;
+  }
+
   /**
    * Leases `executionIds` in one batch, then resumes the ones granted, one at a time; returns
-   * those whose resume succeeded. A lease for an execution that is not driven here afterwards
+   * those driven here once their resume returned (judged right then: one that finishes while the
+   * next is resumed still counts). A lease for an execution that is not driven here afterwards
    * (it had settled, another driver started) is released.
    */
   private async resumeLeased(
@@ -77,7 +161,6 @@ export class ExecutionRecovery {
       if (!leased.has(executionId)) continue;
       try {
         await this.kernel.executions.resume(executionId);
-        resumed.push(executionId);
         this.kernel.events.emit('execution:resumed', {
           nodeId: this.kernel.nodeId,
           executionId,
@@ -86,8 +169,26 @@ export class ExecutionRecovery {
       } catch (error) {
         this.kernel.report(error);
       }
-      if (!this.kernel.executions.has(executionId)) this.kernel.leases?.release(executionId);
+      if (this.kernel.executions.has(executionId)) resumed.push(executionId);
+      else this.kernel.leases?.release(executionId);
     }
     return resumed;
+  }
+}
+
+/**
+ * Whether this node is the only live one on the lease store, asked at most once per round and
+ * only when an unleased execution needs the answer: then nobody else can be driving it.
+ */
+class Alone {
+  private answer: Promise<boolean> | undefined;
+
+  constructor(private readonly kernel: KernelContext) {}
+
+  isAlone(): Promise<boolean> {
+    const { leaseStore, presence } = this.kernel;
+    if (leaseStore === undefined || presence?.claimed !== true) return Promise.resolve(false);
+    this.answer ??= leaseStore.countLiveNodes().then((live) => live <= 1);
+    return this.answer;
   }
 }

@@ -11,6 +11,7 @@ import { ExecutionRecovery } from './execution-recovery.js';
 import { FlowRegistry } from './flow-registry.js';
 import { LeaseManager } from './lease-manager.js';
 import { LocalExecutions } from './local-executions.js';
+import { NodePresence } from './node-presence.js';
 import { RuntimeEvents } from './runtime-events.js';
 import {
   type KernelRuntimeOptions,
@@ -40,6 +41,8 @@ export interface KernelContext {
   readonly flows: FlowRegistry;
   /** The leases this node holds; undefined when it takes none (no lease store, or mode 'off'). */
   readonly leases: LeaseManager | undefined;
+  /** This node's claim on its id (with `leases`): how others tell at once that it died. */
+  readonly presence: NodePresence | undefined;
   /** The executions this node drives. */
   readonly executions: LocalExecutions;
   /** Parent, child and continue-as-new links between executions. */
@@ -69,6 +72,7 @@ export class Kernel implements KernelContext {
   readonly settings: RuntimeSettings;
   readonly flows = new FlowRegistry();
   readonly leases: LeaseManager | undefined;
+  readonly presence: NodePresence | undefined;
   readonly executions: LocalExecutions;
   readonly links: ExecutionLinks;
   readonly recovery: ExecutionRecovery;
@@ -78,10 +82,14 @@ export class Kernel implements KernelContext {
 
   /** Throws `INVALID_ARGUMENT` for bad options (see `resolveSettings`, `nodeId`). */
   constructor(options: KernelRuntimeOptions) {
-    this.settings = resolveSettings(options);
+    // Without a lease store of its own, a runtime uses its event store's (same database), so
+    // that recovery knows which nodes are alive; leaseMode 'off' still turns leases off.
+    this.leaseStore = options.leases ?? options.store.defaultLeaseStore?.();
+    this.settings = resolveSettings(
+      this.leaseStore === undefined ? options : { ...options, leases: this.leaseStore },
+    );
     this.store = options.store;
     this.snapshots = options.snapshots;
-    this.leaseStore = options.leases;
     this.clock = options.clock ?? systemClock;
     this.onError = options.onError;
     this.events = new RuntimeEvents((error) => this.onError?.(error));
@@ -103,6 +111,10 @@ export class Kernel implements KernelContext {
             onLost: (executionIds) => this.executions.leasesLost(executionIds),
             onError: (error) => this.report(error),
           });
+    this.presence =
+      this.leases === undefined || this.leaseStore === undefined
+        ? undefined
+        : new NodePresence(this.leaseStore, this.nodeId, (error) => this.report(error));
     this.executions = new LocalExecutions(this);
     this.links = new ExecutionLinks(this);
     this.recovery = new ExecutionRecovery(this);

@@ -44,6 +44,10 @@ export class LeaseManager {
   private readonly held = new Set<string>();
   private readonly lazy = new Map<string, number>();
   private acquiring: Batch<Acquired> | undefined;
+  /** Ids asked for whose `acquireMany` has not answered yet (batched or in flight). */
+  private readonly pending = new Set<string>();
+  /** Pending ids released before their acquire answered: a grant is given straight back. */
+  private readonly cancelled = new Set<string>();
   private readonly releasing = new Set<string>();
   private stopTimer: (() => void) | undefined;
   private ticking: Promise<void> | undefined;
@@ -69,12 +73,15 @@ export class LeaseManager {
    * Take the lease now (group-committed with others asked for in this event-loop turn). A lease
    * this node already holds is granted without a store call: the renewal tick keeps it, and
    * recovery leases a whole page of executions in one batch before it resumes them one by one.
-   * Rejects with the store's error if the `acquireMany` carrying this id failed.
+   * Rejects with the store's error if the `acquireMany` carrying this id failed. A `release` of
+   * the id before the store answered wins: the lease is given back and this resolves false.
    */
   async acquire(executionId: string): Promise<boolean> {
     this.lazy.delete(executionId);
     this.releasing.delete(executionId);
+    this.cancelled.delete(executionId);
     if (this.held.has(executionId)) return true;
+    this.pending.add(executionId);
     if (this.acquiring === undefined) {
       const ids = new Set<string>();
       const done = nextTurn(this.options.clock).then(() => {
@@ -105,12 +112,22 @@ export class LeaseManager {
         this.calls.acquireMany += 1;
         try {
           for (const id of await store.acquireMany(nodeId, chunk, ttlMs)) {
-            this.held.add(id);
-            granted.add(id);
-            this.options.events.emit('lease:acquired', { nodeId, executionId: id });
+            // Released while this acquire was in flight: the release wins, the grant goes back
+            // with the next tick and the acquire answers false.
+            if (this.cancelled.has(id)) {
+              this.releasing.add(id);
+            } else {
+              this.held.add(id);
+              granted.add(id);
+              this.options.events.emit('lease:acquired', { nodeId, executionId: id });
+            }
           }
         } catch (error) {
           for (const id of chunk) failed.set(id, error);
+        }
+        for (const id of chunk) {
+          this.pending.delete(id);
+          this.cancelled.delete(id);
         }
       }),
     );
@@ -129,6 +146,7 @@ export class LeaseManager {
   release(executionId: string): void {
     this.lazy.delete(executionId);
     if (this.held.delete(executionId)) this.releasing.add(executionId);
+    else if (this.pending.has(executionId)) this.cancelled.add(executionId);
   }
 
   private async flushReleases(): Promise<void> {

@@ -84,6 +84,10 @@ export class LocalExecutions {
     links: StartLinks,
   ): Promise<{ executionId: string; existing: boolean }> {
     this.kernel.assertRunning();
+    // Claim the node id before the first write: an execution of a node others cannot see as
+    // alive could be taken over at once.
+    const claimed = this.kernel.presence?.ready();
+    if (claimed !== undefined) await claimed;
     this.kernel.flows.registerIfAbsent(flow);
     const executionId = requestedId === undefined ? mintId() : checkExecutionId(requestedId);
     // The flow runs on the input decoded from what the log stores, as a replay will. (The
@@ -226,6 +230,8 @@ export class LocalExecutions {
     if (state === undefined) throw notFound(executionId);
     if (isSettled(state)) return;
     const flow = this.kernel.flows.flowFor(state);
+    const claimed = this.kernel.presence?.ready();
+    if (claimed !== undefined) await claimed;
     if (leases !== undefined && !(await leases.acquire(executionId))) return;
     const epoch = await store.fences.advance(executionId);
     // Read what a previous owner appended before the fence moved: after it, nobody else can.

@@ -13,19 +13,30 @@ export type LeaseMode = 'off' | 'eager' | 'lazy';
 /** Options of `createKernelRuntime`. */
 export interface KernelRuntimeOptions {
   store: EventStore;
-  /** Without a lease store the runtime takes no leases (one process per log). */
+  /**
+   * Who drives what, and which nodes are alive. Default: the event store's own
+   * (`store.defaultLeaseStore()`: SQLite and Postgres stores have one, in the same database).
+   * Without any lease store (the in-memory store, decorators) the runtime takes no leases and
+   * claims no node id (one process per log), and recovery can only wait for a quiet log
+   * (`recoverQuietMs`).
+   */
   leases?: LeaseStore;
-  /** Default `lazy` when `leases` is given. */
+  /** Default `lazy` when there is a lease store (given or the event store's); `off` takes none. */
   leaseMode?: LeaseMode;
-  /** Default 30,000 ms. */
+  /**
+   * How long a lease lasts without renewal: how long a node that stopped renewing (a host that
+   * vanished, a stalled process) keeps its executions. A node that *died* is seen at once
+   * instead, through its node claim. Default 30,000 ms.
+   */
   leaseTtlMs?: number;
   /** Default ttl/3. */
   renewEveryMs?: number;
   /** Lazy mode: how long a fresh start drives before it takes a lease. Default ttl/3. */
   lazyGraceMs?: number;
   /**
-   * Recovery resumes an unleased running execution only after its log has been quiet this long.
-   * Default ttl + lazyGraceMs: longer than a lazy start can go without a lease.
+   * Recovery resumes an unleased running execution (a lazy start that had not leased yet) only
+   * after its log has been quiet this long — unless no other node is alive, when it resumes it at
+   * once. Default ttl + lazyGraceMs: longer than a lazy start can go without a lease.
    */
   recoverQuietMs?: number;
   snapshots?: SnapshotStore;
@@ -33,8 +44,12 @@ export interface KernelRuntimeOptions {
   snapshotEvery?: number;
   clock?: Clock;
   /**
-   * This node's name in leases. Default `<hostname>-<pid>-<ulid>`. 1 to 200 characters of
-   * well-formed text (no lone surrogate, no NUL), else `createKernelRuntime` throws `INVALID_ARGUMENT`.
+   * This node's name in leases, claimed in the lease store while the process lives (so others,
+   * and this node's next incarnation, know at once when it died). Default
+   * `<hostname>-<pid>-<ulid>`, new on every boot. Set it only to a name unique among live
+   * processes: a second live process with the same id is reported as `NODE_ID_IN_USE` and runs
+   * without the fast path. 1 to 200 characters of well-formed text (no lone surrogate, no NUL),
+   * else `createKernelRuntime` throws `INVALID_ARGUMENT`.
    */
   nodeId?: string;
   /** Flows this runtime can resume by name. `start` registers its flow too. */
@@ -46,7 +61,13 @@ export interface KernelRuntimeOptions {
    * Default 1,000 ms; 0 = never (call `wakeDue()` yourself).
    */
   timerPollMs?: number;
-  /** How often this node runs `recover()`. Default 0 = only when you call it (e.g. on boot). */
+  /**
+   * How often this node runs `recover()`, which also runs once as the runtime starts. It bounds
+   * how long a dead node's executions wait: one period when its process died, a lease TTL more
+   * when its host vanished, and `recoverQuietMs` + one period for a lazy start that had not
+   * leased yet while other nodes are alive. A round with nothing to recover costs one indexed
+   * query. Default 5,000 ms; 0 = never by itself (call `recover()` yourself).
+   */
   recoverEveryMs?: number;
   /**
    * A timer due within this many ms is waited for in memory instead of suspending the
@@ -105,7 +126,7 @@ export interface RuntimeSettings {
 export const runtimeDefaults = {
   leaseTtlMs: 30_000,
   timerPollMs: 1_000,
-  recoverEveryMs: 0,
+  recoverEveryMs: 5_000,
   inlineWaitMs: 1_000,
   storeRetryDelayMs: 100,
   storeRetryDelayMaxMs: 5_000,

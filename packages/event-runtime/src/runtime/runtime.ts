@@ -75,6 +75,8 @@ export class KernelRuntime {
       every(kernel.clock, kernel.settings.timerPollMs, () => this.wakeDue().catch(report)),
       every(kernel.clock, kernel.settings.recoverEveryMs, () => this.recover().catch(report)),
     );
+    // The boot round: what a crashed incarnation of this node left is resumed at once.
+    if (kernel.settings.recoverEveryMs > 0) void this.recover().catch(report);
   }
 
   /**
@@ -251,9 +253,12 @@ export class KernelRuntime {
   }
 
   /**
-   * Resume running executions nobody drives: their lease expired, or they never leased and their
-   * log has been quiet for `recoverQuietMs`. Call it on boot and periodically. Returns the ids
-   * this node resumed (the fence settles races between nodes).
+   * Resume running executions nobody drives: at once when their owner is known dead (its node
+   * claim is gone, or it was an earlier incarnation of this node id, or, unleased, no other node
+   * is alive); otherwise once their lease expired, or, never leased, once their log has been
+   * quiet for `recoverQuietMs`. The runtime runs it as it starts and every `recoverEveryMs`;
+   * calling it waits for a round in progress and returns what both resumed. Returns the ids this
+   * node resumed (the fence settles races between nodes).
    */
   async recover(): Promise<string[]> {
     this.kernel.assertRunning();
@@ -267,6 +272,9 @@ export class KernelRuntime {
   async shutdown(): Promise<void> {
     if (!this.kernel.beginShutdown()) return;
     for (const stop of this.pollers) stop();
+    // A recovery round in flight (the boot round) finishes first, so what it resumed is stopped
+    // below with the rest rather than left running after shutdown.
+    await this.kernel.recovery.settle();
     await this.kernel.executions.stopAll(
       (executionId) =>
         new LoomError(ErrorCode.RUNTIME_SHUT_DOWN, `the runtime on ${this.nodeId} shut down`, {
@@ -274,6 +282,7 @@ export class KernelRuntime {
         }),
     );
     await this.kernel.leases?.shutdown();
+    await this.kernel.presence?.release().catch((error) => this.kernel.report(error));
     for (const served of this.serving.splice(0)) served();
   }
 

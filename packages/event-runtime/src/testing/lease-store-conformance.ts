@@ -438,6 +438,64 @@ export function leaseStoreConformance(name: string, open: () => Promise<LeaseSto
       });
     });
 
+    describe('node claims', () => {
+      it('a claimed node reads as live from every handle until it is released', async () => {
+        const peer = await harness.openPeer();
+        const [node, never] = [freshId('node'), freshId('never')];
+        const countBefore = await peer.countLiveNodes();
+        const claim = await store.claimNode(node);
+        expect(claim?.nodeId).toBe(node);
+        expect(await store.liveNodes([node, never])).toEqual(new Set([node]));
+        expect(await peer.liveNodes([never, node, node])).toEqual(new Set([node]));
+        expect(await peer.countLiveNodes()).toBe(countBefore + 1);
+        await claim?.release();
+        await claim?.release();
+        expect(await peer.liveNodes([node])).toEqual(new Set());
+        expect(await store.liveNodes([node])).toEqual(new Set());
+        expect(await peer.countLiveNodes()).toBe(countBefore);
+        await peer.close();
+      });
+
+      it('a live id cannot be claimed twice, from any handle; once released it can', async () => {
+        const peer = await harness.openPeer();
+        const [node, other] = [freshId('twice'), freshId('other')];
+        const first = await store.claimNode(node);
+        expect(first).toBeDefined();
+        expect(await peer.claimNode(node)).toBeUndefined();
+        expect(await store.claimNode(node)).toBeUndefined();
+        const second = await peer.claimNode(other);
+        expect(second?.nodeId).toBe(other);
+        expect(await store.liveNodes([node, other])).toEqual(new Set([node, other]));
+        await first?.release();
+        const again = await peer.claimNode(node);
+        expect(again?.nodeId).toBe(node);
+        expect(await store.liveNodes([node, other])).toEqual(new Set([node, other]));
+        await again?.release();
+        await second?.release();
+        expect(await store.liveNodes([node, other])).toEqual(new Set());
+        await peer.close();
+      });
+
+      it('bad node ids and batches are typed errors; a closed store refuses with STORE_CLOSED', async () => {
+        expect(await codeOf(store.claimNode(''))).toBe(ErrorCode.INVALID_ARGUMENT);
+        expect(await codeOf(store.claimNode('x'.repeat(201)))).toBe(ErrorCode.INVALID_ARGUMENT);
+        expect(await codeOf(store.liveNodes('node' as unknown as string[]))).toBe(
+          ErrorCode.INVALID_ARGUMENT,
+        );
+        expect(await codeOf(store.liveNodes([7 as unknown as string]))).toBe(
+          ErrorCode.INVALID_ARGUMENT,
+        );
+        const tooMany = Array.from({ length: Limits.leaseBatchMax + 1 }, (_, i) => `n-${i}`);
+        expect(await codeOf(store.liveNodes(tooMany))).toBe(ErrorCode.LIMIT_EXCEEDED);
+        expect(await store.liveNodes([])).toEqual(new Set());
+        const peer = await harness.openPeer();
+        await peer.close();
+        expect(await codeOf(peer.claimNode('node-a'))).toBe(ErrorCode.STORE_CLOSED);
+        expect(await codeOf(peer.liveNodes(['node-a']))).toBe(ErrorCode.STORE_CLOSED);
+        expect(await codeOf(peer.countLiveNodes())).toBe(ErrorCode.STORE_CLOSED);
+      });
+    });
+
     describe('ill-formed text in owners and ids', () => {
       for (const [what, bad, position] of illFormedTexts) {
         it(`${what} in an owner or an id is refused by every call and writes nothing`, async () => {

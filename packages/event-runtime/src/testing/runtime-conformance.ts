@@ -13,6 +13,7 @@ import {
   type KernelRuntimeOptions,
 } from '../runtime/runtime.js';
 import { RuntimeEvents } from '../runtime/runtime-events.js';
+import { runtimeDefaults } from '../runtime/runtime-options.js';
 import type { SnapshotStore } from '../snapshot-store.js';
 import { CountingEventStore } from './counting-event-store.js';
 import { expectIllFormed, freshId, illFormedTexts } from './event-store-conformance.js';
@@ -117,6 +118,8 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         store: harness.store,
         clock: harness.clock,
         timerPollMs: 0,
+        // The suite calls recover() itself, to see what each round resumed.
+        recoverEveryMs: 0,
         inlineWaitMs: 0,
         ...options,
       });
@@ -647,6 +650,178 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         hang.resolve();
         expect(await rescuer.attach(handle.executionId).result()).toBe('recovered');
         expect(await rescuer.recover()).toEqual([]);
+      });
+    });
+
+    describe('recovery of dead nodes', () => {
+      const hangingOn = (hang: Promise<void>): Flow<null, string> => ({
+        name: 'dead-node',
+        run: async (ctx) => {
+          await ctx.step('stuck', () => hang.then(() => 1));
+          return 'recovered';
+        },
+      });
+      // A ten-minute lease: waiting it out would time the test out, so what is recovered here
+      // was recovered because its owner was known dead.
+      const longTtlMs = 600_000;
+
+      /**
+       * An execution running in the log, mid-step, driven by a node that takes no leases and
+       * claims no node id: to the others it is as good as dead.
+       */
+      const orphan = async (flow: Flow<null, string>) => {
+        const handle = await runtime({ nodeId: 'lost', leaseMode: 'off' }).start(flow, null);
+        await until(async () => (await harness.countRows(handle.executionId)) >= 2, '2 rows');
+        return handle.executionId;
+      };
+
+      it('an execution leased by a node whose claim is gone is taken over at once', async () => {
+        const hang = deferred();
+        const flow = hangingOn(hang.promise);
+        const id = await orphan(flow);
+        await harness.leases.acquireMany('ghost', [id], longTtlMs);
+        const ghost = await harness.leases.claimNode('ghost');
+        const rescuer = runtime({
+          nodeId: 'rescuer',
+          leases: harness.leases,
+          flows: [flow as Flow<never, unknown>],
+        });
+        // Alive (its claim held): its lease is respected.
+        expect(await rescuer.recover()).toEqual([]);
+        await ghost?.release();
+        expect(await rescuer.recover()).toEqual([id]);
+        expect((await harness.leases.get(id))?.owner).toBe('rescuer');
+        hang.resolve();
+        expect(await rescuer.attach(id).result()).toBe('recovered');
+      });
+
+      it('a node resumes at once what an earlier incarnation of its id leased', async () => {
+        const hang = deferred();
+        const flow = hangingOn(hang.promise);
+        const id = await orphan(flow);
+        await harness.leases.acquireMany('worker-1', [id], longTtlMs);
+        const reborn = runtime({
+          nodeId: 'worker-1',
+          leases: harness.leases,
+          flows: [flow as Flow<never, unknown>],
+        });
+        expect(await reborn.recover()).toEqual([id]);
+        hang.resolve();
+        expect(await reborn.attach(id).result()).toBe('recovered');
+        expect(await reborn.recover()).toEqual([]);
+      });
+
+      it('an unleased execution is taken at once when no other node is alive, not while one is', async () => {
+        const hang = deferred();
+        const flow = hangingOn(hang.promise);
+        const id = await orphan(flow);
+        const sibling = await harness.leases.claimNode('sibling');
+        const rescuer = runtime({
+          nodeId: 'rescuer',
+          leases: harness.leases,
+          flows: [flow as Flow<never, unknown>],
+        });
+        // Another node is alive and could be driving it (a lazy start not leased yet).
+        expect(await rescuer.recover()).toEqual([]);
+        await sibling?.release();
+        expect(await rescuer.recover()).toEqual([id]);
+        hang.resolve();
+        expect(await rescuer.attach(id).result()).toBe('recovered');
+      });
+
+      it('a live node keeps its lazily started executions: another node recovers none of them', async () => {
+        const hang = deferred();
+        const flow = hangingOn(hang.promise);
+        const owner = runtime({
+          nodeId: 'owner',
+          leases: harness.leases,
+          flows: [flow as Flow<never, unknown>],
+        });
+        const handle = await owner.start(flow, null);
+        await until(async () => (await harness.countRows(handle.executionId)) >= 2, '2 rows');
+        const other = runtime({
+          nodeId: 'other',
+          leases: harness.leases,
+          flows: [flow as Flow<never, unknown>],
+        });
+        expect(await other.recover()).toEqual([]);
+        // Past the lazy grace the owner leases it; the other node still leaves it alone.
+        await harness.clock.advance(10_001);
+        await tickLeases(owner);
+        expect((await harness.leases.get(handle.executionId))?.owner).toBe('owner');
+        expect(await other.recover()).toEqual([]);
+        hang.resolve();
+        expect(await handle.result()).toBe('recovered');
+        expect(owner.activeExecutions).toEqual([]);
+      });
+
+      it("a runtime given no lease store uses its event store's and claims its node id there", async () => {
+        // SQLite and Postgres stores have one (the same database); the memory store has none.
+        const defaults = harness.store.defaultLeaseStore?.();
+        expect(defaults).toBe(harness.store.defaultLeaseStore?.());
+        const live = async () =>
+          defaults === undefined
+            ? 'no lease store'
+            : [...(await defaults.liveNodes(['defaulted']))];
+        const created = runtime({ nodeId: 'defaulted' });
+        const handle = await created.start(stepsFlow('defaulted', 1), { tag: 't' });
+        expect(await handle.result()).toEqual(['t-0']);
+        expect(await live()).toEqual(defaults === undefined ? 'no lease store' : ['defaulted']);
+        await created.shutdown();
+        expect(await live()).toEqual(defaults === undefined ? 'no lease store' : []);
+      });
+
+      it('a second live runtime given the same nodeId is reported as NODE_ID_IN_USE and still runs', async () => {
+        const first = runtime({ nodeId: 'twin', leases: harness.leases });
+        const flow = stepsFlow('twin', 1);
+        expect(await (await first.start(flow, { tag: 'a' })).result()).toEqual(['a-0']);
+        const errors: LoomError[] = [];
+        const second = runtime({
+          nodeId: 'twin',
+          leases: harness.leases,
+          onError: (error) => errors.push(error as LoomError),
+        });
+        expect(await (await second.start(flow, { tag: 'b' })).result()).toEqual(['b-0']);
+        expect(errors.map((error) => [error.code, error.fields.nodeId])).toEqual([
+          [ErrorCode.NODE_ID_IN_USE, 'twin'],
+        ]);
+        // The first still holds the id; once it shuts down, the id is free.
+        expect(await harness.leases.liveNodes(['twin'])).toEqual(new Set(['twin']));
+        await first.shutdown();
+        expect(await harness.leases.liveNodes(['twin'])).toEqual(new Set());
+      });
+
+      it('recovery runs as the runtime starts and every recoverEveryMs by default', async () => {
+        const hang = deferred();
+        const flow = hangingOn(hang.promise);
+        const id = await orphan(flow);
+        await harness.leases.acquireMany('ghost', [id], longTtlMs);
+        // Default recovery settings (the suite's helper turns the periodic round off).
+        const booted = createKernelRuntime({
+          store: harness.store,
+          clock: harness.clock,
+          timerPollMs: 0,
+          nodeId: 'booted',
+          leases: harness.leases,
+          flows: [flow as Flow<never, unknown>],
+        });
+        runtimes.push(booted);
+        await until(async () => booted.activeExecutions.includes(id), 'the boot recovery');
+        hang.resolve();
+        expect(await booted.attach(id).result()).toBe('recovered');
+        // Stuck for good on the lost node: only a recovery can finish it (the booted node's flow
+        // runs on the resolved promise).
+        const stuck = deferred();
+        const later = await orphan(hangingOn(stuck.promise));
+        await harness.leases.acquireMany('ghost', [later], longTtlMs);
+        expect(await booted.status(later)).toBe('running');
+        await harness.clock.advance(runtimeDefaults.recoverEveryMs);
+        await until(
+          async () => (await booted.status(later)) !== 'running',
+          'the periodic recovery',
+        );
+        expect(await booted.attach(later).result()).toBe('recovered');
+        stuck.resolve();
       });
     });
 
@@ -1230,6 +1405,38 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         await manager.shutdown();
         expect(manager.calls.releaseMany).toBe(2);
         expect(await harness.leases.get(ids[0] as string)).toBeUndefined();
+      });
+
+      it('a release while its acquire is in flight wins: the lease is given back, never renewed', async () => {
+        const errors: unknown[] = [];
+        const manager = new LeaseManager({
+          store: harness.leases,
+          nodeId: 'fickle',
+          clock: harness.clock,
+          ttlMs: 30_000,
+          renewEveryMs: 10_000,
+          lazyGraceMs: 10_000,
+          events: new RuntimeEvents(() => undefined),
+          onLost: () => undefined,
+          onError: (error) => errors.push(error),
+        });
+        const id = freshId('fickle');
+        const acquired = manager.acquire(id);
+        // The acquire is batched to the next turn: the release arrives while it is in flight.
+        manager.release(id);
+        expect(await acquired).toBe(false);
+        expect(manager.holds(id)).toBe(false);
+        await manager.tick();
+        expect(await harness.leases.get(id)).toBeUndefined();
+        await harness.clock.advance(20_000);
+        await manager.tick();
+        expect(manager.calls.renewMany).toBe(0);
+        expect(await harness.leases.get(id)).toBeUndefined();
+        // Acquiring it again afterwards works as usual.
+        expect(await manager.acquire(id)).toBe(true);
+        expect(manager.holds(id)).toBe(true);
+        await manager.shutdown();
+        expect(errors).toEqual([]);
       });
 
       const hangingFlow = (hang: Promise<void>): Flow<null, string> => ({

@@ -52,10 +52,10 @@ for (const [backend, open] of backends) {
     it('lists a flow’s executions by how they ended, by version and by time', async () => {
       const { clock, runtime } = await make();
       await (await runtime.start(order, {}, { executionId: 'o-1' })).result();
-      clock.advance(1_000);
+      await clock.advance(1_000);
       const failed = await runtime.start(order, { fail: true }, { executionId: 'o-2' });
       expect(await codeOf(failed.result())).not.toBe('resolved');
-      clock.advance(1_000);
+      await clock.advance(1_000);
       await (await runtime.start(orderV1, {}, { executionId: 'o-3' })).result();
       const sleeping = await runtime.start(waiting, {}, { executionId: 'w-1' });
       await runtime.cancel('w-1', 'no longer needed');

@@ -17,6 +17,9 @@ function peerOf(store: InMemoryLeaseStore): LeaseStore {
     renewMany: (owner, ids, ttlMs) => guard(() => store.renewMany(owner, ids, ttlMs)),
     releaseMany: (owner, ids) => guard(() => store.releaseMany(owner, ids)),
     get: (id) => guard(() => store.get(id)),
+    claimNode: (nodeId) => guard(() => store.claimNode(nodeId)),
+    liveNodes: (nodeIds) => guard(() => store.liveNodes(nodeIds)),
+    countLiveNodes: () => guard(() => store.countLiveNodes()),
     close: async () => {
       closed = true;
     },

@@ -2,8 +2,9 @@ import type { Clock } from '../../clock.js';
 import { systemClock } from '../../clock.js';
 import { ErrorCode, LoomError } from '../../errors.js';
 import { checkLeaseBatch, checkLeaseOwner, leaseExpiry } from '../../internal/lease-input.js';
+import { checkNodeBatch, ProcessNodeClaims } from '../../internal/node-claims.js';
 import { checkExecutionId } from '../../internal/prepare-append.js';
-import type { Lease, LeaseStore } from '../../lease-store.js';
+import type { Lease, LeaseStore, NodeClaim } from '../../lease-store.js';
 
 /** Options of {@link InMemoryLeaseStore}. */
 export interface InMemoryLeaseStoreOptions {
@@ -35,6 +36,7 @@ export class InMemoryLeaseStore implements LeaseStore {
   readonly backend = 'memory';
   private readonly clock: Clock;
   private readonly leases = new Map<string, LeaseRow>();
+  private readonly nodes = new ProcessNodeClaims();
   private closed = false;
 
   constructor(options: InMemoryLeaseStoreOptions = {}) {
@@ -110,6 +112,31 @@ export class InMemoryLeaseStore implements LeaseStore {
     this.assertOpen();
     const lease = this.leases.get(checkExecutionId(executionId));
     return lease === undefined ? undefined : { executionId, ...lease };
+  }
+
+  /**
+   * Claims `nodeId` until the claim is released (the store lives and dies with this process, so
+   * release is the only way a claim ends). Resolves undefined when it is held already.
+   * Throws `INVALID_ARGUMENT`, `STORE_CLOSED`.
+   */
+  async claimNode(nodeId: string): Promise<NodeClaim | undefined> {
+    this.assertOpen();
+    return this.nodes.claim(checkLeaseOwner(nodeId, 'nodeId'));
+  }
+
+  /**
+   * The ids among `nodeIds` with a claim held. Throws `INVALID_ARGUMENT`, `LIMIT_EXCEEDED`,
+   * `STORE_CLOSED`.
+   */
+  async liveNodes(nodeIds: readonly string[]): Promise<Set<string>> {
+    this.assertOpen();
+    return this.nodes.live(checkNodeBatch(nodeIds));
+  }
+
+  /** How many node ids are claimed. Throws `STORE_CLOSED`. */
+  async countLiveNodes(): Promise<number> {
+    this.assertOpen();
+    return this.nodes.count;
   }
 
   /** Further calls fail with `STORE_CLOSED`. Idempotent. */

@@ -39,6 +39,7 @@ import {
 import { StoreSubscriptions } from '../../internal/store-subscriptions.js';
 import { rowToEvent, type StoredRow } from '../../internal/stored-row.js';
 import { verifyRows } from '../../internal/verify-rows.js';
+import type { LeaseStore } from '../../lease-store.js';
 import { Limits } from '../../limits.js';
 import { type AppendedRow, appendValues } from './append-statement.js';
 import {
@@ -56,6 +57,7 @@ import { checkOut } from './pg-client.js';
 import { classifyPgError, schemaNotMigrated, schemaTooNew, toLoomError } from './pg-errors.js';
 import { resolvePool } from './pg-pool.js';
 import type { PgStatement } from './pg-statement.js';
+import { PostgresLeaseStore } from './postgres-lease-store.js';
 import {
   type PostgresEventStoreOptions,
   type ResolvedStoreOptions,
@@ -118,6 +120,7 @@ export class PostgresEventStore implements TransactionalEventStore {
   private readonly pool: Pool;
   private readonly ownsPool: boolean;
   private readonly options: ResolvedStoreOptions;
+  private leases: PostgresLeaseStore | undefined;
   private readonly sql: StoreStatements;
   private readonly tails: TailCache;
   private readonly notifications: NotifyHub;
@@ -609,6 +612,19 @@ export class PostgresEventStore implements TransactionalEventStore {
   private assertWritable(operation: string): void {
     this.assertOpen();
     if (this.readOnly) throw storeReadOnly(this.backend, operation);
+  }
+
+  /**
+   * The lease store in this store's schema, on its pool, with its clock, made once: what a
+   * runtime given no `leases` uses. Its schema version is checked by its first call. Undefined
+   * on a read-only store.
+   */
+  defaultLeaseStore(): LeaseStore | undefined {
+    if (this.readOnly) return undefined;
+    this.leases ??= PostgresLeaseStore.onPool(this.pool, this.schema, {
+      clock: this.options.clock,
+    });
+    return this.leases;
   }
 
   /**

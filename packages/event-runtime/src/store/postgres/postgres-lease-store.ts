@@ -1,11 +1,19 @@
+import pg from 'pg';
 import type { Clock } from '../../clock.js';
 import { systemClock } from '../../clock.js';
 import { checkLeaseBatch, checkLeaseOwner, leaseExpiry } from '../../internal/lease-input.js';
+import { checkNodeBatch } from '../../internal/node-claims.js';
 import { checkExecutionId } from '../../internal/prepare-append.js';
 import { storeReadOnly } from '../../internal/store-errors.js';
-import type { Lease, LeaseStore } from '../../lease-store.js';
+import type { Lease, LeaseStore, NodeClaim } from '../../lease-store.js';
 import { type LeaseStatements, leaseStatements } from './lease-statements.js';
 import { leasesAndSnapshotsMigration } from './migrations/0002-leases-and-snapshots.js';
+import {
+  type NodeLockStatements,
+  nodeLockKeys,
+  nodeLockStatements,
+} from './node-lock-statements.js';
+import { toLoomError } from './pg-errors.js';
 import { type PgConnectionOptions, resolvePool } from './pg-pool.js';
 import { PgStoreHandle } from './pg-store-handle.js';
 import { checkSchemaName, quoteIdent } from './schema-name.js';
@@ -54,6 +62,9 @@ export class PostgresLeaseStore implements LeaseStore {
   private readonly handle: PgStoreHandle;
   private readonly clock: Clock;
   private readonly sql: LeaseStatements;
+  private readonly nodeSql: NodeLockStatements;
+  /** Where a node claim opens its own connection (the pool's settings, outside the pool). */
+  private readonly pool: pg.Pool;
 
   /**
    * Opens a lease store on a schema and checks its version (one round trip). A schema that is
@@ -66,7 +77,8 @@ export class PostgresLeaseStore implements LeaseStore {
    */
   static async open(options: PostgresLeaseStoreOptions = {}): Promise<PostgresLeaseStore> {
     const schema = checkSchemaName(options.schema ?? 'loom');
-    const handle = new PgStoreHandle(resolvePool(options), {
+    const resolved = resolvePool(options);
+    const handle = new PgStoreHandle(resolved, {
       schema,
       requiredVersion: leasesAndSnapshotsMigration.version,
       store: 'lease store',
@@ -77,11 +89,34 @@ export class PostgresLeaseStore implements LeaseStore {
       await handle.close();
       throw error;
     }
-    return new PostgresLeaseStore(handle, options);
+    return new PostgresLeaseStore(handle, resolved.pool, options);
   }
 
-  private constructor(handle: PgStoreHandle, options: PostgresLeaseStoreOptions) {
+  /**
+   * A lease store on a pool someone else owns (never ended by this store), without the version
+   * check round trip of `open`: the first call checks the schema instead. For
+   * `PostgresEventStore.defaultLeaseStore`. Throws `INVALID_ARGUMENT` (bad schema name).
+   */
+  static onPool(
+    pool: pg.Pool,
+    schema: string,
+    options: { clock?: Clock; readOnly?: boolean } = {},
+  ): PostgresLeaseStore {
+    const handle = new PgStoreHandle(
+      { pool, owned: false },
+      {
+        schema: checkSchemaName(schema),
+        requiredVersion: leasesAndSnapshotsMigration.version,
+        store: 'lease store',
+      },
+    );
+    return new PostgresLeaseStore(handle, pool, options);
+  }
+
+  private constructor(handle: PgStoreHandle, pool: pg.Pool, options: PostgresLeaseStoreOptions) {
     this.handle = handle;
+    this.pool = pool;
+    this.nodeSql = nodeLockStatements(handle.schema);
     this.schema = handle.schema;
     this.clock = options.clock ?? systemClock;
     this.readOnly = options.readOnly ?? false;
@@ -170,6 +205,98 @@ export class PostgresLeaseStore implements LeaseStore {
     return row === undefined
       ? undefined
       : { executionId: id, owner: row.owner, expiresAtMs: Number(row.expires_at_ms) };
+  }
+
+  /**
+   * Claims `nodeId` with a session advisory lock on a connection of its own (opened with the
+   * pool's settings, outside the pool, so it never takes a pooled connection), held until
+   * `release()` or until the session ends: a killed process reads as dead once Postgres sees its
+   * socket close. Resolves undefined when a live session holds it. Throws `INVALID_ARGUMENT`,
+   * `STORE_CLOSED`, `STORE_UNAVAILABLE`, `STORE_FAILURE`.
+   */
+  async claimNode(nodeId: string): Promise<NodeClaim | undefined> {
+    this.handle.assertOpen(this.backend);
+    checkLeaseOwner(nodeId, 'nodeId');
+    const [schemaKey, nodeKey] = nodeLockKeys(this.schema, nodeId);
+    const client = new pg.Client(this.pool.options);
+    // A claim connection that breaks only ends the claim (the node then reads as dead); it must
+    // never surface as an unhandled 'error' event in the user's process.
+    client.on('error', () => undefined);
+    let claimed: boolean;
+    try {
+      await client.connect();
+      const result = await client.query<{ claimed: boolean }>({
+        ...this.nodeSql.claim,
+        values: [schemaKey, nodeKey],
+      });
+      claimed = result.rows[0]?.claimed === true;
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw toLoomError(error, {
+        schema: this.schema,
+        operation: 'claim a node id',
+        latestVersion: leasesAndSnapshotsMigration.version,
+      });
+    }
+    if (!claimed) {
+      await client.end().catch(() => undefined);
+      return undefined;
+    }
+    // The claim idles for the life of the process: like the runtime's timers, it must not keep
+    // the process alive on its own (pg exposes no option for it, hence its socket).
+    (
+      client as unknown as { connection?: { stream?: { unref?: () => void } } }
+    ).connection?.stream?.unref?.();
+    let released = false;
+    return {
+      nodeId,
+      release: async () => {
+        if (released) return;
+        released = true;
+        // Ending the session drops its advisory locks.
+        await client.end().catch(() => undefined);
+      },
+    };
+  }
+
+  /**
+   * The ids among `nodeIds` whose claim a live session holds, from `pg_locks` (one round trip,
+   * no lock taken). Throws `INVALID_ARGUMENT`, `LIMIT_EXCEEDED`, `STORE_CLOSED`,
+   * `STORE_UNAVAILABLE`, `STORE_FAILURE`.
+   */
+  async liveNodes(nodeIds: readonly string[]): Promise<Set<string>> {
+    this.handle.assertOpen(this.backend);
+    const ids = checkNodeBatch(nodeIds);
+    if (ids.length === 0) return new Set();
+    const keyOf = new Map<string, string>();
+    let schemaKey = 0;
+    for (const id of ids) {
+      const [schemaPart, nodeKey] = nodeLockKeys(this.schema, id);
+      schemaKey = schemaPart >>> 0;
+      keyOf.set(id, String(nodeKey >>> 0));
+    }
+    const rows = await this.handle.run<{ key: string }>(
+      this.nodeSql.live,
+      [schemaKey, [...keyOf.values()]],
+      'liveNodes',
+    );
+    const held = new Set(rows.map((row) => String(row.key)));
+    return new Set(ids.filter((id) => held.has(keyOf.get(id) as string)));
+  }
+
+  /**
+   * How many node claims of this schema live sessions hold, from `pg_locks`. Throws
+   * `STORE_CLOSED`, `STORE_UNAVAILABLE`, `STORE_FAILURE`.
+   */
+  async countLiveNodes(): Promise<number> {
+    this.handle.assertOpen(this.backend);
+    const [schemaKey] = nodeLockKeys(this.schema, '-');
+    const rows = await this.handle.run<{ live: number }>(
+      this.nodeSql.count,
+      [schemaKey >>> 0],
+      'countLiveNodes',
+    );
+    return rows[0]?.live ?? 0;
   }
 
   /**

@@ -43,6 +43,7 @@ import { storeReadOnly } from '../../internal/store-errors.js';
 import { StoreSubscriptions } from '../../internal/store-subscriptions.js';
 import { rowToEvent, type StoredRow } from '../../internal/stored-row.js';
 import { verifyRows } from '../../internal/verify-rows.js';
+import type { LeaseStore } from '../../lease-store.js';
 import { mapSqliteError } from './sqlite-errors.js';
 import { prepareEventStatements, type SqliteEventStatements } from './sqlite-event-statements.js';
 import {
@@ -50,6 +51,7 @@ import {
   type SqliteExecutionRow,
   summaryFromSqlite,
 } from './sqlite-find-executions-statement.js';
+import { SqliteLeaseStore } from './sqlite-lease-store.js';
 import { sqliteMigrations, sqliteSchemaVersion } from './sqlite-migrations.js';
 import { storedRowFromSqlite } from './sqlite-read-statements.js';
 import { SqliteTableAccess } from './sqlite-table-access.js';
@@ -102,6 +104,7 @@ export class SqliteEventStore implements TransactionalEventStore {
   /** findExecutions statements by filter shape (a few dozen at most). */
   private readonly findStatements = new Map<string, Database.Statement>();
   private closed = false;
+  private leases: SqliteLeaseStore | undefined;
 
   private constructor(database: Database.Database, options: SqliteEventStoreOptions) {
     this.database = database;
@@ -135,6 +138,17 @@ export class SqliteEventStore implements TransactionalEventStore {
         }
       },
     };
+  }
+
+  /**
+   * The lease store in this database file, on this connection (`new SqliteLeaseStore(database)`
+   * with this store's clock), made once: what a runtime given no `leases` uses. Undefined on a
+   * read-only store.
+   */
+  defaultLeaseStore(): LeaseStore | undefined {
+    if (this.readOnly) return undefined;
+    this.leases ??= new SqliteLeaseStore(this.database, { clock: this.clock });
+    return this.leases;
   }
 
   /**

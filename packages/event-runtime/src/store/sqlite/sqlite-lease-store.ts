@@ -2,10 +2,12 @@ import type Database from 'better-sqlite3';
 import type { Clock } from '../../clock.js';
 import { systemClock } from '../../clock.js';
 import { checkLeaseBatch, checkLeaseOwner, leaseExpiry } from '../../internal/lease-input.js';
+import { checkNodeBatch } from '../../internal/node-claims.js';
 import { checkExecutionId } from '../../internal/prepare-append.js';
-import type { Lease, LeaseStore } from '../../lease-store.js';
+import type { Lease, LeaseStore, NodeClaim } from '../../lease-store.js';
 import { mapSqliteError } from './sqlite-errors.js';
 import { acquireSql, getSql, releaseSql, renewSql } from './sqlite-lease-statements.js';
+import { SqliteNodeLocks } from './sqlite-node-locks.js';
 import { SqliteTableAccess } from './sqlite-table-access.js';
 
 /** Options of {@link SqliteLeaseStore}. */
@@ -59,6 +61,7 @@ export class SqliteLeaseStore implements LeaseStore {
     return this.tables.readOnly;
   }
   private readonly clock: Clock;
+  private readonly nodes: SqliteNodeLocks;
 
   /**
    * Wraps an open better-sqlite3 handle; touches nothing until the first call, so it may be
@@ -66,6 +69,7 @@ export class SqliteLeaseStore implements LeaseStore {
    */
   constructor(database: Database.Database, options: SqliteLeaseStoreOptions = {}) {
     this.clock = options.clock ?? systemClock;
+    this.nodes = new SqliteNodeLocks(database);
     this.tables = new SqliteTableAccess(
       database,
       'lease',
@@ -162,6 +166,33 @@ export class SqliteLeaseStore implements LeaseStore {
     return row === undefined
       ? undefined
       : { executionId, owner: row.owner, expiresAtMs: row.expires_at_ms };
+  }
+
+  /**
+   * Claims `nodeId` with an exclusive lock on a file in `<database>-nodes/` (an in-memory
+   * database keeps claims in memory), held until `release()` or the process dies. Resolves
+   * undefined when a live process holds it. Throws `INVALID_ARGUMENT`, `STORE_CLOSED`,
+   * `STORE_FAILURE` (the directory cannot be written).
+   */
+  async claimNode(nodeId: string): Promise<NodeClaim | undefined> {
+    this.tables.assertOpen();
+    return this.nodes.claim(checkLeaseOwner(nodeId, 'nodeId'));
+  }
+
+  /**
+   * The ids among `nodeIds` whose lock a live process holds (a lock file is tried, never
+   * waited on; the files of dead nodes are removed). Throws `INVALID_ARGUMENT`,
+   * `LIMIT_EXCEEDED`, `STORE_CLOSED`, `STORE_FAILURE`.
+   */
+  async liveNodes(nodeIds: readonly string[]): Promise<Set<string>> {
+    this.tables.assertOpen();
+    return this.nodes.live(checkNodeBatch(nodeIds));
+  }
+
+  /** How many node locks live processes hold. Throws `STORE_CLOSED`, `STORE_FAILURE`. */
+  async countLiveNodes(): Promise<number> {
+    this.tables.assertOpen();
+    return this.nodes.count();
   }
 
   /** Further calls fail with `STORE_CLOSED`. Leaves the database handle open. Idempotent. */

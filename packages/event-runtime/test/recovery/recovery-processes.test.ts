@@ -1,0 +1,271 @@
+// Crash recovery with the default recovery settings, across real processes killed with SIGKILL,
+// on a SQLite file and on Postgres. Every lease lasts ten minutes (recoveryTtlMs) and each test
+// has a deadline well under that: whatever is recovered here was recovered because its owner was
+// known dead, never because a lease ran out.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import type { EventStore, LeaseStore } from '../../src/index.js';
+import { PostgresEventStore, PostgresLeaseStore } from '../../src/postgres.js';
+import { SqliteEventStore, SqliteLeaseStore } from '../../src/sqlite.js';
+import { pgTestUrl } from '../support/throwaway-schemas.js';
+
+const worker = join(import.meta.dirname, 'recovery-worker.ts');
+const testTimeoutMs = 90_000;
+/** Longest wait for one thing a worker does (well under the ten-minute lease). */
+const waitMs = 45_000;
+const tenMinutesMs = 600_000;
+
+interface Worker {
+  child: ChildProcess;
+  output(): string;
+  /** Resolves with the first output line matching `pattern`; fails past the deadline. */
+  line(pattern: RegExp, what: string): Promise<RegExpMatchArray>;
+  kill(): Promise<void>;
+}
+
+const live: Worker[] = [];
+afterEach(async () => {
+  await Promise.all(live.splice(0).map((w) => w.kill()));
+});
+
+function startWorker(env: Record<string, string>): Worker {
+  const child = spawn(process.execPath, ['--import', 'tsx', worker], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const listeners = new Set<() => void>();
+  const onData = (chunk: Buffer) => {
+    output += chunk.toString();
+    for (const listener of listeners) listener();
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+  child.on('exit', () => {
+    for (const listener of listeners) listener();
+  });
+  const created: Worker = {
+    child,
+    output: () => output,
+    line: (pattern, what) =>
+      new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          listeners.delete(check);
+          reject(new Error(`timed out waiting for ${what}; worker output:\n${output}`));
+        }, waitMs);
+        const check = () => {
+          const found = output
+            .split('\n')
+            .map((l) => l.match(pattern))
+            .find((m) => m !== null);
+          if (found) {
+            clearTimeout(timer);
+            listeners.delete(check);
+            resolve(found);
+          } else if (child.exitCode !== null || child.signalCode !== null) {
+            clearTimeout(timer);
+            listeners.delete(check);
+            reject(new Error(`worker exited before ${what}; output:\n${output}`));
+          }
+        };
+        listeners.add(check);
+        check();
+      }),
+    kill: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+  live.push(created);
+  return created;
+}
+
+/** Polls `check` every 50 ms until it holds; fails after `waitMs`. */
+async function until(check: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+interface Backend {
+  env: Record<string, string>;
+  store: EventStore;
+  leases: LeaseStore;
+  close(): Promise<void>;
+}
+
+const directory = mkdtempSync(join(tmpdir(), 'loom-recovery-'));
+const schemas: string[] = [];
+afterAll(async () => {
+  rmSync(directory, { recursive: true, force: true });
+  const admin = new pg.Client({ connectionString: pgTestUrl });
+  await admin.connect();
+  for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await admin.end();
+});
+let counter = 0;
+
+const backends: Array<[string, () => Promise<Backend>]> = [
+  [
+    'sqlite',
+    async () => {
+      const path = join(directory, `recovery-${++counter}.db`);
+      const store = SqliteEventStore.open({ path, migrate: true });
+      const leases = new SqliteLeaseStore(store.database, { readOnly: true });
+      return {
+        env: { LOOM_REC_BACKEND: 'sqlite', LOOM_REC_DB: path },
+        store,
+        leases,
+        close: () => store.close(),
+      };
+    },
+  ],
+  [
+    'postgres',
+    async () => {
+      const schema = `loom_rec_${process.pid}_${++counter}_${Date.now().toString(36)}`;
+      schemas.push(schema);
+      const store = await PostgresEventStore.open({ connectionString: pgTestUrl, schema });
+      await store.migrate();
+      const leases = await PostgresLeaseStore.open({
+        pool: store.connectionPool,
+        schema,
+        readOnly: true,
+      });
+      return {
+        env: { LOOM_REC_BACKEND: 'postgres', LOOM_REC_PG_URL: pgTestUrl, LOOM_REC_SCHEMA: schema },
+        store,
+        leases,
+        close: async () => {
+          await leases.close();
+          await store.close();
+        },
+      };
+    },
+  ],
+];
+
+async function completed(store: EventStore, executionId: string): Promise<boolean> {
+  const events = await store.read(executionId);
+  return events.some((event) => event.type === 'execution.completed');
+}
+
+async function status(store: EventStore, executionId: string): Promise<string> {
+  for (const candidate of ['running', 'suspended', 'settled'] as const) {
+    const found = await store.findExecutions({ status: candidate });
+    if (found.some((summary) => summary.executionId === executionId)) return candidate;
+  }
+  return 'none';
+}
+
+for (const [name, open] of backends) {
+  describe(`crash recovery with default settings: ${name}`, () => {
+    for (const mode of ['lazy', 'eager'] as const) {
+      it(
+        `a restarted process resumes its own executions at once (killed ${mode === 'eager' ? 'holding leases' : 'before leasing'})`,
+        async () => {
+          const backend = await open();
+          try {
+            const first = startWorker({
+              ...backend.env,
+              LOOM_REC_START: 'own-a,own-b',
+              LOOM_REC_HANG_PREFIX: 'own-',
+              LOOM_REC_LEASE_MODE: mode,
+            });
+            const [, node] = (await first.line(/^ready node=(\S+)/, 'the first ready')) as string[];
+            await first.line(/^effect own-a$/, 'own-a mid-step');
+            await first.line(/^effect own-b$/, 'own-b mid-step');
+            for (const id of ['own-a', 'own-b']) {
+              const lease = await backend.leases.get(id);
+              if (mode === 'eager') {
+                expect(lease?.owner).toBe(node);
+                // The lease would keep the execution for ten minutes on the old rules.
+                expect(lease?.expiresAtMs).toBeGreaterThan(Date.now() + tenMinutesMs / 2);
+              } else {
+                expect(lease).toBeUndefined();
+              }
+            }
+            await first.kill();
+            expect(await status(backend.store, 'own-a')).toBe('running');
+
+            const second = startWorker({ ...backend.env });
+            const [, node2, recovered] = (await second.line(
+              /^ready node=(\S+) recovered=(\S*)$/,
+              'the restart ready',
+            )) as string[];
+            expect(node2).not.toBe(node);
+            expect(recovered, second.output()).toBe('own-a,own-b');
+            await until(
+              async () =>
+                (await completed(backend.store, 'own-a')) &&
+                (await completed(backend.store, 'own-b')),
+              'own-a and own-b to complete on the restarted process',
+            );
+            expect(second.output()).toContain('effect own-a');
+          } finally {
+            await Promise.all(live.splice(0).map((w) => w.kill()));
+            await backend.close();
+          }
+        },
+        testTimeoutMs,
+      );
+    }
+
+    it(
+      "a live sibling's executions are never taken; a dead node's are, within recoverEveryMs",
+      async () => {
+        const backend = await open();
+        try {
+          const sibling = startWorker({
+            ...backend.env,
+            LOOM_REC_START: 'sib-a',
+            LOOM_REC_HANG_PREFIX: 'sib-',
+          });
+          await sibling.line(/^effect sib-a$/, 'sib-a mid-step');
+          const victim = startWorker({
+            ...backend.env,
+            LOOM_REC_START: 'vic-a',
+            LOOM_REC_HANG_PREFIX: 'vic-',
+            LOOM_REC_LEASE_MODE: 'eager',
+          });
+          // The victim's boot recovery ran while the sibling was alive: it took nothing of it.
+          const [, victimRecovered] = (await victim.line(
+            /^ready node=\S+ recovered=(\S*)$/,
+            'the victim ready',
+          )) as string[];
+          expect(victimRecovered).toBe('');
+          await victim.line(/^effect vic-a$/, 'vic-a mid-step');
+          await victim.kill();
+
+          // The sibling's periodic recovery (every 5 s by default) sees the victim's claim gone.
+          await until(
+            async () => completed(backend.store, 'vic-a'),
+            "the sibling to finish the dead victim's execution",
+          );
+          expect(sibling.output()).toContain('effect vic-a');
+
+          // A third process boots while the sibling lives: its recovery leaves sib-a alone.
+          const third = startWorker({ ...backend.env });
+          const [, thirdRecovered] = (await third.line(
+            /^ready node=\S+ recovered=(\S*)$/,
+            'the third ready',
+          )) as string[];
+          expect(thirdRecovered).toBe('');
+          expect(await status(backend.store, 'sib-a')).toBe('running');
+          expect(third.output()).not.toContain('effect sib-a');
+        } finally {
+          await Promise.all(live.splice(0).map((w) => w.kill()));
+          await backend.close();
+        }
+      },
+      testTimeoutMs,
+    );
+  });
+}
