@@ -65,7 +65,7 @@ if (inLog === undefined) {
   run = await agents.start(agent, demoInput, { runId: demoRunId });
 } else {
   print(
-    `run ${demoRunId} is in the log (${inLog}); attaching to it, nothing already done runs again`,
+    `run ${demoRunId} is in the log (${inLog === 'running' ? 'not ended' : inLog}); attaching to it: nothing already recorded runs again`,
   );
   run = agents.attach(demoRunId);
 }
