@@ -3,6 +3,7 @@
 // machine lines for the driver: `@waiting <approval>` when the run waits for a person, and
 // `@result <result>` when the run ends. It never exits by itself while the run waits: the
 // driver SIGKILLs it then (the first worker), or a person's approval lets the run end.
+import { EventType } from '@loom/event-runtime';
 import { createRuntime } from '@loom/workflow-runtime';
 import { openSqlite } from '@loom/workflow-runtime/sqlite';
 import {
@@ -90,7 +91,11 @@ while (ended === undefined) {
   await new Promise((resolve) => setTimeout(resolve, demoApprovalPollMs));
   if (announced || ended !== undefined) continue;
   const pending = (await agents.approvals(demoRunId)).find((a) => a.status === 'pending');
-  if (pending === undefined || ended !== undefined) continue;
+  // Announced once the run is suspended (its last event), so it truly holds no lease when the
+  // driver kills this process or a person decides.
+  const last = (await flows.store.read(demoRunId)).at(-1)?.type;
+  if (pending === undefined || last !== EventType.executionSuspended || ended !== undefined)
+    continue;
   announced = true;
   print(
     `the run ${inLog === undefined ? '' : 'still '}waits for a person: ${pending.request.tool} ${JSON.stringify(pending.request.input)} is ${pending.request.sideEffect} (${pending.reason}); it holds no lease while it waits`,
