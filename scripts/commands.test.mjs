@@ -1,6 +1,8 @@
 // The root commands do what the README says (issue 18): `pnpm bench` runs the vitest
 // micro-benchmarks of every package and never the sustained sweeps of @loom/bench-throughput,
-// no turbo run prints (or sends) telemetry, and LOOM_* overrides reach the tasks. Run by `bash scripts/dev.sh test`:
+// no turbo run prints (or sends) telemetry, and LOOM_* overrides reach the tasks; `pnpm demo`
+// (the README's first command) runs the agent demo and its contract holds, `pnpm demo:openai`
+// without settings says how to set them, `pnpm demo:flow` still runs the flow demo. Run by `bash scripts/dev.sh test`:
 // `node --test scripts/commands.test.mjs`.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -215,4 +217,53 @@ test('`pnpm check:docs` passes a good ts block and reports a broken one at its m
   assert.match(errors[2], /broken\.md:12: 'nocheck' needs a reason/);
   assert.match(failed.output, /4 blocks checked, 1 opted out, in 2 files; 3 errors/);
   assert.doesNotMatch(failed.output, /good\.md:\d+: TS/);
+});
+
+/** Runs a root script to its end (a deadline kills it): exit code and stdout + stderr. */
+function runScript(script, extraEnv = {}) {
+  const env = { ...process.env, ...extraEnv };
+  for (const [name, value] of Object.entries(extraEnv)) if (value === undefined) delete env[name];
+  try {
+    const output = execFileSync('sh', ['-c', `pnpm --silent run ${script} 2>&1`], {
+      cwd: root,
+      env,
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
+    return { code: 0, output };
+  } catch (error) {
+    if (error.status === null || error.status === undefined) throw error;
+    return { code: error.status, output: `${error.stdout}` };
+  }
+}
+
+const noOpenAi = {
+  LOOM_OPENAI_BASE_URL: undefined,
+  OPENAI_API_KEY: undefined,
+  LOOM_OPENAI_MODEL: undefined,
+};
+
+test('`pnpm demo` runs the agent demo: killed while waiting for approval, refunded once, verified', () => {
+  const { code, output } = runScript('demo', { LOOM_DEMO_DIR: join(scratch, 'demo'), ...noOpenAi });
+  assert.equal(code, 0, output);
+  assert.match(output, /💥 the driver sends SIGKILL to pid \d+ while the run waits for approval/);
+  assert.match(output, /^result: goal_completed /m);
+  assert.match(output, /^refund side effects: 1 /m);
+  assert.match(output, /^verify: hash chain intact over \d+ events$/m);
+  assert.match(output, /^contract held: /m);
+});
+
+test('`pnpm demo:openai` without its settings says how to set them and exits 0', () => {
+  const { code, output } = runScript('demo:openai', noOpenAi);
+  assert.equal(code, 0, output);
+  assert.match(output, /not set: LOOM_OPENAI_BASE_URL, OPENAI_API_KEY, LOOM_OPENAI_MODEL\./);
+  assert.match(output, /^ {2}export LOOM_OPENAI_BASE_URL=/m);
+});
+
+test('`pnpm demo:flow` still runs the flow demo: SIGKILLed mid-step, resumed, verified', () => {
+  const { code, output } = runScript('demo:flow');
+  assert.equal(code, 0, output);
+  assert.match(output, /💥 SIGKILL to pid \d+, in the middle of that step/);
+  assert.match(output, /result: order order-42 done: 5 steps/);
+  assert.match(output, /^verify: hash chain intact over \d+ events$/m);
 });
