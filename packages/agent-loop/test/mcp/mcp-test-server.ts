@@ -115,10 +115,8 @@ if (process.argv.includes('--http')) {
     }
     void (async () => {
       const server = testServer();
-      const transport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: undefined,
-        enableJsonResponse: true,
-      });
+      // No sessionIdGenerator: stateless.
+      const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true });
       response.on('close', () => {
         void transport.close();
         void server.close();
