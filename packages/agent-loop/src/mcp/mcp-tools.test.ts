@@ -1,6 +1,6 @@
 // mcpTools against a real MCP server (test/mcp/mcp-test-server.ts), started by each test: as a
 // stdio child process, and as a streamable HTTP server on 127.0.0.1 in its own child process.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -260,5 +260,16 @@ describe('the mapping, as pure functions', () => {
       image,
     ]);
     expect(mcpToolOutput({ content: [] })).toBeNull();
+  });
+});
+
+describe('McpErrorCode', () => {
+  it('docs/errors.md lists every code, under its heading', () => {
+    const docs = readFileSync(new URL('../../../../docs/errors.md', import.meta.url), 'utf8');
+    const start = docs.indexOf('## `@loom/agent-loop/mcp`');
+    expect(start).toBeGreaterThanOrEqual(0);
+    const next = docs.indexOf('\n## ', start + 1);
+    const section = docs.slice(start, next === -1 ? undefined : next);
+    for (const code of Object.values(McpErrorCode)) expect(section).toContain(`| \`${code}\` |`);
   });
 });

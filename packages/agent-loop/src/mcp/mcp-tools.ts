@@ -103,7 +103,7 @@ function toLoomTool(client: McpClient, listed: ListedTool, options: McpToolsOpti
           _meta: { [mcpIdempotencyKeyMeta]: context.idempotencyKey },
         },
         undefined,
-        // The SDK's own timer never fires before the run's (the step's timeout aborts `signal`).
+        // The step's timeout aborts `signal`; the SDK's own timer must not cut the call shorter.
         { signal: context.signal, timeout: timeoutMs },
       )) as McpCallToolResult;
     } catch (error) {
