@@ -5,6 +5,7 @@
 // SIGKILLs itself: it dies mid-call, the call's outcome unknown to the log. With KILL_RESOLVE set
 // it first decides the run's pending interrupted_side_effect approval (`{ kind: 'rerun' }`).
 // It prints one line, as kill-worker.ts does: `result <json>` or `approval <json>`.
+import type { JsonValue } from '@loom/event-runtime';
 import { StubModel } from '@loom/reasoning';
 import { createRuntime } from '@loom/workflow-runtime';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -19,7 +20,7 @@ const runId = env.KILL_RUN_ID as string;
 const tool = env.MCP_TOOL as string;
 const killMidCall = env.KILL_MID_CALL === '1';
 
-const inputs: Record<string, Record<string, unknown>> = {
+const inputs: Record<string, { [key: string]: JsonValue }> = {
   append_line: { text: 'once' },
   read_note: { id: 'n1' },
   set_flag: { flag: 'urgent', value: true },
