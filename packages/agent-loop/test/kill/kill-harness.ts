@@ -16,10 +16,10 @@ export interface Life {
   output: string;
 }
 
-/** Runs one life of the worker to its end (exit or SIGKILL), within a deadline. */
-export function life(env: Record<string, string>): Promise<Life> {
+/** Runs one life of the worker (kill-worker.ts unless `script`) to its end (exit or SIGKILL), within a deadline. */
+export function life(env: Record<string, string>, script = worker): Promise<Life> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', worker], {
+    const child = spawn(process.execPath, ['--import', 'tsx', script], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
