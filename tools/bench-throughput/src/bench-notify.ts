@@ -66,7 +66,14 @@ function nextLine(listener: Listener): Promise<string> {
 
 async function spawnListener(schema: string): Promise<Listener> {
   const script = fileURLToPath(new URL('./notify-listener-child.ts', import.meta.url));
-  const child = spawn(process.execPath, ['--import', 'tsx', script, url, schema, `${notifyBuckets}`]);
+  const child = spawn(process.execPath, [
+    '--import',
+    'tsx',
+    script,
+    url,
+    schema,
+    `${notifyBuckets}`,
+  ]);
   child.stderr.on('data', (chunk) => process.stderr.write(chunk));
   const listener = { child, lines: createInterface({ input: child.stdout }) };
   const line = await nextLine(listener);
@@ -164,7 +171,9 @@ async function main(): Promise<void> {
               // Let the notifications of the cell arrive, then count them per listener.
               await new Promise((resolve) => setTimeout(resolve, 300));
               const heardAfter = await Promise.all(children.map(heard));
-              const perListener = heardAfter.map((count, index) => count - (heardBefore[index] ?? 0));
+              const perListener = heardAfter.map(
+                (count, index) => count - (heardBefore[index] ?? 0),
+              );
               cells.push({
                 variant,
                 concurrency,
@@ -211,7 +220,9 @@ function report(cells: Cell[], variants: Variant[]): void {
           mine
             .map((cell) => {
               const base = other(cell);
-              return base === undefined ? undefined : cell.result.eventsPerSec / base.result.eventsPerSec;
+              return base === undefined
+                ? undefined
+                : cell.result.eventsPerSec / base.result.eventsPerSec;
             })
             .filter((ratio): ratio is number => ratio !== undefined);
         const vsZero = paired((cell) =>

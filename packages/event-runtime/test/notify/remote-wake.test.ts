@@ -155,7 +155,8 @@ describe('Postgres notifications after commit (ADR 0028)', () => {
       expect(announced.filter((id) => id !== 'witness').sort()).toEqual([...ids].sort());
       expect(announced).not.toContain(refused);
       for (const entry of heard) {
-        for (const id of entry.ids) expect(entry.channel).toBe(channelName(schema, bucketOf(id, 16)));
+        for (const id of entry.ids)
+          expect(entry.channel).toBe(channelName(schema, bucketOf(id, 16)));
       }
     } finally {
       await listener.end();

@@ -74,10 +74,7 @@ SELECT i.sequence, i.position FROM inserted i`,
  * The statement's parameters: $1–$7, then the claimed epoch, then the index row (status, wake-at,
  * updated-at, settled-as, flow, version, created-at).
  */
-export function appendValues(
-  prepared: PreparedAppend,
-  stored: readonly StoredEvent[],
-): unknown[] {
+export function appendValues(prepared: PreparedAppend, stored: readonly StoredEvent[]): unknown[] {
   const count = prepared.events.length;
   const types: string[] = new Array(count);
   const payloads: string[] = new Array(count);

@@ -39,7 +39,11 @@ export class NotifyHub {
     this.channels = Array.from({ length: buckets }, (_, bucket) => channelName(schema, bucket));
     const statement = notifyStatement(schema);
     this.notifier = new PostCommitNotifier(async (channels, payloads) => {
-      await pool.query({ name: statement.name, text: statement.text, values: [channels, payloads] });
+      await pool.query({
+        name: statement.name,
+        text: statement.text,
+        values: [channels, payloads],
+      });
     });
   }
 

@@ -491,10 +491,7 @@ export class PostgresEventStore implements TransactionalEventStore {
     const stored = chainEvents(prepared, prevHash);
     const shape =
       (prepared.fenceEpoch === undefined ? 0 : 1) + (prepared.status === undefined ? 0 : 2);
-    const rows = await query(
-      this.sql.append[shape] as PgStatement,
-      appendValues(prepared, stored),
-    );
+    const rows = await query(this.sql.append[shape] as PgStatement, appendValues(prepared, stored));
     if (rows.length === 0) throw await this.fenceRefused(prepared);
     if (rows.length !== stored.length) {
       throw new Error(`invariant: append inserted ${rows.length} of ${stored.length} rows`);
