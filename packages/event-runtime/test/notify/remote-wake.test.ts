@@ -7,12 +7,15 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import type { EventEnvelope, StoredEvent } from '../../src/envelope.js';
 import { ErrorCode, type LoomError } from '../../src/errors.js';
+import type { Flow } from '../../src/index.js';
+import { createKernelRuntime } from '../../src/kernel.js';
 import { PostgresEventStore } from '../../src/postgres.js';
 import { bucketOf, channelName } from '../../src/store/postgres/notify-bucket.js';
 import { pgTestUrl, useThrowawaySchemas } from '../support/throwaway-schemas.js';
 
 const db = useThrowawaySchemas();
 const writer = fileURLToPath(new URL('./notify-writer.ts', import.meta.url));
+const remoteNode = fileURLToPath(new URL('./remote-result-node.ts', import.meta.url));
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -116,6 +119,58 @@ describe('Postgres notifications after commit (ADR 0028)', () => {
     } finally {
       for (const subscription of subscriptions) await subscription.close();
       await follower.close();
+    }
+  });
+
+  it('a remote result() is woken by the other node’s announcement, not by a poll', async () => {
+    const schema = await migrated();
+    const node = spawn(process.execPath, ['--import', 'tsx', remoteNode, pgTestUrl, schema]);
+    let out = '';
+    let err = '';
+    node.stdout.on('data', (chunk) => {
+      out += chunk;
+    });
+    node.stderr.on('data', (chunk) => {
+      err += chunk;
+    });
+    const exited = new Promise<number | null>((resolve) => node.on('exit', resolve));
+    // pollIntervalMs 0: this node's subscriptions never poll.
+    const store = await PostgresEventStore.open({
+      connectionString: pgTestUrl,
+      schema,
+      pollIntervalMs: 0,
+    });
+    const flow: Flow<null, string> = { name: 'remote-flow', run: async () => 'not run here' };
+    const runtime = createKernelRuntime({
+      store,
+      nodeId: 'waiter',
+      flows: [flow as Flow<never, unknown>],
+    });
+    try {
+      await waitFor(() => out.includes('started\n') || err.length > 0, 'the other node to start');
+      expect(err).toBe('');
+      const result = runtime.attach('remote-1').result();
+      // The wait is LISTENing (its bucket) before the other node is told to go.
+      const bucket = channelName(schema, bucketOf('remote-1', 16));
+      await waitFor(() => store.listenerProcessIdForTesting() !== undefined, 'the listener');
+      expect(await store.listeningChannelsForTesting()).toContain(bucket);
+      const heardBefore = store.stats.notifications;
+      node.stdin.end('go\n');
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('result() was not woken within 15 s')), 15_000);
+      });
+      try {
+        expect(await Promise.race([result, deadline])).toBe('finished on the other node');
+      } finally {
+        clearTimeout(timer);
+      }
+      expect(store.stats.notifications).toBeGreaterThan(heardBefore);
+      expect(await exited).toBe(0);
+    } finally {
+      node.kill('SIGKILL');
+      await runtime.shutdown();
+      await store.close();
     }
   });
 
