@@ -28,9 +28,9 @@ const notifyBuckets = 16;
 /** A 64-hex-digit stand-in hash for the raw loops (they do no hashing: that is the store's job). */
 const fakeHash = 'f'.repeat(64);
 
-type AppendOnce = (executionId: string, sequence: number) => Promise<void>;
+export type AppendOnce = (executionId: string, sequence: number) => Promise<void>;
 
-interface AppendMeasurement {
+export interface AppendMeasurement {
   events: number;
   eventsPerSec: number;
   latencyMs: LatencyMs;
@@ -43,7 +43,7 @@ interface AppendMeasurement {
  * `concurrency` writers, each appending the next sequence of its own execution, one event per
  * call, until `events` appends are done.
  */
-async function measureAppends(
+export async function measureAppends(
   append: AppendOnce,
   idPrefix: string,
   concurrency: number,
@@ -90,7 +90,7 @@ async function measureAppends(
   };
 }
 
-function storeAppender(store: EventStore): AppendOnce {
+export function storeAppender(store: EventStore): AppendOnce {
   const payload = payload256();
   return async (executionId, sequence) => {
     await store.append([
@@ -104,7 +104,7 @@ function storeAppender(store: EventStore): AppendOnce {
  * the same INSERT also calls pg_notify once on the channel the store would use (the store sends
  * one notification per append): a diagnostic that prices the notification alone.
  */
-function rawPgAppender(
+export function rawPgAppender(
   pool: pg.Pool,
   table: string,
   statementName: string,
@@ -142,7 +142,7 @@ function rawPgAppender(
  * and `raw_notify`, plain again but written by the notify loop (diagnostics: how much of a gap
  * is the table's shape, how much the notification).
  */
-async function createRawTables(target: PgTarget): Promise<void> {
+export async function createRawTables(target: PgTarget): Promise<void> {
   const columns = `execution_id text COLLATE "C" NOT NULL,
       sequence bigint NOT NULL, type text NOT NULL, payload text NOT NULL, at bigint NOT NULL,
       position bigint GENERATED ALWAYS AS IDENTITY, tx_id xid8 NOT NULL DEFAULT pg_current_xact_id(),

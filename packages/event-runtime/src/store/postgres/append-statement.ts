@@ -17,24 +17,24 @@ export interface AppendShape {
 /**
  * The hot path, one round trip: a multi-row insert from parallel arrays (unnest keeps the
  * statement text, and so its plan, the same for 1 or 1000 events), the fence check in the same
- * statement when `fenced`, the execution index upsert when `indexed`, and one pg_notify per
- * batch carrying `<tip sequence>:<executionId>`.
+ * statement when `fenced`, the execution index upsert when `indexed`. No `pg_notify`: a
+ * transaction that notifies takes Postgres's cluster-wide notify lock while it commits, which
+ * would serialise every append; the store announces appends after their commit instead, from
+ * its `PostCommitNotifier` (ADR 0028).
  *
  * The fence subquery takes FOR SHARE on the fence row, so a concurrent `advance` (an UPDATE of
  * that row) waits for this append to commit, and an append that queued behind an `advance`
  * re-reads the new epoch and inserts nothing: once `advance` returns, no append with an older
  * epoch can still commit. No rows back means the fence refused it.
  *
- * The `notified` CTE calls a volatile function, so Postgres materializes it and runs it exactly
- * once; cross-joining it to the inserted rows is what makes it run at all (an unreferenced
- * SELECT CTE is skipped). Its HAVING, like the index upsert's, keeps a refused append silent.
+ * The index upsert's HAVING keeps a refused append from touching the index.
  */
 export function appendStatement(
   quotedSchema: string,
   schema: string,
   shape: AppendShape,
 ): PgStatement {
-  let next = 9;
+  let next = 8;
   const fenceCheck = shape.fenced
     ? `WHERE coalesce((SELECT f.epoch FROM ${quotedSchema}.fences f
                        WHERE f.execution_id = $1::text FOR SHARE), 0) = $${next++}::bigint`
@@ -65,24 +65,16 @@ export function appendStatement(
   ${fenceCheck}
   ORDER BY t.ord
   RETURNING sequence, position
-), notified AS (
-  SELECT pg_notify($8::text, max(sequence)::text || ':' || $1::text)
-  FROM inserted
-  HAVING count(*) > 0
 )${indexUpsert}
-SELECT i.sequence, i.position FROM inserted i CROSS JOIN notified`,
+SELECT i.sequence, i.position FROM inserted i`,
   };
 }
 
 /**
- * The statement's parameters: $1–$8, then the claimed epoch, then the index row (status, wake-at,
+ * The statement's parameters: $1–$7, then the claimed epoch, then the index row (status, wake-at,
  * updated-at, settled-as, flow, version, created-at).
  */
-export function appendValues(
-  prepared: PreparedAppend,
-  stored: readonly StoredEvent[],
-  channel: string,
-): unknown[] {
+export function appendValues(prepared: PreparedAppend, stored: readonly StoredEvent[]): unknown[] {
   const count = prepared.events.length;
   const types: string[] = new Array(count);
   const payloads: string[] = new Array(count);
@@ -105,7 +97,6 @@ export function appendValues(
     ats,
     prevHashes,
     hashes,
-    channel,
   ];
   if (prepared.fenceEpoch !== undefined) values.push(prepared.fenceEpoch);
   const index = prepared.status;

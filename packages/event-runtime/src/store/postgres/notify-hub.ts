@@ -4,6 +4,7 @@ import { AppendSignal } from '../../internal/append-signal.js';
 import { BucketListener } from './bucket-listener.js';
 import { bucketOf, channelName } from './notify-bucket.js';
 import { checkOut } from './pg-client.js';
+import { decodeNotify, notifyStatement, PostCommitNotifier } from './post-commit-notifier.js';
 
 /**
  * A second wake this long after a notification: readAll only returns rows below the snapshot
@@ -13,9 +14,11 @@ import { checkOut } from './pg-client.js';
 const lateWakeMs = 25;
 
 /**
- * Turns the NOTIFYs of a schema's bucketed channels into wake-ups of the store's subscriptions:
- * global watchers hear every append, an execution's watchers hear its own. The one listener
- * connection is created on the first watch.
+ * Both ends of a schema's bucketed NOTIFY channels. Sending: committed appends are announced
+ * after their commit by one {@link PostCommitNotifier} per store (ADR 0028), never inside the
+ * appending transaction. Receiving: NOTIFYs become wake-ups of the store's subscriptions: global
+ * watchers hear every append, an execution's watchers hear its own. The one listener connection
+ * is created on the first watch.
  */
 export class NotifyHub {
   private readonly signal = new AppendSignal();
@@ -23,6 +26,7 @@ export class NotifyHub {
   private listener: BucketListener | undefined;
   private readonly lateWakes = new Set<string>();
   private cancelLateWake: (() => void) | undefined;
+  private readonly notifier: PostCommitNotifier;
   /** Notifications received (for the store's stats). */
   received = 0;
 
@@ -33,6 +37,19 @@ export class NotifyHub {
     private readonly clock: Clock,
   ) {
     this.channels = Array.from({ length: buckets }, (_, bucket) => channelName(schema, bucket));
+    const statement = notifyStatement(schema);
+    this.notifier = new PostCommitNotifier(async (channels, payloads) => {
+      await pool.query({
+        name: statement.name,
+        text: statement.text,
+        values: [channels, payloads],
+      });
+    });
+  }
+
+  /** Notify statements sent so far, and how many of them failed. */
+  get sent(): { statements: number; failures: number } {
+    return { statements: this.notifier.statements, failures: this.notifier.failures };
   }
 
   /** The channel an execution's appends notify. */
@@ -61,12 +78,18 @@ export class NotifyHub {
     };
   }
 
-  /** This process appended: wake its own watchers now rather than after the NOTIFY round trip. */
+  /**
+   * This process committed an append: announce it to other processes (after the commit, folded
+   * with other appends) and wake its own watchers now rather than after the NOTIFY round trip.
+   */
   appended(executionId: string): void {
+    this.notifier.committed(this.channelOf(executionId), executionId);
     if (this.signal.watched) this.signal.emit(executionId);
   }
 
+  /** Sends the announcements still pending, then closes the listener connection. */
   async close(): Promise<void> {
+    await this.notifier.close();
     this.cancelLateWake?.();
     await this.listener?.close();
   }
@@ -81,12 +104,14 @@ export class NotifyHub {
     return this.listener?.processId;
   }
 
-  /** A notification's payload is `<tip sequence>:<executionId>`. */
+  /** A notification's payload is a JSON array of execution ids (see `encodeNotifies`). */
   private notified(payload: string): void {
     this.received++;
-    const executionId = payload.slice(payload.indexOf(':') + 1);
-    this.signal.emit(executionId);
-    this.lateWakes.add(executionId);
+    for (const executionId of decodeNotify(payload)) {
+      this.signal.emit(executionId);
+      this.lateWakes.add(executionId);
+    }
+    if (this.lateWakes.size === 0) return;
     if (this.cancelLateWake !== undefined) return;
     this.cancelLateWake = this.clock.setTimer(() => {
       this.cancelLateWake = undefined;

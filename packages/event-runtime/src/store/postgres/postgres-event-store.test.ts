@@ -272,35 +272,6 @@ describe('PostgresEventStore: on a migrated schema', () => {
     }
   });
 
-  it('sends one notification per append batch, on the execution bucket, none when refused', async () => {
-    const id = freshId('notify');
-    const channel = channelName(schema, bucketOf(id, 16));
-    const listener = new pg.Client({ connectionString: url });
-    await listener.connect();
-    const payloads: string[] = [];
-    listener.on('notification', (message) => {
-      if (message.channel === channel && message.payload?.endsWith(`:${id}`)) {
-        payloads.push(message.payload);
-      }
-    });
-    try {
-      await listener.query(`LISTEN "${channel}"`);
-      await store.append(range(id, 0, 5));
-      await store.append(range(id, 5, 3), { status: 'running' });
-      const epoch = await store.fences.advance(id);
-      expect(await codeOf(store.append([env(id, 8)], { fenceEpoch: 0 }))).toBe(
-        ErrorCode.FENCE_STALE,
-      );
-      // A witness append commits after the refused one: the listener hears notifications in
-      // commit order, so one the refused append sent would arrive before the witness's.
-      await store.append([env(id, 8)], { fenceEpoch: epoch });
-      await waitFor(() => payloads.length >= 3, 'notifications');
-      expect(payloads).toEqual([`4:${id}`, `7:${id}`, `8:${id}`]);
-    } finally {
-      await listener.end();
-    }
-  });
-
   it('one listener connection LISTENs only to the buckets its subscriptions need', async () => {
     const own = await PostgresEventStore.open({ connectionString: url, schema, notifyBuckets: 8 });
     try {

@@ -83,6 +83,14 @@ export interface PostgresEventStoreStats {
   roundTrips: number;
   /** Notifications its listener connection received. */
   notifications: number;
+  /**
+   * Notify statements it sent to announce its committed appends (ADR 0028): after the commit,
+   * off the caller's path, so not in `roundTrips` nor reported to `onQuery`. Under load one
+   * statement announces many appends.
+   */
+  notifyStatements: number;
+  /** Notify statements that failed: their appends reach other processes by polling instead. */
+  notifyFailures: number;
 }
 
 /** The schema version that created the log's tables: older schemas are not migrated. */
@@ -102,7 +110,8 @@ const signalsSchemaVersion = signalsMigration.version;
 
 /**
  * The event log on Postgres (`pg`): named prepared statements, one round trip per append on a
- * warm cache, NOTIFY on bucketed channels for subscriptions, one LISTEN connection per store.
+ * warm cache, NOTIFY on bucketed channels for subscriptions (sent after the commit, folded
+ * across appends: ADR 0028), one LISTEN connection per store.
  * Opening never creates or migrates anything: run {@link PostgresEventStore.migrate} (or the
  * `migrate` function) once per schema. `readAll` returns a commit-safe order in which positions
  * are unique but not necessarily increasing (see README).
@@ -226,7 +235,7 @@ export class PostgresEventStore implements TransactionalEventStore {
    * `envelopes(result)` through the same connection, and commits both or neither. Errors thrown
    * by `work` are rethrown unchanged after the rollback, except when the connection died
    * meanwhile: then the call fails with `STORE_UNAVAILABLE` (the connection is discarded, never
-   * handed back to the pool). The notify is delivered at commit.
+   * handed back to the pool). Other processes are notified after the commit.
    *
    * Error codes: those of `append`.
    */
@@ -451,7 +460,13 @@ export class PostgresEventStore implements TransactionalEventStore {
 
   /** Round trips and notifications so far (live counters; tests assert round trips per call). */
   get stats(): PostgresEventStoreStats {
-    return { roundTrips: this.roundTrips, notifications: this.notifications.received };
+    const sent = this.notifications.sent;
+    return {
+      roundTrips: this.roundTrips,
+      notifications: this.notifications.received,
+      notifyStatements: sent.statements,
+      notifyFailures: sent.failures,
+    };
   }
 
   /** Test hook: the channels the listener connection LISTENs to, as the server reports them. */
@@ -479,10 +494,7 @@ export class PostgresEventStore implements TransactionalEventStore {
     const stored = chainEvents(prepared, prevHash);
     const shape =
       (prepared.fenceEpoch === undefined ? 0 : 1) + (prepared.status === undefined ? 0 : 2);
-    const rows = await query(
-      this.sql.append[shape] as PgStatement,
-      appendValues(prepared, stored, this.notifications.channelOf(executionId)),
-    );
+    const rows = await query(this.sql.append[shape] as PgStatement, appendValues(prepared, stored));
     if (rows.length === 0) throw await this.fenceRefused(prepared);
     if (rows.length !== stored.length) {
       throw new Error(`invariant: append inserted ${rows.length} of ${stored.length} rows`);
