@@ -8,7 +8,7 @@ import type { Backend, StoredEvent } from '@loom/event-runtime';
 import { openSqlite } from '@loom/event-runtime/sqlite';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunDetail, RunsPage, RunSummary } from '../src/index.js';
+import type { RunDetail, RunSummary, RunsPage } from '../src/index.js';
 import { loom, populate, runtimeOn, sentMails } from './fixture.js';
 
 const pgUrl = process.env.LOOM_TEST_PG ?? 'postgres://root@127.0.0.1:5432/test';
@@ -68,19 +68,52 @@ describe.each(targets)('loom on $name', (target) => {
   it('runs lists every execution from the index, with status, steps, reason and pending approvals', async () => {
     const page = await json<RunsPage>(['runs']);
     const byId = new Map(page.runs.map((r) => [r.id, r]));
-    expect([...byId.keys()].sort()).toEqual(['agent-1', 'charge-1', 'order-7', 'parent-1', 'parent-1.0', 'wait-cancel', 'wait-signal'].sort());
-    expect(byId.get('order-7')).toMatchObject({ kind: 'flow', flow: 'order', version: '2', status: 'completed', steps: 2, terminalReason: 'completed', pendingApprovals: 0 });
+    expect([...byId.keys()].sort()).toEqual(
+      [
+        'agent-1',
+        'charge-1',
+        'order-7',
+        'parent-1',
+        'parent-1.0',
+        'wait-cancel',
+        'wait-signal',
+      ].sort(),
+    );
+    expect(byId.get('order-7')).toMatchObject({
+      kind: 'flow',
+      flow: 'order',
+      version: '2',
+      status: 'completed',
+      steps: 2,
+      terminalReason: 'completed',
+      pendingApprovals: 0,
+    });
     expect(byId.get('charge-1')?.status).toBe('failed');
     expect(byId.get('charge-1')?.terminalReason).toContain('card declined');
-    expect(byId.get('wait-signal')).toMatchObject({ status: 'suspended', steps: 1, terminalReason: null });
-    expect(byId.get('agent-1')).toMatchObject({ kind: 'agent', agent: 'mailer', flow: 'agent:mailer', status: 'suspended', pendingApprovals: 1 });
+    expect(byId.get('wait-signal')).toMatchObject({
+      status: 'suspended',
+      steps: 1,
+      terminalReason: null,
+    });
+    expect(byId.get('agent-1')).toMatchObject({
+      kind: 'agent',
+      agent: 'mailer',
+      flow: 'agent:mailer',
+      status: 'suspended',
+      pendingApprovals: 1,
+    });
     const created = byId.get('order-7') as RunSummary;
     expect(created.updatedAtMs).toBeGreaterThanOrEqual(created.createdAtMs);
   });
 
   it('runs filters by status and flow, pages with a cursor, and prints a table for people', async () => {
-    expect((await json<RunsPage>(['runs', '--status', 'failed'])).runs.map((r) => r.id)).toEqual(['charge-1']);
-    expect((await json<RunsPage>(['runs', '--flow', 'waiter'])).runs.map((r) => r.id)).toEqual(['wait-cancel', 'wait-signal']);
+    expect((await json<RunsPage>(['runs', '--status', 'failed'])).runs.map((r) => r.id)).toEqual([
+      'charge-1',
+    ]);
+    expect((await json<RunsPage>(['runs', '--flow', 'waiter'])).runs.map((r) => r.id)).toEqual([
+      'wait-cancel',
+      'wait-signal',
+    ]);
     const first = await json<RunsPage>(['runs', '--limit', '2']);
     expect(first.runs.map((r) => r.id)).toEqual(['agent-1', 'charge-1']);
     expect(first.nextCursor).toBe('charge-1');
@@ -99,12 +132,20 @@ describe.each(targets)('loom on $name', (target) => {
       ['step', 'price', 'completed'],
       ['step', 'receipt', 'completed'],
     ]);
-    for (const entry of order.timeline) expect(entry.durationMs).toBe((entry.endedAtMs ?? 0) - entry.startedAtMs);
+    for (const entry of order.timeline)
+      expect(entry.durationMs).toBe((entry.endedAtMs ?? 0) - entry.startedAtMs);
     expect(order.output).toEqual({ id: '7', total: 42, paid: true });
     expect(order.input).toEqual({ id: '7' });
     expect(order.events).toBe(6);
     const parent = await json<RunDetail>(['show', 'parent-1']);
-    expect(parent.timeline).toEqual([expect.objectContaining({ kind: 'child', childId: 'parent-1.0', status: 'completed', result: 42 })]);
+    expect(parent.timeline).toEqual([
+      expect.objectContaining({
+        kind: 'child',
+        childId: 'parent-1.0',
+        status: 'completed',
+        result: 42,
+      }),
+    ]);
     expect((await json<RunDetail>(['show', 'parent-1.0'])).parentId).toBe('parent-1');
     const waiting = await json<RunDetail>(['show', 'wait-signal']);
     expect(waiting.timeline.map((e) => [e.kind, e.name, e.status])).toEqual([
@@ -117,8 +158,12 @@ describe.each(targets)('loom on $name', (target) => {
     const detail = await json<RunDetail>(['show', 'agent-1']);
     const roles = detail.timeline.map((e) => e.agentRole);
     expect(roles.slice(0, 3)).toEqual(['decision', 'policy', 'approval']);
-    expect(detail.timeline[0]?.result).toMatchObject({ toolCalls: [expect.objectContaining({ tool: 'send_mail' })] });
-    expect(detail.approvals).toEqual([expect.objectContaining({ runId: 'agent-1', status: 'pending', kind: 'tool_call' })]);
+    expect(detail.timeline[0]?.result).toMatchObject({
+      toolCalls: [expect.objectContaining({ tool: 'send_mail' })],
+    });
+    expect(detail.approvals).toEqual([
+      expect.objectContaining({ runId: 'agent-1', status: 'pending', kind: 'tool_call' }),
+    ]);
     const human = await loom(['show', 'agent-1'], env());
     expect(human.stdout).toContain('decision');
     expect(human.stdout).toContain('send_mail');
@@ -129,11 +174,17 @@ describe.each(targets)('loom on $name', (target) => {
     expect(events.map((e) => e.sequence)).toEqual([0, 1, 2, 3, 4, 5]);
     expect(events[0]?.type).toBe('execution.started');
     expect(events[5]?.type).toBe('execution.completed');
-    expect((await json<StoredEvent[]>(['events', 'order-7', '--from', '4'])).map((e) => e.sequence)).toEqual([4, 5]);
+    expect(
+      (await json<StoredEvent[]>(['events', 'order-7', '--from', '4'])).map((e) => e.sequence),
+    ).toEqual([4, 5]);
   });
 
   it('verify checks one chain or all of them, with a progress line', async () => {
-    expect(await json(['verify', 'order-7'])).toMatchObject({ ok: true, executionId: 'order-7', events: 6 });
+    expect(await json(['verify', 'order-7'])).toMatchObject({
+      ok: true,
+      executionId: 'order-7',
+      events: 6,
+    });
     const all = await loom(['verify', '--all'], env());
     expect(all.code).toBe(0);
     expect(all.stderr).toContain('verified 7 executions, 0 broken');
@@ -146,7 +197,9 @@ describe.each(targets)('loom on $name', (target) => {
     expect(missing.stderr).toContain('RUN_NOT_FOUND');
     expect(missing.stderr).toContain('loom runs');
     const asJson = await loom(['show', 'nope', '--json'], env());
-    expect(JSON.parse(asJson.stderr)).toMatchObject({ error: { code: 'RUN_NOT_FOUND', fields: { executionId: 'nope' } } });
+    expect(JSON.parse(asJson.stderr)).toMatchObject({
+      error: { code: 'RUN_NOT_FOUND', fields: { executionId: 'nope' } },
+    });
     expect(asJson.stdout).toBe('');
     expect((await loom(['signal', 'wait-signal', 'go', '{not json'], env())).code).toBe(2);
     expect((await loom(['runs', '--status', 'bogus'], env())).code).toBe(2);
@@ -156,9 +209,27 @@ describe.each(targets)('loom on $name', (target) => {
   });
 
   it('signal is delivered: the waiting flow continues with the payload when resumed', async () => {
-    const sent = await json<{ duplicate: boolean }>(['signal', 'wait-signal', 'go', '{"go":true}', '--key', 'k1']);
+    const sent = await json<{ duplicate: boolean }>([
+      'signal',
+      'wait-signal',
+      'go',
+      '{"go":true}',
+      '--key',
+      'k1',
+    ]);
     expect(sent.duplicate).toBe(false);
-    expect((await json<{ duplicate: boolean }>(['signal', 'wait-signal', 'go', '{"go":true}', '--key', 'k1'])).duplicate).toBe(true);
+    expect(
+      (
+        await json<{ duplicate: boolean }>([
+          'signal',
+          'wait-signal',
+          'go',
+          '{"go":true}',
+          '--key',
+          'k1',
+        ])
+      ).duplicate,
+    ).toBe(true);
     const backend = await target.open(false);
     const { flows } = runtimeOn(backend);
     try {
@@ -170,18 +241,28 @@ describe.each(targets)('loom on $name', (target) => {
   });
 
   it('cancel is recorded with who and why; a second cancel reports nothing to do', async () => {
-    expect(await json(['cancel', 'wait-cancel', '--by', 'ops', '--reason', 'stuck'])).toEqual({ executionId: 'wait-cancel', cancelled: true });
+    expect(await json(['cancel', 'wait-cancel', '--by', 'ops', '--reason', 'stuck'])).toEqual({
+      executionId: 'wait-cancel',
+      cancelled: true,
+    });
     const detail = await json<RunDetail>(['show', 'wait-cancel']);
     expect(detail.run.status).toBe('cancelled');
     expect(detail.run.terminalReason).toBe('cancelled by ops: stuck');
-    expect(await json(['cancel', 'wait-cancel', '--by', 'ops'])).toEqual({ executionId: 'wait-cancel', cancelled: false });
+    expect(await json(['cancel', 'wait-cancel', '--by', 'ops'])).toEqual({
+      executionId: 'wait-cancel',
+      cancelled: false,
+    });
   });
 
   it('approve decides through agent-loop; the run continues when resumed and the tool runs once', async () => {
     const [approval] = await json<Approval[]>(['approvals']);
     expect(approval?.runId).toBe('agent-1');
     const id = approval?.id ?? '';
-    expect(await json(['approve', id, '--by', 'ana', '--note', 'ok'])).toEqual({ approvalId: id, decision: 'approved', by: 'ana' });
+    expect(await json(['approve', id, '--by', 'ana', '--note', 'ok'])).toEqual({
+      approvalId: id,
+      decision: 'approved',
+      by: 'ana',
+    });
     const again = await loom(['reject', id, '--by', 'bob'], env());
     expect(again.code).toBe(4);
     expect(again.stderr).toContain('APPROVAL_NOT_PENDING');
@@ -191,14 +272,25 @@ describe.each(targets)('loom on $name', (target) => {
     const { flows, agents } = runtimeOn(backend);
     try {
       await flows.wakeDue();
-      expect(await agents.attach('agent-1').result()).toMatchObject({ reason: 'goal_completed', output: 'mailed ana' });
+      expect(await agents.attach('agent-1').result()).toMatchObject({
+        reason: 'goal_completed',
+        output: 'mailed ana',
+      });
     } finally {
       await flows.shutdown();
     }
     expect(sentMails.length - mailsBefore).toBe(1);
     const detail = await json<RunDetail>(['show', 'agent-1']);
-    expect(detail.run).toMatchObject({ status: 'completed', terminalReason: 'goal_completed', pendingApprovals: 0 });
-    expect(detail.approvals[0]?.decision).toMatchObject({ by: 'ana', note: 'ok', decision: 'approved' });
+    expect(detail.run).toMatchObject({
+      status: 'completed',
+      terminalReason: 'goal_completed',
+      pendingApprovals: 0,
+    });
+    expect(detail.approvals[0]?.decision).toMatchObject({
+      by: 'ana',
+      note: 'ok',
+      decision: 'approved',
+    });
     expect(detail.timeline.map((e) => e.agentRole)).toContain('tool_call');
   });
 });

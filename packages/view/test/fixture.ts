@@ -11,10 +11,13 @@ export const mailToken = 'MAIL_SENT_OK';
 /** Mails the agent's tool really sent (in this process). */
 export const sentMails: unknown[] = [];
 
-export const order = defineFlow({ name: 'order', version: '2' }, async (ctx, input: { id: string }) => {
-  const priced = await ctx.step('price', () => ({ id: input.id, total: 42 }));
-  return ctx.step('receipt', () => ({ ...priced, paid: true }));
-});
+export const order = defineFlow(
+  { name: 'order', version: '2' },
+  async (ctx, input: { id: string }) => {
+    const priced = await ctx.step('price', () => ({ id: input.id, total: 42 }));
+    return ctx.step('receipt', () => ({ ...priced, paid: true }));
+  },
+);
 
 export const failing = defineFlow({ name: 'charge' }, async (ctx) =>
   ctx.step('charge-card', () => {
@@ -28,7 +31,9 @@ export const waiting = defineFlow({ name: 'waiter' }, async (ctx) => {
   return got.received ? { go: got.payload.go } : { go: false };
 });
 
-const kid = defineFlow({ name: 'kid' }, async (ctx, input: number) => ctx.step('double', () => input * 2));
+const kid = defineFlow({ name: 'kid' }, async (ctx, input: number) =>
+  ctx.step('double', () => input * 2),
+);
 export const parent = defineFlow({ name: 'parent' }, async (ctx) => {
   const doubled = await ctx.child(kid, 21);
   return { doubled };
@@ -52,7 +57,12 @@ const model = new StubModel({
       ? { text: 'mailed ana' }
       : { toolCalls: [{ tool: 'send_mail', input: { to: 'ana' } }] },
 });
-export const mailer = defineAgent({ name: 'mailer', model, instructions: 'mail people', tools: [mail] });
+export const mailer = defineAgent({
+  name: 'mailer',
+  model,
+  instructions: 'mail people',
+  tools: [mail],
+});
 
 export const allFlows = [order, failing, waiting, kid, parent];
 
@@ -85,7 +95,9 @@ export async function eventually<T>(probe: () => Promise<T | undefined>, what: s
  */
 export async function populate({ flows, agents }: Running, backend: Backend): Promise<void> {
   await (await flows.start(order, { id: '7' }, { executionId: 'order-7' })).result();
-  await (await flows.start(failing, null, { executionId: 'charge-1' })).result().catch(() => undefined);
+  await (await flows.start(failing, null, { executionId: 'charge-1' }))
+    .result()
+    .catch(() => undefined);
   await flows.start(waiting, null, { executionId: 'wait-signal' });
   await flows.start(waiting, null, { executionId: 'wait-cancel' });
   await (await flows.start(parent, null, { executionId: 'parent-1' })).result();

@@ -13,16 +13,24 @@ describe('opening a view never creates or migrates anything', () => {
   it('an empty SQLite file is SCHEMA_NOT_MIGRATED and stays empty', async () => {
     const path = join(dir, 'empty.db');
     writeFileSync(path, '');
-    await expect(openView({ db: `sqlite:${path}` })).rejects.toMatchObject({ code: 'SCHEMA_NOT_MIGRATED' });
-    await expect(openOperator({ db: `sqlite:${path}` })).rejects.toMatchObject({ code: 'SCHEMA_NOT_MIGRATED' });
+    await expect(openView({ db: `sqlite:${path}` })).rejects.toMatchObject({
+      code: 'SCHEMA_NOT_MIGRATED',
+    });
+    await expect(openOperator({ db: `sqlite:${path}` })).rejects.toMatchObject({
+      code: 'SCHEMA_NOT_MIGRATED',
+    });
     expect(statSync(path).size).toBe(0);
     expect(existsSync(`${path}-wal`)).toBe(false);
   });
 
   it('a missing SQLite file is STORE_UNAVAILABLE and is not created', async () => {
     const path = join(dir, 'missing.db');
-    await expect(openView({ db: `sqlite:${path}` })).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
-    await expect(openOperator({ db: `sqlite:${path}` })).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    await expect(openView({ db: `sqlite:${path}` })).rejects.toMatchObject({
+      code: 'STORE_UNAVAILABLE',
+    });
+    await expect(openOperator({ db: `sqlite:${path}` })).rejects.toMatchObject({
+      code: 'STORE_UNAVAILABLE',
+    });
     expect(existsSync(path)).toBe(false);
   });
 
@@ -34,7 +42,10 @@ describe('opening a view never creates or migrates anything', () => {
     const client = new pg.Client({ connectionString: pgUrl });
     await client.connect();
     try {
-      const { rows } = await client.query('SELECT 1 FROM information_schema.schemata WHERE schema_name = $1', [schema]);
+      const { rows } = await client.query(
+        'SELECT 1 FROM information_schema.schemata WHERE schema_name = $1',
+        [schema],
+      );
       expect(rows).toEqual([]);
     } finally {
       await client.end();
