@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { Approval } from '@loom/agent-loop';
 import type { Backend, StoredEvent } from '@loom/event-runtime';
 import { openSqlite } from '@loom/event-runtime/sqlite';
+import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunDetail, RunSummary, RunsPage } from '../src/index.js';
@@ -20,6 +21,8 @@ interface Target {
   db: string;
   open(migrate: boolean): Promise<Backend>;
   drop(): Promise<void>;
+  /** Edits a stored payload behind Loom's back (what `verify` must catch). */
+  tamper(executionId: string, sequence: number): Promise<void>;
 }
 
 const sqlitePath = join(dir, 'loom.db');
@@ -30,6 +33,13 @@ const targets: Target[] = [
     db: `sqlite:${sqlitePath}`,
     open: async (migrate) => openSqlite({ path: sqlitePath, migrate }),
     drop: async () => {},
+    tamper: async (executionId, sequence) => {
+      const db = new Database(sqlitePath);
+      db.prepare(
+        `UPDATE loom_events SET payload = '{"edited":true}' WHERE execution_id = ? AND sequence = ?`,
+      ).run(executionId, sequence);
+      db.close();
+    },
   },
   {
     name: 'postgres',
@@ -42,6 +52,15 @@ const targets: Target[] = [
       const client = new pg.Client({ connectionString: pgUrl });
       await client.connect();
       await client.query(`DROP SCHEMA IF EXISTS ${pgSchema} CASCADE`);
+      await client.end();
+    },
+    tamper: async (executionId, sequence) => {
+      const client = new pg.Client({ connectionString: pgUrl });
+      await client.connect();
+      await client.query(
+        `UPDATE ${pgSchema}.events SET payload = '{"edited":true}' WHERE execution_id = $1 AND sequence = $2`,
+        [executionId, sequence],
+      );
       await client.end();
     },
   },
@@ -292,5 +311,20 @@ describe.each(targets)('loom on $name', (target) => {
       decision: 'approved',
     });
     expect(detail.timeline.map((e) => e.agentRole)).toContain('tool_call');
+  });
+
+  it('verify finds an edited event: exit 1 and the first broken sequence', async () => {
+    await target.tamper('order-7', 2);
+    const one = await loom(['verify', 'order-7', '--json'], env());
+    expect(one.code).toBe(1);
+    expect(JSON.parse(one.stdout)).toMatchObject({
+      ok: false,
+      executionId: 'order-7',
+      brokenAtSequence: 2,
+    });
+    const all = await loom(['verify', '--all'], env());
+    expect(all.code).toBe(1);
+    expect(all.stdout).toContain('BROKEN: order-7 at sequence 2');
+    expect(all.stderr).toContain('1 broken');
   });
 });
