@@ -15,6 +15,8 @@ export const ViewErrorCode = {
   INVALID_ARGUMENT: 'INVALID_ARGUMENT',
   /** No execution with this id in the log (`fields.executionId`). */
   RUN_NOT_FOUND: 'RUN_NOT_FOUND',
+  /** The driver `--db` needs (`better-sqlite3`, `pg`: optional peers) is not installed (`fields.driver`). */
+  DRIVER_MISSING: 'DRIVER_MISSING',
   /** The database has no Loom schema (or an older one): migrate it with the runtime first. */
   SCHEMA_NOT_MIGRATED: 'SCHEMA_NOT_MIGRATED',
 } as const;

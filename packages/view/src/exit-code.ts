@@ -34,6 +34,7 @@ const byErrorCode: Readonly<Record<string, ExitCode>> = {
   APPROVAL_REQUEST_CHANGED: ExitCode.conflict,
   EXECUTION_SETTLED: ExitCode.conflict,
   STORE_UNAVAILABLE: ExitCode.unavailable,
+  DRIVER_MISSING: ExitCode.unavailable,
   SCHEMA_NOT_MIGRATED: ExitCode.unavailable,
   SCHEMA_TOO_NEW: ExitCode.unavailable,
   STORE_CLOSED: ExitCode.unavailable,
