@@ -1,6 +1,6 @@
 // The built `loom` binary as a child process, against a real SQLite file and a real Postgres
 // schema populated by real flows and an agent run waiting for approval.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Approval } from '@loom/agent-loop';
@@ -326,5 +326,28 @@ describe.each(targets)('loom on $name', (target) => {
     expect(all.code).toBe(1);
     expect(all.stdout).toContain('BROKEN: order-7 at sequence 2');
     expect(all.stderr).toContain('1 broken');
+  });
+});
+
+describe('loom when the database cannot be used', () => {
+  it('an unreachable Postgres is STORE_UNAVAILABLE, exit 5, and the process does not crash', async () => {
+    const out = await loom(['runs', '--db', 'postgres://root@127.0.0.1:1/test?schema=x']);
+    expect(out.code).toBe(5);
+    expect(out.stderr).toContain('STORE_UNAVAILABLE');
+  });
+
+  it('an unmigrated SQLite file is SCHEMA_NOT_MIGRATED, exit 5, for reads and writes alike', async () => {
+    const path = join(dir, 'empty.db');
+    writeFileSync(path, '');
+    for (const args of [
+      ['runs'],
+      ['cancel', 'x', '--by', 'ops'],
+      ['approve', 'x~1', '--by', 'ops'],
+    ]) {
+      const out = await loom([...args, '--db', `sqlite:${path}`, '--json']);
+      expect(out.code).toBe(5);
+      expect(JSON.parse(out.stderr)).toMatchObject({ error: { code: 'SCHEMA_NOT_MIGRATED' } });
+    }
+    expect(statSync(path).size).toBe(0);
   });
 });
