@@ -4,6 +4,7 @@ import type {
   DetailedExecutionStatus,
   ExecutionSummary,
   StoredEvent,
+  Subscription,
   VerifyResult,
 } from '@loom/event-runtime';
 import { Limits } from '@loom/event-runtime';
@@ -80,6 +81,18 @@ export interface View {
     executionId: string,
     options?: { fromSequence?: number; limit?: number },
   ): Promise<StoredEvent[]>;
+  /**
+   * Follows a run's log: `onEvents` gets the events from `fromSequence` (default 0) in order, in
+   * batches, then each new batch as it is appended (SQLite polls; Postgres is notified). `onError`
+   * is called once if a read fails, and the subscription ends.
+   *
+   * Error codes: `RUN_NOT_FOUND`, store errors.
+   */
+  tail(
+    executionId: string,
+    onEvents: (events: readonly StoredEvent[]) => void,
+    options?: { fromSequence?: number; onError?: (error: unknown) => void },
+  ): Promise<Subscription>;
   /** Every approval that waits for a person, across runs, oldest request first. */
   pendingApprovals(): Promise<Approval[]>;
   /** Recomputes one execution's hash chain (the store's `verify`). Error codes: `RUN_NOT_FOUND`. */
@@ -175,6 +188,22 @@ class LogView implements View {
     const events = await this.opened.events.read(executionId, options);
     if (events.length === 0 && (options.fromSequence ?? 0) === 0) throw runNotFound(executionId);
     return events;
+  }
+
+  async tail(
+    executionId: string,
+    onEvents: (events: readonly StoredEvent[]) => void,
+    options: { fromSequence?: number; onError?: (error: unknown) => void } = {},
+  ): Promise<Subscription> {
+    await this.indexRow(executionId);
+    return this.opened.events.subscribe(
+      {
+        executionId,
+        ...(options.fromSequence === undefined ? {} : { fromSequence: options.fromSequence }),
+        ...(options.onError === undefined ? {} : { onError: options.onError }),
+      },
+      (events) => onEvents(events),
+    );
   }
 
   async pendingApprovals(): Promise<Approval[]> {

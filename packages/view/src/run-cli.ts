@@ -15,7 +15,20 @@ export interface CliIo {
   env: Readonly<Record<string, string | undefined>>;
   /** True when stderr is a terminal: the progress line then rewrites itself. */
   isTty: boolean;
+  /**
+   * Keeps the process alive while `loom tail` waits for new events (the stores' poll timers do
+   * not hold the event loop); returns the release. The bin passes a ref'd timer.
+   */
+  keepAlive?: () => () => void;
 }
+
+/** Events after which `loom tail` stops following: the run ended. */
+const terminalEventTypes: ReadonlySet<string> = new Set([
+  'execution.completed',
+  'execution.failed',
+  'execution.cancelled',
+  'execution.continued_as_new',
+]);
 
 /** The environment variable `--db` falls back to. */
 export const dbEnvVar = 'LOOM_DB';
@@ -146,6 +159,43 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
         }),
       );
       print(events, () => formatEvents(events));
+    });
+
+  program
+    .command('tail <id>')
+    .description(
+      "follow a run's log live; ends when the run ends (with --json: one JSON event per line)",
+    )
+    .option('--from <sequence>', 'first sequence (default 0)', integer)
+    .action(async (id: string, options: { from?: number }, command: Command) => {
+      await withView(command, async (view) => {
+        let ended: () => void = () => {};
+        let failed: (error: unknown) => void = () => {};
+        const done = new Promise<void>((resolve, reject) => {
+          ended = resolve;
+          failed = reject;
+        });
+        const subscription = await view.tail(
+          id,
+          (events) => {
+            for (const event of events) {
+              io.stdout(asJson ? JSON.stringify(event) : formatEvents([event]));
+              if (terminalEventTypes.has(event.type)) ended();
+            }
+          },
+          {
+            ...(options.from === undefined ? {} : { fromSequence: options.from }),
+            onError: (error) => failed(error),
+          },
+        );
+        const release = io.keepAlive?.() ?? (() => {});
+        try {
+          await done;
+        } finally {
+          release();
+          await subscription.close();
+        }
+      });
     });
 
   program

@@ -227,7 +227,18 @@ describe.each(targets)('loom on $name', (target) => {
     expect((await loom(['approve', 'agent-1~nope', '--by', 'ana'], env())).code).toBe(3);
   });
 
-  it('signal is delivered: the waiting flow continues with the payload when resumed', async () => {
+  it('signal is delivered: the waiting flow continues with the payload when resumed (and tail follows it live)', async () => {
+    let caughtUp: () => void = () => {};
+    const following = new Promise<void>((resolve) => {
+      caughtUp = resolve;
+    });
+    const tail = loom(['tail', 'wait-signal', '--json'], env(), (so_far) => {
+      if (so_far.includes('"signal.waiting"')) caughtUp();
+    });
+    await Promise.race([
+      following,
+      tail.then((out) => Promise.reject(new Error(`tail ended early: ${out.stderr}`))),
+    ]);
     const sent = await json<{ duplicate: boolean }>([
       'signal',
       'wait-signal',
@@ -257,6 +268,15 @@ describe.each(targets)('loom on $name', (target) => {
     } finally {
       await flows.shutdown();
     }
+    const tailed = await tail;
+    expect(tailed.code).toBe(0);
+    const types = tailed.stdout
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as StoredEvent).type);
+    expect(types[0]).toBe('execution.started');
+    expect(types).toContain('signal.received');
+    expect(types[types.length - 1]).toBe('execution.completed');
   });
 
   it('cancel is recorded with who and why; a second cancel reports nothing to do', async () => {

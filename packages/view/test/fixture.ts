@@ -94,13 +94,19 @@ export async function eventually<T>(probe: () => Promise<T | undefined>, what: s
  * agent run waiting for approval.
  */
 export async function populate({ flows, agents }: Running, backend: Backend): Promise<void> {
+  const log = (what: string) =>
+    process.env.LOOM_VIEW_DEBUG && console.error(`populate ${what} ${new Date().toISOString()}`);
+  log('order');
   await (await flows.start(order, { id: '7' }, { executionId: 'order-7' })).result();
   await (await flows.start(failing, null, { executionId: 'charge-1' }))
     .result()
     .catch(() => undefined);
+  log('waiting');
   await flows.start(waiting, null, { executionId: 'wait-signal' });
   await flows.start(waiting, null, { executionId: 'wait-cancel' });
+  log('parent');
   await (await flows.start(parent, null, { executionId: 'parent-1' })).result();
+  log('agent');
   await agents.start(mailer, 'mail ana', { runId: 'agent-1' });
   for (const id of ['wait-signal', 'wait-cancel', 'agent-1']) {
     await eventually(async () => {
@@ -108,7 +114,9 @@ export async function populate({ flows, agents }: Running, backend: Backend): Pr
       return suspended.some((row) => row.executionId === id) ? true : undefined;
     }, `${id} suspended`);
   }
+  log('idle');
   await flows.idle();
+  log('done');
 }
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
@@ -117,6 +125,7 @@ const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 export function loom(
   args: readonly string[],
   env: Record<string, string> = {},
+  onStdout?: (stdoutSoFar: string) => void,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   if (!existsSync(bin)) throw new Error(`${bin} is missing: run pnpm build first`);
   return new Promise((resolve, reject) => {
@@ -128,6 +137,7 @@ export function loom(
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
+      onStdout?.(stdout);
     });
     child.stderr.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();
