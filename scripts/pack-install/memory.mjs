@@ -54,4 +54,6 @@ const handle = await runtime.start(greet, { name: 'loom' }, { executionId: 'gree
 const result = await handle.result();
 await runtime.shutdown();
 check(result === 'LOOM!', `the flow returned ${JSON.stringify(result)}`);
-console.log('pack-install memory: ok (7 packages imported, one flow ran in memory, the view refused a driver it lacks)');
+console.log(
+  'pack-install memory: ok (7 packages imported, one flow ran in memory, the view refused a driver it lacks)',
+);
