@@ -8,6 +8,7 @@ import { modelStep, StubModel } from '@loom/reasoning';
 import { fromAiSdk } from '@loom/reasoning/ai-sdk';
 import { renderMessages } from '@loom/render';
 import { parallelLimit } from '@loom/scheduler';
+import { openView } from '@loom/view';
 import { createRuntime, defineFlow, openMemory } from '@loom/workflow-runtime';
 import { parseCron } from '@loom/workflow-runtime/cron';
 
@@ -18,6 +19,12 @@ check(typeof retryMiddleware === 'function', '@loom/middleware has no retryMiddl
 // The tracing entry loads without @opentelemetry/api (an optional peer it imports on first use).
 check(typeof tracingMiddleware === 'function', '@loom/middleware/tracing has no tracingMiddleware');
 check(typeof defineFlow === 'function', '@loom/workflow-runtime has no defineFlow');
+// The view loads without either driver, and names the one to install when --db needs it.
+const noDriver = await openView({ db: 'sqlite:./none.db' }).then(
+  () => undefined,
+  (error) => error,
+);
+check(noDriver?.code === 'DRIVER_MISSING', `@loom/view without better-sqlite3: ${noDriver?.code}`);
 check(typeof parseCron === 'function', '@loom/workflow-runtime/cron has no parseCron');
 // The AI SDK adapter loads without any AI SDK package (an optional peer the user installs).
 check(typeof fromAiSdk === 'function', '@loom/reasoning/ai-sdk has no fromAiSdk');
@@ -47,4 +54,6 @@ const handle = await runtime.start(greet, { name: 'loom' }, { executionId: 'gree
 const result = await handle.result();
 await runtime.shutdown();
 check(result === 'LOOM!', `the flow returned ${JSON.stringify(result)}`);
-console.log('pack-install memory: ok (6 packages imported, one flow ran in memory)');
+console.log(
+  'pack-install memory: ok (7 packages imported, one flow ran in memory, the view refused a driver it lacks)',
+);

@@ -1,0 +1,32 @@
+import {
+  isLoomError as isKernelLoomError,
+  LoomError as KernelLoomError,
+} from '@loom/event-runtime';
+
+/**
+ * Stable error codes of `@loom/view`. Callers match on `code`, never on `instanceof`. The kernel's
+ * codes (`SCHEMA_NOT_MIGRATED`, `STORE_UNAVAILABLE`, `EXECUTION_NOT_FOUND`, …) and agent-loop's
+ * (`APPROVAL_NOT_FOUND`, `APPROVAL_NOT_PENDING`, …) pass through with their meaning.
+ */
+export const ViewErrorCode = {
+  /** `--db` / `LOOM_DB` is missing or is not `sqlite:<path>` or `postgres://…` (`fields.db`). */
+  INVALID_DB_URL: 'INVALID_DB_URL',
+  /** A bad argument (`fields.path` names it): a limit out of range, a payload that is not JSON. */
+  INVALID_ARGUMENT: 'INVALID_ARGUMENT',
+  /** No execution with this id in the log (`fields.executionId`). */
+  RUN_NOT_FOUND: 'RUN_NOT_FOUND',
+  /** The driver `--db` needs (`better-sqlite3`, `pg`: optional peers) is not installed (`fields.driver`). */
+  DRIVER_MISSING: 'DRIVER_MISSING',
+  /** The database has no Loom schema (or an older one): migrate it with the runtime first. */
+  SCHEMA_NOT_MIGRATED: 'SCHEMA_NOT_MIGRATED',
+} as const;
+
+/** One of the stable error codes in {@link ViewErrorCode}. */
+export type ViewErrorCode = (typeof ViewErrorCode)[keyof typeof ViewErrorCode];
+
+/** The one error class of Loom (the kernel's), re-exported with this package's codes. */
+export const LoomError = KernelLoomError;
+/** The one error class of Loom. */
+export type LoomError<Code extends string = string> = KernelLoomError<Code>;
+/** True when `error` is a Loom error (of any package) with the given code, or any code. */
+export const isLoomError = isKernelLoomError;

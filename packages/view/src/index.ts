@@ -1,0 +1,16 @@
+export { isLoomError, LoomError, ViewErrorCode } from './errors.js';
+export { ExitCode, exitCodeOf } from './exit-code.js';
+export { type Operator, openOperator } from './open-operator.js';
+export {
+  openView,
+  type RunsFilter,
+  type RunsPage,
+  runStatuses,
+  runsPageDefault,
+  type VerifyAllResult,
+  type VerifyProgress,
+  type View,
+} from './open-view.js';
+export { type CliIo, dbEnvVar, runCli } from './run-cli.js';
+export type { AgentStepRole, RunDetail, TimelineEntry } from './run-detail.js';
+export type { RunSummary } from './run-summary.js';

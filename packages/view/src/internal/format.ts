@@ -1,0 +1,111 @@
+import type { Approval } from '@loom/agent-loop';
+import type { StoredEvent } from '@loom/event-runtime';
+import Table from 'cli-table3';
+import type { RunDetail } from '../run-detail.js';
+import type { RunSummary } from '../run-summary.js';
+
+/** Longest payload shown per line by `loom events` in the human format (`--json` shows all). */
+export const payloadPreviewCharsMax = 120;
+
+function table(head: string[], rows: string[][]): string {
+  // No colours: cli-table3 colours headers by default, which scripts and non-TTYs do not want.
+  const out = new Table({ head, style: { head: [], border: [], compact: true } });
+  out.push(...rows);
+  return out.toString();
+}
+
+function time(ms: number | null | undefined): string {
+  return ms === null || ms === undefined ? '' : new Date(ms).toISOString();
+}
+
+function preview(value: unknown): string {
+  const json = JSON.stringify(value) ?? '';
+  return json.length > payloadPreviewCharsMax
+    ? `${json.slice(0, payloadPreviewCharsMax - 1)}…`
+    : json;
+}
+
+/** The `loom runs` table. */
+export function formatRuns(runs: readonly RunSummary[], nextCursor: string | undefined): string {
+  if (runs.length === 0) return 'no runs match';
+  const body = table(
+    ['ID', 'FLOW', 'VERSION', 'STATUS', 'STEPS', 'APPROVALS', 'UPDATED', 'REASON'],
+    runs.map((r) => [
+      r.id,
+      r.flow ?? '',
+      r.version ?? '',
+      r.status,
+      String(r.steps),
+      r.pendingApprovals === 0 ? '' : `${r.pendingApprovals} pending`,
+      time(r.updatedAtMs),
+      r.terminalReason ?? '',
+    ]),
+  );
+  return nextCursor === undefined ? body : `${body}\nmore: loom runs --after ${nextCursor}`;
+}
+
+/** The `loom show` page. */
+export function formatDetail(detail: RunDetail): string {
+  const r = detail.run;
+  const lines = [
+    `${r.kind} ${r.id}  ${r.flow ?? '?'}${r.version === null ? '' : `@${r.version}`}  ${r.status}`,
+    `created ${time(r.createdAtMs)}  updated ${time(r.updatedAtMs)}  ${r.steps} steps  ${detail.events} events`,
+  ];
+  if (r.terminalReason !== null) lines.push(`reason: ${r.terminalReason}`);
+  if (detail.parentId !== null) lines.push(`parent: ${detail.parentId}`);
+  if (r.wakeAtMs !== null) lines.push(`wakes at ${time(r.wakeAtMs)}`);
+  lines.push(`input: ${preview(detail.input)}`);
+  if (detail.output !== undefined) lines.push(`output: ${preview(detail.output)}`);
+  if (detail.error !== undefined) lines.push(`error: ${detail.error.message}`);
+  if (detail.timeline.length > 0) {
+    lines.push(
+      table(
+        ['#', 'KIND', 'NAME', 'STATUS', 'STARTED', 'MS', 'DETAIL'],
+        detail.timeline.map((e) => [
+          String(e.index),
+          e.agentRole ?? e.kind,
+          e.name,
+          e.status,
+          time(e.startedAtMs),
+          e.durationMs === null ? '' : String(e.durationMs),
+          e.error ?? e.childId ?? (e.result === undefined ? '' : preview(e.result)),
+        ]),
+      ),
+    );
+  }
+  if (detail.approvals.length > 0) lines.push('approvals:', formatApprovals(detail.approvals));
+  if (detail.signals.length > 0) {
+    lines.push(
+      'inbox:',
+      ...detail.signals.map(
+        (s) => `  ${s.name} ${preview(s.payload)}${s.consumed ? '' : '  (not consumed yet)'}`,
+      ),
+    );
+  }
+  return lines.join('\n');
+}
+
+/** Approvals as a table. */
+export function formatApprovals(approvals: readonly Approval[]): string {
+  if (approvals.length === 0) return 'no approvals';
+  return table(
+    ['APPROVAL', 'STATUS', 'TOOL', 'REASON', 'REQUESTED', 'DECIDED BY'],
+    approvals.map((a) => [
+      a.id,
+      a.status,
+      a.request.tool,
+      a.reason,
+      time(a.requestedAtMs),
+      a.decision === undefined
+        ? ''
+        : `${a.decision.by}${a.decision.note === undefined ? '' : `: ${a.decision.note}`}`,
+    ]),
+  );
+}
+
+/** `loom events`: one line per event. */
+export function formatEvents(events: readonly StoredEvent[]): string {
+  return events
+    .map((e) => `${e.sequence}\t${time(e.at)}\t${e.type}\t${preview(e.payload)}`)
+    .join('\n');
+}

@@ -1,0 +1,70 @@
+import { createAgentRuntime, type Resolution } from '@loom/agent-loop';
+import type { JsonValue } from '@loom/event-runtime';
+import { createRuntime, type SignalSent } from '@loom/workflow-runtime';
+import { parseDbUrl } from './internal/db-url.js';
+import { openBackend } from './internal/open-backend.js';
+
+/** The operator's writes. Each goes through the runtime's or agent-loop's API, never to a table. */
+export interface Operator {
+  /**
+   * Puts a signal in a run's inbox (a suspended run becomes due; a process running its flow picks
+   * it up). Error codes: `EXECUTION_NOT_FOUND`, `EXECUTION_SETTLED`, `PAYLOAD_NOT_JSON`,
+   * `LIMIT_EXCEEDED`, store errors.
+   */
+  signal(
+    executionId: string,
+    name: string,
+    payload: JsonValue,
+    options?: { idempotencyKey?: string },
+  ): Promise<SignalSent>;
+  /**
+   * Cancels a run: `execution.cancelled` is appended under a new fence (the reason names `by`).
+   * Returns false when it had already ended. Error codes: `EXECUTION_NOT_FOUND`, store errors.
+   */
+  cancel(executionId: string, options: { by: string; reason?: string }): Promise<boolean>;
+  /**
+   * Approves a pending approval through `@loom/agent-loop`; the run continues on a process that
+   * runs its agent. Error codes: `APPROVAL_NOT_FOUND`, `APPROVAL_NOT_PENDING`,
+   * `INVALID_RESOLUTION`, `INVALID_ARGUMENT`, `RUN_NOT_FOUND`, store errors.
+   */
+  approve(
+    approvalId: string,
+    options: { by: string; note?: string; resolution?: Resolution },
+  ): Promise<void>;
+  /** Rejects a pending approval (see {@link Operator.approve}). `endRun` ends the run. */
+  reject(
+    approvalId: string,
+    options: { by: string; note?: string; endRun?: boolean },
+  ): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the operator's write side on the database at `db` (as {@link openView}: nothing is created
+ * or migrated; the schema is checked before the database is opened for writing). It registers no
+ * flow and drives nothing: runs continue on the processes that run them.
+ *
+ * Error codes: `INVALID_DB_URL`, `SCHEMA_NOT_MIGRATED`, `SCHEMA_TOO_NEW`, `STORE_UNAVAILABLE`.
+ *
+ * @example
+ * const operator = await openOperator({ db: 'sqlite:./loom.db' });
+ * await operator.approve('run-7~1.0', { by: 'ana', note: 'refund under 50 EUR' });
+ * await operator.close();
+ */
+export async function openOperator(options: { db: string }): Promise<Operator> {
+  const backend = await openBackend(parseDbUrl(options.db), false);
+  const flows = createRuntime({ backend, timerPollMs: 0 });
+  const agents = createAgentRuntime({ flows, agents: [] });
+  return {
+    signal: (executionId, name, payload, signalOptions) =>
+      flows.signal(executionId, name, payload, signalOptions ?? {}),
+    cancel: (executionId, cancelOptions) =>
+      flows.cancel(
+        executionId,
+        `cancelled by ${cancelOptions.by}${cancelOptions.reason === undefined ? '' : `: ${cancelOptions.reason}`}`,
+      ),
+    approve: (approvalId, approveOptions) => agents.approve(approvalId, approveOptions),
+    reject: (approvalId, rejectOptions) => agents.reject(approvalId, rejectOptions),
+    close: () => flows.shutdown(),
+  };
+}

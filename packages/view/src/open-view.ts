@@ -1,0 +1,314 @@
+import { type Approval, createAgentRuntime } from '@loom/agent-loop';
+import type {
+  Backend,
+  DetailedExecutionStatus,
+  ExecutionSummary,
+  StoredEvent,
+  Subscription,
+  VerifyResult,
+} from '@loom/event-runtime';
+import { Limits } from '@loom/event-runtime';
+import { createRuntime } from '@loom/workflow-runtime';
+import { LoomError, ViewErrorCode } from './errors.js';
+import { parseDbUrl } from './internal/db-url.js';
+import { agentFlowPrefix, foldRun, signalsOf } from './internal/fold-run.js';
+import { openBackend } from './internal/open-backend.js';
+import { readInbox, readLog } from './internal/read-log.js';
+import type { RunDetail } from './run-detail.js';
+import type { RunSummary } from './run-summary.js';
+
+/** Default page size of `view.runs()`: a screenful. */
+export const runsPageDefault = 50;
+
+/** Statuses `view.runs({ status })` accepts (the execution index's). */
+export const runStatuses: readonly DetailedExecutionStatus[] = [
+  'running',
+  'suspended',
+  'settled',
+  'completed',
+  'failed',
+  'cancelled',
+  'continued',
+];
+
+/** Filters of `view.runs()`: every one given must match. */
+export interface RunsFilter {
+  status?: DetailedExecutionStatus;
+  /** A flow name, or an agent run's `agent:<name>`. */
+  flow?: string;
+  /** 1 to `Limits.readLimitMax`. Default {@link runsPageDefault}. */
+  limit?: number;
+  /** The `nextCursor` of the previous page. */
+  after?: string;
+}
+
+/** One page of runs, in id order. */
+export interface RunsPage {
+  runs: RunSummary[];
+  /** Pass it as `after` for the next page; undefined when this page was the last. */
+  nextCursor: string | undefined;
+}
+
+/** Progress of `view.verifyAll`: executions checked so far. */
+export type VerifyProgress = (checked: number) => void;
+
+/** What `view.verifyAll` found. */
+export interface VerifyAllResult {
+  checked: number;
+  /** Every execution whose chain does not check out (empty when all do). */
+  broken: Extract<VerifyResult, { ok: false }>[];
+}
+
+/** Read models over one database's log. Reads only: it never writes, creates or migrates. */
+export interface View {
+  /** Which backend it reads (`sqlite`, `postgres`). */
+  readonly backend: string;
+  /**
+   * A page of runs from the execution index (one query), each completed from its log (one read
+   * per run, plus one approvals read per waiting agent run).
+   *
+   * Error codes: `INVALID_ARGUMENT` (a bad status or limit), store errors.
+   */
+  runs(filter?: RunsFilter): Promise<RunsPage>;
+  /**
+   * A run's detail: summary, input and outcome, timeline, inbox, approvals.
+   *
+   * Error codes: `RUN_NOT_FOUND`, store errors.
+   */
+  show(executionId: string): Promise<RunDetail>;
+  /** A run's events in sequence order. Error codes: `RUN_NOT_FOUND`, store errors. */
+  events(
+    executionId: string,
+    options?: { fromSequence?: number; limit?: number },
+  ): Promise<StoredEvent[]>;
+  /**
+   * Follows a run's log: `onEvents` gets the events from `fromSequence` (default 0) in order, in
+   * batches, then each new batch as it is appended (SQLite polls; Postgres is notified). `onError`
+   * is called once if a read fails, and the subscription ends.
+   *
+   * Error codes: `RUN_NOT_FOUND`, store errors.
+   */
+  tail(
+    executionId: string,
+    onEvents: (events: readonly StoredEvent[]) => void,
+    options?: { fromSequence?: number; onError?: (error: unknown) => void },
+  ): Promise<Subscription>;
+  /** Every approval that waits for a person, across runs, oldest request first. */
+  pendingApprovals(): Promise<Approval[]>;
+  /** Recomputes one execution's hash chain (the store's `verify`). Error codes: `RUN_NOT_FOUND`. */
+  verify(executionId: string): Promise<VerifyResult>;
+  /** Verifies every execution in the index, reporting progress after each one. */
+  verifyAll(onProgress?: VerifyProgress): Promise<VerifyAllResult>;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens a read-only view of the database at `db` (`sqlite:<path>` or
+ * `postgres://…[?schema=name]`). Opening never creates or migrates anything: a missing SQLite file
+ * is `STORE_UNAVAILABLE`, a database without a current Loom schema is `SCHEMA_NOT_MIGRATED`, and
+ * neither leaves anything behind.
+ *
+ * Error codes: `INVALID_DB_URL`, `SCHEMA_NOT_MIGRATED`, `SCHEMA_TOO_NEW`, `STORE_UNAVAILABLE`.
+ *
+ * @example
+ * const view = await openView({ db: 'sqlite:./loom.db' });
+ * const { runs } = await view.runs({ status: 'suspended' });
+ * const approvals = await view.pendingApprovals();
+ * await view.close();
+ */
+export async function openView(options: { db: string }): Promise<View> {
+  const backend = await openBackend(parseDbUrl(options.db), true);
+  return new LogView(backend);
+}
+
+class LogView implements View {
+  readonly backend: string;
+  private readonly flows;
+  private readonly agents;
+
+  constructor(private readonly opened: Backend) {
+    this.backend = opened.events.backend;
+    // Approvals are read through agent-loop's API; no flow is registered, nothing is driven.
+    this.flows = createRuntime({ backend: opened, closeBackend: false, timerPollMs: 0 });
+    this.agents = createAgentRuntime({ flows: this.flows, agents: [] });
+  }
+
+  async runs(filter: RunsFilter = {}): Promise<RunsPage> {
+    const limit = filter.limit ?? runsPageDefault;
+    if (!Number.isInteger(limit) || limit < 1 || limit > Limits.readLimitMax) {
+      throw new LoomError(
+        ViewErrorCode.INVALID_ARGUMENT,
+        `limit must be an integer from 1 to ${Limits.readLimitMax}, got ${limit}`,
+        { path: 'limit' },
+      );
+    }
+    if (filter.status !== undefined && !runStatuses.includes(filter.status)) {
+      throw new LoomError(
+        ViewErrorCode.INVALID_ARGUMENT,
+        `status must be one of ${runStatuses.join(', ')}, got '${filter.status}'`,
+        { path: 'status' },
+      );
+    }
+    const rows = await this.opened.events.findExecutions({
+      limit,
+      ...(filter.status === undefined ? {} : { status: filter.status }),
+      ...(filter.flow === undefined ? {} : { flow: filter.flow }),
+      ...(filter.after === undefined ? {} : { afterExecutionId: filter.after }),
+    });
+    const runs: RunSummary[] = [];
+    for (const row of rows) runs.push((await this.summarize(row)).summary);
+    const last = rows[rows.length - 1];
+    return {
+      runs,
+      nextCursor: rows.length === limit && last !== undefined ? last.executionId : undefined,
+    };
+  }
+
+  async show(executionId: string): Promise<RunDetail> {
+    const row = await this.indexRow(executionId);
+    const { summary, folded, approvals } = await this.summarize(row, true);
+    const inbox = await readInbox(this.opened.events, executionId);
+    return {
+      run: summary,
+      input: folded.input,
+      ...(folded.output === undefined ? {} : { output: folded.output }),
+      ...(folded.error === undefined ? {} : { error: folded.error }),
+      parentId: folded.parentId,
+      timeline: folded.timeline,
+      signals: signalsOf(inbox, folded.consumedSignalIds),
+      approvals,
+      events: folded.eventCount,
+    };
+  }
+
+  async events(
+    executionId: string,
+    options: { fromSequence?: number; limit?: number } = {},
+  ): Promise<StoredEvent[]> {
+    const events = await this.opened.events.read(executionId, options);
+    if (events.length === 0 && (options.fromSequence ?? 0) === 0) throw runNotFound(executionId);
+    return events;
+  }
+
+  async tail(
+    executionId: string,
+    onEvents: (events: readonly StoredEvent[]) => void,
+    options: { fromSequence?: number; onError?: (error: unknown) => void } = {},
+  ): Promise<Subscription> {
+    await this.indexRow(executionId);
+    return this.opened.events.subscribe(
+      {
+        executionId,
+        ...(options.fromSequence === undefined ? {} : { fromSequence: options.fromSequence }),
+        ...(options.onError === undefined ? {} : { onError: options.onError }),
+      },
+      (events) => onEvents(events),
+    );
+  }
+
+  async pendingApprovals(): Promise<Approval[]> {
+    const out: Approval[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const rows = await this.opened.events.findExecutions({
+        status: 'suspended',
+        limit: Limits.readLimitMax,
+        ...(after === undefined ? {} : { afterExecutionId: after }),
+      });
+      for (const row of rows) {
+        if (!isAgentFlow(row.flow)) continue;
+        for (const approval of await this.agents.approvals(row.executionId)) {
+          if (approval.status === 'pending') out.push(approval);
+        }
+      }
+      if (rows.length < Limits.readLimitMax) break;
+      after = rows[rows.length - 1]?.executionId;
+    }
+    return out.sort((a, b) => a.requestedAtMs - b.requestedAtMs || a.id.localeCompare(b.id));
+  }
+
+  async verify(executionId: string): Promise<VerifyResult> {
+    await this.indexRow(executionId);
+    return this.opened.events.verify(executionId);
+  }
+
+  async verifyAll(onProgress?: VerifyProgress): Promise<VerifyAllResult> {
+    const result: VerifyAllResult = { checked: 0, broken: [] };
+    let after: string | undefined;
+    for (;;) {
+      const rows = await this.opened.events.findExecutions({
+        limit: Limits.readLimitMax,
+        ...(after === undefined ? {} : { afterExecutionId: after }),
+      });
+      for (const row of rows) {
+        const verified = await this.opened.events.verify(row.executionId);
+        result.checked += 1;
+        if (!verified.ok) result.broken.push(verified);
+        onProgress?.(result.checked);
+      }
+      if (rows.length < Limits.readLimitMax) return result;
+      after = rows[rows.length - 1]?.executionId;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.flows.shutdown();
+    await this.opened.close();
+  }
+
+  private async indexRow(executionId: string): Promise<ExecutionSummary> {
+    // The index is ordered by id: the first row after the id's predecessor is the id itself, if any.
+    const rows = await this.opened.events.findExecutions({
+      limit: 1,
+      afterExecutionId: predecessor(executionId),
+    });
+    const row = rows[0];
+    if (row === undefined || row.executionId !== executionId) throw runNotFound(executionId);
+    return row;
+  }
+
+  private async summarize(row: ExecutionSummary, withApprovals = false) {
+    const events = await readLog(this.opened.events, row.executionId);
+    const folded = { ...foldRun(events, isAgentFlow), eventCount: events.length };
+    const flow = row.flow ?? folded.flow;
+    const agent = isAgentFlow(flow);
+    const approvals: Approval[] =
+      agent && (withApprovals || row.status === 'suspended')
+        ? await this.agents.approvals(row.executionId)
+        : [];
+    const summary: RunSummary = {
+      id: row.executionId,
+      kind: agent ? 'agent' : 'flow',
+      flow,
+      agent: agent && flow !== null ? flow.slice(agentFlowPrefix.length) : null,
+      version: row.version ?? folded.version,
+      status: row.status === 'settled' && row.settledAs !== null ? row.settledAs : row.status,
+      terminalReason: row.status === 'settled' ? folded.terminalReason : null,
+      steps: folded.steps,
+      pendingApprovals: approvals.filter((a) => a.status === 'pending').length,
+      createdAtMs: row.createdAtMs,
+      updatedAtMs: row.updatedAtMs,
+      wakeAtMs: row.wakeAtMs,
+    };
+    return { summary, folded, approvals };
+  }
+}
+
+function isAgentFlow(flow: string | null): boolean {
+  return flow?.startsWith(agentFlowPrefix) === true;
+}
+
+/** The greatest string below `id` in code-unit order that the index can page after. */
+function predecessor(id: string): string {
+  if (id === '') return id;
+  const last = id.charCodeAt(id.length - 1);
+  return last === 0 ? id.slice(0, -1) : `${id.slice(0, -1)}${String.fromCharCode(last - 1)}\uffff`;
+}
+
+function runNotFound(executionId: string): LoomError {
+  return new LoomError(
+    ViewErrorCode.RUN_NOT_FOUND,
+    `no execution '${executionId}' in this database: list them with 'loom runs'`,
+    { executionId },
+  );
+}

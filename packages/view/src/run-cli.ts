@@ -1,0 +1,363 @@
+import { userInfo } from 'node:os';
+import type { DetailedExecutionStatus, JsonValue } from '@loom/event-runtime';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { isLoomError, LoomError, ViewErrorCode } from './errors.js';
+import { ExitCode, exitCodeOf } from './exit-code.js';
+import { formatApprovals, formatDetail, formatEvents, formatRuns } from './internal/format.js';
+import { openOperator } from './open-operator.js';
+import { openView, runStatuses, type View } from './open-view.js';
+
+/** Where `runCli` writes, and what it reads from the environment. */
+export interface CliIo {
+  stdout(text: string): void;
+  stderr(text: string): void;
+  /** `LOOM_DB` and friends. */
+  env: Readonly<Record<string, string | undefined>>;
+  /** True when stderr is a terminal: the progress line then rewrites itself. */
+  isTty: boolean;
+  /**
+   * Keeps the process alive while `loom tail` waits for new events (the stores' poll timers do
+   * not hold the event loop); returns the release. The bin passes a ref'd timer.
+   */
+  keepAlive?: () => () => void;
+}
+
+/** Events after which `loom tail` stops following: the run ended. */
+const terminalEventTypes: ReadonlySet<string> = new Set([
+  'execution.completed',
+  'execution.failed',
+  'execution.cancelled',
+  'execution.continued_as_new',
+]);
+
+/** The environment variable `--db` falls back to. */
+export const dbEnvVar = 'LOOM_DB';
+
+interface GlobalOptions {
+  db?: string;
+  json?: boolean;
+}
+
+function integer(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n)) throw new InvalidArgumentError('not an integer');
+  return n;
+}
+
+function status(value: string): DetailedExecutionStatus {
+  if (!(runStatuses as readonly string[]).includes(value)) {
+    throw new InvalidArgumentError(`one of ${runStatuses.join(', ')}`);
+  }
+  return value as DetailedExecutionStatus;
+}
+
+function parsePayload(text: string | undefined): JsonValue {
+  if (text === undefined) return null;
+  try {
+    return JSON.parse(text) as JsonValue;
+  } catch (error) {
+    throw new LoomError(
+      ViewErrorCode.INVALID_ARGUMENT,
+      `the signal payload must be JSON, got ${text}: quote it for the shell, e.g. '{"ok":true}' or '"text"'`,
+      { path: 'payload' },
+      error,
+    );
+  }
+}
+
+function json(value: unknown): string {
+  return JSON.stringify(value, null, 2);
+}
+
+/**
+ * Runs the `loom` command with `argv` (without `node` and the script) and returns its exit code
+ * (see {@link ExitCode}). Never throws: errors are printed to stderr (as JSON with `--json`).
+ *
+ * @example
+ * const code = await runCli(['runs', '--db', 'sqlite:./loom.db', '--json'], {
+ *   stdout: (t) => process.stdout.write(`${t}\n`),
+ *   stderr: (t) => process.stderr.write(`${t}\n`),
+ *   env: process.env,
+ *   isTty: false,
+ * });
+ */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCode> {
+  let exit: ExitCode = ExitCode.ok;
+  let asJson = argv.includes('--json');
+  const program = new Command('loom')
+    .description("Loom's operator command: list, inspect, signal, cancel, approve and verify runs.")
+    .option(
+      '--db <url>',
+      `the database: sqlite:<path> or postgres://…[?schema=name] (default: $${dbEnvVar})`,
+    )
+    .option('--json', 'machine-readable output on stdout (stable fields)')
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => io.stdout(text.trimEnd()),
+      writeErr: (text) => io.stderr(text.trimEnd()),
+    })
+    .showHelpAfterError('(loom --help lists the commands)');
+
+  const globals = (command: Command): { db: string | undefined } => {
+    const options = command.optsWithGlobals() as GlobalOptions;
+    asJson = options.json === true;
+    return { db: options.db ?? io.env[dbEnvVar] };
+  };
+  const print = (value: unknown, human: () => string) => io.stdout(asJson ? json(value) : human());
+  const withView = async <T>(command: Command, work: (view: View) => Promise<T>): Promise<T> => {
+    const view = await openView({ db: globals(command).db ?? '' });
+    try {
+      return await work(view);
+    } finally {
+      await view.close();
+    }
+  };
+  const by = (given: string | undefined) => given ?? userInfo().username;
+
+  program
+    .command('runs')
+    .description('list runs (flows and agent runs), newest status from the execution index')
+    .option('--status <status>', `one of ${runStatuses.join(', ')}`, status)
+    .option('--flow <name>', 'only runs of this flow (agent runs: agent:<name>)')
+    .option('--limit <n>', 'most runs to list (default 50)', integer)
+    .option('--after <id>', 'the cursor printed after a full page')
+    .action(
+      async (
+        options: {
+          status?: DetailedExecutionStatus;
+          flow?: string;
+          limit?: number;
+          after?: string;
+        },
+        command: Command,
+      ) => {
+        const page = await withView(command, (view) => view.runs(options));
+        print(page, () => formatRuns(page.runs, page.nextCursor));
+      },
+    );
+
+  program
+    .command('show <id>')
+    .description(
+      "a run's summary, timeline (steps, waits, signals, children; agent decisions, policy, tools), inbox and approvals",
+    )
+    .action(async (id: string, _options: unknown, command: Command) => {
+      const detail = await withView(command, (view) => view.show(id));
+      print(detail, () => formatDetail(detail));
+    });
+
+  program
+    .command('events <id>')
+    .description("a run's events in sequence order")
+    .option('--from <sequence>', 'first sequence (default 0)', integer)
+    .option('--limit <n>', 'most events', integer)
+    .action(async (id: string, options: { from?: number; limit?: number }, command: Command) => {
+      const events = await withView(command, (view) =>
+        view.events(id, {
+          ...(options.from === undefined ? {} : { fromSequence: options.from }),
+          ...(options.limit === undefined ? {} : { limit: options.limit }),
+        }),
+      );
+      print(events, () => formatEvents(events));
+    });
+
+  program
+    .command('tail <id>')
+    .description(
+      "follow a run's log live; ends when the run ends (with --json: one JSON event per line)",
+    )
+    .option('--from <sequence>', 'first sequence (default 0)', integer)
+    .action(async (id: string, options: { from?: number }, command: Command) => {
+      await withView(command, async (view) => {
+        let ended: () => void = () => {};
+        let failed: (error: unknown) => void = () => {};
+        const done = new Promise<void>((resolve, reject) => {
+          ended = resolve;
+          failed = reject;
+        });
+        const subscription = await view.tail(
+          id,
+          (events) => {
+            for (const event of events) {
+              io.stdout(asJson ? JSON.stringify(event) : formatEvents([event]));
+              if (terminalEventTypes.has(event.type)) ended();
+            }
+          },
+          {
+            ...(options.from === undefined ? {} : { fromSequence: options.from }),
+            onError: (error) => failed(error),
+          },
+        );
+        const release = io.keepAlive?.() ?? (() => {});
+        try {
+          await done;
+        } finally {
+          release();
+          await subscription.close();
+        }
+      });
+    });
+
+  program
+    .command('approvals')
+    .description('approvals waiting for a person, across runs')
+    .action(async (_options: unknown, command: Command) => {
+      const approvals = await withView(command, (view) => view.pendingApprovals());
+      print(approvals, () => formatApprovals(approvals));
+    });
+
+  program
+    .command('signal <id> <name> [payload]')
+    .description('send a signal (payload: JSON, default null) to a run')
+    .option('--key <idempotencyKey>', 'a repeated key is delivered once')
+    .action(
+      async (
+        id: string,
+        name: string,
+        payloadText: string | undefined,
+        options: { key?: string },
+        command: Command,
+      ) => {
+        const payload = parsePayload(payloadText);
+        const operator = await openOperator({ db: globals(command).db ?? '' });
+        try {
+          const sent = await operator.signal(
+            id,
+            name,
+            payload,
+            options.key === undefined ? {} : { idempotencyKey: options.key },
+          );
+          print({ executionId: id, name, ...sent }, () =>
+            sent.duplicate
+              ? `signal '${name}' was already sent with this key (signal ${sent.signalId})`
+              : `signal '${name}' sent to ${id} (signal ${sent.signalId})`,
+          );
+        } finally {
+          await operator.close();
+        }
+      },
+    );
+
+  program
+    .command('cancel <id>')
+    .description('cancel a run (it ends with execution.cancelled)')
+    .option('--by <name>', 'who cancels (default: the OS user)')
+    .option('--reason <text>', 'why, recorded in the log')
+    .action(async (id: string, options: { by?: string; reason?: string }, command: Command) => {
+      const operator = await openOperator({ db: globals(command).db ?? '' });
+      try {
+        const cancelled = await operator.cancel(id, {
+          by: by(options.by),
+          ...(options.reason === undefined ? {} : { reason: options.reason }),
+        });
+        print({ executionId: id, cancelled }, () =>
+          cancelled ? `cancelled ${id}` : `${id} had already ended: nothing to cancel`,
+        );
+      } finally {
+        await operator.close();
+      }
+    });
+
+  for (const decision of ['approve', 'reject'] as const) {
+    const command = program
+      .command(`${decision} <approvalId>`)
+      .description(
+        `${decision} a pending approval (ids: loom approvals); the run continues where its agent runs`,
+      )
+      .option('--by <name>', 'who decides (default: the OS user)')
+      .option('--note <text>', 'recorded with the decision');
+    if (decision === 'reject')
+      command.option('--end-run', 'end the run (approval_rejected) instead of telling the model');
+    command.action(
+      async (
+        approvalId: string,
+        options: { by?: string; note?: string; endRun?: boolean },
+        self: Command,
+      ) => {
+        const operator = await openOperator({ db: globals(self).db ?? '' });
+        try {
+          const decided = {
+            by: by(options.by),
+            ...(options.note === undefined ? {} : { note: options.note }),
+          };
+          if (decision === 'approve') await operator.approve(approvalId, decided);
+          else
+            await operator.reject(approvalId, {
+              ...decided,
+              ...(options.endRun === true ? { endRun: true } : {}),
+            });
+          const word = decision === 'approve' ? 'approved' : 'rejected';
+          print(
+            { approvalId, decision: word, by: decided.by },
+            () => `${word} ${approvalId} (by ${decided.by})`,
+          );
+        } finally {
+          await operator.close();
+        }
+      },
+    );
+  }
+
+  program
+    .command('verify [id]')
+    .description(
+      "recompute hash chains: one run's, or every run's with --all (exit 1 if one is broken)",
+    )
+    .option('--all', 'every execution in the index')
+    .action(async (id: string | undefined, options: { all?: boolean }, command: Command) => {
+      if ((id === undefined) === (options.all !== true)) {
+        throw new LoomError(ViewErrorCode.INVALID_ARGUMENT, 'give one execution id or --all', {
+          path: 'id',
+        });
+      }
+      if (id !== undefined) {
+        const result = await withView(command, (view) => view.verify(id));
+        print(result, () =>
+          result.ok
+            ? `ok: ${id}, ${result.events} events chained`
+            : `BROKEN: ${id} at sequence ${result.brokenAtSequence}: ${result.reason}`,
+        );
+        if (!result.ok) exit = ExitCode.failed;
+        return;
+      }
+      const progress = (checked: number) => {
+        if (io.isTty) io.stderr(`\rverifying… ${checked} executions checked`);
+      };
+      const result = await withView(command, (view) => view.verifyAll(progress));
+      io.stderr(`verified ${result.checked} executions, ${result.broken.length} broken`);
+      print(result, () =>
+        result.broken.length === 0
+          ? `ok: ${result.checked} executions`
+          : result.broken
+              .map((b) => `BROKEN: ${b.executionId} at sequence ${b.brokenAtSequence}: ${b.reason}`)
+              .join('\n'),
+      );
+      if (result.broken.length > 0) exit = ExitCode.failed;
+    });
+
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return exit;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and version are successful exits; any other parse error is a usage error.
+      return error.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
+    }
+    const code = isLoomError(error) ? error.code : undefined;
+    const message = error instanceof Error ? error.message : String(error);
+    if (asJson) {
+      io.stderr(
+        json({
+          error: {
+            code: code ?? 'UNEXPECTED',
+            message,
+            ...(isLoomError(error) ? { fields: error.fields } : {}),
+          },
+        }),
+      );
+    } else {
+      io.stderr(`loom: ${message}${code === undefined ? '' : ` [${code}]`}`);
+    }
+    return exitCodeOf(code);
+  }
+}

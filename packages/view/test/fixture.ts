@@ -1,0 +1,152 @@
+// A store populated by real flows and a real agent run, for the view and CLI tests.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { type AgentRuntime, createAgentRuntime, defineAgent, defineTool } from '@loom/agent-loop';
+import type { Backend } from '@loom/event-runtime';
+import { StubModel } from '@loom/reasoning';
+import { createRuntime, defineFlow, type Runtime, terminalError } from '@loom/workflow-runtime';
+
+export const mailToken = 'MAIL_SENT_OK';
+/** Mails the agent's tool really sent (in this process). */
+export const sentMails: unknown[] = [];
+
+export const order = defineFlow(
+  { name: 'order', version: '2' },
+  async (ctx, input: { id: string }) => {
+    const priced = await ctx.step('price', () => ({ id: input.id, total: 42 }));
+    return ctx.step('receipt', () => ({ ...priced, paid: true }));
+  },
+);
+
+export const failing = defineFlow({ name: 'charge' }, async (ctx) =>
+  ctx.step('charge-card', () => {
+    throw terminalError('card declined');
+  }),
+);
+
+export const waiting = defineFlow({ name: 'waiter' }, async (ctx) => {
+  await ctx.step('prepare', () => 'ready');
+  const got = await ctx.waitForSignal<{ go: boolean }>('go');
+  return got.received ? { go: got.payload.go } : { go: false };
+});
+
+const kid = defineFlow({ name: 'kid' }, async (ctx, input: number) =>
+  ctx.step('double', () => input * 2),
+);
+export const parent = defineFlow({ name: 'parent' }, async (ctx) => {
+  const doubled = await ctx.child(kid, 21);
+  return { doubled };
+});
+
+const mail = defineTool({
+  name: 'send_mail',
+  description: 'Send a mail',
+  input: { type: 'object', properties: { to: { type: 'string' } }, required: ['to'] },
+  sideEffect: 'remote_mutation',
+  run: async (input) => {
+    sentMails.push(input);
+    return mailToken;
+  },
+});
+
+// Answers by what the model was shown, not by call count: a resumed run asks afresh.
+const model = new StubModel({
+  script: (request) =>
+    JSON.stringify(request.messages).includes(mailToken)
+      ? { text: 'mailed ana' }
+      : { toolCalls: [{ tool: 'send_mail', input: { to: 'ana' } }] },
+});
+export const mailer = defineAgent({
+  name: 'mailer',
+  model,
+  instructions: 'mail people',
+  tools: [mail],
+});
+
+export const allFlows = [order, failing, waiting, kid, parent];
+
+export interface Running {
+  flows: Runtime;
+  agents: AgentRuntime;
+}
+
+/** A runtime that runs every fixture flow and the agent, on `backend`. */
+export function runtimeOn(backend: Backend): Running {
+  const flows = createRuntime({ backend, flows: allFlows, timerPollMs: 0 });
+  return { flows, agents: createAgentRuntime({ flows, agents: [mailer] }) };
+}
+
+/** Polls `probe` until it returns something (bounded: real time, 10 s). */
+export async function eventually<T>(probe: () => Promise<T | undefined>, what: string): Promise<T> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/**
+ * Runs every kind of execution the view shows: a completed two-step order, a failed charge, a
+ * flow waiting for a signal (twice: one to signal, one to cancel), a parent with a child, and an
+ * agent run waiting for approval.
+ */
+export async function populate({ flows, agents }: Running, backend: Backend): Promise<void> {
+  const log = (what: string) =>
+    process.env.LOOM_VIEW_DEBUG && console.error(`populate ${what} ${new Date().toISOString()}`);
+  log('order');
+  await (await flows.start(order, { id: '7' }, { executionId: 'order-7' })).result();
+  await (await flows.start(failing, null, { executionId: 'charge-1' }))
+    .result()
+    .catch(() => undefined);
+  log('waiting');
+  await flows.start(waiting, null, { executionId: 'wait-signal' });
+  await flows.start(waiting, null, { executionId: 'wait-cancel' });
+  log('parent');
+  await (await flows.start(parent, null, { executionId: 'parent-1' })).result();
+  log('agent');
+  await agents.start(mailer, 'mail ana', { runId: 'agent-1' });
+  for (const id of ['wait-signal', 'wait-cancel', 'agent-1']) {
+    await eventually(async () => {
+      const suspended = await backend.events.findExecutions({ status: 'suspended' });
+      return suspended.some((row) => row.executionId === id) ? true : undefined;
+    }, `${id} suspended`);
+  }
+  log('idle');
+  await flows.idle();
+  log('done');
+}
+
+const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
+
+/** The built `loom` binary, run as a child process. */
+export function loom(
+  args: readonly string[],
+  env: Record<string, string> = {},
+  onStdout?: (stdoutSoFar: string) => void,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  if (!existsSync(bin)) throw new Error(`${bin} is missing: run pnpm build first`);
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [bin, ...args], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      onStdout?.(stdout);
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
