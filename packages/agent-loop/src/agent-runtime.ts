@@ -1,11 +1,14 @@
 import { EventType, isLoomError as isKernelError, type JsonValue } from '@loom/event-runtime';
 import type { Runtime } from '@loom/workflow-runtime';
+import type { AgentStream } from './agent-event.js';
 import type { Approval, ApprovalDecision, Resolution } from './approval.js';
 import type { Agent } from './define-agent.js';
 import { ErrorCode, LoomError } from './errors.js';
+import { AgentEventStream } from './internal/agent-event-stream.js';
 import { agentRun, RecordName } from './internal/agent-flow.js';
 import { FlowHost, type HostedFlow, hostedFlow } from './internal/flow-host.js';
-import type { RunOutput } from './internal/run-memory.js';
+import { LiveText } from './internal/live-text.js';
+import { cancelledResult, type RunOutput } from './internal/run-memory.js';
 import type { Answer, Question } from './question.js';
 import type { RunResult } from './run-result.js';
 import type { AgentTransition } from './transition.js';
@@ -59,6 +62,7 @@ export function agentFlowName(agent: Agent): string {
 export class AgentRuntime {
   private readonly host: FlowHost;
   private readonly flows = new Map<string, HostedFlow>();
+  private readonly live = new LiveText();
 
   constructor(options: AgentRuntimeOptions) {
     this.host = new FlowHost(options.flows);
@@ -70,7 +74,7 @@ export class AgentRuntime {
           agent: agent.name,
         });
       }
-      const flow = hostedFlow(name, agent.version, agentRun(agent, notify));
+      const flow = hostedFlow(name, agent.version, agentRun(agent, notify, this.live));
       this.flows.set(name, flow);
       this.host.register(flow);
     }
@@ -106,6 +110,34 @@ export class AgentRuntime {
   /** A handle on a run started elsewhere (or before a restart). */
   attach(runId: string): AgentRun {
     return this.runOf(runId, this.host.attach(runId));
+  }
+
+  /**
+   * Follows a run by id, from this process or any other on the same store: first the events of
+   * its log (`replayed: true`), then live ones as they are appended (`replayed: false`), each log
+   * event once and in order, ending after `finished`. A run driven in this process also yields
+   * its model's text as it streams (`text_delta`, coalesced; never journaled). A run that does
+   * not exist yet is waited for. Leave the loop (or `close()`) to stop following.
+   *
+   * Error codes (thrown by the iteration): `RUN_FAILED` (the run's flow failed without an agent
+   * result), store errors.
+   *
+   * @example
+   * for await (const event of agents.stream('ticket-981')) {
+   *   if (event.type === 'text_delta') process.stdout.write(event.text);
+   *   if (event.type === 'finished') console.log(event.result.reason, event.result.usage);
+   * }
+   */
+  stream(run: string | AgentRun): AgentStream {
+    const runId = typeof run === 'string' ? run : run.runId;
+    const host = this.host;
+    return new AgentEventStream(runId, {
+      clock: host.clock,
+      live: this.live,
+      read: (id, fromSequence, limit) => host.readPage(id, fromSequence, limit),
+      subscribe: (id, fromSequence, handler, onError) =>
+        host.subscribe(id, fromSequence, handler, onError),
+    });
   }
 
   /**
@@ -300,20 +332,7 @@ export class AgentRuntime {
           (output) => ({ runId, ...(output as unknown as RunOutput) }),
           (error: unknown) => {
             if (isKernelError(error, 'EXECUTION_CANCELLED')) {
-              return {
-                runId,
-                reason: 'operator_cancelled',
-                error: (error as Error).message,
-                turns: 0,
-                usage: {
-                  modelCalls: 0,
-                  inputTokens: 0,
-                  outputTokens: 0,
-                  cachedInputTokens: 0,
-                  costUsd: 0,
-                  costUnknownCalls: 0,
-                },
-              } satisfies RunResult;
+              return cancelledResult(runId, (error as Error).message);
             }
             throw error;
           },

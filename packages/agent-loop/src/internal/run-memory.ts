@@ -1,7 +1,7 @@
 import type { JsonValue } from '@loom/event-runtime';
 import type { ModelResponse, ToolCall } from '@loom/reasoning';
 import type { HistoryStep, Observation } from '@loom/render';
-import type { RunResult, TerminalReason, UsageTotals } from '../run-result.js';
+import type { ModelCallUsage, RunResult, TerminalReason, UsageTotals } from '../run-result.js';
 import type { RunView, TurnView } from '../run-view.js';
 import { deepFreeze } from './deep-freeze.js';
 import { canonicalJson } from './request-hash.js';
@@ -9,32 +9,68 @@ import { canonicalJson } from './request-hash.js';
 /** What the agent flow returns (the run's output in the log): a RunResult without its id. */
 export type RunOutput = Omit<RunResult, 'runId'>;
 
-/**
- * A run's state while it is driven: the finished turns (frozen as they finish, loaded once per
- * start or resume by replay), usage, and the counters the limits read.
- */
-export class RunMemory {
-  private readonly turns: TurnView[] = [];
-  private readonly usage: UsageTotals = {
+/** Usage of no model call at all. */
+export function noUsage(): UsageTotals {
+  return {
     modelCalls: 0,
     inputTokens: 0,
     outputTokens: 0,
     cachedInputTokens: 0,
     costUsd: 0,
     costUnknownCalls: 0,
+    latencyMs: 0,
+    fallbacks: 0,
   };
+}
+
+/** The result of a run cancelled by an operator (the kernel records no agent output for it). */
+export function cancelledResult(runId: string, error: string): RunResult {
+  return { runId, reason: 'operator_cancelled', error, turns: 0, usage: noUsage(), calls: [] };
+}
+
+/** One call's usage, from its recorded response. */
+export function callUsageOf(turn: number, response: ModelResponse): ModelCallUsage {
+  return {
+    turn,
+    provider: response.provider,
+    model: response.model,
+    ...(response.route === undefined ? {} : { route: response.route }),
+    inputTokens: response.usage.inputTokens,
+    outputTokens: response.usage.outputTokens,
+    cachedInputTokens: response.usage.cachedInputTokens,
+    costUsd: response.costUsd,
+    latencyMs: response.latencyMs,
+    fallbacks: response.fallbacks ?? [],
+  };
+}
+
+/**
+ * A run's state while it is driven: the finished turns (frozen as they finish, loaded once per
+ * start or resume by replay), usage, and the counters the limits read.
+ */
+export class RunMemory {
+  private readonly turns: TurnView[] = [];
+  private readonly usage: UsageTotals = noUsage();
+  private readonly calls: ModelCallUsage[] = [];
+  /** The agent's input, deep-frozen once per start or resume: no consumer can change it for another. */
+  readonly input: JsonValue;
   private lastCall = '';
   private repeats = 0;
   private failuresInARow = 0;
 
   constructor(
     readonly runId: string,
-    readonly input: JsonValue,
-  ) {}
+    input: JsonValue,
+  ) {
+    this.input = deepFreeze(structuredClone(input));
+  }
 
-  /** The finished turns as the renderer wants them. */
-  get history(): readonly HistoryStep[] {
-    return this.turns;
+  /**
+   * The finished turns as the renderer wants them: a new array per call (its turns are frozen),
+   * so a prompt function that edits it changes nothing for the policy, the store or a later turn.
+   */
+  get history(): HistoryStep[] {
+    return this.turns.slice();
   }
 
   get decidedTurns(): number {
@@ -51,14 +87,20 @@ export class RunMemory {
     });
   }
 
-  addUsage(response: ModelResponse): void {
+  /** Counts one model call (the answer of `turn`); returns its usage. */
+  addUsage(turn: number, response: ModelResponse): ModelCallUsage {
+    const call = callUsageOf(turn, response);
+    this.calls.push(call);
     const u = this.usage;
     u.modelCalls += 1;
+    u.latencyMs += call.latencyMs;
+    u.fallbacks += call.fallbacks.length;
     u.inputTokens += response.usage.inputTokens ?? 0;
     u.outputTokens += response.usage.outputTokens ?? 0;
     u.cachedInputTokens += response.usage.cachedInputTokens ?? 0;
     if (response.costUsd === null) u.costUnknownCalls += 1;
     else u.costUsd += response.costUsd;
+    return call;
   }
 
   /** Tokens (input + output) and known cost so far. */
@@ -99,6 +141,7 @@ export class RunMemory {
       ...(detail.error === undefined ? {} : { error: detail.error }),
       turns: this.usage.modelCalls,
       usage: { ...this.usage },
+      calls: this.calls.slice(),
     };
   }
 }
