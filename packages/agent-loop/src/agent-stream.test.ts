@@ -2,7 +2,7 @@
 // (memory store, ManualClock).
 import { InMemoryEventStore } from '@loom/event-runtime';
 import { CountingEventStore, ManualClock } from '@loom/event-runtime/testing';
-import { createRouter, StubModel, type StubTurn } from '@loom/reasoning';
+import { createRouter, type ModelProvider, StubModel, type StubTurn } from '@loom/reasoning';
 import { createRuntime } from '@loom/workflow-runtime';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -83,6 +83,33 @@ describe('stream(runId)', () => {
       output: { id: 'A-1', status: 'shipped' },
     });
     expect(seen.at(-1)).toMatchObject({ type: 'finished', result });
+  });
+
+  it('coalesces per turn of I/O: text that arrives in three bursts reaches the consumer as three chunks', async () => {
+    const stub = scripted({ text: words(30) });
+    // A provider whose text arrives in three bursts of ten deltas, one turn of I/O apart (as
+    // network reads would), then the stub's own finish.
+    const model: ModelProvider = {
+      id: 'bursty',
+      generate: (request) => stub.generate(request),
+      async *stream(request) {
+        let n = 0;
+        for await (const delta of stub.stream(request)) {
+          if (delta.type === 'text' && n > 0 && n % 10 === 0) {
+            await new Promise((resolve) => setImmediate(resolve));
+          }
+          if (delta.type === 'text') n++;
+          yield delta;
+        }
+      },
+    };
+    const agent = defineAgent({ name: 'a', model, instructions: '', tools: [] });
+    const { agents } = harness([agent]);
+    const events = drain(agents.stream('r'));
+    await agents.run(agent, 'go', { runId: 'r' });
+    const chunks = (await events).flatMap((e) => (e.type === 'text_delta' ? [e.text] : []));
+    expect(chunks).toHaveLength(3);
+    expect(chunks.join('')).toBe(words(30));
   });
 
   it('never journals the deltas: the log has as many events for 5 words as for 500', async () => {
