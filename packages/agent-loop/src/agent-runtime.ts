@@ -8,9 +8,9 @@ import { AgentEventStream } from './internal/agent-event-stream.js';
 import { agentRun, RecordName } from './internal/agent-flow.js';
 import { FlowHost, type HostedFlow, hostedFlow } from './internal/flow-host.js';
 import { LiveText } from './internal/live-text.js';
-import { cancelledResult, type RunOutput } from './internal/run-memory.js';
+import { callOfEvent, cancelledResult, type RunOutput } from './internal/run-memory.js';
 import type { Answer, Question } from './question.js';
-import type { RunResult } from './run-result.js';
+import type { ModelCallUsage, RunResult } from './run-result.js';
 import type { AgentTransition } from './transition.js';
 
 /** What `createAgentRuntime` takes. */
@@ -48,6 +48,9 @@ export interface RejectOptions {
   endRun?: boolean;
   requestHash?: string;
 }
+
+/** Log events read per page when a result gathers its calls' usage: 1 000. */
+const callsReadPageSize = 1_000;
 
 /** A run's flow name: `agent:<name>`. */
 export function agentFlowName(agent: Agent): string {
@@ -325,21 +328,41 @@ export class AgentRuntime {
 
   private runOf(runId: string, result: () => Promise<JsonValue>): AgentRun {
     let settled: Promise<RunResult> | undefined;
+    const ended = async (): Promise<RunResult> => {
+      let output: RunOutput | undefined;
+      let cancelled: string | undefined;
+      try {
+        output = (await result()) as unknown as RunOutput;
+      } catch (error) {
+        if (!isKernelError(error, 'EXECUTION_CANCELLED')) throw error;
+        cancelled = (error as Error).message;
+      }
+      const calls = await this.callsOf(runId);
+      return output === undefined
+        ? cancelledResult(runId, cancelled as string, calls)
+        : { runId, ...output, calls };
+    };
     return {
       runId,
       result: () => {
-        settled ??= result().then(
-          (output) => ({ runId, ...(output as unknown as RunOutput) }),
-          (error: unknown) => {
-            if (isKernelError(error, 'EXECUTION_CANCELLED')) {
-              return cancelledResult(runId, (error as Error).message);
-            }
-            throw error;
-          },
-        );
+        settled ??= ended();
         return settled;
       },
     };
+  }
+
+  /** Each model call's usage, from the run's `decide:<t>` records (one paged read of its log). */
+  private async callsOf(runId: string): Promise<ModelCallUsage[]> {
+    const calls: ModelCallUsage[] = [];
+    for (let next = 0; ; ) {
+      const page = await this.host.readPage(runId, next, callsReadPageSize);
+      for (const event of page) {
+        const call = callOfEvent(event);
+        if (call !== undefined) calls.push(call);
+        next = event.sequence + 1;
+      }
+      if (page.length < callsReadPageSize) return calls;
+    }
   }
 
   private async pending(

@@ -209,11 +209,15 @@ describe('stream(runId)', () => {
       'an approval',
     );
     await agents.cancel('r1', { by: 'ops' });
-    await run.result();
-    expect((await events).at(-1)).toMatchObject({
-      type: 'finished',
-      result: { reason: 'operator_cancelled', calls: [] },
+    const result = await run.result();
+    // The turn decided before the cancel counts: its call and usage are read from the log.
+    expect(result).toMatchObject({
+      reason: 'operator_cancelled',
+      turns: 1,
+      calls: [{ turn: 1, provider: 'stub' }],
+      usage: { modelCalls: 1 },
     });
+    expect((await events).at(-1)).toMatchObject({ type: 'finished', result });
   });
 });
 
@@ -245,6 +249,9 @@ describe('usage per model call and per run', () => {
     const events = drain(agents.stream('r1'));
     const result = await agents.run(agent, 'go', { runId: 'r1' });
     expect(result.calls).toHaveLength(2);
+    // The recorded output keeps the sums only: it does not grow with the run.
+    const completed = (await flows.store.read('r1')).find((e) => e.type === 'execution.completed');
+    expect(Object.keys((completed?.payload as { output: object }).output)).not.toContain('calls');
     for (const [n, call] of result.calls.entries()) {
       expect(call).toMatchObject({ turn: n + 1, provider: 'up', route: 'up' });
       expect(call.fallbacks).toEqual([

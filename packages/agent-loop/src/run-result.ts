@@ -81,6 +81,9 @@ export interface RunResult {
   readonly turns: number;
   /** The sums over {@link RunResult.calls}. */
   readonly usage: UsageTotals;
-  /** Each model call's usage, oldest first (empty for a run cancelled before it ended). */
+  /**
+   * Each model call's usage, oldest first, read from the log's `decide:<t>` records when the
+   * result is read (the recorded output holds only the sums, so it does not grow with the run).
+   */
   readonly calls: readonly ModelCallUsage[];
 }

@@ -4,6 +4,7 @@ import type { AgentEvent } from '../agent-event.js';
 import type { Approval } from '../approval.js';
 import type { ToolRequest } from '../policy.js';
 import type { Question } from '../question.js';
+import type { ModelCallUsage } from '../run-result.js';
 import { RecordName } from './agent-flow.js';
 import { callUsageOf, cancelledResult, type RunOutput } from './run-memory.js';
 
@@ -35,6 +36,8 @@ function afterPrefix(name: string, prefix: string): string | undefined {
 export class RunEventDecoder {
   /** `<turn>.<index>` → the call's request, from `policy:<turn>`. */
   private readonly requests = new Map<string, ToolRequest>();
+  /** The usage of every model call seen so far, for `finished`. */
+  private readonly calls: ModelCallUsage[] = [];
 
   constructor(private readonly runId: string) {}
 
@@ -77,7 +80,11 @@ export class RunEventDecoder {
           {
             ...base,
             type: 'finished',
-            result: { runId: this.runId, ...(payload.output as unknown as RunOutput) },
+            result: {
+              runId: this.runId,
+              ...(payload.output as unknown as RunOutput),
+              calls: this.calls.slice(),
+            },
           },
         ];
       case EventType.executionCancelled:
@@ -85,7 +92,11 @@ export class RunEventDecoder {
           {
             ...base,
             type: 'finished',
-            result: cancelledResult(this.runId, String(payload.reason ?? 'cancelled')),
+            result: cancelledResult(
+              this.runId,
+              `execution ${this.runId} was cancelled: ${String(payload.reason ?? '')}`,
+              this.calls,
+            ),
           },
         ];
       default:
@@ -112,6 +123,8 @@ export class RunEventDecoder {
     if (decide !== undefined) {
       const response = result as unknown as ModelResponse;
       const turn = Number(decide);
+      const usage = callUsageOf(turn, response);
+      this.calls.push(usage);
       return [
         {
           ...base,
@@ -119,7 +132,7 @@ export class RunEventDecoder {
           turn,
           text: response.text,
           toolCalls: response.toolCalls,
-          usage: callUsageOf(turn, response),
+          usage,
         },
       ];
     }

@@ -6,8 +6,12 @@ import type { RunView, TurnView } from '../run-view.js';
 import { deepFreeze } from './deep-freeze.js';
 import { canonicalJson } from './request-hash.js';
 
-/** What the agent flow returns (the run's output in the log): a RunResult without its id. */
-export type RunOutput = Omit<RunResult, 'runId'>;
+/**
+ * What the agent flow returns (the run's output in the log): a RunResult without its id and its
+ * per-call usage, which is read from the log's `decide:<t>` records instead (so the recorded
+ * output stays the same size however long the run).
+ */
+export type RunOutput = Omit<RunResult, 'runId' | 'calls'>;
 
 /** Usage of no model call at all. */
 export function noUsage(): UsageTotals {
@@ -23,9 +27,55 @@ export function noUsage(): UsageTotals {
   };
 }
 
-/** The result of a run cancelled by an operator (the kernel records no agent output for it). */
-export function cancelledResult(runId: string, error: string): RunResult {
-  return { runId, reason: 'operator_cancelled', error, turns: 0, usage: noUsage(), calls: [] };
+/** The sums of `calls`. */
+export function usageOf(calls: readonly ModelCallUsage[]): UsageTotals {
+  const u = noUsage();
+  for (const call of calls) addCall(u, call);
+  return u;
+}
+
+function addCall(u: UsageTotals, call: ModelCallUsage): void {
+  u.modelCalls += 1;
+  u.inputTokens += call.inputTokens ?? 0;
+  u.outputTokens += call.outputTokens ?? 0;
+  u.cachedInputTokens += call.cachedInputTokens ?? 0;
+  if (call.costUsd === null) u.costUnknownCalls += 1;
+  else u.costUsd += call.costUsd;
+  u.latencyMs += call.latencyMs;
+  u.fallbacks += call.fallbacks.length;
+}
+
+/**
+ * The result of a run cancelled by an operator (the kernel records no agent output for it): its
+ * turns and usage are those of the model calls in its log.
+ */
+export function cancelledResult(
+  runId: string,
+  error: string,
+  calls: readonly ModelCallUsage[],
+): RunResult {
+  return {
+    runId,
+    reason: 'operator_cancelled',
+    error,
+    turns: calls.length,
+    usage: usageOf(calls),
+    calls: calls.slice(),
+  };
+}
+
+/** The usage of a `decide:<t>` step's record, or undefined for any other log event. */
+export function callOfEvent(event: {
+  type: string;
+  payload: JsonValue;
+}): ModelCallUsage | undefined {
+  if (event.type !== 'step.completed') return undefined;
+  const payload = event.payload as { name?: unknown; result?: unknown };
+  if (typeof payload.name !== 'string' || !payload.name.startsWith('decide:')) return undefined;
+  return callUsageOf(
+    Number(payload.name.slice('decide:'.length)),
+    payload.result as unknown as ModelResponse,
+  );
 }
 
 /** One call's usage, from its recorded response. */
@@ -51,7 +101,6 @@ export function callUsageOf(turn: number, response: ModelResponse): ModelCallUsa
 export class RunMemory {
   private readonly turns: TurnView[] = [];
   private readonly usage: UsageTotals = noUsage();
-  private readonly calls: ModelCallUsage[] = [];
   /** The agent's input, deep-frozen once per start or resume: no consumer can change it for another. */
   readonly input: JsonValue;
   private lastCall = '';
@@ -87,20 +136,9 @@ export class RunMemory {
     });
   }
 
-  /** Counts one model call (the answer of `turn`); returns its usage. */
-  addUsage(turn: number, response: ModelResponse): ModelCallUsage {
-    const call = callUsageOf(turn, response);
-    this.calls.push(call);
-    const u = this.usage;
-    u.modelCalls += 1;
-    u.latencyMs += call.latencyMs;
-    u.fallbacks += call.fallbacks.length;
-    u.inputTokens += response.usage.inputTokens ?? 0;
-    u.outputTokens += response.usage.outputTokens ?? 0;
-    u.cachedInputTokens += response.usage.cachedInputTokens ?? 0;
-    if (response.costUsd === null) u.costUnknownCalls += 1;
-    else u.costUsd += response.costUsd;
-    return call;
+  /** Counts one model call (the answer of `turn`). */
+  addUsage(turn: number, response: ModelResponse): void {
+    addCall(this.usage, callUsageOf(turn, response));
   }
 
   /** Tokens (input + output) and known cost so far. */
@@ -141,7 +179,6 @@ export class RunMemory {
       ...(detail.error === undefined ? {} : { error: detail.error }),
       turns: this.usage.modelCalls,
       usage: { ...this.usage },
-      calls: this.calls.slice(),
     };
   }
 }
