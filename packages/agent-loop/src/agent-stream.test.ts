@@ -251,7 +251,9 @@ describe('usage per model call and per run', () => {
     expect(result.calls).toHaveLength(2);
     // The recorded output keeps the sums only: it does not grow with the run.
     const completed = (await flows.store.read('r1')).find((e) => e.type === 'execution.completed');
-    expect(Object.keys((completed?.payload as { output: object }).output)).not.toContain('calls');
+    const recorded = (completed?.payload as { output?: object } | undefined)?.output;
+    expect(recorded).toMatchObject({ usage: { modelCalls: 2 } });
+    expect(Object.keys(recorded ?? {})).not.toContain('calls');
     for (const [n, call] of result.calls.entries()) {
       expect(call).toMatchObject({ turn: n + 1, provider: 'up', route: 'up' });
       expect(call.fallbacks).toEqual([
