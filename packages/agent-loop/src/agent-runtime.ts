@@ -1,13 +1,16 @@
 import { EventType, isLoomError as isKernelError, type JsonValue } from '@loom/event-runtime';
 import type { Runtime } from '@loom/workflow-runtime';
+import type { AgentStream } from './agent-event.js';
 import type { Approval, ApprovalDecision, Resolution } from './approval.js';
 import type { Agent } from './define-agent.js';
 import { ErrorCode, LoomError } from './errors.js';
+import { AgentEventStream } from './internal/agent-event-stream.js';
 import { agentRun, RecordName } from './internal/agent-flow.js';
 import { FlowHost, type HostedFlow, hostedFlow } from './internal/flow-host.js';
-import type { RunOutput } from './internal/run-memory.js';
+import { LiveText } from './internal/live-text.js';
+import { callOfEvent, cancelledResult, type RunOutput } from './internal/run-memory.js';
 import type { Answer, Question } from './question.js';
-import type { RunResult } from './run-result.js';
+import type { ModelCallUsage, RunResult } from './run-result.js';
 import type { AgentTransition } from './transition.js';
 
 /** What `createAgentRuntime` takes. */
@@ -46,6 +49,9 @@ export interface RejectOptions {
   requestHash?: string;
 }
 
+/** Log events read per page when a result gathers its calls' usage: 1 000. */
+const callsReadPageSize = 1_000;
+
 /** A run's flow name: `agent:<name>`. */
 export function agentFlowName(agent: Agent): string {
   return `agent:${agent.name}`;
@@ -59,6 +65,7 @@ export function agentFlowName(agent: Agent): string {
 export class AgentRuntime {
   private readonly host: FlowHost;
   private readonly flows = new Map<string, HostedFlow>();
+  private readonly live = new LiveText();
 
   constructor(options: AgentRuntimeOptions) {
     this.host = new FlowHost(options.flows);
@@ -70,7 +77,7 @@ export class AgentRuntime {
           agent: agent.name,
         });
       }
-      const flow = hostedFlow(name, agent.version, agentRun(agent, notify));
+      const flow = hostedFlow(name, agent.version, agentRun(agent, notify, this.live));
       this.flows.set(name, flow);
       this.host.register(flow);
     }
@@ -106,6 +113,34 @@ export class AgentRuntime {
   /** A handle on a run started elsewhere (or before a restart). */
   attach(runId: string): AgentRun {
     return this.runOf(runId, this.host.attach(runId));
+  }
+
+  /**
+   * Follows a run by id, from this process or any other on the same store: first the events of
+   * its log (`replayed: true`), then live ones as they are appended (`replayed: false`), each log
+   * event once and in order, ending after `finished`. A run driven in this process also yields
+   * its model's text as it streams (`text_delta`, coalesced; never journaled). A run that does
+   * not exist yet is waited for. Leave the loop (or `close()`) to stop following.
+   *
+   * Error codes (thrown by the iteration): `RUN_FAILED` (the run's flow failed without an agent
+   * result), store errors.
+   *
+   * @example
+   * for await (const event of agents.stream('ticket-981')) {
+   *   if (event.type === 'text_delta') process.stdout.write(event.text);
+   *   if (event.type === 'finished') console.log(event.result.reason, event.result.usage);
+   * }
+   */
+  stream(run: string | AgentRun): AgentStream {
+    const runId = typeof run === 'string' ? run : run.runId;
+    const host = this.host;
+    return new AgentEventStream(runId, {
+      clock: host.clock,
+      live: this.live,
+      read: (id, fromSequence, limit) => host.readPage(id, fromSequence, limit),
+      subscribe: (id, fromSequence, handler, onError) =>
+        host.subscribe(id, fromSequence, handler, onError),
+    });
   }
 
   /**
@@ -293,34 +328,41 @@ export class AgentRuntime {
 
   private runOf(runId: string, result: () => Promise<JsonValue>): AgentRun {
     let settled: Promise<RunResult> | undefined;
+    const ended = async (): Promise<RunResult> => {
+      let output: RunOutput | undefined;
+      let cancelled: string | undefined;
+      try {
+        output = (await result()) as unknown as RunOutput;
+      } catch (error) {
+        if (!isKernelError(error, 'EXECUTION_CANCELLED')) throw error;
+        cancelled = (error as Error).message;
+      }
+      const calls = await this.callsOf(runId);
+      return output === undefined
+        ? cancelledResult(runId, cancelled as string, calls)
+        : { runId, ...output, calls };
+    };
     return {
       runId,
       result: () => {
-        settled ??= result().then(
-          (output) => ({ runId, ...(output as unknown as RunOutput) }),
-          (error: unknown) => {
-            if (isKernelError(error, 'EXECUTION_CANCELLED')) {
-              return {
-                runId,
-                reason: 'operator_cancelled',
-                error: (error as Error).message,
-                turns: 0,
-                usage: {
-                  modelCalls: 0,
-                  inputTokens: 0,
-                  outputTokens: 0,
-                  cachedInputTokens: 0,
-                  costUsd: 0,
-                  costUnknownCalls: 0,
-                },
-              } satisfies RunResult;
-            }
-            throw error;
-          },
-        );
+        settled ??= ended();
         return settled;
       },
     };
+  }
+
+  /** Each model call's usage, from the run's `decide:<t>` records (one paged read of its log). */
+  private async callsOf(runId: string): Promise<ModelCallUsage[]> {
+    const calls: ModelCallUsage[] = [];
+    for (let next = 0; ; ) {
+      const page = await this.host.readPage(runId, next, callsReadPageSize);
+      for (const event of page) {
+        const call = callOfEvent(event);
+        if (call !== undefined) calls.push(call);
+        next = event.sequence + 1;
+      }
+      if (page.length < callsReadPageSize) return calls;
+    }
   }
 
   private async pending(

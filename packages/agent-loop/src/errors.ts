@@ -29,6 +29,11 @@ export const ErrorCode = {
   QUESTION_NOT_PENDING: 'QUESTION_NOT_PENDING',
   /** The run's agent is not registered with this agent runtime (`fields.agent`). */
   AGENT_NOT_REGISTERED: 'AGENT_NOT_REGISTERED',
+  /**
+   * A followed run ended without an agent result (its flow failed: a prompt function or a bug
+   * threw); `fields.runId`, `fields.eventType`. Read its log with the flow runtime.
+   */
+  RUN_FAILED: 'RUN_FAILED',
 } as const;
 
 /** One of the stable error codes in {@link ErrorCode}. */

@@ -1,3 +1,4 @@
+export type { AgentEvent, AgentEventBase, AgentEventType, AgentStream } from './agent-event.js';
 export {
   type AgentRun,
   AgentRuntime,
@@ -40,7 +41,7 @@ export {
 export { ErrorCode, isLoomError, LoomError, type LoomErrorFields } from './errors.js';
 export { defaultPolicy, type Policy, type PolicyDecision, type ToolRequest } from './policy.js';
 export type { Answer, Question } from './question.js';
-export type { RunResult, TerminalReason, UsageTotals } from './run-result.js';
+export type { ModelCallUsage, RunResult, TerminalReason, UsageTotals } from './run-result.js';
 export type { RunView, TurnView } from './run-view.js';
 export { isRerunnable, type SideEffect, sideEffects } from './side-effect.js';
 export type { AgentTransition } from './transition.js';

@@ -1,4 +1,5 @@
 import type { JsonValue } from '@loom/event-runtime';
+import type { FallbackRecord } from '@loom/reasoning';
 
 /**
  * Why a run ended:
@@ -32,7 +33,11 @@ export type TerminalReason =
   | 'model_failed'
   | 'operator_cancelled';
 
-/** Model usage summed over a run. `costUsd` sums the calls whose cost is known; `costUnknownCalls` counts the rest. */
+/**
+ * Model usage summed over a run. `costUsd` sums the calls whose cost is known; `costUnknownCalls`
+ * counts the rest. `latencyMs` sums the calls' latencies (on each provider's clock); `fallbacks`
+ * counts the router routes left before an answer, over all calls.
+ */
 export interface UsageTotals {
   modelCalls: number;
   inputTokens: number;
@@ -40,6 +45,28 @@ export interface UsageTotals {
   cachedInputTokens: number;
   costUsd: number;
   costUnknownCalls: number;
+  latencyMs: number;
+  fallbacks: number;
+}
+
+/**
+ * What one model call of a run used, as its recorded response says: tokens (`null` when the
+ * provider did not report that count), cost (`null` = unknown), latency, and the router routes
+ * tried and left before the one that answered.
+ */
+export interface ModelCallUsage {
+  /** The turn whose decision the call was, from 1. */
+  turn: number;
+  provider: string;
+  model: string;
+  /** The router route that answered; absent without a router. */
+  route?: string;
+  inputTokens: number | null;
+  outputTokens: number | null;
+  cachedInputTokens: number | null;
+  costUsd: number | null;
+  latencyMs: number;
+  fallbacks: FallbackRecord[];
 }
 
 /** How a run ended. */
@@ -52,5 +79,11 @@ export interface RunResult {
   readonly error?: string;
   /** Turns decided (model calls made). */
   readonly turns: number;
+  /** The sums over {@link RunResult.calls}. */
   readonly usage: UsageTotals;
+  /**
+   * Each model call's usage, oldest first, read from the log's `decide:<t>` records when the
+   * result is read (the recorded output holds only the sums, so it does not grow with the run).
+   */
+  readonly calls: readonly ModelCallUsage[];
 }

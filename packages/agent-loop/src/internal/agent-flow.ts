@@ -1,5 +1,15 @@
-import { isLoomError as isKernelError, type JsonValue } from '@loom/event-runtime';
-import type { ModelRequest, ModelResponse, ToolCall, ToolSpec } from '@loom/reasoning';
+import {
+  isLoomError as isKernelError,
+  type JsonValue,
+  LoomError as KernelLoomError,
+} from '@loom/event-runtime';
+import {
+  type ModelRequest,
+  type ModelResponse,
+  ReasoningErrorCode,
+  type ToolCall,
+  type ToolSpec,
+} from '@loom/reasoning';
 import { type Observation, renderMessages } from '@loom/render';
 import type { Approval, ApprovalDecision, ApprovalKind, Resolution } from '../approval.js';
 import { type Agent, askHumanToolName, failToolName } from '../define-agent.js';
@@ -9,6 +19,7 @@ import type { TerminalReason } from '../run-result.js';
 import { isRerunnable } from '../side-effect.js';
 import type { AgentTransition } from '../transition.js';
 import type { TurnContext } from './flow-host.js';
+import type { LiveText } from './live-text.js';
 import { hashOf } from './request-hash.js';
 import { RunMemory, type RunOutput } from './run-memory.js';
 
@@ -97,6 +108,7 @@ function isStepFailure(error: unknown): boolean {
 export function agentRun(
   agent: Agent,
   notify: (transition: AgentTransition) => void,
+  live: LiveText,
 ): (ctx: TurnContext, input: JsonValue) => Promise<JsonValue> {
   const toolSpecs: ToolSpec[] = [...agent.tools.values()].map((tool) => ({
     name: tool.name,
@@ -105,7 +117,7 @@ export function agentRun(
   }));
   if (agent.askHuman) toolSpecs.push(askHumanToolSpec);
   return async (ctx, input) => {
-    const output = await runTurns(ctx, agent, toolSpecs, notify, input);
+    const output = await runTurns(ctx, agent, toolSpecs, notify, live, input);
     return output as unknown as JsonValue;
   };
 }
@@ -115,6 +127,7 @@ async function runTurns(
   agent: Agent,
   toolSpecs: ToolSpec[],
   notify: (transition: AgentTransition) => void,
+  live: LiveText,
   input: JsonValue,
 ): Promise<RunOutput> {
   const { runId } = ctx;
@@ -131,7 +144,7 @@ async function runTurns(
       rendered = renderMessages(
         agent.prompt({
           instructions: agent.instructions,
-          input,
+          input: run.input,
           tools: toolSpecs,
           history: run.history,
         }),
@@ -152,13 +165,15 @@ async function runTurns(
           signal: effect.signal,
           ...(agent.tags === undefined ? {} : { tags: agent.tags }),
         };
-        return agent.model.generate(request) as unknown as Promise<JsonValue>;
+        return callModel(agent, request, (text) =>
+          live.text(runId, turn, text),
+        ) as unknown as Promise<JsonValue>;
       })) as unknown as ModelResponse;
     } catch (error) {
       if (isStepFailure(error)) return run.end('model_failed', { error: errorMessage(error) });
       throw error;
     }
-    run.addUsage(response);
+    run.addUsage(turn, response);
     const calls = response.toolCalls;
     const giveUp = calls.find((call) => call.tool === failToolName);
     if (giveUp !== undefined) {
@@ -218,6 +233,29 @@ async function runTurns(
     const ended = await toolTurn(ctx, agent, run, notify, turn, response, calls, invalid);
     if (ended !== undefined) return ended;
   }
+}
+
+/**
+ * One model call, streamed when the provider can stream: each piece of text goes to `onText`
+ * (live only), and the call's result is the `finish` delta's response, which a provider makes
+ * equal to what `generate` returns. Only that response is recorded.
+ */
+async function callModel(
+  agent: Agent,
+  request: ModelRequest,
+  onText: (text: string) => void,
+): Promise<ModelResponse> {
+  const { model } = agent;
+  if (typeof model.stream !== 'function') return model.generate(request);
+  for await (const delta of model.stream(request)) {
+    if (delta.type === 'text') onText(delta.text);
+    else if (delta.type === 'finish') return delta.response;
+  }
+  throw new KernelLoomError(
+    ReasoningErrorCode.MODEL_BAD_RESPONSE,
+    `the stream of ${model.id} ended without its finish delta`,
+    { provider: model.id },
+  );
 }
 
 /** Policy, approvals and tools of one turn; returns the run's ending if the turn ended it. */

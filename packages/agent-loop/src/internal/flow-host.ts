@@ -1,7 +1,7 @@
 // The one place this package touches the flow runtime's API: the kernel and flow runtimes are
 // being merged into one user-facing constructor, so everything the agent loop needs from them
 // goes through here.
-import type { JsonValue, StoredEvent, StoredSignal } from '@loom/event-runtime';
+import type { Clock, JsonValue, StoredEvent, StoredSignal } from '@loom/event-runtime';
 import {
   type Duration,
   defineFlow,
@@ -114,5 +114,25 @@ export class FlowHost {
 
   nowMs(): number {
     return this.flows.clock.now();
+  }
+
+  /** The runtime's clock (its `defer` paces the coalescing of streamed text). */
+  get clock(): Clock {
+    return this.flows.clock;
+  }
+
+  /** One page of a run's log from `fromSequence`. */
+  readPage(runId: string, fromSequence: number, limit: number): Promise<StoredEvent[]> {
+    return this.flows.store.read(runId, { fromSequence, limit });
+  }
+
+  /** Follows a run's log from `fromSequence` (catching up first), as events are appended. */
+  subscribe(
+    runId: string,
+    fromSequence: number,
+    handler: (events: StoredEvent[]) => Promise<void>,
+    onError: (error: unknown) => void,
+  ): { close(): Promise<void> } {
+    return this.flows.store.subscribe({ executionId: runId, fromSequence, onError }, handler);
   }
 }

@@ -1,13 +1,98 @@
 import type { JsonValue } from '@loom/event-runtime';
 import type { ModelResponse, ToolCall } from '@loom/reasoning';
 import type { HistoryStep, Observation } from '@loom/render';
-import type { RunResult, TerminalReason, UsageTotals } from '../run-result.js';
+import type { ModelCallUsage, RunResult, TerminalReason, UsageTotals } from '../run-result.js';
 import type { RunView, TurnView } from '../run-view.js';
 import { deepFreeze } from './deep-freeze.js';
 import { canonicalJson } from './request-hash.js';
 
-/** What the agent flow returns (the run's output in the log): a RunResult without its id. */
-export type RunOutput = Omit<RunResult, 'runId'>;
+/**
+ * What the agent flow returns (the run's output in the log): a RunResult without its id and its
+ * per-call usage, which is read from the log's `decide:<t>` records instead (so the recorded
+ * output stays the same size however long the run).
+ */
+export type RunOutput = Omit<RunResult, 'runId' | 'calls'>;
+
+/** Usage of no model call at all. */
+export function noUsage(): UsageTotals {
+  return {
+    modelCalls: 0,
+    inputTokens: 0,
+    outputTokens: 0,
+    cachedInputTokens: 0,
+    costUsd: 0,
+    costUnknownCalls: 0,
+    latencyMs: 0,
+    fallbacks: 0,
+  };
+}
+
+/** The sums of `calls`. */
+export function usageOf(calls: readonly ModelCallUsage[]): UsageTotals {
+  const u = noUsage();
+  for (const call of calls) addCall(u, call);
+  return u;
+}
+
+function addCall(u: UsageTotals, call: ModelCallUsage): void {
+  u.modelCalls += 1;
+  u.inputTokens += call.inputTokens ?? 0;
+  u.outputTokens += call.outputTokens ?? 0;
+  u.cachedInputTokens += call.cachedInputTokens ?? 0;
+  if (call.costUsd === null) u.costUnknownCalls += 1;
+  else u.costUsd += call.costUsd;
+  u.latencyMs += call.latencyMs;
+  u.fallbacks += call.fallbacks.length;
+}
+
+/**
+ * The result of a run cancelled by an operator (the kernel records no agent output for it): its
+ * turns and usage are those of the model calls in its log.
+ */
+export function cancelledResult(
+  runId: string,
+  error: string,
+  calls: readonly ModelCallUsage[],
+): RunResult {
+  return {
+    runId,
+    reason: 'operator_cancelled',
+    error,
+    turns: calls.length,
+    usage: usageOf(calls),
+    calls: calls.slice(),
+  };
+}
+
+/** The usage of a `decide:<t>` step's record, or undefined for any other log event. */
+export function callOfEvent(event: {
+  type: string;
+  payload: JsonValue;
+}): ModelCallUsage | undefined {
+  if (event.type !== 'step.completed') return undefined;
+  const payload = event.payload as { name?: unknown; result?: unknown };
+  if (typeof payload.name !== 'string' || !payload.name.startsWith('decide:')) return undefined;
+  return callUsageOf(
+    Number(payload.name.slice('decide:'.length)),
+    payload.result as unknown as ModelResponse,
+  );
+}
+
+/** One call's usage, from its recorded response. */
+export function callUsageOf(turn: number, response: ModelResponse): ModelCallUsage {
+  return {
+    turn,
+    provider: response.provider,
+    model: response.model,
+    ...(response.route === undefined ? {} : { route: response.route }),
+    inputTokens: response.usage.inputTokens,
+    outputTokens: response.usage.outputTokens,
+    cachedInputTokens: response.usage.cachedInputTokens,
+    costUsd: response.costUsd,
+    latencyMs: response.latencyMs,
+    fallbacks: response.fallbacks ?? [],
+  };
+}
 
 /**
  * A run's state while it is driven: the finished turns (frozen as they finish, loaded once per
@@ -15,26 +100,26 @@ export type RunOutput = Omit<RunResult, 'runId'>;
  */
 export class RunMemory {
   private readonly turns: TurnView[] = [];
-  private readonly usage: UsageTotals = {
-    modelCalls: 0,
-    inputTokens: 0,
-    outputTokens: 0,
-    cachedInputTokens: 0,
-    costUsd: 0,
-    costUnknownCalls: 0,
-  };
+  private readonly usage: UsageTotals = noUsage();
+  /** The agent's input, deep-frozen once per start or resume: no consumer can change it for another. */
+  readonly input: JsonValue;
   private lastCall = '';
   private repeats = 0;
   private failuresInARow = 0;
 
   constructor(
     readonly runId: string,
-    readonly input: JsonValue,
-  ) {}
+    input: JsonValue,
+  ) {
+    this.input = deepFreeze(structuredClone(input));
+  }
 
-  /** The finished turns as the renderer wants them. */
-  get history(): readonly HistoryStep[] {
-    return this.turns;
+  /**
+   * The finished turns as the renderer wants them: a new array per call (its turns are frozen),
+   * so a prompt function that edits it changes nothing for the policy, the store or a later turn.
+   */
+  get history(): HistoryStep[] {
+    return this.turns.slice();
   }
 
   get decidedTurns(): number {
@@ -51,14 +136,9 @@ export class RunMemory {
     });
   }
 
-  addUsage(response: ModelResponse): void {
-    const u = this.usage;
-    u.modelCalls += 1;
-    u.inputTokens += response.usage.inputTokens ?? 0;
-    u.outputTokens += response.usage.outputTokens ?? 0;
-    u.cachedInputTokens += response.usage.cachedInputTokens ?? 0;
-    if (response.costUsd === null) u.costUnknownCalls += 1;
-    else u.costUsd += response.costUsd;
+  /** Counts one model call (the answer of `turn`). */
+  addUsage(turn: number, response: ModelResponse): void {
+    addCall(this.usage, callUsageOf(turn, response));
   }
 
   /** Tokens (input + output) and known cost so far. */
