@@ -23,3 +23,4 @@ export {
   type SnapshotStoreHarness,
   snapshotStoreConformance,
 } from './testing/snapshot-store-conformance.js';
+export { listenerProcessId, listeningChannels, storedRows } from './testing/store-hooks.js';

@@ -4,6 +4,7 @@ import { InMemoryLeaseStore } from '../store/memory/in-memory-lease-store.js';
 import { InMemorySnapshotStore } from '../store/memory/in-memory-snapshot-store.js';
 import { ManualClock } from '../testing/manual-clock.js';
 import { runtimeConformance } from '../testing/runtime-conformance.js';
+import { storedRows } from '../testing/store-hooks.js';
 import { createKernelRuntime } from './runtime.js';
 
 runtimeConformance('memory', async () => {
@@ -14,7 +15,7 @@ runtimeConformance('memory', async () => {
     leases: new InMemoryLeaseStore({ clock }),
     snapshots: new InMemorySnapshotStore(),
     clock,
-    countRows: async (executionId) => store.rowsForTesting(executionId).length,
+    countRows: async (executionId) => storedRows(store, executionId).length,
     close: () => store.close(),
   };
 });

@@ -11,6 +11,7 @@ import type { Flow } from '../../src/index.js';
 import { createKernelRuntime } from '../../src/kernel.js';
 import { PostgresEventStore } from '../../src/postgres.js';
 import { bucketOf, channelName } from '../../src/store/postgres/notify-bucket.js';
+import { listenerProcessId, listeningChannels } from '../../src/testing/store-hooks.js';
 import { pgTestUrl, useThrowawaySchemas } from '../support/throwaway-schemas.js';
 
 const db = useThrowawaySchemas();
@@ -97,8 +98,8 @@ describe('Postgres notifications after commit (ADR 0028)', () => {
     );
     try {
       const all = Array.from({ length: 16 }, (_, bucket) => channelName(schema, bucket)).sort();
-      await waitFor(() => follower.listenerProcessIdForTesting() !== undefined, 'the listener');
-      expect(await follower.listeningChannelsForTesting()).toEqual(all);
+      await waitFor(() => listenerProcessId(follower) !== undefined, 'the listener');
+      expect(await listeningChannels(follower)).toEqual(all);
       const stats = await runWriter(schema, 'wake', executions, events);
       expect(stats.appends).toBe(executions * events);
       expect(stats.notifyFailures).toBe(0);
@@ -152,8 +153,8 @@ describe('Postgres notifications after commit (ADR 0028)', () => {
       const result = runtime.attach('remote-1').result();
       // The wait is LISTENing (its bucket) before the other node is told to go.
       const bucket = channelName(schema, bucketOf('remote-1', 16));
-      await waitFor(() => store.listenerProcessIdForTesting() !== undefined, 'the listener');
-      expect(await store.listeningChannelsForTesting()).toContain(bucket);
+      await waitFor(() => listenerProcessId(store) !== undefined, 'the listener');
+      expect(await listeningChannels(store)).toContain(bucket);
       const heardBefore = store.stats.notifications;
       node.stdin.end('go\n');
       let timer: NodeJS.Timeout | undefined;

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { eventStoreConformance } from '../../testing/event-store-conformance.js';
 import { ManualClock } from '../../testing/manual-clock.js';
 import { sameProcessPeer } from '../../testing/same-process-peer.js';
+import { storedRows } from '../../testing/store-hooks.js';
 import { InMemoryEventStore } from './in-memory-event-store.js';
 
 let shared: InMemoryEventStore;
@@ -13,9 +14,9 @@ eventStoreConformance('memory', async () => {
     store,
     // One process, one heap: the "other handle" is a view on the same store that closes alone.
     openPeer: async () => sameProcessPeer(store),
-    countRows: async (executionId) => shared.rowsForTesting(executionId).length,
+    countRows: async (executionId) => storedRows(shared, executionId).length,
     tamper: async (executionId, sequence, payloadText) => {
-      const row = shared.rowsForTesting(executionId)[sequence];
+      const row = storedRows(shared, executionId)[sequence];
       if (row !== undefined) row.payloadText = payloadText;
     },
     close: () => store.close(),

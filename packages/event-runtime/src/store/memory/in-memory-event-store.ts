@@ -40,6 +40,7 @@ import { findExecutionsOptions, readAllOptions, readOptions } from '../../intern
 import { storeClosed } from '../../internal/store-errors.js';
 import { StoreSubscriptions } from '../../internal/store-subscriptions.js';
 import { rowToEvent, type StoredRow, storedRowOf } from '../../internal/stored-row.js';
+import { storedRowsHook } from '../../internal/test-hooks.js';
 import { verifyRows } from '../../internal/verify-rows.js';
 
 export interface InMemoryEventStoreOptions {
@@ -236,8 +237,8 @@ export class InMemoryEventStore implements EventStore {
     await this.subscriptions.closeAll();
   }
 
-  /** Test hook: the stored rows of an execution, to prove `verify` catches tampering. */
-  rowsForTesting(executionId: string): StoredRow[] {
+  /** Test hook (`storedRows` of `/testing`): an execution's stored rows, for tamper tests. */
+  [storedRowsHook](executionId: string): StoredRow[] {
     return this.executions.get(executionId) ?? [];
   }
 

@@ -5,6 +5,7 @@ import type { EventEnvelope, StoredEvent } from '../../envelope.js';
 import { ErrorCode, type LoomError } from '../../errors.js';
 import { eventHash } from '../../internal/hash-chain.js';
 import { eventStoreConformance, freshId } from '../../testing/event-store-conformance.js';
+import { listenerProcessId, listeningChannels } from '../../testing/store-hooks.js';
 import { migrate } from './migrate.js';
 import { latestSchemaVersion, postgresMigrations } from './migrations/migration-list.js';
 import { bucketOf, channelName } from './notify-bucket.js';
@@ -279,19 +280,19 @@ describe('PostgresEventStore: on a migrated schema', () => {
       const bucket = channelName(schema, bucketOf(id, 8));
       const one = own.subscribe({ executionId: id }, () => {});
       const same = own.subscribe({ executionId: id, fromSequence: 3 }, () => {});
-      await waitFor(() => own.listenerProcessIdForTesting() !== undefined, 'the listener');
-      expect(await own.listeningChannelsForTesting()).toEqual([bucket]);
+      await waitFor(() => listenerProcessId(own) !== undefined, 'the listener');
+      expect(await listeningChannels(own)).toEqual([bucket]);
       const global = own.subscribe({}, () => {});
       const all = Array.from({ length: 8 }, (_, index) => channelName(schema, index)).sort();
-      expect(await own.listeningChannelsForTesting()).toEqual(all);
-      const pid = own.listenerProcessIdForTesting();
+      expect(await listeningChannels(own)).toEqual(all);
+      const pid = listenerProcessId(own);
       await global.close();
-      expect(await own.listeningChannelsForTesting()).toEqual([bucket]);
+      expect(await listeningChannels(own)).toEqual([bucket]);
       await one.close();
-      expect(await own.listeningChannelsForTesting()).toEqual([bucket]);
+      expect(await listeningChannels(own)).toEqual([bucket]);
       await same.close();
-      expect(await own.listeningChannelsForTesting()).toEqual([]);
-      expect(own.listenerProcessIdForTesting()).toBe(pid);
+      expect(await listeningChannels(own)).toEqual([]);
+      expect(listenerProcessId(own)).toBe(pid);
     } finally {
       await own.close();
     }
@@ -310,13 +311,13 @@ describe('PostgresEventStore: on a migrated schema', () => {
       for (const event of events) seen.push(event.sequence);
     });
     try {
-      await waitFor(() => follower.listenerProcessIdForTesting() !== undefined, 'the listener');
+      await waitFor(() => listenerProcessId(follower) !== undefined, 'the listener');
       await writer.append(range(id, 0, 2));
       await waitFor(() => seen.length === 2, 'notified events');
-      const pid = follower.listenerProcessIdForTesting();
+      const pid = listenerProcessId(follower);
       await db.admin.query('SELECT pg_terminate_backend($1)', [pid]);
       await waitFor(
-        () => ![undefined, pid].includes(follower.listenerProcessIdForTesting()),
+        () => ![undefined, pid].includes(listenerProcessId(follower)),
         'a new listener connection',
       );
       await writer.append(range(id, 2, 1));

@@ -38,6 +38,7 @@ import {
 } from '../../internal/store-errors.js';
 import { StoreSubscriptions } from '../../internal/store-subscriptions.js';
 import { rowToEvent, type StoredRow } from '../../internal/stored-row.js';
+import { listenerHook } from '../../internal/test-hooks.js';
 import { verifyRows } from '../../internal/verify-rows.js';
 import type { LeaseStore } from '../../lease-store.js';
 import { Limits } from '../../limits.js';
@@ -469,14 +470,16 @@ export class PostgresEventStore implements TransactionalEventStore {
     };
   }
 
-  /** Test hook: the channels the listener connection LISTENs to, as the server reports them. */
-  listeningChannelsForTesting(): Promise<string[]> {
-    return this.notifications.listeningChannels();
-  }
-
-  /** Test hook: the server pid of the listener connection (to kill it), if connected. */
-  listenerProcessIdForTesting(): number | undefined {
-    return this.notifications.listenerProcessId;
+  /**
+   * Test hook (`listeningChannels`, `listenerProcessId` of `/testing`): the channels the listener
+   * connection LISTENs to, as the server reports them, and its server pid (to kill it).
+   */
+  [listenerHook](): { channels(): Promise<string[]>; processId: number | undefined } {
+    const { notifications } = this;
+    return {
+      channels: () => notifications.listeningChannels(),
+      processId: notifications.listenerProcessId,
+    };
   }
 
   /**
