@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { JsonValue, StoredEvent } from '../envelope.js';
-import { ErrorCode, type LoomError } from '../errors.js';
+import { ErrorCode, isLoomError, type LoomError } from '../errors.js';
 import type { ExecutionFailedFields } from '../runtime/execution-outcome.js';
 import type { Flow } from '../runtime/flow.js';
 import type { StepAttemptFailedPayload } from '../runtime/kernel-events.js';
@@ -18,7 +18,9 @@ import type { RuntimeHarness } from './runtime-conformance.js';
  * Settles `promise` while firing the harness clock's timers (backoffs waited in memory), giving
  * real I/O (SQLite, Postgres) time between rounds; fails after `roundsMax` rounds.
  */
-async function drive<T>(harness: RuntimeHarness, promise: Promise<T>, roundsMax = 2_000) {
+// Up to 10,000 rounds of at least 2 ms each: a deadline of 20 s or more of real time, for a
+// loaded machine where the store's first connection (and the node claim) takes seconds.
+async function drive<T>(harness: RuntimeHarness, promise: Promise<T>, roundsMax = 10_000) {
   let settled = false;
   const watched = promise.finally(() => {
     settled = true;
@@ -38,7 +40,11 @@ async function rejection(promise: Promise<unknown>): Promise<LoomError> {
     (value) => {
       throw new Error(`expected a rejection, got ${JSON.stringify(value)}`);
     },
-    (error: unknown) => error as LoomError,
+    (error: unknown) => {
+      // A plain Error here is the test's own deadline (or a bug): show it, not `fields` missing.
+      if (!isLoomError(error)) throw error;
+      return error;
+    },
   );
 }
 
