@@ -3,7 +3,7 @@ import type { Runtime } from '@loom/workflow-runtime';
 import type { AgentStream } from './agent-event.js';
 import type { Approval, ApprovalDecision, Resolution } from './approval.js';
 import type { Agent } from './define-agent.js';
-import { ErrorCode, LoomError } from './errors.js';
+import { AgentErrorCode, LoomError } from './errors.js';
 import { AgentEventStream } from './internal/agent-event-stream.js';
 import { agentRun, RecordName } from './internal/agent-flow.js';
 import { FlowHost, type HostedFlow, hostedFlow } from './internal/flow-host.js';
@@ -73,9 +73,13 @@ export class AgentRuntime {
     for (const agent of options.agents) {
       const name = agentFlowName(agent);
       if (this.flows.has(name)) {
-        throw new LoomError(ErrorCode.INVALID_ARGUMENT, `two agents are named '${agent.name}'`, {
-          agent: agent.name,
-        });
+        throw new LoomError(
+          AgentErrorCode.INVALID_ARGUMENT,
+          `two agents are named '${agent.name}'`,
+          {
+            agent: agent.name,
+          },
+        );
       }
       const flow = hostedFlow(name, agent.version, agentRun(agent, notify, this.live));
       this.flows.set(name, flow);
@@ -96,7 +100,7 @@ export class AgentRuntime {
     const flow = this.flows.get(agentFlowName(agent));
     if (flow === undefined) {
       throw new LoomError(
-        ErrorCode.AGENT_NOT_REGISTERED,
+        AgentErrorCode.AGENT_NOT_REGISTERED,
         `agent '${agent.name}' is not registered with this agent runtime: pass it in createAgentRuntime({ agents })`,
         { agent: agent.name },
       );
@@ -151,7 +155,9 @@ export class AgentRuntime {
   async approvals(runId: string): Promise<Approval[]> {
     const events = await this.host.read(runId);
     if (events.length === 0) {
-      throw new LoomError(ErrorCode.RUN_NOT_FOUND, `no run '${runId}' in this store`, { runId });
+      throw new LoomError(AgentErrorCode.RUN_NOT_FOUND, `no run '${runId}' in this store`, {
+        runId,
+      });
     }
     const signals = await this.host.readSignals(runId);
     const decisions = new Map<string, ApprovalDecision>();
@@ -200,7 +206,7 @@ export class AgentRuntime {
       const kind = options.resolution.kind;
       if (approval.kind !== 'interrupted_side_effect' || (kind !== 'rerun' && kind !== 'record')) {
         throw new LoomError(
-          ErrorCode.INVALID_RESOLUTION,
+          AgentErrorCode.INVALID_RESOLUTION,
           approval.kind === 'interrupted_side_effect'
             ? `a resolution is { kind: 'rerun' } or { kind: 'record', output }, got ${JSON.stringify(options.resolution)}`
             : `approval ${approvalId} is a tool_call approval: it takes no resolution (only interrupted_side_effect approvals do)`,
@@ -245,7 +251,9 @@ export class AgentRuntime {
   async questions(runId: string): Promise<Question[]> {
     const events = await this.host.read(runId);
     if (events.length === 0) {
-      throw new LoomError(ErrorCode.RUN_NOT_FOUND, `no run '${runId}' in this store`, { runId });
+      throw new LoomError(AgentErrorCode.RUN_NOT_FOUND, `no run '${runId}' in this store`, {
+        runId,
+      });
     }
     const answers = new Map<string, Answer>();
     for (const signal of await this.host.readSignals(runId)) {
@@ -281,7 +289,7 @@ export class AgentRuntime {
   async answer(questionId: string, options: { by: string; text: string }): Promise<void> {
     if (typeof options?.by !== 'string' || options.by === '' || typeof options.text !== 'string') {
       throw new LoomError(
-        ErrorCode.INVALID_ARGUMENT,
+        AgentErrorCode.INVALID_ARGUMENT,
         'an answer needs { by: "name", text: "the answer" }',
         { questionId },
       );
@@ -292,13 +300,13 @@ export class AgentRuntime {
         ? undefined
         : (await this.questions(questionId.slice(0, cut))).find((q) => q.id === questionId);
     if (question === undefined) {
-      throw new LoomError(ErrorCode.QUESTION_NOT_FOUND, `no question '${questionId}'`, {
+      throw new LoomError(AgentErrorCode.QUESTION_NOT_FOUND, `no question '${questionId}'`, {
         questionId,
       });
     }
     if (question.status !== 'pending') {
       throw new LoomError(
-        ErrorCode.QUESTION_NOT_PENDING,
+        AgentErrorCode.QUESTION_NOT_PENDING,
         `question '${questionId}' was answered by ${question.answer?.by}`,
         { questionId },
       );
@@ -308,7 +316,7 @@ export class AgentRuntime {
     const sent = await this.host.signal(question.runId, name, answer as unknown as JsonValue, name);
     if (sent.duplicate) {
       throw new LoomError(
-        ErrorCode.QUESTION_NOT_PENDING,
+        AgentErrorCode.QUESTION_NOT_PENDING,
         `question '${questionId}' was answered by someone else a moment ago`,
         { questionId },
       );
@@ -370,35 +378,39 @@ export class AgentRuntime {
     options: { by: string; requestHash?: string },
   ): Promise<Approval> {
     if (typeof options?.by !== 'string' || options.by.length === 0) {
-      throw new LoomError(ErrorCode.INVALID_ARGUMENT, 'say who decides: { by: "name" }', {
+      throw new LoomError(AgentErrorCode.INVALID_ARGUMENT, 'say who decides: { by: "name" }', {
         approvalId,
       });
     }
     const cut = typeof approvalId === 'string' ? approvalId.lastIndexOf('~') : -1;
     if (cut <= 0) {
-      throw new LoomError(ErrorCode.APPROVAL_NOT_FOUND, `'${approvalId}' is not an approval id`, {
-        approvalId,
-      });
+      throw new LoomError(
+        AgentErrorCode.APPROVAL_NOT_FOUND,
+        `'${approvalId}' is not an approval id`,
+        {
+          approvalId,
+        },
+      );
     }
     const approvals = await this.approvals(approvalId.slice(0, cut));
     const approval = approvals.find((a) => a.id === approvalId);
     if (approval === undefined) {
       throw new LoomError(
-        ErrorCode.APPROVAL_NOT_FOUND,
+        AgentErrorCode.APPROVAL_NOT_FOUND,
         `no approval '${approvalId}' in the log of its run`,
         { approvalId },
       );
     }
     if (approval.status !== 'pending') {
       throw new LoomError(
-        ErrorCode.APPROVAL_NOT_PENDING,
+        AgentErrorCode.APPROVAL_NOT_PENDING,
         `approval '${approvalId}' is ${approval.status}${approval.decision === undefined ? '' : ` (by ${approval.decision.by})`}`,
         { approvalId, status: approval.status },
       );
     }
     if (options.requestHash !== undefined && options.requestHash !== approval.requestHash) {
       throw new LoomError(
-        ErrorCode.APPROVAL_REQUEST_CHANGED,
+        AgentErrorCode.APPROVAL_REQUEST_CHANGED,
         `approval '${approvalId}' is for another request than the one decided on: read the approval again and decide on what it asks now`,
         { approvalId, expected: options.requestHash, actual: approval.requestHash },
       );
@@ -418,7 +430,7 @@ export class AgentRuntime {
     );
     if (sent.duplicate) {
       throw new LoomError(
-        ErrorCode.APPROVAL_NOT_PENDING,
+        AgentErrorCode.APPROVAL_NOT_PENDING,
         `approval '${approval.id}' was decided by someone else a moment ago`,
         { approvalId: approval.id, status: 'decided' },
       );

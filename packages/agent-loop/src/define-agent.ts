@@ -2,7 +2,7 @@ import type { JsonValue } from '@loom/event-runtime';
 import type { ModelProvider, ToolSpec } from '@loom/reasoning';
 import type { BlueprintNode, HistoryStep } from '@loom/render';
 import type { Tool } from './define-tool.js';
-import { ErrorCode, LoomError } from './errors.js';
+import { AgentErrorCode, LoomError } from './errors.js';
 import { defaultPolicy, type Policy } from './policy.js';
 
 /** Default turns a run may decide before it ends with `limit_steps`. */
@@ -109,7 +109,7 @@ export function defaultPrompt(parts: PromptParts): BlueprintNode {
 function positive(agent: string, option: string, value: number): number {
   if (!Number.isSafeInteger(value) || value < 1) {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      AgentErrorCode.INVALID_ARGUMENT,
       `agent '${agent}': ${option} must be a whole number ≥ 1, got ${value}`,
       { agent, option, actual: value },
     );
@@ -121,7 +121,7 @@ function budget(agent: string, value: number | undefined): number {
   if (value === undefined) return Number.POSITIVE_INFINITY;
   if (typeof value !== 'number' || !(value > 0)) {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      AgentErrorCode.INVALID_ARGUMENT,
       `agent '${agent}': costUsdMax must be a number of USD above 0, got ${value}`,
       { agent, option: 'costUsdMax', actual: String(value) },
     );
@@ -143,13 +143,13 @@ export function defineAgent(definition: AgentDefinition): Agent {
   const { name } = definition;
   if (typeof name !== 'string' || !agentNamePattern.test(name)) {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      AgentErrorCode.INVALID_ARGUMENT,
       `an agent name must be 1 to 100 letters, digits or . _ - (starting with a letter or digit), got ${JSON.stringify(name)}`,
       { actual: String(name) },
     );
   }
   if (typeof definition.model?.generate !== 'function') {
-    throw new LoomError(ErrorCode.INVALID_ARGUMENT, `agent '${name}' needs a model provider`, {
+    throw new LoomError(AgentErrorCode.INVALID_ARGUMENT, `agent '${name}' needs a model provider`, {
       agent: name,
     });
   }
@@ -158,7 +158,7 @@ export function defineAgent(definition: AgentDefinition): Agent {
     const builtIn = tool.name === failToolName || tool.name === askHumanToolName;
     if (builtIn || tools.has(tool.name)) {
       throw new LoomError(
-        ErrorCode.INVALID_ARGUMENT,
+        AgentErrorCode.INVALID_ARGUMENT,
         builtIn
           ? `agent '${name}': '${tool.name}' is the name of a built-in tool; rename your tool`
           : `agent '${name}' has two tools named '${tool.name}'`,

@@ -1,6 +1,6 @@
 import type { JsonValue } from '@loom/event-runtime';
 import type { JsonSchema } from '@loom/reasoning';
-import { ErrorCode, LoomError } from './errors.js';
+import { AgentErrorCode, LoomError } from './errors.js';
 import {
   type CompiledInput,
   compileInput,
@@ -95,32 +95,32 @@ export function defineTool<S extends ToolInput, O extends JsonValue = JsonValue>
   const { name, description, sideEffect, run } = definition;
   if (typeof name !== 'string' || !toolNamePattern.test(name)) {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      AgentErrorCode.INVALID_ARGUMENT,
       `a tool name must be 1 to 64 letters, digits, '_' or '-', got ${JSON.stringify(name)}`,
       { actual: String(name) },
     );
   }
   if (typeof description !== 'string') {
-    throw new LoomError(ErrorCode.INVALID_ARGUMENT, `tool '${name}' needs a description`, {
+    throw new LoomError(AgentErrorCode.INVALID_ARGUMENT, `tool '${name}' needs a description`, {
       tool: name,
     });
   }
   if (!sideEffects.includes(sideEffect)) {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      AgentErrorCode.INVALID_ARGUMENT,
       `tool '${name}' declares side effect ${JSON.stringify(sideEffect)}; use one of ${sideEffects.join(', ')}`,
       { tool: name, actual: String(sideEffect) },
     );
   }
   if (typeof run !== 'function') {
-    throw new LoomError(ErrorCode.INVALID_ARGUMENT, `tool '${name}' has no run function`, {
+    throw new LoomError(AgentErrorCode.INVALID_ARGUMENT, `tool '${name}' has no run function`, {
       tool: name,
     });
   }
   const timeoutMs = definition.timeoutMs ?? toolTimeoutMsDefault;
   if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0) {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      AgentErrorCode.INVALID_ARGUMENT,
       `tool '${name}': timeoutMs must be a positive whole number of milliseconds, got ${timeoutMs}`,
       { tool: name, actual: timeoutMs },
     );

@@ -1,13 +1,10 @@
-import {
-  isLoomError as isKernelLoomError,
-  LoomError as KernelLoomError,
-} from '@loom/event-runtime';
+import { isLoomError, LoomError } from '@loom/event-runtime';
 
 /**
  * Stable error codes of `@loom/agent-loop`. Callers match on `code`, never on `instanceof`.
  * A code is never reused. The kernel's and the workflow layer's codes keep their meaning.
  */
-export const ErrorCode = {
+export const AgentErrorCode = {
   /** A bad argument: a tool or agent definition out of its documented domain, a bad option. */
   INVALID_ARGUMENT: 'INVALID_ARGUMENT',
   /** No run with this id (`fields.runId`), or it is not an agent run. */
@@ -36,16 +33,14 @@ export const ErrorCode = {
   RUN_FAILED: 'RUN_FAILED',
 } as const;
 
-/** One of the stable error codes in {@link ErrorCode}. */
-export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+/** One of the stable error codes in {@link AgentErrorCode}. */
+export type AgentErrorCode = (typeof AgentErrorCode)[keyof typeof AgentErrorCode];
 
 /** Structured facts an error carries (the kernel's shape). */
 export type { LoomErrorFields } from '@loom/event-runtime';
 
-/** The one error class of Loom (the kernel's), with this package's codes. */
-export class LoomError extends KernelLoomError<ErrorCode> {}
-
-/** True when `error` is a {@link LoomError}, optionally with `code` (works across package copies). */
-export function isLoomError(error: unknown, code?: ErrorCode): error is LoomError {
-  return isKernelLoomError(error, code);
-}
+/**
+ * Loom's one error class and its matcher, re-exported from `@loom/event-runtime` (the same class,
+ * not a copy): this package's errors are `LoomError`s with the codes above.
+ */
+export { isLoomError, LoomError };

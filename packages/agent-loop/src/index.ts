@@ -38,7 +38,7 @@ export {
   type ToolInputOf,
   toolTimeoutMsDefault,
 } from './define-tool.js';
-export { ErrorCode, isLoomError, LoomError, type LoomErrorFields } from './errors.js';
+export { AgentErrorCode, isLoomError, LoomError, type LoomErrorFields } from './errors.js';
 export { defaultPolicy, type Policy, type PolicyDecision, type ToolRequest } from './policy.js';
 export type { Answer, Question } from './question.js';
 export type { ModelCallUsage, RunResult, TerminalReason, UsageTotals } from './run-result.js';

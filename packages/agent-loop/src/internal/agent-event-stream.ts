@@ -1,6 +1,6 @@
 import type { Clock, StoredEvent } from '@loom/event-runtime';
 import type { AgentEvent, AgentStream } from '../agent-event.js';
-import { ErrorCode, LoomError } from '../errors.js';
+import { AgentErrorCode, LoomError } from '../errors.js';
 import type { LiveText } from './live-text.js';
 import { RunEventDecoder } from './run-event-decoder.js';
 
@@ -150,7 +150,7 @@ export class AgentEventStream implements AgentStream {
       const error = (event.payload as { error?: { message?: unknown } }).error;
       this.fail(
         new LoomError(
-          ErrorCode.RUN_FAILED,
+          AgentErrorCode.RUN_FAILED,
           `run '${this.runId}' ended without an agent result (${event.type}${typeof error?.message === 'string' ? `: ${error.message}` : ''}): read its log with the flow runtime to see why`,
           { runId: this.runId, eventType: event.type },
         ),

@@ -1,6 +1,6 @@
 import { type Schema, Validator } from '@cfworker/json-schema';
 import type { JsonSchema } from '@loom/reasoning';
-import { ErrorCode, LoomError } from '../errors.js';
+import { AgentErrorCode, LoomError } from '../errors.js';
 
 /** The parts of Standard Schema v1 (https://standardschema.dev) this package reads. */
 export interface StandardSchemaLike {
@@ -64,7 +64,7 @@ export function compileInput(
     if (schema === undefined) {
       if (standard.jsonSchema === undefined) {
         throw new LoomError(
-          ErrorCode.INVALID_ARGUMENT,
+          AgentErrorCode.INVALID_ARGUMENT,
           `tool '${tool}': its ${standard.vendor} schema cannot convert itself to JSON Schema (no Standard JSON Schema support): pass the JSON Schema the model should see as 'jsonSchema'`,
           { tool },
         );
@@ -95,7 +95,7 @@ export function compileInput(
   }
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      AgentErrorCode.INVALID_ARGUMENT,
       `tool '${tool}': 'input' must be a Standard Schema (zod, valibot, arktype, …) or a JSON Schema object`,
       { tool },
     );
@@ -107,7 +107,7 @@ export function compileInput(
     validator = new Validator(schema, declared ?? '2020-12', false);
   } catch (cause) {
     throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
+      AgentErrorCode.INVALID_ARGUMENT,
       `tool '${tool}': its JSON Schema does not compile: ${(cause as Error).message}`,
       { tool },
       cause,
