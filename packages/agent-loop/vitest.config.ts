@@ -7,5 +7,6 @@ export default defineConfig({
     hookTimeout: 30_000,
     // The kill matrices spawn child processes; a few at a time on a small shared machine.
     maxConcurrency: 3,
+    reporters: ['default', ['json', { outputFile: '.vitest-report.json' }]],
   },
 });

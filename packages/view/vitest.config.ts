@@ -5,5 +5,6 @@ export default defineConfig({
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
     testTimeout: 180_000,
     hookTimeout: 180_000,
+    reporters: ['default', ['json', { outputFile: '.vitest-report.json' }]],
   },
 });
