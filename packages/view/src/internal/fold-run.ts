@@ -79,7 +79,21 @@ export function foldRun(
   // Open entries by kind and index: a later event of the same index closes them.
   const open = new Map<string, { entry: TimelineEntry; at: number }>();
   let agent = false;
-  const openEntry = (key: string, entry: TimelineEntry) => {
+  // A new timeline entry, open from `event` on: the fields every kind shares, then its own.
+  const openEntry = (
+    key: string,
+    event: { at: number; sequence: number },
+    fields: Pick<TimelineEntry, 'kind' | 'name' | 'index'> & Partial<TimelineEntry>,
+  ) => {
+    const entry: TimelineEntry = {
+      status: 'open',
+      startedAtMs: event.at,
+      endedAtMs: null,
+      durationMs: null,
+      sequence: event.sequence,
+      failedAttempts: 0,
+      ...fields,
+    };
     folded.timeline.push(entry);
     open.set(key, { entry, at: folded.timeline.length - 1 });
   };
@@ -114,16 +128,10 @@ export function foldRun(
         folded.steps += 1;
         const name = text(p.name) ?? '';
         const role = agent ? agentRoles.find(([prefix]) => name.startsWith(prefix)) : undefined;
-        openEntry(stepKey, {
+        openEntry(stepKey, event, {
           kind: 'step',
           name,
           index,
-          status: 'open',
-          startedAtMs: event.at,
-          endedAtMs: null,
-          durationMs: null,
-          sequence: event.sequence,
-          failedAttempts: 0,
           ...(role === undefined
             ? {}
             : { agentRole: role[1], agentKey: name.slice(role[0].length) }),
@@ -149,16 +157,10 @@ export function foldRun(
         close(`step:${index}`, event.at, { status: 'failed', error: errorOf(p.error).message });
         break;
       case EventType.timerScheduled:
-        openEntry(`timer:${index}`, {
+        openEntry(`timer:${index}`, event, {
           kind: 'sleep',
           name: text(p.name) ?? '',
           index,
-          status: 'open',
-          startedAtMs: event.at,
-          endedAtMs: null,
-          durationMs: null,
-          sequence: event.sequence,
-          failedAttempts: 0,
           dueAtMs: num(p.wakeAtMs) ?? null,
         });
         break;
@@ -166,16 +168,10 @@ export function foldRun(
         close(`timer:${index}`, event.at, { status: 'completed' });
         break;
       case EventType.signalWaiting:
-        openEntry(`wait:${index}`, {
+        openEntry(`wait:${index}`, event, {
           kind: 'wait',
           name: text(p.name) ?? '',
           index,
-          status: 'open',
-          startedAtMs: event.at,
-          endedAtMs: null,
-          durationMs: null,
-          sequence: event.sequence,
-          failedAttempts: 0,
           dueAtMs: num(p.timeoutAtMs) ?? null,
         });
         break;
@@ -192,16 +188,10 @@ export function foldRun(
         close(`wait:${index}`, event.at, { status: 'timed_out' });
         break;
       case EventType.childStarted:
-        openEntry(`child:${index}`, {
+        openEntry(`child:${index}`, event, {
           kind: 'child',
           name: text(p.name) ?? '',
           index,
-          status: 'open',
-          startedAtMs: event.at,
-          endedAtMs: null,
-          durationMs: null,
-          sequence: event.sequence,
-          failedAttempts: 0,
           childId: text(p.childId) ?? '',
         });
         break;
