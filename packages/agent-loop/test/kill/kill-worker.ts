@@ -9,14 +9,8 @@ import { appendFileSync } from 'node:fs';
 import type { EventStore } from '@loom/event-runtime';
 import { StubModel } from '@loom/reasoning';
 import { createRuntime } from '@loom/workflow-runtime';
-import {
-  type Approval,
-  createAgentRuntime,
-  defineAgent,
-  defineTool,
-  type RunResult,
-  type SideEffect,
-} from '../../src/index.js';
+import { createAgentRuntime, defineAgent, defineTool, type SideEffect } from '../../src/index.js';
+import { decidePending, liveOneLife } from './worker-life.js';
 
 const env = process.env as Record<string, string | undefined>;
 const runId = env.KILL_RUN_ID as string;
@@ -82,50 +76,8 @@ const agents = createAgentRuntime({
   },
 });
 
-async function pendingApproval(): Promise<Approval | undefined> {
-  try {
-    return (await agents.approvals(runId)).find((a) => a.status === 'pending');
-  } catch {
-    return undefined;
-  }
-}
-
-if (env.KILL_RESOLVE !== undefined) {
-  const pending = await pendingApproval();
-  if (pending === undefined) throw new Error('KILL_RESOLVE set but no approval is pending');
-  const resolution = JSON.parse(env.KILL_RESOLVE);
-  if (resolution.kind === 'reject') {
-    await agents.reject(pending.id, { by: 'kill-test', requestHash: pending.requestHash });
-  } else {
-    await agents.approve(pending.id, {
-      by: 'kill-test',
-      resolution,
-      requestHash: pending.requestHash,
-    });
-  }
-}
-
-await flows.recover();
-await flows.wakeDue();
-const result = (
-  await flows.status(runId).then(
-    () => agents.attach(runId),
-    () => agents.start(agent, 'do it', { runId }),
-  )
-).result();
-
-const deadline = Date.now() + 30_000;
-let outcome: string | undefined;
-void result.then((r: RunResult) => {
-  outcome ??= `result ${JSON.stringify(r)}`;
-});
-while (outcome === undefined) {
-  if (Date.now() > deadline) throw new Error('the run neither ended nor waited within 30 s');
-  await new Promise((resolve) => setTimeout(resolve, 25));
-  const pending = await pendingApproval();
-  if (pending !== undefined && outcome === undefined)
-    outcome = `approval ${JSON.stringify(pending)}`;
-}
+if (env.KILL_RESOLVE !== undefined) await decidePending(agents, runId, env.KILL_RESOLVE);
+const outcome = await liveOneLife(flows, agents, agent, runId);
 process.stdout.write(`${outcome}\n`);
 await flows.shutdown();
 await close();

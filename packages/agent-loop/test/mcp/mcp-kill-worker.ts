@@ -11,8 +11,9 @@ import { createRuntime } from '@loom/workflow-runtime';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { type Approval, createAgentRuntime, defineAgent, type RunResult } from '../../src/index.js';
+import { createAgentRuntime, defineAgent } from '../../src/index.js';
 import { mcpTools } from '../../src/mcp/index.js';
+import { decidePending, liveOneLife } from '../kill/worker-life.js';
 import { serverScript } from './mcp-test-support.js';
 
 const env = process.env as Record<string, string | undefined>;
@@ -67,45 +68,8 @@ const store = SqliteEventStore.open({ path: env.KILL_DB as string, migrate: true
 const flows = createRuntime({ store, recoverQuietMs: 0, timerPollMs: 20 });
 const agents = createAgentRuntime({ flows, agents: [agent] });
 
-async function pendingApproval(): Promise<Approval | undefined> {
-  try {
-    return (await agents.approvals(runId)).find((a) => a.status === 'pending');
-  } catch {
-    return undefined;
-  }
-}
-
-if (env.KILL_RESOLVE !== undefined) {
-  const pending = await pendingApproval();
-  if (pending === undefined) throw new Error('KILL_RESOLVE set but no approval is pending');
-  await agents.approve(pending.id, {
-    by: 'kill-test',
-    resolution: JSON.parse(env.KILL_RESOLVE),
-    requestHash: pending.requestHash,
-  });
-}
-
-await flows.recover();
-await flows.wakeDue();
-const result = (
-  await flows.status(runId).then(
-    () => agents.attach(runId),
-    () => agents.start(agent, 'do it', { runId }),
-  )
-).result();
-
-const deadline = Date.now() + 30_000;
-let outcome: string | undefined;
-void result.then((r: RunResult) => {
-  outcome ??= `result ${JSON.stringify(r)}`;
-});
-while (outcome === undefined) {
-  if (Date.now() > deadline) throw new Error('the run neither ended nor waited within 30 s');
-  await new Promise((resolve) => setTimeout(resolve, 25));
-  const pending = await pendingApproval();
-  if (pending !== undefined && outcome === undefined)
-    outcome = `approval ${JSON.stringify(pending)}`;
-}
+if (env.KILL_RESOLVE !== undefined) await decidePending(agents, runId, env.KILL_RESOLVE);
+const outcome = await liveOneLife(flows, agents, agent, runId);
 process.stdout.write(`${outcome}\n`);
 await flows.shutdown();
 await store.close();
