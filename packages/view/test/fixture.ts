@@ -88,6 +88,22 @@ export async function eventually<T>(probe: () => Promise<T | undefined>, what: s
   }
 }
 
+/** Settles `result` while asking `flows` to wake due executions (bounded: real time, 10 s). */
+async function waking<T>(flows: Runtime, result: Promise<T>): Promise<T> {
+  let settled = false;
+  const tracked = result.finally(() => {
+    settled = true;
+  });
+  const pause = () => new Promise((resolve) => setTimeout(resolve, 20));
+  const deadline = Date.now() + 10_000;
+  while (!settled) {
+    if (Date.now() > deadline) throw new Error('timed out waiting for a woken execution to settle');
+    await flows.wakeDue();
+    await Promise.race([tracked.catch(() => undefined), pause()]);
+  }
+  return tracked;
+}
+
 /**
  * Runs every kind of execution the view shows: a completed two-step order, a failed charge, a
  * flow waiting for a signal (twice: one to signal, one to cancel), a parent with a child, and an
@@ -105,7 +121,9 @@ export async function populate({ flows, agents }: Running, backend: Backend): Pr
   await flows.start(waiting, null, { executionId: 'wait-signal' });
   await flows.start(waiting, null, { executionId: 'wait-cancel' });
   log('parent');
-  await (await flows.start(parent, null, { executionId: 'parent-1' })).result();
+  // Polling is off (timerPollMs 0): a parent that suspended on its child before the child ended
+  // wakes only when someone asks, as the tests do with `wakeDue()`.
+  await waking(flows, (await flows.start(parent, null, { executionId: 'parent-1' })).result());
   log('agent');
   await agents.start(mailer, 'mail ana', { runId: 'agent-1' });
   for (const id of ['wait-signal', 'wait-cancel', 'agent-1']) {
