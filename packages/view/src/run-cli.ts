@@ -1,4 +1,5 @@
 import { userInfo } from 'node:os';
+import type { Resolution } from '@loom/agent-loop';
 import type { DetailedExecutionStatus, JsonValue } from '@loom/event-runtime';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { isLoomError, LoomError, ViewErrorCode } from './errors.js';
@@ -51,18 +52,36 @@ function status(value: string): DetailedExecutionStatus {
   return value as DetailedExecutionStatus;
 }
 
-function parsePayload(text: string | undefined): JsonValue {
-  if (text === undefined) return null;
+function parseJson(text: string, path: 'payload' | 'record'): JsonValue {
   try {
     return JSON.parse(text) as JsonValue;
   } catch (error) {
+    const what = path === 'payload' ? 'the signal payload' : "--record's output";
     throw new LoomError(
       ViewErrorCode.INVALID_ARGUMENT,
-      `the signal payload must be JSON, got ${text}: quote it for the shell, e.g. '{"ok":true}' or '"text"'`,
-      { path: 'payload' },
+      `${what} must be JSON, got ${text}: quote it for the shell, e.g. '{"ok":true}' or '"text"'`,
+      { path },
       error,
     );
   }
+}
+
+function parsePayload(text: string | undefined): JsonValue {
+  return text === undefined ? null : parseJson(text, 'payload');
+}
+
+/** `--rerun` / `--record <json>` of `loom approve`: at most one, the recorded output as JSON. */
+function resolutionOf(options: { rerun?: boolean; record?: string }): Resolution | undefined {
+  if (options.rerun === true && options.record !== undefined) {
+    throw new LoomError(
+      ViewErrorCode.INVALID_ARGUMENT,
+      'give --rerun or --record <output>, not both: re-run the tool, or record what it did',
+      { path: 'resolution' },
+    );
+  }
+  if (options.rerun === true) return { kind: 'rerun' };
+  if (options.record === undefined) return undefined;
+  return { kind: 'record', output: parseJson(options.record, 'record') };
 }
 
 function json(value: unknown): string {
@@ -268,19 +287,34 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       .option('--note <text>', 'recorded with the decision');
     if (decision === 'reject')
       command.option('--end-run', 'end the run (approval_rejected) instead of telling the model');
+    else
+      command
+        .option(
+          '--rerun',
+          'interrupted_side_effect approvals: call the tool again (same idempotency key)',
+        )
+        .option(
+          '--record <output>',
+          'interrupted_side_effect approvals: do not call the tool; record this JSON as its output',
+        );
     command.action(
       async (
         approvalId: string,
-        options: { by?: string; note?: string; endRun?: boolean },
+        options: { by?: string; note?: string; endRun?: boolean; rerun?: boolean; record?: string },
         self: Command,
       ) => {
+        const resolution = resolutionOf(options);
         const operator = await openOperator({ db: globals(self).db ?? '' });
         try {
           const decided = {
             by: by(options.by),
             ...(options.note === undefined ? {} : { note: options.note }),
           };
-          if (decision === 'approve') await operator.approve(approvalId, decided);
+          if (decision === 'approve')
+            await operator.approve(approvalId, {
+              ...decided,
+              ...(resolution === undefined ? {} : { resolution }),
+            });
           else
             await operator.reject(approvalId, {
               ...decided,
