@@ -279,6 +279,22 @@ describe('the dashboard refuses what it must', () => {
     expect(notJson.body).toMatchObject({ error: { code: 'INVALID_ARGUMENT' } });
   });
 
+  it("approve passes an interrupted side effect's resolution to agent-loop, which checks it", async () => {
+    const [approval] = (await view.pendingApprovals()).filter((a) => a.runId === 'agent-2');
+    const reply = await http(
+      `${dashboard.url}api/approvals/${encodeURIComponent(approval?.id ?? '')}/approve`,
+      {
+        method: 'POST',
+        body: { resolution: { kind: 'rerun' } },
+        headers: { authorization: `Bearer ${dashboard.token}` },
+      },
+    );
+    // agent-2's approval is a tool_call approval: it takes no resolution.
+    expect(reply.status).toBe(400);
+    expect(reply.body).toMatchObject({ error: { code: 'INVALID_RESOLUTION' } });
+    expect((await view.pendingApprovals()).map((a) => a.id)).toContain(approval?.id);
+  });
+
   it('the page is served with a CSP that forbids inline script and framing', async () => {
     const reply = await http(dashboard.url);
     expect(reply.status).toBe(200);

@@ -1,5 +1,6 @@
 // The dashboard's HTTP surface: the page and its assets, the read API (runs, a run, its events,
 // approvals), a server-sent-events stream of changes, and the guarded mutations.
+import type { Resolution } from '@loom/agent-loop';
 import type { DetailedExecutionStatus, JsonValue } from '@loom/event-runtime';
 import { type Context, type Handler, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -284,8 +285,15 @@ export function dashboardApp(context: DashboardContext): Hono {
       const approvalId = idOf(c);
       const note = text(body, 'note');
       const decided = { by: by(body), ...(note === undefined ? {} : { note }) };
-      if (decision === 'approve') await operator().approve(approvalId, decided);
-      else {
+      if (decision === 'approve') {
+        // An interrupted side effect's resolution ({ kind: 'rerun' } | { kind: 'record', output })
+        // is checked by agent-loop (INVALID_RESOLUTION).
+        const resolution = body.resolution as Resolution | undefined;
+        await operator().approve(approvalId, {
+          ...decided,
+          ...(resolution === undefined || resolution === null ? {} : { resolution }),
+        });
+      } else {
         await operator().reject(approvalId, {
           ...decided,
           ...(body.endRun === true ? { endRun: true } : {}),
