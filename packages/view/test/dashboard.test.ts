@@ -85,11 +85,17 @@ describe('the dashboard in Chromium', () => {
   let dashboard: Dashboard;
   let browser: BrowserContext;
   let page: Page;
+  /** Script errors and console errors (a CSP violation is one): there must be none. */
+  const pageErrors: string[] = [];
 
   beforeAll(async () => {
     dashboard = await startDashboard({ db, port: 0, pollMs: 100 });
     browser = await openBrowser('chromium-profile');
     page = await browser.newPage();
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    page.on('console', (message) => {
+      if (message.type() === 'error') pageErrors.push(message.text());
+    });
     await page.goto(dashboard.urlWithToken);
   });
   afterAll(async () => {
@@ -201,6 +207,10 @@ describe('the dashboard in Chromium', () => {
     );
     // An ended run offers no cancel or signal.
     await page.waitForSelector('#actions', { state: 'hidden', timeout: waitMs });
+  });
+
+  it('the page ran without a script error or a CSP violation', () => {
+    expect(pageErrors).toEqual([]);
   });
 });
 

@@ -25,6 +25,7 @@ export function dashboardHtml(options: { readOnly: boolean }): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Loom dashboard</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/app.css">
 <script src="/app.js" defer></script>
 </head>
