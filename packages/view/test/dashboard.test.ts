@@ -12,6 +12,7 @@ import { openSqlite } from '@loom/event-runtime/sqlite';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Dashboard, openView, startDashboard, type View } from '../src/index.js';
+import { streamsMax } from '../src/internal/dashboard/dashboard-app.js';
 import { http, servingRuntime, until } from './dashboard-support.js';
 import { mailer, mailToken, populate, type Running, sentMails, waiting } from './fixture.js';
 
@@ -287,6 +288,11 @@ describe('the dashboard refuses what it must', () => {
     });
     expect(notJson.status).toBe(400);
     expect(notJson.body).toMatchObject({ error: { code: 'INVALID_ARGUMENT' } });
+    const badFrom = await http(`${dashboard.url}api/runs/order-7/events?from=abc`);
+    expect(badFrom.status).toBe(400);
+    expect(badFrom.body).toMatchObject({
+      error: { code: 'INVALID_ARGUMENT', fields: { path: 'from' } },
+    });
   });
 
   it("approve passes an interrupted side effect's resolution to agent-loop, which checks it", async () => {
@@ -311,6 +317,27 @@ describe('the dashboard refuses what it must', () => {
     expect(String(reply.headers['content-security-policy'])).toContain("script-src 'self'");
     expect(String(reply.headers['content-security-policy'])).toContain("frame-ancestors 'none'");
     expect(String(reply.body)).not.toContain(dashboard.token);
+  });
+});
+
+describe('event streams', () => {
+  it(`at most ${streamsMax} are open at once; the next is 503 LIMIT_EXCEEDED`, async () => {
+    const dashboard = await startDashboard({ db, port: 0, readOnly: true });
+    const controller = new AbortController();
+    try {
+      const open = await Promise.all(
+        Array.from({ length: streamsMax }, () =>
+          fetch(`${dashboard.url}api/stream`, { signal: controller.signal }),
+        ),
+      );
+      expect(open.map((r) => r.status)).toEqual(open.map(() => 200));
+      const refused = await http(`${dashboard.url}api/stream`);
+      expect(refused.status).toBe(503);
+      expect(refused.body).toMatchObject({ error: { code: 'LIMIT_EXCEEDED' } });
+    } finally {
+      controller.abort();
+      await dashboard.close();
+    }
   });
 });
 

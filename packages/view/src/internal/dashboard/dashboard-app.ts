@@ -1,7 +1,7 @@
 // The dashboard's HTTP surface: the page and its assets, the read API (runs, a run, its events,
 // approvals), a server-sent-events stream of changes, and the guarded mutations.
 import type { Resolution } from '@loom/agent-loop';
-import type { DetailedExecutionStatus, JsonValue } from '@loom/event-runtime';
+import { type DetailedExecutionStatus, ErrorCode, type JsonValue } from '@loom/event-runtime';
 import { type Context, type Handler, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { createMiddleware } from 'hono/factory';
@@ -169,9 +169,11 @@ export function dashboardApp(context: DashboardContext): Hono {
   app.get('/api/runs/:id', async (c) => c.json(await context.view.show(idOf(c))));
   app.get('/api/runs/:id/events', async (c) => {
     const from = c.req.query('from');
-    return c.json(
-      await context.view.events(idOf(c), from === undefined ? {} : { fromSequence: Number(from) }),
-    );
+    const fromSequence = from === undefined ? 0 : Number(from);
+    if (!Number.isInteger(fromSequence) || fromSequence < 0) {
+      throw invalid('from', `from must be a sequence (an integer from 0), got '${from}'`);
+    }
+    return c.json(await context.view.events(idOf(c), { fromSequence }));
   });
   app.get('/api/approvals', async (c) => c.json(await context.view.pendingApprovals()));
 
@@ -181,10 +183,12 @@ export function dashboardApp(context: DashboardContext): Hono {
     const status = statusFilter(c.req.query('status'));
     const runId = c.req.query('run');
     if (streams >= streamsMax) {
-      return c.json(
-        errorBody(invalid('stream', `at most ${streamsMax} event streams at once: close a tab`)),
-        503,
+      const tooMany = new LoomError(
+        ErrorCode.LIMIT_EXCEEDED,
+        `at most ${streamsMax} event streams at once: close a dashboard tab`,
+        { limit: 'streamsMax', expected: streamsMax },
       );
+      return c.json(errorBody(tooMany), 503);
     }
     streams += 1;
     return streamSSE(c, async (stream) => {
