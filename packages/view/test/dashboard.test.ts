@@ -363,6 +363,7 @@ describe('a read-only dashboard', () => {
     expect(await page.getByRole('button', { name: 'Approve' }).count()).toBe(0);
     expect(await page.getByRole('button', { name: 'Reject' }).count()).toBe(0);
     expect(await page.locator('#cancel-run, #signal-form, #token').count()).toBe(0);
+    await page.screenshot({ path: join(artifacts, 'dashboard-read-only.png'), fullPage: true });
   });
 
   it('refuses every mutation with 403, even with the right token', async () => {
