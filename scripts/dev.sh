@@ -27,6 +27,7 @@ if [ "$what" = demo ]; then
   exec pnpm demo
 fi
 bash scripts/ensure-postgres.sh
+bash scripts/ensure-chromium.sh
 step pnpm lint
 step pnpm check:docs
 step node --test scripts/commands.test.mjs

@@ -19,6 +19,22 @@ export const ViewErrorCode = {
   DRIVER_MISSING: 'DRIVER_MISSING',
   /** The database has no Loom schema (or an older one): migrate it with the runtime first. */
   SCHEMA_NOT_MIGRATED: 'SCHEMA_NOT_MIGRATED',
+  /**
+   * `startDashboard` / `loom serve` was asked to listen on a host that is not loopback without
+   * `allowRemote` (`--allow-remote`); `fields.host` names it.
+   */
+  REMOTE_BIND_REFUSED: 'REMOTE_BIND_REFUSED',
+  /** A dashboard mutation came without the token (`Authorization: Bearer <token>`): HTTP 401. */
+  TOKEN_REQUIRED: 'TOKEN_REQUIRED',
+  /** A dashboard mutation came with a token that is not the dashboard's: HTTP 403. */
+  TOKEN_INVALID: 'TOKEN_INVALID',
+  /**
+   * A dashboard request whose `Host` is not the dashboard's, or a mutation whose `Origin` is
+   * another site's (DNS rebinding, cross-site requests): HTTP 403.
+   */
+  ORIGIN_REFUSED: 'ORIGIN_REFUSED',
+  /** A mutation on a dashboard started read-only (`--read-only`): HTTP 403. */
+  READ_ONLY: 'READ_ONLY',
 } as const;
 
 /** One of the stable error codes in {@link ViewErrorCode}. */

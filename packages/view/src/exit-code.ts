@@ -27,6 +27,7 @@ const byErrorCode: Readonly<Record<string, ExitCode>> = {
   INVALID_RESOLUTION: ExitCode.usage,
   PAYLOAD_NOT_JSON: ExitCode.usage,
   LIMIT_EXCEEDED: ExitCode.usage,
+  REMOTE_BIND_REFUSED: ExitCode.usage,
   RUN_NOT_FOUND: ExitCode.notFound,
   EXECUTION_NOT_FOUND: ExitCode.notFound,
   APPROVAL_NOT_FOUND: ExitCode.notFound,

@@ -14,3 +14,12 @@ export {
 export { type CliIo, dbEnvVar, runCli } from './run-cli.js';
 export type { AgentStepRole, RunDetail, TimelineEntry } from './run-detail.js';
 export type { RunSummary } from './run-summary.js';
+export {
+  type Dashboard,
+  type DashboardOptions,
+  dashboardPollMsDefault,
+  dashboardPortDefault,
+  dashboardTokenCharsMin,
+  startDashboard,
+  tokenEnvVar,
+} from './start-dashboard.js';

@@ -7,6 +7,7 @@ import { ExitCode, exitCodeOf } from './exit-code.js';
 import { formatApprovals, formatDetail, formatEvents, formatRuns } from './internal/format.js';
 import { openOperator } from './open-operator.js';
 import { openView, runStatuses, type View } from './open-view.js';
+import { dashboardPortDefault, startDashboard, tokenEnvVar } from './start-dashboard.js';
 
 /** Where `runCli` writes, and what it reads from the environment. */
 export interface CliIo {
@@ -21,6 +22,23 @@ export interface CliIo {
    * not hold the event loop); returns the release. The bin passes a ref'd timer.
    */
   keepAlive?: () => () => void;
+  /**
+   * Resolves when `loom serve` should stop. Default: the process's next SIGINT or SIGTERM.
+   */
+  untilStopped?: () => Promise<void>;
+}
+
+/** The process's next SIGINT or SIGTERM (Ctrl-C stops `loom serve` cleanly, with exit code 0). */
+function untilSignalled(): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
 }
 
 /** Events after which `loom tail` stops following: the run ended. */
@@ -331,6 +349,61 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       },
     );
   }
+
+  program
+    .command('serve')
+    .description(
+      'the dashboard: a local web page with runs, timelines, events, and approve/reject/cancel/signal buttons',
+    )
+    .option(
+      '--port <n>',
+      `port to listen on; 0 picks a free one (default ${dashboardPortDefault})`,
+      integer,
+    )
+    .option('--host <host>', 'address to listen on (default 127.0.0.1; others need --allow-remote)')
+    .option('--allow-remote', 'allow a --host that other machines can reach')
+    .option('--token <token>', `the mutation token (default $${tokenEnvVar}, else a random one)`)
+    .option('--read-only', 'no mutations: no buttons, and the endpoints answer 403')
+    .action(
+      async (
+        options: {
+          port?: number;
+          host?: string;
+          allowRemote?: boolean;
+          token?: string;
+          readOnly?: boolean;
+        },
+        command: Command,
+      ) => {
+        const token = options.token ?? io.env[tokenEnvVar];
+        const dashboard = await startDashboard({
+          db: globals(command).db ?? '',
+          ...(options.port === undefined ? {} : { port: options.port }),
+          ...(options.host === undefined ? {} : { host: options.host }),
+          ...(options.allowRemote === true ? { allowRemote: true } : {}),
+          ...(token === undefined || token === '' ? {} : { token }),
+          ...(options.readOnly === true ? { readOnly: true } : {}),
+        });
+        try {
+          const { url, urlWithToken, readOnly } = dashboard;
+          print({ url, urlWithToken, token: dashboard.token, readOnly }, () =>
+            [
+              `loom: dashboard on ${url}${readOnly ? ' (read-only)' : ''}`,
+              ...(readOnly
+                ? []
+                : [
+                    `loom: token ${dashboard.token}`,
+                    `loom: open ${urlWithToken} to act (the token stays in the page, not the server's logs)`,
+                  ]),
+              'loom: Ctrl-C stops it',
+            ].join('\n'),
+          );
+          await (io.untilStopped ?? untilSignalled)();
+        } finally {
+          await dashboard.close();
+        }
+      },
+    );
 
   program
     .command('verify [id]')

@@ -1,0 +1,314 @@
+// The dashboard's HTTP surface: the page and its assets, the read API (runs, a run, its events,
+// approvals), a server-sent-events stream of changes, and the guarded mutations.
+import type { Resolution } from '@loom/agent-loop';
+import { type DetailedExecutionStatus, ErrorCode, type JsonValue } from '@loom/event-runtime';
+import { type Context, type Handler, Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { createMiddleware } from 'hono/factory';
+import { streamSSE } from 'hono/streaming';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { isLoomError, LoomError, ViewErrorCode } from '../../errors.js';
+import { ExitCode, exitCodeOf } from '../../exit-code.js';
+import type { Operator } from '../../open-operator.js';
+import { runStatuses, type View } from '../../open-view.js';
+import { dashboardCss, dashboardHtml, dashboardJs } from './dashboard-page.js';
+import { checkHost, checkOrigin, checkToken } from './guard.js';
+
+/** Largest mutation body: a signal payload is small; anything bigger is refused unread. */
+const mutationBytesMax = 64 * 1024;
+/** Longest `by`, `note`, `reason`, signal name or key accepted from the page. */
+const textCharsMax = 2_000;
+/** Runs one stream sends (the page's table). */
+const streamRunsLimit = 200;
+/** Open event streams at once: each polls the store; a runaway tab should not multiply that. */
+export const streamsMax = 32;
+
+/** What the app needs from its owner. */
+export interface DashboardContext {
+  view: View;
+  /** Absent when read-only. */
+  operator: Operator | undefined;
+  token: string;
+  readOnly: boolean;
+  allowedHosts: ReadonlySet<string> | 'any';
+  pollMs: number;
+  /** True once the dashboard is closing: streams end. */
+  closing(): boolean;
+  /** Keeps each stream's loop so closing can wait for it. */
+  track(loop: Promise<void>): void;
+}
+
+const securityHeaders: Readonly<Record<string, string>> = {
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+};
+
+function httpStatusOf(error: unknown): ContentfulStatusCode {
+  const code = isLoomError(error) ? error.code : undefined;
+  if (code === ViewErrorCode.TOKEN_REQUIRED) return 401;
+  if (
+    code === ViewErrorCode.TOKEN_INVALID ||
+    code === ViewErrorCode.ORIGIN_REFUSED ||
+    code === ViewErrorCode.READ_ONLY
+  ) {
+    return 403;
+  }
+  switch (exitCodeOf(code)) {
+    case ExitCode.usage:
+      return 400;
+    case ExitCode.notFound:
+      return 404;
+    case ExitCode.conflict:
+      return 409;
+    case ExitCode.unavailable:
+      return 503;
+    default:
+      return 500;
+  }
+}
+
+function errorBody(error: unknown) {
+  return {
+    error: {
+      code: isLoomError(error) ? error.code : 'UNEXPECTED',
+      message: error instanceof Error ? error.message : String(error),
+      ...(isLoomError(error) ? { fields: error.fields } : {}),
+    },
+  };
+}
+
+function invalid(path: string, message: string): LoomError {
+  return new LoomError(ViewErrorCode.INVALID_ARGUMENT, message, { path });
+}
+
+/** A JSON object body, or `INVALID_ARGUMENT`. */
+async function objectBody(request: Request): Promise<Record<string, unknown>> {
+  if (!(request.headers.get('content-type') ?? '').startsWith('application/json')) {
+    throw invalid('body', 'a mutation body must be JSON (Content-Type: application/json)');
+  }
+  let body: unknown;
+  try {
+    body = await request.json();
+  } catch (error) {
+    throw new LoomError(
+      ViewErrorCode.INVALID_ARGUMENT,
+      'the body is not JSON',
+      { path: 'body' },
+      error,
+    );
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw invalid('body', 'the body must be a JSON object');
+  }
+  return body as Record<string, unknown>;
+}
+
+function text(body: Record<string, unknown>, key: string): string | undefined {
+  const value = body[key];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string' || value.length > textCharsMax) {
+    throw invalid(key, `${key} must be a string of at most ${textCharsMax} characters`);
+  }
+  return value;
+}
+
+/** Who decided: the page's "as" field, else `dashboard`. */
+function by(body: Record<string, unknown>): string {
+  const name = text(body, 'by')?.trim();
+  return name === undefined || name === '' ? 'dashboard' : name;
+}
+
+/** The `:id` of a route (a run's or an approval's id). */
+function idOf(c: Context): string {
+  const id = c.req.param('id');
+  if (id === undefined || id === '') throw invalid('id', 'the path names no id');
+  return id;
+}
+
+function statusFilter(value: string | undefined): DetailedExecutionStatus | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (!(runStatuses as readonly string[]).includes(value)) {
+    throw invalid('status', `status must be one of ${runStatuses.join(', ')}, got '${value}'`);
+  }
+  return value as DetailedExecutionStatus;
+}
+
+/** Builds the dashboard's Hono app over `context`. */
+export function dashboardApp(context: DashboardContext): Hono {
+  const app = new Hono();
+  let streams = 0;
+
+  app.onError((error, c) => c.json(errorBody(error), httpStatusOf(error)));
+  app.use('*', async (c, next) => {
+    checkHost(c.req.header('host'), context.allowedHosts);
+    await next();
+    for (const [name, value] of Object.entries(securityHeaders)) c.header(name, value);
+  });
+
+  app.get('/', (c) => c.html(dashboardHtml({ readOnly: context.readOnly })));
+  app.get('/app.js', (c) => c.body(dashboardJs, 200, { 'content-type': 'text/javascript' }));
+  app.get('/app.css', (c) => c.body(dashboardCss, 200, { 'content-type': 'text/css' }));
+
+  app.get('/api/config', (c) => c.json({ readOnly: context.readOnly }));
+  app.get('/api/runs', async (c) => {
+    const status = statusFilter(c.req.query('status'));
+    const limit = c.req.query('limit');
+    const after = c.req.query('after');
+    return c.json(
+      await context.view.runs({
+        ...(status === undefined ? {} : { status }),
+        ...(limit === undefined ? {} : { limit: Number(limit) }),
+        ...(after === undefined ? {} : { after }),
+      }),
+    );
+  });
+  app.get('/api/runs/:id', async (c) => c.json(await context.view.show(idOf(c))));
+  app.get('/api/runs/:id/events', async (c) => {
+    const from = c.req.query('from');
+    const fromSequence = from === undefined ? 0 : Number(from);
+    if (!Number.isInteger(fromSequence) || fromSequence < 0) {
+      throw invalid('from', `from must be a sequence (an integer from 0), got '${from}'`);
+    }
+    return c.json(await context.view.events(idOf(c), { fromSequence }));
+  });
+  app.get('/api/approvals', async (c) => c.json(await context.view.pendingApprovals()));
+
+  // Live updates: the server polls the view and sends `runs` (the filtered table) and `run` (the
+  // open run's detail) only when they changed. Polling keeps it the same on SQLite and Postgres.
+  app.get('/api/stream', (c) => {
+    const status = statusFilter(c.req.query('status'));
+    const runId = c.req.query('run');
+    if (streams >= streamsMax) {
+      const tooMany = new LoomError(
+        ErrorCode.LIMIT_EXCEEDED,
+        `at most ${streamsMax} event streams at once: close a dashboard tab`,
+        { limit: 'streamsMax', expected: streamsMax },
+      );
+      return c.json(errorBody(tooMany), 503);
+    }
+    streams += 1;
+    return streamSSE(c, async (stream) => {
+      let done: () => void = () => {};
+      context.track(
+        new Promise<void>((resolve) => {
+          done = resolve;
+        }),
+      );
+      const sent = new Map<string, string>();
+      const send = async (event: string, value: unknown) => {
+        const data = JSON.stringify(value);
+        if (sent.get(event) === data) return;
+        sent.set(event, data);
+        await stream.writeSSE({ event, data });
+      };
+      try {
+        while (!stream.aborted && !stream.closed && !context.closing()) {
+          try {
+            await send(
+              'runs',
+              await context.view.runs({
+                limit: streamRunsLimit,
+                ...(status === undefined ? {} : { status }),
+              }),
+            );
+            if (runId !== undefined && runId !== '') {
+              await send('run', await context.view.show(runId));
+            }
+          } catch (error) {
+            if (context.closing()) break;
+            await send('failure', errorBody(error));
+          }
+          await stream.sleep(context.pollMs);
+        }
+      } finally {
+        streams -= 1;
+        done();
+      }
+    });
+  });
+
+  // Every mutation: a bounded body, then read-only, Origin and token checks, before it is read.
+  const limited = bodyLimit({
+    maxSize: mutationBytesMax,
+    onError: (c) =>
+      c.json(
+        errorBody(invalid('body', `a mutation body is at most ${mutationBytesMax} bytes`)),
+        413,
+      ),
+  });
+  const guarded = createMiddleware(async (c, next) => {
+    if (context.readOnly || context.operator === undefined) {
+      throw new LoomError(
+        ViewErrorCode.READ_ONLY,
+        'this dashboard was started read-only (--read-only): use loom signal/cancel/approve/reject, or restart it without --read-only',
+        {},
+      );
+    }
+    checkOrigin({
+      origin: c.req.header('origin'),
+      host: c.req.header('host'),
+      fetchSite: c.req.header('sec-fetch-site'),
+    });
+    checkToken(c.req.header('authorization'), context.token);
+    await next();
+  });
+  const mutation = (path: string, handler: Handler) => app.post(path, limited, guarded, handler);
+  const operator = (): Operator => context.operator as Operator;
+
+  mutation('/api/runs/:id/cancel', async (c) => {
+    const body = await objectBody(c.req.raw);
+    const executionId = idOf(c);
+    const reason = text(body, 'reason');
+    const cancelled = await operator().cancel(executionId, {
+      by: by(body),
+      ...(reason === undefined ? {} : { reason }),
+    });
+    return c.json({ executionId, cancelled });
+  });
+  mutation('/api/runs/:id/signal', async (c) => {
+    const body = await objectBody(c.req.raw);
+    const executionId = idOf(c);
+    const name = text(body, 'name');
+    if (name === undefined || name === '') throw invalid('name', 'a signal needs a name');
+    const key = text(body, 'idempotencyKey');
+    const sent = await operator().signal(
+      executionId,
+      name,
+      (body.payload ?? null) as JsonValue,
+      key === undefined ? {} : { idempotencyKey: key },
+    );
+    return c.json({ executionId, name, ...sent });
+  });
+  for (const decision of ['approve', 'reject'] as const) {
+    mutation(`/api/approvals/:id/${decision}`, async (c) => {
+      const body = await objectBody(c.req.raw);
+      const approvalId = idOf(c);
+      const note = text(body, 'note');
+      const decided = { by: by(body), ...(note === undefined ? {} : { note }) };
+      if (decision === 'approve') {
+        // An interrupted side effect's resolution ({ kind: 'rerun' } | { kind: 'record', output })
+        // is checked by agent-loop (INVALID_RESOLUTION).
+        const resolution = body.resolution as Resolution | undefined;
+        await operator().approve(approvalId, {
+          ...decided,
+          ...(resolution === undefined || resolution === null ? {} : { resolution }),
+        });
+      } else {
+        await operator().reject(approvalId, {
+          ...decided,
+          ...(body.endRun === true ? { endRun: true } : {}),
+        });
+      }
+      return c.json({
+        approvalId,
+        decision: decision === 'approve' ? 'approved' : 'rejected',
+        by: decided.by,
+      });
+    });
+  }
+  return app;
+}

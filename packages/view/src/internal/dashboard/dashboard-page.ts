@@ -1,0 +1,380 @@
+// The dashboard's one page: static HTML, a stylesheet and a script, served from this package (no
+// CDN, no framework, no build step). The script writes run data with textContent and SVG
+// attributes only, never as HTML, so a run id or payload cannot inject markup; the CSP forbids
+// inline script anyway. Browser code is kept ES2017 and free of backticks (it lives in a template).
+
+/** The page; `readOnly` leaves out every control that changes a run. */
+export function dashboardHtml(options: { readOnly: boolean }): string {
+  const controls = options.readOnly
+    ? '<span class="badge" id="mode">read-only</span>'
+    : `<label>as <input id="by" size="12" placeholder="your name" autocomplete="username"></label>
+      <label>token <input id="token" type="password" size="14" placeholder="from loom serve" autocomplete="off"></label>`;
+  const actions = options.readOnly
+    ? ''
+    : `<div id="actions" class="actions">
+        <button type="button" id="cancel-run" class="danger">Cancel run</button>
+        <form id="signal-form">
+          <input id="signal-name" placeholder="signal name" required size="12">
+          <input id="signal-payload" placeholder='payload JSON, e.g. {"ok":true}' size="28">
+          <button type="submit">Send signal</button>
+        </form>
+      </div>`;
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Loom dashboard</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="/app.css">
+<script src="/app.js" defer></script>
+</head>
+<body data-read-only="${options.readOnly ? 'true' : 'false'}">
+<header>
+  <h1>Loom</h1>
+  <span id="live" class="live">connecting…</span>
+  <span class="spacer"></span>
+  ${controls}
+</header>
+<p id="flash" class="flash" role="status"></p>
+<main>
+  <section id="runs-pane">
+    <div class="bar">
+      <label>Status <select id="status-filter">
+        <option value="">all</option>
+        <option>running</option><option>suspended</option><option>completed</option>
+        <option>failed</option><option>cancelled</option><option>continued</option><option>settled</option>
+      </select></label>
+      <span id="runs-count"></span>
+    </div>
+    <div class="scroll"><table id="runs">
+      <thead><tr><th>Run</th><th>Flow</th><th>Status</th><th>Steps</th><th>Approvals</th><th>Updated (UTC)</th><th>Reason</th></tr></thead>
+      <tbody id="runs-body"></tbody>
+    </table></div>
+  </section>
+  <section id="detail" hidden>
+    <div id="detail-head"></div>
+    ${actions}
+    <div id="approvals"></div>
+    <h3>Timeline</h3>
+    <div id="timeline" class="timeline"></div>
+    <h3>Events <small>(click one to inspect it)</small></h3>
+    <div class="events">
+      <div class="events-list"><table id="events"><thead><tr><th>#</th><th>Type</th><th>At (UTC)</th></tr></thead><tbody id="events-body"></tbody></table></div>
+      <pre id="inspector" class="inspector" aria-label="event JSON">click an event or a timeline bar</pre>
+    </div>
+  </section>
+</main>
+</body>
+</html>
+`;
+}
+
+export const dashboardCss = `
+* { box-sizing: border-box; }
+[hidden] { display: none !important; }
+body { margin: 0; font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d232a; background: #f6f7f9; }
+header { display: flex; align-items: center; gap: 12px; padding: 8px 16px; background: #1d232a; color: #fff; }
+header h1 { font-size: 18px; margin: 0; }
+header input { font: inherit; padding: 2px 6px; }
+.spacer { flex: 1; }
+.live { font-size: 12px; opacity: .8; }
+.badge { background: #b26a00; padding: 2px 8px; border-radius: 10px; font-size: 12px; }
+main { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1.25fr); gap: 16px; padding: 12px 16px; }
+section { background: #fff; border: 1px solid #dde1e6; border-radius: 6px; padding: 10px 12px; min-width: 0; }
+.bar { display: flex; gap: 12px; align-items: center; margin-bottom: 8px; }
+table { border-collapse: collapse; width: 100%; }
+th, td { text-align: left; padding: 3px 6px; border-bottom: 1px solid #eef0f3; white-space: nowrap; }
+th { font-weight: 600; font-size: 12px; color: #56606b; }
+td.reason { max-width: 200px; overflow: hidden; text-overflow: ellipsis; }
+.scroll { overflow-x: auto; }
+#runs tr.selected { background: #e8f0fe; }
+button { font: inherit; cursor: pointer; padding: 3px 10px; border: 1px solid #8a94a0; border-radius: 4px; background: #fff; }
+button.link { border: 0; background: none; padding: 0; color: #0b57d0; text-decoration: underline; }
+button.primary { background: #1f7a36; border-color: #1f7a36; color: #fff; }
+button.danger { border-color: #b3261e; color: #b3261e; }
+.status { padding: 1px 7px; border-radius: 9px; font-size: 12px; background: #eef0f3; }
+.s-completed { background: #d8f0dc; } .s-failed { background: #fbd9d6; } .s-cancelled { background: #e6e1e5; }
+.s-suspended { background: #fff0c2; } .s-running { background: #d6e6fb; }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; margin: 4px 0 8px; }
+dt { color: #56606b; } dd { margin: 0; overflow-wrap: anywhere; }
+.actions { display: flex; flex-wrap: wrap; gap: 10px; align-items: center; margin: 8px 0; }
+.actions form { display: flex; gap: 6px; }
+.approval { display: flex; gap: 8px; align-items: center; padding: 6px 8px; margin: 4px 0; border: 1px solid #f0c36d; background: #fffaeb; border-radius: 4px; }
+.approval.decided { border-color: #dde1e6; background: #fafbfc; }
+.timeline svg { display: block; width: 100%; height: auto; }
+.timeline text { font-size: 11px; fill: #1d232a; }
+.timeline .axis { stroke: #c4cad1; }
+.bar { cursor: pointer; }
+rect.b-completed { fill: #2e7d32; } rect.b-failed { fill: #c62828; } rect.b-open { fill: #f9a825; }
+rect.b-cancelled { fill: #757575; } rect.b-timed_out { fill: #8e24aa; }
+.events { display: grid; grid-template-columns: minmax(260px, 1fr) 1.2fr; gap: 10px; }
+.events-list { max-height: 340px; overflow: auto; }
+#events tbody tr { cursor: pointer; }
+#events tr.selected { background: #e8f0fe; }
+.inspector { margin: 0; max-height: 340px; overflow: auto; background: #1d232a; color: #e6edf3; padding: 8px; border-radius: 4px; font-size: 12px; white-space: pre-wrap; overflow-wrap: anywhere; }
+.flash { margin: 0; padding: 0 16px; min-height: 1.6em; line-height: 1.6em; color: #1f7a36; }
+.flash.error { color: #b3261e; }
+pre.value { background: #f3f4f6; padding: 6px; border-radius: 4px; max-height: 120px; overflow: auto; margin: 2px 0; }
+`;
+
+export const dashboardJs = `'use strict';
+(function () {
+  var readOnly = document.body.getAttribute('data-read-only') === 'true';
+  var tokenKey = 'loom-dashboard-token';
+  var state = { status: '', run: null, detail: null, eventsCount: -1, source: null, events: [] };
+  function $(id) { return document.getElementById(id); }
+
+  // The token arrives in the URL fragment (never sent to a server, not in logs), is kept for this
+  // tab only, and leaves the address bar at once.
+  var given = /[#&]token=([^&]+)/.exec(location.hash);
+  if (given) {
+    sessionStorage.setItem(tokenKey, decodeURIComponent(given[1]));
+    history.replaceState(null, '', location.pathname + location.search);
+  }
+  var linked = /[#&]run=([^&]+)/.exec(location.hash);
+  if (linked) state.run = decodeURIComponent(linked[1]);
+  function token() { return sessionStorage.getItem(tokenKey) || ''; }
+
+  function el(tag, props, children) {
+    var node = document.createElement(tag);
+    props = props || {};
+    if (props.text !== undefined) node.textContent = props.text;
+    if (props.className) node.className = props.className;
+    if (props.title) node.title = props.title;
+    if (props.type) node.type = props.type;
+    (children || []).forEach(function (child) { node.appendChild(child); });
+    return node;
+  }
+  var svgNs = 'http://www.w3.org/2000/svg';
+  function svg(tag, attrs, text) {
+    var node = document.createElementNS(svgNs, tag);
+    Object.keys(attrs).forEach(function (key) { node.setAttribute(key, String(attrs[key])); });
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+  function time(ms) { return ms === null || ms === undefined ? '' : new Date(ms).toISOString().replace('T', ' ').slice(0, 23); }
+  function clock(ms) { return time(ms).slice(11); }
+  function flash(message, isError) {
+    var node = $('flash');
+    node.textContent = message;
+    node.className = isError ? 'flash error' : 'flash';
+  }
+  function ended(status) { return status !== 'running' && status !== 'suspended'; }
+
+  function renderRuns(page) {
+    var body = $('runs-body');
+    body.replaceChildren();
+    page.runs.forEach(function (run) {
+      var open = el('button', { text: run.id, className: 'link', type: 'button', title: 'show ' + run.id });
+      open.addEventListener('click', function () { select(run.id); });
+      var row = el('tr', { className: run.id === state.run ? 'selected' : '' }, [
+        el('td', {}, [open]),
+        el('td', { text: run.flow || '' }),
+        el('td', {}, [el('span', { className: 'status s-' + run.status, text: run.status })]),
+        el('td', { text: String(run.steps) }),
+        el('td', { text: run.pendingApprovals ? run.pendingApprovals + ' pending' : '' }),
+        el('td', { text: clock(run.updatedAtMs), title: time(run.updatedAtMs) }),
+        el('td', { text: run.terminalReason || '', className: 'reason', title: run.terminalReason || '' }),
+      ]);
+      row.setAttribute('data-run', run.id);
+      row.setAttribute('data-status', run.status);
+      body.appendChild(row);
+    });
+    $('runs-count').textContent = page.runs.length + (page.nextCursor ? '+' : '') + ' runs';
+  }
+
+  function value(label, json) {
+    return [el('dt', { text: label }), el('dd', {}, [el('pre', { className: 'value', text: JSON.stringify(json, null, 2) })])];
+  }
+
+  function renderDetail(detail) {
+    state.detail = detail;
+    var run = detail.run;
+    $('detail').hidden = false;
+    var head = $('detail-head');
+    head.replaceChildren();
+    head.appendChild(el('h2', { text: run.id }));
+    var facts = [
+      ['flow', (run.flow || '') + (run.version ? ' v' + run.version : '')],
+      ['status', run.status],
+      ['reason', run.terminalReason || ''],
+      ['steps', String(run.steps)],
+      ['events', String(detail.events)],
+      ['created', time(run.createdAtMs)],
+      ['updated', time(run.updatedAtMs)],
+    ];
+    if (detail.parentId) facts.push(['parent', detail.parentId]);
+    if (run.wakeAtMs) facts.push(['wakes', time(run.wakeAtMs)]);
+    var list = el('dl');
+    facts.forEach(function (fact) {
+      list.appendChild(el('dt', { text: fact[0] }));
+      var dd = el('dd', { text: fact[1] });
+      if (fact[0] === 'status') dd.id = 'run-status';
+      list.appendChild(dd);
+    });
+    value('input', detail.input).forEach(function (n) { list.appendChild(n); });
+    if (detail.output !== undefined) value('output', detail.output).forEach(function (n) { list.appendChild(n); });
+    if (detail.error !== undefined) value('error', detail.error).forEach(function (n) { list.appendChild(n); });
+    head.appendChild(list);
+    if (!readOnly) $('actions').hidden = ended(run.status);
+    renderApprovals(detail.approvals);
+    renderTimeline(detail.timeline, run);
+    if (detail.events !== state.eventsCount) loadEvents(run.id, detail.events);
+  }
+
+  function renderApprovals(approvals) {
+    var box = $('approvals');
+    box.replaceChildren();
+    if (approvals.length === 0) return;
+    box.appendChild(el('h3', { text: 'Approvals' }));
+    approvals.forEach(function (approval) {
+      var pending = approval.status === 'pending';
+      var what = approval.request.tool + ' ' + JSON.stringify(approval.request.input) + ': ' + approval.reason;
+      var row = el('div', { className: pending ? 'approval' : 'approval decided' }, [
+        el('strong', { text: approval.id }),
+        el('span', { text: what }),
+        el('span', { className: 'status', text: approval.decision ? approval.decision.decision + ' by ' + approval.decision.by : approval.status }),
+      ]);
+      if (pending && !readOnly) {
+        var approve = el('button', { text: 'Approve', className: 'primary', type: 'button' });
+        approve.addEventListener('click', function () {
+          act('/api/approvals/' + encodeURIComponent(approval.id) + '/approve', {}, function () { return 'approved ' + approval.id; });
+        });
+        var reject = el('button', { text: 'Reject', className: 'danger', type: 'button' });
+        reject.addEventListener('click', function () {
+          act('/api/approvals/' + encodeURIComponent(approval.id) + '/reject', {}, function () { return 'rejected ' + approval.id; });
+        });
+        row.appendChild(approve);
+        row.appendChild(reject);
+      }
+      box.appendChild(row);
+    });
+  }
+
+  // Steps as bars over time: one row per timeline entry, x from its start to its end (an open
+  // entry runs to the latest time seen), coloured by status; click a bar to inspect it.
+  function renderTimeline(entries, run) {
+    var box = $('timeline');
+    box.replaceChildren();
+    if (entries.length === 0) { box.textContent = 'nothing on the timeline yet'; return; }
+    var starts = entries.map(function (e) { return e.startedAtMs; });
+    var ends = entries.map(function (e) { return e.endedAtMs === null ? e.startedAtMs : e.endedAtMs; });
+    var t0 = Math.min.apply(null, starts);
+    var t1 = Math.max(Math.max.apply(null, ends), ended(run.status) ? run.updatedAtMs : Date.now());
+    var span = Math.max(1, t1 - t0);
+    var labelW = 230, chartW = 520, rowH = 22, top = 22;
+    var height = top + entries.length * rowH + 6;
+    var root = svg('svg', { viewBox: '0 0 ' + (labelW + chartW + 70) + ' ' + height, role: 'img', 'aria-label': 'timeline of ' + run.id });
+    root.appendChild(svg('line', { x1: labelW, y1: top - 4, x2: labelW + chartW, y2: top - 4, class: 'axis' }));
+    root.appendChild(svg('text', { x: labelW, y: top - 8 }, '0 ms'));
+    root.appendChild(svg('text', { x: labelW + chartW, y: top - 8, 'text-anchor': 'end' }, span + ' ms'));
+    entries.forEach(function (entry, i) {
+      var y = top + i * rowH;
+      var end = entry.endedAtMs === null ? t1 : entry.endedAtMs;
+      var x = labelW + ((entry.startedAtMs - t0) / span) * chartW;
+      var width = Math.max(3, ((end - entry.startedAtMs) / span) * chartW);
+      var label = (entry.agentRole ? entry.agentRole + ': ' : entry.kind + ': ') + entry.name;
+      root.appendChild(svg('text', { x: 4, y: y + 15 }, label.length > 36 ? label.slice(0, 35) + '…' : label));
+      var bar = svg('rect', { x: x.toFixed(1), y: y + 4, width: width.toFixed(1), height: rowH - 8, rx: 2, class: 'bar b-' + entry.status, 'data-sequence': entry.sequence, 'data-label': label });
+      bar.appendChild(svg('title', {}, label + ' ' + entry.status + (entry.durationMs === null ? '' : ', ' + entry.durationMs + ' ms')));
+      bar.addEventListener('click', function () { inspect(entry, entry.sequence); });
+      root.appendChild(bar);
+      var note = entry.status === 'open' ? 'open' : entry.durationMs + ' ms';
+      root.appendChild(svg('text', { x: Math.min(x + width + 4, labelW + chartW + 4), y: y + 15 }, note));
+    });
+    box.appendChild(root);
+  }
+
+  function inspect(json, sequence) {
+    $('inspector').textContent = JSON.stringify(json, null, 2);
+    Array.prototype.forEach.call($('events-body').children, function (row) {
+      row.className = row.getAttribute('data-sequence') === String(sequence) ? 'selected' : '';
+    });
+  }
+
+  function loadEvents(runId, count) {
+    fetch('/api/runs/' + encodeURIComponent(runId) + '/events').then(function (response) {
+      return response.json();
+    }).then(function (events) {
+      if (state.run !== runId) return;
+      state.eventsCount = count;
+      state.events = events;
+      var body = $('events-body');
+      body.replaceChildren();
+      events.forEach(function (event) {
+        var row = el('tr', {}, [el('td', { text: String(event.sequence) }), el('td', { text: event.type }), el('td', { text: clock(event.at), title: time(event.at) })]);
+        row.setAttribute('data-sequence', String(event.sequence));
+        row.addEventListener('click', function () { inspect(event, event.sequence); });
+        body.appendChild(row);
+      });
+    }, function (error) { flash('could not load events: ' + error.message, true); });
+  }
+
+  function act(path, body, done) {
+    var by = $('by') ? $('by').value : '';
+    return fetch(path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer ' + token() },
+      body: JSON.stringify(Object.assign({ by: by }, body)),
+    }).then(function (response) {
+      return response.json().then(function (json) {
+        if (!response.ok) throw new Error(json.error ? json.error.message + ' [' + json.error.code + ']' : response.statusText);
+        return json;
+      });
+    }).then(function (json) { flash(done(json)); }, function (error) { flash(error.message, true); });
+  }
+
+  function select(runId) {
+    state.run = runId;
+    state.eventsCount = -1;
+    $('inspector').textContent = 'click an event or a timeline bar';
+    $('events-body').replaceChildren();
+    history.replaceState(null, '', '#run=' + encodeURIComponent(runId));
+    connect();
+  }
+
+  // Live updates: one event stream for the filtered table and the open run; the server sends
+  // only what changed, and the browser reconnects by itself.
+  function connect() {
+    if (state.source) state.source.close();
+    var query = '?status=' + encodeURIComponent(state.status) + (state.run ? '&run=' + encodeURIComponent(state.run) : '');
+    var source = new EventSource('/api/stream' + query);
+    source.addEventListener('runs', function (e) { renderRuns(JSON.parse(e.data)); });
+    source.addEventListener('run', function (e) { renderDetail(JSON.parse(e.data)); });
+    source.addEventListener('failure', function (e) { flash(JSON.parse(e.data).error.message, true); });
+    source.onopen = function () { $('live').textContent = 'live'; };
+    source.onerror = function () { $('live').textContent = 'reconnecting…'; };
+    state.source = source;
+  }
+
+  $('status-filter').addEventListener('change', function (e) { state.status = e.target.value; connect(); });
+  if (!readOnly) {
+    $('token').value = token();
+    $('token').addEventListener('change', function (e) { sessionStorage.setItem(tokenKey, e.target.value.trim()); });
+    $('by').value = localStorage.getItem('loom-dashboard-by') || '';
+    $('by').addEventListener('change', function (e) { localStorage.setItem('loom-dashboard-by', e.target.value.trim()); });
+    $('cancel-run').addEventListener('click', function () {
+      var runId = state.run;
+      if (!runId || !confirm('Cancel ' + runId + '? It ends with execution.cancelled.')) return;
+      act('/api/runs/' + encodeURIComponent(runId) + '/cancel', { reason: 'from the dashboard' }, function (r) {
+        return r.cancelled ? 'cancelled ' + runId : runId + ' had already ended';
+      });
+    });
+    $('signal-form').addEventListener('submit', function (e) {
+      e.preventDefault();
+      var runId = state.run;
+      var text = $('signal-payload').value.trim();
+      var payload = null;
+      if (text !== '') {
+        try { payload = JSON.parse(text); } catch (error) { flash('the payload is not JSON: ' + error.message, true); return; }
+      }
+      var name = $('signal-name').value.trim();
+      act('/api/runs/' + encodeURIComponent(runId) + '/signal', { name: name, payload: payload }, function (r) {
+        return r.duplicate ? 'signal ' + name + ' was already sent' : 'signal ' + name + ' sent to ' + runId;
+      });
+    });
+  }
+  connect();
+})();
+`;

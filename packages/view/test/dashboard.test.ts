@@ -1,0 +1,502 @@
+// The dashboard end to end: a real SQLite file populated by real flows and agent runs, a runtime
+// in this process that keeps serving them, the dashboard on 127.0.0.1, and Debian's Chromium
+// (headless, driven by playwright-core) clicking its buttons. Plus the guards over plain HTTP,
+// read-only mode, the bind rule, and `loom serve` as a child process.
+import { spawn } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Backend } from '@loom/event-runtime';
+import { openSqlite } from '@loom/event-runtime/sqlite';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Dashboard, openView, startDashboard, type View } from '../src/index.js';
+import { streamsMax } from '../src/internal/dashboard/dashboard-app.js';
+import { http, servingRuntime, until } from './dashboard-support.js';
+import { mailer, mailToken, populate, type Running, sentMails, waiting } from './fixture.js';
+
+const chromiumPath = '/usr/bin/chromium';
+const chromiumArgs = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+const artifacts = fileURLToPath(new URL('../test-artifacts/', import.meta.url));
+const docsImage = fileURLToPath(new URL('../../../docs/img/dashboard.png', import.meta.url));
+const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
+/** A wait in the browser: generous, the machine is shared. */
+const waitMs = 30_000;
+
+const dir = mkdtempSync(join(tmpdir(), 'loom-view-dashboard-'));
+const sqlitePath = join(dir, 'loom.db');
+const db = `sqlite:${sqlitePath}`;
+let backend: Backend;
+let running: Running;
+let view: View;
+
+beforeAll(async () => {
+  if (!existsSync(chromiumPath)) {
+    throw new Error(`${chromiumPath} is missing: run bash scripts/ensure-chromium.sh`);
+  }
+  mkdirSync(artifacts, { recursive: true });
+  backend = await openSqlite({ path: sqlitePath, migrate: true });
+  running = servingRuntime(backend);
+  await populate(running, backend);
+  // Two more waiting runs, so each test below has its own: one guarded, one agent for read-only.
+  await running.flows.start(waiting, null, { executionId: 'wait-guard' });
+  await running.agents.start(mailer, 'mail ana', { runId: 'agent-2' });
+  view = await openView({ db });
+  await until(async () => {
+    const approvals = await view.pendingApprovals();
+    return approvals.some((a) => a.runId === 'agent-2') ? true : undefined;
+  }, 'agent-2 waiting for approval');
+});
+
+afterAll(async () => {
+  await view?.close();
+  await running?.flows.shutdown();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function statusOf(id: string): Promise<string> {
+  return (await view.show(id)).run.status;
+}
+
+async function openBrowser(profile: string): Promise<BrowserContext> {
+  return chromium.launchPersistentContext(join(dir, profile), {
+    executablePath: chromiumPath,
+    headless: true,
+    args: chromiumArgs,
+    viewport: { width: 1400, height: 900 },
+  });
+}
+
+/** Waits until the runs table shows `id` with `status` (the page updates itself over SSE). */
+async function rowWithStatus(page: Page, id: string, status: string): Promise<void> {
+  await page.waitForSelector(`tr[data-run="${id}"][data-status="${status}"]`, { timeout: waitMs });
+}
+
+describe('the dashboard in Chromium', () => {
+  let dashboard: Dashboard;
+  let browser: BrowserContext;
+  let page: Page;
+  /** Script errors and console errors (a CSP violation is one): there must be none. */
+  const pageErrors: string[] = [];
+
+  beforeAll(async () => {
+    dashboard = await startDashboard({ db, port: 0, pollMs: 100 });
+    browser = await openBrowser('chromium-profile');
+    page = await browser.newPage();
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    page.on('console', (message) => {
+      if (message.type() === 'error') pageErrors.push(message.text());
+    });
+    await page.goto(dashboard.urlWithToken);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await dashboard?.close();
+  });
+
+  it('lists the runs with their status and filters them by status', async () => {
+    await rowWithStatus(page, 'agent-1', 'suspended');
+    await rowWithStatus(page, 'order-7', 'completed');
+    await rowWithStatus(page, 'charge-1', 'failed');
+    expect(await page.locator('tr[data-run="agent-1"]').textContent()).toContain('1 pending');
+    // The token left the address bar as soon as the page read it.
+    expect(page.url()).not.toContain(dashboard.token);
+    await page.selectOption('#status-filter', 'failed');
+    await page.waitForSelector('tr[data-run="order-7"]', { state: 'detached', timeout: waitMs });
+    expect(await page.locator('#runs-body tr').evaluateAll((rows) => rows.length)).toBe(1);
+    await rowWithStatus(page, 'charge-1', 'failed');
+    await page.selectOption('#status-filter', '');
+    await rowWithStatus(page, 'order-7', 'completed');
+  });
+
+  it('shows a run: its timeline as bars over time, and each event as JSON on a click', async () => {
+    await page.getByRole('button', { name: 'order-7', exact: true }).click();
+    await page.waitForSelector('#detail-head h2:text-is("order-7")', { timeout: waitMs });
+    const bars = page.locator('#timeline svg rect.bar');
+    await bars.first().waitFor({ timeout: waitMs });
+    expect(await bars.count()).toBe(2);
+    expect(await page.locator('#timeline svg text').allTextContents()).toEqual(
+      expect.arrayContaining(['step: price', 'step: receipt']),
+    );
+    // A bar is as wide as its step is long, and starts where it started: the second starts after
+    // the first one's start.
+    const xs = await bars.evaluateAll((rects) => rects.map((r) => Number(r.getAttribute('x'))));
+    expect(xs[1]).toBeGreaterThanOrEqual(xs[0] ?? Number.NaN);
+    await page.locator('#events-body tr[data-sequence="5"]').click({ timeout: waitMs });
+    const inspected = JSON.parse((await page.locator('#inspector').textContent()) ?? '') as {
+      type: string;
+      executionId: string;
+      sequence: number;
+    };
+    expect(inspected).toMatchObject({
+      type: 'execution.completed',
+      executionId: 'order-7',
+      sequence: 5,
+    });
+    await bars.first().click();
+    expect(JSON.parse((await page.locator('#inspector').textContent()) ?? '')).toMatchObject({
+      kind: 'step',
+      name: 'price',
+      status: 'completed',
+    });
+  });
+
+  it('approving a waiting agent run lets it complete, live, and its tool runs once', async () => {
+    const mailsBefore = sentMails.length;
+    await page.getByRole('button', { name: 'agent-1', exact: true }).click();
+    await page.waitForSelector('#detail-head h2:text-is("agent-1")', { timeout: waitMs });
+    const approve = page.getByRole('button', { name: 'Approve' });
+    await approve.waitFor({ timeout: waitMs });
+    await page.locator('#by').fill('ana');
+    await page.locator('#by').dispatchEvent('change');
+    await page.screenshot({ path: join(artifacts, 'dashboard-pending.png'), fullPage: true });
+    await approve.click();
+    await page.waitForSelector('#flash:has-text("approved agent-1~")', { timeout: waitMs });
+    // The runtime in this process picks the run up; the page follows without a reload.
+    await rowWithStatus(page, 'agent-1', 'completed');
+    await page.waitForSelector('#run-status:text-is("completed")', { timeout: waitMs });
+    expect(await page.getByRole('button', { name: 'Approve' }).count()).toBe(0);
+    expect(await page.locator('#approvals').textContent()).toContain('approved by ana');
+    expect(sentMails.length - mailsBefore).toBe(1);
+    const detail = await view.show('agent-1');
+    expect(detail.run.terminalReason).toBe('goal_completed');
+    expect(detail.approvals[0]?.decision).toMatchObject({ decision: 'approved', by: 'ana' });
+    // The tool call's bar: its result is what the model saw next.
+    await page.locator('#timeline svg rect.bar[data-label^="tool_call"]').click();
+    expect(JSON.parse((await page.locator('#inspector').textContent()) ?? '')).toMatchObject({
+      agentRole: 'tool_call',
+      result: { output: mailToken },
+    });
+    await page.screenshot({ path: join(artifacts, 'dashboard.png'), fullPage: true });
+    // docs/img/dashboard.png is this screenshot, refreshed on purpose (it changes on every run).
+    if (process.env.LOOM_UPDATE_DOCS_IMG === '1') {
+      copyFileSync(join(artifacts, 'dashboard.png'), docsImage);
+    }
+  });
+
+  it('a signal sent from the page is delivered and the waiting flow completes with it', async () => {
+    await page.getByRole('button', { name: 'wait-signal', exact: true }).click();
+    await page.waitForSelector('#detail-head h2:text-is("wait-signal")', { timeout: waitMs });
+    await page.locator('#signal-name').fill('go');
+    await page.locator('#signal-payload').fill('{"go":true}');
+    await page.getByRole('button', { name: 'Send signal' }).click();
+    await page.waitForSelector('#flash:has-text("signal go sent to wait-signal")', {
+      timeout: waitMs,
+    });
+    await rowWithStatus(page, 'wait-signal', 'completed');
+    expect((await view.show('wait-signal')).output).toEqual({ go: true });
+  });
+
+  it('cancel asks first, then ends the run with who cancelled it', async () => {
+    await page.getByRole('button', { name: 'wait-cancel', exact: true }).click();
+    await page.waitForSelector('#detail-head h2:text-is("wait-cancel")', { timeout: waitMs });
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.getByRole('button', { name: 'Cancel run' }).click();
+    await rowWithStatus(page, 'wait-cancel', 'cancelled');
+    expect((await view.show('wait-cancel')).run.terminalReason).toBe(
+      'cancelled by ana: from the dashboard',
+    );
+    // An ended run offers no cancel or signal.
+    await page.waitForSelector('#actions', { state: 'hidden', timeout: waitMs });
+  });
+
+  it('the page ran without a script error or a CSP violation', () => {
+    expect(pageErrors).toEqual([]);
+  });
+});
+
+describe('the dashboard refuses what it must', () => {
+  let dashboard: Dashboard;
+  beforeAll(async () => {
+    dashboard = await startDashboard({ db, port: 0 });
+  });
+  afterAll(() => dashboard?.close());
+  const cancelUrl = () => `${dashboard.url}api/runs/wait-guard/cancel`;
+
+  it('a mutation without the token is 401, with a wrong one 403, and the run is untouched', async () => {
+    const none = await http(cancelUrl(), { method: 'POST', body: { by: 'mallory' } });
+    expect(none.status).toBe(401);
+    expect(none.body).toMatchObject({ error: { code: 'TOKEN_REQUIRED' } });
+    const wrong = await http(cancelUrl(), {
+      method: 'POST',
+      body: {},
+      headers: { authorization: 'Bearer not-the-token-at-all' },
+    });
+    expect(wrong.status).toBe(403);
+    expect(wrong.body).toMatchObject({ error: { code: 'TOKEN_INVALID' } });
+    // A cookie is no credential here: only the header counts.
+    const cookie = await http(cancelUrl(), {
+      method: 'POST',
+      body: {},
+      headers: { cookie: `token=${dashboard.token}` },
+    });
+    expect(cookie.status).toBe(401);
+    expect(await statusOf('wait-guard')).toBe('suspended');
+  });
+
+  it("a mutation from another site's page is 403 even with the token, and a foreign Host is refused", async () => {
+    const auth = { authorization: `Bearer ${dashboard.token}` };
+    const crossSite = await http(cancelUrl(), {
+      method: 'POST',
+      body: {},
+      headers: { ...auth, origin: 'http://evil.example' },
+    });
+    expect(crossSite.status).toBe(403);
+    expect(crossSite.body).toMatchObject({ error: { code: 'ORIGIN_REFUSED' } });
+    const fetchSite = await http(cancelUrl(), {
+      method: 'POST',
+      body: {},
+      headers: { ...auth, 'sec-fetch-site': 'cross-site' },
+    });
+    expect(fetchSite.status).toBe(403);
+    // DNS rebinding: a name that resolves to 127.0.0.1 but is not ours.
+    const rebound = await http(`${dashboard.url}api/runs`, {
+      headers: { host: `evil.example:${dashboard.port}` },
+    });
+    expect(rebound.status).toBe(403);
+    expect(rebound.body).toMatchObject({ error: { code: 'ORIGIN_REFUSED' } });
+    expect(await statusOf('wait-guard')).toBe('suspended');
+    // The same request from the page's own origin, with the token, goes through.
+    const own = await http(cancelUrl(), {
+      method: 'POST',
+      body: { by: 'ops', reason: 'guard test' },
+      headers: { ...auth, origin: `http://127.0.0.1:${dashboard.port}` },
+    });
+    expect(own.status).toBe(200);
+    expect(own.body).toEqual({ executionId: 'wait-guard', cancelled: true });
+    expect(await statusOf('wait-guard')).toBe('cancelled');
+  });
+
+  it('bad input is a typed 4xx: no such run 404, a body that is not JSON 400', async () => {
+    expect((await http(`${dashboard.url}api/runs/nope`)).body).toMatchObject({
+      error: { code: 'RUN_NOT_FOUND' },
+    });
+    expect((await http(`${dashboard.url}api/runs/nope`)).status).toBe(404);
+    const notJson = await http(`${dashboard.url}api/runs/wait-guard/signal`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${dashboard.token}`, 'content-type': 'text/plain' },
+    });
+    expect(notJson.status).toBe(400);
+    expect(notJson.body).toMatchObject({ error: { code: 'INVALID_ARGUMENT' } });
+    const badFrom = await http(`${dashboard.url}api/runs/order-7/events?from=abc`);
+    expect(badFrom.status).toBe(400);
+    expect(badFrom.body).toMatchObject({
+      error: { code: 'INVALID_ARGUMENT', fields: { path: 'from' } },
+    });
+  });
+
+  it("approve passes an interrupted side effect's resolution to agent-loop, which checks it", async () => {
+    const [approval] = (await view.pendingApprovals()).filter((a) => a.runId === 'agent-2');
+    const reply = await http(
+      `${dashboard.url}api/approvals/${encodeURIComponent(approval?.id ?? '')}/approve`,
+      {
+        method: 'POST',
+        body: { resolution: { kind: 'rerun' } },
+        headers: { authorization: `Bearer ${dashboard.token}` },
+      },
+    );
+    // agent-2's approval is a tool_call approval: it takes no resolution.
+    expect(reply.status).toBe(400);
+    expect(reply.body).toMatchObject({ error: { code: 'INVALID_RESOLUTION' } });
+    expect((await view.pendingApprovals()).map((a) => a.id)).toContain(approval?.id);
+  });
+
+  it('the page is served with a CSP that forbids inline script and framing', async () => {
+    const reply = await http(dashboard.url);
+    expect(reply.status).toBe(200);
+    expect(String(reply.headers['content-security-policy'])).toContain("script-src 'self'");
+    expect(String(reply.headers['content-security-policy'])).toContain("frame-ancestors 'none'");
+    expect(String(reply.body)).not.toContain(dashboard.token);
+  });
+});
+
+describe('event streams', () => {
+  it(`at most ${streamsMax} are open at once; the next is 503 LIMIT_EXCEEDED`, async () => {
+    const dashboard = await startDashboard({ db, port: 0, readOnly: true });
+    const controller = new AbortController();
+    try {
+      const open = await Promise.all(
+        Array.from({ length: streamsMax }, () =>
+          fetch(`${dashboard.url}api/stream`, { signal: controller.signal }),
+        ),
+      );
+      expect(open.map((r) => r.status)).toEqual(open.map(() => 200));
+      const refused = await http(`${dashboard.url}api/stream`);
+      expect(refused.status).toBe(503);
+      expect(refused.body).toMatchObject({ error: { code: 'LIMIT_EXCEEDED' } });
+    } finally {
+      controller.abort();
+      await dashboard.close();
+    }
+  });
+});
+
+describe('a read-only dashboard', () => {
+  let dashboard: Dashboard;
+  let browser: BrowserContext;
+  beforeAll(async () => {
+    dashboard = await startDashboard({ db, port: 0, readOnly: true, pollMs: 100 });
+    browser = await openBrowser('chromium-read-only');
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await dashboard?.close();
+  });
+
+  it('shows a waiting approval without any button that would change it', async () => {
+    const page = await browser.newPage();
+    await page.goto(dashboard.urlWithToken);
+    await rowWithStatus(page, 'agent-2', 'suspended');
+    await page.getByRole('button', { name: 'agent-2', exact: true }).click();
+    await page.waitForSelector('#approvals .approval', { timeout: waitMs });
+    expect(await page.locator('#mode').textContent()).toBe('read-only');
+    expect(await page.getByRole('button', { name: 'Approve' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Reject' }).count()).toBe(0);
+    expect(await page.locator('#cancel-run, #signal-form, #token').count()).toBe(0);
+    await page.screenshot({ path: join(artifacts, 'dashboard-read-only.png'), fullPage: true });
+  });
+
+  it('refuses every mutation with 403, even with the right token', async () => {
+    const [approval] = (await view.pendingApprovals()).filter((a) => a.runId === 'agent-2');
+    expect(approval).toBeDefined();
+    const reply = await http(
+      `${dashboard.url}api/approvals/${encodeURIComponent(approval?.id ?? '')}/approve`,
+      { method: 'POST', body: {}, headers: { authorization: `Bearer ${dashboard.token}` } },
+    );
+    expect(reply.status).toBe(403);
+    expect(reply.body).toMatchObject({ error: { code: 'READ_ONLY' } });
+    expect((await view.pendingApprovals()).map((a) => a.id)).toContain(approval?.id);
+  });
+});
+
+describe('where the dashboard listens', () => {
+  it('refuses a non-loopback host unless remote binds are allowed', async () => {
+    await expect(startDashboard({ db, port: 0, host: '0.0.0.0' })).rejects.toMatchObject({
+      code: 'REMOTE_BIND_REFUSED',
+      fields: { host: '0.0.0.0' },
+    });
+    const remote = await startDashboard({
+      db,
+      port: 0,
+      host: '0.0.0.0',
+      allowRemote: true,
+      readOnly: true,
+    });
+    try {
+      expect(remote.host).toBe('0.0.0.0');
+      expect((await http(`http://127.0.0.1:${remote.port}/api/config`)).body).toEqual({
+        readOnly: true,
+      });
+    } finally {
+      await remote.close();
+    }
+  });
+
+  it('close ends the open event streams and returns', async () => {
+    const dashboard = await startDashboard({ db, port: 0, readOnly: true });
+    const response = await fetch(`${dashboard.url}api/stream`);
+    const reader = response.body?.getReader();
+    const first = await reader?.read();
+    expect(new TextDecoder().decode(first?.value)).toContain('event: runs');
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('close did not return in 20 s')), 20_000);
+    });
+    try {
+      await Promise.race([dashboard.close(), deadline]);
+      // The stream ends (done, or the socket is cut), it does not hang.
+      const rest = await Promise.race([
+        (async () => {
+          for (;;) {
+            const chunk = await reader?.read();
+            if (chunk === undefined || chunk.done) return 'ended';
+          }
+        })().catch(() => 'ended'),
+        deadline,
+      ]);
+      expect(rest).toBe('ended');
+    } finally {
+      clearTimeout(timer);
+    }
+  });
+
+  it('loom serve refuses --host 0.0.0.0 without --allow-remote (exit 2)', async () => {
+    const out = await serve(['--host', '0.0.0.0', '--port', '0']);
+    expect(out.code).toBe(2);
+    expect(out.stderr).toContain('REMOTE_BIND_REFUSED');
+    expect(out.stderr).toContain('--allow-remote');
+  });
+
+  it('loom serve --port 0 prints the URL and token, serves, and stops on SIGTERM', async () => {
+    const out = await serve(
+      ['--port', '0', '--json'],
+      { LOOM_TOKEN: 'a-token-from-the-environment' },
+      async (printed) => {
+        expect(printed.token).toBe('a-token-from-the-environment');
+        expect(printed.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
+        const runs = await http(`${printed.url}api/runs?status=completed`);
+        expect(runs.status).toBe(200);
+        expect((runs.body as { runs: { id: string }[] }).runs.map((r) => r.id)).toContain(
+          'order-7',
+        );
+      },
+    );
+    expect(out.code).toBe(0);
+  });
+});
+
+/**
+ * Runs `loom serve --db <db> …` as a child. With `whileUp`, waits for the printed JSON line, runs
+ * `whileUp` against it, then sends SIGTERM; without, waits for the child to exit by itself.
+ */
+function serve(
+  args: string[],
+  env: Record<string, string> = {},
+  whileUp?: (printed: { url: string; token: string }) => Promise<void>,
+): Promise<{ code: number | null; stderr: string }> {
+  if (!existsSync(bin)) throw new Error(`${bin} is missing: run pnpm build first`);
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [bin, 'serve', '--db', db, ...args], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    let checked: Promise<void> | undefined;
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      if (whileUp === undefined || checked !== undefined) return;
+      const line = stdout.split('\n').find((l) => l.trim().startsWith('{'));
+      if (line === undefined) return;
+      try {
+        JSON.parse(stdout);
+      } catch {
+        return; // the document is not complete yet
+      }
+      checked = whileUp(JSON.parse(stdout) as { url: string; token: string }).finally(() =>
+        child.kill('SIGTERM'),
+      );
+      checked.catch(() => undefined);
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      if (checked === undefined) resolve({ code, stderr });
+      else checked.then(() => resolve({ code, stderr }), reject);
+    });
+  });
+}
