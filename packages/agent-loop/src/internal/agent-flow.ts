@@ -144,7 +144,7 @@ async function runTurns(
       });
     }
     const turnStartMs = budget?.turnStart(ctx, turn);
-    if (budget !== undefined && budget.spentAt(turnStartMs as number)) {
+    if (budget?.spentAt(turnStartMs as number)) {
       return run.end('limit_time', { error: budget.error });
     }
     let rendered: ReturnType<typeof renderMessages>;
@@ -178,8 +178,8 @@ async function runTurns(
           return callModel(agent, request, (text) =>
             live.text(runId, turn, text),
           ) as unknown as Promise<JsonValue>;
-          // With a wall-time limit, the model call is cut off when the budget is spent.
         },
+        // With a wall-time limit, the model call is cut off when the budget is spent.
         budget && { timeoutMs: budget.stepTimeoutMs(turnStartMs as number) },
       )) as unknown as ModelResponse;
     } catch (error) {
