@@ -64,6 +64,8 @@ export interface FanoutResult {
   /** Log events the cell's runs wrote, counted in the store, and per run. */
   events: number;
   eventsPerRun: number;
+  /** CPU time of this process (user + system, `process.cpuUsage`) per run, in ms. */
+  cpuMsPerRun: number;
 }
 
 function gc(): void {
@@ -124,6 +126,7 @@ export async function runFanoutCell(
     let finished = 0;
     let completed = 0;
     let maxInFlight = 0;
+    const cpuBefore = process.cpuUsage();
     const startMs = performance.now();
     const worker = async () => {
       while (started < runs) {
@@ -137,6 +140,7 @@ export async function runFanoutCell(
     };
     await Promise.all(Array.from({ length: Math.min(inFlight, runs) }, worker));
     const wallMs = performance.now() - startMs;
+    const cpu = process.cpuUsage(cpuBefore);
     clearInterval(sampler);
     peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed);
     gc();
@@ -155,6 +159,7 @@ export async function runFanoutCell(
       retainedHeapDeltaBytes: retained,
       events,
       eventsPerRun: events / runs,
+      cpuMsPerRun: (cpu.user + cpu.system) / 1000 / runs,
     };
     if (completed !== runs || model.calls !== 2 * runs || toolCalls !== runs) {
       throw new Error(

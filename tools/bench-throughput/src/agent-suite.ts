@@ -39,9 +39,10 @@ export function fanoutSummaryLine(backend: Backend, cells: readonly FanoutResult
   if (first === undefined) return `P6 ${backend}: no repeats ran`;
   const ratio = summarize(cells.map((cell) => cell.wallMs / cell.idealMs));
   const heap = median(cells.map((cell) => cell.peakHeapDeltaBytes));
+  const cpu = median(cells.map((cell) => cell.cpuMsPerRun));
   const goals = backend === 'memory' ? ` (goal ≤ ${formatRatio(fanoutRatioGoal)})` : '';
   const heapGoal = backend === 'memory' ? ` (goal ≤ ${mb(heapGoalBytes)})` : '';
-  return `P6 ${backend === 'sqlite' ? 'sqlite FULL' : backend}: ${formatCount(first.runs)} runs, ${formatCount(first.inFlight)} in flight: wall ÷ ideal ${formatMs(first.idealMs)} ms = ${formatSummary(ratio, formatRatio)}${goals}; peak heap delta ${mb(heap)}${heapGoal}; over ${cells.length} repeats`;
+  return `P6 ${backend === 'sqlite' ? 'sqlite FULL' : backend}: ${formatCount(first.runs)} runs, ${formatCount(first.inFlight)} in flight: wall ÷ ideal ${formatMs(first.idealMs)} ms = ${formatSummary(ratio, formatRatio)}${goals}; peak heap delta ${mb(heap)}${heapGoal}; Node CPU ${formatMs(cpu)} ms per run; over ${cells.length} repeats`;
 }
 
 /** P6: fan-out of agent runs, stub model 2 calls × 50 ms, on memory, SQLite FULL and Postgres. */
@@ -90,6 +91,8 @@ export async function agentFanoutSuite(context: RunContext): Promise<SectionRepo
       mb(median(of.map((cell) => cell.peakHeapDeltaBytes))),
       mb(median(of.map((cell) => cell.retainedHeapDeltaBytes))),
       formatCount(first.eventsPerRun),
+      formatMs(median(of.map((cell) => cell.cpuMsPerRun))),
+      formatCount(1000 / median(of.map((cell) => cell.cpuMsPerRun))),
     ];
   });
   const lines = [
@@ -99,7 +102,7 @@ export async function agentFanoutSuite(context: RunContext): Promise<SectionRepo
     context.command,
     '```',
     '',
-    `Each run: the stub model (${fanoutLatencyMs} ms per call) asks for a read-only no-op tool, the tool runs, the model answers: 2 model calls, 1 tool call, completed (checked for every run). A quarter of the runs in flight (a new run starts as one ends), so the ideal is ${fanoutWaves} waves × 2 × ${fanoutLatencyMs} ms. ${knobs.repeats} repeats after a warm-up cell; wall: median (min..max). Peak heap delta: the highest \`heapUsed\` sampled every 10 ms minus the heap before the cell (after a GC); retained: after the cell and a GC, the runtime and its store still open (on memory the store holds every event).`,
+    `Each run: the stub model (${fanoutLatencyMs} ms per call) asks for a read-only no-op tool, the tool runs, the model answers: 2 model calls, 1 tool call, completed (checked for every run). A quarter of the runs in flight (a new run starts as one ends), so the ideal is ${fanoutWaves} waves × 2 × ${fanoutLatencyMs} ms. ${knobs.repeats} repeats after a warm-up cell; wall: median (min..max). Peak heap delta: the highest \`heapUsed\` sampled every 10 ms minus the heap before the cell (after a GC); retained: after the cell and a GC, the runtime and its store still open (on memory the store holds every event). Node CPU per run: \`process.cpuUsage\` (user + system) over the cell ÷ runs; runs per CPU-second is its inverse, the rate this process could reach with nothing but CPU in the way (the ideal needs runs ÷ 0.4 s).`,
     '',
     markdownTable(
       [
@@ -113,9 +116,24 @@ export async function agentFanoutSuite(context: RunContext): Promise<SectionRepo
         'Peak heap Δ',
         'Retained heap Δ',
         'Events per run',
+        'Node CPU ms per run',
+        'Runs per CPU-second',
       ],
       rows,
-      ['left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
+      [
+        'left',
+        'right',
+        'right',
+        'right',
+        'right',
+        'right',
+        'right',
+        'right',
+        'right',
+        'right',
+        'right',
+        'right',
+      ],
     ),
   ];
   if (skipped.length > 0) lines.push('', `Skipped: ${skipped.join('; ')}.`);
