@@ -13,8 +13,7 @@ export interface Harness {
   agents: AgentRuntime;
 }
 
-export function harness(agents: readonly Agent[]): Harness {
-  const clock = new ManualClock();
+export function harness(agents: readonly Agent[], clock = new ManualClock()): Harness {
   const flows = createRuntime({ store: new InMemoryEventStore({ clock }), clock });
   return { clock, flows, agents: createAgentRuntime({ flows, agents }) };
 }

@@ -37,8 +37,14 @@ export interface Approval {
   /** Why: the policy's reason, or what was interrupted. */
   readonly reason: string;
   readonly requestedAtMs: number;
-  /** When the run stops waiting and ends with `approval_expired`; null: never. */
+  /** When the run stops waiting for this approval (the policy's `expiresInMs`); null: never. */
   readonly expiresAtMs: number | null;
+  /**
+   * For a re-ask (`onExpire: 're-ask'`): which ask of the request this is, from 2, and the id of
+   * the approval that expired before it. Absent on a first ask.
+   */
+  readonly ask?: number;
+  readonly previousId?: string;
   readonly status: ApprovalStatus;
   /** Present once decided. */
   readonly decision?: ApprovalDecision;

@@ -30,6 +30,12 @@ export interface AgentLimits {
   tokensMax?: number;
   /** Known cost of all model calls in USD; reaching it ends the run (`limit_cost`). Default: no limit. */
   costUsdMax?: number;
+  /**
+   * Wall time of the run in ms, from its start as recorded in its log, on the runtime's clock;
+   * reaching it ends the run (`limit_time`): checked at each turn's start, and while the run
+   * waits (a model call, an approval, a question). Default: no limit.
+   */
+  wallTimeMsMax?: number;
 }
 
 /** What the prompt of a turn is built from. */
@@ -79,9 +85,10 @@ export interface Agent {
   readonly tools: ReadonlyMap<string, Tool<never, JsonValue>>;
   readonly policy: Policy;
   readonly limits: Readonly<
-    Required<Omit<AgentLimits, 'tokensMax' | 'costUsdMax'>> & {
+    Required<Omit<AgentLimits, 'tokensMax' | 'costUsdMax' | 'wallTimeMsMax'>> & {
       tokensMax: number;
       costUsdMax: number;
+      wallTimeMsMax: number;
     }
   >;
   readonly budgetTokens: number;
@@ -194,6 +201,10 @@ export function defineAgent(definition: AgentDefinition): Agent {
           ? Number.POSITIVE_INFINITY
           : positive(name, 'tokensMax', limits.tokensMax),
       costUsdMax: budget(name, limits.costUsdMax),
+      wallTimeMsMax:
+        limits.wallTimeMsMax === undefined
+          ? Number.POSITIVE_INFINITY
+          : positive(name, 'wallTimeMsMax', limits.wallTimeMsMax),
     }),
     budgetTokens,
     prompt: definition.prompt ?? defaultPrompt,

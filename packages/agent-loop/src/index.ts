@@ -39,7 +39,14 @@ export {
   toolTimeoutMsDefault,
 } from './define-tool.js';
 export { AgentErrorCode, isLoomError, LoomError, type LoomErrorFields } from './errors.js';
-export { defaultPolicy, type Policy, type PolicyDecision, type ToolRequest } from './policy.js';
+export {
+  type ApprovalExpiry,
+  asksMaxDefault,
+  defaultPolicy,
+  type Policy,
+  type PolicyDecision,
+  type ToolRequest,
+} from './policy.js';
 export type { Answer, Question } from './question.js';
 export type { ModelCallUsage, RunResult, TerminalReason, UsageTotals } from './run-result.js';
 export type { RunView, TurnView } from './run-view.js';

@@ -20,8 +20,30 @@ export type PolicyDecision =
   | { readonly kind: 'deny'; readonly reason: string }
   /** The run ends with `policy_aborted`; no call of this turn runs. */
   | { readonly kind: 'abort'; readonly reason: string }
-  /** The run waits, holding no lease, until a person approves or rejects (or `expiresInMs` passes: `approval_expired`). */
-  | { readonly kind: 'require_approval'; readonly reason: string; readonly expiresInMs?: number };
+  /**
+   * The run waits, holding no lease, until a person approves or rejects, or `expiresInMs`
+   * passes: then `onExpire` says what happens (see {@link ApprovalExpiry}).
+   */
+  | {
+      readonly kind: 'require_approval';
+      readonly reason: string;
+      readonly expiresInMs?: number;
+      /** Default `'end'`. */
+      readonly onExpire?: ApprovalExpiry;
+      /** With `onExpire: 're-ask'`: how many times the request is asked in all, the first included; default {@link asksMaxDefault}. */
+      readonly asksMax?: number;
+    };
+
+/**
+ * What an approval that passes its `expiresInMs` undecided does: `'end'` ends the run with
+ * `approval_expired`; `'re-ask'` records a fresh approval of the same request (a new id, the
+ * same `requestHash`, a new expiry), up to `asksMax` asks in all, and the run ends with
+ * `approval_expired` when the last one expires too.
+ */
+export type ApprovalExpiry = 'end' | 're-ask';
+
+/** Default asks in all (the first included) of an approval whose policy says `onExpire: 're-ask'`. */
+export const asksMaxDefault = 3;
 
 /**
  * Decides each tool request. A plain function, called inside a recorded step: its answer is

@@ -9,10 +9,13 @@ import type { FallbackRecord } from '@loom/reasoning';
  * - `limit_tool_failures`: `consecutiveToolFailuresMax` tool calls failed in a row.
  * - `limit_tokens`: the model calls' input + output tokens reached `tokensMax` (checked after each call).
  * - `limit_cost`: their known cost reached `costUsdMax` (calls of unknown cost count nothing).
+ * - `limit_time`: `wallTimeMsMax` ms passed since the run's recorded start (checked at each
+ *   turn's start and while the run waits: a model call, an approval, a question).
  * - `loop_detected`: the same call (tool and arguments) was asked for `repeatedCallsMax` times in a row.
  * - `policy_aborted`: the policy answered `abort` (`error` is its reason).
  * - `approval_rejected`: a person rejected with `endRun`, or rejected re-running an interrupted call.
- * - `approval_expired`: an approval's `expiresInMs` passed undecided.
+ * - `approval_expired`: an approval's `expiresInMs` passed undecided (with `onExpire: 're-ask'`,
+ *   the last of its `asksMax` asks).
  * - `context_exceeded`: the prompt's required parts no longer fit `budgetTokens` (the
  *   instructions, tools, input and newest turn alone are over it).
  * - `model_failed`: the model call failed after its own retries (`error` says how).
@@ -25,6 +28,7 @@ export type TerminalReason =
   | 'limit_tool_failures'
   | 'limit_tokens'
   | 'limit_cost'
+  | 'limit_time'
   | 'loop_detected'
   | 'policy_aborted'
   | 'approval_rejected'

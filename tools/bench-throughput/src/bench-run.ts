@@ -4,7 +4,15 @@ import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { dropPostgres, type PgTarget, reachPostgres } from './bench-backend.js';
-import { commandLine, type Env, type Knobs, leaseEnv, readKnobs } from './knobs.js';
+import {
+  agentEnv,
+  type BenchScript,
+  commandLine,
+  type Env,
+  type Knobs,
+  leaseEnv,
+  readKnobs,
+} from './knobs.js';
 import { describeMachine, type Machine, machineMarkdown } from './machine.js';
 import { busyShareBetween, readCpuJiffies } from './proc-stat.js';
 import { Progress } from './progress.js';
@@ -50,12 +58,14 @@ export type Section = (context: RunContext) => Promise<SectionReport>;
  * cell failed its own checks (wrong row count, a background error).
  */
 export async function runBench(
-  script: 'bench' | 'bench:lease',
+  script: BenchScript,
   title: string,
   sections: readonly Section[],
   env: Env = process.env,
 ): Promise<void> {
-  const knobs = readKnobs(script === 'bench:lease' ? leaseEnv(env) : env);
+  const knobs = readKnobs(
+    script === 'bench:lease' ? leaseEnv(env) : script === 'bench:agents' ? agentEnv(env) : env,
+  );
   const progress = new Progress();
   const command = commandLine(env, script);
   if (knobs.repeats < 5) {

@@ -120,8 +120,31 @@ export function roundToConcurrency(requested: number, concurrency: number): numb
   return Math.max(concurrency, Math.ceil(requested / concurrency) * concurrency);
 }
 
+/**
+ * What `bench:agents` runs unless a knob says otherwise: P6 fans out 20,000 runs on memory (the
+ * workload PERFORMANCE.md names) and 2,000 on SQLite and Postgres (20,000 agent runs on a
+ * durable store of a shared 2-core box take minutes per repeat), always with a quarter of them
+ * in flight, so the ideal stays 4 waves × 2 calls × 50 ms = 400 ms.
+ */
+export const agentDefaults = {
+  LOOM_BENCH_EXECS: '20000',
+  LOOM_BENCH_SQLITE_EXECS: '2000',
+  LOOM_BENCH_PG_EXECS: '2000',
+} as const satisfies Partial<Record<(typeof knobNames)[number], string>>;
+
+/** The environment `bench:agents` reads its knobs from: `env` over {@link agentDefaults}. */
+export function agentEnv(env: Env): Env {
+  const set = Object.fromEntries(
+    Object.entries(env).filter(([, value]) => nonEmpty(value) !== undefined),
+  );
+  return { ...agentDefaults, ...set };
+}
+
+/** The scripts of this package that take `LOOM_BENCH_*` knobs. */
+export type BenchScript = 'bench' | 'bench:lease' | 'bench:agents';
+
 /** The command that reproduces a run: the knobs that were set, then the pnpm script. */
-export function commandLine(env: Env, script: 'bench' | 'bench:lease'): string {
+export function commandLine(env: Env, script: BenchScript): string {
   const set = knobNames
     .filter((name) => nonEmpty(env[name]) !== undefined)
     .map((name) => `${name}=${env[name]}`);

@@ -14,7 +14,7 @@ import { type Observation, renderMessages } from '@loom/render';
 import type { Approval, ApprovalDecision, ApprovalKind, Resolution } from '../approval.js';
 import { type Agent, askHumanToolName, failToolName } from '../define-agent.js';
 import type { Tool } from '../define-tool.js';
-import type { PolicyDecision, ToolRequest } from '../policy.js';
+import { asksMaxDefault, type PolicyDecision, type ToolRequest } from '../policy.js';
 import type { TerminalReason } from '../run-result.js';
 import { isRerunnable } from '../side-effect.js';
 import type { AgentTransition } from '../transition.js';
@@ -22,6 +22,7 @@ import type { TurnContext } from './flow-host.js';
 import type { LiveText } from './live-text.js';
 import { hashOf } from './request-hash.js';
 import { RunMemory, type RunOutput } from './run-memory.js';
+import { WallBudget, waitBound } from './wall-budget.js';
 
 const failToolSpec: ToolSpec = {
   name: failToolName,
@@ -57,7 +58,9 @@ type ToolStepResult = { output: JsonValue } | { interrupted: true };
 type ApprovalOutcome =
   | { kind: 'approved'; resolution: Resolution | undefined }
   | { kind: 'rejected'; endRun: boolean; why: string }
-  | { kind: 'expired' };
+  | { kind: 'expired' }
+  /** The wait reached the run's wall-time limit first. */
+  | { kind: 'time_up' };
 
 type CallOutcome =
   | { kind: 'observed'; observation: Observation; failed: boolean | undefined }
@@ -133,11 +136,16 @@ async function runTurns(
   const { runId } = ctx;
   const run = new RunMemory(runId, input);
   const { limits } = agent;
+  const budget = WallBudget.start(ctx, limits.wallTimeMsMax);
   for (let turn = 1; ; turn++) {
     if (turn > limits.stepsMax) {
       return run.end('limit_steps', {
         error: `${limits.stepsMax} turns decided without an ending`,
       });
+    }
+    const turnStartMs = budget?.turnStart(ctx, turn);
+    if (budget?.spentAt(turnStartMs as number)) {
+      return run.end('limit_time', { error: budget.error });
     }
     let rendered: ReturnType<typeof renderMessages>;
     try {
@@ -157,21 +165,27 @@ async function runTurns(
     }
     let response: ModelResponse;
     try {
-      response = (await ctx.step(RecordName.decide(turn), (effect) => {
-        if (turn > 1) notify({ type: 'observed', runId, turn: turn - 1 });
-        const request: ModelRequest = {
-          messages: rendered.messages,
-          tools: [...rendered.tools, failToolSpec],
-          signal: effect.signal,
-          ...(agent.tags === undefined ? {} : { tags: agent.tags }),
-        };
-        return callModel(agent, request, (text) =>
-          live.text(runId, turn, text),
-        ) as unknown as Promise<JsonValue>;
-      })) as unknown as ModelResponse;
+      response = (await ctx.step(
+        RecordName.decide(turn),
+        (effect) => {
+          if (turn > 1) notify({ type: 'observed', runId, turn: turn - 1 });
+          const request: ModelRequest = {
+            messages: rendered.messages,
+            tools: [...rendered.tools, failToolSpec],
+            signal: effect.signal,
+            ...(agent.tags === undefined ? {} : { tags: agent.tags }),
+          };
+          return callModel(agent, request, (text) =>
+            live.text(runId, turn, text),
+          ) as unknown as Promise<JsonValue>;
+        },
+        // With a wall-time limit, the model call is cut off when the budget is spent.
+        budget && { timeoutMs: budget.stepTimeoutMs(turnStartMs as number) },
+      )) as unknown as ModelResponse;
     } catch (error) {
-      if (isStepFailure(error)) return run.end('model_failed', { error: errorMessage(error) });
-      throw error;
+      if (!isStepFailure(error)) throw error;
+      if (budget?.spentAt(ctx.now())) return run.end('limit_time', { error: budget.error });
+      return run.end('model_failed', { error: errorMessage(error) });
     }
     run.addUsage(turn, response);
     const calls = response.toolCalls;
@@ -230,7 +244,7 @@ async function runTurns(
       run.finishTurn(turn, response.text, [], invalid);
       continue;
     }
-    const ended = await toolTurn(ctx, agent, run, notify, turn, response, calls, invalid);
+    const ended = await toolTurn(ctx, agent, run, notify, turn, response, calls, invalid, budget);
     if (ended !== undefined) return ended;
   }
 }
@@ -268,6 +282,7 @@ async function toolTurn(
   response: ModelResponse,
   calls: readonly ToolCall[],
   invalid: Observation[],
+  budget: WallBudget | undefined,
 ): Promise<RunOutput | undefined> {
   const { runId } = ctx;
   const verdicts = (await ctx.step(RecordName.policy(turn), async () => {
@@ -351,7 +366,8 @@ async function toolTurn(
     ),
   );
   for (const [n, approval] of records.entries()) {
-    approvals.push({ index: asked[n]?.index as number, wait: awaitDecision(ctx, approval) });
+    const { index, request, decision } = asked[n] as (typeof asked)[number];
+    approvals.push({ index, wait: decideOrReask(ctx, approval, request, decision, budget) });
   }
   const allowed = new Set<number>();
   verdicts.forEach((verdict, index) => {
@@ -376,6 +392,7 @@ async function toolTurn(
   for (const [n, outcome] of decided.entries()) {
     const index = approvals[n]?.index as number;
     const verdict = verdicts[index] as Verdict;
+    if (outcome.kind === 'time_up') return run.end('limit_time', { error: budget?.error ?? '' });
     if (outcome.kind === 'expired') {
       return run.end('approval_expired', {
         error: `the approval of call ${verdict.callId} expired`,
@@ -394,7 +411,7 @@ async function toolTurn(
   );
   if (questions.length > 0) {
     // All questions of the turn are recorded before the run waits for any answer.
-    await Promise.all(
+    const recorded = await Promise.all(
       questions.map(({ index, callId, question }) =>
         ctx.step(RecordName.questionStep(`${turn}.${index}`), (effect) => ({
           id: `${runId}~${turn}.${index}`,
@@ -406,13 +423,18 @@ async function toolTurn(
         })),
       ),
     );
+    // A question has no expiry; with a wall-time limit, the wait ends at the budget.
     const answers = await Promise.all(
-      questions.map(({ index }) =>
-        ctx.waitForSignal(RecordName.answerSignal(`${turn}.${index}`), undefined),
+      questions.map(({ index }, n) =>
+        ctx.waitForSignal(
+          RecordName.answerSignal(`${turn}.${index}`),
+          waitBound(budget, (recorded[n] as { askedAtMs: number }).askedAtMs, null).timeoutMs,
+        ),
       ),
     );
     for (const [n, { index, callId }] of questions.entries()) {
       const answer = answers[n];
+      if (answer?.received === false) return run.end('limit_time', { error: budget?.error ?? '' });
       const payload = answer?.received === true ? answer.payload : null;
       observations[index] = { kind: 'tool_result', callId, content: payload };
     }
@@ -431,7 +453,8 @@ async function toolTurn(
       indexes.map((index) => {
         const verdict = verdicts[index] as Extract<Verdict, { kind: 'decided' }>;
         const tool = agent.tools.get(verdict.request.tool) as Tool<never, JsonValue>;
-        return runCall(ctx, notify, tool, verdict.request, `${turn}.${index}`, () => fresh);
+        const key = `${turn}.${index}`;
+        return runCall(ctx, notify, tool, verdict.request, key, () => fresh, budget);
       }),
     );
     for (const [n, outcome] of outcomes.entries()) {
@@ -471,18 +494,68 @@ function decide(agent: Agent, request: ToolRequest, run: RunMemory, turn: number
     case 'abort':
       return { kind: decision.kind, reason: String(decision.reason) };
     case 'require_approval':
-      return decision.expiresInMs === undefined
-        ? { kind: 'require_approval', reason: String(decision.reason) }
-        : {
-            kind: 'require_approval',
-            reason: String(decision.reason),
-            expiresInMs: decision.expiresInMs,
-          };
+      return approvalDecision(decision);
     default:
       return {
         kind: 'abort',
         reason: `the policy answered ${JSON.stringify(decision)}, not a decision`,
       };
+  }
+}
+
+/** A `require_approval` as recorded: only the fields given, `onExpire` and `asksMax` checked. */
+function approvalDecision(
+  decision: Extract<PolicyDecision, { kind: 'require_approval' }>,
+): PolicyDecision {
+  const { onExpire, asksMax } = decision;
+  if (onExpire !== undefined && onExpire !== 'end' && onExpire !== 're-ask') {
+    return {
+      kind: 'abort',
+      reason: `the policy answered onExpire ${JSON.stringify(onExpire)}: it is 'end' or 're-ask'`,
+    };
+  }
+  if (asksMax !== undefined && (!Number.isSafeInteger(asksMax) || asksMax < 1)) {
+    return {
+      kind: 'abort',
+      reason: `the policy answered asksMax ${JSON.stringify(asksMax)}: it is a whole number ≥ 1`,
+    };
+  }
+  return {
+    kind: 'require_approval',
+    reason: String(decision.reason),
+    ...(decision.expiresInMs === undefined ? {} : { expiresInMs: decision.expiresInMs }),
+    ...(onExpire === undefined ? {} : { onExpire }),
+    ...(asksMax === undefined ? {} : { asksMax }),
+  };
+}
+
+/**
+ * Waits for the decision on a policy's approval. When it expires and the policy said
+ * `onExpire: 're-ask'`, asks again (`<key>.a<n>`: a new id, the same `requestHash`, a new
+ * expiry) until `asksMax` asks in all have expired.
+ */
+async function decideOrReask(
+  ctx: TurnContext,
+  first: Approval,
+  request: ToolRequest,
+  decision: Extract<PolicyDecision, { kind: 'require_approval' }>,
+  budget: WallBudget | undefined,
+): Promise<ApprovalOutcome> {
+  const asks = decision.onExpire === 're-ask' ? (decision.asksMax ?? asksMaxDefault) : 1;
+  const key = first.id.slice(first.id.lastIndexOf('~') + 1);
+  let approval = first;
+  for (let ask = 2; ; ask++) {
+    const outcome = await awaitDecision(ctx, approval, budget);
+    if (outcome.kind !== 'expired' || ask > asks) return outcome;
+    approval = await recordApproval(
+      ctx,
+      `${key}.a${ask}`,
+      'tool_call',
+      request,
+      decision.reason,
+      decision.expiresInMs,
+      { first, previous: approval, ask },
+    );
   }
 }
 
@@ -497,6 +570,7 @@ async function runCall(
   request: ToolRequest,
   key: string,
   markedHere: () => boolean,
+  budget: WallBudget | undefined,
 ): Promise<CallOutcome> {
   const { runId } = ctx;
   const rerunnable = isRerunnable(tool.sideEffect);
@@ -561,7 +635,10 @@ async function runCall(
       `'${tool.name}' (${tool.sideEffect}) was interrupted mid-call: its outcome is unknown. Approve with resolution { kind: 'rerun' } to call it again, or { kind: 'record', output } to record what it did; reject to end the run.`,
       undefined,
     );
-    const outcome = await awaitDecision(ctx, approval);
+    const outcome = await awaitDecision(ctx, approval, budget);
+    if (outcome.kind === 'time_up') {
+      return { kind: 'ended', reason: 'limit_time', error: budget?.error ?? '' };
+    }
     if (outcome.kind === 'expired') {
       return { kind: 'ended', reason: 'approval_expired', error: 'the approval expired' };
     }
@@ -589,6 +666,7 @@ async function recordApproval(
   request: ToolRequest,
   reason: string,
   expiresInMs: number | undefined,
+  reask?: { first: Approval; previous: Approval; ask: number },
 ): Promise<Approval> {
   const id = approvalId(ctx.runId, key);
   return (await ctx.step(RecordName.approvalStep(key), (effect) => {
@@ -598,24 +676,32 @@ async function recordApproval(
       runId: ctx.runId,
       kind,
       request,
-      requestHash: hashOf({ id, kind, request }),
+      // A re-ask binds to the first ask's hash: the request is the same one.
+      requestHash: reask?.first.requestHash ?? hashOf({ id, kind, request }),
       reason,
       requestedAtMs,
       expiresAtMs: expiresInMs === undefined ? null : requestedAtMs + expiresInMs,
       status: 'pending',
+      ...(reask === undefined ? {} : { ask: reask.ask, previousId: reask.previous.id }),
     };
     return approval as unknown as JsonValue;
   })) as unknown as Approval;
 }
 
-async function awaitDecision(ctx: TurnContext, approval: Approval): Promise<ApprovalOutcome> {
+async function awaitDecision(
+  ctx: TurnContext,
+  approval: Approval,
+  budget: WallBudget | undefined,
+): Promise<ApprovalOutcome> {
   const key = approval.id.slice(approval.id.lastIndexOf('~') + 1);
-  const timeoutMs =
-    approval.expiresAtMs === null
-      ? undefined
-      : Math.max(0, approval.expiresAtMs - approval.requestedAtMs);
+  // Until the approval's expiry or the run's wall-time limit, whichever is first: one durable timer.
+  const { timeoutMs, budgetFirst } = waitBound(
+    budget,
+    approval.requestedAtMs,
+    approval.expiresAtMs,
+  );
   const wait = await ctx.waitForSignal(RecordName.approvalSignal(key), timeoutMs);
-  if (!wait.received) return { kind: 'expired' };
+  if (!wait.received) return budgetFirst ? { kind: 'time_up' } : { kind: 'expired' };
   const decision = wait.payload as unknown as ApprovalDecision;
   const note = decision.note === undefined ? '' : `: ${decision.note}`;
   if (decision.requestHash !== approval.requestHash) {

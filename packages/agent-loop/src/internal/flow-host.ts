@@ -19,6 +19,8 @@ export interface TurnContext {
     fn: (effect: { signal: AbortSignal; nowMs: () => number }) => T | Promise<T>,
     options?: { timeoutMs?: number; idempotent?: boolean },
   ): Promise<T>;
+  /** The runtime clock's time, recorded in the log the first time and read back on replay. */
+  now(): number;
   /** Waits durably for a signal; suspends the run (no lease, no memory) while nothing else runs. */
   waitForSignal(
     name: string,
@@ -40,6 +42,7 @@ function turnContext(ctx: WorkflowContext): TurnContext {
         stepOptions,
       ) as never;
     },
+    now: () => ctx.now(),
     waitForSignal: async (name, timeoutMs) => {
       const wait = await ctx.waitForSignal(
         name,
