@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ErrorCode, isLoomError, LoomError } from './errors.js';
+import { errorCodeConformance } from './testing/error-code-conformance.js';
 
 describe('errors', () => {
   it('isLoomError matches by name and code, so a copy from another package instance matches too', () => {
@@ -25,18 +25,9 @@ describe('errors', () => {
     expect('cause' in new LoomError(ErrorCode.LOG_CORRUPT, 'bad')).toBe(false);
   });
 
-  it('codes are their own names, and unique', () => {
-    const codes = Object.entries(ErrorCode);
-    for (const [key, value] of codes) expect(value).toBe(key);
-    expect(new Set(Object.values(ErrorCode)).size).toBe(codes.length);
-  });
-
-  it('docs/errors.md lists every code of this package, under its heading', () => {
-    const docs = readFileSync(new URL('../../../docs/errors.md', import.meta.url), 'utf8');
-    const start = docs.indexOf('## `@loom/event-runtime`');
-    expect(start).toBeGreaterThanOrEqual(0);
-    const next = docs.indexOf('\n## ', start + 1);
-    const section = docs.slice(start, next === -1 ? undefined : next);
-    for (const code of Object.values(ErrorCode)) expect(section).toContain(`| \`${code}\` |`);
+  errorCodeConformance({
+    codes: ErrorCode,
+    heading: '## `@loom/event-runtime`',
+    docs: new URL('../../../docs/errors.md', import.meta.url),
   });
 });

@@ -2,6 +2,10 @@ export { bucketOf, channelName } from './store/postgres/notify-bucket.js';
 export { backendConformance } from './testing/backend-conformance.js';
 export { CountingEventStore, type StoreCallCounts } from './testing/counting-event-store.js';
 export {
+  type ErrorCodeConformanceOptions,
+  errorCodeConformance,
+} from './testing/error-code-conformance.js';
+export {
   type ConformanceHarness,
   eventStoreConformance,
   freshId,

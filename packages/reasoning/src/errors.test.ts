@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { LoomError as KernelLoomError } from '@loom/event-runtime';
+import { errorCodeConformance } from '@loom/event-runtime/testing';
 import { describe, expect, it } from 'vitest';
 import { isLoomError, isRetryableModelError, LoomError, ReasoningErrorCode } from './errors.js';
 
@@ -16,19 +16,9 @@ describe('errors', () => {
     );
   });
 
-  it('codes are their own names, and unique', () => {
-    const codes = Object.entries(ReasoningErrorCode);
-    for (const [key, value] of codes) expect(value).toBe(key);
-    expect(new Set(Object.values(ReasoningErrorCode)).size).toBe(codes.length);
-  });
-
-  it('docs/errors.md lists every code of this package, under its heading', () => {
-    const docs = readFileSync(new URL('../../../docs/errors.md', import.meta.url), 'utf8');
-    const start = docs.indexOf('## `@loom/reasoning`');
-    expect(start).toBeGreaterThanOrEqual(0);
-    const next = docs.indexOf('\n## ', start + 1);
-    const section = docs.slice(start, next === -1 ? undefined : next);
-    for (const code of Object.values(ReasoningErrorCode))
-      expect(section).toContain(`| \`${code}\` |`);
+  errorCodeConformance({
+    codes: ReasoningErrorCode,
+    heading: '## `@loom/reasoning`',
+    docs: new URL('../../../docs/errors.md', import.meta.url),
   });
 });

@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { isLoomError as isKernelLoomError } from '@loom/event-runtime';
+import { errorCodeConformance } from '@loom/event-runtime/testing';
 import { describe, expect, it } from 'vitest';
 import { isLoomError, LoomError, RenderErrorCode } from './errors.js';
 
@@ -15,18 +15,9 @@ describe('errors', () => {
     expect(isLoomError(error, RenderErrorCode.INVALID_HISTORY)).toBe(false);
   });
 
-  it('codes are their own names, and unique', () => {
-    const codes = Object.entries(RenderErrorCode);
-    for (const [key, value] of codes) expect(value).toBe(key);
-    expect(new Set(Object.values(RenderErrorCode)).size).toBe(codes.length);
-  });
-
-  it('docs/errors.md lists every code of this package, under its heading', () => {
-    const docs = readFileSync(new URL('../../../docs/errors.md', import.meta.url), 'utf8');
-    const start = docs.indexOf('## `@loom/render`');
-    expect(start).toBeGreaterThanOrEqual(0);
-    const next = docs.indexOf('\n## ', start + 1);
-    const section = docs.slice(start, next === -1 ? undefined : next);
-    for (const code of Object.values(RenderErrorCode)) expect(section).toContain(`| \`${code}\` |`);
+  errorCodeConformance({
+    codes: RenderErrorCode,
+    heading: '## `@loom/render`',
+    docs: new URL('../../../docs/errors.md', import.meta.url),
   });
 });

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { errorCodeConformance } from '@loom/event-runtime/testing';
 import { describe, expect, it } from 'vitest';
 import { isLoomError, LoomError, SchedulerErrorCode } from './errors.js';
 
@@ -32,13 +32,9 @@ describe('LoomError', () => {
     expect(isLoomError('SCHEDULE_ABORTED')).toBe(false);
   });
 
-  it('docs/errors.md lists every code of this package, under its heading', () => {
-    const docs = readFileSync(new URL('../../../docs/errors.md', import.meta.url), 'utf8');
-    const start = docs.indexOf('## `@loom/scheduler`');
-    expect(start).toBeGreaterThanOrEqual(0);
-    const next = docs.indexOf('\n## ', start + 1);
-    const section = docs.slice(start, next === -1 ? undefined : next);
-    for (const code of Object.values(SchedulerErrorCode))
-      expect(section).toContain(`| \`${code}\` |`);
+  errorCodeConformance({
+    codes: SchedulerErrorCode,
+    heading: '## `@loom/scheduler`',
+    docs: new URL('../../../docs/errors.md', import.meta.url),
   });
 });
