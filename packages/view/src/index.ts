@@ -7,6 +7,7 @@ export {
   type RunsPage,
   runStatuses,
   runsPageDefault,
+  type ScheduleSummary,
   type VerifyAllResult,
   type VerifyProgress,
   type View,

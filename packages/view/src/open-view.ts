@@ -3,12 +3,14 @@ import type {
   Backend,
   DetailedExecutionStatus,
   ExecutionSummary,
+  QueueStats,
   StoredEvent,
   Subscription,
   VerifyResult,
 } from '@loom/event-runtime';
 import { Limits } from '@loom/event-runtime';
 import { createRuntime } from '@loom/workflow-runtime';
+import { nextOccurrence } from '@loom/workflow-runtime/cron';
 import { LoomError, ViewErrorCode } from './errors.js';
 import { parseDbUrl } from './internal/db-url.js';
 import { agentFlowPrefix, foldRun, signalsOf } from './internal/fold-run.js';
@@ -59,6 +61,42 @@ export interface VerifyAllResult {
   broken: Extract<VerifyResult, { ok: false }>[];
 }
 
+/** A schedule that fires (its newest generation is not settled), as `view.schedules()` lists it. */
+export interface ScheduleSummary {
+  /** The name given to `runtime.schedule(…)`. */
+  name: string;
+  /** The generation that fires it now: `cron:<name>` or `cron:<name>#<n>`. */
+  executionId: string;
+  expression: string;
+  timezone: string;
+  /** The flow each occurrence runs, and its version (null: unversioned). */
+  flow: string;
+  version: string | null;
+  /**
+   * When it fires next (epoch ms): the generation's durable timer when it sleeps, else the next
+   * occurrence of the expression after its last firing (or after now, before the first).
+   */
+  nextFireAtMs: number;
+  /** Its last occurrence fired (epoch ms), or null before the first. */
+  lastFiredAtMs: number | null;
+  /** The run of its last fired occurrence, or null. */
+  lastRunId: string | null;
+}
+
+/** The flow name a schedule's executions run under (`@loom/workflow-runtime`'s cron chain). */
+const scheduleFlowName = 'loom.cron.schedule';
+
+/** What a schedule execution's input holds (see `CronScheduleInput` in `@loom/workflow-runtime`). */
+interface ScheduleInput {
+  name: string;
+  expression: string;
+  timezone: string;
+  flow: string;
+  version: string | null;
+  lastFiredAtMs: number | null;
+  lastRunId: string | null;
+}
+
 /** Read models over one database's log. Reads only: it never writes, creates or migrates. */
 export interface View {
   /** Which backend it reads (`sqlite`, `postgres`). */
@@ -99,6 +137,21 @@ export interface View {
   verify(executionId: string): Promise<VerifyResult>;
   /** Verifies every execution in the index, reporting progress after each one. */
   verifyAll(onProgress?: VerifyProgress): Promise<VerifyAllResult>;
+  /**
+   * Every queue's counts (depth, claimed, completed, failed, cancelled), by name: one query per
+   * page of queues. Error codes: store errors.
+   */
+  queues(): Promise<QueueStats[]>;
+  /**
+   * The schedules that fire, by name: one index query, then one log page per schedule (its
+   * generation's `execution.started`). Error codes: store errors.
+   */
+  schedules(): Promise<ScheduleSummary[]>;
+  /**
+   * A run's whole log in sequence order, read in pages (what `loom export` writes as JSON lines).
+   * Error codes: `RUN_NOT_FOUND`, store errors.
+   */
+  exportLog(executionId: string): Promise<StoredEvent[]>;
   close(): Promise<void>;
 }
 
@@ -119,6 +172,41 @@ export interface View {
 export async function openView(options: { db: string }): Promise<View> {
   const backend = await openBackend(parseDbUrl(options.db), true);
   return new LogView(backend);
+}
+
+/**
+ * A firing schedule from its generation's log: the definition from `execution.started`, the last
+ * occurrence from its newest `fire-<ms>` step (a generation fires at most 50 before it continues,
+ * so the log is short), the next from its timer or the expression.
+ */
+function scheduleOf(
+  row: ExecutionSummary,
+  log: readonly StoredEvent[],
+): ScheduleSummary | undefined {
+  const input = (log[0]?.payload as { input?: ScheduleInput } | undefined)?.input;
+  if (input === undefined || typeof input.expression !== 'string') return undefined;
+  let { lastFiredAtMs, lastRunId } = input;
+  for (const event of log) {
+    if (event.type !== 'step.completed') continue;
+    const { name, result } = event.payload as { name?: string; result?: unknown };
+    const fired = /^fire-(\d+)$/.exec(name ?? '');
+    if (fired === null) continue;
+    lastFiredAtMs = Number(fired[1]);
+    // The step returns false when the occurrence was skipped (overlap 'skip'): no run started.
+    if (result === true) lastRunId = `cron:${input.name}:${lastFiredAtMs}`;
+  }
+  return {
+    name: input.name,
+    executionId: row.executionId,
+    expression: input.expression,
+    timezone: input.timezone,
+    flow: input.flow,
+    version: input.version,
+    nextFireAtMs:
+      row.wakeAtMs ?? nextOccurrence(input.expression, lastFiredAtMs ?? Date.now(), input.timezone),
+    lastFiredAtMs,
+    lastRunId,
+  };
 }
 
 class LogView implements View {
@@ -249,6 +337,44 @@ class LogView implements View {
       if (rows.length < Limits.readLimitMax) return result;
       after = rows[rows.length - 1]?.executionId;
     }
+  }
+
+  async queues(): Promise<QueueStats[]> {
+    const out: QueueStats[] = [];
+    for (;;) {
+      const last = out[out.length - 1]?.queue;
+      const page = await this.opened.queues.listQueues(
+        last === undefined ? {} : { afterQueue: last },
+      );
+      out.push(...page);
+      if (page.length === 0 || page.length < Limits.queueListMax) return out;
+    }
+  }
+
+  async schedules(): Promise<ScheduleSummary[]> {
+    const out: ScheduleSummary[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const rows = await this.opened.events.findExecutions({
+        flow: scheduleFlowName,
+        limit: Limits.readLimitMax,
+        ...(after === undefined ? {} : { afterExecutionId: after }),
+      });
+      for (const row of rows) {
+        if (row.status === 'settled') continue;
+        const summary = scheduleOf(row, await readLog(this.opened.events, row.executionId));
+        if (summary !== undefined) out.push(summary);
+      }
+      if (rows.length < Limits.readLimitMax) break;
+      after = rows[rows.length - 1]?.executionId;
+    }
+    return out.sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  async exportLog(executionId: string): Promise<StoredEvent[]> {
+    const events = await readLog(this.opened.events, executionId);
+    if (events.length === 0) throw runNotFound(executionId);
+    return events;
   }
 
   async close(): Promise<void> {

@@ -4,7 +4,14 @@ import type { DetailedExecutionStatus, JsonValue } from '@loom/event-runtime';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { isLoomError, LoomError, ViewErrorCode } from './errors.js';
 import { ExitCode, exitCodeOf } from './exit-code.js';
-import { formatApprovals, formatDetail, formatEvents, formatRuns } from './internal/format.js';
+import {
+  formatApprovals,
+  formatDetail,
+  formatEvents,
+  formatQueues,
+  formatRuns,
+  formatSchedules,
+} from './internal/format.js';
 import { openOperator } from './open-operator.js';
 import { openView, runStatuses, type View } from './open-view.js';
 import { dashboardPortDefault, startDashboard, tokenEnvVar } from './start-dashboard.js';
@@ -233,6 +240,33 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
           await subscription.close();
         }
       });
+    });
+
+  program
+    .command('export <id>')
+    .description(
+      "a run's whole log as JSON lines (one stored event per line, hashes included), for a bug report",
+    )
+    .action(async (id: string, _options: unknown, command: Command) => {
+      const events = await withView(command, (view) => view.exportLog(id));
+      for (const event of events) io.stdout(JSON.stringify(event));
+      io.stderr(`exported ${events.length} events of ${id}`);
+    });
+
+  program
+    .command('queues')
+    .description('every queue: depth (waiting), claimed (running), completed, failed, cancelled')
+    .action(async (_options: unknown, command: Command) => {
+      const queues = await withView(command, (view) => view.queues());
+      print(queues, () => formatQueues(queues));
+    });
+
+  program
+    .command('schedules')
+    .description('schedules that fire: expression, flow, next and last firing')
+    .action(async (_options: unknown, command: Command) => {
+      const schedules = await withView(command, (view) => view.schedules());
+      print(schedules, () => formatSchedules(schedules));
     });
 
   program

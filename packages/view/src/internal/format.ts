@@ -1,6 +1,7 @@
 import type { Approval } from '@loom/agent-loop';
-import type { StoredEvent } from '@loom/event-runtime';
+import type { QueueStats, StoredEvent } from '@loom/event-runtime';
 import Table from 'cli-table3';
+import type { ScheduleSummary } from '../open-view.js';
 import type { RunDetail } from '../run-detail.js';
 import type { RunSummary } from '../run-summary.js';
 
@@ -108,4 +109,37 @@ export function formatEvents(events: readonly StoredEvent[]): string {
   return events
     .map((e) => `${e.sequence}\t${time(e.at)}\t${e.type}\t${preview(e.payload)}`)
     .join('\n');
+}
+
+/** The `loom queues` table. */
+export function formatQueues(queues: readonly QueueStats[]): string {
+  if (queues.length === 0) return 'no queues';
+  return table(
+    ['QUEUE', 'DEPTH', 'CLAIMED', 'COMPLETED', 'FAILED', 'CANCELLED'],
+    queues.map((q) => [
+      q.queue,
+      String(q.depth),
+      String(q.claimed),
+      String(q.completed),
+      String(q.failed),
+      String(q.cancelled),
+    ]),
+  );
+}
+
+/** The `loom schedules` table. */
+export function formatSchedules(schedules: readonly ScheduleSummary[]): string {
+  if (schedules.length === 0) return 'no schedules fire';
+  return table(
+    ['NAME', 'EXPRESSION', 'TIMEZONE', 'FLOW', 'NEXT FIRE', 'LAST FIRED', 'LAST RUN'],
+    schedules.map((s) => [
+      s.name,
+      s.expression,
+      s.timezone,
+      s.version === null ? s.flow : `${s.flow}@${s.version}`,
+      time(s.nextFireAtMs),
+      time(s.lastFiredAtMs),
+      s.lastRunId ?? '',
+    ]),
+  );
 }
