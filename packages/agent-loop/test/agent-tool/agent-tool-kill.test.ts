@@ -1,0 +1,57 @@
+// A parent agent whose tool runs a child agent, SIGKILLed (a real process) in the child's tool
+// and after the parent recorded the child's result. A second process finishes the run: the
+// child run was started once (one child.started in the parent's log, one execution.started in
+// the child's), its result is what the parent observed, and nothing already recorded ran again.
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EventType } from '@loom/event-runtime';
+import { SqliteEventStore } from '@loom/event-runtime/sqlite';
+import { describe, expect, it } from 'vitest';
+import { life } from '../kill/kill-harness.js';
+
+const worker = join(import.meta.dirname, 'agent-tool-worker.ts');
+const dir = mkdtempSync(join(tmpdir(), 'loom-agent-tool-kill-'));
+
+function lines(file: string): number {
+  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).length : 0;
+}
+
+describe.concurrent('agent tools across a SIGKILL, on a SQLite file', () => {
+  it.each([
+    // Killed inside the child's read_only tool: the tool runs again, the child's first answer is replayed.
+    { killAt: 'child_tool', lookups: 2, modelCalls: 2 },
+    // Killed once the parent recorded the child's result: the child is not run again at all.
+    { killAt: 'parent_observed', lookups: 1, modelCalls: 2 },
+  ])('killed at $killAt: the child is started once and its result observed', async (c) => {
+    const runId = `boss-${c.killAt}`;
+    const env = {
+      AT_DB: join(dir, `${c.killAt}.db`),
+      AT_RUN_ID: runId,
+      AT_LOOKUPS: join(dir, `${c.killAt}.lookups`),
+      AT_MODEL_CALLS: join(dir, `${c.killAt}.model-calls`),
+    };
+    const first = await life({ ...env, AT_KILL: c.killAt }, worker);
+    expect(first.signal, first.output).toBe('SIGKILL');
+    const second = await life(env, worker);
+    expect(second.code, second.output).toBe(0);
+    expect(second.line?.kind).toBe('result');
+    const result = second.line?.value as { reason: string; output: string };
+    expect(result.reason).toBe('goal_completed');
+    expect(result.output).toContain('A loom weaves threads.');
+    expect(result.output).toContain(`${runId}/1.0`);
+
+    expect(lines(env.AT_LOOKUPS)).toBe(c.lookups);
+    expect(lines(env.AT_MODEL_CALLS)).toBe(c.modelCalls);
+    const store = SqliteEventStore.open({ path: env.AT_DB, migrate: true });
+    try {
+      const parent = await store.read(runId);
+      expect(parent.filter((e) => e.type === EventType.childStarted)).toHaveLength(1);
+      const child = await store.read(`${runId}/1.0`);
+      expect(child.filter((e) => e.type === EventType.executionStarted)).toHaveLength(1);
+      expect(child.at(-1)?.type).toBe(EventType.executionCompleted);
+    } finally {
+      await store.close();
+    }
+  });
+});
