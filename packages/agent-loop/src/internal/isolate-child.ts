@@ -8,7 +8,8 @@ import type { ChildMessage, ParentMessage } from './isolate-protocol.js';
 type RunFunction = (input: unknown, context: unknown) => unknown;
 
 function send(message: ChildMessage): void {
-  process.send?.(message);
+  // A parent that is gone cannot be told anything; 'disconnect' ends this process.
+  process.send?.(message, undefined, undefined, () => undefined);
 }
 
 function describe(error: unknown): {

@@ -132,7 +132,10 @@ class IsolateChild {
     answered.catch(() => undefined); // a load failure or an abort answers first
     await Promise.race([this.loaded, aborted]);
     const message: ParentMessage = { type: 'run', input, context };
-    this.process.send(message);
+    // A closed channel: the child is dying, and its exit answers the call as a crash.
+    this.process.send(message, (error) => {
+      if (error !== null) void this.kill();
+    });
     return Promise.race([answered, aborted]);
   }
 
@@ -212,7 +215,14 @@ export class IsolatePool {
 
   private spare(): IsolateChild {
     const child = new IsolateChild(this.settings);
-    child.hold(false);
+    // Held while it loads (a process awaiting warm() must not exit under it), then let go: an
+    // idle spare does not keep this process alive.
+    void child.loaded.then(
+      () => {
+        if (this.spares.includes(child)) child.hold(false);
+      },
+      () => undefined,
+    );
     return child;
   }
 
