@@ -81,6 +81,8 @@ function open(agents: Agent[], file: string): { flows: Runtime; agents: AgentRun
 
 /** Resolves once no process has this pid (SIGKILLed and reaped), within the deadline. */
 function gone(pid: number): Promise<true> {
+  // kill(0) would probe this process group: only a real pid is asked about.
+  if (!Number.isInteger(pid) || pid <= 0) throw new Error(`not a pid: ${pid}`);
   return eventually(async () => {
     try {
       process.kill(pid, 0);
@@ -228,7 +230,11 @@ describe('isolated tools', () => {
       expect(pidsIn(log)).toHaveLength(2);
       void agents.start(agent, 'go', { runId: 'close-1' });
       const running = await eventually(
-        async () => (existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8')) : undefined),
+        // The file may be seen created and still empty: only a whole pid counts.
+        async () => {
+          const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8')) : 0;
+          return pid > 0 ? pid : undefined;
+        },
         'the call to start in its child',
       );
       await flows.shutdown();

@@ -181,6 +181,8 @@ function rebuilt(error: { name: string; message: string; code?: string; stack?: 
 export class IsolatePool {
   private readonly spares: IsolateChild[] = [];
   private readonly busy = new Set<IsolateChild>();
+  /** Bumped by `close()`: a replacement planned before it is not spawned after it. */
+  private epoch = 0;
 
   constructor(private readonly settings: IsolateSettings) {}
 
@@ -197,17 +199,24 @@ export class IsolatePool {
     const child = taken ?? new IsolateChild(this.settings);
     child.hold(true);
     this.busy.add(child);
-    this.refill();
+    // The replacement is forked after this call is sent: fork() blocks this thread for a while.
+    if (this.settings.warm > 0) {
+      const epoch = this.epoch;
+      setImmediate(() => {
+        if (epoch === this.epoch) this.refill();
+      });
+    }
     try {
       return await child.call(input, context, signal);
     } finally {
-      this.busy.delete(child);
-      await child.kill();
+      // Not awaited: the answer does not wait for the process to be reaped (close() does).
+      void child.kill().then(() => this.busy.delete(child));
     }
   }
 
   /** Kills every child of this tool (spares and calls in flight) and waits until they are gone. */
   async close(): Promise<void> {
+    this.epoch += 1;
     const all = [...this.spares.splice(0), ...this.busy];
     const deadline = new Promise<void>((resolve) => setTimeout(resolve, exitWaitMs).unref());
     await Promise.race([Promise.all(all.map((child) => child.kill())), deadline]);
