@@ -114,9 +114,8 @@ describe.each(backends)('agent tools on %s', (_backend, openStore) => {
       // The child is its own run: its log starts linked to the parent, its result is its own.
       const childLog = await store.read('boss-1/1.0');
       expect(childLog[0]?.type).toBe(EventType.executionStarted);
-      expect(
-        (childLog[0]?.payload as { parent?: { executionId: string } }).parent?.executionId,
-      ).toBe('boss-1');
+      const started = childLog[0]?.payload as { parent?: { executionId: string } } | undefined;
+      expect(started?.parent?.executionId).toBe('boss-1');
       const child = await agents.attach('boss-1/1.0').result();
       expect(child.reason).toBe('goal_completed');
       expect(child.output).toBe('A loom weaves threads.');
@@ -171,7 +170,8 @@ describe.each(backends)('agent tools on %s', (_backend, openStore) => {
       expect(child.error).toBe('no data');
       // A custom input schema: the child's input is the arguments object.
       const childLog = await store.read('boss-2/1.0');
-      expect((childLog[0]?.payload as { input?: unknown }).input).toEqual({ topic: 'weather' });
+      const started = childLog[0]?.payload as { input?: unknown } | undefined;
+      expect(started?.input).toEqual({ topic: 'weather' });
     } finally {
       await flows.shutdown();
       await store.close();
