@@ -54,4 +54,12 @@ describe.concurrent('agent tools across a SIGKILL, on a SQLite file', () => {
       await store.close();
     }
   });
+
+  // The worker's `child_recorded` kill point reproduces a gap of the kernel's ctx.child: a parent
+  // killed after its `child.started` is durable and before the child's execution is launched is
+  // replayed as waiting for a child that was never started, and waits forever (README, "Not
+  // built yet"). Enable this case when ctx.child launches an unsettled child again on replay.
+  it.todo(
+    'killed at child_recorded (child.started durable, the child not launched): the child starts once',
+  );
 });

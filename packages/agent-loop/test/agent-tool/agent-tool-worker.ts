@@ -2,7 +2,8 @@
 // ('helper') as a child run, on the SQLite file AT_DB. The helper's `lookup` tool appends a line
 // to AT_LOOKUPS per call, the helper's model a line to AT_MODEL_CALLS per call. AT_KILL makes it
 // SIGKILL itself: `child_tool` inside the child's tool (after its line), `parent_observed` once
-// the parent has recorded the child's result (when its next turn starts). Prints `result <json>`.
+// the parent has recorded the child's result (when its next turn starts), `child_recorded` once
+// the parent's `child.started` is durable. Prints `result <json>`.
 import { appendFileSync } from 'node:fs';
 import { SqliteEventStore } from '@loom/event-runtime/sqlite';
 import { type ModelRequest, StubModel } from '@loom/reasoning';
@@ -64,7 +65,21 @@ const boss = defineAgent({
   tools: [ask],
 });
 
-const store = SqliteEventStore.open({ path: env.AT_DB as string, migrate: true });
+const sqlite = SqliteEventStore.open({ path: env.AT_DB as string, migrate: true });
+// `child_recorded`: die as soon as the parent's `child.started` is durable, before the child's
+// own execution is started (the kernel's barrier, then its launch).
+const store = new Proxy(sqlite, {
+  get(target, property) {
+    const value = Reflect.get(target, property, target);
+    if (typeof value !== 'function') return value;
+    if (property !== 'append' || killAt !== 'child_recorded') return value.bind(target);
+    return async (...args: Parameters<typeof sqlite.append>) => {
+      const stored = await target.append(...args);
+      if (args[0].some((envelope) => envelope.type === 'child.started')) die();
+      return stored;
+    };
+  },
+});
 // One life at a time drives this file, so a dead predecessor's runs are recovered at once.
 const flows = createRuntime({ store, recoverQuietMs: 0, timerPollMs: 20 });
 const agents = createAgentRuntime({
@@ -83,4 +98,4 @@ const agents = createAgentRuntime({
 const outcome = await liveOneLife(flows, agents, boss, runId);
 console.log(outcome);
 await flows.shutdown();
-await store.close();
+await sqlite.close();
