@@ -1,10 +1,12 @@
 // One life of a process running a parent agent ('boss') whose tool runs a child agent
-// ('helper') as a child run, on the SQLite file AT_DB. The helper's `lookup` tool appends a line
+// ('helper') as a child run, on the SQLite file AT_DB (or, with AT_BACKEND=postgres, the schema
+// AT_SCHEMA of AT_PG_URL). The helper's `lookup` tool appends a line
 // to AT_LOOKUPS per call, the helper's model a line to AT_MODEL_CALLS per call. AT_KILL makes it
 // SIGKILL itself: `child_tool` inside the child's tool (after its line), `parent_observed` once
 // the parent has recorded the child's result (when its next turn starts), `child_recorded` once
 // the parent's `child.started` is durable. Prints `result <json>`.
 import { appendFileSync } from 'node:fs';
+import type { EventStore } from '@loom/event-runtime';
 import { SqliteEventStore } from '@loom/event-runtime/sqlite';
 import { type ModelRequest, StubModel } from '@loom/reasoning';
 import { createRuntime } from '@loom/workflow-runtime';
@@ -65,15 +67,28 @@ const boss = defineAgent({
   tools: [ask],
 });
 
-const sqlite = SqliteEventStore.open({ path: env.AT_DB as string, migrate: true });
+async function openStore(): Promise<EventStore> {
+  if (env.AT_BACKEND === 'postgres') {
+    const { PostgresEventStore } = await import('@loom/event-runtime/postgres');
+    const store = await PostgresEventStore.open({
+      connectionString: env.AT_PG_URL as string,
+      schema: env.AT_SCHEMA as string,
+    });
+    await store.migrate();
+    return store;
+  }
+  return SqliteEventStore.open({ path: env.AT_DB as string, migrate: true });
+}
+
+const opened = await openStore();
 // `child_recorded`: die as soon as the parent's `child.started` is durable, before the child's
 // own execution is started (the kernel's barrier, then its launch).
-const store = new Proxy(sqlite, {
+const store = new Proxy(opened, {
   get(target, property) {
     const value = Reflect.get(target, property, target);
     if (typeof value !== 'function') return value;
     if (property !== 'append' || killAt !== 'child_recorded') return value.bind(target);
-    return async (...args: Parameters<typeof sqlite.append>) => {
+    return async (...args: Parameters<EventStore['append']>) => {
       const stored = await target.append(...args);
       if (args[0].some((envelope) => envelope.type === 'child.started')) die();
       return stored;
@@ -98,4 +113,4 @@ const agents = createAgentRuntime({
 const outcome = await liveOneLife(flows, agents, boss, runId);
 console.log(outcome);
 await flows.shutdown();
-await sqlite.close();
+await opened.close();
