@@ -14,6 +14,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { shown, stubBy } from './agent.test-support.js';
 import {
   type Agent,
+  type AgentEvent,
   agentTool,
   createAgentRuntime,
   defineAgent,
@@ -124,6 +125,25 @@ describe.each(backends)('agent tools on %s', (_backend, openStore) => {
       const parentLog = await store.read('boss-1');
       expect(parentLog.filter((e) => e.type === EventType.childStarted)).toHaveLength(1);
       expect(parentLog.filter((e) => e.type === EventType.childCompleted)).toHaveLength(1);
+
+      // The parent's stream shows the call like any tool's: started, then completed with the result.
+      const events: AgentEvent[] = [];
+      for await (const event of agents.stream('boss-1')) events.push(event);
+      const toolStarted = events.filter((e) => e.type === 'tool_started');
+      expect(toolStarted).toMatchObject([{ tool: ask.name, callId: 'a', turn: 1 }]);
+      const completed = events.filter((e) => e.type === 'tool_completed');
+      expect(completed).toMatchObject([
+        {
+          tool: ask.name,
+          callId: 'a',
+          outcome: 'result',
+          output: {
+            runId: 'boss-1/1.0',
+            reason: 'goal_completed',
+            output: 'A loom weaves threads.',
+          },
+        },
+      ]);
     } finally {
       await flows.shutdown();
       await store.close();

@@ -49,13 +49,7 @@ export async function runChildCall(
       failed: true,
     };
   }
-  const result: AgentToolResult = {
-    runId: childId,
-    reason: ended.reason,
-    ...(ended.output === undefined ? {} : { output: ended.output }),
-    ...(ended.error === undefined ? {} : { error: ended.error }),
-    turns: ended.turns,
-  };
+  const result = agentToolResult(childId, ended);
   return {
     kind: 'observed',
     observation: {
@@ -64,5 +58,16 @@ export async function runChildCall(
       content: result as unknown as JsonValue,
     },
     failed: ended.reason !== 'goal_completed',
+  };
+}
+
+/** What the model (and a stream's `tool_completed`) gets from a child run's recorded output. */
+export function agentToolResult(childId: string, ended: RunOutput): AgentToolResult {
+  return {
+    runId: childId,
+    reason: ended.reason,
+    ...(ended.output === undefined ? {} : { output: ended.output }),
+    ...(ended.error === undefined ? {} : { error: ended.error }),
+    turns: ended.turns,
   };
 }
