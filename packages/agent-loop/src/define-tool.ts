@@ -156,6 +156,13 @@ export interface Tool<I = JsonValue, O extends JsonValue = JsonValue> {
  *   sideEffect: 'read_only',
  *   run: async ({ id }) => orders.get(id), // id: string, from the schema
  * });
+ * const thumbnail = defineTool({
+ *   name: 'make_thumbnail',
+ *   description: 'Make a thumbnail of an image file',
+ *   input: z.object({ path: z.string() }),
+ *   sideEffect: 'local_mutation',
+ *   isolate: { module: new URL('./make-thumbnail.js', import.meta.url), warm: 1 }, // exports run
+ * });
  */
 export function defineTool<S extends ToolInput, O extends JsonValue = JsonValue>(
   definition: ToolDefinition<S, O>,
