@@ -1,8 +1,10 @@
 import { EventType, isLoomError as isKernelError, type JsonValue } from '@loom/event-runtime';
 import type { Runtime } from '@loom/workflow-runtime';
 import type { AgentStream } from './agent-event.js';
+import { childAgentCall } from './agent-tool.js';
 import type { Approval, ApprovalDecision, Resolution } from './approval.js';
-import type { Agent } from './define-agent.js';
+import { type Agent, agentFlowName } from './define-agent.js';
+import type { ToolIsolate } from './define-tool.js';
 import { AgentErrorCode, LoomError } from './errors.js';
 import { AgentEventStream } from './internal/agent-event-stream.js';
 import { agentRun, RecordName } from './internal/agent-flow.js';
@@ -52,11 +54,6 @@ export interface RejectOptions {
 /** Log events read per page when a result gathers its calls' usage: 1 000. */
 const callsReadPageSize = 1_000;
 
-/** A run's flow name: `agent:<name>`. */
-export function agentFlowName(agent: Agent): string {
-  return `agent:${agent.name}`;
-}
-
 /**
  * Starts, follows and steers agent runs on a flow runtime. Every process that may run or resume
  * an agent creates one with the same agents; approvals, rejections and cancels work from any
@@ -66,11 +63,13 @@ export class AgentRuntime {
   private readonly host: FlowHost;
   private readonly flows = new Map<string, HostedFlow>();
   private readonly live = new LiveText();
+  private readonly isolated = new Set<ToolIsolate>();
 
   constructor(options: AgentRuntimeOptions) {
     this.host = new FlowHost(options.flows);
     const notify = options.onTransition ?? (() => {});
-    for (const agent of options.agents) {
+    const flowOf = (flowName: string) => this.flows.get(flowName);
+    for (const agent of withChildAgents(options.agents)) {
       const name = agentFlowName(agent);
       if (this.flows.has(name)) {
         throw new LoomError(
@@ -81,10 +80,37 @@ export class AgentRuntime {
           },
         );
       }
-      const flow = hostedFlow(name, agent.version, agentRun(agent, notify, this.live));
+      const flow = hostedFlow(name, agent.version, agentRun(agent, notify, this.live), flowOf);
       this.flows.set(name, flow);
       this.host.register(flow);
+      for (const tool of agent.tools.values()) {
+        if (tool.isolate !== undefined) this.isolated.add(tool.isolate);
+      }
     }
+  }
+
+  /**
+   * Spawns the warm children of every isolated tool of the registered agents (`isolate.warm`),
+   * and waits until each has loaded its module: the first calls skip the spawn. Call it at boot.
+   *
+   * Error codes: `TOOL_ISOLATE_MODULE_INVALID`, `TOOL_ISOLATE_CRASHED` (a module that cannot load).
+   *
+   * @example
+   * const agents = createAgentRuntime({ flows, agents: [support] });
+   * await agents.warm();
+   */
+  async warm(): Promise<void> {
+    await Promise.all([...this.isolated].map((isolate) => isolate.warm()));
+  }
+
+  /**
+   * Kills the child processes of every isolated tool of the registered agents, warm or running a
+   * call, and waits until they are gone. Call it after `flows.shutdown()`; a call still running
+   * ends as a `TOOL_ISOLATE_CRASHED` tool error. (A child also exits by itself when this process
+   * dies.)
+   */
+  async close(): Promise<void> {
+    await Promise.all([...this.isolated].map((isolate) => isolate.close()));
   }
 
   /**
@@ -439,7 +465,28 @@ export class AgentRuntime {
 }
 
 /**
- * Creates an agent runtime on a flow runtime, and registers every agent's flow with it.
+ * The agents, and the agents their agent tools run (recursively), each once: a parent's
+ * children are registered with it.
+ */
+function withChildAgents(agents: readonly Agent[]): Agent[] {
+  const out: Agent[] = [];
+  const seen = new Set<Agent>();
+  const visit = (agent: Agent) => {
+    if (seen.has(agent)) return;
+    seen.add(agent);
+    out.push(agent);
+    for (const tool of agent.tools.values()) {
+      const child = childAgentCall(tool);
+      if (child !== undefined) visit(child.agent);
+    }
+  };
+  for (const agent of agents) visit(agent);
+  return out;
+}
+
+/**
+ * Creates an agent runtime on a flow runtime, and registers every agent's flow with it (and the
+ * flows of the agents their agent tools run).
  *
  * Error codes: `INVALID_ARGUMENT` (two agents of one name).
  *

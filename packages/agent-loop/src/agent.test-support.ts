@@ -30,9 +30,13 @@ export function stubBy(answer: (n: number, request: ModelRequest) => StubTurn): 
   return new StubModel({ script: (request, n) => answer(n, request) });
 }
 
-/** Polls `probe` (real time, bounded) until it returns something other than undefined. */
-export async function eventually<T>(probe: () => Promise<T | undefined>, what: string): Promise<T> {
-  const deadline = Date.now() + 5_000;
+/** Polls `probe` (real time, bounded: 5 s unless `deadlineMs`) until it returns something other than undefined. */
+export async function eventually<T>(
+  probe: () => Promise<T | undefined>,
+  what: string,
+  deadlineMs = 5_000,
+): Promise<T> {
+  const deadline = Date.now() + deadlineMs;
   for (;;) {
     const value = await probe();
     if (value !== undefined) return value;

@@ -97,6 +97,11 @@ export interface Agent {
   readonly askHuman: boolean;
 }
 
+/** A run's flow name: `agent:<name>`. */
+export function agentFlowName(agent: Pick<Agent, 'name'>): string {
+  return `agent:${agent.name}`;
+}
+
 const agentNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 
 /** The default blueprint: system instructions, tools, the input, the history. */

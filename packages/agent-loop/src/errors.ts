@@ -31,6 +31,17 @@ export const AgentErrorCode = {
    * threw); `fields.runId`, `fields.eventType`. Read its log with the flow runtime.
    */
   RUN_FAILED: 'RUN_FAILED',
+  /**
+   * An isolated tool's child process died before it answered: it exited, was killed by a signal
+   * (`fields.signal`) or threw where nothing caught it; `fields.tool`, `fields.pid`,
+   * `fields.exitCode`. A run sees it as a `tool_error` observation, never as its own failure.
+   */
+  TOOL_ISOLATE_CRASHED: 'TOOL_ISOLATE_CRASHED',
+  /**
+   * An isolated tool's module could not be loaded in its child process, or exports no `run`
+   * function (`fields.tool`, `fields.module`). A `tool_error` observation.
+   */
+  TOOL_ISOLATE_MODULE_INVALID: 'TOOL_ISOLATE_MODULE_INVALID',
 } as const;
 
 /** One of the stable error codes in {@link AgentErrorCode}. */

@@ -4,10 +4,10 @@ export {
   AgentRuntime,
   type AgentRuntimeOptions,
   type ApproveOptions,
-  agentFlowName,
   createAgentRuntime,
   type RejectOptions,
 } from './agent-runtime.js';
+export { type AgentToolOptions, type AgentToolResult, agentTool } from './agent-tool.js';
 export type {
   Approval,
   ApprovalDecision,
@@ -19,6 +19,7 @@ export {
   type Agent,
   type AgentDefinition,
   type AgentLimits,
+  agentFlowName,
   askHumanToolName,
   budgetTokensDefault,
   consecutiveToolFailuresMaxDefault,
@@ -31,11 +32,16 @@ export {
 } from './define-agent.js';
 export {
   defineTool,
+  type IsolatedToolContext,
+  type IsolateOptions,
+  isolateWarmMax,
   type Tool,
   type ToolContext,
   type ToolDefinition,
+  type ToolDefinitionBase,
   type ToolInput,
   type ToolInputOf,
+  type ToolIsolate,
   toolTimeoutMsDefault,
 } from './define-tool.js';
 export { AgentErrorCode, isLoomError, LoomError, type LoomErrorFields } from './errors.js';

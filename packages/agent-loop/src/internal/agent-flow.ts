@@ -11,6 +11,7 @@ import {
   type ToolSpec,
 } from '@loom/reasoning';
 import { type Observation, renderMessages } from '@loom/render';
+import { childAgentCall } from '../agent-tool.js';
 import type { Approval, ApprovalDecision, ApprovalKind, Resolution } from '../approval.js';
 import { type Agent, askHumanToolName, failToolName } from '../define-agent.js';
 import type { Tool } from '../define-tool.js';
@@ -18,6 +19,7 @@ import { asksMaxDefault, type PolicyDecision, type ToolRequest } from '../policy
 import type { TerminalReason } from '../run-result.js';
 import { isRerunnable } from '../side-effect.js';
 import type { AgentTransition } from '../transition.js';
+import { runChildCall } from './child-call.js';
 import type { TurnContext } from './flow-host.js';
 import type { LiveText } from './live-text.js';
 import { hashOf } from './request-hash.js';
@@ -572,6 +574,8 @@ async function runCall(
   markedHere: () => boolean,
   budget: WallBudget | undefined,
 ): Promise<CallOutcome> {
+  const child = childAgentCall(tool);
+  if (child !== undefined) return runChildCall(ctx, notify, child, request, key, markedHere);
   const { runId } = ctx;
   const rerunnable = isRerunnable(tool.sideEffect);
   let fresh = markedHere;

@@ -26,9 +26,18 @@ export interface TurnContext {
     name: string,
     timeoutMs: number | undefined,
   ): Promise<{ received: true; payload: JsonValue } | { received: false }>;
+  /**
+   * Runs the flow named `flowName` as a durable child of this run (started once, whatever
+   * crashes; a replay returns its recorded output) and returns its output. Throws the kernel's
+   * `CHILD_FAILED` when the child failed or was cancelled.
+   */
+  child(flowName: string, input: JsonValue, executionId: string): Promise<JsonValue>;
 }
 
-function turnContext(ctx: WorkflowContext): TurnContext {
+/** Finds a registered flow by name, for `TurnContext.child`. */
+export type FlowLookup = (flowName: string) => HostedFlow | undefined;
+
+function turnContext(ctx: WorkflowContext, flowOf: FlowLookup): TurnContext {
   return {
     runId: ctx.executionId,
     step: (name, fn, options) => {
@@ -50,6 +59,14 @@ function turnContext(ctx: WorkflowContext): TurnContext {
       );
       return wait.received ? { received: true, payload: wait.payload } : { received: false };
     },
+    child: (flowName, input, executionId) => {
+      const flow = flowOf(flowName);
+      if (flow === undefined) {
+        // The agent runtime registers every agent an agent tool names: a broken invariant.
+        throw new Error(`flow '${flowName}' is not registered with this runtime`);
+      }
+      return ctx.child(flow, input, { executionId });
+    },
   };
 }
 
@@ -60,9 +77,10 @@ export function hostedFlow(
   name: string,
   version: string,
   run: (ctx: TurnContext, input: JsonValue) => Promise<JsonValue>,
+  flowOf: FlowLookup = () => undefined,
 ): HostedFlow {
   const body = (ctx: WorkflowContext, input: unknown): Promise<JsonValue> =>
-    run(turnContext(ctx), input as JsonValue);
+    run(turnContext(ctx, flowOf), input as JsonValue);
   return defineFlow({ name, version }, body as never) as HostedFlow;
 }
 

@@ -6,6 +6,7 @@ import type { ToolRequest } from '../policy.js';
 import type { Question } from '../question.js';
 import type { ModelCallUsage } from '../run-result.js';
 import { RecordName } from './agent-flow.js';
+import { agentToolResult } from './child-call.js';
 import { callUsageOf, cancelledResult, type RunOutput } from './run-memory.js';
 
 /** A policy verdict as `policy:<t>` records it: only what a decoder needs. */
@@ -75,6 +76,9 @@ export class RunEventDecoder {
           },
         ];
       }
+      case EventType.childStarted:
+      case EventType.childCompleted:
+        return this.child(base, event.type, event.payload);
       case EventType.executionCompleted:
         return [
           {
@@ -166,6 +170,47 @@ export class RunEventDecoder {
       return [{ ...base, type: 'question_asked', question }];
     }
     return [];
+  }
+
+  /** An agent tool's call: its child run's start and end in this run's log (`<runId>/<key>`). */
+  private child(
+    base: { runId: string; replayed: boolean; sequence: number },
+    type: string,
+    payload: JsonValue,
+  ): AgentEvent[] {
+    const recorded = payload as {
+      childId?: unknown;
+      status?: unknown;
+      output?: unknown;
+      error?: { message?: unknown };
+    };
+    const prefix = `${this.runId}/`;
+    const childId = typeof recorded.childId === 'string' ? recorded.childId : '';
+    const call = this.call(afterPrefix(childId, prefix));
+    if (call === undefined) return [];
+    if (type === EventType.childStarted) return [{ ...base, type: 'tool_started', ...call }];
+    if (recorded.status === 'completed') {
+      const output = agentToolResult(childId, recorded.output as unknown as RunOutput);
+      return [
+        {
+          ...base,
+          type: 'tool_completed',
+          ...call,
+          outcome: 'result',
+          output: output as unknown as JsonValue,
+        },
+      ];
+    }
+    const message = recorded.error?.message;
+    return [
+      {
+        ...base,
+        type: 'tool_completed',
+        ...call,
+        outcome: 'error',
+        error: `CHILD_FAILED: child run ${childId} ${String(recorded.status)}${typeof message === 'string' ? `: ${message}` : ''}`,
+      },
+    ];
   }
 
   private call(
