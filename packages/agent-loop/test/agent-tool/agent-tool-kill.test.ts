@@ -71,6 +71,9 @@ describe.concurrent.each(backends)('agent tools across a SIGKILL, on %s', (_back
     { killAt: 'child_tool', lookups: 2, modelCalls: 2 },
     // Killed once the parent recorded the child's result: the child is not run again at all.
     { killAt: 'parent_observed', lookups: 1, modelCalls: 2 },
+    // Killed once the parent's child.started is durable, before the child's own start: the
+    // replayed parent starts the child (idempotent on its id), which runs once.
+    { killAt: 'child_recorded', lookups: 1, modelCalls: 2 },
   ])('killed at $killAt: the child is started once and its result observed', async (c) => {
     const runId = `boss-${c.killAt}`;
     const env = {
@@ -103,11 +106,4 @@ describe.concurrent.each(backends)('agent tools across a SIGKILL, on %s', (_back
     }
   });
 
-  // The worker's `child_recorded` kill point reproduces a gap of the kernel's ctx.child: a parent
-  // killed after its `child.started` is durable and before the child's execution is launched is
-  // replayed as waiting for a child that was never started, and waits forever (README, "Not
-  // built yet"). Enable this case when ctx.child launches an unsettled child again on replay.
-  it.todo(
-    'killed at child_recorded (child.started durable, the child not launched): the child starts once',
-  );
 });

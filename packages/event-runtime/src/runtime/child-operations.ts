@@ -8,12 +8,14 @@ import {
   recordedValue,
   replayedValue,
 } from './driver-support.js';
+import { childMissing } from './execution-links.js';
 import type { ExecutionOutcome } from './execution-outcome.js';
 import type { StepRecord } from './execution-state.js';
 import type { Flow } from './flow.js';
 import { continuedAsNew } from './flow-unwind.js';
 import { EventType, type RecordedError } from './kernel-events.js';
 import { recordError } from './recorded-error.js';
+import { isTransientStoreError } from './store-retry.js';
 
 /**
  * `ctx.child` and `ctx.continueAsNew`: operations that start another execution (idempotently,
@@ -21,6 +23,27 @@ import { recordError } from './recorded-error.js';
  */
 export class ChildOperations {
   constructor(private readonly scope: DriverScope) {}
+
+  /**
+   * Starts the child (idempotent on its id). A store that fails meanwhile stops this driver, as a
+   * failed barrier does, instead of failing the parent's flow: the parent resumes later, finds
+   * its `child.started` and the child missing, and starts it then.
+   */
+  private async startChild(
+    flow: Flow<never, unknown>,
+    input: JsonValue,
+    childId: string,
+    index: number,
+  ): Promise<void> {
+    try {
+      await this.scope.kernel.links.startChild(flow, input, childId, {
+        executionId: this.scope.executionId,
+        index,
+      });
+    } catch (error) {
+      throw isTransientStoreError(error) ? this.scope.stopError(error) : error;
+    }
+  }
 
   /** `ctx.child`: starts the child once and returns its output (or throws `CHILD_FAILED`). */
   async child(
@@ -66,10 +89,7 @@ export class ChildOperations {
       suspension.beginInFlight();
       try {
         await this.scope.barrier();
-        await links.startChild(flow, inputValue, childId, {
-          executionId: parentId,
-          index: claim.index,
-        });
+        await this.startChild(flow, inputValue, childId, claim.index);
       } finally {
         suspension.settleInFlight();
       }
@@ -77,7 +97,14 @@ export class ChildOperations {
     suspension.beginInFlight();
     let outcome: ExecutionOutcome | undefined;
     try {
-      outcome = await links.childOutcome(childId);
+      let found = await links.childOutcome(childId);
+      if (found === childMissing) {
+        // Replayed: `child.started` is durable but the child's own start is not (the parent
+        // died between the two). Start it now; the start is idempotent on the child's id.
+        await this.startChild(flow, input as JsonValue, childId, claim.index);
+        found = await links.childOutcome(childId);
+      }
+      outcome = found === childMissing ? undefined : found;
     } finally {
       suspension.settleInFlight();
     }

@@ -71,10 +71,23 @@ export async function settledOutcome(
   log: OutcomeLog,
   executionId: string,
 ): Promise<ExecutionOutcome | undefined> {
+  const outcome = await settledOutcomeOrMissing(log, executionId);
+  return outcome === 'missing' ? undefined : outcome;
+}
+
+/**
+ * {@link settledOutcome}, telling apart an execution with no log at all (`'missing'`) from one
+ * that has not settled (undefined), in the same reads.
+ */
+export async function settledOutcomeOrMissing(
+  log: OutcomeLog,
+  executionId: string,
+): Promise<ExecutionOutcome | undefined | 'missing'> {
   let current = executionId;
   for (let hops = 0; hops < continuedHopsMax; hops++) {
     const { state } = await loadState(log.store, log.snapshots, current);
-    const outcome = state === undefined ? undefined : outcomeOfState(state);
+    if (state === undefined) return hops === 0 ? 'missing' : undefined;
+    const outcome = outcomeOfState(state);
     if (outcome?.status !== 'continued') return outcome;
     current = outcome.successorId;
   }

@@ -1,6 +1,6 @@
 import type { JsonValue } from '../envelope.js';
 import { ErrorCode, isLoomError } from '../errors.js';
-import { settledOutcome } from './execution-handle.js';
+import { settledOutcomeOrMissing } from './execution-handle.js';
 import type { ExecutionOutcome } from './execution-outcome.js';
 import type { ExecutionState } from './execution-state.js';
 import type { Flow } from './flow.js';
@@ -20,6 +20,10 @@ const childSignalName = 'loom.child.settled';
  * The runtime's side of parent, child and continue-as-new links: starts children and successors
  * for the driver, wakes a parent when its child settles, and cancels a cancelled parent's children.
  */
+
+/** What `childOutcome` returns for a child with no log: recorded by its parent, never started. */
+export const childMissing: unique symbol = Symbol('child missing');
+
 export class ExecutionLinks {
   constructor(private readonly kernel: KernelContext) {}
 
@@ -33,9 +37,14 @@ export class ExecutionLinks {
     await this.kernel.executions.launch(flow, input, childId, { parent });
   }
 
-  /** A child's outcome if it settled (following continue-as-new), else undefined. */
-  childOutcome(childId: string): Promise<ExecutionOutcome | undefined> {
-    return settledOutcome(this.kernel, childId);
+  /**
+   * A child's outcome if it settled (following continue-as-new), undefined while it runs, and
+   * {@link childMissing} when it has no log at all (its parent recorded `child.started` and died
+   * before starting it).
+   */
+  async childOutcome(childId: string): Promise<ExecutionOutcome | undefined | typeof childMissing> {
+    const outcome = await settledOutcomeOrMissing(this.kernel, childId);
+    return outcome === 'missing' ? childMissing : outcome;
   }
 
   /** Starts the continue-as-new successor of `predecessor` (idempotent on its id). */

@@ -7,9 +7,15 @@ import { CountingEventStore } from './counting-event-store.js';
 export interface FlakyPlan {
   /**
    * Appends to fail with `STORE_UNAVAILABLE`. `before`: nothing is written (the connection died
-   * first); `after`: the events are written and then the acknowledgement is lost.
+   * first); `after`: the events are written and then the acknowledgement is lost. Only appends
+   * from `fromSequence` on, and only to `executionId` when it is given.
    */
-  appends?: { count: number; mode: 'before' | 'after'; fromSequence?: number };
+  appends?: {
+    count: number;
+    mode: 'before' | 'after';
+    fromSequence?: number;
+    executionId?: string;
+  };
   /** `transact` calls to fail with `STORE_UNAVAILABLE` before anything is written. */
   transactions?: number;
   /** `read` calls to fail with `STORE_UNAVAILABLE` (a store that is still down). */
@@ -26,7 +32,9 @@ export interface FlakyPlan {
  */
 export class FlakyEventStore extends CountingEventStore {
   private plan: Required<Pick<FlakyPlan, 'transactions' | 'reads' | 'code'>> & {
-    appends: Required<NonNullable<FlakyPlan['appends']>>;
+    appends: Required<Omit<NonNullable<FlakyPlan['appends']>, 'executionId'>> & {
+      executionId?: string;
+    };
   } = {
     appends: { count: 0, mode: 'before', fromSequence: 0 },
     transactions: 0,
@@ -67,7 +75,11 @@ export class FlakyEventStore extends CountingEventStore {
     guard?: AppendGuard,
   ): Promise<StoredEvent[]> {
     const { appends } = this.plan;
-    const armed = appends.count > 0 && (envelopes[0]?.sequence ?? 0) >= appends.fromSequence;
+    const first = envelopes[0];
+    const armed =
+      appends.count > 0 &&
+      (first?.sequence ?? 0) >= appends.fromSequence &&
+      (appends.executionId === undefined || first?.executionId === appends.executionId);
     if (!armed) return super.append(envelopes, guard);
     appends.count -= 1;
     this.failed.appends += 1;

@@ -11,7 +11,8 @@ const terminalTypes = new Set(['execution.completed', 'execution.failed', 'execu
 
 /**
  * Settles `promise` while moving the harness clock, so backoff timers on the injected clock fire
- * (at most `rounds` rounds of one long step each, then the test fails).
+ * (one long step per round, with real I/O time between rounds; the test fails after 20 s of real
+ * time, a deadline for a loaded machine's Postgres round trips).
  */
 async function whileAdvancing<T>(harness: RuntimeHarness, promise: Promise<T>): Promise<T> {
   let settled = false;
@@ -19,7 +20,8 @@ async function whileAdvancing<T>(harness: RuntimeHarness, promise: Promise<T>): 
     settled = true;
   });
   watched.catch(() => undefined);
-  for (let round = 0; round < 400 && !settled; round++) {
+  const deadline = Date.now() + 20_000;
+  while (!settled && Date.now() < deadline) {
     await harness.clock.advance(60_000);
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
@@ -84,6 +86,37 @@ export function runtimeStoreFaults(
         expect(errors).toEqual([]);
       });
     }
+
+    it('a parent whose child.started is durable but whose child never started starts it once when it resumes', async () => {
+      const harness = getHarness();
+      const flaky = new FlakyEventStore(harness.store);
+      const created = runtime({ store: flaky });
+      const ran: number[] = [];
+      const kid: Flow<number, number> = {
+        name: 'flaky-kid',
+        run: async (ctx, n) =>
+          ctx.step('double', () => {
+            ran.push(n);
+            return n * 2;
+          }),
+      };
+      const parent: Flow<null, number> = {
+        name: 'flaky-parent',
+        run: async (ctx) => ctx.child(kid, 21),
+      };
+      const id = freshId('flaky-child');
+      // The parent's child.started is durable, then the child's own start fails: the parent's
+      // driver stops with the child not started, as a process killed between the two would.
+      flaky.failNext({ appends: { count: 1, mode: 'before', executionId: `${id}.0` } });
+      const handle = await created.start(parent, null, { executionId: id });
+      expect(await whileAdvancing(harness, handle.result())).toBe(42);
+      expect(flaky.failed.appends).toBe(1);
+      const events = await harness.store.read(id);
+      expect(events.filter((event) => event.type === 'child.started')).toHaveLength(1);
+      const child = await harness.store.read(`${id}.0`);
+      expect(child.filter((event) => event.type === 'execution.started')).toHaveLength(1);
+      expect(ran).toEqual([21]);
+    });
 
     it('appends that fail with STORE_BUSY (a lock timeout) are retried the same way', async () => {
       const harness = getHarness();
