@@ -105,5 +105,4 @@ describe.concurrent.each(backends)('agent tools across a SIGKILL, on %s', (_back
       await store.close();
     }
   });
-
 });

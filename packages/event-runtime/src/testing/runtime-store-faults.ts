@@ -90,7 +90,9 @@ export function runtimeStoreFaults(
     it('a parent whose child.started is durable but whose child never started starts it once when it resumes', async () => {
       const harness = getHarness();
       const flaky = new FlakyEventStore(harness.store);
-      const created = runtime({ store: flaky });
+      // Timer polls on (as a deployed node has them): a parent that suspended before its child
+      // ended is woken by the child's signal through a poll.
+      const created = runtime({ store: flaky, timerPollMs: 1_000 });
       const ran: number[] = [];
       const kid: Flow<number, number> = {
         name: 'flaky-kid',
