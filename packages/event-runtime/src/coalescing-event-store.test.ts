@@ -1,0 +1,322 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { pgTestUrl, useThrowawaySchemas } from '../test/support/throwaway-schemas.js';
+import { CoalescingEventStore } from './coalescing-event-store.js';
+import type { EventEnvelope, StoredEvent } from './envelope.js';
+import { ErrorCode, type LoomError } from './errors.js';
+import { InMemoryEventStore } from './store/memory/in-memory-event-store.js';
+import { migrate } from './store/postgres/migrate.js';
+import { PostgresEventStore } from './store/postgres/postgres-event-store.js';
+import { SqliteEventStore } from './store/sqlite/sqlite-event-store.js';
+import { eventStoreConformance, freshId } from './testing/event-store-conformance.js';
+import { sameProcessPeer } from './testing/same-process-peer.js';
+import { storedRows } from './testing/store-hooks.js';
+
+const db = useThrowawaySchemas();
+const directory = mkdtempSync(join(tmpdir(), 'loom-coalesce-test-'));
+let fileCounter = 0;
+afterAll(() => rmSync(directory, { recursive: true, force: true }));
+
+function env(executionId: string, sequence: number): EventEnvelope {
+  return { executionId, sequence, type: `test.event.${sequence}`, payload: { n: sequence } };
+}
+
+async function refusal(promise: Promise<unknown>): Promise<LoomError> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as LoomError;
+  }
+  throw new Error('expected the call to fail');
+}
+
+async function pgCountRows(schema: string, executionId: string): Promise<number> {
+  const result = await db.admin.query(
+    `SELECT count(*)::int AS n FROM "${schema}".events WHERE execution_id = $1`,
+    [executionId],
+  );
+  return result.rows[0].n as number;
+}
+
+eventStoreConformance('coalescing over memory', async () => {
+  const inner = new InMemoryEventStore();
+  const store = new CoalescingEventStore(inner, { maxBatch: 8 });
+  return {
+    store,
+    openPeer: async () => new CoalescingEventStore(sameProcessPeer(inner)),
+    countRows: async (executionId) => storedRows(inner, executionId).length,
+    tamper: async (executionId, sequence, payloadText) => {
+      const row = storedRows(inner, executionId)[sequence];
+      if (row !== undefined) row.payloadText = payloadText;
+    },
+    close: () => store.close(),
+  };
+});
+
+eventStoreConformance('coalescing over sqlite', async () => {
+  const path = join(directory, `store-${++fileCounter}.db`);
+  const store = new CoalescingEventStore(SqliteEventStore.open({ path, migrate: true }));
+  const side = new Database(path);
+  const peers: CoalescingEventStore[] = [];
+  return {
+    store,
+    openPeer: async () => {
+      const peer = new CoalescingEventStore(SqliteEventStore.open({ path }));
+      peers.push(peer);
+      return peer;
+    },
+    countRows: async (executionId) =>
+      (
+        side
+          .prepare('SELECT count(*) AS n FROM loom_events WHERE execution_id = ?')
+          .get(executionId) as { n: number }
+      ).n,
+    tamper: async (executionId, sequence, payloadText) => {
+      side
+        .prepare('UPDATE loom_events SET payload = ? WHERE execution_id = ? AND sequence = ?')
+        .run(payloadText, executionId, sequence);
+    },
+    close: async () => {
+      await Promise.all(peers.map((peer) => peer.close()));
+      await store.close();
+      side.close();
+    },
+  };
+});
+
+eventStoreConformance('coalescing over postgres', async () => {
+  const schema = db.freshSchema();
+  await migrate({ pool: db.admin, schema });
+  const open = async () =>
+    new CoalescingEventStore(
+      await PostgresEventStore.open({ connectionString: pgTestUrl, schema, pollIntervalMs: 200 }),
+      { maxBatch: 16 },
+    );
+  const store = await open();
+  const peers: CoalescingEventStore[] = [];
+  return {
+    store,
+    openPeer: async () => {
+      const peer = await open();
+      peers.push(peer);
+      return peer;
+    },
+    countRows: (executionId) => pgCountRows(schema, executionId),
+    tamper: async (executionId, sequence, payloadText) => {
+      await db.admin.query(
+        `UPDATE "${schema}".events SET payload = $3 WHERE execution_id = $1 AND sequence = $2`,
+        [executionId, sequence, payloadText],
+      );
+    },
+    close: async () => {
+      await Promise.all([store.close(), ...peers.map((peer) => peer.close())]);
+      await db.dropSchema(schema);
+    },
+  };
+});
+
+describe('CoalescingEventStore over Postgres', () => {
+  async function openPair(options: ConstructorParameters<typeof CoalescingEventStore>[1] = {}) {
+    const schema = db.freshSchema();
+    await migrate({ pool: db.admin, schema });
+    const inner = await PostgresEventStore.open({ connectionString: pgTestUrl, schema });
+    return { schema, inner, store: new CoalescingEventStore(inner, options) };
+  }
+
+  it('in one batch, a sequence conflict and a stale fence fail only their own executions', async () => {
+    const { schema, inner, store } = await openPair({ maxBatch: 64 });
+    try {
+      const [conflicted, fenced, ...fine] = Array.from({ length: 6 }, () => freshId('mixed'));
+      await store.append([env(conflicted as string, 0), env(conflicted as string, 1)]);
+      await store.append([env(fenced as string, 0)]);
+      await inner.fences.advance(fenced as string); // epoch 1: a writer holding 0 is stale
+      const tripsBefore = inner.stats.roundTrips;
+      const batchesBefore = store.stats.batches;
+      const results = await Promise.allSettled([
+        store.append([env(conflicted as string, 1)]),
+        store.append([env(fenced as string, 1)], { fenceEpoch: 0 }),
+        ...fine.map((id) => store.append([env(id, 0), env(id, 1), env(id, 2)])),
+      ]);
+      expect(store.stats.batches - batchesBefore).toBe(1);
+      // The batch statement, plus the one hash lookup the cold sequence 0 of `conflicted` needs.
+      expect(inner.stats.roundTrips - tripsBefore).toBeLessThanOrEqual(2);
+      const [first, second, ...rest] = results;
+      const conflict = (first as PromiseRejectedResult).reason as LoomError;
+      expect(conflict.code).toBe(ErrorCode.SEQUENCE_CONFLICT);
+      expect(conflict.fields).toMatchObject({ executionId: conflicted, expected: 2, actual: 1 });
+      const stale = (second as PromiseRejectedResult).reason as LoomError;
+      expect(stale.code).toBe(ErrorCode.FENCE_STALE);
+      expect(stale.fields.executionId).toBe(fenced);
+      for (const result of rest) expect(result.status).toBe('fulfilled');
+      for (const id of fine) {
+        expect(await pgCountRows(schema, id)).toBe(3);
+        expect((await store.verify(id)).ok).toBe(true);
+      }
+      expect(await pgCountRows(schema, conflicted as string)).toBe(2);
+      expect(await pgCountRows(schema, fenced as string)).toBe(1);
+      const stored = (rest[0] as PromiseFulfilledResult<StoredEvent[]>).value;
+      expect(stored.map((event) => event.sequence)).toEqual([0, 1, 2]);
+      expect(await store.read(fine[0] as string)).toEqual(stored);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a second sequence 0 in a batch is EXECUTION_ALREADY_STARTED, the rest commit', async () => {
+    const { schema, store } = await openPair();
+    try {
+      const started = freshId('started');
+      const fresh = freshId('fresh');
+      await store.append([env(started, 0)]);
+      const [again, other] = await Promise.allSettled([
+        store.append([env(started, 0)]),
+        store.append([env(fresh, 0)]),
+      ]);
+      expect(((again as PromiseRejectedResult).reason as LoomError).code).toBe(
+        ErrorCode.EXECUTION_ALREADY_STARTED,
+      );
+      expect(other?.status).toBe('fulfilled');
+      expect(await pgCountRows(schema, fresh)).toBe(1);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('N concurrent appends cost at most ceil(N / maxBatch) + 1 statements (counted)', async () => {
+    const { schema, inner, store } = await openPair({ maxBatch: 16 });
+    try {
+      const ids = Array.from({ length: 50 }, () => freshId('trips'));
+      const bound = Math.ceil(ids.length / 16) + 1;
+      let trips = inner.stats.roundTrips;
+      await Promise.all(ids.map((id) => store.append([env(id, 0)])));
+      expect(inner.stats.roundTrips - trips).toBeLessThanOrEqual(bound);
+      // Warm tail cache: the next sequences need no hash lookup either.
+      trips = inner.stats.roundTrips;
+      await Promise.all(ids.map((id) => store.append([env(id, 1)])));
+      expect(inner.stats.roundTrips - trips).toBeLessThanOrEqual(bound);
+      expect(store.stats.largestBatch).toBe(16);
+      for (const id of ids) expect(await pgCountRows(schema, id)).toBe(2);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a cold tail cache costs one lookup for the whole batch', async () => {
+    const { schema, inner, store } = await openPair({ maxBatch: 64 });
+    const other = await PostgresEventStore.open({ connectionString: pgTestUrl, schema });
+    try {
+      const ids = Array.from({ length: 20 }, () => freshId('cold'));
+      await Promise.all(ids.map((id) => other.append([env(id, 0)])));
+      const trips = inner.stats.roundTrips;
+      await Promise.all(ids.map((id) => store.append([env(id, 1)])));
+      expect(inner.stats.roundTrips - trips).toBe(2);
+      for (const id of ids) expect((await store.verify(id)).ok).toBe(true);
+    } finally {
+      await other.close();
+      await store.close();
+    }
+  });
+
+  it('appends of one execution issued together commit in order, one batch each', async () => {
+    const { store } = await openPair();
+    try {
+      const id = freshId('ordered');
+      const stored = await Promise.all(
+        [0, 1, 2, 3].map((sequence) => store.append([env(id, sequence)])),
+      );
+      expect(stored.map((events) => events[0]?.sequence)).toEqual([0, 1, 2, 3]);
+      expect((await store.verify(id)).ok).toBe(true);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a writer racing inside the batch fails only its own execution (fallback after 23505)', async () => {
+    const { schema, inner, store } = await openPair();
+    const racer = new pg.Client({ connectionString: pgTestUrl });
+    await racer.connect();
+    try {
+      const raced = freshId('raced');
+      const bystander = freshId('bystander');
+      const [zero] = await store.append([env(raced, 0)]);
+      await store.append([env(bystander, 0)]);
+      // Another writer holds sequence 1 of `raced`, not committed yet: the batch's probe cannot
+      // see it, so its insert waits on the row lock and then hits the unique key.
+      await racer.query('BEGIN');
+      await racer.query(
+        `INSERT INTO "${schema}".events (execution_id, sequence, type, payload, at, prev_hash, hash)
+         VALUES ($1, 1, 'racer', 'null', 0, $2, $3)`,
+        [raced, zero?.hash, 'f'.repeat(64)],
+      );
+      const both = Promise.allSettled([
+        store.append([env(raced, 1)]),
+        store.append([env(bystander, 1)]),
+      ]);
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const waiting = await db.admin.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+           WHERE wait_event_type = 'Lock' AND query LIKE 'WITH batch AS%'`,
+        );
+        if (waiting.rows[0].n > 0) break;
+        if (Date.now() > deadline) throw new Error('the batch never waited on the racer');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await racer.query('COMMIT');
+      const [lost, won] = await both;
+      expect(((lost as PromiseRejectedResult).reason as LoomError).code).toBe(
+        ErrorCode.SEQUENCE_CONFLICT,
+      );
+      expect(won?.status).toBe('fulfilled');
+      expect(await pgCountRows(schema, bystander)).toBe(2);
+      expect((await inner.read(raced))[1]?.type).toBe('racer');
+    } finally {
+      await racer.end();
+      await store.close();
+    }
+  });
+
+  it('close commits what is queued, then refuses appends with STORE_CLOSED', async () => {
+    const { schema, store } = await openPair({ maxWaitMs: 1_000 });
+    const ids = Array.from({ length: 10 }, () => freshId('closing'));
+    const pending = ids.map((id) => store.append([env(id, 0)]));
+    await store.close();
+    const results = await Promise.allSettled(pending);
+    expect(results.every((result) => result.status === 'fulfilled')).toBe(true);
+    for (const id of ids) expect(await pgCountRows(schema, id)).toBe(1);
+    expect((await refusal(store.append([env(freshId('late'), 0)]))).code).toBe(
+      ErrorCode.STORE_CLOSED,
+    );
+  });
+
+  it('maxWaitMs holds the first append until the batch is full', async () => {
+    const { store } = await openPair({ maxBatch: 4, maxWaitMs: 1_000 });
+    try {
+      await Promise.all(
+        Array.from({ length: 8 }, () => freshId('full')).map((id) => store.append([env(id, 0)])),
+      );
+      expect(store.stats).toMatchObject({ appends: 8, batches: 2, largestBatch: 4 });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('options out of range are INVALID_ARGUMENT', async () => {
+    const inner = new InMemoryEventStore();
+    for (const options of [
+      { maxBatch: 0 },
+      { maxBatch: 1.5 },
+      { maxWaitMs: -1 },
+      { maxInFlight: 99 },
+    ]) {
+      const error = await refusal(
+        Promise.resolve().then(() => new CoalescingEventStore(inner, options)),
+      );
+      expect(error.code).toBe(ErrorCode.INVALID_ARGUMENT);
+    }
+  });
+});
