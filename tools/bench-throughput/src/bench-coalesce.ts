@@ -6,9 +6,15 @@
  * `stats.roundTrips`), the mean batch size, CPU per event (this process + the Postgres server
  * processes) and latency percentiles.
  *
- * Knobs: LOOM_BENCH_PG_URL, LOOM_BENCH_CONCS (default 8,32,64), LOOM_BENCH_COALESCE_EVENTS
- * (appends per cell, default 2048), LOOM_BENCH_REPEATS (default 5), LOOM_BENCH_BATCHES (maxBatch
- * values, default 1,16,64).
+ * Then P3 beside it: 1-step no-op flows through the kernel runtime (leases off, caller ids, as
+ * in `bench`) on the per-event store and on `CoalescingEventStore` (maxBatch 64), interleaved,
+ * rows checked against 2n + 2 per execution.
+ *
+ * Knobs: LOOM_BENCH_PG_URL, LOOM_BENCH_CONCS (default 1,8,32,64), LOOM_BENCH_COALESCE_EVENTS
+ * (appends per cell, default 2048), LOOM_BENCH_REPEATS (default 5), LOOM_BENCH_MAX_BATCHES
+ * (maxBatch values, default 1,16,64), LOOM_BENCH_MAX_IN_FLIGHT (default 1),
+ * LOOM_BENCH_FLOW_CONCS (default 16,64; empty string: no flow cells), LOOM_BENCH_PG_EXECS
+ * (executions per flow cell, default 1024).
  *
  * Usage: pnpm --filter @loom/bench-throughput bench:coalesce
  */
@@ -16,7 +22,15 @@ import { CoalescingEventStore, type EventStore } from '@loom/event-runtime';
 import { PostgresEventStore } from '@loom/event-runtime/postgres';
 import pg from 'pg';
 import { type AppendMeasurement, measureAppends, storeAppender } from './append-suite.js';
-import { dropPostgres, pgPoolSize, reachPostgres } from './bench-backend.js';
+import {
+  type BenchBackend,
+  dropPostgres,
+  openPostgres,
+  type PgTarget,
+  pgPoolSize,
+  reachPostgres,
+} from './bench-backend.js';
+import { type ExecutionCellResult, runExecutionCell } from './execution-cell.js';
 import { formatCount, formatMs, formatRatio } from './format-number.js';
 import { rotatingOrder } from './interleave.js';
 import { roundToConcurrency } from './knobs.js';
@@ -27,8 +41,12 @@ import { median } from './stats.js';
 const url = process.env.LOOM_BENCH_PG_URL || 'postgres://root@127.0.0.1:5432/test';
 const list = (value: string | undefined, fallback: number[]) =>
   value ? value.split(',').map((item) => Number(item.trim())) : fallback;
-const concurrencies = list(process.env.LOOM_BENCH_CONCS, [8, 32, 64]);
-const maxBatches = list(process.env.LOOM_BENCH_BATCHES, [1, 16, 64]);
+const concurrencies = list(process.env.LOOM_BENCH_CONCS, [1, 8, 32, 64]);
+const maxBatches = list(process.env.LOOM_BENCH_MAX_BATCHES, [1, 16, 64]);
+const maxInFlight = Number(process.env.LOOM_BENCH_MAX_IN_FLIGHT || 1);
+const flowConcurrencies =
+  process.env.LOOM_BENCH_FLOW_CONCS === '' ? [] : list(process.env.LOOM_BENCH_FLOW_CONCS, [16, 64]);
+const flowExecutions = Number(process.env.LOOM_BENCH_PG_EXECS || 1024);
 const eventsPerCell = Number(process.env.LOOM_BENCH_COALESCE_EVENTS || 2048);
 const repeats = Number(process.env.LOOM_BENCH_REPEATS || 5);
 const goalRatio = 2.5;
@@ -77,7 +95,7 @@ async function main(): Promise<void> {
     variants.push({ name: 'per-event', store: first, postgres: first, coalescing: undefined });
     for (const maxBatch of maxBatches) {
       const postgres = await open();
-      const coalescing = new CoalescingEventStore(postgres, { maxBatch });
+      const coalescing = new CoalescingEventStore(postgres, { maxBatch, maxInFlight });
       variants.push({ name: `coalesced ${maxBatch}`, store: coalescing, postgres, coalescing });
     }
     for (const variant of variants) {
@@ -128,12 +146,107 @@ async function main(): Promise<void> {
       cells,
       variants.map((variant) => variant.name),
     );
+    if (flowConcurrencies.length > 0) await flowCells(target);
     console.log(`\nwall time ${((Date.now() - startedAt.getTime()) / 1000).toFixed(0)} s`);
   } finally {
     for (const variant of variants) await variant.store.close();
     for (const pool of pools) await pool.end();
     await dropPostgres(target);
   }
+}
+
+interface FlowCell {
+  variant: string;
+  concurrency: number;
+  repeat: number;
+  result: ExecutionCellResult;
+}
+
+/** P3 beside P2: 1-step flows on the per-event store and behind the coalescing one. */
+async function flowCells(target: PgTarget): Promise<void> {
+  const plain = await openPostgres(target);
+  const coalescing = new CoalescingEventStore(plain.events, { maxBatch: 64, maxInFlight });
+  const backends: Array<[string, BenchBackend]> = [
+    ['per-event', plain],
+    ['coalesced 64', { ...plain, events: coalescing }],
+  ];
+  const cells: FlowCell[] = [];
+  try {
+    for (const concurrency of flowConcurrencies) {
+      const executions = roundToConcurrency(flowExecutions, concurrency);
+      for (let repeat = 0; repeat < repeats; repeat++) {
+        for (const [variant, backend] of rotatingOrder(backends, repeat)) {
+          process.stderr.write(
+            `flows c=${concurrency} ${variant} repeat ${repeat + 1}/${repeats}\n`,
+          );
+          const result = await runExecutionCell(
+            backend,
+            {
+              cellId: `p3-${variant.replace(' ', '')}-c${concurrency}-r${repeat}`,
+              steps: 1,
+              effectMs: 0,
+              concurrency,
+              executions,
+              ids: 'caller',
+              leaseMode: 'off',
+            },
+            () => {},
+          );
+          cells.push({ variant, concurrency, repeat, result });
+        }
+      }
+    }
+  } finally {
+    await coalescing.close();
+    await plain.close().catch(() => undefined);
+  }
+  const rows: string[][] = [];
+  for (const concurrency of flowConcurrencies) {
+    for (const [variant] of backends) {
+      const mine = cells.filter(
+        (cell) => cell.variant === variant && cell.concurrency === concurrency,
+      );
+      const rates = mine.map((cell) => cell.result.execPerSec);
+      const ratios = mine.map((cell) => {
+        const base = cells.find(
+          (other) =>
+            other.variant === 'per-event' &&
+            other.concurrency === concurrency &&
+            other.repeat === cell.repeat,
+        );
+        return cell.result.execPerSec / (base?.result.execPerSec ?? Number.NaN);
+      });
+      rows.push([
+        `${concurrency}`,
+        variant,
+        `${formatCount(median(rates))} (${formatCount(Math.min(...rates))}..${formatCount(Math.max(...rates))})`,
+        variant === 'per-event'
+          ? ''
+          : `${formatRatio(median(ratios))} (${formatRatio(Math.min(...ratios))}..${formatRatio(Math.max(...ratios))})`,
+        median(mine.map((cell) => cell.result.roundTripsPerExecution ?? Number.NaN)).toFixed(2),
+        median(mine.map((cell) => cell.result.clientAndDbCpuMsPerExecution ?? Number.NaN)).toFixed(
+          2,
+        ),
+        `${formatMs(median(mine.map((cell) => cell.result.latencyMs.p50)))} / ${formatMs(median(mine.map((cell) => cell.result.latencyMs.p99)))}`,
+      ]);
+    }
+  }
+  console.log('\nP3 beside it: 1-step no-op flows through the kernel runtime (leases off)\n');
+  console.log(
+    markdownTable(
+      [
+        'c',
+        'store',
+        'exec/s median (min..max)',
+        '÷ per-event, same repeat',
+        'Postgres statements per execution',
+        'node + pg CPU ms/execution',
+        'p50 / p99 ms',
+      ],
+      rows,
+      ['right', 'left', 'right', 'right', 'right', 'right', 'right'],
+    ),
+  );
 }
 
 function report(cells: Cell[], names: string[]): void {
