@@ -36,8 +36,9 @@ interface Pending extends ChainedAppend {
  * `PostgresEventStore.appendBatch`: validates every request on its own, looks up the missing
  * previous hashes in one round trip, and sends the appends of all executions as one statement
  * (one transaction, one commit). Refusals come back per execution; a unique violation (a
- * concurrent writer on one of the executions, not yet committed when the statement started)
- * aborts the statement, and then each request is appended on its own, so the others still commit.
+ * concurrent writer on one of the executions, not yet committed when the statement started) or a
+ * lock conflict aborts the statement, and then each request is appended on its own, so the
+ * others still commit.
  */
 export async function appendBatch(
   context: AppendBatchContext,
@@ -74,6 +75,15 @@ export async function appendBatch(
     chained.push({ index, prepared: append, stored: chainEvents(append, prevHash) });
   }
   if (chained.length === 0) return outcomes;
+  // One lock order for every batch (fence rows, keys, index rows): two batches that share
+  // executions wait for each other instead of deadlocking.
+  chained.sort((a, b) =>
+    a.prepared.executionId < b.prepared.executionId
+      ? -1
+      : a.prepared.executionId > b.prepared.executionId
+        ? 1
+        : 0,
+  );
   let rows: BatchAppendedRow[];
   try {
     rows = await context.send<BatchAppendedRow>(
@@ -81,7 +91,10 @@ export async function appendBatch(
       appendBatchValues(chained),
     );
   } catch (error) {
-    if (classifyPgError(error) !== 'unique_violation') {
+    // A unique violation (a racing writer on one execution) or a lock conflict (deadlock,
+    // lock timeout) belongs to one execution, not to the batch: append each one alone.
+    const kind = classifyPgError(error);
+    if (kind !== 'unique_violation' && kind !== 'busy') {
       const mapped = context.mapError(error, 'append');
       for (const pending of chained) fail(pending.index, mapped);
       return outcomes;
