@@ -320,3 +320,101 @@ describe('CoalescingEventStore over Postgres', () => {
     }
   });
 });
+
+describe('CoalescingEventStore over SQLite (one transaction per batch)', () => {
+  function openSqlite() {
+    const path = join(directory, `store-${++fileCounter}.db`);
+    const inner = SqliteEventStore.open({ path, migrate: true });
+    const side = new Database(path, { readonly: true });
+    const rows = (executionId: string) =>
+      (
+        side
+          .prepare('SELECT count(*) AS n FROM loom_events WHERE execution_id = ?')
+          .get(executionId) as { n: number }
+      ).n;
+    return { inner, side, rows };
+  }
+
+  it('in one batch, a conflict and a stale fence fail only their own executions', async () => {
+    const { inner, side, rows } = openSqlite();
+    const store = new CoalescingEventStore(inner, { maxBatch: 64 });
+    try {
+      const [conflicted, fenced, ...fine] = Array.from({ length: 6 }, () => freshId('sq-mixed'));
+      await store.append([env(conflicted as string, 0), env(conflicted as string, 1)]);
+      await store.append([env(fenced as string, 0)]);
+      await inner.fences.advance(fenced as string);
+      const batchesBefore = store.stats.batches;
+      const results = await Promise.allSettled([
+        store.append([env(conflicted as string, 1)]),
+        store.append([env(fenced as string, 1)], { fenceEpoch: 0 }),
+        ...fine.map((id) => store.append([env(id, 0), env(id, 1)])),
+      ]);
+      expect(store.stats.batches - batchesBefore).toBe(1);
+      const [first, second, ...rest] = results;
+      expect(((first as PromiseRejectedResult).reason as LoomError).fields).toMatchObject({
+        executionId: conflicted,
+        expected: 2,
+        actual: 1,
+      });
+      expect(((second as PromiseRejectedResult).reason as LoomError).code).toBe(
+        ErrorCode.FENCE_STALE,
+      );
+      for (const result of rest) expect(result.status).toBe('fulfilled');
+      for (const id of fine) expect(rows(id)).toBe(2);
+      expect(rows(conflicted as string)).toBe(2);
+      expect(rows(fenced as string)).toBe(1);
+    } finally {
+      await store.close();
+      side.close();
+    }
+  });
+
+  it('N concurrent appends commit in ceil(N / maxBatch) transactions', async () => {
+    const { inner, side, rows } = openSqlite();
+    const store = new CoalescingEventStore(inner, { maxBatch: 16 });
+    try {
+      const ids = Array.from({ length: 40 }, () => freshId('sq-trips'));
+      await Promise.all(ids.map((id) => store.append([env(id, 0)])));
+      expect(store.stats.batches).toBe(3);
+      for (const id of ids) expect(rows(id)).toBe(1);
+    } finally {
+      await store.close();
+      side.close();
+    }
+  });
+});
+
+describe('appendBatch', () => {
+  it('refuses a repeated execution with INVALID_ARGUMENT and commits the rest (Postgres, SQLite)', async () => {
+    const schema = db.freshSchema();
+    await migrate({ pool: db.admin, schema });
+    const postgres = await PostgresEventStore.open({ connectionString: pgTestUrl, schema });
+    const sqlite = SqliteEventStore.open({
+      path: join(directory, `store-${++fileCounter}.db`),
+      migrate: true,
+    });
+    try {
+      for (const store of [postgres, sqlite]) {
+        const id = freshId('twice');
+        const other = freshId('once');
+        const outcomes = await store.appendBatch([
+          { envelopes: [env(id, 0)] },
+          { envelopes: [env(id, 1)] },
+          { envelopes: [env(other, 0)] },
+          { envelopes: [] },
+        ]);
+        expect(outcomes.map((outcome) => outcome.ok)).toEqual([true, false, true, false]);
+        const refused = outcomes[1] as { ok: false; error: LoomError };
+        expect(refused.error.code).toBe(ErrorCode.INVALID_ARGUMENT);
+        expect((outcomes[3] as { ok: false; error: LoomError }).error.code).toBe(
+          ErrorCode.INVALID_ENVELOPE,
+        );
+        expect((await store.read(id)).length).toBe(1);
+        expect((await store.read(other)).length).toBe(1);
+      }
+    } finally {
+      await postgres.close();
+      await sqlite.close();
+    }
+  });
+});

@@ -10,7 +10,11 @@
  * in `bench`) on the per-event store and on `CoalescingEventStore` (maxBatch 64), interleaved,
  * rows checked against 2n + 2 per execution.
  *
- * Knobs: LOOM_BENCH_PG_URL, LOOM_BENCH_CONCS (default 1,8,32,64), LOOM_BENCH_COALESCE_EVENTS
+ * Then SQLite (synchronous=FULL): per-event against coalesced (one transaction per batch), at
+ * LOOM_BENCH_SQLITE_CONCS (default 1,8,64; empty string: none), maxBatch 16 and 64.
+ *
+ * Knobs: LOOM_BENCH_PG_URL, LOOM_BENCH_CONCS (default 8,32,64; empty string: no
+ * Postgres append cells), LOOM_BENCH_COALESCE_EVENTS
  * (appends per cell, default 2048), LOOM_BENCH_REPEATS (default 5), LOOM_BENCH_MAX_BATCHES
  * (maxBatch values, default 1,16,64), LOOM_BENCH_MAX_IN_FLIGHT (default 1),
  * LOOM_BENCH_FLOW_CONCS (default 16,64; empty string: no flow cells), LOOM_BENCH_PG_EXECS
@@ -30,6 +34,7 @@ import {
   pgPoolSize,
   reachPostgres,
 } from './bench-backend.js';
+import { sqliteCoalesceCells } from './coalesce-sqlite-cells.js';
 import { type ExecutionCellResult, runExecutionCell } from './execution-cell.js';
 import { formatCount, formatMs, formatRatio } from './format-number.js';
 import { rotatingOrder } from './interleave.js';
@@ -41,12 +46,17 @@ import { median } from './stats.js';
 const url = process.env.LOOM_BENCH_PG_URL || 'postgres://root@127.0.0.1:5432/test';
 const list = (value: string | undefined, fallback: number[]) =>
   value ? value.split(',').map((item) => Number(item.trim())) : fallback;
-const concurrencies = list(process.env.LOOM_BENCH_CONCS, [1, 8, 32, 64]);
+const concurrencies =
+  process.env.LOOM_BENCH_CONCS === '' ? [] : list(process.env.LOOM_BENCH_CONCS, [8, 32, 64]);
 const maxBatches = list(process.env.LOOM_BENCH_MAX_BATCHES, [1, 16, 64]);
 const maxInFlight = Number(process.env.LOOM_BENCH_MAX_IN_FLIGHT || 1);
 const flowConcurrencies =
   process.env.LOOM_BENCH_FLOW_CONCS === '' ? [] : list(process.env.LOOM_BENCH_FLOW_CONCS, [16, 64]);
 const flowExecutions = Number(process.env.LOOM_BENCH_PG_EXECS || 1024);
+const sqliteConcurrencies =
+  process.env.LOOM_BENCH_SQLITE_CONCS === ''
+    ? []
+    : list(process.env.LOOM_BENCH_SQLITE_CONCS, [1, 8, 64]);
 const eventsPerCell = Number(process.env.LOOM_BENCH_COALESCE_EVENTS || 2048);
 const repeats = Number(process.env.LOOM_BENCH_REPEATS || 5);
 const goalRatio = 2.5;
@@ -70,7 +80,10 @@ interface Cell {
 async function main(): Promise<void> {
   const target = await reachPostgres(url);
   if (typeof target === 'string') {
-    console.log(`bench:coalesce skipped: Postgres at ${url} is not reachable (${target})`);
+    console.log(`bench:coalesce: Postgres at ${url} is not reachable (${target}): SQLite only`);
+    if (sqliteConcurrencies.length > 0) {
+      await sqliteCoalesceCells(sqliteConcurrencies, [16, 64], eventsPerCell, repeats);
+    }
     return;
   }
   const before = readCpuJiffies();
@@ -142,11 +155,16 @@ async function main(): Promise<void> {
       );
     if (rows !== expected) throw new Error(`the log holds ${rows} events, expected ${expected}`);
     console.log(`\n${rows} events written and counted in the log.\n`);
-    report(
-      cells,
-      variants.map((variant) => variant.name),
-    );
+    if (concurrencies.length > 0) {
+      report(
+        cells,
+        variants.map((variant) => variant.name),
+      );
+    }
     if (flowConcurrencies.length > 0) await flowCells(target);
+    if (sqliteConcurrencies.length > 0) {
+      await sqliteCoalesceCells(sqliteConcurrencies, [16, 64], eventsPerCell, repeats);
+    }
     console.log(`\nwall time ${((Date.now() - startedAt.getTime()) / 1000).toFixed(0)} s`);
   } finally {
     for (const variant of variants) await variant.store.close();

@@ -1,7 +1,8 @@
 import type { StoredEvent } from '../../envelope.js';
-import { ErrorCode, isLoomError, LoomError } from '../../errors.js';
+import { isLoomError, type LoomError } from '../../errors.js';
 import type { AppendOutcome, AppendRequest } from '../../event-store.js';
-import { chainEvents, type PreparedAppend, prepareAppend } from '../../internal/prepare-append.js';
+import { chainEvents, type PreparedAppend } from '../../internal/prepare-append.js';
+import { prepareBatch } from '../../internal/prepare-batch.js';
 import { alreadyStarted, fenceStale, sequenceConflict } from '../../internal/store-errors.js';
 import {
   appendBatchValues,
@@ -51,7 +52,7 @@ export async function appendBatch(
       error: isLoomError(error) ? error : context.mapError(error, 'append'),
     };
   };
-  const prepared = prepareAll(context, requests, fail);
+  const prepared = prepareBatch(requests, context.now(), fail);
   const hashes = await previousHashes(context, prepared).catch((error: unknown) => {
     for (const [index] of prepared) fail(index, error);
     return undefined;
@@ -113,35 +114,6 @@ export async function appendBatch(
   }
   settle(context, chained, rows, outcomes);
   return outcomes;
-}
-
-/** Validates each request alone; a repeated execution is refused (one append per execution). */
-function prepareAll(
-  context: AppendBatchContext,
-  requests: readonly AppendRequest[],
-  fail: (index: number, error: unknown) => void,
-): Map<number, PreparedAppend> {
-  const prepared = new Map<number, PreparedAppend>();
-  const seen = new Set<string>();
-  const nowMs = context.now();
-  requests.forEach((request, index) => {
-    try {
-      const append = prepareAppend(request.envelopes, request.guard, nowMs);
-      if (seen.has(append.executionId)) {
-        throw new LoomError(
-          ErrorCode.INVALID_ARGUMENT,
-          `appendBatch got execution ${append.executionId} twice: a batch takes at most one ` +
-            'append per execution (send the later one in the next batch)',
-          { executionId: append.executionId, path: `requests[${index}]` },
-        );
-      }
-      seen.add(append.executionId);
-      prepared.set(index, append);
-    } catch (error) {
-      fail(index, error);
-    }
-  });
-  return prepared;
 }
 
 /** The hash before each append's first event: from the tail cache, the rest in one round trip. */
