@@ -8,6 +8,7 @@ import { pgTestUrl, useThrowawaySchemas } from '../test/support/throwaway-schema
 import { CoalescingEventStore } from './coalescing-event-store.js';
 import type { EventEnvelope, StoredEvent } from './envelope.js';
 import { ErrorCode, type LoomError } from './errors.js';
+import { batchOfOneHook } from './internal/test-hooks.js';
 import { InMemoryEventStore } from './store/memory/in-memory-event-store.js';
 import { migrate } from './store/postgres/migrate.js';
 import { PostgresEventStore } from './store/postgres/postgres-event-store.js';
@@ -57,67 +58,83 @@ eventStoreConformance('coalescing over memory', async () => {
   };
 });
 
-eventStoreConformance('coalescing over sqlite', async () => {
-  const path = join(directory, `store-${++fileCounter}.db`);
-  const store = new CoalescingEventStore(SqliteEventStore.open({ path, migrate: true }));
-  const side = new Database(path);
-  const peers: CoalescingEventStore[] = [];
-  return {
-    store,
-    openPeer: async () => {
-      const peer = new CoalescingEventStore(SqliteEventStore.open({ path }));
-      peers.push(peer);
-      return peer;
+for (const plainPath of [true, false]) {
+  eventStoreConformance(
+    `coalescing over sqlite${plainPath ? '' : ', every append a batch write'}`,
+    async () => {
+      const path = join(directory, `store-${++fileCounter}.db`);
+      const inner = SqliteEventStore.open({ path, migrate: true });
+      inner[batchOfOneHook](plainPath);
+      const store = new CoalescingEventStore(inner);
+      const side = new Database(path);
+      const peers: CoalescingEventStore[] = [];
+      return {
+        store,
+        openPeer: async () => {
+          const peer = new CoalescingEventStore(SqliteEventStore.open({ path }));
+          peers.push(peer);
+          return peer;
+        },
+        countRows: async (executionId) =>
+          (
+            side
+              .prepare('SELECT count(*) AS n FROM loom_events WHERE execution_id = ?')
+              .get(executionId) as { n: number }
+          ).n,
+        tamper: async (executionId, sequence, payloadText) => {
+          side
+            .prepare('UPDATE loom_events SET payload = ? WHERE execution_id = ? AND sequence = ?')
+            .run(payloadText, executionId, sequence);
+        },
+        close: async () => {
+          await Promise.all(peers.map((peer) => peer.close()));
+          await store.close();
+          side.close();
+        },
+      };
     },
-    countRows: async (executionId) =>
-      (
-        side
-          .prepare('SELECT count(*) AS n FROM loom_events WHERE execution_id = ?')
-          .get(executionId) as { n: number }
-      ).n,
-    tamper: async (executionId, sequence, payloadText) => {
-      side
-        .prepare('UPDATE loom_events SET payload = ? WHERE execution_id = ? AND sequence = ?')
-        .run(payloadText, executionId, sequence);
-    },
-    close: async () => {
-      await Promise.all(peers.map((peer) => peer.close()));
-      await store.close();
-      side.close();
-    },
-  };
-});
+  );
+}
 
-eventStoreConformance('coalescing over postgres', async () => {
-  const schema = db.freshSchema();
-  await migrate({ pool: db.admin, schema });
-  const open = async () =>
-    new CoalescingEventStore(
-      await PostgresEventStore.open({ connectionString: pgTestUrl, schema, pollIntervalMs: 200 }),
-      { maxBatch: 16 },
-    );
-  const store = await open();
-  const peers: CoalescingEventStore[] = [];
-  return {
-    store,
-    openPeer: async () => {
-      const peer = await open();
-      peers.push(peer);
-      return peer;
+for (const plainPath of [true, false]) {
+  eventStoreConformance(
+    `coalescing over postgres${plainPath ? '' : ', every append a batch statement'}`,
+    async () => {
+      const schema = db.freshSchema();
+      await migrate({ pool: db.admin, schema });
+      const open = async () => {
+        const inner = await PostgresEventStore.open({
+          connectionString: pgTestUrl,
+          schema,
+          pollIntervalMs: 200,
+        });
+        inner[batchOfOneHook](plainPath);
+        return new CoalescingEventStore(inner, { maxBatch: 16 });
+      };
+      const store = await open();
+      const peers: CoalescingEventStore[] = [];
+      return {
+        store,
+        openPeer: async () => {
+          const peer = await open();
+          peers.push(peer);
+          return peer;
+        },
+        countRows: (executionId) => pgCountRows(schema, executionId),
+        tamper: async (executionId, sequence, payloadText) => {
+          await db.admin.query(
+            `UPDATE "${schema}".events SET payload = $3 WHERE execution_id = $1 AND sequence = $2`,
+            [executionId, sequence, payloadText],
+          );
+        },
+        close: async () => {
+          await Promise.all([store.close(), ...peers.map((peer) => peer.close())]);
+          await db.dropSchema(schema);
+        },
+      };
     },
-    countRows: (executionId) => pgCountRows(schema, executionId),
-    tamper: async (executionId, sequence, payloadText) => {
-      await db.admin.query(
-        `UPDATE "${schema}".events SET payload = $3 WHERE execution_id = $1 AND sequence = $2`,
-        [executionId, sequence, payloadText],
-      );
-    },
-    close: async () => {
-      await Promise.all([store.close(), ...peers.map((peer) => peer.close())]);
-      await db.dropSchema(schema);
-    },
-  };
-});
+  );
+}
 
 describe('CoalescingEventStore over Postgres', () => {
   async function openPair(options: ConstructorParameters<typeof CoalescingEventStore>[1] = {}) {

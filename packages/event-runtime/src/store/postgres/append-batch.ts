@@ -25,6 +25,8 @@ export interface AppendBatchContext {
   nextSequence(executionId: string): Promise<number>;
   /** The single-execution append: the fallback after a race the batch statement could not see. */
   appendOne(request: AppendRequest): Promise<StoredEvent[]>;
+  /** True (always, outside the package's tests): a batch of one takes the plain append. */
+  batchOfOnePlain(): boolean;
   /** Reports a committed append (tail cache, local wake-ups, the post-commit notifier). */
   appended(stored: readonly StoredEvent[]): void;
 }
@@ -52,6 +54,15 @@ export async function appendBatch(
       error: isLoomError(error) ? error : context.mapError(error, 'append'),
     };
   };
+  if (requests.length === 1 && context.batchOfOnePlain()) {
+    // Nothing to merge: the single append's statement is the cheaper one (measured at c = 1).
+    try {
+      outcomes[0] = { ok: true, stored: await context.appendOne(requests[0] as AppendRequest) };
+    } catch (error) {
+      fail(0, error);
+    }
+    return outcomes;
+  }
   const prepared = prepareBatch(requests, context.now(), fail);
   const hashes = await previousHashes(context, prepared).catch((error: unknown) => {
     for (const [index] of prepared) fail(index, error);

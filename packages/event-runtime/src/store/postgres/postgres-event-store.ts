@@ -41,7 +41,7 @@ import {
 } from '../../internal/store-errors.js';
 import { StoreSubscriptions } from '../../internal/store-subscriptions.js';
 import { rowToEvent, type StoredRow } from '../../internal/stored-row.js';
-import { listenerHook } from '../../internal/test-hooks.js';
+import { batchOfOneHook, listenerHook } from '../../internal/test-hooks.js';
 import { verifyRows } from '../../internal/verify-rows.js';
 import type { LeaseStore } from '../../lease-store.js';
 import { Limits } from '../../limits.js';
@@ -143,6 +143,7 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
   private schemaVersion = 0;
   private closed = false;
   private batchContext: AppendBatchContext | undefined;
+  private batchOfOnePlain = true;
 
   /**
    * Opens a store on a schema and checks its version (one round trip). A schema that does not
@@ -256,6 +257,7 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
       nextSequence: (executionId) => this.nextSequence(executionId),
       appendOne: (request) => this.append(request.envelopes, request.guard),
       appended: (stored) => this.appended(stored),
+      batchOfOnePlain: () => this.batchOfOnePlain,
     };
     return appendBatch(this.batchContext, requests);
   }
@@ -497,6 +499,11 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
       notifyStatements: sent.statements,
       notifyFailures: sent.failures,
     };
+  }
+
+  /** Test hook: whether `appendBatch` of one request takes the plain append (default true). */
+  [batchOfOneHook](plainPath: boolean): void {
+    this.batchOfOnePlain = plainPath;
   }
 
   /**
