@@ -13,7 +13,9 @@ import { InMemoryEventStore } from './store/memory/in-memory-event-store.js';
 import { migrate } from './store/postgres/migrate.js';
 import { PostgresEventStore } from './store/postgres/postgres-event-store.js';
 import { SqliteEventStore } from './store/sqlite/sqlite-event-store.js';
+import { CountingEventStore } from './testing/counting-event-store.js';
 import { eventStoreConformance, freshId } from './testing/event-store-conformance.js';
+import { ManualClock } from './testing/manual-clock.js';
 import { sameProcessPeer } from './testing/same-process-peer.js';
 import { storedRows } from './testing/store-hooks.js';
 
@@ -433,5 +435,63 @@ describe('appendBatch', () => {
       await postgres.close();
       await sqlite.close();
     }
+  });
+});
+
+describe('CoalescingEventStore batching (memory, manual clock)', () => {
+  /** A store whose appends wait until `open()` is called: a batch held in flight. */
+  class GatedStore extends CountingEventStore {
+    private release: () => void = () => {};
+    private gate = new Promise<void>((resolve) => {
+      this.release = resolve;
+    });
+    open(): void {
+      this.release();
+    }
+    override async append(...args: Parameters<CountingEventStore['append']>) {
+      await this.gate;
+      return super.append(...args);
+    }
+  }
+
+  async function settledWithin<T>(promise: Promise<T>, what: string): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} did not settle within 5 s`)), 5_000);
+    });
+    try {
+      return await Promise.race([promise, deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  it('maxWaitMs delays only an idle store: appends queued behind a batch go when it returns', async () => {
+    const clock = new ManualClock();
+    const inner = new GatedStore(new InMemoryEventStore({ clock }));
+    const store = new CoalescingEventStore(inner, { maxWaitMs: 1_000, clock });
+    try {
+      const first = store.append([env('a', 0)]);
+      await clock.advance(1_000); // the idle wait is over: the first batch goes, and is held
+      expect(store.stats.batches).toBe(1);
+      const queued = [store.append([env('b', 0)]), store.append([env('c', 0)])];
+      inner.open();
+      await settledWithin(first, 'the first batch');
+      // No clock advance: the appends that waited behind the batch go as soon as it returned.
+      await settledWithin(Promise.all(queued), 'the appends queued behind it');
+      expect(store.stats).toMatchObject({ appends: 3, batches: 2, largestBatch: 2 });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('close sends appends still waiting out maxWaitMs, without the clock moving', async () => {
+    const clock = new ManualClock();
+    const inner = new InMemoryEventStore({ clock });
+    const store = new CoalescingEventStore(inner, { maxWaitMs: 1_000, clock });
+    const pending = store.append([env('waiting', 0)]);
+    await store.close();
+    expect((await settledWithin(pending, 'the waiting append'))[0]?.sequence).toBe(0);
+    expect(storedRows(inner, 'waiting')).toHaveLength(1);
   });
 });

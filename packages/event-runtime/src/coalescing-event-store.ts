@@ -235,17 +235,21 @@ export class CoalescingEventStore implements EventStore {
     await this.inner.close();
   }
 
-  /** Arms the next flush: after this turn, or after `maxWaitMs` when idle, or now when full. */
-  private schedule(): void {
+  /**
+   * Arms the next flush: after this turn; after `maxWaitMs` when the store is idle and the batch
+   * is not full; right after this turn when a batch just returned with appends waiting (they
+   * waited for it already: group commit).
+   */
+  private schedule(afterBatch = false): void {
     if (this.inFlight >= this.maxInFlight || this.scheduled) return;
-    if (this.queue.length >= this.maxBatch || this.closed) {
-      this.scheduled = true;
-      this.clock.defer(() => this.flush());
-      return;
-    }
-    if (this.maxWaitMs > 0 && this.inFlight === 0) {
-      if (this.cancelWait !== undefined) return;
-      this.cancelWait = this.clock.setTimer(() => {
+    const wait =
+      this.maxWaitMs > 0 &&
+      !afterBatch &&
+      this.inFlight === 0 &&
+      this.queue.length < this.maxBatch &&
+      !this.closed;
+    if (wait) {
+      this.cancelWait ??= this.clock.setTimer(() => {
         this.cancelWait = undefined;
         this.flush();
       }, this.maxWaitMs);
@@ -258,10 +262,8 @@ export class CoalescingEventStore implements EventStore {
   /** Sends as many batches as may be in flight. */
   private flush(): void {
     this.scheduled = false;
-    if (this.queue.length >= this.maxBatch || this.maxWaitMs === 0 || this.closed) {
-      this.cancelWait?.();
-      this.cancelWait = undefined;
-    }
+    this.cancelWait?.();
+    this.cancelWait = undefined;
     while (this.inFlight < this.maxInFlight) {
       const batch = this.take();
       if (batch.length === 0) break;
@@ -273,7 +275,7 @@ export class CoalescingEventStore implements EventStore {
         this.inFlight--;
         if (this.queue.length > 0) {
           if (this.closed) this.flush();
-          else this.schedule();
+          else this.schedule(true);
         } else if (this.inFlight === 0) this.drained?.();
       });
     }
