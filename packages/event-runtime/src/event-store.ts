@@ -10,6 +10,7 @@ import type {
   StoredEvent,
   StoredSignal,
 } from './envelope.js';
+import type { LoomError } from './errors.js';
 import type { LeaseStore } from './lease-store.js';
 
 /** Per-execution fence epochs. A takeover advances the epoch; appends with an older one fail. */
@@ -130,4 +131,34 @@ export interface TransactionalEventStore extends EventStore {
 /** True when the store can run transactional steps. */
 export function isTransactional(store: EventStore): store is TransactionalEventStore {
   return typeof (store as Partial<TransactionalEventStore>).transact === 'function';
+}
+
+/** One `append` call, as a batch of them hands it to {@link BatchAppendingEventStore.appendBatch}. */
+export interface AppendRequest {
+  envelopes: readonly EventEnvelope[];
+  guard?: AppendGuard | undefined;
+}
+
+/** What one request of a batch came to: its events as stored, or the error its `append` would throw. */
+export type AppendOutcome = { ok: true; stored: StoredEvent[] } | { ok: false; error: LoomError };
+
+/**
+ * A store that can append for many executions in one round trip: what `CoalescingEventStore`
+ * merges concurrent appends into. Postgres implements it (one statement, one transaction).
+ */
+export interface BatchAppendingEventStore extends EventStore {
+  /**
+   * Appends every request in one write, all or nothing PER REQUEST: a request refused by its
+   * fence or its sequence (or invalid) gets its own typed error in its outcome, and the others
+   * still commit. The requests must be for distinct executions (a repeated one is refused with
+   * `INVALID_ARGUMENT`). Outcomes come back in request order, each only after its commit.
+   * Rejects (for every request) only when the store cannot take the call at all:
+   * `STORE_CLOSED`, `STORE_READ_ONLY`, `SCHEMA_NOT_MIGRATED`.
+   */
+  appendBatch(requests: readonly AppendRequest[]): Promise<AppendOutcome[]>;
+}
+
+/** True when the store can append for many executions in one round trip. */
+export function canAppendBatch(store: EventStore): store is BatchAppendingEventStore {
+  return typeof (store as Partial<BatchAppendingEventStore>).appendBatch === 'function';
 }

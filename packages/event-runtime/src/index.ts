@@ -1,5 +1,12 @@
 export type { Backend } from './backend.js';
 export { type CancelTimer, type Clock, systemClock, type TimerOptions } from './clock.js';
+export {
+  CoalescingEventStore,
+  type CoalescingEventStoreOptions,
+  type CoalescingStats,
+  coalescingBatchMax,
+  coalescingWaitMsMax,
+} from './coalescing-event-store.js';
 export type {
   AppendGuard,
   DetailedExecutionStatus,
@@ -18,6 +25,9 @@ export type {
 } from './envelope.js';
 export { ErrorCode, isLoomError, LoomError, type LoomErrorFields } from './errors.js';
 export type {
+  AppendOutcome,
+  AppendRequest,
+  BatchAppendingEventStore,
   EventStore,
   FenceStore,
   SubscribeOptions,
@@ -26,7 +36,7 @@ export type {
   TransactionalEventStore,
   VerifyResult,
 } from './event-store.js';
-export { isTransactional } from './event-store.js';
+export { canAppendBatch, isTransactional } from './event-store.js';
 export type { Lease, LeaseStore, NodeClaim } from './lease-store.js';
 export { type LimitName, Limits } from './limits.js';
 export { type MemoryBackend, type OpenMemoryOptions, openMemory } from './open-memory.js';

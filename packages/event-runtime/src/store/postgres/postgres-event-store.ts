@@ -13,6 +13,9 @@ import type {
 } from '../../envelope.js';
 import { ErrorCode, isLoomError, LoomError } from '../../errors.js';
 import type {
+  AppendOutcome,
+  AppendRequest,
+  BatchAppendingEventStore,
   FenceStore,
   SubscribeOptions,
   Subscription,
@@ -38,10 +41,11 @@ import {
 } from '../../internal/store-errors.js';
 import { StoreSubscriptions } from '../../internal/store-subscriptions.js';
 import { rowToEvent, type StoredRow } from '../../internal/stored-row.js';
-import { listenerHook } from '../../internal/test-hooks.js';
+import { batchOfOneHook, listenerHook } from '../../internal/test-hooks.js';
 import { verifyRows } from '../../internal/verify-rows.js';
 import type { LeaseStore } from '../../lease-store.js';
 import { Limits } from '../../limits.js';
+import { type AppendBatchContext, appendBatch } from './append-batch.js';
 import { type AppendedRow, appendValues } from './append-statement.js';
 import {
   findExecutionsQuery,
@@ -119,7 +123,7 @@ const signalsSchemaVersion = signalsMigration.version;
  *
  * Error codes: those of {@link EventStore}, plus `SCHEMA_NOT_MIGRATED` and `SCHEMA_TOO_NEW`.
  */
-export class PostgresEventStore implements TransactionalEventStore {
+export class PostgresEventStore implements TransactionalEventStore, BatchAppendingEventStore {
   readonly backend = 'postgres';
   readonly fences: FenceStore;
   /** The Postgres schema holding this store's tables. */
@@ -138,6 +142,8 @@ export class PostgresEventStore implements TransactionalEventStore {
   /** The schema version last found (0: none, or not checked yet). Raised by `migrate()`. */
   private schemaVersion = 0;
   private closed = false;
+  private batchContext: AppendBatchContext | undefined;
+  private batchOfOnePlain = true;
 
   /**
    * Opens a store on a schema and checks its version (one round trip). A schema that does not
@@ -229,6 +235,31 @@ export class PostgresEventStore implements TransactionalEventStore {
     });
     this.appended(stored);
     return stored;
+  }
+
+  /**
+   * Appends for many executions in one statement, so one transaction and one commit, all or
+   * nothing per request (see {@link BatchAppendingEventStore}; ADR 0030): one round trip on a
+   * warm tail cache, one more to fetch the previous hashes the cache lacks. What
+   * `CoalescingEventStore` merges concurrent appends into. Outcomes carry the errors `append`
+   * throws; rejects with `STORE_CLOSED`, `STORE_READ_ONLY`, `SCHEMA_NOT_MIGRATED`.
+   */
+  async appendBatch(requests: readonly AppendRequest[]): Promise<AppendOutcome[]> {
+    this.assertWritable('append');
+    if (this.schemaVersion < indexSchemaVersion) await this.requireSchema(indexSchemaVersion);
+    this.batchContext ??= {
+      now: () => this.options.clock.now(),
+      statements: this.sql,
+      cachedHash: (executionId, sequence) => this.tails.hashAt(executionId, sequence),
+      remember: (executionId, sequence, hash) => this.tails.remember(executionId, sequence, hash),
+      send: (statement, values) => this.send(statement, values),
+      mapError: (error, operation) => this.mapError(error, operation),
+      nextSequence: (executionId) => this.nextSequence(executionId),
+      appendOne: (request) => this.append(request.envelopes, request.guard),
+      appended: (stored) => this.appended(stored),
+      batchOfOnePlain: () => this.batchOfOnePlain,
+    };
+    return appendBatch(this.batchContext, requests);
   }
 
   /**
@@ -468,6 +499,11 @@ export class PostgresEventStore implements TransactionalEventStore {
       notifyStatements: sent.statements,
       notifyFailures: sent.failures,
     };
+  }
+
+  /** Test hook: whether `appendBatch` of one request takes the plain append (default true). */
+  [batchOfOneHook](plainPath: boolean): void {
+    this.batchOfOnePlain = plainPath;
   }
 
   /**

@@ -1,3 +1,4 @@
+import { appendBatchStatement, hashesAtStatement } from './append-batch-statement.js';
 import { appendStatement } from './append-statement.js';
 import { claimDueStatement } from './claim-due-statement.js';
 import { fenceAdvanceStatement, fenceCurrentStatement } from './fence-statements.js';
@@ -13,7 +14,10 @@ import { hashAtStatement, nextSequenceStatement } from './tail-statements.js';
 export interface StoreStatements {
   /** Indexed by `fenced ? 1 : 0` + `indexed ? 2 : 0`. */
   append: readonly [PgStatement, PgStatement, PgStatement, PgStatement];
+  /** Many executions' appends in one statement (`appendBatch`, ADR 0030). */
+  appendBatch: PgStatement;
   hashAt: PgStatement;
+  hashesAt: PgStatement;
   nextSequence: PgStatement;
   read: PgStatement;
   readAllFromStart: PgStatement;
@@ -35,7 +39,9 @@ export function storeStatements(schema: string): StoreStatements {
       appendStatement(quoted, schema, { fenced: false, indexed: true }),
       appendStatement(quoted, schema, { fenced: true, indexed: true }),
     ],
+    appendBatch: appendBatchStatement(quoted, schema),
     hashAt: hashAtStatement(quoted, schema),
+    hashesAt: hashesAtStatement(quoted, schema),
     nextSequence: nextSequenceStatement(quoted, schema),
     read: readStatement(quoted, schema),
     readAllFromStart: readAllFromStartStatement(quoted, schema),

@@ -15,6 +15,9 @@ import type {
 } from '../../envelope.js';
 import { ErrorCode, isLoomError, LoomError } from '../../errors.js';
 import type {
+  AppendOutcome,
+  AppendRequest,
+  BatchAppendingEventStore,
   FenceStore,
   SubscribeOptions,
   Subscription,
@@ -32,6 +35,7 @@ import {
   type PreparedAppend,
   prepareAppend,
 } from '../../internal/prepare-append.js';
+import { prepareBatch } from '../../internal/prepare-batch.js';
 import {
   prepareSignal,
   readSignalsOptions,
@@ -42,6 +46,7 @@ import { findExecutionsOptions, readAllOptions, readOptions } from '../../intern
 import { storeReadOnly } from '../../internal/store-errors.js';
 import { StoreSubscriptions } from '../../internal/store-subscriptions.js';
 import { rowToEvent, type StoredRow } from '../../internal/stored-row.js';
+import { batchOfOneHook } from '../../internal/test-hooks.js';
 import { verifyRows } from '../../internal/verify-rows.js';
 import type { LeaseStore } from '../../lease-store.js';
 import { mapSqliteError } from './sqlite-errors.js';
@@ -89,7 +94,7 @@ export interface SqliteEventStoreOptions {
  * await store.append([{ executionId: 'order-1', sequence: 0, type: 'execution.started', payload: {} }]);
  * console.log(await store.verify('order-1'));
  */
-export class SqliteEventStore implements TransactionalEventStore {
+export class SqliteEventStore implements TransactionalEventStore, BatchAppendingEventStore {
   readonly backend = 'sqlite';
   readonly fences: FenceStore;
   /** The better-sqlite3 handle (for kernel tables that share the file and its transactions). */
@@ -104,6 +109,7 @@ export class SqliteEventStore implements TransactionalEventStore {
   /** findExecutions statements by filter shape (a few dozen at most). */
   private readonly findStatements = new Map<string, Database.Statement>();
   private closed = false;
+  private batchOfOnePlain = true;
   private leases: SqliteLeaseStore | undefined;
 
   private constructor(database: Database.Database, options: SqliteEventStoreOptions) {
@@ -239,6 +245,68 @@ export class SqliteEventStore implements TransactionalEventStore {
     }
     this.signal.emit(prepared.executionId);
     return stored;
+  }
+
+  /**
+   * Appends for many executions in one `BEGIN IMMEDIATE` transaction, so one commit and, with
+   * `synchronous=FULL`, one fsync for the whole batch (what `CoalescingEventStore` sends; ADR
+   * 0030). Each request is checked and written inside its own savepoint: a request refused by its
+   * fence or its sequence (or invalid) gets its typed error in its outcome, and the others
+   * commit. A failure of the transaction itself (the commit, a locked file) fails every request.
+   * Rejects with `STORE_CLOSED`, `STORE_READ_ONLY`.
+   */
+  /** Test hook: whether `appendBatch` of one request takes the plain append (default true). */
+  [batchOfOneHook](plainPath: boolean): void {
+    this.batchOfOnePlain = plainPath;
+  }
+
+  async appendBatch(requests: readonly AppendRequest[]): Promise<AppendOutcome[]> {
+    const statements = this.ready('append');
+    const outcomes: AppendOutcome[] = new Array(requests.length);
+    const fail = (index: number, error: unknown) => {
+      outcomes[index] = {
+        ok: false,
+        error: isLoomError(error) ? error : mapSqliteError(error, 'append'),
+      };
+    };
+    if (requests.length === 1 && this.batchOfOnePlain) {
+      // Nothing to merge: skip the savepoint (measured at c = 1).
+      const request = requests[0] as AppendRequest;
+      try {
+        outcomes[0] = { ok: true, stored: await this.append(request.envelopes, request.guard) };
+      } catch (error) {
+        fail(0, error);
+      }
+      return outcomes;
+    }
+    const prepared = prepareBatch(requests, this.clock.now(), fail);
+    if (prepared.size === 0) return outcomes;
+    // A transaction function called inside another runs in a savepoint (better-sqlite3).
+    const one = this.database.transaction((append: PreparedAppend) =>
+      this.appendInTransaction(statements, append),
+    );
+    try {
+      this.database
+        .transaction(() => {
+          for (const [index, append] of prepared) {
+            try {
+              outcomes[index] = { ok: true, stored: one(append) };
+            } catch (error) {
+              // Refusals are LoomErrors; anything else may have ended the transaction: fail all.
+              if (!isLoomError(error)) throw error;
+              outcomes[index] = { ok: false, error };
+            }
+          }
+        })
+        .immediate();
+    } catch (error) {
+      for (const [index] of prepared) fail(index, error);
+      return outcomes;
+    }
+    for (const [index, append] of prepared) {
+      if (outcomes[index]?.ok === true) this.signal.emit(append.executionId);
+    }
+    return outcomes;
   }
 
   private appendInTransaction(
