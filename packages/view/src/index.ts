@@ -12,6 +12,12 @@ export {
   type VerifyProgress,
   type View,
 } from './open-view.js';
+export {
+  type ReplayedEvent,
+  type ReplayReport,
+  replayDeadlineMs,
+  replayLog,
+} from './replay-log.js';
 export { type CliIo, dbEnvVar, runCli } from './run-cli.js';
 export type { AgentStepRole, RunDetail, TimelineEntry } from './run-detail.js';
 export type { RunSummary } from './run-summary.js';

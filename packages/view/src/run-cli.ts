@@ -1,6 +1,9 @@
+import { existsSync, readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { Resolution } from '@loom/agent-loop';
-import type { DetailedExecutionStatus, JsonValue } from '@loom/event-runtime';
+import type { DetailedExecutionStatus, Flow, JsonValue, StoredEvent } from '@loom/event-runtime';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { isLoomError, LoomError, ViewErrorCode } from './errors.js';
 import { ExitCode, exitCodeOf } from './exit-code.js';
@@ -14,6 +17,7 @@ import {
 } from './internal/format.js';
 import { openOperator } from './open-operator.js';
 import { openView, runStatuses, type View } from './open-view.js';
+import { replayLog } from './replay-log.js';
 import { dashboardPortDefault, startDashboard, tokenEnvVar } from './start-dashboard.js';
 
 /** Where `runCli` writes, and what it reads from the environment. */
@@ -107,6 +111,58 @@ function resolutionOf(options: { rerun?: boolean; record?: string }): Resolution
   if (options.rerun === true) return { kind: 'rerun' };
   if (options.record === undefined) return undefined;
   return { kind: 'record', output: parseJson(options.record, 'record') };
+}
+
+/** The flows an ES module exports (any export, or a default array, that looks like a flow). */
+async function flowsOf(modulePath: string): Promise<Flow<never, unknown>[]> {
+  let loaded: Record<string, unknown>;
+  try {
+    loaded = (await import(pathToFileURL(resolve(modulePath)).href)) as Record<string, unknown>;
+  } catch (error) {
+    throw new LoomError(
+      ViewErrorCode.INVALID_ARGUMENT,
+      `--flows ${modulePath} could not be imported: ${error instanceof Error ? error.message : String(error)}. Give a built ES module (.js, .mjs)`,
+      { path: 'flows' },
+      error,
+    );
+  }
+  const candidates = Object.values(loaded).flatMap((value) =>
+    Array.isArray(value) ? value : [value],
+  );
+  const flows = candidates.filter(
+    (value): value is Flow<never, unknown> =>
+      typeof value === 'object' &&
+      value !== null &&
+      typeof (value as { name?: unknown }).name === 'string' &&
+      typeof (value as { run?: unknown }).run === 'function',
+  );
+  if (flows.length === 0) {
+    throw new LoomError(
+      ViewErrorCode.INVALID_ARGUMENT,
+      `--flows ${modulePath} exports no flow: export the defineFlow(...) values (or an array of them)`,
+      { path: 'flows' },
+    );
+  }
+  return flows;
+}
+
+/** A log file as `loom export` writes it: one stored event per line. */
+function readJsonLines(file: string): StoredEvent[] {
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line, index) => {
+      try {
+        return JSON.parse(line) as StoredEvent;
+      } catch (error) {
+        throw new LoomError(
+          ViewErrorCode.INVALID_ARGUMENT,
+          `${file}:${index + 1} is not JSON: a log file has one event per line, as loom export writes it`,
+          { path: 'log', actual: index + 1 },
+          error,
+        );
+      }
+    });
 }
 
 function json(value: unknown): string {
@@ -251,6 +307,29 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       const events = await withView(command, (view) => view.exportLog(id));
       for (const event of events) io.stdout(JSON.stringify(event));
       io.stderr(`exported ${events.length} events of ${id}`);
+    });
+
+  program
+    .command('replay <log>')
+    .description(
+      "re-fold a recorded log (a file from `loom export`, or a run id read from --db) with today's flows; exit 1 if they no longer fit it",
+    )
+    .requiredOption('--flows <module>', 'an ES module whose exports are the flows (defineFlow)')
+    .action(async (log: string, options: { flows: string }, command: Command) => {
+      const flows = await flowsOf(options.flows);
+      const events = existsSync(log)
+        ? readJsonLines(log)
+        : await withView(command, (view) => view.exportLog(log));
+      const report = await replayLog(events, flows);
+      print(report, () =>
+        report.ok
+          ? `ok: ${report.executionId} (${report.flow}), ${report.recordedEvents} events replayed with today's code` +
+            (report.next === undefined
+              ? ''
+              : `; it would write ${report.next.map((e) => e.type).join(', ')} next`)
+          : `DIVERGED: ${report.executionId} (${report.flow}) at sequence ${report.divergence?.sequence}: ${report.divergence?.message}`,
+      );
+      if (!report.ok) exit = ExitCode.failed;
     });
 
   program

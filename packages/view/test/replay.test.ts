@@ -1,0 +1,153 @@
+// `loom replay` from the built binary: logs recorded by a real runtime (SQLite file and
+// Postgres) re-folded with the flows as deployed (ok, exit 0) and with changed code (a renamed
+// step: NON_DETERMINISM; a changed output: the ending differs; exit 1), from the database by id
+// and from a file `loom export` wrote. Nothing is written to the database, and no effect runs.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Backend } from '@loom/event-runtime';
+import { createRuntime, type WorkflowDefinition } from '@loom/workflow-runtime';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ReplayReport } from '../src/index.js';
+import { eventually, loom } from './fixture.js';
+
+const pgUrl = process.env.LOOM_TEST_PG ?? 'postgres://root@127.0.0.1:5432/test';
+const pgSchema = `view_replay_${process.pid}`;
+const dir = mkdtempSync(join(tmpdir(), 'loom-view-replay-'));
+const module = (name: string) => fileURLToPath(new URL(`./replay/${name}`, import.meta.url));
+
+async function dropSchema(): Promise<void> {
+  const client = new pg.Client({ connectionString: pgUrl });
+  await client.connect();
+  await client.query(`DROP SCHEMA IF EXISTS ${pgSchema} CASCADE`);
+  await client.end();
+}
+
+afterAll(async () => {
+  await dropSchema();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const targets = [
+  {
+    name: 'sqlite',
+    db: `sqlite:${join(dir, 'loom.db')}`,
+    open: async (): Promise<Backend> => {
+      const { openSqlite } = await import('@loom/event-runtime/sqlite');
+      return openSqlite({ path: join(dir, 'loom.db'), migrate: true });
+    },
+  },
+  {
+    name: 'postgres',
+    db: `${pgUrl}?schema=${pgSchema}`,
+    open: async (): Promise<Backend> => {
+      await dropSchema();
+      const { openPostgres } = await import('@loom/event-runtime/postgres');
+      return openPostgres({ connectionString: pgUrl, schema: pgSchema, migrate: true });
+    },
+  },
+];
+
+describe.each(targets)('loom replay on $name', (target) => {
+  const env = { LOOM_DB: target.db };
+  const replay = async (args: string[]) => {
+    const out = await loom(['replay', ...args, '--json'], env);
+    return { code: out.code, stderr: out.stderr, report: JSON.parse(out.stdout) as ReplayReport };
+  };
+  let eventsBefore = 0;
+  const countEvents = async () => {
+    const out = await loom(['events', 'order-1', '--json'], env);
+    const waiting = await loom(['events', 'wait-1', '--json'], env);
+    return JSON.parse(out.stdout).length + JSON.parse(waiting.stdout).length;
+  };
+
+  beforeAll(async () => {
+    // The flows as deployed, from the module `--flows` loads.
+    const { order, waiter } = (await import(module('flows-v1.mjs'))) as Record<
+      'order' | 'waiter',
+      WorkflowDefinition
+    >;
+    const backend = await target.open();
+    const flows = createRuntime({ backend, flows: [order, waiter] });
+    try {
+      await (await flows.start(order, { id: 'o1' }, { executionId: 'order-1' })).result();
+      await flows.start(waiter, null, { executionId: 'wait-1' });
+      await eventually(async () => {
+        const rows = await backend.events.findExecutions({ status: 'suspended' });
+        return rows.some((r) => r.executionId === 'wait-1') ? true : undefined;
+      }, 'wait-1 suspended');
+    } finally {
+      await flows.shutdown();
+    }
+    eventsBefore = await countEvents();
+  });
+
+  it('the flows as deployed fit both logs: exit 0, and the waiting run would suspend again', async () => {
+    const done = await replay(['order-1', '--flows', module('flows-v1.mjs')]);
+    expect(done.code).toBe(0);
+    expect(done.report).toMatchObject({
+      executionId: 'order-1',
+      flow: 'order',
+      recordedEvents: 6,
+      ok: true,
+    });
+    const waiting = await replay(['wait-1', '--flows', module('flows-v1.mjs')]);
+    expect(waiting.code).toBe(0);
+    expect(waiting.report.ok).toBe(true);
+    expect(waiting.report.next?.map((e) => e.type)).toEqual(['execution.suspended']);
+    expect(await countEvents()).toBe(eventsBefore);
+  });
+
+  it('a renamed step is NON_DETERMINISM at the step, in a finished and in a waiting run: exit 1', async () => {
+    for (const id of ['order-1', 'wait-1']) {
+      const out = await replay([id, '--flows', module('flows-v2-renamed.mjs')]);
+      expect(out.code).toBe(1);
+      expect(out.report.ok).toBe(false);
+      expect(out.report.divergence?.message).toMatch(/quote|get-ready/);
+      expect(out.report.divergence?.replayed?.type).toBe('execution.failed');
+      // Where they part: the recorded step.started of operation 0 (sequence 1).
+      expect(out.report.divergence?.sequence).toBe(1);
+      expect(out.report.divergence?.recorded?.type).toBe('step.started');
+    }
+    const human = await loom(['replay', 'order-1', '--flows', module('flows-v2-renamed.mjs')], env);
+    expect(human.stdout).toMatch(/^DIVERGED: order-1 \(order\) at sequence 1: /);
+    expect(await countEvents()).toBe(eventsBefore);
+  });
+
+  it('a changed output differs at the ending, replayed from an exported file: exit 1', async () => {
+    const exported = await loom(['export', 'order-1'], env);
+    const file = join(dir, `${target.name}-order-1.jsonl`);
+    writeFileSync(file, exported.stdout);
+    const out = await replay([file, '--flows', module('flows-v3-output.mjs')]);
+    expect(out.code).toBe(1);
+    expect(out.report.divergence).toMatchObject({
+      sequence: 5,
+      recorded: {
+        type: 'execution.completed',
+        payload: { output: { id: 'o1', total: 42, paid: true } },
+      },
+      replayed: { type: 'execution.completed', payload: { output: { id: 'o1', paid: 'yes' } } },
+    });
+    const same = await replay([file, '--flows', module('flows-v1.mjs')]);
+    expect(same.code).toBe(0);
+    expect(readFileSync(file, 'utf8')).toBe(exported.stdout);
+  });
+
+  it('bad input is a usage error: no flows exported, a module that does not load, a broken file', async () => {
+    const none = join(dir, 'none.mjs');
+    writeFileSync(none, 'export const x = 1;\n');
+    const noFlows = await loom(['replay', 'order-1', '--flows', none], env);
+    expect(noFlows.code).toBe(2);
+    expect(noFlows.stderr).toContain('exports no flow');
+    const missing = await loom(['replay', 'order-1', '--flows', join(dir, 'nope.mjs')], env);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('could not be imported');
+    const broken = join(dir, 'broken.jsonl');
+    writeFileSync(broken, '{"executionId":\n');
+    const bad = await loom(['replay', broken, '--flows', module('flows-v1.mjs')], env);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('broken.jsonl:1 is not JSON');
+  });
+});
