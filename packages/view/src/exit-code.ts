@@ -34,6 +34,7 @@ const byErrorCode: Readonly<Record<string, ExitCode>> = {
   APPROVAL_NOT_PENDING: ExitCode.conflict,
   APPROVAL_REQUEST_CHANGED: ExitCode.conflict,
   EXECUTION_SETTLED: ExitCode.conflict,
+  EXECUTION_ALREADY_STARTED: ExitCode.conflict,
   STORE_UNAVAILABLE: ExitCode.unavailable,
   DRIVER_MISSING: ExitCode.unavailable,
   SCHEMA_NOT_MIGRATED: ExitCode.unavailable,

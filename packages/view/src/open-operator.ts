@@ -2,6 +2,7 @@ import { createAgentRuntime, type Resolution } from '@loom/agent-loop';
 import type { JsonValue } from '@loom/event-runtime';
 import { createRuntime, type SignalSent } from '@loom/workflow-runtime';
 import { parseDbUrl } from './internal/db-url.js';
+import { forkRun } from './internal/fork-run.js';
 import { openBackend } from './internal/open-backend.js';
 
 /** The operator's writes. Each goes through the runtime's or agent-loop's API, never to a table. */
@@ -36,6 +37,22 @@ export interface Operator {
     approvalId: string,
     options: { by: string; note?: string; endRun?: boolean },
   ): Promise<void>;
+  /**
+   * Forks a run: a new execution whose log is a copy of `executionId`'s up to and including
+   * `atSequence` (its `execution.started` names the original in `forkedFrom`, with who forked it).
+   * No process is told: a runtime that runs its flow resumes it as its next recovery round finds
+   * it (running and unleased: at once when no other node is alive, else once quiet for
+   * `recoverQuietMs`); a fork that ends waiting (suspended) waits as the original did. Steps
+   * after the cut run again in the fork; children and the inbox are not copied (a recorded
+   * child is the original's). Returns the new id (default `fork-<atSequence>-of-<executionId>`).
+   *
+   * Error codes: `RUN_NOT_FOUND`, `INVALID_ARGUMENT` (a sequence past the log or at its ending),
+   * `EXECUTION_ALREADY_STARTED` (the new id exists), store errors.
+   */
+  fork(
+    executionId: string,
+    options: { atSequence: number; by: string; newId?: string },
+  ): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -65,6 +82,7 @@ export async function openOperator(options: { db: string }): Promise<Operator> {
       ),
     approve: (approvalId, approveOptions) => agents.approve(approvalId, approveOptions),
     reject: (approvalId, rejectOptions) => agents.reject(approvalId, rejectOptions),
+    fork: (executionId, forkOptions) => forkRun(backend, executionId, forkOptions),
     close: () => flows.shutdown(),
   };
 }

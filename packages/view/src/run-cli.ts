@@ -310,6 +310,37 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     });
 
   program
+    .command('fork <id>')
+    .description(
+      "a new run from this run's log up to --at <sequence> (steps after it run again); a runtime running its flow picks it up",
+    )
+    .requiredOption(
+      '--at <sequence>',
+      'the last event kept (loom events <id> shows sequences)',
+      integer,
+    )
+    .option('--id <newId>', 'the new run id (default fork-<sequence>-of-<id>)')
+    .option('--by <name>', 'who forks (default: the OS user), recorded in the fork')
+    .action(
+      async (id: string, options: { at: number; id?: string; by?: string }, command: Command) => {
+        const operator = await openOperator({ db: globals(command).db ?? '' });
+        try {
+          const forked = await operator.fork(id, {
+            atSequence: options.at,
+            by: by(options.by),
+            ...(options.id === undefined ? {} : { newId: options.id }),
+          });
+          print(
+            { executionId: forked, forkedFrom: id, atSequence: options.at },
+            () => `forked ${id} at sequence ${options.at} as ${forked}`,
+          );
+        } finally {
+          await operator.close();
+        }
+      },
+    );
+
+  program
     .command('replay <log>')
     .description(
       "re-fold a recorded log (a file from `loom export`, or a run id read from --db) with today's flows; exit 1 if they no longer fit it",
