@@ -9,6 +9,8 @@ process.exitCode = await runCli(process.argv.slice(2), {
   stderr: (text) => process.stderr.write(text.startsWith('\r') ? text : `${text}\n`),
   env: process.env,
   isTty: process.stderr.isTTY === true,
+  color: process.stdout.isTTY === true && (process.env.NO_COLOR ?? '') === '',
+
   keepAlive: () => {
     // The process's own handle on the event loop while `loom tail` follows a run.
     const handle = setInterval(() => {}, keepAliveIntervalMs);

@@ -4,6 +4,7 @@ import { createRuntime, type SignalSent } from '@loom/workflow-runtime';
 import { parseDbUrl } from './internal/db-url.js';
 import { forkRun } from './internal/fork-run.js';
 import { openBackend } from './internal/open-backend.js';
+import { type ResumeResult, resumeRun } from './internal/resume-run.js';
 
 /** The operator's writes. Each goes through the runtime's or agent-loop's API, never to a table. */
 export interface Operator {
@@ -49,6 +50,16 @@ export interface Operator {
    * Error codes: `RUN_NOT_FOUND`, `INVALID_ARGUMENT` (a sequence past the log or at its ending),
    * `EXECUTION_ALREADY_STARTED` (the new id exists), store errors.
    */
+  /**
+   * Resumes a run now, wherever its flow runs: takes its fence (a process still driving it, a
+   * zombie, stops at its next append) and marks it due, so the next timer poll of a runtime
+   * running its flow replays it from the log (a step in flight runs again). For a run whose
+   * process died before its lease expired, or one suspended on a wait you want looked at again.
+   *
+   * Error codes: `RUN_NOT_FOUND`, `EXECUTION_SETTLED` (it ended: `retry` or `fork` instead),
+   * `STORE_BUSY` (the log kept moving), store errors.
+   */
+  resume(executionId: string, options: { by: string }): Promise<ResumeResult>;
   fork(
     executionId: string,
     options: { atSequence: number; by: string; newId?: string },
@@ -83,6 +94,8 @@ export async function openOperator(options: { db: string }): Promise<Operator> {
     approve: (approvalId, approveOptions) => agents.approve(approvalId, approveOptions),
     reject: (approvalId, rejectOptions) => agents.reject(approvalId, rejectOptions),
     fork: (executionId, forkOptions) => forkRun(backend, executionId, forkOptions),
+    resume: (executionId, resumeOptions) =>
+      resumeRun(backend, executionId, { by: resumeOptions.by, nowMs: Date.now() }),
     close: () => flows.shutdown(),
   };
 }

@@ -14,6 +14,7 @@ import { nextOccurrence } from '@loom/workflow-runtime/cron';
 import { LoomError, ViewErrorCode } from './errors.js';
 import { parseDbUrl } from './internal/db-url.js';
 import { agentFlowPrefix, foldRun, signalsOf } from './internal/fold-run.js';
+import { indexRow, runNotFound } from './internal/index-row.js';
 import { openBackend } from './internal/open-backend.js';
 import { readInbox, readLog } from './internal/read-log.js';
 import type { RunDetail } from './run-detail.js';
@@ -131,6 +132,19 @@ export interface View {
     onEvents: (events: readonly StoredEvent[]) => void,
     options?: { fromSequence?: number; onError?: (error: unknown) => void },
   ): Promise<Subscription>;
+  /**
+   * Follows the whole log (every run) after `afterPosition` (default: the log's current end, see
+   * {@link View.headPosition}), in position order. Error codes: store errors.
+   */
+  tailAll(
+    onEvents: (events: readonly StoredEvent[]) => void,
+    options?: { afterPosition?: number; onError?: (error: unknown) => void },
+  ): Promise<{ subscription: Subscription; afterPosition: number }>;
+  /**
+   * The position of the newest event in the whole log (0 when empty): the log read in pages of
+   * `Limits.readLimitMax` events (one read per 10,000 events). Error codes: store errors.
+   */
+  headPosition(): Promise<number>;
   /** Every approval that waits for a person, across runs, oldest request first. */
   pendingApprovals(): Promise<Approval[]>;
   /** Recomputes one execution's hash chain (the store's `verify`). Error codes: `RUN_NOT_FOUND`. */
@@ -294,6 +308,36 @@ class LogView implements View {
     );
   }
 
+  async tailAll(
+    onEvents: (events: readonly StoredEvent[]) => void,
+    options: { afterPosition?: number; onError?: (error: unknown) => void } = {},
+  ): Promise<{ subscription: Subscription; afterPosition: number }> {
+    const afterPosition = options.afterPosition ?? (await this.headPosition());
+    const subscription = this.opened.events.subscribe(
+      {
+        afterPosition,
+        ...(options.onError === undefined ? {} : { onError: options.onError }),
+      },
+      (events) => onEvents(events),
+    );
+    return { subscription, afterPosition };
+  }
+
+  async headPosition(): Promise<number> {
+    // Paged in the store's global order: on Postgres a cursor must be a stored event's position
+    // (the order is commit-safe, not numeric), so there is no shortcut through the numbers.
+    let head = 0;
+    for (;;) {
+      const page = await this.opened.events.readAll({
+        afterPosition: head,
+        limit: Limits.readLimitMax,
+      });
+      const last = page[page.length - 1];
+      if (last !== undefined) head = last.position;
+      if (page.length < Limits.readLimitMax) return head;
+    }
+  }
+
   async pendingApprovals(): Promise<Approval[]> {
     const out: Approval[] = [];
     let after: string | undefined;
@@ -382,15 +426,8 @@ class LogView implements View {
     await this.opened.close();
   }
 
-  private async indexRow(executionId: string): Promise<ExecutionSummary> {
-    // The index is ordered by id: the first row after the id's predecessor is the id itself, if any.
-    const rows = await this.opened.events.findExecutions({
-      limit: 1,
-      afterExecutionId: predecessor(executionId),
-    });
-    const row = rows[0];
-    if (row === undefined || row.executionId !== executionId) throw runNotFound(executionId);
-    return row;
+  private indexRow(executionId: string): Promise<ExecutionSummary> {
+    return indexRow(this.opened.events, executionId);
   }
 
   private async summarize(row: ExecutionSummary, withApprovals = false) {
@@ -425,16 +462,3 @@ function isAgentFlow(flow: string | null): boolean {
 }
 
 /** The greatest string below `id` in code-unit order that the index can page after. */
-function predecessor(id: string): string {
-  if (id === '') return id;
-  const last = id.charCodeAt(id.length - 1);
-  return last === 0 ? id.slice(0, -1) : `${id.slice(0, -1)}${String.fromCharCode(last - 1)}\uffff`;
-}
-
-function runNotFound(executionId: string): LoomError {
-  return new LoomError(
-    ViewErrorCode.RUN_NOT_FOUND,
-    `no execution '${executionId}' in this database: list them with 'loom runs'`,
-    { executionId },
-  );
-}

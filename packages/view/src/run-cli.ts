@@ -3,7 +3,13 @@ import { userInfo } from 'node:os';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Resolution } from '@loom/agent-loop';
-import type { DetailedExecutionStatus, Flow, JsonValue, StoredEvent } from '@loom/event-runtime';
+import type {
+  DetailedExecutionStatus,
+  Flow,
+  JsonValue,
+  StoredEvent,
+  Subscription,
+} from '@loom/event-runtime';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { isLoomError, LoomError, ViewErrorCode } from './errors.js';
 import { ExitCode, exitCodeOf } from './exit-code.js';
@@ -34,9 +40,12 @@ export interface CliIo {
    */
   keepAlive?: () => () => void;
   /**
-   * Resolves when `loom serve` should stop. Default: the process's next SIGINT or SIGTERM.
+   * Resolves when `loom serve` (or `loom tail` without an id) should stop. Default: the
+   * process's next SIGINT or SIGTERM.
    */
   untilStopped?: () => Promise<void>;
+  /** Colour the status column of tables (the bin: stdout is a terminal and NO_COLOR is unset). */
+  color?: boolean;
 }
 
 /** The process's next SIGINT or SIGTERM (Ctrl-C stops `loom serve` cleanly, with exit code 0). */
@@ -232,7 +241,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
         command: Command,
       ) => {
         const page = await withView(command, (view) => view.runs(options));
-        print(page, () => formatRuns(page.runs, page.nextCursor));
+        print(page, () => formatRuns(page.runs, page.nextCursor, io.color === true));
       },
     );
 
@@ -262,41 +271,76 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     });
 
   program
-    .command('tail <id>')
+    .command('tail [id]')
     .description(
-      "follow a run's log live; ends when the run ends (with --json: one JSON event per line)",
+      "follow a run's log live, ending when the run ends; without an id, every run's new events until interrupted (with --json: one JSON event per line)",
     )
-    .option('--from <sequence>', 'first sequence (default 0)', integer)
-    .action(async (id: string, options: { from?: number }, command: Command) => {
-      await withView(command, async (view) => {
-        let ended: () => void = () => {};
-        let failed: (error: unknown) => void = () => {};
-        const done = new Promise<void>((resolve, reject) => {
-          ended = resolve;
-          failed = reject;
+    .option('--from <sequence>', 'with an id: first sequence (default 0)', integer)
+    .option(
+      '--after <position>',
+      'without an id: start after this log position (default: the current end; 0: everything)',
+      integer,
+    )
+    .action(
+      async (
+        id: string | undefined,
+        options: { from?: number; after?: number },
+        command: Command,
+      ) => {
+        await withView(command, async (view) => {
+          let ended: () => void = () => {};
+          let failed: (error: unknown) => void = () => {};
+          const done = new Promise<void>((resolve, reject) => {
+            ended = resolve;
+            failed = reject;
+          });
+          const show = (event: StoredEvent) =>
+            io.stdout(
+              asJson
+                ? JSON.stringify(event)
+                : id === undefined
+                  ? `${event.executionId}  ${formatEvents([event])}`
+                  : formatEvents([event]),
+            );
+          let subscription: Subscription;
+          if (id === undefined) {
+            const followed = await view.tailAll(
+              (events) => {
+                for (const event of events) show(event);
+              },
+              {
+                ...(options.after === undefined ? {} : { afterPosition: options.after }),
+                onError: (error) => failed(error),
+              },
+            );
+            subscription = followed.subscription;
+            io.stderr(`following every run after log position ${followed.afterPosition}`);
+            void (io.untilStopped ?? untilSignalled)().then(ended);
+          } else {
+            subscription = await view.tail(
+              id,
+              (events) => {
+                for (const event of events) {
+                  show(event);
+                  if (terminalEventTypes.has(event.type)) ended();
+                }
+              },
+              {
+                ...(options.from === undefined ? {} : { fromSequence: options.from }),
+                onError: (error) => failed(error),
+              },
+            );
+          }
+          const release = io.keepAlive?.() ?? (() => {});
+          try {
+            await done;
+          } finally {
+            release();
+            await subscription.close();
+          }
         });
-        const subscription = await view.tail(
-          id,
-          (events) => {
-            for (const event of events) {
-              io.stdout(asJson ? JSON.stringify(event) : formatEvents([event]));
-              if (terminalEventTypes.has(event.type)) ended();
-            }
-          },
-          {
-            ...(options.from === undefined ? {} : { fromSequence: options.from }),
-            onError: (error) => failed(error),
-          },
-        );
-        const release = io.keepAlive?.() ?? (() => {});
-        try {
-          await done;
-        } finally {
-          release();
-          await subscription.close();
-        }
-      });
-    });
+      },
+    );
 
   program
     .command('export <id>')
@@ -377,6 +421,26 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     .action(async (_options: unknown, command: Command) => {
       const schedules = await withView(command, (view) => view.schedules());
       print(schedules, () => formatSchedules(schedules));
+    });
+
+  program
+    .command('resume <id>')
+    .description(
+      'resume a run now on a process running its flow: takes its fence (a stuck owner stops) and makes it due',
+    )
+    .option('--by <name>', 'who resumes (default: the OS user), recorded in the log')
+    .action(async (id: string, options: { by?: string }, command: Command) => {
+      const operator = await openOperator({ db: globals(command).db ?? '' });
+      try {
+        const resumed = await operator.resume(id, { by: by(options.by) });
+        print(
+          resumed,
+          () =>
+            `resumed ${id} (it was ${resumed.was}): the next timer poll of a runtime running its flow replays it`,
+        );
+      } finally {
+        await operator.close();
+      }
     });
 
   program

@@ -26,8 +26,27 @@ function preview(value: unknown): string {
     : json;
 }
 
-/** The `loom runs` table. */
-export function formatRuns(runs: readonly RunSummary[], nextCursor: string | undefined): string {
+/** ANSI colours of run statuses (`color` on: a terminal, NO_COLOR unset). */
+const statusColors: Readonly<Record<string, number>> = {
+  completed: 32,
+  failed: 31,
+  cancelled: 35,
+  suspended: 33,
+  running: 36,
+};
+
+/** `status`, coloured when `color` is on and the status has a colour. */
+export function paintStatus(status: string, color: boolean): string {
+  const code = statusColors[status];
+  return color && code !== undefined ? `\u001b[${code}m${status}\u001b[39m` : status;
+}
+
+/** The `loom runs` table (the status column coloured when `color` is on). */
+export function formatRuns(
+  runs: readonly RunSummary[],
+  nextCursor: string | undefined,
+  color = false,
+): string {
   if (runs.length === 0) return 'no runs match';
   const body = table(
     ['ID', 'FLOW', 'VERSION', 'STATUS', 'STEPS', 'APPROVALS', 'UPDATED', 'REASON'],
@@ -35,7 +54,7 @@ export function formatRuns(runs: readonly RunSummary[], nextCursor: string | und
       r.id,
       r.flow ?? '',
       r.version ?? '',
-      r.status,
+      paintStatus(r.status, color),
       String(r.steps),
       r.pendingApprovals === 0 ? '' : `${r.pendingApprovals} pending`,
       time(r.updatedAtMs),
