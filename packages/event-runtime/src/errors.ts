@@ -57,6 +57,12 @@ export const ErrorCode = {
   INVALID_STEP_NAME: 'INVALID_STEP_NAME',
   /** A step's effect threw; `fields.error` holds what it threw, as recorded in the log. */
   STEP_FAILED: 'STEP_FAILED',
+  /**
+   * A step's attempt was found in flight by more than `stepInterruptionsMax` resumes in a row (its
+   * process died or lost the execution each time while the effect ran): it is failed as poison
+   * instead of run again (ADR 0029). The flow sees `STEP_FAILED` with this as `fields.error`.
+   */
+  STEP_POISONED: 'STEP_POISONED',
   /** A child execution (`ctx.child`) failed or was cancelled; `fields.error` says why. */
   CHILD_FAILED: 'CHILD_FAILED',
   /** A flow threw, or its execution was recorded as failed; `fields.error` holds the reason. */

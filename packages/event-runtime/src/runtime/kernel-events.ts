@@ -8,6 +8,7 @@ export const EventType = {
   executionStarted: 'execution.started',
   stepStarted: 'step.started',
   stepAttemptFailed: 'step.attempt_failed',
+  stepInterrupted: 'step.interrupted',
   stepCompleted: 'step.completed',
   stepFailed: 'step.failed',
   executionCompleted: 'execution.completed',
@@ -134,6 +135,18 @@ export interface StepAttemptFailedPayload {
   attempt: number;
   error: RecordedError;
   retryAtMs: number;
+}
+
+/**
+ * `step.interrupted`: a resume from the log found the step's attempt in flight (its process
+ * died, or lost the execution, while the effect ran) and runs it again; this is the
+ * `interruptions`-th time in a row. Past `stepInterruptionsMax` the step fails with
+ * `STEP_POISONED` instead (ADR 0029).
+ */
+export interface StepInterruptedPayload {
+  index: number;
+  name: string;
+  interruptions: number;
 }
 
 /**

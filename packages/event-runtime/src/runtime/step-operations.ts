@@ -12,7 +12,7 @@ import {
 } from './driver-support.js';
 import type { StepRecord } from './execution-state.js';
 import type { KernelStepOptions, StepEffectContext, TransactionHandle } from './flow.js';
-import { EventType, type StepFailedPayload } from './kernel-events.js';
+import { EventType, type StepFailedPayload, type StepInterruptedPayload } from './kernel-events.js';
 import { recordError } from './recorded-error.js';
 import { type ResolvedRetry, resolveRetry } from './step-retry-policy.js';
 
@@ -49,6 +49,16 @@ export class StepOperations {
           executionId,
         },
       );
+    }
+    if (
+      claim.recorded !== undefined &&
+      claim.recorded.retryAtMs === undefined &&
+      claim.recorded.reopened !== true
+    ) {
+      // Replayed with its attempt in flight: the driver before this one stopped while the effect
+      // ran (a crash, a lost lease). Counted durably before the effect runs again, so a step that
+      // kills its process every time ends as poison instead of looping (ADR 0029).
+      this.interrupted(claim, claim.recorded);
     }
     if (claim.recorded === undefined) {
       const payload: JsonValue =
@@ -100,6 +110,32 @@ export class StepOperations {
         suspension.settleInFlight();
       }
     }
+  }
+
+  /**
+   * Journals one more interruption of the step's attempt (`step.interrupted`, made durable by the
+   * barrier before the effect runs), or, past `stepInterruptionsMax`, fails the step with
+   * `STEP_POISONED` without running it.
+   */
+  private interrupted(claim: Claim, recorded: StepRecord): void {
+    const interruptions = (recorded.interruptions ?? 0) + 1;
+    const max = this.scope.kernel.settings.stepInterruptionsMax;
+    if (interruptions > max) {
+      throw this.failed(
+        claim,
+        new LoomError(
+          ErrorCode.STEP_POISONED,
+          `step '${claim.name}' of execution ${this.scope.executionId} was interrupted ${max} ` +
+            'times in a row (its process died or lost the execution while the effect ran): it is ' +
+            'treated as poison and not run again. Fix the step, then runtime.retry(executionId)',
+          { executionId: this.scope.executionId, step: claim.name, interruptions: max },
+        ),
+        recorded.attempts,
+      );
+    }
+    const payload: StepInterruptedPayload = { index: claim.index, name: claim.name, interruptions };
+    this.scope.journal.record(EventType.stepInterrupted, payload as never);
+    this.scope.state.steps[claim.index] = { ...recorded, interruptions };
   }
 
   /** The step's retry policy: its own, else the runtime's; undefined for one attempt. */
