@@ -47,6 +47,13 @@ export const ErrorCode = {
   SCHEMA_NOT_MIGRATED: 'SCHEMA_NOT_MIGRATED',
   /** The database's schema was written by a newer Loom than this one. */
   SCHEMA_TOO_NEW: 'SCHEMA_TOO_NEW',
+  /**
+   * The database has no room for the write: the disk is full, or SQLite's `max_page_count` was
+   * reached (Postgres: `53100`). Nothing of the write was stored. Transient: the runtime resumes
+   * an execution whose append failed this way from the log after a backoff, like
+   * `STORE_UNAVAILABLE`, so it goes on once space is freed.
+   */
+  STORE_FULL: 'STORE_FULL',
   /** The driver failed in a way the store does not classify; see `cause`. */
   STORE_FAILURE: 'STORE_FAILURE',
   /** A replay asked for a different step than the log recorded at that position. */

@@ -13,7 +13,13 @@ export function encodePayload(
   executionId?: string,
   limit: 'payloadBytesMax' | 'snapshotBytesMax' = 'payloadBytesMax',
 ): string {
-  const walk: Walk = { negativeZero: false, units: 0, unitsMax: Limits[limit], limit, executionId };
+  const walk: Walk = {
+    negativeZero: false,
+    units: 0,
+    unitsMax: 2 * Limits[limit],
+    limit,
+    executionId,
+  };
   try {
     check(payload, '$', 0, new Set<object>(), walk);
     // JSON.stringify is fast and exact for everything `check` accepts except -0 (it prints 0).
@@ -34,9 +40,11 @@ export function encodePayload(
 /**
  * What one walk over a payload carries. `units` is a lower bound of the length of its JSON text
  * (each string's length and its quotes, each key's, one per other value), and that text's
- * UTF-8 form has at least as many bytes as it has UTF-16 units: past `unitsMax` the payload is
- * over its limit, refused before `JSON.stringify` builds a text that could exceed what a string
- * can hold (which throws a RangeError) or take a gigabyte of memory.
+ * UTF-8 form has at least as many bytes as it has UTF-16 units: past `unitsMax` (twice the
+ * limit) the payload is far over its limit, refused before `JSON.stringify` builds a text that
+ * could exceed what a string can hold (which throws a RangeError) or take a gigabyte of memory.
+ * A payload nearer the limit is encoded and its exact size checked by the caller, whose message
+ * names the exact size.
  */
 interface Walk {
   negativeZero: boolean;
@@ -52,7 +60,7 @@ function count(walk: Walk, units: number, path: string): void {
   throw new LoomError(
     ErrorCode.LIMIT_EXCEEDED,
     `payload at ${path} makes its JSON at least ${walk.units} bytes, over ${walk.limit} ` +
-      `(${walk.unitsMax}): move large content to a content store and keep a reference`,
+      `(${Limits[walk.limit]}): move large content to a content store and keep a reference`,
     {
       limit: walk.limit,
       path,

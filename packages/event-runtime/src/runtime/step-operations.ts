@@ -50,16 +50,43 @@ export class StepOperations {
         },
       );
     }
+    let releaseLane: (() => void) | undefined;
     if (
       claim.recorded !== undefined &&
       claim.recorded.retryAtMs === undefined &&
-      claim.recorded.reopened !== true
+      claim.recorded.reopened !== true &&
+      !this.scope.afterStoreFailure
     ) {
       // Replayed with its attempt in flight: the driver before this one stopped while the effect
-      // ran (a crash, a lost lease). Counted durably before the effect runs again, so a step that
-      // kills its process every time ends as poison instead of looping (ADR 0029).
-      this.interrupted(claim, claim.recorded);
+      // ran (a crash, a lost lease). It runs again alone, in the node's lane, and is counted
+      // durably (the barrier below) before it does, so a step that kills its process every time
+      // ends as poison instead of looping, and the steps that were merely beside it when it did
+      // are not counted for it (ADR 0029).
+      releaseLane = await this.scope.kernel.suspects.acquire();
+      try {
+        this.scope.ensureOpen('step', name);
+        this.interrupted(claim, state.steps[claim.index] as StepRecord);
+      } catch (error) {
+        releaseLane();
+        throw error;
+      }
     }
+    try {
+      return await this.attempts(claim, fn, options, retry, releaseLane);
+    } finally {
+      releaseLane?.();
+    }
+  }
+
+  /** Runs the step's attempts (after the first one's effect settled, gives the lane back). */
+  private async attempts<T>(
+    claim: Claim,
+    fn: (effect: StepEffectContext) => T | Promise<T>,
+    options: KernelStepOptions | undefined,
+    retry: ResolvedRetry | undefined,
+    releaseLane: (() => void) | undefined,
+  ): Promise<T> {
+    const { journal, state, suspension } = this.scope;
     if (claim.recorded === undefined) {
       const payload: JsonValue =
         options?.idempotent === true
@@ -91,6 +118,7 @@ export class StepOperations {
           this.attemptFailed(claim, attempt, thrown, retry.delayMs(attempt));
           // Durable before the backoff: a crash while it waits must not forget this attempt.
           await this.scope.barrier();
+          releaseLane?.();
           continue;
         }
         this.scope.interrupt();
@@ -105,6 +133,11 @@ export class StepOperations {
         }
         journal.record(EventType.stepCompleted, payload as JsonValue, text);
         this.completed(claim, text);
+        if (releaseLane !== undefined) {
+          // The next interrupted step may crash the process: this completion is durable first.
+          await this.scope.barrier();
+          releaseLane();
+        }
         return recordedValue(payload.result, text, 'result') as T;
       } finally {
         suspension.settleInFlight();

@@ -1,0 +1,37 @@
+// A worker process for the poison test: opens the SQLite file the test names, recovers what the
+// previous incarnation left, starts the executions in LOOM_POISON_START (first incarnation only)
+// and serves. The step of an execution whose id starts with `poison` kills this process with
+// SIGKILL, every time it runs; every other execution sleeps a little between two steps, so some
+// are in flight whenever the process dies.
+import type { Flow } from '../../src/index.js';
+import { createKernelRuntime } from '../../src/kernel.js';
+import { SqliteEventStore } from '../../src/sqlite.js';
+
+const toStart = (process.env.LOOM_POISON_START ?? '').split(',').filter((id) => id !== '');
+
+const flow: Flow<null, string> = {
+  name: 'poison-flow',
+  run: async (ctx) => {
+    const first = await ctx.step('first', () => 'a');
+    await ctx.sleep(20);
+    const second = await ctx.step('second', (effect) => {
+      process.stdout.write(`effect ${effect.executionId}\n`);
+      if (effect.executionId.startsWith('poison')) process.kill(process.pid, 'SIGKILL');
+      return 'b';
+    });
+    return `${first}${second}`;
+  },
+};
+
+const store = SqliteEventStore.open({ path: process.env.LOOM_POISON_DB as string });
+const runtime = createKernelRuntime({
+  store,
+  flows: [flow as Flow<never, unknown>],
+  stepInterruptionsMax: Number(process.env.LOOM_POISON_MAX),
+  onError: (error) => process.stderr.write(`onError: ${String(error)}\n`),
+});
+const recovered = await runtime.recover();
+process.stdout.write(`ready recovered=${recovered.length}\n`);
+for (const id of toStart) await runtime.start(flow, null, { executionId: id });
+process.stdout.write('started\n');
+await runtime.serve();
