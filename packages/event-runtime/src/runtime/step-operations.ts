@@ -33,7 +33,7 @@ export class StepOperations {
     fn: (effect: StepEffectContext) => T | Promise<T>,
     options: KernelStepOptions | undefined,
   ): Promise<T> {
-    const { executionId, journal, state, suspension } = this.scope;
+    const { executionId, state, suspension } = this.scope;
     this.scope.ensureOpen('step', name);
     if (suspension.suspending) return never();
     // Checked before the claim: a bad policy is the caller's mistake, like a bad name.

@@ -179,8 +179,8 @@ const echo = defineFlow({ name: 'hostile-echo' }, async (ctx, input: unknown) =>
   ctx.step('echo', () => input),
 );
 const waiter = defineFlow({ name: 'hostile-waiter' }, async (ctx) => {
-  const got = await ctx.waitForSignal('go');
-  return got.received ? got.payload : null;
+  const got = (await ctx.waitForSignal('go')) as { received: boolean; payload?: unknown };
+  return (got.received ? got.payload : null) as never;
 });
 /** Sees its input and a step's copy of it, suspends, and sees both again on the replay. */
 const observe = defineFlow({ name: 'hostile-observe' }, async (ctx, input: unknown) => {
@@ -188,8 +188,8 @@ const observe = defineFlow({ name: 'hostile-observe' }, async (ctx, input: unkno
   const runs = seen.get(ctx.executionId) ?? [];
   runs.push({ input, result });
   seen.set(ctx.executionId, runs);
-  const signal = await ctx.waitForSignal('go');
-  return signal.received ? signal.payload : 'no signal';
+  const signal = (await ctx.waitForSignal('go')) as { received: boolean; payload?: unknown };
+  return (signal.received ? signal.payload : 'no signal') as never;
 });
 const flows = [echo, waiter, observe];
 

@@ -57,8 +57,8 @@ const roundTrip = defineFlow({ name: 'prop-round-trip' }, async (ctx, input: unk
   const runs = seen.get(ctx.executionId) ?? [];
   runs.push(exact({ input, result }));
   seen.set(ctx.executionId, runs);
-  const got = await ctx.waitForSignal('go');
-  return got.received ? got.payload : null;
+  const got = (await ctx.waitForSignal('go')) as { received: boolean; payload?: unknown };
+  return (got.received ? got.payload : null) as never;
 });
 
 const backends: ReadonlyArray<readonly [string, () => Backend]> = [
