@@ -1,10 +1,11 @@
-// A worker process for the poison test: opens the SQLite file the test names, recovers what the
+// A worker process for the poison test: opens the SQLite file (or Postgres schema) the test names, recovers what the
 // previous incarnation left, starts the executions in LOOM_POISON_START (first incarnation only)
 // and serves. The step of an execution whose id starts with `poison` kills this process with
 // SIGKILL, every time it runs; every other execution sleeps a little between two steps, so some
 // are in flight whenever the process dies.
-import type { Flow } from '../../src/index.js';
+import type { EventStore, Flow } from '../../src/index.js';
 import { createKernelRuntime } from '../../src/kernel.js';
+import { PostgresEventStore } from '../../src/postgres.js';
 import { SqliteEventStore } from '../../src/sqlite.js';
 
 const toStart = (process.env.LOOM_POISON_START ?? '').split(',').filter((id) => id !== '');
@@ -23,7 +24,17 @@ const flow: Flow<null, string> = {
   },
 };
 
-const store = SqliteEventStore.open({ path: process.env.LOOM_POISON_DB as string });
+async function open(): Promise<EventStore> {
+  if (process.env.LOOM_POISON_PG_SCHEMA !== undefined) {
+    return PostgresEventStore.open({
+      connectionString: process.env.LOOM_POISON_PG_URL as string,
+      schema: process.env.LOOM_POISON_PG_SCHEMA,
+    });
+  }
+  return SqliteEventStore.open({ path: process.env.LOOM_POISON_DB as string });
+}
+
+const store = await open();
 const runtime = createKernelRuntime({
   store,
   flows: [flow as Flow<never, unknown>],

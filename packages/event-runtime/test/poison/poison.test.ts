@@ -1,4 +1,4 @@
-// A poison execution (issue 14, ADR 0029): one step kills its worker process with SIGKILL every
+// A poison execution (issue 14, ADR 0029), on a SQLite file and on Postgres: one step kills its worker process with SIGKILL every
 // time it runs. The test restarts the worker each time it dies. After `stepInterruptionsMax`
 // interrupted attempts the step fails with STEP_POISONED and the execution ends failed; the
 // executions that shared the worker with it all complete, each once.
@@ -7,8 +7,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { StoredEvent } from '../../src/index.js';
+import type { EventStore, StoredEvent } from '../../src/index.js';
+import { PostgresEventStore } from '../../src/postgres.js';
 import { SqliteEventStore } from '../../src/sqlite.js';
+import { pgTestUrl } from '../support/throwaway-schemas.js';
 
 const worker = join(import.meta.dirname, 'poison-worker.ts');
 const directory = mkdtempSync(join(tmpdir(), 'loom-poison-'));
@@ -65,10 +67,43 @@ async function incarnation(
   return { output, signal: await exited };
 }
 
-describe('a step that kills its worker every time', () => {
+/** The store the test reads, the worker's environment to open the same one, and cleanup. */
+interface Opened {
+  store: EventStore;
+  env: Record<string, string>;
+  drop(): Promise<void>;
+}
+
+const backends: ReadonlyArray<readonly [string, () => Promise<Opened>]> = [
+  [
+    'sqlite',
+    async () => {
+      const path = join(directory, 'poison.db');
+      const store = SqliteEventStore.open({ path, migrate: true });
+      return { store, env: { LOOM_POISON_DB: path }, drop: async () => {} };
+    },
+  ],
+  [
+    'postgres',
+    async () => {
+      const schema = `h_reliab_poison_${process.pid}`;
+      const store = await PostgresEventStore.open({ connectionString: pgTestUrl, schema });
+      await store.connectionPool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await store.migrate();
+      return {
+        store,
+        env: { LOOM_POISON_PG_URL: pgTestUrl, LOOM_POISON_PG_SCHEMA: schema },
+        drop: async () => {
+          await store.connectionPool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        },
+      };
+    },
+  ],
+];
+
+describe.each(backends)('a step that kills its worker every time, on %s', (_name, open) => {
   it(`ends after ${interruptionsMax} interrupted attempts with STEP_POISONED; the other executions complete`, async () => {
-    const path = join(directory, 'poison.db');
-    const store = SqliteEventStore.open({ path, migrate: true });
+    const { store, env: storeEnv, drop } = await open();
     const healthy = Array.from({ length: 20 }, (_, index) => `healthy-${index}`);
     const all = [...healthy, 'poison-1'];
     const terminal = (events: StoredEvent[]) =>
@@ -79,7 +114,7 @@ describe('a step that kills its worker every time', () => {
       for (const id of all) if (!terminal(await store.read(id))) return false;
       return true;
     };
-    const env = { LOOM_POISON_DB: path, LOOM_POISON_MAX: String(interruptionsMax) };
+    const env = { ...storeEnv, LOOM_POISON_MAX: String(interruptionsMax) };
 
     const deaths: Ended[] = [];
     let incarnations = 0;
@@ -120,6 +155,7 @@ describe('a step that kills its worker every time', () => {
       expect(events.filter((event) => event.type === 'step.completed')).toHaveLength(2);
       expect((await store.verify(id)).ok).toBe(true);
     }
+    await drop();
     await store.close();
   });
 });
