@@ -2,7 +2,8 @@ import type { JsonValue } from '../envelope.js';
 
 /**
  * The event types the kernel writes. A flow of n plain steps writes exactly 2n + 2 of them; a
- * retried step adds one `step.attempt_failed` per failed attempt before its last.
+ * retried step adds one `step.attempt_failed` per failed attempt before its last, and a resume
+ * that finds a step's attempt in flight (after a crash or a takeover) one `step.interrupted`.
  */
 export const EventType = {
   executionStarted: 'execution.started',
