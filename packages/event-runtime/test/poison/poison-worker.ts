@@ -1,8 +1,9 @@
 // A worker process for the poison test: opens the SQLite file (or Postgres schema) the test names, recovers what the
 // previous incarnation left, starts the executions in LOOM_POISON_START (first incarnation only)
 // and serves. The step of an execution whose id starts with `poison` kills this process with
-// SIGKILL, every time it runs; every other execution sleeps a little between two steps, so some
+// SIGKILL (or process.exit(1) with LOOM_POISON_HOW=exit), every time it runs; every other execution sleeps a little between two steps, so some
 // are in flight whenever the process dies.
+import { writeSync } from 'node:fs';
 import type { EventStore, Flow } from '../../src/index.js';
 import { createKernelRuntime } from '../../src/kernel.js';
 import { PostgresEventStore } from '../../src/postgres.js';
@@ -16,8 +17,12 @@ const flow: Flow<null, string> = {
     const first = await ctx.step('first', () => 'a');
     await ctx.sleep(20);
     const second = await ctx.step('second', (effect) => {
-      process.stdout.write(`effect ${effect.executionId}\n`);
-      if (effect.executionId.startsWith('poison')) process.kill(process.pid, 'SIGKILL');
+      // Synchronously: process.exit drops what an asynchronous pipe write still buffers.
+      writeSync(1, `effect ${effect.executionId}\n`);
+      if (effect.executionId.startsWith('poison')) {
+        if (process.env.LOOM_POISON_HOW === 'exit') process.exit(1);
+        process.kill(process.pid, 'SIGKILL');
+      }
       return 'b';
     });
     return `${first}${second}`;

@@ -26,6 +26,9 @@ const incarnationDeadlineMs = 45_000;
 interface Ended {
   output: string;
   signal: NodeJS.Signals | null;
+  code: number | null;
+  /** The test killed it (everything had ended), rather than it dying by itself. */
+  killedByTest: boolean;
 }
 
 /** Runs one worker until it dies, or until `done()` holds (then kills it). */
@@ -44,9 +47,10 @@ async function incarnation(
   child.stderr?.on('data', (chunk: Buffer) => {
     output += chunk.toString();
   });
-  const exited = new Promise<NodeJS.Signals | null>((resolve) =>
-    child.on('exit', (_code, signal) => resolve(signal)),
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
   );
+  let killedByTest = false;
   const deadline = Date.now() + incarnationDeadlineMs;
   let finished = false;
   void exited.then(() => {
@@ -59,12 +63,13 @@ async function incarnation(
       throw new Error(`a worker neither died nor finished in time; output:\n${output}`);
     }
     if (output.includes('started') && (await done())) {
+      killedByTest = true;
       child.kill('SIGKILL');
       break;
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  return { output, signal: await exited };
+  return { output, ...(await exited), killedByTest };
 }
 
 /** The store the test reads, the worker's environment to open the same one, and cleanup. */
@@ -76,7 +81,7 @@ interface Opened {
 
 const backends: ReadonlyArray<readonly [string, () => Promise<Opened>]> = [
   [
-    'sqlite',
+    'sqlite, the step SIGKILLs its process',
     async () => {
       const path = join(directory, 'poison.db');
       const store = SqliteEventStore.open({ path, migrate: true });
@@ -84,7 +89,19 @@ const backends: ReadonlyArray<readonly [string, () => Promise<Opened>]> = [
     },
   ],
   [
-    'postgres',
+    'sqlite, the step calls process.exit(1)',
+    async () => {
+      const path = join(directory, 'poison-exit.db');
+      const store = SqliteEventStore.open({ path, migrate: true });
+      return {
+        store,
+        env: { LOOM_POISON_DB: path, LOOM_POISON_HOW: 'exit' },
+        drop: async () => {},
+      };
+    },
+  ],
+  [
+    'postgres, the step SIGKILLs its process',
     async () => {
       const schema = `h_reliab_poison_${process.pid}`;
       const store = await PostgresEventStore.open({ connectionString: pgTestUrl, schema });
@@ -101,7 +118,7 @@ const backends: ReadonlyArray<readonly [string, () => Promise<Opened>]> = [
   ],
 ];
 
-describe.each(backends)('a step that kills its worker every time, on %s', (_name, open) => {
+describe.each(backends)('a step that kills its worker every time: %s', (_name, open) => {
   it(`ends after ${interruptionsMax} interrupted attempts with STEP_POISONED; the other executions complete`, async () => {
     const { store, env: storeEnv, drop } = await open();
     const healthy = Array.from({ length: 20 }, (_, index) => `healthy-${index}`);
@@ -127,12 +144,13 @@ describe.each(backends)('a step that kills its worker every time, on %s', (_name
         incarnations === 1 ? { ...env, LOOM_POISON_START: all.join(',') } : env,
         allEnded,
       );
-      if (ended.signal === 'SIGKILL' && ended.output.includes('effect poison-1'))
-        deaths.push(ended);
+      if (!ended.killedByTest && ended.output.includes('effect poison-1')) deaths.push(ended);
     }
 
     // The poisoned step ran once, then once per interruption: each run killed its worker.
     expect(deaths).toHaveLength(interruptionsMax + 1);
+    const how = env.LOOM_POISON_HOW === 'exit' ? { code: 1, signal: null } : { signal: 'SIGKILL' };
+    for (const death of deaths) expect(death).toMatchObject(how);
     const poison = await store.read('poison-1');
     const types = poison.map((event) => event.type);
     expect(types.filter((type) => type === 'step.interrupted')).toHaveLength(interruptionsMax);
