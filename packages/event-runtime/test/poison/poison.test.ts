@@ -131,7 +131,7 @@ describe.each(backends)('a step that kills its worker every time: %s', (_name, o
       for (const id of all) if (!terminal(await store.read(id))) return false;
       return true;
     };
-    const env = { ...storeEnv, LOOM_POISON_MAX: String(interruptionsMax) };
+    const env: Record<string, string> = { ...storeEnv, LOOM_POISON_MAX: String(interruptionsMax) };
 
     const deaths: Ended[] = [];
     let incarnations = 0;
