@@ -47,6 +47,13 @@ export const ErrorCode = {
   SCHEMA_NOT_MIGRATED: 'SCHEMA_NOT_MIGRATED',
   /** The database's schema was written by a newer Loom than this one. */
   SCHEMA_TOO_NEW: 'SCHEMA_TOO_NEW',
+  /**
+   * The database has no room for the write: the disk is full, or SQLite's `max_page_count` was
+   * reached (Postgres: `53100`). Nothing of the write was stored. Transient: the runtime resumes
+   * an execution whose append failed this way from the log after a backoff, like
+   * `STORE_UNAVAILABLE`, so it goes on once space is freed.
+   */
+  STORE_FULL: 'STORE_FULL',
   /** The driver failed in a way the store does not classify; see `cause`. */
   STORE_FAILURE: 'STORE_FAILURE',
   /** A replay asked for a different step than the log recorded at that position. */
@@ -57,6 +64,12 @@ export const ErrorCode = {
   INVALID_STEP_NAME: 'INVALID_STEP_NAME',
   /** A step's effect threw; `fields.error` holds what it threw, as recorded in the log. */
   STEP_FAILED: 'STEP_FAILED',
+  /**
+   * A step's attempt was found in flight by more than `stepInterruptionsMax` resumes in a row (its
+   * process died or lost the execution each time while the effect ran): it is failed as poison
+   * instead of run again (ADR 0031). The flow sees `STEP_FAILED` with this as `fields.error`.
+   */
+  STEP_POISONED: 'STEP_POISONED',
   /** A child execution (`ctx.child`) failed or was cancelled; `fields.error` says why. */
   CHILD_FAILED: 'CHILD_FAILED',
   /** A flow threw, or its execution was recorded as failed; `fields.error` holds the reason. */

@@ -8,11 +8,65 @@ import { Limits } from '../limits.js';
  * including `-0`, unicode and empty containers. Integers beyond 2^53 must be strings (BigInt
  * is refused); doubles round-trip exactly because JSON text keeps their shortest form.
  */
-export function encodePayload(payload: unknown, executionId?: string): string {
-  const sawNegativeZero = { value: false };
-  check(payload, '$', 0, new Set<object>(), sawNegativeZero, executionId);
-  // JSON.stringify is fast and exact for everything `check` accepts except -0 (it prints 0).
-  return sawNegativeZero.value ? stringifyExact(payload as JsonValue) : JSON.stringify(payload);
+export function encodePayload(
+  payload: unknown,
+  executionId?: string,
+  limit: 'payloadBytesMax' | 'snapshotBytesMax' = 'payloadBytesMax',
+): string {
+  const walk: Walk = {
+    negativeZero: false,
+    units: 0,
+    unitsMax: 2 * Limits[limit],
+    limit,
+    executionId,
+  };
+  try {
+    check(payload, '$', 0, new Set<object>(), walk);
+    // JSON.stringify is fast and exact for everything `check` accepts except -0 (it prints 0).
+    return walk.negativeZero ? stringifyExact(payload as JsonValue) : JSON.stringify(payload);
+  } catch (error) {
+    if (error instanceof LoomError) throw error;
+    // A getter or a proxy trap threw while the value was read (or gave another value the second
+    // time): the caller passed something that is not plain data.
+    throw new LoomError(
+      ErrorCode.PAYLOAD_NOT_JSON,
+      'payload cannot be stored: reading it threw. Pass plain data (no getters or proxies)',
+      executionId === undefined ? {} : { executionId },
+      error,
+    );
+  }
+}
+
+/**
+ * What one walk over a payload carries. `units` is a lower bound of the length of its JSON text
+ * (each string's length and its quotes, each key's, one per other value), and that text's
+ * UTF-8 form has at least as many bytes as it has UTF-16 units: past `unitsMax` (twice the
+ * limit) the payload is far over its limit, refused before `JSON.stringify` builds a text that
+ * could exceed what a string can hold (which throws a RangeError) or take a gigabyte of memory.
+ * A payload nearer the limit is encoded and its exact size checked by the caller, whose message
+ * names the exact size.
+ */
+interface Walk {
+  negativeZero: boolean;
+  units: number;
+  readonly unitsMax: number;
+  readonly limit: 'payloadBytesMax' | 'snapshotBytesMax';
+  readonly executionId: string | undefined;
+}
+
+function count(walk: Walk, units: number, path: string): void {
+  walk.units += units;
+  if (walk.units <= walk.unitsMax) return;
+  throw new LoomError(
+    ErrorCode.LIMIT_EXCEEDED,
+    `payload at ${path} makes its JSON at least ${walk.units} bytes, over ${walk.limit} ` +
+      `(${Limits[walk.limit]}): move large content to a content store and keep a reference`,
+    {
+      limit: walk.limit,
+      path,
+      ...(walk.executionId === undefined ? {} : { executionId: walk.executionId }),
+    },
+  );
 }
 
 /** Parses stored payload text back into a value (`-0` included). */
@@ -41,19 +95,30 @@ function check(
   path: string,
   depth: number,
   ancestors: Set<object>,
-  sawNegativeZero: { value: boolean },
-  executionId: string | undefined,
+  walk: Walk,
 ): void {
   const kind = typeof value;
-  if (kind === 'string' || kind === 'boolean') return;
+  if (kind === 'string') {
+    count(walk, (value as string).length + 2, path);
+    return;
+  }
+  if (kind === 'boolean') {
+    count(walk, 1, path);
+    return;
+  }
+  const executionId = walk.executionId;
   if (kind === 'number') {
     if (!Number.isFinite(value)) fail(path, String(value), executionId);
-    if (value === 0 && Object.is(value, -0)) sawNegativeZero.value = true;
+    if (value === 0 && Object.is(value, -0)) walk.negativeZero = true;
+    count(walk, 1, path);
     return;
   }
   const refused = refusedKinds[kind];
   if (refused !== undefined) fail(path, refused, executionId);
-  if (value === null) return;
+  if (value === null) {
+    count(walk, 1, path);
+    return;
+  }
   const object = value as object;
   if (depth >= Limits.payloadDepthMax) {
     throw new LoomError(
@@ -64,10 +129,11 @@ function check(
   }
   if (ancestors.has(object)) fail(path, 'a reference cycle', executionId);
   ancestors.add(object);
+  count(walk, 2, path);
   if (Array.isArray(object)) {
     for (let index = 0; index < object.length; index++) {
       if (!(index in object)) fail(`${path}[${index}]`, 'a hole in a sparse array', executionId);
-      check(object[index], `${path}[${index}]`, depth + 1, ancestors, sawNegativeZero, executionId);
+      check(object[index], `${path}[${index}]`, depth + 1, ancestors, walk);
     }
   } else {
     const proto = Object.getPrototypeOf(object);
@@ -78,8 +144,9 @@ function check(
     if (Object.getOwnPropertySymbols(object).length > 0)
       fail(path, 'keyed by a symbol', executionId);
     for (const key of Object.keys(object)) {
+      count(walk, key.length + 3, path);
       const child = (object as Record<string, unknown>)[key];
-      check(child, `${path}.${key}`, depth + 1, ancestors, sawNegativeZero, executionId);
+      check(child, `${path}.${key}`, depth + 1, ancestors, walk);
     }
   }
   ancestors.delete(object);

@@ -44,7 +44,7 @@ export function prepareSnapshot(snapshot: Snapshot): PreparedSnapshot {
   if (!('state' in snapshot)) {
     invalid('the snapshot has no state (use null for none)', { executionId, sequence });
   }
-  const stateText = encodePayload(snapshot.state, executionId);
+  const stateText = encodePayload(snapshot.state, executionId, 'snapshotBytesMax');
   // UTF-8 takes at most 3 bytes per UTF-16 unit, so short texts need no byte count.
   if (stateText.length > Limits.snapshotBytesMax / 3) {
     const bytes = Buffer.byteLength(stateText, 'utf8');

@@ -48,9 +48,16 @@ export function storeReadOnly(backend: string, operation: string): LoomError {
 /**
  * The small set of failure kinds every backend maps its driver errors to, so kernel logic never
  * knows which database it is on: a duplicate key (`23505`, `SQLITE_CONSTRAINT_PRIMARYKEY`), a
- * lock held too long, a lost connection (or an unreadable file), anything else.
+ * lock held too long, a lost connection (or an unreadable file), a full disk (`SQLITE_FULL`,
+ * `53100`), a database that refuses writes (`SQLITE_READONLY`, `25006`), anything else.
  */
-export type StoreFailureKind = 'unique_violation' | 'busy' | 'connection_lost' | 'other';
+export type StoreFailureKind =
+  | 'unique_violation'
+  | 'busy'
+  | 'connection_lost'
+  | 'full'
+  | 'read_only'
+  | 'other';
 
 /**
  * The code a driver failure of each kind surfaces as, when the backend did not turn it into
@@ -61,10 +68,12 @@ const failureCodes: Readonly<Record<StoreFailureKind, ErrorCode>> = {
   unique_violation: ErrorCode.STORE_FAILURE,
   busy: ErrorCode.STORE_BUSY,
   connection_lost: ErrorCode.STORE_UNAVAILABLE,
+  full: ErrorCode.STORE_FULL,
+  read_only: ErrorCode.STORE_READ_ONLY,
   other: ErrorCode.STORE_FAILURE,
 };
 
-/** `STORE_BUSY`, `STORE_UNAVAILABLE` or `STORE_FAILURE`: the code of a failure kind. */
+/** `STORE_BUSY`, `STORE_UNAVAILABLE`, `STORE_FULL`, `STORE_READ_ONLY` or `STORE_FAILURE`. */
 export function storeFailureCode(kind: StoreFailureKind): ErrorCode {
   return failureCodes[kind];
 }

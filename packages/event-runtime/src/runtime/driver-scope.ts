@@ -23,6 +23,12 @@ export interface DriverScope {
   /** The node's kernel: clock, settings, store, links to other executions. */
   readonly kernel: KernelContext;
   readonly suspension: Suspension;
+  /**
+   * True when this node's own previous driver of the execution stopped on a transient store
+   * failure: a step it left in flight was not cut by a crash, so it is not counted as
+   * interrupted (ADR 0031).
+   */
+  readonly afterStoreFailure: boolean;
   /** Aborts when the execution is cancelled or this node stops driving it. */
   readonly signal: AbortSignal;
   /**

@@ -66,6 +66,7 @@ export class ExecutionDriver {
       journal,
       kernel,
       suspension: this.suspension,
+      afterStoreFailure: kernel.storeRetried.delete(state.executionId),
       signal: this.abort.signal,
       claim: (kind, name) => this.claim(kind, name),
       ensureOpen: (operation, name) => this.ensureOpen(operation, name),

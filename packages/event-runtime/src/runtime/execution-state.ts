@@ -45,6 +45,10 @@ export interface StepRecord {
   attempts?: number;
   /** Retried steps: when the next attempt may run. */
   retryAtMs?: number;
+  /** Steps resumed with an attempt in flight: how many times in a row (`step.interrupted`). */
+  interruptions?: number;
+  /** A failed step that `execution.retried` reopened: its next attempt is not an interrupted one. */
+  reopened?: true;
 }
 
 /**
@@ -148,6 +152,17 @@ export function foldEvent(state: ExecutionState | undefined, event: StoredEvent)
         retryAtMs: checkNumber(event, p.retryAtMs, 'retryAtMs'),
       };
       checkError(event, p.error, 'error');
+      break;
+    }
+    case EventType.stepInterrupted: {
+      const p = payloadOf(event);
+      const index = checkIndex(event, p.index);
+      state.steps[index] = {
+        ...state.steps[index],
+        name: checkString(event, p.name, 'name'),
+        status: 'started',
+        interruptions: checkNumber(event, p.interruptions, 'interruptions'),
+      };
       break;
     }
     case EventType.stepFailed: {
@@ -278,7 +293,7 @@ export function reopen(state: ExecutionState, retried: ExecutionRetriedPayload):
   if (retried.stepIndex === null) return;
   const record = state.steps[retried.stepIndex];
   if (record?.status === 'failed' && (record.kind ?? 'step') === 'step') {
-    state.steps[retried.stepIndex] = { name: record.name, status: 'started' };
+    state.steps[retried.stepIndex] = { name: record.name, status: 'started', reopened: true };
   }
 }
 

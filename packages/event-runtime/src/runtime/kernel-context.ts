@@ -18,6 +18,7 @@ import {
   type RuntimeSettings,
   resolveSettings,
 } from './runtime-options.js';
+import { SuspectLane } from './suspect-lane.js';
 
 /**
  * Everything the kernel's pieces on one node share, handed to each of them as one object: where
@@ -51,6 +52,13 @@ export interface KernelContext {
   readonly recovery: ExecutionRecovery;
   /** What this node tells its observers (`runtime.events`). */
   readonly events: RuntimeEvents;
+  /** The one lane interrupted steps run their effects in again, one at a time (ADR 0031). */
+  readonly suspects: SuspectLane;
+  /**
+   * Executions a transient store failure stopped here, until their next driver starts: a step
+   * that driver finds in flight was stopped by the store, not by a crash (ADR 0031).
+   */
+  readonly storeRetried: Set<string>;
   /** True once `shutdown()` began: no new work is taken on. */
   readonly shuttingDown: boolean;
   /**
@@ -77,6 +85,8 @@ export class Kernel implements KernelContext {
   readonly links: ExecutionLinks;
   readonly recovery: ExecutionRecovery;
   readonly events: RuntimeEvents;
+  readonly suspects: SuspectLane;
+  readonly storeRetried = new Set<string>();
   private stopping = false;
   private readonly onError: ((error: unknown) => void) | undefined;
 
@@ -93,6 +103,7 @@ export class Kernel implements KernelContext {
     this.clock = options.clock ?? systemClock;
     this.onError = options.onError;
     this.events = new RuntimeEvents((error) => this.onError?.(error));
+    this.suspects = new SuspectLane(this.clock);
     this.nodeId =
       options.nodeId === undefined
         ? `${hostname()}-${process.pid}-${mintId()}`

@@ -2,12 +2,14 @@ import type { JsonValue } from '../envelope.js';
 
 /**
  * The event types the kernel writes. A flow of n plain steps writes exactly 2n + 2 of them; a
- * retried step adds one `step.attempt_failed` per failed attempt before its last.
+ * retried step adds one `step.attempt_failed` per failed attempt before its last, and a resume
+ * that finds a step's attempt in flight (after a crash or a takeover) one `step.interrupted`.
  */
 export const EventType = {
   executionStarted: 'execution.started',
   stepStarted: 'step.started',
   stepAttemptFailed: 'step.attempt_failed',
+  stepInterrupted: 'step.interrupted',
   stepCompleted: 'step.completed',
   stepFailed: 'step.failed',
   executionCompleted: 'execution.completed',
@@ -134,6 +136,18 @@ export interface StepAttemptFailedPayload {
   attempt: number;
   error: RecordedError;
   retryAtMs: number;
+}
+
+/**
+ * `step.interrupted`: a resume from the log found the step's attempt in flight (its process
+ * died, or lost the execution, while the effect ran) and runs it again; this is the
+ * `interruptions`-th time in a row. Past `stepInterruptionsMax` the step fails with
+ * `STEP_POISONED` instead (ADR 0031).
+ */
+export interface StepInterruptedPayload {
+  index: number;
+  name: string;
+  interruptions: number;
 }
 
 /**

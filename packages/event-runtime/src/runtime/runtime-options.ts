@@ -92,6 +92,14 @@ export interface KernelRuntimeOptions {
    * `retry: false` turns it off). Default: no retries (one attempt).
    */
   stepRetry?: StepRetryPolicy;
+  /**
+   * Poison budget (ADR 0031): how many times a step's attempt may be found in flight when its
+   * execution is resumed from the log (its process died, or lost the execution, while the effect
+   * ran) before the step is failed with `STEP_POISONED` instead of run again. Each such resume
+   * is journaled (`step.interrupted`) before the effect runs again, so the count survives the
+   * crash it counts. Default 10.
+   */
+  stepInterruptionsMax?: number;
 }
 
 export interface StartOptions {
@@ -120,6 +128,8 @@ export interface RuntimeSettings {
   readonly storeRetry: StoreRetrySettings;
   /** The steps' default retry policy, checked; undefined: one attempt. */
   readonly stepRetry: ResolvedRetry | undefined;
+  /** Interrupted attempts a step may have before it fails with `STEP_POISONED`. */
+  readonly stepInterruptionsMax: number;
 }
 
 /** The documented defaults of {@link KernelRuntimeOptions}. */
@@ -131,6 +141,7 @@ export const runtimeDefaults = {
   storeRetryDelayMs: 100,
   storeRetryDelayMaxMs: 5_000,
   storeRetriesMax: 100,
+  stepInterruptionsMax: 10,
 } as const;
 
 function positive(value: number | undefined, fallback: number, name: string): number {
@@ -172,6 +183,11 @@ export function resolveSettings(options: KernelRuntimeOptions): RuntimeSettings 
     snapshotEvery,
     keepResults: snapshotEvery !== undefined,
     stepRetry: options.stepRetry === undefined ? undefined : resolveRetry(options.stepRetry),
+    stepInterruptionsMax: positive(
+      options.stepInterruptionsMax,
+      runtimeDefaults.stepInterruptionsMax,
+      'stepInterruptionsMax',
+    ),
     storeRetry: {
       storeRetryDelayMs: positive(
         options.storeRetryDelayMs,

@@ -12,7 +12,7 @@ import {
 } from './driver-support.js';
 import type { StepRecord } from './execution-state.js';
 import type { KernelStepOptions, StepEffectContext, TransactionHandle } from './flow.js';
-import { EventType, type StepFailedPayload } from './kernel-events.js';
+import { EventType, type StepFailedPayload, type StepInterruptedPayload } from './kernel-events.js';
 import { recordError } from './recorded-error.js';
 import { type ResolvedRetry, resolveRetry } from './step-retry-policy.js';
 
@@ -33,7 +33,7 @@ export class StepOperations {
     fn: (effect: StepEffectContext) => T | Promise<T>,
     options: KernelStepOptions | undefined,
   ): Promise<T> {
-    const { executionId, journal, state, suspension } = this.scope;
+    const { executionId, state, suspension } = this.scope;
     this.scope.ensureOpen('step', name);
     if (suspension.suspending) return never();
     // Checked before the claim: a bad policy is the caller's mistake, like a bad name.
@@ -50,6 +50,43 @@ export class StepOperations {
         },
       );
     }
+    let releaseLane: (() => void) | undefined;
+    if (
+      claim.recorded !== undefined &&
+      claim.recorded.retryAtMs === undefined &&
+      claim.recorded.reopened !== true &&
+      !this.scope.afterStoreFailure
+    ) {
+      // Replayed with its attempt in flight: the driver before this one stopped while the effect
+      // ran (a crash, a lost lease). It runs again alone, in the node's lane, and is counted
+      // durably (the barrier below) before it does, so a step that kills its process every time
+      // ends as poison instead of looping, and the steps that were merely beside it when it did
+      // are not counted for it (ADR 0031).
+      releaseLane = await this.scope.kernel.suspects.acquire();
+      try {
+        this.scope.ensureOpen('step', name);
+        this.interrupted(claim, state.steps[claim.index] as StepRecord);
+      } catch (error) {
+        releaseLane();
+        throw error;
+      }
+    }
+    try {
+      return await this.attempts(claim, fn, options, retry, releaseLane);
+    } finally {
+      releaseLane?.();
+    }
+  }
+
+  /** Runs the step's attempts (after the first one's effect settled, gives the lane back). */
+  private async attempts<T>(
+    claim: Claim,
+    fn: (effect: StepEffectContext) => T | Promise<T>,
+    options: KernelStepOptions | undefined,
+    retry: ResolvedRetry | undefined,
+    releaseLane: (() => void) | undefined,
+  ): Promise<T> {
+    const { journal, state, suspension } = this.scope;
     if (claim.recorded === undefined) {
       const payload: JsonValue =
         options?.idempotent === true
@@ -81,6 +118,7 @@ export class StepOperations {
           this.attemptFailed(claim, attempt, thrown, retry.delayMs(attempt));
           // Durable before the backoff: a crash while it waits must not forget this attempt.
           await this.scope.barrier();
+          releaseLane?.();
           continue;
         }
         this.scope.interrupt();
@@ -95,11 +133,42 @@ export class StepOperations {
         }
         journal.record(EventType.stepCompleted, payload as JsonValue, text);
         this.completed(claim, text);
+        if (releaseLane !== undefined) {
+          // The next interrupted step may crash the process: this completion is durable first.
+          await this.scope.barrier();
+          releaseLane();
+        }
         return recordedValue(payload.result, text, 'result') as T;
       } finally {
         suspension.settleInFlight();
       }
     }
+  }
+
+  /**
+   * Journals one more interruption of the step's attempt (`step.interrupted`, made durable by the
+   * barrier before the effect runs), or, past `stepInterruptionsMax`, fails the step with
+   * `STEP_POISONED` without running it.
+   */
+  private interrupted(claim: Claim, recorded: StepRecord): void {
+    const interruptions = (recorded.interruptions ?? 0) + 1;
+    const max = this.scope.kernel.settings.stepInterruptionsMax;
+    if (interruptions > max) {
+      throw this.failed(
+        claim,
+        new LoomError(
+          ErrorCode.STEP_POISONED,
+          `step '${claim.name}' of execution ${this.scope.executionId} was interrupted ${max} ` +
+            'times in a row (its process died or lost the execution while the effect ran): it is ' +
+            'treated as poison and not run again. Fix the step, then runtime.retry(executionId)',
+          { executionId: this.scope.executionId, step: claim.name, interruptions: max },
+        ),
+        recorded.attempts,
+      );
+    }
+    const payload: StepInterruptedPayload = { index: claim.index, name: claim.name, interruptions };
+    this.scope.journal.record(EventType.stepInterrupted, payload as never);
+    this.scope.state.steps[claim.index] = { ...recorded, interruptions };
   }
 
   /** The step's retry policy: its own, else the runtime's; undefined for one attempt. */

@@ -14,11 +14,14 @@ export interface StoreRetrySettings {
 /**
  * True for the store failures that may heal by themselves: the connection was lost or could not
  * be made (`STORE_UNAVAILABLE`: restart, failover, network), or the database was locked past
- * its timeout (`STORE_BUSY`: SQLITE_BUSY, a Postgres deadlock or serialization failure).
+ * its timeout (`STORE_BUSY`: SQLITE_BUSY, a Postgres deadlock or serialization failure), or
+ * the disk was full (`STORE_FULL`: an operator frees space, and nothing of the write was stored).
  */
 export function isTransientStoreError(error: unknown): boolean {
   return (
-    isLoomError(error, ErrorCode.STORE_UNAVAILABLE) || isLoomError(error, ErrorCode.STORE_BUSY)
+    isLoomError(error, ErrorCode.STORE_UNAVAILABLE) ||
+    isLoomError(error, ErrorCode.STORE_BUSY) ||
+    isLoomError(error, ErrorCode.STORE_FULL)
   );
 }
 
@@ -47,6 +50,7 @@ export class ResumeRetries {
   /** Resume `executionId` after the backoff of `attempt` (one pending retry per execution). */
   schedule(executionId: string, attempt = 0): void {
     if (this.stopped || this.pending.has(executionId)) return;
+    this.kernel.storeRetried.add(executionId);
     const { clock } = this.kernel;
     const settings = this.kernel.settings.storeRetry;
     if (attempt >= settings.storeRetriesMax) {

@@ -287,7 +287,10 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         // without writing, and its handle then reads the survivor's outcome from the log.
         expect(await crashedHandle.result()).toBe('AB');
         expect(crashed.activeExecutions).not.toContain(id);
-        expect(await harness.countRows(id)).toBe(6);
+        // started, a, b started, b interrupted (the survivor found b in flight: ADR 0031), b, completed.
+        expect(await harness.countRows(id)).toBe(7);
+        const types = (await harness.store.read(id)).map((event) => event.type);
+        expect(types.filter((type) => type === 'step.interrupted')).toHaveLength(1);
       });
 
       it('a replay that asks for another step fails with NON_DETERMINISM naming both', async () => {

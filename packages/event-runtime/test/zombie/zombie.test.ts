@@ -112,6 +112,8 @@ it('a zombie owner (SIGSTOP past its lease, then SIGCONT) appends nothing and se
   expect(finished).toEqual([
     'execution.started',
     'step.started',
+    // The rescuer found the owner's step in flight: one interruption (ADR 0031).
+    'step.interrupted',
     'step.completed',
     'step.started',
     'step.completed',

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { naiveNextOccurrence } from '../../test/naive-cron-scan.js';
 import { isLoomError } from '../errors.js';
 import { nextOccurrence } from './next-occurrence.js';
+import { occurrences } from './occurrences.js';
 import { parseCron } from './parse-cron.js';
 
 const DAY_MS = 86_400_000;
@@ -173,6 +174,54 @@ describe('nextOccurrence agrees with the naive scan on random schedules (fast-ch
           parseCron(expression);
         } catch (error) {
           expect(isLoomError(error, 'INVALID_CRON'), String(error)).toBe(true);
+        }
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
+
+describe('cron properties on random input (fast-check, issue 14)', () => {
+  it('occurrences of a valid schedule are strictly increasing, after `after`, and each next follows the one before', () => {
+    fc.assert(
+      fc.property(fiveFields, after, fc.constantFrom(...ZONES), (expression, afterMs, zone) => {
+        let fires: number[];
+        try {
+          fires = occurrences(expression, afterMs, zone, 4);
+        } catch (error) {
+          expect(isLoomError(error, 'CRON_NEVER_FIRES'), String(error)).toBe(true);
+          return;
+        }
+        expect(fires).toHaveLength(4);
+        expect(fires[0]).toBeGreaterThan(afterMs);
+        for (let index = 1; index < fires.length; index++) {
+          expect(fires[index]).toBeGreaterThan(fires[index - 1] as number);
+          expect(nextOccurrence(expression, fires[index - 1] as number, zone)).toBe(fires[index]);
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('any text or non-text (unicode, NUL, lone surrogates, 1,000 characters) parses or is a LoomError', () => {
+    const hostile = fc.oneof(
+      fc.string({ unit: 'binary', maxLength: 40 }),
+      fc.string({ unit: 'grapheme', maxLength: 1000 }),
+      fc.constantFrom('\u0000', '\uD800 * * * *', '* * * * * * *', '*/0 * * * *', '0-999 * * * *'),
+      fc.anything(),
+    );
+    fc.assert(
+      fc.property(hostile, fc.constantFrom('UTC', 'Nowhere/City', '\uD800'), (input, zone) => {
+        try {
+          nextOccurrence(input as string, Date.parse('2024-01-01T00:00:00Z'), zone);
+        } catch (error) {
+          expect(isLoomError(error), String(error)).toBe(true);
+          expect([
+            'INVALID_CRON',
+            'CRON_NEVER_FIRES',
+            'INVALID_TIME_ZONE',
+            'INVALID_ARGUMENT',
+          ]).toContain((error as { code: string }).code);
         }
       }),
       { numRuns: 2000 },

@@ -62,6 +62,8 @@ export function classifyPgError(error: unknown): StoreFailureKind {
   if (code === '23505') return 'unique_violation';
   if (code !== undefined && busyStates.has(code)) return 'busy';
   if (isConnectionLost(error)) return 'connection_lost';
+  if (code === '53100') return 'full';
+  if (code === '25006') return 'read_only';
   return 'other';
 }
 

@@ -10,6 +10,8 @@ export function sqliteFailureKind(error: unknown): StoreFailureKind {
   }
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return 'busy';
   if (code === 'SQLITE_CANTOPEN' || code.startsWith('SQLITE_IOERR')) return 'connection_lost';
+  if (code === 'SQLITE_FULL') return 'full';
+  if (code.startsWith('SQLITE_READONLY')) return 'read_only';
   return 'other';
 }
 
@@ -23,6 +25,16 @@ function sqliteFailureMessage(kind: StoreFailureKind, error: unknown, operation:
       );
     case 'connection_lost':
       return `SQLite could not read or write its file during ${operation}`;
+    case 'full':
+      return (
+        `SQLite's database is full during ${operation} (the disk, or its max_page_count): ` +
+        'nothing of this write was stored; free space and it goes on'
+      );
+    case 'read_only':
+      return (
+        `SQLite refused to write during ${operation}: the file or its folder is read-only, or ` +
+        'the connection is (query_only); nothing was stored'
+      );
     default:
       return `SQLite failed during ${operation}: ${(error as Error)?.message ?? String(error)}`;
   }

@@ -1,0 +1,179 @@
+// A poison execution (issue 14, ADR 0031), on a SQLite file and on Postgres: one step kills its worker process with SIGKILL every
+// time it runs. The test restarts the worker each time it dies. After `stepInterruptionsMax`
+// interrupted attempts the step fails with STEP_POISONED and the execution ends failed; the
+// executions that shared the worker with it all complete, each once.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { EventStore, StoredEvent } from '../../src/index.js';
+import { PostgresEventStore } from '../../src/postgres.js';
+import { SqliteEventStore } from '../../src/sqlite.js';
+import { pgTestUrl } from '../support/throwaway-schemas.js';
+
+const worker = join(import.meta.dirname, 'poison-worker.ts');
+const directory = mkdtempSync(join(tmpdir(), 'loom-poison-'));
+afterAll(() => rmSync(directory, { recursive: true, force: true }));
+
+/** Interrupted attempts the poisoned step may have (the worker's `stepInterruptionsMax`). */
+const interruptionsMax = 3;
+/** Incarnations the test allows before it calls the execution a loop (the budget + slack). */
+const incarnationsMax = interruptionsMax + 4;
+/** Longest one incarnation may live before the test gives up on it. */
+const incarnationDeadlineMs = 45_000;
+
+interface Ended {
+  output: string;
+  signal: NodeJS.Signals | null;
+  code: number | null;
+  /** The test killed it (everything had ended), rather than it dying by itself. */
+  killedByTest: boolean;
+}
+
+/** Runs one worker until it dies, or until `done()` holds (then kills it). */
+async function incarnation(
+  env: Record<string, string>,
+  done: () => Promise<boolean>,
+): Promise<Ended> {
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', worker], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
+  let killedByTest = false;
+  const deadline = Date.now() + incarnationDeadlineMs;
+  let finished = false;
+  void exited.then(() => {
+    finished = true;
+  });
+  while (!finished) {
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      await exited;
+      throw new Error(`a worker neither died nor finished in time; output:\n${output}`);
+    }
+    if (output.includes('started') && (await done())) {
+      killedByTest = true;
+      child.kill('SIGKILL');
+      break;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return { output, ...(await exited), killedByTest };
+}
+
+/** The store the test reads, the worker's environment to open the same one, and cleanup. */
+interface Opened {
+  store: EventStore;
+  env: Record<string, string>;
+  drop(): Promise<void>;
+}
+
+const backends: ReadonlyArray<readonly [string, () => Promise<Opened>]> = [
+  [
+    'sqlite, the step SIGKILLs its process',
+    async () => {
+      const path = join(directory, 'poison.db');
+      const store = SqliteEventStore.open({ path, migrate: true });
+      return { store, env: { LOOM_POISON_DB: path }, drop: async () => {} };
+    },
+  ],
+  [
+    'sqlite, the step calls process.exit(1)',
+    async () => {
+      const path = join(directory, 'poison-exit.db');
+      const store = SqliteEventStore.open({ path, migrate: true });
+      return {
+        store,
+        env: { LOOM_POISON_DB: path, LOOM_POISON_HOW: 'exit' },
+        drop: async () => {},
+      };
+    },
+  ],
+  [
+    'postgres, the step SIGKILLs its process',
+    async () => {
+      const schema = `h_reliab_poison_${process.pid}`;
+      const store = await PostgresEventStore.open({ connectionString: pgTestUrl, schema });
+      await store.connectionPool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await store.migrate();
+      return {
+        store,
+        env: { LOOM_POISON_PG_URL: pgTestUrl, LOOM_POISON_PG_SCHEMA: schema },
+        drop: async () => {
+          await store.connectionPool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        },
+      };
+    },
+  ],
+];
+
+describe.each(backends)('a step that kills its worker every time: %s', (_name, open) => {
+  it(`ends after ${interruptionsMax} interrupted attempts with STEP_POISONED; the other executions complete`, async () => {
+    const { store, env: storeEnv, drop } = await open();
+    const healthy = Array.from({ length: 20 }, (_, index) => `healthy-${index}`);
+    const all = [...healthy, 'poison-1'];
+    const terminal = (events: StoredEvent[]) =>
+      events.some((event) =>
+        ['execution.completed', 'execution.failed', 'execution.cancelled'].includes(event.type),
+      );
+    const allEnded = async () => {
+      for (const id of all) if (!terminal(await store.read(id))) return false;
+      return true;
+    };
+    const env: Record<string, string> = { ...storeEnv, LOOM_POISON_MAX: String(interruptionsMax) };
+
+    const deaths: Ended[] = [];
+    let incarnations = 0;
+    while (!(await allEnded())) {
+      incarnations += 1;
+      if (incarnations > incarnationsMax) {
+        throw new Error(`still not ended after ${incarnationsMax} incarnations`);
+      }
+      const ended = await incarnation(
+        incarnations === 1 ? { ...env, LOOM_POISON_START: all.join(',') } : env,
+        allEnded,
+      );
+      if (!ended.killedByTest && ended.output.includes('effect poison-1')) deaths.push(ended);
+    }
+
+    // The poisoned step ran once, then once per interruption: each run killed its worker.
+    expect(deaths).toHaveLength(interruptionsMax + 1);
+    const how = env.LOOM_POISON_HOW === 'exit' ? { code: 1, signal: null } : { signal: 'SIGKILL' };
+    for (const death of deaths) expect(death).toMatchObject(how);
+    const poison = await store.read('poison-1');
+    const types = poison.map((event) => event.type);
+    expect(types.filter((type) => type === 'step.interrupted')).toHaveLength(interruptionsMax);
+    const failedStep = poison.find((event) => event.type === 'step.failed');
+    expect(failedStep?.payload).toMatchObject({
+      name: 'second',
+      error: { code: 'STEP_POISONED', fields: { interruptions: interruptionsMax, step: 'second' } },
+    });
+    expect(types[types.length - 1]).toBe('execution.failed');
+    expect((await store.verify('poison-1')).ok).toBe(true);
+
+    for (const id of healthy) {
+      const events = await store.read(id);
+      const completed = events.filter((event) => event.type === 'execution.completed');
+      expect(
+        completed,
+        `${id}: ${JSON.stringify(events.map((e) => [e.type, e.payload]))}`,
+      ).toHaveLength(1);
+      expect(completed[0]?.payload).toEqual({ output: 'ab' });
+      expect(events.filter((event) => event.type === 'step.completed')).toHaveLength(2);
+      expect((await store.verify(id)).ok).toBe(true);
+    }
+    await drop();
+    await store.close();
+  });
+});
