@@ -246,7 +246,7 @@ export function peersTable(cells: readonly PeerCell[], concurrencies: readonly n
 /** Bars of median executions/s, one group per step count and concurrency. */
 export function peersChart(cells: readonly PeerCell[], concurrencies: readonly number[]): string {
   return barChart({
-    title: 'Loom and DBOS Transact, executions/s (median, closed loop, same Postgres)',
+    title: 'Loom and DBOS Transact: executions/s, median',
     yTitle: 'executions/s',
     groups: peerStepCounts.flatMap((steps) =>
       concurrencies.map((concurrency) => ({
