@@ -11,6 +11,7 @@ import {
   type Env,
   type Knobs,
   leaseEnv,
+  peersEnv,
   readKnobs,
 } from './knobs.js';
 import { describeMachine, type Machine, machineMarkdown } from './machine.js';
@@ -63,9 +64,7 @@ export async function runBench(
   sections: readonly Section[],
   env: Env = process.env,
 ): Promise<void> {
-  const knobs = readKnobs(
-    script === 'bench:lease' ? leaseEnv(env) : script === 'bench:agents' ? agentEnv(env) : env,
-  );
+  const knobs = readKnobs(scriptEnv(script, env));
   const progress = new Progress();
   const command = commandLine(env, script);
   if (knobs.repeats < 5) {
@@ -152,6 +151,14 @@ export async function runBench(
   }
   if (!failed && summary.length > 0) process.stdout.write(`\n${summary.join('\n')}\n`);
   process.exitCode = failed ? 1 : 0;
+}
+
+/** The environment a script reads its knobs from: the user's, over the script's own defaults. */
+function scriptEnv(script: BenchScript, env: Env): Env {
+  if (script === 'bench:lease') return leaseEnv(env);
+  if (script === 'bench:agents') return agentEnv(env);
+  if (script === 'bench:peers') return peersEnv(env);
+  return env;
 }
 
 function writeResults(

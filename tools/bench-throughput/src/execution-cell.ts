@@ -4,14 +4,11 @@ import { CountingEventStore, leaseCalls as leaseCallsOf } from '@loom/event-runt
 import { AppendTiming } from './append-timing.js';
 import type { BenchBackend } from './bench-backend.js';
 import { benchFlow, type EffectClock, eventsPerExecution, payload256 } from './bench-flows.js';
+import { closedLoop } from './closed-loop.js';
 import type { IdStyle } from './knobs.js';
-import {
-  busyMsBetween,
-  processBusyMsBetween,
-  readCpuJiffies,
-  readProcessJiffies,
-} from './proc-stat.js';
-import { type LatencyMs, latencies } from './stats.js';
+import type { LatencyMs } from './stats.js';
+
+export { collectGarbage } from './closed-loop.js';
 
 /** One cell: n-step flows, `executions` of them, `concurrency` in flight at any time. */
 export interface ExecutionCellSpec {
@@ -53,11 +50,6 @@ export interface ExecutionCellResult {
   leaseCalls: { acquireMany: number; renewMany: number; releaseMany: number };
 }
 
-/** Runs `fn` after a full GC when the process was started with --expose-gc. */
-export function collectGarbage(): void {
-  (globalThis as { gc?: () => void }).gc?.();
-}
-
 /**
  * Runs one cell on a fresh runtime over `backend` and checks what it wrote: the rows added to
  * the log must be exactly executions × (2n + 2), or it throws (a benchmark that silently wrote
@@ -85,20 +77,13 @@ export async function runExecutionCell(
   });
   const rowsBefore = await backend.countEvents();
   const roundTripsBefore = backend.roundTrips();
-  const latencyMs = new Float64Array(spec.executions);
-  let next = 0;
-  let done = 0;
-  collectGarbage();
-  const postgres = backend.kind === 'postgres';
-  const cpuBefore = readCpuJiffies();
-  const dbBefore = postgres ? readProcessJiffies('postgres') : undefined;
-  const processBefore = process.cpuUsage();
-  const started = performance.now();
-  const worker = async () => {
-    for (;;) {
-      const index = next++;
-      if (index >= spec.executions) return;
-      const t0 = performance.now();
+  const loop = await closedLoop(
+    {
+      concurrency: spec.concurrency,
+      operations: spec.executions,
+      postgres: backend.kind === 'postgres',
+    },
+    async (index) => {
       const handle = await runtime.start(
         flow,
         input,
@@ -106,16 +91,9 @@ export async function runExecutionCell(
       );
       if (handle.existing) throw new Error(`execution ${handle.executionId} already existed`);
       await handle.result();
-      latencyMs[index] = performance.now() - t0;
-      done++;
-      if ((done & 63) === 0) onProgress(done);
-    }
-  };
-  await Promise.all(Array.from({ length: spec.concurrency }, worker));
-  const wallMs = performance.now() - started;
-  const processCpu = process.cpuUsage(processBefore);
-  const dbAfter = postgres ? readProcessJiffies('postgres') : undefined;
-  const cpuAfter = readCpuJiffies();
+    },
+    onProgress,
+  );
   const roundTripsAfter = backend.roundTrips();
   const leaseCalls = leaseCallsOf(runtime);
   await runtime.shutdown();
@@ -137,26 +115,19 @@ export async function runExecutionCell(
   const per = (value: number) => value / spec.executions;
   return {
     executions: spec.executions,
-    wallMs,
-    execPerSec: (spec.executions * 1000) / wallMs,
-    latencyMs: latencies(latencyMs),
+    wallMs: loop.wallMs,
+    execPerSec: (spec.executions * 1000) / loop.wallMs,
+    latencyMs: loop.latencyMs,
     eventsPerExecution: per(rowsWritten),
     storeCallsPerExecution: per(appends + transactions + reads + readAlls + findExecutions),
     roundTripsPerExecution:
       roundTripsBefore === null || roundTripsAfter === null
         ? null
         : per(roundTripsAfter - roundTripsBefore),
-    machineCpuMsPerExecution:
-      cpuBefore === undefined || cpuAfter === undefined
-        ? null
-        : per(busyMsBetween(cpuBefore, cpuAfter)),
+    machineCpuMsPerExecution: loop.machineCpuMs === null ? null : per(loop.machineCpuMs),
     clientAndDbCpuMsPerExecution:
-      dbBefore === undefined || dbAfter === undefined
-        ? null
-        : per(
-            (processCpu.user + processCpu.system) / 1000 + processBusyMsBetween(dbBefore, dbAfter),
-          ),
-    processCpuUsPerExecution: per(processCpu.user + processCpu.system),
+      loop.clientAndDbCpuMs === null ? null : per(loop.clientAndDbCpuMs),
+    processCpuUsPerExecution: per(loop.processCpuUs),
     appendMsPerExecution: per(timing.appendMs),
     effectMsPerExecution: per(clock.effectMs),
     leaseCalls,

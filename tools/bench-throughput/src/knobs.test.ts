@@ -4,6 +4,7 @@ import {
   defaultPgUrl,
   leaseEnv,
   leaseQuickDefaults,
+  peersEnv,
   readKnobs,
   roundToConcurrency,
 } from './knobs.js';
@@ -89,6 +90,24 @@ describe('knobs', () => {
     expect(() => leaseEnv({ LOOM_BENCH_LEASE_FULL: 'yes' })).toThrow(/LOOM_BENCH_LEASE_FULL/);
     expect(commandLine({ LOOM_BENCH_LEASE_FULL: '1' }, 'bench:lease')).toBe(
       'LOOM_BENCH_LEASE_FULL=1 pnpm --filter @loom/bench-throughput bench:lease',
+    );
+  });
+
+  it('bench:peers defaults to Postgres at c = 16 and 64 with its own DBOS database; knobs the user sets win', () => {
+    const peers = readKnobs(peersEnv({}));
+    expect(peers.backends).toEqual(['postgres']);
+    expect(peers.concs).toEqual([16, 64]);
+    expect(peers.pgExecs).toBe(1024);
+    expect(peers.repeats).toBe(5);
+    expect(peers.dbosDatabase).toBe('loom_bench_dbos');
+    const mine = readKnobs(peersEnv({ LOOM_BENCH_CONCS: '8', LOOM_BENCH_DBOS_DATABASE: 'mine_1' }));
+    expect(mine.concs).toEqual([8]);
+    expect(mine.dbosDatabase).toBe('mine_1');
+    expect(() => readKnobs({ LOOM_BENCH_DBOS_DATABASE: 'x; DROP DATABASE test' })).toThrow(
+      /LOOM_BENCH_DBOS_DATABASE/,
+    );
+    expect(commandLine({ LOOM_BENCH_DBOS_DATABASE: 'mine_1' }, 'bench:peers')).toBe(
+      'LOOM_BENCH_DBOS_DATABASE=mine_1 pnpm --filter @loom/bench-throughput bench:peers',
     );
   });
 });

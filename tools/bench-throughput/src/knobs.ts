@@ -35,6 +35,8 @@ export interface Knobs {
   sections: Section[];
   /** `bench:lease` only: the whole P9 sweep instead of its quick default (`leaseQuickDefaults`). */
   leaseFull: boolean;
+  /** `bench:peers` only: the database DBOS gets on the server, dropped and created each run. */
+  dbosDatabase: string;
 }
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -55,6 +57,7 @@ export const knobNames = [
   'LOOM_BENCH_BATCHES',
   'LOOM_BENCH_SECTIONS',
   'LOOM_BENCH_LEASE_FULL',
+  'LOOM_BENCH_DBOS_DATABASE',
 ] as const;
 
 export const defaultPgUrl = 'postgres://root@127.0.0.1:5432/test';
@@ -85,6 +88,11 @@ export function readKnobs(env: Env): Knobs {
     batches: integers('LOOM_BENCH_BATCHES', env.LOOM_BENCH_BATCHES, 1, 10_000),
     sections: choices('LOOM_BENCH_SECTIONS', env.LOOM_BENCH_SECTIONS, allSections),
     leaseFull: integer('LOOM_BENCH_LEASE_FULL', env.LOOM_BENCH_LEASE_FULL, 0, 0, 1) === 1,
+    dbosDatabase: identifier(
+      'LOOM_BENCH_DBOS_DATABASE',
+      env.LOOM_BENCH_DBOS_DATABASE,
+      'loom_bench_dbos',
+    ),
   };
 }
 
@@ -134,14 +142,35 @@ export const agentDefaults = {
 
 /** The environment `bench:agents` reads its knobs from: `env` over {@link agentDefaults}. */
 export function agentEnv(env: Env): Env {
+  return overDefaults(agentDefaults, env);
+}
+
+/**
+ * What `bench:peers` runs unless a knob says otherwise: Postgres only (DBOS runs on nothing
+ * else), c = 16 and 64, 1,024 executions per cell: 2 step counts × 2 concurrencies × 3 sides
+ * × 5 repeats take ~2.5 minutes on a busy 2-core box, where DBOS ran 200–400 executions/s.
+ */
+export const peersDefaults = {
+  LOOM_BENCH_BACKENDS: 'postgres',
+  LOOM_BENCH_CONCS: '16,64',
+  LOOM_BENCH_PG_EXECS: '1024',
+} as const satisfies Partial<Record<(typeof knobNames)[number], string>>;
+
+/** The environment `bench:peers` reads its knobs from: `env` over {@link peersDefaults}. */
+export function peersEnv(env: Env): Env {
+  return overDefaults(peersDefaults, env);
+}
+
+/** `env` over `defaults`, where a knob set to an empty string counts as unset. */
+function overDefaults(defaults: Env, env: Env): Env {
   const set = Object.fromEntries(
     Object.entries(env).filter(([, value]) => nonEmpty(value) !== undefined),
   );
-  return { ...agentDefaults, ...set };
+  return { ...defaults, ...set };
 }
 
 /** The scripts of this package that take `LOOM_BENCH_*` knobs. */
-export type BenchScript = 'bench' | 'bench:lease' | 'bench:agents';
+export type BenchScript = 'bench' | 'bench:lease' | 'bench:agents' | 'bench:peers';
 
 /** The command that reproduces a run: the knobs that were set, then the pnpm script. */
 export function commandLine(env: Env, script: BenchScript): string {
@@ -170,6 +199,15 @@ function integer(
     throw new Error(`${name} must be an integer from ${min} to ${max}, got '${raw}'`);
   }
   return value;
+}
+
+function identifier(name: string, raw: string | undefined, fallback: string): string {
+  const text = nonEmpty(raw);
+  if (text === undefined) return fallback;
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(text)) {
+    throw new Error(`${name} must be a lower-case Postgres identifier (a-z, 0-9, _), got '${raw}'`);
+  }
+  return text;
 }
 
 function integers(name: string, raw: string | undefined, min: number, max: number) {

@@ -154,7 +154,8 @@ export function barChart(spec: BarChartSpec): string {
   parts.push(
     `<text x="${left}" y="24" font-size="15" font-weight="bold" ${font}>${escapeXml(spec.title)}</text>`,
   );
-  for (let tick = -down; tick <= up.max + up.step / 2; tick += up.step) {
+  // 0 - down, not -down: with no negative values that is -0, which prints as "-0".
+  for (let tick = 0 - down; tick <= up.max + up.step / 2; tick += up.step) {
     const y = yAt(tick);
     parts.push(`<line x1="${left}" y1="${y}" x2="${left + plotW}" y2="${y}" stroke="#ddd"/>`);
     parts.push(

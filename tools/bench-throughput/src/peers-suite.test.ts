@@ -1,0 +1,69 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dropPostgres, type PgTarget, reachPostgres } from './bench-backend.js';
+import { defaultPgUrl } from './knobs.js';
+import {
+  openPeerSides,
+  type PeerCell,
+  type PeerSides,
+  pairedRatios,
+  peersTable,
+  peerVariants,
+  runPeerCell,
+} from './peers-suite.js';
+
+const url = process.env.LOOM_BENCH_PG_URL || defaultPgUrl;
+// DBOS is a process-wide singleton: one launch for the file, on a database of its own.
+const dbosDatabase = `h_peers_test_${process.pid}`;
+let target: PgTarget;
+let sides: PeerSides;
+
+beforeAll(async () => {
+  const reached = await reachPostgres(url);
+  if (typeof reached === 'string') throw new Error(`Postgres at ${url}: ${reached}`);
+  target = reached;
+  sides = await openPeerSides(target, dbosDatabase);
+}, 60_000);
+
+afterAll(async () => {
+  await sides?.close();
+  if (target !== undefined) await dropPostgres(target);
+}, 60_000);
+
+describe('bench:peers cells (counts, not times)', () => {
+  it('each side completes every execution of a tiny 1-step and 3-step cell, and its storage records them', async () => {
+    const cells: PeerCell[] = [];
+    for (const steps of [1, 3] as const) {
+      for (const variant of peerVariants) {
+        const cell = await runPeerCell(sides, variant, {
+          cellId: `t-${variant.replace(/\W/g, '')}-${steps}`,
+          steps,
+          concurrency: 4,
+          executions: 24,
+        });
+        cells.push({ ...cell, repeat: 0 });
+      }
+    }
+    expect(cells.map((cell) => [cell.variant, cell.steps, cell.executions, cell.recorded])).toEqual(
+      [
+        ['Loom', 1, 24, '96 events'],
+        ['Loom, coalesced 64', 1, 24, '96 events'],
+        ['DBOS', 1, 24, '24 workflows, 24 step outputs'],
+        ['Loom', 3, 24, '192 events'],
+        ['Loom, coalesced 64', 3, 24, '192 events'],
+        ['DBOS', 3, 24, '24 workflows, 72 step outputs'],
+      ],
+    );
+    expect(pairedRatios(cells, 'Loom', 3, 4)).toHaveLength(1);
+    expect(peersTable(cells, [4]).split('\n')).toHaveLength(2 + 6);
+  }, 120_000);
+
+  it('a DBOS cell checks its count in the system database: a rerun of used ids is refused', async () => {
+    const spec = { cellId: 't-dbos-again', steps: 1 as const, concurrency: 2, executions: 4 };
+    await runPeerCell(sides, 'DBOS', spec);
+    // Two of the same ids again: DBOS hands back the recorded results, and the database holds
+    // four workflows under the cell's prefix, not the two the cell ran.
+    await expect(runPeerCell(sides, 'DBOS', { ...spec, executions: 2 })).rejects.toThrow(
+      /recorded 4 successful workflows and 4 step outputs/,
+    );
+  }, 60_000);
+});
