@@ -44,6 +44,8 @@ const totals = {
   events: 0,
   transientErrors: 0,
   lostAcks: 0,
+  tornConnections: 0,
+  refusedWhileReconnecting: 0,
   pauses: 0,
   restarts: 0,
   bugs: 0,
@@ -53,7 +55,15 @@ for (let seed = first; seed < first + count; seed++) {
   const report = await runSeed(seed, scenario, { faults });
   totals.seeds += 1;
   totals.events += report.events;
-  for (const kind of ['transientErrors', 'lostAcks', 'pauses', 'restarts', 'bugs'] as const) {
+  for (const kind of [
+    'transientErrors',
+    'lostAcks',
+    'tornConnections',
+    'refusedWhileReconnecting',
+    'pauses',
+    'restarts',
+    'bugs',
+  ] as const) {
     totals[kind] += report.faults[kind];
   }
   if (values.verbose || count === 1) {
@@ -74,7 +84,9 @@ for (let seed = first; seed < first + count; seed++) {
     const seconds = (performance.now() - startedAtMs) / 1_000;
     console.log(
       `${totals.seeds}/${count} seeds, ${totals.failed} failed, ${totals.events} events, faults: ` +
-        `${totals.transientErrors} transient errors, ${totals.lostAcks} lost acks, ${totals.pauses} pauses, ` +
+        `${totals.transientErrors} transient errors, ${totals.lostAcks} lost acks, ` +
+        `${totals.tornConnections} torn connections (${totals.refusedWhileReconnecting} calls refused while reconnecting), ` +
+        `${totals.pauses} pauses, ` +
         `${totals.restarts} restarts${totals.bugs > 0 ? `, ${totals.bugs} injected bugs` : ''} (${seconds.toFixed(1)} s)`,
     );
   }
