@@ -10,10 +10,11 @@ export interface Faults {
   /** A write commits, then the caller sees `STORE_UNAVAILABLE` (the acknowledgement is lost). */
   lostAck?: number;
   /**
-   * The node's connection to the event store tears mid-call: the caller sees `STORE_UNAVAILABLE`
-   * without knowing whether a write committed (the seed decides, half and half; a read ran but
-   * its answer broke off, never a partial page), and every call on that connection is refused
-   * with `STORE_UNAVAILABLE` until the reconnect delay (`reconnectMs`) has passed in virtual time.
+   * The node's store connection (event, lease and queue calls alike) tears mid-call: the caller
+   * sees `STORE_UNAVAILABLE` without knowing whether a write committed (the seed decides, half
+   * and half; a read ran but its answer broke off, never a partial page), and every call on that
+   * connection is refused with `STORE_UNAVAILABLE` until the reconnect delay (`reconnectMs`) has
+   * passed in virtual time. Drawn from its own stream: at 0, a seed runs as it did without it.
    */
   tornConnection?: number;
   /** How long (virtual ms, drawn uniformly) a torn connection takes to come back. */
@@ -83,6 +84,10 @@ export function emptyFaultCounts(): FaultCounts {
 /** The faults a seed injected, all kinds summed (refusals while reconnecting count with their tear). */
 export function totalFaults(counts: FaultCounts): number {
   return (
-    counts.transientErrors + counts.lostAcks + counts.tornConnections + counts.pauses + counts.restarts
+    counts.transientErrors +
+    counts.lostAcks +
+    counts.tornConnections +
+    counts.pauses +
+    counts.restarts
   );
 }

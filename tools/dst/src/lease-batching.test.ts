@@ -3,7 +3,12 @@
 // releases) asked for together are group-committed into that many calls. The real runtime on
 // the in-memory stores and a ManualClock; rounds are run by hand (`tickLeases`), so every count
 // is exact.
-import { InMemoryEventStore, InMemoryLeaseStore, type LeaseStore, Limits } from '@loom/event-runtime';
+import {
+  InMemoryEventStore,
+  InMemoryLeaseStore,
+  type LeaseStore,
+  Limits,
+} from '@loom/event-runtime';
 import { leaseCalls, ManualClock, tickLeases } from '@loom/event-runtime/testing';
 import { createRuntime, defineFlow } from '@loom/workflow-runtime';
 import { describe, expect, it } from 'vitest';

@@ -1,4 +1,9 @@
-import { ErrorCode, InMemoryEventStore, isLoomError } from '@loom/event-runtime';
+import {
+  ErrorCode,
+  InMemoryEventStore,
+  InMemoryLeaseStore,
+  isLoomError,
+} from '@loom/event-runtime';
 import { ManualClock } from '@loom/event-runtime/testing';
 import { describe, expect, it } from 'vitest';
 import type { Faults } from './faults.js';
@@ -7,6 +12,7 @@ import { StoreLink } from './internal/store-link.js';
 import { NodeClock } from './node-clock.js';
 import { seededRandom } from './seeded-random.js';
 import { SimEventStore } from './sim-event-store.js';
+import { SimLeaseStore } from './sim-lease-store.js';
 
 const reconnectMs = 1_000;
 
@@ -31,10 +37,13 @@ function tearingStore(seed: number) {
     recorder,
   );
   const store = new SimEventStore(inner, link, undefined);
+  const innerLeases = new InMemoryLeaseStore({ clock: shared });
+  // The lease store's calls travel on the same connection.
+  const leases = new SimLeaseStore(innerLeases, link);
   const stopTearing = () => {
     faults.tornConnection = 0;
   };
-  return { shared, inner, recorder, store, stopTearing };
+  return { shared, inner, recorder, store, innerLeases, leases, stopTearing };
 }
 
 const envelope = (executionId: string) => ({
@@ -69,7 +78,7 @@ describe('torn connections', () => {
   });
 
   it('after a tear every call is refused until the reconnect delay has passed on the virtual clock', async () => {
-    const { shared, inner, recorder, store, stopTearing } = tearingStore(7);
+    const { shared, inner, recorder, store, innerLeases, leases, stopTearing } = tearingStore(7);
     await codeOf(store.append([envelope('first')]));
     stopTearing();
     const before = (await inner.readAll()).length;
@@ -78,16 +87,34 @@ describe('torn connections', () => {
     expect(await codeOf(store.read('first'))).toBe(ErrorCode.STORE_UNAVAILABLE);
     expect(await codeOf(store.fences.advance('first'))).toBe(ErrorCode.STORE_UNAVAILABLE);
     expect(await inner.read('second')).toEqual([]);
-    expect(recorder.faults.refusedWhileReconnecting).toBe(3);
+    // The lease store shares the connection: refused too, no lease taken.
+    expect(await codeOf(leases.acquireMany('node-0.0', ['first'], 3_000))).toBe(
+      ErrorCode.STORE_UNAVAILABLE,
+    );
+    expect(await innerLeases.get('first')).toBeUndefined();
+    expect(recorder.faults.refusedWhileReconnecting).toBe(4);
     await shared.advance(reconnectMs - 1);
     expect(await codeOf(store.findExecutions({}))).toBe(ErrorCode.STORE_UNAVAILABLE);
-    expect(recorder.faults.refusedWhileReconnecting).toBe(4);
+    expect(recorder.faults.refusedWhileReconnecting).toBe(5);
     await shared.advance(1);
     // Reconnected: calls reach the store again.
     const stored = await store.append([envelope('second')]);
     expect(stored.map((event) => event.executionId)).toEqual(['second']);
     expect((await inner.readAll()).length).toBe(before + 1);
+    expect(await leases.acquireMany('node-0.0', ['first'], 3_000)).toEqual(new Set(['first']));
     expect(recorder.faults.tornConnections).toBe(1);
+  });
+
+  it('a torn lease acquire leaves the caller unsure: sometimes the lease was taken, sometimes not', async () => {
+    const outcomes = new Set<string>();
+    for (let seed = 1; seed <= 20; seed++) {
+      const { innerLeases, leases } = tearingStore(seed);
+      expect(await codeOf(leases.acquireMany('node-0.0', ['x'], 3_000))).toBe(
+        ErrorCode.STORE_UNAVAILABLE,
+      );
+      outcomes.add((await innerLeases.get('x')) === undefined ? 'not taken' : 'taken');
+    }
+    expect([...outcomes].sort()).toEqual(['not taken', 'taken']);
   });
 
   it('a read torn mid-page is an error, never a partial page', async () => {

@@ -11,7 +11,7 @@ export type Tear = 'before-commit' | 'after-commit';
  * The wire between one node and the shared stores: latency each way on the virtual clock,
  * transient failures, lost acknowledgements and torn connections drawn from the seed, and the
  * node's own state (a paused node receives no answer until it resumes; a dead one never does).
- * A torn connection refuses every event-store call until its reconnect delay has passed; a
+ * A torn connection refuses every call (event, lease and queue store) until its reconnect delay has passed; a
  * restarted node opens a new connection (a new link).
  */
 export class StoreLink {
@@ -47,20 +47,24 @@ export class StoreLink {
    */
   failBefore(operation: string): void {
     if (this.healed) return;
-    if (this.shared.now() < this.downUntilMs) {
-      this.recorder.faults.refusedWhileReconnecting += 1;
-      throw new LoomError(
-        ErrorCode.STORE_UNAVAILABLE,
-        `${operation} failed: the connection is reconnecting after a tear, injected by the simulation (${this.node})`,
-        { operation },
-      );
-    }
+    this.refuseWhileReconnecting(operation);
     if (!this.random.chance(this.faults.transientError ?? 0)) return;
     this.recorder.faults.transientErrors += 1;
     const code = this.random.chance(0.5) ? ErrorCode.STORE_BUSY : ErrorCode.STORE_UNAVAILABLE;
     throw new LoomError(code, `${operation} failed: injected by the simulation (${this.node})`, {
       operation,
     });
+  }
+
+  /** Throws `STORE_UNAVAILABLE` while a torn connection is still reconnecting. */
+  private refuseWhileReconnecting(operation: string): void {
+    if (this.healed || this.shared.now() >= this.downUntilMs) return;
+    this.recorder.faults.refusedWhileReconnecting += 1;
+    throw new LoomError(
+      ErrorCode.STORE_UNAVAILABLE,
+      `${operation} failed: the connection is reconnecting after a tear, injected by the simulation (${this.node})`,
+      { operation },
+    );
   }
 
   /**
@@ -107,11 +111,22 @@ export class StoreLink {
     return true;
   }
 
-  /** A round trip with latency only: for the lease and queue stores, which fail nothing. */
-  async pass<T>(work: () => Promise<T>): Promise<T> {
+  /**
+   * A lease- or queue-store round trip: latency, and the connection's tears (it is the same
+   * connection as the event store's): refused while it reconnects, and a tear before or after
+   * the call took effect. No transient errors or lost acks of their own.
+   */
+  async pass<T>(operation: string, work: () => Promise<T>): Promise<T> {
     await this.leg();
+    this.refuseWhileReconnecting(operation);
+    const tear = this.tear();
+    if (tear === 'before-commit') {
+      await this.leg();
+      throw this.tornError(operation, tear);
+    }
     const result = await work();
     await this.leg();
+    if (tear !== undefined) throw this.tornError(operation, tear);
     return result;
   }
 
