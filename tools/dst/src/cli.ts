@@ -1,4 +1,4 @@
-// `pnpm --filter @loom/dst sim [--seeds N] [--from S] [--seed S] [--scenario mixed] [--bug …]`:
+// `pnpm --filter @loom/dst sim [--seeds N] [--from S] [--seed S] [--scenario mixed] [--bug …] [--torn P]`:
 // runs seeds of the built-in scenario, prints progress, and one repro line per failing seed.
 // Exits 1 when any seed broke an invariant.
 import { parseArgs } from 'node:util';
@@ -17,6 +17,7 @@ const { values } = parseArgs({
     seed: { type: 'string' },
     scenario: { type: 'string', default: 'mixed' },
     bug: { type: 'string' },
+    torn: { type: 'string' },
     verbose: { type: 'boolean', default: false },
   },
   args: process.argv.slice(2).filter((arg) => arg !== '--'),
@@ -29,8 +30,17 @@ if (scenario === undefined) {
   );
   process.exit(2);
 }
-const faults: Faults =
-  values.bug === undefined ? {} : { injectBug: values.bug as NonNullable<Faults['injectBug']> };
+const torn = values.torn === undefined ? undefined : Number(values.torn);
+if (torn !== undefined && !(torn >= 0 && torn <= 1)) {
+  console.error('--torn takes a probability from 0 to 1 (0: no torn connections)');
+  process.exit(2);
+}
+const faults: Faults = {
+  ...(values.bug === undefined
+    ? {}
+    : { injectBug: values.bug as NonNullable<Faults['injectBug']> }),
+  ...(torn === undefined ? {} : { tornConnection: torn }),
+};
 const first = Number(values.seed ?? values.from);
 const count = values.seed === undefined ? Number(values.seeds) : 1;
 if (!Number.isSafeInteger(first) || !Number.isSafeInteger(count) || count < 1) {
