@@ -81,7 +81,13 @@ export function emptyFaultCounts(): FaultCounts {
   };
 }
 
-/** The faults a seed injected, all kinds summed (refusals while reconnecting count with their tear). */
+/**
+ * The faults a seed injected, all kinds summed (refusals while reconnecting count with their tear).
+ *
+ * @example
+ * const report = await runSeed(7, mixedScenario);
+ * console.log(`${totalFaults(report.faults)} faults, ${report.faults.tornConnections} torn`);
+ */
 export function totalFaults(counts: FaultCounts): number {
   return (
     counts.transientErrors +
