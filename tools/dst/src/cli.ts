@@ -1,4 +1,4 @@
-// `pnpm --filter @loom/dst sim [--seeds N] [--from S] [--seed S] [--scenario mixed] [--bug …]`:
+// `pnpm --filter @loom/dst sim [--seeds N] [--from S] [--seed S] [--scenario mixed] [--bug …] [--torn P]`:
 // runs seeds of the built-in scenario, prints progress, and one repro line per failing seed.
 // Exits 1 when any seed broke an invariant.
 import { parseArgs } from 'node:util';
@@ -17,6 +17,7 @@ const { values } = parseArgs({
     seed: { type: 'string' },
     scenario: { type: 'string', default: 'mixed' },
     bug: { type: 'string' },
+    torn: { type: 'string' },
     verbose: { type: 'boolean', default: false },
   },
   args: process.argv.slice(2).filter((arg) => arg !== '--'),
@@ -29,8 +30,17 @@ if (scenario === undefined) {
   );
   process.exit(2);
 }
-const faults: Faults =
-  values.bug === undefined ? {} : { injectBug: values.bug as NonNullable<Faults['injectBug']> };
+const torn = values.torn === undefined ? undefined : Number(values.torn);
+if (torn !== undefined && !(torn >= 0 && torn <= 1)) {
+  console.error('--torn takes a probability from 0 to 1 (0: no torn connections)');
+  process.exit(2);
+}
+const faults: Faults = {
+  ...(values.bug === undefined
+    ? {}
+    : { injectBug: values.bug as NonNullable<Faults['injectBug']> }),
+  ...(torn === undefined ? {} : { tornConnection: torn }),
+};
 const first = Number(values.seed ?? values.from);
 const count = values.seed === undefined ? Number(values.seeds) : 1;
 if (!Number.isSafeInteger(first) || !Number.isSafeInteger(count) || count < 1) {
@@ -44,6 +54,8 @@ const totals = {
   events: 0,
   transientErrors: 0,
   lostAcks: 0,
+  tornConnections: 0,
+  refusedWhileReconnecting: 0,
   pauses: 0,
   restarts: 0,
   bugs: 0,
@@ -53,7 +65,15 @@ for (let seed = first; seed < first + count; seed++) {
   const report = await runSeed(seed, scenario, { faults });
   totals.seeds += 1;
   totals.events += report.events;
-  for (const kind of ['transientErrors', 'lostAcks', 'pauses', 'restarts', 'bugs'] as const) {
+  for (const kind of [
+    'transientErrors',
+    'lostAcks',
+    'tornConnections',
+    'refusedWhileReconnecting',
+    'pauses',
+    'restarts',
+    'bugs',
+  ] as const) {
     totals[kind] += report.faults[kind];
   }
   if (values.verbose || count === 1) {
@@ -74,7 +94,9 @@ for (let seed = first; seed < first + count; seed++) {
     const seconds = (performance.now() - startedAtMs) / 1_000;
     console.log(
       `${totals.seeds}/${count} seeds, ${totals.failed} failed, ${totals.events} events, faults: ` +
-        `${totals.transientErrors} transient errors, ${totals.lostAcks} lost acks, ${totals.pauses} pauses, ` +
+        `${totals.transientErrors} transient errors, ${totals.lostAcks} lost acks, ` +
+        `${totals.tornConnections} torn connections (${totals.refusedWhileReconnecting} calls refused while reconnecting), ` +
+        `${totals.pauses} pauses, ` +
         `${totals.restarts} restarts${totals.bugs > 0 ? `, ${totals.bugs} injected bugs` : ''} (${seconds.toFixed(1)} s)`,
     );
   }

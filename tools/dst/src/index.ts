@@ -4,6 +4,7 @@ export {
   type FaultCounts,
   type Faults,
   noFaults,
+  totalFaults,
 } from './faults.js';
 export { checkInvariants, type InvariantInput } from './invariants.js';
 export { mixedScenario, plainFlow, signalFlow, sleepFlow, tickFlow } from './mixed-scenario.js';

@@ -97,7 +97,7 @@ export async function runSeed(
       executions: index.length,
       faults: { ...world.recorder.faults },
       violations,
-      repro: (options.repro ?? defaultRepro(scenario.name, faults.injectBug))(seed),
+      repro: (options.repro ?? defaultRepro(scenario.name, faults))(seed),
     };
   } finally {
     Math.random = realRandom;
@@ -105,9 +105,13 @@ export async function runSeed(
   }
 }
 
-function defaultRepro(scenario: string, bug: Faults['injectBug']): (seed: number) => string {
-  const injected = bug === undefined ? '' : ` --bug ${bug}`;
-  return (seed) => `pnpm --filter @loom/dst sim --scenario ${scenario} --seed ${seed}${injected}`;
+function defaultRepro(scenario: string, faults: Faults): (seed: number) => string {
+  const bug = faults.injectBug === undefined ? '' : ` --bug ${faults.injectBug}`;
+  const torn =
+    faults.tornConnection === defaultFaults.tornConnection
+      ? ''
+      : ` --torn ${faults.tornConnection ?? 0}`;
+  return (seed) => `pnpm --filter @loom/dst sim --scenario ${scenario} --seed ${seed}${bug}${torn}`;
 }
 
 /** Draws, every `chaosEveryMs` until the horizon, whether each node pauses or restarts. */

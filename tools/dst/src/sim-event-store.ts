@@ -19,8 +19,9 @@ import type { StoreLink } from './internal/store-link.js';
 
 /**
  * One node's handle on the shared in-memory event log, through a {@link StoreLink}: every call
- * pays latency, may fail before it is made, and writes may lose their acknowledgement after
- * committing. It records what it committed (with the writer's fence epoch) and what it
+ * pays latency, may fail before it is made, writes may lose their acknowledgement after
+ * committing, and the connection may tear mid-call (a write's outcome unknown to the caller, a
+ * read's answer broken off) and refuse calls until it has reconnected. It records what it committed (with the writer's fence epoch) and what it
  * acknowledged, for the invariant checks.
  */
 export class SimEventStore implements EventStore {
@@ -68,11 +69,17 @@ export class SimEventStore implements EventStore {
       stale = current !== guard.fenceEpoch;
       sent = { ...guard, fenceEpoch: current };
     }
+    const tear = link.tear();
+    if (tear === 'before-commit') {
+      await link.leg();
+      throw link.tornError('append', tear);
+    }
     const stored = await this.inner.append(envelopes, sent);
     if (stale) link.recorder.faults.bugs += 1;
     link.recorder.commit(link.node, envelopes, guard);
-    const lost = link.loseAck();
+    const lost = tear === undefined && link.loseAck();
     await link.leg();
+    if (tear !== undefined) throw link.tornError('append', tear);
     if (lost) throw link.lostAckError('append');
     link.recorder.ack(stored);
     return stored;

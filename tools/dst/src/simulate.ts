@@ -1,4 +1,4 @@
-import type { Faults } from './faults.js';
+import { type Faults, totalFaults } from './faults.js';
 import { runSeed, type SeedReport } from './run-seed.js';
 import type { SimFlow } from './runtime-adapter.js';
 import { type PlannedSignal, type Scenario, signalAt, startAt } from './scenario.js';
@@ -69,8 +69,7 @@ export async function simulate(
     });
     summary.seedsRun += 1;
     summary.events += report.events;
-    const { transientErrors, lostAcks, pauses, restarts } = report.faults;
-    summary.faultsInjected += transientErrors + lostAcks + pauses + restarts;
+    summary.faultsInjected += totalFaults(report.faults);
     if (report.violations.length > 0) summary.failures.push(report);
     options.onSeed?.(report);
   }

@@ -1,4 +1,5 @@
 import { expect } from 'vitest';
+import { totalFaults } from '../faults.js';
 import { mixedScenario } from '../mixed-scenario.js';
 import { runSeed } from '../run-seed.js';
 
@@ -13,12 +14,13 @@ export const ciSeedsPerFile = 150;
 export async function runCiBudget(first: number, count: number): Promise<void> {
   const failures: string[] = [];
   let faults = 0;
+  let tears = 0;
   let events = 0;
   for (let seed = first; seed < first + count; seed++) {
     const report = await runSeed(seed, mixedScenario);
     events += report.events;
-    const { transientErrors, lostAcks, pauses, restarts } = report.faults;
-    faults += transientErrors + lostAcks + pauses + restarts;
+    faults += totalFaults(report.faults);
+    tears += report.faults.tornConnections;
     for (const violation of report.violations) {
       failures.push(
         `seed ${seed} ${violation.invariant}${violation.executionId ? ` ${violation.executionId}` : ''}: ${violation.detail}; repro: ${report.repro}`,
@@ -26,8 +28,9 @@ export async function runCiBudget(first: number, count: number): Promise<void> {
     }
   }
   console.log(
-    `dst: seeds ${first}..${first + count - 1}: ${events} events, ${faults} faults injected, ${failures.length} violations`,
+    `dst: seeds ${first}..${first + count - 1}: ${events} events, ${faults} faults injected (${tears} torn connections), ${failures.length} violations`,
   );
   expect(failures).toEqual([]);
   expect(faults).toBeGreaterThan(count);
+  expect(tears).toBeGreaterThan(0);
 }
