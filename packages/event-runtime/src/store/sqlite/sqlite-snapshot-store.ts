@@ -1,10 +1,20 @@
 import type Database from 'better-sqlite3';
+import type { EventStore } from '../../event-store.js';
 import { decodePayload } from '../../internal/json-codec.js';
 import { checkExecutionId } from '../../internal/prepare-append.js';
 import { prepareSnapshot } from '../../internal/prepare-snapshot.js';
-import type { Snapshot, SnapshotStore } from '../../snapshot-store.js';
+import { readOptions } from '../../internal/read-options.js';
+import { rowToEvent } from '../../internal/stored-row.js';
+import type { Snapshot, SnapshotStore, SnapshotWithTail } from '../../snapshot-store.js';
 import { mapSqliteError } from './sqlite-errors.js';
-import { loadSql, type SnapshotRow, saveSql } from './sqlite-snapshot-statements.js';
+import { SqliteEventStore } from './sqlite-event-store.js';
+import {
+  loadSql,
+  loadWithTailSql,
+  type SnapshotRow,
+  type SnapshotTailRow,
+  saveSql,
+} from './sqlite-snapshot-statements.js';
 import { SqliteTableAccess } from './sqlite-table-access.js';
 
 /** Options of {@link SqliteSnapshotStore}. */
@@ -19,6 +29,9 @@ function prepareStatements(db: Database.Database) {
       saveSql,
     ),
     load: db.prepare<[string], SnapshotRow>(loadSql),
+    loadWithTail: db.prepare<[{ executionId: string; limit: number }], SnapshotTailRow>(
+      loadWithTailSql,
+    ),
   };
 }
 
@@ -44,6 +57,7 @@ type Statements = ReturnType<typeof prepareStatements>;
 export class SqliteSnapshotStore implements SnapshotStore {
   readonly backend = 'sqlite';
   private readonly tables: SqliteTableAccess<Statements>;
+  private readonly database: Database.Database;
 
   /** True when opened read-only (or on a read-only handle): writes fail with `STORE_READ_ONLY`. */
   get readOnly(): boolean {
@@ -55,6 +69,7 @@ export class SqliteSnapshotStore implements SnapshotStore {
    * created before `migrate()`. The store never closes the handle: its owner does.
    */
   constructor(database: Database.Database, options: SqliteSnapshotStoreOptions = {}) {
+    this.database = database;
     this.tables = new SqliteTableAccess(
       database,
       'snapshot',
@@ -97,6 +112,58 @@ export class SqliteSnapshotStore implements SnapshotStore {
     }
     if (row === undefined) return undefined;
     return { executionId, sequence: row.sequence, state: decodePayload(row.state), at: row.at };
+  }
+
+  /**
+   * The newest snapshot and up to `limit` events after it (from sequence 0 without one) in ONE
+   * statement, when `events` is a `SqliteEventStore` on this store's database handle; undefined
+   * for any other store (then load and read separately). Throws `INVALID_ARGUMENT` for a `limit` outside 1..readLimitMax, and what `load` throws.
+   */
+  async loadWithTail(
+    events: EventStore,
+    executionId: string,
+    limit: number,
+  ): Promise<SnapshotWithTail | undefined> {
+    if (!(events instanceof SqliteEventStore) || events.database !== this.database)
+      return undefined;
+    readOptions({ limit });
+    this.tables.assertOpen();
+    checkExecutionId(executionId);
+    const { loadWithTail } = this.tables.ready();
+    let rows: SnapshotTailRow[];
+    try {
+      rows = loadWithTail.all({ executionId, limit });
+    } catch (error) {
+      throw mapSqliteError(error, 'load snapshot with tail');
+    }
+    let snapshot: Snapshot | undefined;
+    const tail = [];
+    for (const row of rows) {
+      if (row.kind === 's') {
+        snapshot = {
+          executionId,
+          sequence: row.sequence,
+          state: decodePayload(row.payload),
+          at: row.at,
+        };
+        continue;
+      }
+      tail.push(
+        rowToEvent({
+          executionId: row.execution_id,
+          sequence: row.sequence,
+          type: row.type as string,
+          at: row.at,
+          payloadText: row.payload,
+          position: row.position as number,
+          prevHash: row.prev_hash,
+          hash: row.hash as string,
+        }),
+      );
+    }
+    // UNION ALL keeps member order in practice; sorting an already sorted page is O(n).
+    tail.sort((a, b) => a.sequence - b.sequence);
+    return { snapshot, events: tail };
   }
 
   /** Further calls fail with `STORE_CLOSED`. Leaves the database handle open. Idempotent. */
