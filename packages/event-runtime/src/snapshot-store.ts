@@ -35,7 +35,7 @@ export interface SnapshotStore {
   /**
    * Optional: the newest snapshot AND the first `limit` events after it (from sequence 0 when
    * there is none), in one round trip. Returns undefined when `events` is not a store this one
-   * can read in the same statement (another database, pool, schema or a wrapper); the caller
+   * can read itself (another database, pool, schema or a wrapper); the caller
    * then loads the snapshot and reads the events in two calls. `loadState` uses it so a short
    * execution (no snapshot yet) costs one round trip, not a snapshot miss and then a read.
    */

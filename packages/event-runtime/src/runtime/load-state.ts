@@ -21,7 +21,7 @@ export interface LoadedState {
 /**
  * Loads an execution's state: the newest snapshot, then only the events after it.
  *
- * When the snapshot store can read the event store's table in the same statement
+ * When the snapshot store can read the event store's table itself
  * (`loadWithTail`: the SQLite snapshot store on the event store's database, the Postgres one on
  * its pool and schema, the memory one beside a memory event store), snapshot and first page of
  * events come back in ONE call, so a short execution (no snapshot yet) and a long one with a

@@ -3,6 +3,7 @@ import { decodePayload } from '../../internal/json-codec.js';
 import { checkExecutionId } from '../../internal/prepare-append.js';
 import { prepareSnapshot } from '../../internal/prepare-snapshot.js';
 import { readOptions } from '../../internal/read-options.js';
+import { readTarget } from '../../internal/read-target.js';
 import { storeReadOnly } from '../../internal/store-errors.js';
 import { rowToEvent } from '../../internal/stored-row.js';
 import type { Snapshot, SnapshotStore, SnapshotWithTail } from '../../snapshot-store.js';
@@ -140,15 +141,16 @@ export class PostgresSnapshotStore implements SnapshotStore {
     executionId: string,
     limit: number,
   ): Promise<SnapshotWithTail | undefined> {
+    readOptions({ limit });
+    const target = readTarget(events);
     if (
-      !(events instanceof PostgresEventStore) ||
-      events.schema !== this.schema ||
-      !this.handle.usesPool(events.connectionPool)
+      !(target instanceof PostgresEventStore) ||
+      target.schema !== this.schema ||
+      !this.handle.usesPool(target.connectionPool)
     ) {
       return undefined;
     }
     this.handle.assertOpen(this.backend);
-    readOptions({ limit });
     const id = checkExecutionId(executionId);
     const rows = await this.handle.run<SnapshotTailRow>(
       this.sql.loadWithTail,

@@ -23,33 +23,3 @@ export interface SnapshotRow {
   state: string;
   at: number;
 }
-
-/**
- * The newest snapshot of one execution and the events after it (from sequence 0 without one),
- * in one statement: the snapshot row first (kind 's', state in `payload`), then up to `limit`
- * event rows (kind 'e'). Serves: loom_snapshots primary key, loom_events_execution_sequence.
- */
-export const loadWithTailSql = `
-  WITH s AS (SELECT sequence, state, at FROM loom_snapshots WHERE execution_id = @executionId)
-  SELECT 's' AS kind, NULL AS position, @executionId AS execution_id, sequence, NULL AS type,
-         state AS payload, at, NULL AS prev_hash, NULL AS hash FROM s
-  UNION ALL
-  SELECT * FROM (
-    SELECT 'e' AS kind, position, execution_id, sequence, type, payload, at, prev_hash, hash
-    FROM loom_events
-    WHERE execution_id = @executionId
-      AND sequence > COALESCE((SELECT sequence FROM s), -1)
-    ORDER BY sequence LIMIT @limit)`;
-
-/** A row of {@link loadWithTailSql}. */
-export interface SnapshotTailRow {
-  kind: 's' | 'e';
-  position: number | null;
-  execution_id: string;
-  sequence: number;
-  type: string | null;
-  payload: string;
-  at: number;
-  prev_hash: string | null;
-  hash: string | null;
-}

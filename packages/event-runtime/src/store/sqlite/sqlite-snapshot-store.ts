@@ -4,17 +4,11 @@ import { decodePayload } from '../../internal/json-codec.js';
 import { checkExecutionId } from '../../internal/prepare-append.js';
 import { prepareSnapshot } from '../../internal/prepare-snapshot.js';
 import { readOptions } from '../../internal/read-options.js';
-import { rowToEvent } from '../../internal/stored-row.js';
+import { readTarget } from '../../internal/read-target.js';
 import type { Snapshot, SnapshotStore, SnapshotWithTail } from '../../snapshot-store.js';
 import { mapSqliteError } from './sqlite-errors.js';
 import { SqliteEventStore } from './sqlite-event-store.js';
-import {
-  loadSql,
-  loadWithTailSql,
-  type SnapshotRow,
-  type SnapshotTailRow,
-  saveSql,
-} from './sqlite-snapshot-statements.js';
+import { loadSql, type SnapshotRow, saveSql } from './sqlite-snapshot-statements.js';
 import { SqliteTableAccess } from './sqlite-table-access.js';
 
 /** Options of {@link SqliteSnapshotStore}. */
@@ -29,9 +23,6 @@ function prepareStatements(db: Database.Database) {
       saveSql,
     ),
     load: db.prepare<[string], SnapshotRow>(loadSql),
-    loadWithTail: db.prepare<[{ executionId: string; limit: number }], SnapshotTailRow>(
-      loadWithTailSql,
-    ),
   };
 }
 
@@ -115,55 +106,25 @@ export class SqliteSnapshotStore implements SnapshotStore {
   }
 
   /**
-   * The newest snapshot and up to `limit` events after it (from sequence 0 without one) in ONE
-   * statement, when `events` is a `SqliteEventStore` on this store's database handle; undefined
-   * for any other store (then load and read separately). Throws `INVALID_ARGUMENT` for a `limit` outside 1..readLimitMax, and what `load` throws.
+   * The newest snapshot and up to `limit` events after it (from sequence 0 without one) in one
+   * call, when `events` is a `SqliteEventStore` on this store's database handle; undefined for
+   * any other store (then load and read separately). SQLite has no round trip to save: the two
+   * prepared statements run back to back (~2 µs for the snapshot probe), which measured faster
+   * than one compound statement (ADR 0032). Throws `INVALID_ARGUMENT` for a `limit` outside
+   * 1..readLimitMax, and what `load` and `events.read` throw.
    */
   async loadWithTail(
     events: EventStore,
     executionId: string,
     limit: number,
   ): Promise<SnapshotWithTail | undefined> {
-    if (!(events instanceof SqliteEventStore) || events.database !== this.database)
-      return undefined;
     readOptions({ limit });
-    this.tables.assertOpen();
-    checkExecutionId(executionId);
-    const { loadWithTail } = this.tables.ready();
-    let rows: SnapshotTailRow[];
-    try {
-      rows = loadWithTail.all({ executionId, limit });
-    } catch (error) {
-      throw mapSqliteError(error, 'load snapshot with tail');
-    }
-    let snapshot: Snapshot | undefined;
-    const tail = [];
-    for (const row of rows) {
-      if (row.kind === 's') {
-        snapshot = {
-          executionId,
-          sequence: row.sequence,
-          state: decodePayload(row.payload),
-          at: row.at,
-        };
-        continue;
-      }
-      tail.push(
-        rowToEvent({
-          executionId: row.execution_id,
-          sequence: row.sequence,
-          type: row.type as string,
-          at: row.at,
-          payloadText: row.payload,
-          position: row.position as number,
-          prevHash: row.prev_hash,
-          hash: row.hash as string,
-        }),
-      );
-    }
-    // UNION ALL keeps member order in practice; sorting an already sorted page is O(n).
-    tail.sort((a, b) => a.sequence - b.sequence);
-    return { snapshot, events: tail };
+    const target = readTarget(events);
+    if (!(target instanceof SqliteEventStore) || target.database !== this.database)
+      return undefined;
+    const snapshot = await this.load(executionId);
+    const fromSequence = snapshot === undefined ? 0 : snapshot.sequence + 1;
+    return { snapshot, events: await target.read(executionId, { fromSequence, limit }) };
   }
 
   /** Further calls fail with `STORE_CLOSED`. Leaves the database handle open. Idempotent. */
