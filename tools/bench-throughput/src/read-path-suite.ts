@@ -163,7 +163,7 @@ function report(
     '',
   );
   lines.push(
-    `\`loadState\` of completed no-op executions of 4, 102 and 1,000 events (1, 50 and 499 steps), ${executionsPerSize} of each, written by a runtime with \`snapshotEvery: ${snapshotEvery}\`; snapshots off, on with two calls (the snapshot, then the events after it: the protocol before issue 15, forced by hiding \`loadWithTail\`) and on with one call (\`loadWithTail\`: snapshot and tail in one statement), interleaved; one load at a time (${Object.entries(
+    `\`loadState\` of completed no-op executions of 4, 102 and 1,000 events (1, 50 and 499 steps), ${executionsPerSize} of each, written by a runtime with \`snapshotEvery: ${snapshotEvery}\`; snapshots off, on with two calls (the snapshot, then the events after it: the protocol before issue 15, forced by hiding \`loadWithTail\`) and on with one call (\`loadWithTail\`: snapshot and tail in one call; one statement on Postgres), interleaved; one load at a time (${Object.entries(
       loadsPerCell,
     )
       .map(([backend, loads]) => `${loads} loads per cell on ${backend}`)
