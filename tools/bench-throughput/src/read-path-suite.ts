@@ -95,8 +95,7 @@ export async function readPathSuite(context: RunContext): Promise<SectionReport>
       }
       progress.update(`P8 ${kind}: writing executions of 4, 102 and 1,000 events`, true);
       const ids = await writeExecutions(backend, snapshots);
-      const modes: Mode[] =
-        snapshots === undefined ? ['off'] : ['off', 'two-calls', 'one-call'];
+      const modes: Mode[] = snapshots === undefined ? ['off'] : ['off', 'two-calls', 'one-call'];
       const twoCalls = snapshots === undefined ? undefined : twoCallView(snapshots);
       const variants = modes.flatMap((mode) =>
         sizes.map((size) => ({ mode, events: size.events })),
