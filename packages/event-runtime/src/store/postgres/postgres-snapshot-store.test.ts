@@ -88,6 +88,34 @@ describe('PostgresSnapshotStore.loadWithTail', () => {
     }
   });
 
+  it('feeds the event store tail cache: the next append does not look up the previous hash', async () => {
+    const schema = freshSchema();
+    await migrate({ pool: db.admin, schema });
+    const writer = await PostgresEventStore.open({ connectionString: url, schema });
+    const queries: string[] = [];
+    const events = await PostgresEventStore.open({
+      connectionString: url,
+      schema,
+      onQuery: (name) => queries.push(name),
+    });
+    const snapshots = await PostgresSnapshotStore.open({ pool: events.connectionPool, schema });
+    try {
+      const id = freshId('tail-cache');
+      await writer.append(events3(id)); // another process wrote it: `events` has no tail cached
+      const loaded = await snapshots.loadWithTail(events, id, 100);
+      expect(loaded?.events.length).toBe(3);
+      queries.length = 0;
+      await events.append([{ executionId: id, sequence: 3, type: 'test.event', payload: {} }]);
+      expect(queries.some((name) => name.endsWith('hash-at'))).toBe(false);
+      expect(queries.length).toBeGreaterThan(0);
+    } finally {
+      await snapshots.close();
+      await events.close();
+      await writer.close();
+      await dropSchema(schema);
+    }
+  });
+
   it('declines (undefined) an event store on another pool or another schema', async () => {
     const schema = freshSchema();
     const other = freshSchema();

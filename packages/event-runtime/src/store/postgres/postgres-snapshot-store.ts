@@ -6,6 +6,7 @@ import { readOptions } from '../../internal/read-options.js';
 import { readTarget } from '../../internal/read-target.js';
 import { storeReadOnly } from '../../internal/store-errors.js';
 import { rowToEvent } from '../../internal/stored-row.js';
+import { rememberTailHook } from '../../internal/test-hooks.js';
 import type { Snapshot, SnapshotStore, SnapshotWithTail } from '../../snapshot-store.js';
 import { leasesAndSnapshotsMigration } from './migrations/0002-leases-and-snapshots.js';
 import { type PgConnectionOptions, resolvePool } from './pg-pool.js';
@@ -174,6 +175,8 @@ export class PostgresSnapshotStore implements SnapshotStore {
     }
     // UNION ALL keeps member order in practice; sorting an already sorted page is O(n).
     tail.sort((a, b) => a.sequence - b.sequence);
+    const last = tail[tail.length - 1];
+    if (last !== undefined) target[rememberTailHook](id, last.sequence, last.hash);
     return { snapshot, events: tail };
   }
 
