@@ -82,7 +82,7 @@ export {
   type StepRetryPolicy,
   stepAttemptsMax,
 } from './runtime/step-retry-policy.js';
-export type { Snapshot, SnapshotStore } from './snapshot-store.js';
+export type { Snapshot, SnapshotStore, SnapshotWithTail } from './snapshot-store.js';
 export {
   InMemoryEventStore,
   type InMemoryEventStoreOptions,

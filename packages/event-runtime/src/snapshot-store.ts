@@ -1,4 +1,5 @@
-import type { JsonValue } from './envelope.js';
+import type { JsonValue, StoredEvent } from './envelope.js';
+import type { EventStore } from './event-store.js';
 
 /** An execution's folded state as of one event. */
 export interface Snapshot {
@@ -8,6 +9,13 @@ export interface Snapshot {
   state: JsonValue;
   /** Epoch milliseconds when it was taken. */
   at: number;
+}
+
+/** What {@link SnapshotStore.loadWithTail} returns. */
+export interface SnapshotWithTail {
+  snapshot: Snapshot | undefined;
+  /** Events after the snapshot (from sequence 0 without one), in order, at most `limit`. */
+  events: StoredEvent[];
 }
 
 /**
@@ -24,5 +32,17 @@ export interface SnapshotStore {
   save(snapshot: Snapshot): Promise<void>;
   /** The newest snapshot, or undefined. */
   load(executionId: string): Promise<Snapshot | undefined>;
+  /**
+   * Optional: the newest snapshot AND the first `limit` events after it (from sequence 0 when
+   * there is none), in one round trip. Returns undefined when `events` is not a store this one
+   * can read itself (another database, pool, schema or a wrapper); the caller
+   * then loads the snapshot and reads the events in two calls. `loadState` uses it so a short
+   * execution (no snapshot yet) costs one round trip, not a snapshot miss and then a read.
+   */
+  loadWithTail?(
+    events: EventStore,
+    executionId: string,
+    limit: number,
+  ): Promise<SnapshotWithTail | undefined>;
   close(): Promise<void>;
 }

@@ -13,6 +13,18 @@ export const listenerHook: unique symbol = Symbol.for('@loom/event-runtime/liste
  */
 export const batchOfOneHook: unique symbol = Symbol.for('@loom/event-runtime/batch-of-one');
 
+/**
+ * Not a test hook: how `PostgresSnapshotStore.loadWithTail` hands the events it read to the
+ * event store's tail cache, as the store's own `read` does, so the next append of that execution
+ * needs no round trip for the previous hash. Symbol-keyed to stay out of the public API.
+ */
+export const rememberTailHook: unique symbol = Symbol.for('@loom/event-runtime/remember-tail');
+
+/** A store that caches executions' tails (see {@link rememberTailHook}). */
+export interface HasTailCache {
+  [rememberTailHook](executionId: string, sequence: number, hash: string): void;
+}
+
 /** A store that can show its raw rows (to prove `verify` catches tampering). */
 export interface HasStoredRows {
   [storedRowsHook](executionId: string): StoredRow[];

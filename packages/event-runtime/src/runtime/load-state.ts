@@ -1,3 +1,4 @@
+import type { StoredEvent } from '../envelope.js';
 import type { EventStore } from '../event-store.js';
 import { Limits } from '../limits.js';
 import type { SnapshotStore } from '../snapshot-store.js';
@@ -8,15 +9,24 @@ export interface LoadedState {
   state: ExecutionState | undefined;
   /** Sequence of the snapshot the load started from, if any. */
   snapshotSequence: number | undefined;
-  /** Store reads issued (snapshot load included). */
+  /**
+   * Store calls issued: one per call to the event or snapshot store (a combined
+   * `loadWithTail` is one). A short execution on a paired store costs 1.
+   */
   reads: number;
   /** Events read and folded after the snapshot. */
   eventsRead: number;
 }
 
 /**
- * Loads an execution's state: the newest snapshot first, then only the events after it.
- * A 1,000-event execution with a snapshot at its tip costs one snapshot read and one event read.
+ * Loads an execution's state: the newest snapshot, then only the events after it.
+ *
+ * When the snapshot store can read the event store's table itself
+ * (`loadWithTail`: the SQLite snapshot store on the event store's database, the Postgres one on
+ * its pool and schema, the memory one beside a memory event store), snapshot and first page of
+ * events come back in ONE call, so a short execution (no snapshot yet) and a long one with a
+ * snapshot near its tip both cost one round trip. Otherwise the snapshot is loaded first and
+ * the events after it read next (two calls). Either way the state equals a fold of the whole log.
  */
 export async function loadState(
   store: EventStore,
@@ -26,9 +36,13 @@ export async function loadState(
   let reads = 0;
   let state: ExecutionState | undefined;
   let snapshotSequence: number | undefined;
+  let firstPage: StoredEvent[] | undefined;
   if (snapshots !== undefined) {
     reads += 1;
-    const snapshot = await snapshots.load(executionId);
+    const combined = await snapshots.loadWithTail?.(store, executionId, Limits.readLimitMax);
+    // undefined: not paired (decided locally, no round trip); load the snapshot alone.
+    const snapshot = combined === undefined ? await snapshots.load(executionId) : combined.snapshot;
+    firstPage = combined?.events;
     if (snapshot !== undefined) {
       state = snapshot.state as unknown as ExecutionState;
       snapshotSequence = snapshot.sequence;
@@ -37,8 +51,12 @@ export async function loadState(
   let eventsRead = 0;
   let from = snapshotSequence === undefined ? 0 : snapshotSequence + 1;
   for (;;) {
-    reads += 1;
-    const page = await store.read(executionId, { fromSequence: from, limit: Limits.readLimitMax });
+    let page = firstPage;
+    firstPage = undefined;
+    if (page === undefined) {
+      reads += 1;
+      page = await store.read(executionId, { fromSequence: from, limit: Limits.readLimitMax });
+    }
     for (const event of page) state = foldEvent(state, event);
     eventsRead += page.length;
     from += page.length;

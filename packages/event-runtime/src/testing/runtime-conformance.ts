@@ -16,6 +16,7 @@ import { RuntimeEvents } from '../runtime/runtime-events.js';
 import { runtimeDefaults } from '../runtime/runtime-options.js';
 import type { SnapshotStore } from '../snapshot-store.js';
 import { CountingEventStore } from './counting-event-store.js';
+import { CountingSnapshotStore } from './counting-snapshot-store.js';
 import { expectIllFormed, freshId, illFormedTexts } from './event-store-conformance.js';
 import { leaseCalls, tickLeases } from './lease-calls.js';
 import type { ManualClock } from './manual-clock.js';
@@ -1148,12 +1149,110 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         const loaded = await loadState(harness.store, harness.snapshots, handle.executionId);
         const snapshotSequence = loaded.snapshotSequence as number;
         expect(snapshotSequence).toBeGreaterThanOrEqual(900);
-        expect(loaded.reads).toBe(2);
+        // The snapshot and the short tail after it come back in one combined call.
+        expect(loaded.reads).toBe(1);
         expect(loaded.eventsRead).toBe(999 - snapshotSequence);
         expect(loaded.state?.status).toBe('completed');
         const full = await loadState(harness.store, undefined, handle.executionId);
         expect(full.eventsRead).toBe(1_000);
         expect(loaded.state).toEqual(full.state);
+      });
+
+      /** Counting views of the harness's stores; the snapshot view sees through the event one. */
+      function countingStores() {
+        const events = new CountingEventStore(harness.store);
+        const snapshots = new CountingSnapshotStore(harness.snapshots, (store) =>
+          store === events ? harness.store : store,
+        );
+        return { events, snapshots };
+      }
+
+      it('loadState of a short execution is one store call: no snapshot lookup before the read', async () => {
+        const created = runtime({ snapshots: harness.snapshots, snapshotEvery: 50 });
+        const flow: Flow<null, number> = {
+          name: 'short-log',
+          run: async (ctx) => ctx.step('only', () => 7),
+        };
+        const handle = await created.start(flow, null);
+        expect(await handle.result()).toBe(7);
+        await created.idle();
+        const { events, snapshots } = countingStores();
+        const loaded = await loadState(events, snapshots, handle.executionId);
+        expect(snapshots.counts).toEqual({ saves: 0, loads: 0, loadsWithTail: 1 });
+        expect(events.counts.reads).toBe(0);
+        expect(loaded.reads).toBe(1);
+        expect(loaded.snapshotSequence).toBeUndefined();
+        expect(loaded.eventsRead).toBe(4);
+        const full = await loadState(harness.store, undefined, handle.executionId);
+        expect(loaded.state).toEqual(full.state);
+        expect(loaded.state?.status).toBe('completed');
+      });
+
+      it('loadState of a long execution is one store call: the snapshot and its tail together', async () => {
+        const created = runtime({ snapshots: harness.snapshots, snapshotEvery: 40 });
+        const flow: Flow<null, number> = {
+          name: 'long-log-counted',
+          run: async (ctx) => {
+            let sum = 0;
+            for (let index = 0; index < 60; index++)
+              sum += await ctx.step(`s-${index}`, () => index);
+            return sum;
+          },
+        };
+        const handle = await created.start(flow, null);
+        expect(await handle.result()).toBe((59 * 60) / 2);
+        await created.idle();
+        const { events, snapshots } = countingStores();
+        const loaded = await loadState(events, snapshots, handle.executionId);
+        expect(snapshots.counts).toEqual({ saves: 0, loads: 0, loadsWithTail: 1 });
+        expect(events.counts.reads).toBe(0);
+        const snapshotSequence = loaded.snapshotSequence as number;
+        expect(snapshotSequence).toBeGreaterThanOrEqual(80);
+        expect(loaded.eventsRead).toBe(121 - snapshotSequence);
+        const full = await loadState(harness.store, undefined, handle.executionId);
+        expect(full.eventsRead).toBe(122);
+        expect(loaded.state).toEqual(full.state);
+      });
+
+      it('loadState through stores that cannot read together: the snapshot, then the tail', async () => {
+        const created = runtime({ snapshots: harness.snapshots, snapshotEvery: 40 });
+        const flow: Flow<null, number> = {
+          name: 'unpaired-log',
+          run: async (ctx) => {
+            let sum = 0;
+            for (let index = 0; index < 60; index++)
+              sum += await ctx.step(`s-${index}`, () => index);
+            return sum;
+          },
+        };
+        const handle = await created.start(flow, null);
+        await handle.result();
+        await created.idle();
+        // No viewOf: the inner store sees a CountingEventStore, not its own table, and declines.
+        const events = new CountingEventStore(harness.store);
+        const snapshots = new CountingSnapshotStore(harness.snapshots);
+        const loaded = await loadState(events, snapshots, handle.executionId);
+        expect(snapshots.counts).toEqual({ saves: 0, loads: 1, loadsWithTail: 0 });
+        expect(events.counts.reads).toBe(1);
+        expect(loaded.reads).toBe(2);
+        const full = await loadState(harness.store, undefined, handle.executionId);
+        expect(loaded.state).toEqual(full.state);
+        expect(loaded.snapshotSequence).toBeGreaterThanOrEqual(80);
+      });
+
+      it('a combined snapshot read with a limit out of range is INVALID_ARGUMENT', async () => {
+        const code = async (limit: number) => {
+          try {
+            await harness.snapshots.loadWithTail?.(harness.store, freshId('limit'), limit);
+            return 'resolved';
+          } catch (error) {
+            return (error as LoomError).code;
+          }
+        };
+        if (harness.snapshots.loadWithTail === undefined) return;
+        expect(await code(0)).toBe(ErrorCode.INVALID_ARGUMENT);
+        expect(await code(Limits.readLimitMax + 1)).toBe(ErrorCode.INVALID_ARGUMENT);
+        expect(await code(1)).toBe('resolved');
       });
 
       it('a resume from a snapshot mid-run replays the rest exactly', async () => {

@@ -1,8 +1,12 @@
 import { ErrorCode, LoomError } from '../../errors.js';
+import type { EventStore } from '../../event-store.js';
 import { decodePayload } from '../../internal/json-codec.js';
 import { checkExecutionId } from '../../internal/prepare-append.js';
 import { type PreparedSnapshot, prepareSnapshot } from '../../internal/prepare-snapshot.js';
-import type { Snapshot, SnapshotStore } from '../../snapshot-store.js';
+import { readOptions } from '../../internal/read-options.js';
+import { readTarget } from '../../internal/read-target.js';
+import type { Snapshot, SnapshotStore, SnapshotWithTail } from '../../snapshot-store.js';
+import { InMemoryEventStore } from './in-memory-event-store.js';
 
 /**
  * The newest snapshot per execution, in process memory: for tests, simulation and single-process
@@ -40,6 +44,10 @@ export class InMemorySnapshotStore implements SnapshotStore {
    * Throws `INVALID_ENVELOPE`, `LIMIT_EXCEEDED`, `STORE_CLOSED`.
    */
   async load(executionId: string): Promise<Snapshot | undefined> {
+    return this.loadNow(executionId);
+  }
+
+  private loadNow(executionId: string): Snapshot | undefined {
     this.assertOpen();
     const stored = this.snapshots.get(checkExecutionId(executionId));
     if (stored === undefined) return undefined;
@@ -49,6 +57,25 @@ export class InMemorySnapshotStore implements SnapshotStore {
       state: decodePayload(stored.stateText),
       at: stored.at,
     };
+  }
+
+  /**
+   * The newest snapshot and up to `limit` events after it, in one call, when `events` is an
+   * {@link InMemoryEventStore} (undefined for any other store: load and read separately).
+   * Throws `INVALID_ARGUMENT` for a `limit` outside 1..readLimitMax, and what `load` and
+   * `events.read` throw.
+   */
+  async loadWithTail(
+    events: EventStore,
+    executionId: string,
+    limit: number,
+  ): Promise<SnapshotWithTail | undefined> {
+    readOptions({ limit });
+    const target = readTarget(events);
+    if (!(target instanceof InMemoryEventStore)) return undefined;
+    const snapshot = this.loadNow(executionId);
+    const fromSequence = snapshot === undefined ? 0 : snapshot.sequence + 1;
+    return { snapshot, events: await target.read(executionId, { fromSequence, limit }) };
   }
 
   /** Further calls fail with `STORE_CLOSED`. Idempotent. */

@@ -38,6 +38,11 @@ export class PgStoreHandle {
     this.store = options.store;
   }
 
+  /** True when this handle runs on `pool` (the very object, not merely the same database). */
+  usesPool(pool: Pool): boolean {
+    return this.pool === pool;
+  }
+
   /**
    * Reads the schema version (one round trip) and remembers whether the store's tables exist.
    * An absent or older schema is fine here: calls then fail with `SCHEMA_NOT_MIGRATED` until

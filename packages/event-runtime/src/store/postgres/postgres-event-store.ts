@@ -41,7 +41,7 @@ import {
 } from '../../internal/store-errors.js';
 import { StoreSubscriptions } from '../../internal/store-subscriptions.js';
 import { rowToEvent, type StoredRow } from '../../internal/stored-row.js';
-import { batchOfOneHook, listenerHook } from '../../internal/test-hooks.js';
+import { batchOfOneHook, listenerHook, rememberTailHook } from '../../internal/test-hooks.js';
 import { verifyRows } from '../../internal/verify-rows.js';
 import type { LeaseStore } from '../../lease-store.js';
 import { Limits } from '../../limits.js';
@@ -542,6 +542,11 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
       (stored[Number(row.sequence) - firstSequence] as StoredEvent).position = Number(row.position);
     }
     return stored;
+  }
+
+  /** A read elsewhere of this store's table (a combined snapshot read): remember its tip. */
+  [rememberTailHook](executionId: string, sequence: number, hash: string): void {
+    this.tails.remember(executionId, sequence, hash);
   }
 
   /** A committed append: its tip goes in the tail cache, and local subscribers wake. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { pgTestUrl, useThrowawaySchemas } from '../../../test/support/throwaway-schemas.js';
+import type { EventEnvelope } from '../../envelope.js';
 import { ErrorCode, type LoomError } from '../../errors.js';
 import { freshId } from '../../testing/event-store-conformance.js';
 import { snapshotStoreConformance } from '../../testing/snapshot-store-conformance.js';
@@ -48,6 +49,101 @@ snapshotStoreConformance('postgres', async () => {
       await dropSchema(schema);
     },
   };
+});
+
+function events3(executionId: string): EventEnvelope[] {
+  return [0, 1, 2].map((sequence) => ({
+    executionId,
+    sequence,
+    type: 'test.event',
+    payload: { n: sequence },
+  }));
+}
+
+describe('PostgresSnapshotStore.loadWithTail', () => {
+  it('returns the snapshot and the events after it from the event store on its pool and schema', async () => {
+    const schema = freshSchema();
+    await migrate({ pool: db.admin, schema });
+    const events = await PostgresEventStore.open({ connectionString: url, schema });
+    const snapshots = await PostgresSnapshotStore.open({ pool: events.connectionPool, schema });
+    try {
+      const id = freshId('tail');
+      await events.append(events3(id));
+      const bare = await snapshots.loadWithTail(events, id, 100);
+      expect(bare?.snapshot).toBeUndefined();
+      expect(bare?.events.map((event) => event.sequence)).toEqual([0, 1, 2]);
+      expect(bare?.events).toEqual(await events.read(id));
+      const limited = await snapshots.loadWithTail(events, id, 2);
+      expect(limited?.events.map((event) => event.sequence)).toEqual([0, 1]);
+      await snapshots.save({ executionId: id, sequence: 1, state: { at: 1 }, at: 5 });
+      const after = await snapshots.loadWithTail(events, id, 100);
+      expect(after?.snapshot).toEqual({ executionId: id, sequence: 1, state: { at: 1 }, at: 5 });
+      expect(after?.events).toEqual(await events.read(id, { fromSequence: 2 }));
+      const none = await snapshots.loadWithTail(events, freshId('none'), 100);
+      expect(none).toEqual({ snapshot: undefined, events: [] });
+    } finally {
+      await snapshots.close();
+      await events.close();
+      await dropSchema(schema);
+    }
+  });
+
+  it('feeds the event store tail cache: the next append does not look up the previous hash', async () => {
+    const schema = freshSchema();
+    await migrate({ pool: db.admin, schema });
+    const writer = await PostgresEventStore.open({ connectionString: url, schema });
+    const queries: string[] = [];
+    const events = await PostgresEventStore.open({
+      connectionString: url,
+      schema,
+      onQuery: (name) => queries.push(name),
+    });
+    const snapshots = await PostgresSnapshotStore.open({ pool: events.connectionPool, schema });
+    try {
+      const id = freshId('tail-cache');
+      await writer.append(events3(id)); // another process wrote it: `events` has no tail cached
+      const loaded = await snapshots.loadWithTail(events, id, 100);
+      expect(loaded?.events.length).toBe(3);
+      queries.length = 0;
+      await events.append([{ executionId: id, sequence: 3, type: 'test.event', payload: {} }]);
+      expect(queries.some((name) => name.endsWith('hash-at'))).toBe(false);
+      expect(queries.length).toBeGreaterThan(0);
+    } finally {
+      await snapshots.close();
+      await events.close();
+      await writer.close();
+      await dropSchema(schema);
+    }
+  });
+
+  it('declines (undefined) an event store on another pool or another schema', async () => {
+    const schema = freshSchema();
+    const other = freshSchema();
+    await migrate({ pool: db.admin, schema });
+    await migrate({ pool: db.admin, schema: other });
+    const events = await PostgresEventStore.open({ connectionString: url, schema });
+    const ownPool = await PostgresEventStore.open({ connectionString: url, schema });
+    const otherSchema = await PostgresEventStore.open({
+      pool: events.connectionPool,
+      schema: other,
+    });
+    const snapshots = await PostgresSnapshotStore.open({ pool: events.connectionPool, schema });
+    try {
+      expect(await snapshots.loadWithTail(ownPool, 'x', 10)).toBeUndefined();
+      expect(await snapshots.loadWithTail(otherSchema, 'x', 10)).toBeUndefined();
+      expect(await snapshots.loadWithTail(events, 'x', 10)).toEqual({
+        snapshot: undefined,
+        events: [],
+      });
+    } finally {
+      await snapshots.close();
+      await otherSchema.close();
+      await ownPool.close();
+      await events.close();
+      await dropSchema(schema);
+      await dropSchema(other);
+    }
+  });
 });
 
 describe('PostgresSnapshotStore', () => {

@@ -1,11 +1,18 @@
+import type { EventStore } from '../../event-store.js';
 import { decodePayload } from '../../internal/json-codec.js';
 import { checkExecutionId } from '../../internal/prepare-append.js';
 import { prepareSnapshot } from '../../internal/prepare-snapshot.js';
+import { readOptions } from '../../internal/read-options.js';
+import { readTarget } from '../../internal/read-target.js';
 import { storeReadOnly } from '../../internal/store-errors.js';
-import type { Snapshot, SnapshotStore } from '../../snapshot-store.js';
+import { rowToEvent } from '../../internal/stored-row.js';
+import { rememberTailHook } from '../../internal/test-hooks.js';
+import type { Snapshot, SnapshotStore, SnapshotWithTail } from '../../snapshot-store.js';
 import { leasesAndSnapshotsMigration } from './migrations/0002-leases-and-snapshots.js';
 import { type PgConnectionOptions, resolvePool } from './pg-pool.js';
 import { PgStoreHandle } from './pg-store-handle.js';
+import { PostgresEventStore } from './postgres-event-store.js';
+import { type PgEventRow, rowFromPg } from './read-statement.js';
 import { checkSchemaName, quoteIdent } from './schema-name.js';
 import { type SnapshotStatements, snapshotStatements } from './snapshot-statements.js';
 
@@ -15,6 +22,14 @@ export interface PostgresSnapshotStoreOptions extends PgConnectionOptions {
   schema?: string;
   /** Refuse saves with `STORE_READ_ONLY`. Default false. */
   readOnly?: boolean;
+}
+
+/** A row of the load-with-tail statement: the snapshot (kind 's') or an event (kind 'e'). */
+interface SnapshotTailRow extends Omit<PgEventRow, 'type' | 'position' | 'hash'> {
+  kind: 's' | 'e';
+  type: string | null;
+  position: string | null;
+  hash: string | null;
 }
 
 interface SnapshotRow {
@@ -114,6 +129,55 @@ export class PostgresSnapshotStore implements SnapshotStore {
       state: decodePayload(row.state),
       at: Number(row.at),
     };
+  }
+
+  /**
+   * The newest snapshot and up to `limit` events after it (from sequence 0 without one) in ONE
+   * round trip, when `events` is a `PostgresEventStore` on this store's pool (the same object)
+   * and schema; undefined for any other store (then load and read separately). Throws
+   * `INVALID_ARGUMENT` for a `limit` outside 1..readLimitMax, and what `load` throws.
+   */
+  async loadWithTail(
+    events: EventStore,
+    executionId: string,
+    limit: number,
+  ): Promise<SnapshotWithTail | undefined> {
+    readOptions({ limit });
+    const target = readTarget(events);
+    if (
+      !(target instanceof PostgresEventStore) ||
+      target.schema !== this.schema ||
+      !this.handle.usesPool(target.connectionPool)
+    ) {
+      return undefined;
+    }
+    this.handle.assertOpen(this.backend);
+    const id = checkExecutionId(executionId);
+    const rows = await this.handle.run<SnapshotTailRow>(
+      this.sql.loadWithTail,
+      [id, limit],
+      'load snapshot with tail',
+    );
+    let snapshot: Snapshot | undefined;
+    const tail = [];
+    for (const row of rows) {
+      if (row.kind === 's') {
+        // bigints come back as text; every value written was a safe integer (prepareSnapshot).
+        snapshot = {
+          executionId: id,
+          sequence: Number(row.sequence),
+          state: decodePayload(row.payload),
+          at: Number(row.at),
+        };
+        continue;
+      }
+      tail.push(rowToEvent(rowFromPg(row as PgEventRow)));
+    }
+    // UNION ALL keeps member order in practice; sorting an already sorted page is O(n).
+    tail.sort((a, b) => a.sequence - b.sequence);
+    const last = tail[tail.length - 1];
+    if (last !== undefined) target[rememberTailHook](id, last.sequence, last.hash);
+    return { snapshot, events: tail };
   }
 
   /**

@@ -33,6 +33,47 @@ snapshotStoreConformance('sqlite', async () => {
   };
 });
 
+describe('SqliteSnapshotStore.loadWithTail', () => {
+  it('returns the snapshot and the events after it from the event store on its handle', async () => {
+    const events = SqliteEventStore.open({ path: freshPath(), migrate: true });
+    const snapshots = new SqliteSnapshotStore(events.database);
+    const id = 'tail';
+    await events.append(
+      [0, 1, 2].map((sequence) => ({
+        executionId: id,
+        sequence,
+        type: 'test.event',
+        payload: { n: sequence },
+      })),
+    );
+    const bare = await snapshots.loadWithTail(events, id, 100);
+    expect(bare?.snapshot).toBeUndefined();
+    expect(bare?.events).toEqual(await events.read(id));
+    expect((await snapshots.loadWithTail(events, id, 2))?.events.length).toBe(2);
+    await snapshots.save({ executionId: id, sequence: 1, state: { at: 1 }, at: 5 });
+    const after = await snapshots.loadWithTail(events, id, 100);
+    expect(after?.snapshot).toEqual({ executionId: id, sequence: 1, state: { at: 1 }, at: 5 });
+    expect(after?.events).toEqual(await events.read(id, { fromSequence: 2 }));
+    await snapshots.close();
+    await events.close();
+  });
+
+  it('declines (undefined) an event store on another handle, even of the same file', async () => {
+    const path = freshPath();
+    const events = SqliteEventStore.open({ path, migrate: true });
+    const second = SqliteEventStore.open({ path });
+    const snapshots = new SqliteSnapshotStore(events.database);
+    expect(await snapshots.loadWithTail(second, 'x', 10)).toBeUndefined();
+    expect(await snapshots.loadWithTail(events, 'x', 10)).toEqual({
+      snapshot: undefined,
+      events: [],
+    });
+    await snapshots.close();
+    await second.close();
+    await events.close();
+  });
+});
+
 describe('SqliteSnapshotStore', () => {
   it('stores state as its exact JSON text', async () => {
     const events = SqliteEventStore.open({ path: freshPath(), migrate: true });

@@ -1,9 +1,13 @@
 import type Database from 'better-sqlite3';
+import type { EventStore } from '../../event-store.js';
 import { decodePayload } from '../../internal/json-codec.js';
 import { checkExecutionId } from '../../internal/prepare-append.js';
 import { prepareSnapshot } from '../../internal/prepare-snapshot.js';
-import type { Snapshot, SnapshotStore } from '../../snapshot-store.js';
+import { readOptions } from '../../internal/read-options.js';
+import { readTarget } from '../../internal/read-target.js';
+import type { Snapshot, SnapshotStore, SnapshotWithTail } from '../../snapshot-store.js';
 import { mapSqliteError } from './sqlite-errors.js';
+import { SqliteEventStore } from './sqlite-event-store.js';
 import { loadSql, type SnapshotRow, saveSql } from './sqlite-snapshot-statements.js';
 import { SqliteTableAccess } from './sqlite-table-access.js';
 
@@ -44,6 +48,7 @@ type Statements = ReturnType<typeof prepareStatements>;
 export class SqliteSnapshotStore implements SnapshotStore {
   readonly backend = 'sqlite';
   private readonly tables: SqliteTableAccess<Statements>;
+  private readonly database: Database.Database;
 
   /** True when opened read-only (or on a read-only handle): writes fail with `STORE_READ_ONLY`. */
   get readOnly(): boolean {
@@ -55,6 +60,7 @@ export class SqliteSnapshotStore implements SnapshotStore {
    * created before `migrate()`. The store never closes the handle: its owner does.
    */
   constructor(database: Database.Database, options: SqliteSnapshotStoreOptions = {}) {
+    this.database = database;
     this.tables = new SqliteTableAccess(
       database,
       'snapshot',
@@ -97,6 +103,28 @@ export class SqliteSnapshotStore implements SnapshotStore {
     }
     if (row === undefined) return undefined;
     return { executionId, sequence: row.sequence, state: decodePayload(row.state), at: row.at };
+  }
+
+  /**
+   * The newest snapshot and up to `limit` events after it (from sequence 0 without one) in one
+   * call, when `events` is a `SqliteEventStore` on this store's database handle; undefined for
+   * any other store (then load and read separately). SQLite has no round trip to save: the two
+   * prepared statements run back to back (~2 µs for the snapshot probe), which measured faster
+   * than one compound statement (ADR 0032). Throws `INVALID_ARGUMENT` for a `limit` outside
+   * 1..readLimitMax, and what `load` and `events.read` throw.
+   */
+  async loadWithTail(
+    events: EventStore,
+    executionId: string,
+    limit: number,
+  ): Promise<SnapshotWithTail | undefined> {
+    readOptions({ limit });
+    const target = readTarget(events);
+    if (!(target instanceof SqliteEventStore) || target.database !== this.database)
+      return undefined;
+    const snapshot = await this.load(executionId);
+    const fromSequence = snapshot === undefined ? 0 : snapshot.sequence + 1;
+    return { snapshot, events: await target.read(executionId, { fromSequence, limit }) };
   }
 
   /** Further calls fail with `STORE_CLOSED`. Leaves the database handle open. Idempotent. */
