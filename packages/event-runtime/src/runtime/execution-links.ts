@@ -6,6 +6,7 @@ import type { ExecutionState } from './execution-state.js';
 import type { Flow } from './flow.js';
 import type { KernelContext } from './kernel-context.js';
 import type { ExecutionStartedPayload } from './kernel-events.js';
+import { isTransientStoreError } from './store-retry.js';
 
 /** How a new execution is linked to others: its parent, or its continue-as-new predecessor. */
 export type StartLinks = Pick<
@@ -84,7 +85,8 @@ export class ExecutionLinks {
 
   /**
    * A signal (or a child's end) that came after the driver looked but before its suspension was
-   * durable found the execution still running and set no wake time: look once more now.
+   * durable found the execution still running and set no wake time: look once more now. Throws
+   * a transient store error of the resume, so the caller schedules a resume from the log.
    */
   async wakeIfSignalled(state: ExecutionState): Promise<void> {
     const waiting = state.steps.filter((record) => record.status === 'started');
@@ -102,9 +104,12 @@ export class ExecutionLinks {
       due = (await this.childOutcome(record.childId)) !== undefined;
     }
     if (due && !this.kernel.shuttingDown) {
-      await this.kernel.executions
-        .resume(state.executionId)
-        .catch((error) => this.kernel.report(error));
+      await this.kernel.executions.resume(state.executionId).catch((error: unknown) => {
+        // A store failure while taking it over: rethrown, so the caller schedules a resume from
+        // the log (nothing else would wake it: its wake-up came while it was still running).
+        if (isTransientStoreError(error)) throw error;
+        this.kernel.report(error);
+      });
     }
   }
 
