@@ -3,45 +3,17 @@
 // interrupted_side_effect approval; the built `loom` binary decides it; a third life finishes.
 // The tool's side channel (a file) counts its real calls. SQLite file and Postgres.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Approval } from '@loom/agent-loop';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dbTargets } from './db-targets.js';
 import { loom } from './fixture.js';
 
-const pgUrl = process.env.LOOM_TEST_PG ?? 'postgres://root@127.0.0.1:5432/test';
-const pgSchema = `view_resolution_${process.pid}`;
-const dir = mkdtempSync(join(tmpdir(), 'loom-view-resolution-'));
+const { dir, targets, cleanup } = dbTargets('view-resolution');
 const worker = fileURLToPath(new URL('./interrupted-worker.ts', import.meta.url));
-
-async function dropSchema(): Promise<void> {
-  const client = new pg.Client({ connectionString: pgUrl });
-  await client.connect();
-  await client.query(`DROP SCHEMA IF EXISTS ${pgSchema} CASCADE`);
-  await client.end();
-}
-
-beforeAll(dropSchema);
-afterAll(async () => {
-  await dropSchema();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-const targets = [
-  {
-    name: 'sqlite',
-    db: `sqlite:${join(dir, 'loom.db')}`,
-    env: { SQLITE_PATH: join(dir, 'loom.db') },
-  },
-  {
-    name: 'postgres',
-    db: `${pgUrl}?schema=${pgSchema}`,
-    env: { PG_URL: pgUrl, PG_SCHEMA: pgSchema },
-  },
-];
+afterAll(cleanup);
 
 /** One life of the worker: its exit signal and the line it printed (deadline 60 s). */
 function life(
@@ -79,6 +51,8 @@ function calls(file: string): string[] {
 
 describe.each(targets)('loom approve of an interrupted side effect on $name', (target) => {
   const env = { LOOM_DB: target.db };
+  // A fresh database (the Postgres schema dropped), migrated: the workers open it after.
+  beforeAll(async () => (await target.open()).close());
 
   /** Kills the first life mid-tool, restarts, and returns the pending approval. */
   async function interrupted(runId: string, sideChannel: string): Promise<Approval> {

@@ -1,49 +1,16 @@
 // `loom fork <id> --at <sequence>` from the built binary, on a SQLite file and Postgres: the fork
 // is a new run whose log is the original's up to the cut; a runtime running the flow picks it up
 // (its recovery round) and runs the steps after the cut again, once; the original is untouched.
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Backend, StoredEvent } from '@loom/event-runtime';
+import type { StoredEvent } from '@loom/event-runtime';
 import { createRuntime, defineFlow } from '@loom/workflow-runtime';
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { dbTargets } from './db-targets.js';
 import { loom } from './fixture.js';
 
-const pgUrl = process.env.LOOM_TEST_PG ?? 'postgres://root@127.0.0.1:5432/test';
-const pgSchema = `view_fork_${process.pid}`;
-const dir = mkdtempSync(join(tmpdir(), 'loom-view-fork-'));
-
-async function dropSchema(): Promise<void> {
-  const client = new pg.Client({ connectionString: pgUrl });
-  await client.connect();
-  await client.query(`DROP SCHEMA IF EXISTS ${pgSchema} CASCADE`);
-  await client.end();
-}
-
-afterAll(async () => {
-  await dropSchema();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-const targets = [
-  {
-    name: 'sqlite',
-    db: `sqlite:${join(dir, 'loom.db')}`,
-    open: async (): Promise<Backend> => {
-      const { openSqlite } = await import('@loom/event-runtime/sqlite');
-      return openSqlite({ path: join(dir, 'loom.db'), migrate: true });
-    },
-  },
-  {
-    name: 'postgres',
-    db: `${pgUrl}?schema=${pgSchema}`,
-    open: async (): Promise<Backend> => {
-      const { openPostgres } = await import('@loom/event-runtime/postgres');
-      return openPostgres({ connectionString: pgUrl, schema: pgSchema, migrate: true });
-    },
-  },
-];
+const { dir, targets, cleanup } = dbTargets('view-fork');
+afterAll(cleanup);
 
 describe.each(targets)('loom fork on $name', (target) => {
   const env = { LOOM_DB: target.db };
@@ -62,7 +29,6 @@ describe.each(targets)('loom fork on $name', (target) => {
   });
 
   it('forks after step a: the fork runs b and c again, once, and ends like the original', async () => {
-    if (target.name === 'postgres') await dropSchema();
     const first = createRuntime({ backend: await target.open(), flows: [pipeline] });
     try {
       expect(await (await first.start(pipeline, { n: 1 }, { executionId: 'p-1' })).result()).toBe(

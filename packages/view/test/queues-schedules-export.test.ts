@@ -1,50 +1,14 @@
 // `loom queues`, `loom schedules` and `loom export` from the built binary, against a SQLite file
 // and Postgres populated by a real runtime (queued items, a schedule that has fired).
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { Backend, QueueStats, StoredEvent } from '@loom/event-runtime';
+import type { QueueStats, StoredEvent } from '@loom/event-runtime';
 import { createRuntime, defineFlow } from '@loom/workflow-runtime';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ScheduleSummary } from '../src/index.js';
+import { dbTargets } from './db-targets.js';
 import { eventually, loom } from './fixture.js';
 
-const pgUrl = process.env.LOOM_TEST_PG ?? 'postgres://root@127.0.0.1:5432/test';
-const pgSchema = `view_qse_${process.pid}`;
-const dir = mkdtempSync(join(tmpdir(), 'loom-view-qse-'));
-
-async function dropSchema(): Promise<void> {
-  const client = new pg.Client({ connectionString: pgUrl });
-  await client.connect();
-  await client.query(`DROP SCHEMA IF EXISTS ${pgSchema} CASCADE`);
-  await client.end();
-}
-
-afterAll(async () => {
-  await dropSchema();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-const targets = [
-  {
-    name: 'sqlite',
-    db: `sqlite:${join(dir, 'loom.db')}`,
-    open: async (): Promise<Backend> => {
-      const { openSqlite } = await import('@loom/event-runtime/sqlite');
-      return openSqlite({ path: join(dir, 'loom.db'), migrate: true });
-    },
-  },
-  {
-    name: 'postgres',
-    db: `${pgUrl}?schema=${pgSchema}`,
-    open: async (): Promise<Backend> => {
-      await dropSchema();
-      const { openPostgres } = await import('@loom/event-runtime/postgres');
-      return openPostgres({ connectionString: pgUrl, schema: pgSchema, migrate: true });
-    },
-  },
-];
+const { targets, cleanup } = dbTargets('view-qse');
+afterAll(cleanup);
 
 const mail = defineFlow({ name: 'mail' }, async (ctx, input: { to: string }) =>
   ctx.step('send', () => `sent to ${input.to}`),

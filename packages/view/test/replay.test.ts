@@ -2,53 +2,18 @@
 // Postgres) re-folded with the flows as deployed (ok, exit 0) and with changed code (a renamed
 // step: NON_DETERMINISM; a changed output: the ending differs; exit 1), from the database by id
 // and from a file `loom export` wrote. Nothing is written to the database, and no effect runs.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Backend } from '@loom/event-runtime';
 import { createRuntime, type WorkflowDefinition } from '@loom/workflow-runtime';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReplayReport } from '../src/index.js';
+import { dbTargets } from './db-targets.js';
 import { eventually, loom } from './fixture.js';
 
-const pgUrl = process.env.LOOM_TEST_PG ?? 'postgres://root@127.0.0.1:5432/test';
-const pgSchema = `view_replay_${process.pid}`;
-const dir = mkdtempSync(join(tmpdir(), 'loom-view-replay-'));
+const { dir, targets, cleanup } = dbTargets('view-replay');
 const module = (name: string) => fileURLToPath(new URL(`./replay/${name}`, import.meta.url));
-
-async function dropSchema(): Promise<void> {
-  const client = new pg.Client({ connectionString: pgUrl });
-  await client.connect();
-  await client.query(`DROP SCHEMA IF EXISTS ${pgSchema} CASCADE`);
-  await client.end();
-}
-
-afterAll(async () => {
-  await dropSchema();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-const targets = [
-  {
-    name: 'sqlite',
-    db: `sqlite:${join(dir, 'loom.db')}`,
-    open: async (): Promise<Backend> => {
-      const { openSqlite } = await import('@loom/event-runtime/sqlite');
-      return openSqlite({ path: join(dir, 'loom.db'), migrate: true });
-    },
-  },
-  {
-    name: 'postgres',
-    db: `${pgUrl}?schema=${pgSchema}`,
-    open: async (): Promise<Backend> => {
-      await dropSchema();
-      const { openPostgres } = await import('@loom/event-runtime/postgres');
-      return openPostgres({ connectionString: pgUrl, schema: pgSchema, migrate: true });
-    },
-  },
-];
+afterAll(cleanup);
 
 describe.each(targets)('loom replay on $name', (target) => {
   const env = { LOOM_DB: target.db };

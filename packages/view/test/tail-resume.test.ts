@@ -2,69 +2,29 @@
 // suspended run woken now; a run whose driver hangs taken over by another runtime) and colour in
 // the runs table. The built binary against a SQLite file and Postgres.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Backend, StoredEvent } from '@loom/event-runtime';
+import type { StoredEvent } from '@loom/event-runtime';
 import { createRuntime, defineFlow } from '@loom/workflow-runtime';
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/index.js';
+import { dbTargets } from './db-targets.js';
 import { eventually, loom } from './fixture.js';
 
-const pgUrl = process.env.LOOM_TEST_PG ?? 'postgres://root@127.0.0.1:5432/test';
-const pgSchema = `view_tail_resume_${process.pid}`;
-const dir = mkdtempSync(join(tmpdir(), 'loom-view-tail-resume-'));
+const { targets, cleanup } = dbTargets('view-tail-resume');
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
-
-async function dropSchema(): Promise<void> {
-  const client = new pg.Client({ connectionString: pgUrl });
-  await client.connect();
-  await client.query(`DROP SCHEMA IF EXISTS ${pgSchema} CASCADE`);
-  await client.end();
-}
-
-afterAll(async () => {
-  await dropSchema();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-const targets = [
-  {
-    name: 'sqlite',
-    db: `sqlite:${join(dir, 'loom.db')}`,
-    open: async (): Promise<Backend> => {
-      const { openSqlite } = await import('@loom/event-runtime/sqlite');
-      return openSqlite({ path: join(dir, 'loom.db'), migrate: true });
-    },
-  },
-  {
-    name: 'postgres',
-    db: `${pgUrl}?schema=${pgSchema}`,
-    open: async (): Promise<Backend> => {
-      const { openPostgres } = await import('@loom/event-runtime/postgres');
-      return openPostgres({ connectionString: pgUrl, schema: pgSchema, migrate: true });
-    },
-  },
-];
+afterAll(cleanup);
 
 const hello = defineFlow({ name: 'hello' }, async (ctx, input: { who: string }) =>
   ctx.step('greet', () => `hello ${input.who}`),
 );
 const napper = defineFlow({ name: 'napper' }, async (ctx) => {
-  await ctx.sleep(3_600_000, 'nap');
+  await ctx.sleep(3_600_000);
   return 'rested';
 });
 
 describe.each(targets)('loom tail (every run) and loom resume on $name', (target) => {
   const env = { LOOM_DB: target.db };
-  let first = true;
-  const open = async () => {
-    if (first && target.name === 'postgres') await dropSchema();
-    first = false;
-    return target.open();
-  };
+  const open = () => target.open();
 
   it('tail without an id follows new events of every run from the end, and ends on SIGTERM', async () => {
     const before = createRuntime({ backend: await open(), flows: [hello] });
