@@ -39,6 +39,7 @@ import {
   StoreSubscriptions,
   signalTargetMissing,
   signalTargetSettled,
+  signalWake,
   storeClosed,
   storedRowOf,
   verifyRows,
@@ -161,7 +162,7 @@ class MapEventStore implements EventStore {
     const { name, payloadText, idempotencyKey, at } = signal;
     inbox.signals.push({ executionId: id, signalId, name, payloadText, idempotencyKey, at });
     if (key !== null) inbox.keys.set(key, signalId);
-    if (entry?.status === 'suspended') entry.wakeAtMs = signal.at;
+    signalWake(entry, signal.at);
     return { signalId, duplicate: false };
   }
 
