@@ -82,10 +82,8 @@ export interface EventStore {
   findExecutions(options: FindExecutionsOptions): Promise<ExecutionSummary[]>;
   /**
    * Put a signal in an execution's inbox, and make a suspended execution due now (so a timer
-   * service wakes it) in the same write. A running one is marked instead: the append of its next
-   * suspension keeps the mark as its wake time (if earlier), so it is due at once even if its
-   * process dies before it looks at the inbox again. A repeated idempotency key is a no-op that
-   * returns the first signal's id with `duplicate: true`.
+   * service wakes it) in the same write. A repeated idempotency key is a no-op that returns the
+   * first signal's id with `duplicate: true`.
    *
    * Error codes: `EXECUTION_NOT_FOUND`, `EXECUTION_SETTLED`, `INVALID_ENVELOPE`,
    * `PAYLOAD_NOT_JSON`, `LIMIT_EXCEEDED`, store errors.

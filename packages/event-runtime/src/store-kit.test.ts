@@ -39,7 +39,6 @@ import {
   StoreSubscriptions,
   signalTargetMissing,
   signalTargetSettled,
-  signalWake,
   storeClosed,
   storedRowOf,
   verifyRows,
@@ -162,7 +161,7 @@ class MapEventStore implements EventStore {
     const { name, payloadText, idempotencyKey, at } = signal;
     inbox.signals.push({ executionId: id, signalId, name, payloadText, idempotencyKey, at });
     if (key !== null) inbox.keys.set(key, signalId);
-    signalWake(entry, signal.at);
+    if (entry?.status === 'suspended') entry.wakeAtMs = signal.at;
     return { signalId, duplicate: false };
   }
 

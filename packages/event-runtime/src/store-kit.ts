@@ -39,7 +39,7 @@ export {
   type FindExecutionsWhere,
   findExecutionsWhere,
 } from './internal/find-executions-query.js';
-export { matchesIndexFilter, mergeIndexUpdate, signalWake } from './internal/index-filter.js';
+export { matchesIndexFilter, mergeIndexUpdate } from './internal/index-filter.js';
 export { decodePayload, encodePayload } from './internal/json-codec.js';
 export {
   chainEvents,

@@ -12,10 +12,6 @@ const fixed = [
   // suspended with its signal unread (`execution-ended`). Fixed: the failure is rethrown and the
   // runtime schedules a resume from the log.
   101444, 104670,
-  // The same wait, but the process died between its suspension and that look: nothing woke the
-  // execution (recovery resumes running executions only). Fixed in the stores: a signal sent
-  // while the execution runs leaves a mark its suspension turns into a wake-up at once.
-  101639,
 ];
 
 it.each(fixed)('seed %i of the mixed scenario keeps every invariant', async (seed) => {

@@ -63,8 +63,5 @@ export function findExecutionsWhere(
     add(column, operator, value, 'bigint');
     shape += letter;
   }
-  // Due means suspended and due: a running execution's wake time is only a signal's mark (see
-  // mergeIndexUpdate), never a reason to claim it.
-  if (filter.dueAtOrBeforeMs !== undefined) conditions.push("x.status = 'suspended'");
   return { conditions, values, shape: shape === '' ? 'all' : shape };
 }

@@ -864,44 +864,6 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
       });
     });
 
-    describe('a signal to a running execution', () => {
-      it('makes its next suspension due at once, even with a later or no wake time; the mark does not outlive it', async () => {
-        const now = Date.now();
-        const marked = freshId('mark-none');
-        const timed = freshId('mark-timer');
-        const quiet = freshId('mark-quiet');
-        const mine = (ids: readonly string[]) =>
-          ids.filter((id) => id === marked || id === timed || id === quiet).sort();
-        for (const id of [marked, timed, quiet]) {
-          await store.append([env(id, 0)], { status: 'running' });
-        }
-        // Sent while they run (before the suspension the driver is about to write).
-        await store.sendSignal({ executionId: marked, name: 'go', payload: null });
-        await store.sendSignal({ executionId: timed, name: 'go', payload: null });
-        // A running execution is never due, mark or not.
-        const dueIds = async () =>
-          mine(
-            (await store.findExecutions({ dueAtOrBeforeMs: now + 60_000 })).map(
-              (row) => row.executionId,
-            ),
-          );
-        expect(await dueIds()).toEqual([]);
-        expect(mine(await store.claimDue(now + 60_000, 100))).toEqual([]);
-        await store.append([env(marked, 1)], { status: 'suspended' });
-        await store.append([env(timed, 1)], { status: 'suspended', wakeAtMs: now + 3_600_000 });
-        await store.append([env(quiet, 1)], { status: 'suspended' });
-        expect(await dueIds()).toEqual([marked, timed].sort());
-        expect(mine(await store.claimDue(now + 60_000, 100))).toEqual([marked, timed].sort());
-        // Claimed (running again, the mark cleared): its next suspension has its own wake only.
-        await store.append([env(timed, 2)], { status: 'suspended', wakeAtMs: now + 3_600_000 });
-        expect(mine(await store.claimDue(now + 60_000, 100))).toEqual([]);
-        const [row] = await store
-          .findExecutions({ afterExecutionId: '', limit: 1_000 })
-          .then((rows) => rows.filter((r) => r.executionId === timed));
-        expect(row?.wakeAtMs).toBe(now + 3_600_000);
-      });
-    });
-
     describe('subscribe', () => {
       it('catches up, then delivers live appends in order', async () => {
         const id = freshId();

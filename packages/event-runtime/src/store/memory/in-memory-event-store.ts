@@ -23,7 +23,7 @@ import type {
 import { admitAppend } from '../../internal/admit-append.js';
 import { AppendSignal } from '../../internal/append-signal.js';
 import { checkClaimDue } from '../../internal/claim-due-arguments.js';
-import { matchesIndexFilter, mergeIndexUpdate, signalWake } from '../../internal/index-filter.js';
+import { matchesIndexFilter, mergeIndexUpdate } from '../../internal/index-filter.js';
 import { decodePayload } from '../../internal/json-codec.js';
 import {
   checkExecutionId,
@@ -183,7 +183,7 @@ export class InMemoryEventStore implements EventStore {
     });
     this.inboxes.set(executionId, inbox);
     if (key !== undefined) this.signalKeys.set(key, signalId);
-    signalWake(entry, prepared.at);
+    if (entry?.status === 'suspended') entry.wakeAtMs = prepared.at;
     return { signalId, duplicate: false };
   }
 

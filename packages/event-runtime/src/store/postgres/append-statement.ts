@@ -50,11 +50,7 @@ export function appendStatement(
   FROM inserted
   HAVING count(*) > 0
   ON CONFLICT (execution_id) DO UPDATE
-    SET status = excluded.status,
-        -- A suspension keeps the mark a signal left while the execution ran (mergeIndexUpdate).
-        wake_at_ms = CASE WHEN excluded.status = 'suspended' AND x.status = 'running'
-          AND x.wake_at_ms IS NOT NULL THEN least(x.wake_at_ms, excluded.wake_at_ms)
-          ELSE excluded.wake_at_ms END,
+    SET status = excluded.status, wake_at_ms = excluded.wake_at_ms,
         updated_at_ms = excluded.updated_at_ms, settled_as = excluded.settled_as
 )`
     : '';

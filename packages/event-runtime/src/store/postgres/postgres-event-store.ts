@@ -387,8 +387,7 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
 
   /**
    * Puts a signal in the execution's inbox and, when the execution is suspended, sets its
-   * `wake_at_ms` to now so `claimDue` picks it up (when it runs, marks it for its next
-   * suspension, see {@link EventStore.sendSignal}): one statement, so one round trip unless
+   * `wake_at_ms` to now so `claimDue` picks it up: one statement, so one round trip unless
    * another sender to the same execution got in first (then it is sent again, at most
    * `sendSignalAttemptsMax` times; see send-signal-statement.ts). A repeated idempotency key
    * returns the first signal's id with `duplicate: true`.

@@ -74,10 +74,9 @@ export function sendSignalStatement(quotedSchema: string, schema: string): PgSta
   ON CONFLICT DO NOTHING
   RETURNING signal_id
 ), woken AS (
-  UPDATE ${quotedSchema}.executions x
-  SET wake_at_ms = coalesce(CASE WHEN x.status = 'running' THEN x.wake_at_ms END, $5::bigint)
+  UPDATE ${quotedSchema}.executions x SET wake_at_ms = $5::bigint
   FROM target t, inserted i
-  WHERE x.execution_id = $1::text AND t.status IN ('suspended', 'running')
+  WHERE x.execution_id = $1::text AND t.status = 'suspended'
 )
 SELECT
   CASE

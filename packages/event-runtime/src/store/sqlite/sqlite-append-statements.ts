@@ -17,11 +17,7 @@ const upsertExecutionSql =
   'INSERT INTO loom_executions (execution_id, status, wake_at_ms, updated_at_ms, ' +
   'settled_as, flow, version, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ' +
   'ON CONFLICT (execution_id) DO UPDATE SET status = excluded.status, ' +
-  // A suspension keeps the mark a signal left while the execution ran (mergeIndexUpdate).
-  "wake_at_ms = CASE WHEN excluded.status = 'suspended' AND loom_executions.status = 'running' " +
-  'AND loom_executions.wake_at_ms IS NOT NULL THEN min(loom_executions.wake_at_ms, ' +
-  'coalesce(excluded.wake_at_ms, loom_executions.wake_at_ms)) ELSE excluded.wake_at_ms END, ' +
-  'updated_at_ms = excluded.updated_at_ms, ' +
+  'wake_at_ms = excluded.wake_at_ms, updated_at_ms = excluded.updated_at_ms, ' +
   'settled_as = excluded.settled_as';
 
 /** The statements of an append. */

@@ -459,10 +459,7 @@ export class SqliteEventStore implements TransactionalEventStore, BatchAppending
             signal.idempotencyKey,
             signal.at,
           );
-          // Suspended: due now; running: the mark its next suspension keeps (the upsert's CASE).
-          if (status === 'suspended' || status === 'running') {
-            statements.wakeSuspended.run(signal.at, executionId);
-          }
+          if (status === 'suspended') statements.wakeSuspended.run(signal.at, executionId);
           return { signalId, duplicate: false };
         })
         .immediate();

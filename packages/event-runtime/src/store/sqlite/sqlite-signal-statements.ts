@@ -20,9 +20,7 @@ const insertSignalSql =
 
 /** A signal to a suspended execution makes it due now, so `claimDue` picks it up. */
 const wakeSuspendedSql =
-  // Suspended: due now. Running: the mark its next suspension keeps (see the append's upsert).
-  "UPDATE loom_executions SET wake_at_ms = coalesce(CASE WHEN status = 'running' THEN wake_at_ms END, ?) " +
-  "WHERE execution_id = ? AND status IN ('suspended', 'running')";
+  "UPDATE loom_executions SET wake_at_ms = ? WHERE execution_id = ? AND status = 'suspended'";
 
 /** The inbox in arrival order. */
 const readSignalsSql =
