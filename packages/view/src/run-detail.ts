@@ -37,6 +37,12 @@ export interface TimelineEntry {
   readonly sequence: number;
   /** Failed attempts before the last (retried steps). */
   readonly failedAttempts: number;
+  /**
+   * Times a resume found this step's attempt in flight (`step.interrupted`: its process died, or
+   * another node took the run over) and ran it again. Past the runtime's `stepInterruptionsMax`
+   * the step fails with `STEP_POISONED`.
+   */
+  readonly interruptions: number;
   /** A step's result, a received signal's payload, a child's output. */
   readonly result?: JsonValue;
   /** A failed step's or child's error message. */

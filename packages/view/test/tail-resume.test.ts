@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { StoredEvent } from '@loom/event-runtime';
 import { createRuntime, defineFlow } from '@loom/workflow-runtime';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runCli } from '../src/index.js';
+import { type RunDetail, runCli } from '../src/index.js';
 import { dbTargets } from './db-targets.js';
 import { eventually, loom } from './fixture.js';
 
@@ -151,6 +151,11 @@ describe.each(targets)('loom tail (every run) and loom resume on $name', (target
       ) as StoredEvent[];
       expect(events.filter((e) => e.type === 'execution.completed')).toHaveLength(1);
       expect(events.at(-1)?.payload).toMatchObject({ output: 'done on call 2' });
+      // The rescuer found the owner's call in flight: the timeline counts the interruption.
+      const shown = await loom(['show', 'stuck-1', '--json'], env);
+      const [call] = (JSON.parse(shown.stdout) as RunDetail).timeline;
+      expect(call).toMatchObject({ name: 'call', status: 'completed', interruptions: 1 });
+      expect((await loom(['show', 'stuck-1'], env)).stdout).toContain('interrupted 1x');
     } finally {
       release();
       await owner.shutdown();

@@ -92,6 +92,7 @@ export function foldRun(
       durationMs: null,
       sequence: event.sequence,
       failedAttempts: 0,
+      interruptions: 0,
       ...fields,
     };
     folded.timeline.push(entry);
@@ -138,10 +139,14 @@ export function foldRun(
         });
         break;
       }
-      case EventType.stepAttemptFailed: {
+      case EventType.stepAttemptFailed:
+      case EventType.stepInterrupted: {
         const found = open.get(`step:${index}`);
         if (found !== undefined) {
-          const entry = { ...found.entry, failedAttempts: found.entry.failedAttempts + 1 };
+          const entry =
+            event.type === EventType.stepInterrupted
+              ? { ...found.entry, interruptions: found.entry.interruptions + 1 }
+              : { ...found.entry, failedAttempts: found.entry.failedAttempts + 1 };
           found.entry = entry;
           folded.timeline[found.at] = entry;
         }

@@ -88,7 +88,13 @@ export function formatDetail(detail: RunDetail): string {
           e.status,
           time(e.startedAtMs),
           e.durationMs === null ? '' : String(e.durationMs),
-          e.error ?? e.childId ?? (e.result === undefined ? '' : preview(e.result)),
+          [
+            e.interruptions === 0 ? '' : `interrupted ${e.interruptions}x`,
+            e.failedAttempts === 0 ? '' : `${e.failedAttempts} failed attempts`,
+            e.error ?? e.childId ?? (e.result === undefined ? '' : preview(e.result)),
+          ]
+            .filter((part) => part !== '')
+            .join('; '),
         ]),
       ),
     );
