@@ -36,8 +36,9 @@ function life(
     child.on('error', reject);
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      if (code !== 0 && signal !== 'SIGKILL') {
-        reject(new Error(`worker exited ${code}: ${stderr}`));
+      // Only the life told to die may end by SIGKILL; any other was killed at its deadline.
+      if (code !== 0 && (signal !== 'SIGKILL' || env.DIE !== '1')) {
+        reject(new Error(`worker exited ${code} (${signal}): ${stderr}`));
         return;
       }
       resolve({ code, signal, line: stdout.trim() });

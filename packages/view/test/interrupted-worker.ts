@@ -76,3 +76,5 @@ while (line === undefined) {
 }
 console.log(line);
 await flows.shutdown();
+// A run left waiting keeps its result() promise, which holds the process open: this life is over.
+process.exit(0);
