@@ -1,10 +1,12 @@
 import pg from 'pg';
 import { afterAll } from 'vitest';
+import { CoalescingEventStore } from '../coalescing-event-store.js';
+import type { EventStore } from '../event-store.js';
 import { PostgresEventStore } from '../store/postgres/postgres-event-store.js';
 import { PostgresLeaseStore } from '../store/postgres/postgres-lease-store.js';
 import { PostgresSnapshotStore } from '../store/postgres/postgres-snapshot-store.js';
 import { ManualClock } from '../testing/manual-clock.js';
-import { runtimeConformance } from '../testing/runtime-conformance.js';
+import { type RuntimeHarness, runtimeConformance } from '../testing/runtime-conformance.js';
 
 const url = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
 const schemas: string[] = [];
@@ -16,33 +18,51 @@ afterAll(async () => {
   await admin.end();
 });
 
-runtimeConformance('postgres', async () => {
-  const clock = new ManualClock();
-  const schema = `loom_rt_${process.pid}_${++counter}`;
-  schemas.push(schema);
-  const store = await PostgresEventStore.open({ connectionString: url, schema, clock });
-  await store.migrate();
-  const leases = await PostgresLeaseStore.open({ pool: store.connectionPool, schema, clock });
-  const snapshots = await PostgresSnapshotStore.open({ pool: store.connectionPool, schema });
-  return {
-    store,
-    leases,
-    snapshots,
-    clock,
-    countRows: async (executionId) =>
-      Number(
-        (
-          await admin.query(
-            `SELECT count(*) AS n FROM "${schema}".events WHERE execution_id = $1`,
-            [executionId],
-          )
-        ).rows[0].n,
-      ),
-    close: async () => {
-      await leases.close();
-      await snapshots.close();
-      await store.close();
-      await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    },
+/**
+ * The stores of a fresh schema on a manual clock; `wrap` decorates the event store the runtime
+ * sees (its close closes the Postgres store under it).
+ */
+function harness(
+  prefix: string,
+  wrap: (store: PostgresEventStore, clock: ManualClock) => EventStore = (store) => store,
+): () => Promise<RuntimeHarness> {
+  return async () => {
+    const clock = new ManualClock();
+    const schema = `${prefix}_${process.pid}_${++counter}`;
+    schemas.push(schema);
+    const postgres = await PostgresEventStore.open({ connectionString: url, schema, clock });
+    await postgres.migrate();
+    const store = wrap(postgres, clock);
+    const leases = await PostgresLeaseStore.open({ pool: postgres.connectionPool, schema, clock });
+    const snapshots = await PostgresSnapshotStore.open({ pool: postgres.connectionPool, schema });
+    return {
+      store,
+      leases,
+      snapshots,
+      clock,
+      countRows: async (executionId) =>
+        Number(
+          (
+            await admin.query(
+              `SELECT count(*) AS n FROM "${schema}".events WHERE execution_id = $1`,
+              [executionId],
+            )
+          ).rows[0].n,
+        ),
+      close: async () => {
+        await leases.close();
+        await snapshots.close();
+        await store.close();
+        await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      },
+    };
   };
-});
+}
+
+runtimeConformance('postgres', harness('loom_rt'));
+
+// What a runtime would see if the coalescing store were the Postgres default (ADR 0030).
+runtimeConformance(
+  'coalescing over postgres',
+  harness('loom_rtc', (store, clock) => new CoalescingEventStore(store, { clock })),
+);
