@@ -215,7 +215,10 @@ async function postgresAppends(context: RunContext, target: PgTarget) {
 type SqliteVariant = 'store FULL' | 'raw FULL' | 'store NORMAL' | 'raw NORMAL';
 
 /** The raw SQLite floor: WAL, one `BEGIN IMMEDIATE; INSERT; COMMIT` per event, same columns. */
-function rawSqliteAppender(path: string, synchronous: 'FULL' | 'NORMAL') {
+export function rawSqliteAppender(
+  path: string,
+  synchronous: 'FULL' | 'NORMAL',
+): { append: AppendOnce; close: () => void } {
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
   db.pragma(`synchronous = ${synchronous}`);
@@ -241,7 +244,12 @@ function rawSqliteAppender(path: string, synchronous: 'FULL' | 'NORMAL') {
   const append: AppendOnce = async (executionId, sequence) => {
     once.immediate(executionId, sequence);
   };
-  return { append, close: () => db.close() };
+  return {
+    append,
+    close: () => {
+      db.close();
+    },
+  };
 }
 
 async function sqliteAppends(context: RunContext) {

@@ -13,6 +13,11 @@
  * Then SQLite (synchronous=FULL): per-event against coalesced (one transaction per batch), at
  * LOOM_BENCH_SQLITE_CONCS (default 1,8,64; empty string: none), maxBatch 16 and 64.
  *
+ * Then P4: 1-step no-op flows on SQLite FULL, per-event against coalesced (maxBatch 64: group
+ * commit across executions), beside the raw one-transaction-per-event floor measured in the same
+ * repeats, at LOOM_BENCH_SQLITE_FLOW_CONCS (default 16,64; empty string: none), with
+ * LOOM_BENCH_SQLITE_EXECS executions per cell (default 1024).
+ *
  * Knobs: LOOM_BENCH_PG_URL, LOOM_BENCH_CONCS (default 8,32,64; empty string: no
  * Postgres append cells), LOOM_BENCH_COALESCE_EVENTS
  * (appends per cell, default 2048), LOOM_BENCH_REPEATS (default 5), LOOM_BENCH_MAX_BATCHES
@@ -22,14 +27,24 @@
  *
  * Usage: pnpm --filter @loom/bench-throughput bench:coalesce
  */
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { CoalescingEventStore, type EventStore } from '@loom/event-runtime';
 import { PostgresEventStore } from '@loom/event-runtime/postgres';
 import pg from 'pg';
-import { type AppendMeasurement, measureAppends, storeAppender } from './append-suite.js';
+import {
+  type AppendMeasurement,
+  measureAppends,
+  rawSqliteAppender,
+  storeAppender,
+} from './append-suite.js';
 import {
   type BenchBackend,
   dropPostgres,
   openPostgres,
+  openSqlite,
   type PgTarget,
   pgPoolSize,
   reachPostgres,
@@ -57,6 +72,11 @@ const sqliteConcurrencies =
   process.env.LOOM_BENCH_SQLITE_CONCS === ''
     ? []
     : list(process.env.LOOM_BENCH_SQLITE_CONCS, [1, 8, 64]);
+const sqliteFlowConcurrencies =
+  process.env.LOOM_BENCH_SQLITE_FLOW_CONCS === ''
+    ? []
+    : list(process.env.LOOM_BENCH_SQLITE_FLOW_CONCS, [16, 64]);
+const sqliteFlowExecutions = Number(process.env.LOOM_BENCH_SQLITE_EXECS || 1024);
 const eventsPerCell = Number(process.env.LOOM_BENCH_COALESCE_EVENTS || 2048);
 const repeats = Number(process.env.LOOM_BENCH_REPEATS || 5);
 const goalRatio = 2.5;
@@ -84,6 +104,7 @@ async function main(): Promise<void> {
     if (sqliteConcurrencies.length > 0) {
       await sqliteCoalesceCells(sqliteConcurrencies, [16, 64], eventsPerCell, repeats);
     }
+    if (sqliteFlowConcurrencies.length > 0) await sqliteFlowCells();
     return;
   }
   const before = readCpuJiffies();
@@ -165,6 +186,7 @@ async function main(): Promise<void> {
     if (sqliteConcurrencies.length > 0) {
       await sqliteCoalesceCells(sqliteConcurrencies, [16, 64], eventsPerCell, repeats);
     }
+    if (sqliteFlowConcurrencies.length > 0) await sqliteFlowCells();
     console.log(`\nwall time ${((Date.now() - startedAt.getTime()) / 1000).toFixed(0)} s`);
   } finally {
     for (const variant of variants) await variant.store.close();
@@ -184,85 +206,175 @@ interface FlowCell {
 async function flowCells(target: PgTarget): Promise<void> {
   const plain = await openPostgres(target);
   const coalescing = new CoalescingEventStore(plain.events, { maxBatch: 64, maxInFlight });
-  const backends: Array<[string, BenchBackend]> = [
-    ['per-event', plain],
-    ['coalesced 64', { ...plain, events: coalescing }],
-  ];
-  const cells: FlowCell[] = [];
   try {
-    for (const concurrency of flowConcurrencies) {
-      const executions = roundToConcurrency(flowExecutions, concurrency);
-      for (let repeat = 0; repeat < repeats; repeat++) {
-        for (const [variant, backend] of rotatingOrder(backends, repeat)) {
-          process.stderr.write(
-            `flows c=${concurrency} ${variant} repeat ${repeat + 1}/${repeats}\n`,
-          );
-          const result = await runExecutionCell(
-            backend,
-            {
-              cellId: `p3-${variant.replace(' ', '')}-c${concurrency}-r${repeat}`,
-              steps: 1,
-              effectMs: 0,
-              concurrency,
-              executions,
-              ids: 'caller',
-              leaseMode: 'off',
-            },
-            () => {},
-          );
-          cells.push({ variant, concurrency, repeat, result });
-        }
-      }
-    }
+    await compareFlows(
+      'P3 beside it: 1-step no-op flows through the kernel runtime (leases off)',
+      [
+        ['per-event', plain],
+        ['coalesced 64', { ...plain, events: coalescing }],
+      ],
+      flowConcurrencies,
+      flowExecutions,
+    );
   } finally {
     await coalescing.close();
     await plain.close().catch(() => undefined);
   }
+}
+
+/**
+ * P4: 1-step flows on SQLite (`synchronous=FULL`), one transaction per append against the
+ * coalescing store's one transaction per batch (group commit across executions), beside the
+ * raw floor measured in the same repeats: better-sqlite3 with one `BEGIN IMMEDIATE; INSERT;
+ * COMMIT` per event, at the same concurrency.
+ */
+async function sqliteFlowCells(): Promise<void> {
+  const directory = mkdtempSync(join(tmpdir(), 'loom-bench-p4-'));
+  const plain = openSqlite(directory, 'p4-per-event', 'FULL');
+  const grouped = openSqlite(directory, 'p4-coalesced', 'FULL');
+  const coalescing = new CoalescingEventStore(grouped.events, { maxBatch: 64 });
+  const raw = rawSqliteAppender(join(directory, 'p4-raw.db'), 'FULL');
+  try {
+    await compareFlows(
+      'P4: 1-step no-op flows on SQLite FULL (leases off), group commit against one transaction per append',
+      [
+        ['per-event', plain],
+        ['coalesced 64', { ...grouped, events: coalescing }],
+      ],
+      sqliteFlowConcurrencies,
+      sqliteFlowExecutions,
+      async (concurrency, repeat) =>
+        (
+          await measureAppends(
+            raw.append,
+            `p4-raw-c${concurrency}-r${repeat}`,
+            concurrency,
+            roundToConcurrency(sqliteFlowExecutions, concurrency),
+            () => {},
+          )
+        ).eventsPerSec,
+    );
+  } finally {
+    await coalescing.close();
+    await plain.close().catch(() => undefined);
+    await grouped.close().catch(() => undefined);
+    raw.close();
+    rmSync(directory, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Runs 1-step flow cells on each backend, interleaved in rotating order per repeat, and prints
+ * exec/s with the ratio to the first backend of the same repeat. With `floor`, a raw append
+ * loop measured at the same concurrency in the same repeat (events/s) is printed beside it,
+ * with each backend's exec/s ÷ that floor.
+ */
+async function compareFlows(
+  title: string,
+  backends: Array<[string, BenchBackend]>,
+  concurrencies: readonly number[],
+  requestedExecutions: number,
+  floor?: (concurrency: number, repeat: number) => Promise<number>,
+): Promise<void> {
+  const baseline = backends[0]?.[0] as string;
+  const cells: FlowCell[] = [];
+  const floors: Array<{ concurrency: number; repeat: number; eventsPerSec: number }> = [];
+  for (const concurrency of concurrencies) {
+    const executions = roundToConcurrency(requestedExecutions, concurrency);
+    for (let repeat = 0; repeat < repeats; repeat++) {
+      for (const [variant, backend] of rotatingOrder(backends, repeat)) {
+        process.stderr.write(`flows c=${concurrency} ${variant} repeat ${repeat + 1}/${repeats}\n`);
+        const result = await runExecutionCell(
+          backend,
+          {
+            cellId: `${backend.kind}-${variant.replace(' ', '')}-c${concurrency}-r${repeat}`,
+            steps: 1,
+            effectMs: 0,
+            concurrency,
+            executions,
+            ids: 'caller',
+            leaseMode: 'off',
+          },
+          () => {},
+        );
+        cells.push({ variant, concurrency, repeat, result });
+      }
+      if (floor !== undefined) {
+        process.stderr.write(`raw floor c=${concurrency} repeat ${repeat + 1}/${repeats}\n`);
+        floors.push({ concurrency, repeat, eventsPerSec: await floor(concurrency, repeat) });
+      }
+    }
+  }
+  const range = (values: number[], format: (value: number) => string) =>
+    `${format(median(values))} (${format(Math.min(...values))}..${format(Math.max(...values))})`;
   const rows: string[][] = [];
-  for (const concurrency of flowConcurrencies) {
+  for (const concurrency of concurrencies) {
+    const floorOf = (repeat: number) =>
+      floors.find((entry) => entry.concurrency === concurrency && entry.repeat === repeat)
+        ?.eventsPerSec ?? Number.NaN;
     for (const [variant] of backends) {
       const mine = cells.filter(
         (cell) => cell.variant === variant && cell.concurrency === concurrency,
       );
-      const rates = mine.map((cell) => cell.result.execPerSec);
       const ratios = mine.map((cell) => {
         const base = cells.find(
           (other) =>
-            other.variant === 'per-event' &&
+            other.variant === baseline &&
             other.concurrency === concurrency &&
             other.repeat === cell.repeat,
         );
         return cell.result.execPerSec / (base?.result.execPerSec ?? Number.NaN);
       });
-      rows.push([
+      const row = [
         `${concurrency}`,
         variant,
-        `${formatCount(median(rates))} (${formatCount(Math.min(...rates))}..${formatCount(Math.max(...rates))})`,
-        variant === 'per-event'
-          ? ''
-          : `${formatRatio(median(ratios))} (${formatRatio(Math.min(...ratios))}..${formatRatio(Math.max(...ratios))})`,
-        median(mine.map((cell) => cell.result.roundTripsPerExecution ?? Number.NaN)).toFixed(2),
-        median(mine.map((cell) => cell.result.clientAndDbCpuMsPerExecution ?? Number.NaN)).toFixed(
-          2,
+        range(
+          mine.map((cell) => cell.result.execPerSec),
+          formatCount,
         ),
+        variant === baseline ? '' : range(ratios, formatRatio),
+      ];
+      if (floor !== undefined) {
+        row.push(
+          range(
+            mine.map((cell) => floorOf(cell.repeat)),
+            formatCount,
+          ),
+          range(
+            mine.map((cell) => cell.result.execPerSec / floorOf(cell.repeat)),
+            formatRatio,
+          ),
+        );
+      } else {
+        row.push(
+          median(mine.map((cell) => cell.result.roundTripsPerExecution ?? Number.NaN)).toFixed(2),
+          median(
+            mine.map((cell) => cell.result.clientAndDbCpuMsPerExecution ?? Number.NaN),
+          ).toFixed(2),
+        );
+      }
+      row.push(
         `${formatMs(median(mine.map((cell) => cell.result.latencyMs.p50)))} / ${formatMs(median(mine.map((cell) => cell.result.latencyMs.p99)))}`,
-      ]);
+      );
+      rows.push(row);
     }
   }
-  console.log('\nP3 beside it: 1-step no-op flows through the kernel runtime (leases off)\n');
+  const headers = [
+    'c',
+    'store',
+    'exec/s median (min..max)',
+    `÷ ${baseline}, same repeat`,
+    ...(floor === undefined
+      ? ['Postgres statements per execution', 'node + pg CPU ms/execution']
+      : ['raw floor, events/s (one transaction each)', 'exec/s ÷ floor, same repeat']),
+    'p50 / p99 ms',
+  ];
+  console.log(`\n${title}\n`);
   console.log(
     markdownTable(
-      [
-        'c',
-        'store',
-        'exec/s median (min..max)',
-        '÷ per-event, same repeat',
-        'Postgres statements per execution',
-        'node + pg CPU ms/execution',
-        'p50 / p99 ms',
-      ],
+      headers,
       rows,
-      ['right', 'left', 'right', 'right', 'right', 'right', 'right'],
+      headers.map((_, index) => (index === 1 ? 'left' : 'right')),
     ),
   );
 }
