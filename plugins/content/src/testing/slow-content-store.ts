@@ -17,6 +17,9 @@ export interface RoundTripCounts {
  */
 export class SlowContentStore implements ContentStore {
   readonly counts: RoundTripCounts = { puts: 0, gets: 0, getManys: 0, has: 0, deletes: 0 };
+  /** Most round trips in flight at once since the last {@link reset}. */
+  maxInFlight = 0;
+  private inFlight = 0;
   readonly getMany?: NonNullable<ContentStore['getMany']>;
 
   constructor(
@@ -44,6 +47,7 @@ export class SlowContentStore implements ContentStore {
   }
 
   reset(): void {
+    this.maxInFlight = 0;
     for (const key of Object.keys(this.counts) as Array<keyof RoundTripCounts>)
       this.counts[key] = 0;
   }
@@ -76,8 +80,11 @@ export class SlowContentStore implements ContentStore {
     return this.inner.close();
   }
 
-  private trip(): Promise<void> {
+  private async trip(): Promise<void> {
+    this.inFlight += 1;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
     const ms = this.options.roundTripMs ?? 0;
-    return new Promise((resolve) => setTimeout(resolve, ms));
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    this.inFlight -= 1;
   }
 }
