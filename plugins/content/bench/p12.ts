@@ -27,7 +27,7 @@ const shapes: Array<[string, (work: P12Workload) => Promise<unknown>]> = [
     'one bare round trip (get of one key)',
     async (work) => {
       const [event] = await work.log.read(work.executionId);
-      const ref = (event?.payload as { result: { $content: `sha256:${string}` } }).result;
+      const ref = (event!.payload as { result: { $content: `sha256:${string}` } }).result;
       return work.withGetMany.get(ref.$content);
     },
   ],

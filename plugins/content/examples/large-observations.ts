@@ -20,18 +20,23 @@ const store = contentResolvingEventStore(
 // A 300 KB tool observation becomes a reference in the log; reads give the full payload back.
 const observation = 'row,'.repeat(75_000);
 await store.append([
-  { executionId: 'agent-1', sequence: 0, type: 'tool.observed', payload: { tool: 'sql', observation } },
+  {
+    executionId: 'agent-1',
+    sequence: 0,
+    type: 'tool.observed',
+    payload: { tool: 'sql', observation },
+  },
 ]);
 const [stored] = await log.read('agent-1');
 export const inTheLog = stored?.payload; // { tool: 'sql', observation: { $content: 'sha256:…', bytes: 300002 } }
 const [read] = await store.read('agent-1');
-export const readBack = (read?.payload as { observation: string }).observation.length; // 300000
+export const readBack = (read!.payload as { observation: string }).observation.length; // 300000
 
 // Erasing the content: the read shows a marker, and the hash chain still verifies.
 const ref = (inTheLog as { observation: { $content: `sha256:${string}` } }).observation;
 await content.delete(ref.$content);
 const [erased] = await store.read('agent-1');
-export const missing = isMissingContent((erased?.payload as { observation: unknown }).observation); // true
+export const missing = isMissingContent((erased!.payload as { observation: unknown }).observation); // true
 export const verified = (await store.verify('agent-1')).ok; // true
 await store.close();
 await content.close();

@@ -76,9 +76,11 @@ describe('cachingContentStore', () => {
     await cache.get(a.$content); // a is now the most recently used
     const c = await cache.put(new Uint8Array(40).fill(3));
     expect(cache.cachedBytes).toBe(80);
-    expect([cache.isCached(a.$content), cache.isCached(b.$content), cache.isCached(c.$content)]).toEqual(
-      [true, false, true],
-    );
+    expect([
+      cache.isCached(a.$content),
+      cache.isCached(b.$content),
+      cache.isCached(c.$content),
+    ]).toEqual([true, false, true]);
     const huge = await cache.put(new Uint8Array(101));
     expect(cache.isCached(huge.$content)).toBe(false);
     expect(cache.cachedBytes).toBe(80);

@@ -11,6 +11,8 @@ export interface CachingContentStoreOptions {
 
 /** A content store with a cache in front, and what the cache holds. */
 export interface CachingContentStore extends ContentStore {
+  /** One round trip for the keys not cached (one `getMany`, or parallel `get`s below it). */
+  getMany: NonNullable<ContentStore['getMany']>;
   /** Bytes of content in the cache now (≤ `bytesMax`). */
   readonly cachedBytes: number;
   /** Whether `key` is in the cache now (for tests and metrics; no backend call). */
@@ -99,7 +101,9 @@ class ContentCache implements CachingContentStore {
     return this.inner.close();
   }
 
-  private async readMany(keys: readonly ContentKey[]): Promise<ReadonlyMap<ContentKey, Uint8Array>> {
+  private async readMany(
+    keys: readonly ContentKey[],
+  ): Promise<ReadonlyMap<ContentKey, Uint8Array>> {
     const found = new Map<ContentKey, Uint8Array>();
     const misses: ContentKey[] = [];
     for (const key of new Set(keys)) {

@@ -106,7 +106,7 @@ for (const [name, setUp] of backends) {
       const fieldText = JSON.stringify(payload.result);
       const ref = { $content: keyOfText(fieldText), bytes: Buffer.byteLength(fieldText) };
       expect(raw?.payload).toEqual({ name: 'fetch', result: ref, n: -0 });
-      expect(isContentRef((raw?.payload as Record<string, JsonValue>).result)).toBe(true);
+      expect(isContentRef((raw!.payload as Record<string, JsonValue>).result)).toBe(true);
       // The chain covers the stored form: the reference, whose key is the content's hash.
       const storedText = `{"name":"fetch","result":${JSON.stringify(ref)},"n":-0}`;
       const hash = createHash('sha256')
@@ -116,7 +116,7 @@ for (const [name, setUp] of backends) {
       expect(stored?.hash).toBe(hash);
       const [read] = await store.read(id);
       expect(read?.payload).toEqual(payload);
-      expect(Object.is((read?.payload as { n: number }).n, -0)).toBe(true);
+      expect(Object.is((read!.payload as { n: number }).n, -0)).toBe(true);
       expect(await store.verify(id)).toMatchObject({ ok: true, events: 1 });
     });
 
@@ -276,7 +276,7 @@ describe('stores without getMany', () => {
     const [first, second] = await Promise.all([store.read(id), store.read(id)]);
     expect(content.counts.gets).toBe(5);
     expect(second).toEqual(first);
-    expect((first[7]?.payload as { result: string }).result).toBe(big('r2', 100));
+    expect((first[7]!.payload as { result: string }).result).toBe(big('r2', 100));
   });
 });
 

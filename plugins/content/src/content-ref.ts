@@ -56,7 +56,8 @@ export function checkContentKey(value: unknown): ContentKey {
 
 /** Throws `INVALID_ARGUMENT` unless `value` is a list of well-formed keys (each `CONTENT_REF_INVALID`). */
 export function checkContentKeys(value: unknown): readonly ContentKey[] {
-  if (!Array.isArray(value)) throw invalidArgument('refs', 'getMany takes an array of content keys');
+  if (!Array.isArray(value))
+    throw invalidArgument('refs', 'getMany takes an array of content keys');
   for (const key of value) checkContentKey(key);
   return value as ContentKey[];
 }

@@ -77,8 +77,13 @@ class ContentResolvingEventStore extends ForwardingEventStore {
         if (!isContentRef(value)) continue;
         payload ??= { ...event.payload };
         const text = texts.get(value.$content);
-        const missing: MissingContent = { $content: value.$content, bytes: value.bytes, missing: true };
-        payload[name] = text === undefined ? (missing as unknown as JsonValue) : decodePayload(text);
+        const missing: MissingContent = {
+          $content: value.$content,
+          bytes: value.bytes,
+          missing: true,
+        };
+        payload[name] =
+          text === undefined ? (missing as unknown as JsonValue) : decodePayload(text);
       }
       return payload === undefined ? event : { ...event, payload };
     });

@@ -83,7 +83,11 @@ contentStoreConformance('sqlite', async (options) => {
 
 contentStoreConformance('postgres', async (options) => {
   const schema = spare.freshSchema();
-  const store = await PostgresContentStore.open({ connectionString: pgTestUrl, schema, ...options });
+  const store = await PostgresContentStore.open({
+    connectionString: pgTestUrl,
+    schema,
+    ...options,
+  });
   const peers: ContentStore[] = [];
   return {
     store,

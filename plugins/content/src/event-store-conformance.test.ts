@@ -7,16 +7,12 @@
 import { type EventStore, InMemoryEventStore } from '@loom/event-runtime';
 import { PostgresEventStore } from '@loom/event-runtime/postgres';
 import { SqliteEventStore } from '@loom/event-runtime/sqlite';
-import {
-  eventStoreConformance,
-  sameProcessPeer,
-  storedRows,
-} from '@loom/event-runtime/testing';
+import { eventStoreConformance, sameProcessPeer, storedRows } from '@loom/event-runtime/testing';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { cachingContentStore } from './caching-content-store.js';
-import type { ContentStore } from './content-store.js';
 import { contentResolvingEventStore } from './content-resolving-event-store.js';
+import type { ContentStore } from './content-store.js';
 import { externalizingEventStore } from './externalizing-event-store.js';
 import { InMemoryContentStore } from './in-memory-content-store.js';
 import { SlowContentStore } from './testing/slow-content-store.js';

@@ -8,8 +8,8 @@ import type {
 import { decodePayload, encodePayload, prepareAppend } from '@loom/event-runtime/store-kit';
 import {
   type ContentKey,
-  type ContentRef,
   ContentLimits,
+  type ContentRef,
   contentKeyOf,
   isContentRef,
 } from './content-ref.js';
@@ -82,7 +82,13 @@ function externalize(
       moved.set(field.ref.$content, field.bytes);
     }
     const { executionId, sequence, type, at } = envelope;
-    rewritten[index] = { executionId, sequence, type, payload, ...(at === undefined ? {} : { at }) };
+    rewritten[index] = {
+      executionId,
+      sequence,
+      type,
+      payload,
+      ...(at === undefined ? {} : { at }),
+    };
   }
   return rewritten === undefined ? undefined : { envelopes: rewritten, moved };
 }

@@ -47,7 +47,9 @@ export class SqliteContentStore implements ContentStore {
   private constructor(db: Database.Database, contentBytesMax: number) {
     this.db = db;
     this.contentBytesMax = contentBytesMax;
-    this.insert = db.prepare('INSERT INTO loom_content (key, bytes) VALUES (?, ?) ON CONFLICT DO NOTHING');
+    this.insert = db.prepare(
+      'INSERT INTO loom_content (key, bytes) VALUES (?, ?) ON CONFLICT DO NOTHING',
+    );
     this.select = db.prepare('SELECT bytes FROM loom_content WHERE key = ?');
     this.selectMany = db.prepare(
       'SELECT key, bytes FROM loom_content WHERE key IN (SELECT value FROM json_each(?))',

@@ -64,8 +64,7 @@ const backends: Array<[string, () => Promise<Backend>]> = [
       const side = new Database(path);
       afterAll(() => side.close());
       return {
-        open: async () =>
-          wired(SqliteEventStore.open({ path }), SqliteContentStore.open({ path })),
+        open: async () => wired(SqliteEventStore.open({ path }), SqliteContentStore.open({ path })),
         countContent: async () =>
           (side.prepare('SELECT count(*) AS n FROM loom_content').get() as { n: number }).n,
       };
@@ -135,7 +134,8 @@ for (const [name, make] of backends) {
         // The log holds the reference; both executions share one stored copy.
         const fetched = (await second.log.read(ids[0] as string)).find(
           (event) =>
-            event.type === 'step.completed' && (event.payload as { name?: string }).name === 'fetch',
+            event.type === 'step.completed' &&
+            (event.payload as { name?: string }).name === 'fetch',
         );
         const raw = fetched?.payload as Record<string, JsonValue>;
         expect(isContentRef(raw.result)).toBe(true);
@@ -147,7 +147,9 @@ for (const [name, make] of backends) {
         await second.content.delete(ref.$content);
         const events = await second.store.read(ids[0] as string);
         const resolved = events.find((event) => event.sequence === fetched?.sequence);
-        expect(isMissingContent((resolved?.payload as Record<string, JsonValue>).result)).toBe(true);
+        expect(isMissingContent((resolved!.payload as Record<string, JsonValue>).result)).toBe(
+          true,
+        );
         for (const id of ids) expect(await second.store.verify(id)).toMatchObject({ ok: true });
       } finally {
         await after.shutdown();

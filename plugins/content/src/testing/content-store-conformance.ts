@@ -159,7 +159,9 @@ export function contentStoreConformance(
 
     it('bytes that are not a Uint8Array are INVALID_ARGUMENT, and nothing is stored', async () => {
       for (const bad of ['text', [1, 2], null, undefined, new ArrayBuffer(2)]) {
-        expect(await codeOf(store.put(bad as unknown as Uint8Array))).toBe(ContentErrorCode.INVALID_ARGUMENT);
+        expect(await codeOf(store.put(bad as unknown as Uint8Array))).toBe(
+          ContentErrorCode.INVALID_ARGUMENT,
+        );
       }
       expect(await harness.countStored()).toBe(0);
     });
