@@ -2,6 +2,7 @@ import type { ContentKey, ContentRef } from './content-ref.js';
 import { checkContentKey, checkContentKeys } from './content-ref.js';
 import type { ContentStore } from './content-store.js';
 import { invalidArgument } from './errors.js';
+import { fetchMany } from './internal/fetch-many.js';
 
 /** Options of {@link cachingContentStore}. */
 export interface CachingContentStoreOptions {
@@ -146,23 +147,4 @@ class ContentCache implements CachingContentStore {
     this.entries.delete(key);
     this.bytes -= bytes.byteLength;
   }
-}
-
-/**
- * The content of `keys` from `store`: one `getMany` when the store has it, else one `get` per
- * distinct key, all in flight at once.
- */
-export async function fetchMany(
-  store: ContentStore,
-  keys: readonly ContentKey[],
-): Promise<ReadonlyMap<ContentKey, Uint8Array>> {
-  if (store.getMany !== undefined) return store.getMany(keys);
-  const distinct = [...new Set(keys)];
-  const values = await Promise.all(distinct.map((key) => store.get(key)));
-  const found = new Map<ContentKey, Uint8Array>();
-  distinct.forEach((key, index) => {
-    const bytes = values[index];
-    if (bytes !== undefined) found.set(key, bytes);
-  });
-  return found;
 }

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { JsonValue } from '@loom/event-runtime';
 import { ContentErrorCode, invalidArgument, LoomError } from './errors.js';
 
 /** A content key: `sha256:` and the 64 lowercase hex digits of the content's sha-256. */
@@ -84,13 +85,14 @@ export function contentBytesMaxOption(max: unknown): number {
   return max;
 }
 
-function isPlainRecord(value: unknown): value is Record<string, unknown> {
+/** True for a JSON object (not null, not an array): the payloads whose fields can move. */
+export function isRecord(value: unknown): value is Record<string, JsonValue> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** True when `value` is a {@link ContentRef}: exactly `$content` (a key) and `bytes` (a size). */
 export function isContentRef(value: unknown): value is ContentRef {
-  if (!isPlainRecord(value)) return false;
+  if (!isRecord(value)) return false;
   const keys = Object.keys(value);
   return (
     keys.length === 2 &&
@@ -103,7 +105,7 @@ export function isContentRef(value: unknown): value is ContentRef {
 /** True when `value` is what a read gives for content that is gone ({@link MissingContent}). */
 export function isMissingContent(value: unknown): value is MissingContent {
   return (
-    isPlainRecord(value) &&
+    isRecord(value) &&
     Object.keys(value).length === 3 &&
     isContentKey(value.$content) &&
     typeof value.bytes === 'number' &&

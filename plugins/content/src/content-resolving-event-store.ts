@@ -11,14 +11,17 @@ import type {
   SubscriptionHandler,
 } from '@loom/event-runtime';
 import { decodePayload } from '@loom/event-runtime/store-kit';
-import { type ContentKey, contentKeyOf, isContentRef, type MissingContent } from './content-ref.js';
+import {
+  type ContentKey,
+  contentKeyOf,
+  isContentRef,
+  isRecord,
+  type MissingContent,
+} from './content-ref.js';
 import type { ContentStore } from './content-store.js';
 import { ContentErrorCode, LoomError } from './errors.js';
+import { fetchMany } from './internal/fetch-many.js';
 import { ForwardingEventStore } from './internal/forwarding-event-store.js';
-
-function isRecord(value: unknown): value is Record<string, JsonValue> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** The distinct content keys referenced by top-level payload fields of `events`. */
 function referencedKeys(events: readonly StoredEvent[]): Set<ContentKey> {
@@ -91,7 +94,7 @@ class ContentResolvingEventStore extends ForwardingEventStore {
 
   /** The content of `keys` as text, each checked against its key; missing content is absent. */
   private async fetchTexts(keys: ContentKey[]): Promise<Map<ContentKey, string>> {
-    const found = await this.fetch(keys);
+    const found = await fetchMany(this.content, keys, (key) => this.coalescedGet(key));
     const texts = new Map<ContentKey, string>();
     const decoder = new TextDecoder('utf-8', { fatal: false });
     for (const [key, bytes] of found) {
@@ -106,17 +109,6 @@ class ContentResolvingEventStore extends ForwardingEventStore {
       texts.set(key, decoder.decode(bytes));
     }
     return texts;
-  }
-
-  private async fetch(keys: ContentKey[]): Promise<ReadonlyMap<ContentKey, Uint8Array>> {
-    if (this.content.getMany !== undefined) return this.content.getMany(keys);
-    const values = await Promise.all(keys.map((key) => this.coalescedGet(key)));
-    const found = new Map<ContentKey, Uint8Array>();
-    keys.forEach((key, index) => {
-      const bytes = values[index];
-      if (bytes !== undefined) found.set(key, bytes);
-    });
-    return found;
   }
 
   private coalescedGet(key: ContentKey): Promise<Uint8Array | undefined> {

@@ -12,6 +12,7 @@ import {
   type ContentRef,
   contentKeyOf,
   isContentRef,
+  isRecord,
 } from './content-ref.js';
 import type { ContentStore } from './content-store.js';
 import { invalidArgument } from './errors.js';
@@ -41,10 +42,6 @@ function recordedTextOf(envelope: EventEnvelope): string | undefined {
     }
   }
   return undefined;
-}
-
-function isRecord(value: unknown): value is Record<string, JsonValue> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** One field to move: its bytes and the reference that replaces it. */
