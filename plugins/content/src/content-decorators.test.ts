@@ -15,6 +15,7 @@ import { PostgresEventStore } from '@loom/event-runtime/postgres';
 import { SqliteEventStore } from '@loom/event-runtime/sqlite';
 import { freshId } from '@loom/event-runtime/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { cachingContentStore } from './caching-content-store.js';
 import { type ContentKey, isContentRef, isMissingContent } from './content-ref.js';
 import { contentResolvingEventStore } from './content-resolving-event-store.js';
 import type { ContentStore } from './content-store.js';
@@ -277,6 +278,23 @@ describe('stores without getMany', () => {
     expect(content.counts.gets).toBe(5);
     expect(second).toEqual(first);
     expect((first[7]!.payload as { result: string }).result).toBe(big('r2', 100));
+  });
+});
+
+describe('with a cache in front of the content store', () => {
+  it('an append that moves content, and reads after it, cost the backend one put and no read', async () => {
+    const backend = new SlowContentStore(new InMemoryContentStore());
+    const content = cachingContentStore(backend, { bytesMax: 1024 * 1024 });
+    const store = contentResolvingEventStore(
+      externalizingEventStore(new InMemoryEventStore(), content, { thresholdBytes: 1024 }),
+      content,
+    );
+    const id = freshId('cached');
+    const payload = { result: big('cached') };
+    const [stored] = await store.append([{ executionId: id, sequence: 0, type: 't', payload }]);
+    expect(stored?.payload).toEqual(payload);
+    expect((await store.read(id))[0]?.payload).toEqual(payload);
+    expect(backend.counts).toMatchObject({ puts: 1, gets: 0, getManys: 0 });
   });
 });
 
