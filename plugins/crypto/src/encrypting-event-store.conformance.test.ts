@@ -1,0 +1,39 @@
+import { eventStoreConformance } from '@loom/event-runtime/testing';
+import { encryptingEventStore } from './encrypting-event-store.js';
+import { InMemoryKeyring } from './in-memory-keyring.js';
+import type { SensitiveFields } from './sensitive-fields.js';
+import { backendNames, useBackends } from './store-harness.test-support.js';
+
+const backends = useBackends();
+
+// The kernel's one EventStore suite, unchanged, through the decorator: with an empty map (inert),
+// and with a map that encrypts fields of event types the suite writes (its `test.event.1` payload
+// `{ n: 1 }`, the `reason` of `execution.cancelled`), so those fields are ciphertext in the inner
+// store and everything the suite observes is still what a plain store gives.
+const maps: Array<[string, SensitiveFields]> = [
+  ['empty map', {}],
+  [
+    'fields encrypted',
+    {
+      'test.event.1': { subject: () => 'conformance-subject', fields: ['n'] },
+      'execution.cancelled': { subject: () => 'conformance-subject', fields: ['reason'] },
+    },
+  ],
+];
+
+for (const backend of backendNames) {
+  for (const [what, sensitive] of maps) {
+    eventStoreConformance(`encrypting over ${backend}, ${what}`, async () => {
+      const raw = await backends.open(backend);
+      const keyring = new InMemoryKeyring();
+      const wrap = (store: typeof raw.store) => encryptingEventStore(store, { sensitive, keyring });
+      return {
+        store: wrap(raw.store),
+        openPeer: async () => wrap(await raw.openPeer()),
+        countRows: raw.countRows,
+        tamper: raw.tamper,
+        close: raw.close,
+      };
+    });
+  }
+}
