@@ -197,6 +197,20 @@ for (const backend of backendNames) {
       expect(await raw.countRows(id)).toBe(0);
     });
 
+    it('after forget, an Erased marker carried forward is written as is (a replay needs no key)', async () => {
+      const id = freshId();
+      await store.append([registered(id, 0, 'ada')]);
+      await store.forget('ada');
+      const [read] = await store.read(id);
+      const email = (read?.payload as { email: JsonValue }).email;
+      const carried = { userId: 'ada', email, plan: 'pro' };
+      await store.append([
+        { executionId: id, sequence: 1, type: 'user.registered', payload: carried },
+      ]);
+      expect(JSON.parse(await raw.payloadText(id, 1))).toEqual(carried);
+      expect((await store.read(id, { fromSequence: 1 }))[0]?.payload).toEqual(carried);
+    });
+
     it('rotation: new writes use the new version, old ones stay readable', async () => {
       const id = freshId();
       await store.append([registered(id, 0, 'ada')]);
@@ -281,6 +295,13 @@ for (const backend of backendNames) {
         });
         expect(await raw.countRows(id)).toBe(0);
       }
+    });
+
+    it('an event whose marked fields are absent needs no subject', async () => {
+      const id = freshId();
+      const payload = { buyer: null, total: 12 };
+      await store.append([{ executionId: id, sequence: 0, type: 'order.placed', payload }]);
+      expect((await store.read(id))[0]?.payload).toEqual(payload);
     });
 
     it('a sensitive value that is not JSON is PAYLOAD_NOT_JSON and writes nothing', async () => {

@@ -14,7 +14,7 @@ import type {
   Subscription,
   SubscriptionHandler,
 } from '@loom/event-runtime';
-import { ErrorCode, isLoomError } from '@loom/event-runtime';
+import { ErrorCode, isLoomError, type LoomError } from '@loom/event-runtime';
 import { decodePayload } from '@loom/event-runtime/store-kit';
 import { CryptoErrorCode, CryptoLimits, cryptoError } from './errors.js';
 import {
@@ -22,6 +22,7 @@ import {
   type FieldPlace,
   fieldKeyRef,
   isEncryptedField,
+  isErased,
   openField,
   sealField,
 } from './field-cipher.js';
@@ -102,13 +103,25 @@ export class EncryptingEventStore implements EventStore {
   async append(envelopes: readonly EventEnvelope[], guard?: AppendGuard): Promise<StoredEvent[]> {
     const marked = this.#markedOf(envelopes);
     if (marked === undefined) return this.inner.append(envelopes, guard);
-    const keys = new Map<string, Promise<DataKey>>();
-    const subjects: string[] = new Array(marked.length);
+    // Keys of a batch's subjects, fetched at once. A missing subject or a forgotten one is kept
+    // as its error and raised only when the walk finds a value to seal: an event whose marked
+    // fields are absent needs no subject, and an `Erased` marker carried forward (a replay after
+    // erasure) needs no key.
+    const keys = new Map<string, Promise<DataKey | LoomError>>();
+    const resolved: Array<Promise<DataKey | LoomError>> = new Array(marked.length);
     for (let index = 0; index < marked.length; index++) {
       const [envelope, rule] = marked[index] as Marked;
       const subject = subjectOfEvent(envelope, rule);
-      subjects[index] = subject;
-      if (!keys.has(subject)) keys.set(subject, this.keyring.current(subject));
+      if (typeof subject !== 'string') {
+        resolved[index] = Promise.resolve(subject);
+        continue;
+      }
+      let key = keys.get(subject);
+      if (key === undefined) {
+        key = this.keyring.current(subject).catch(forgottenOnly);
+        keys.set(subject, key);
+      }
+      resolved[index] = key;
     }
     const written = envelopes.slice();
     // The JSON text of each sealed field in walk order, to give the caller its events back.
@@ -116,11 +129,11 @@ export class EncryptingEventStore implements EventStore {
     const sealed = new Set<EventEnvelope>();
     for (let index = 0; index < marked.length; index++) {
       const [envelope, rule, position] = marked[index] as Marked;
-      const key = await (keys.get(subjects[index] as string) as Promise<DataKey>);
+      const key = await (resolved[index] as Promise<DataKey | LoomError>);
       const place = placeOf(envelope, '');
       const payload = mapMarked(envelope.payload, rule.roots, sealVisitor(key, place, texts), []);
       if (payload === envelope.payload) continue;
-      const copy = { ...envelope, payload };
+      const copy = withPayload(envelope, payload);
       written[position] = copy;
       sealed.add(copy);
     }
@@ -305,6 +318,20 @@ export function encryptingEventStore(
   return new EncryptingEventStore(store, options.keyring, options.sensitive);
 }
 
+/**
+ * The envelope with its payload replaced. Copies the string-keyed fields only: the runtime
+ * leaves the payload's encoded text on its envelopes under a symbol, which a store writes in
+ * place of `payload`; a spread would carry the plaintext's text over to the ciphertext's
+ * envelope. Unknown string fields stay, so the inner store still refuses them.
+ */
+function withPayload(envelope: EventEnvelope, payload: JsonValue): EventEnvelope {
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(envelope))
+    copy[key] = (envelope as unknown as Record<string, unknown>)[key];
+  copy.payload = payload;
+  return copy as unknown as EventEnvelope;
+}
+
 function placeOf(envelope: EventEnvelope, path: string): FieldPlace {
   return {
     executionId: envelope.executionId,
@@ -314,7 +341,8 @@ function placeOf(envelope: EventEnvelope, path: string): FieldPlace {
   };
 }
 
-function subjectOfEvent(envelope: EventEnvelope, rule: CompiledRule): string {
+/** The event's subject, or the error to raise if the event has a value to seal. */
+function subjectOfEvent(envelope: EventEnvelope, rule: CompiledRule): string | LoomError {
   const subject = rule.subjectOf(envelope);
   if (
     typeof subject === 'string' &&
@@ -322,7 +350,7 @@ function subjectOfEvent(envelope: EventEnvelope, rule: CompiledRule): string {
     subject.length <= CryptoLimits.subjectLengthMax
   )
     return subject;
-  throw cryptoError(
+  return cryptoError(
     CryptoErrorCode.CRYPTO_SUBJECT_MISSING,
     `event ${envelope.sequence} of execution ${envelope.executionId} ('${rule.type}') has sensitive fields but no subject: its subject must be a non-empty string of at most ${CryptoLimits.subjectLengthMax} code units, got ${typeof subject === 'string' ? `${subject.length} code units` : typeof subject}. Nothing was written`,
     { executionId: envelope.executionId, sequence: envelope.sequence, type: rule.type },
@@ -337,8 +365,16 @@ function integrityError(place: FieldPlace, path: string) {
   );
 }
 
-function sealVisitor(key: DataKey, place: FieldPlace, texts: string[]): MarkedVisitor {
+/** Keeps a `SUBJECT_FORGOTTEN` refusal as a value (raised later if needed); rethrows the rest. */
+function forgottenOnly(error: unknown): LoomError {
+  if (isLoomError(error, CryptoErrorCode.SUBJECT_FORGOTTEN)) return error;
+  throw error;
+}
+
+function sealVisitor(key: DataKey | LoomError, place: FieldPlace, texts: string[]): MarkedVisitor {
   const seal = (value: JsonValue, path: string): JsonValue => {
+    if (isErased(value)) return value;
+    if (isLoomError(key)) throw key;
     const { field, text } = sealField(value, key, { ...place, path });
     texts.push(text);
     return field as unknown as JsonValue;
