@@ -1,7 +1,8 @@
-import type { EventStore, JsonValue } from '@loom/event-runtime';
+import { type EventStore, InMemorySnapshotStore, type JsonValue } from '@loom/event-runtime';
 import { createRuntime, defineFlow } from '@loom/workflow-runtime';
 import { afterEach, describe, expect, it } from 'vitest';
 import { encryptingEventStore } from './encrypting-event-store.js';
+import { encryptingSnapshotStore } from './encrypting-snapshot-store.js';
 import { isErased } from './field-cipher.js';
 import { InMemoryKeyring } from './in-memory-keyring.js';
 import { localKeyProvider } from './key-provider.js';
@@ -73,7 +74,19 @@ for (const backend of backendNames) {
         const confirmation = await ctx.waitForSignal<{ ok: boolean }>('confirm');
         return { userId: input.userId, email: welcome.email, confirmed: confirmation.received };
       });
-      const settings = { flows: [signup], timerPollMs: 0, inlineWaitMs: 0 };
+      // Snapshots hold the flow's state (input, step results) in plaintext: they are wrapped too.
+      const snapshotsInner = new InMemorySnapshotStore();
+      const snapshots = encryptingSnapshotStore(snapshotsInner, {
+        keyring,
+        subjectOf: (executionId) => executionId.split('-')[0],
+      });
+      const settings = {
+        flows: [signup],
+        timerPollMs: 0,
+        inlineWaitMs: 0,
+        snapshots,
+        snapshotEvery: 1,
+      };
       const store = encryptingEventStore(raw.store, { sensitive, keyring });
       const first = createRuntime({ store, ...settings });
       const ada = await first.start(
@@ -93,6 +106,14 @@ for (const backend of backendNames) {
       const stored = JSON.stringify(await raw.store.readAll());
       expect(stored).not.toContain('@example.com');
       expect(stored).toContain('"$enc":"aes-256-gcm"');
+
+      await first.idle();
+      const snapshot = await snapshotsInner.load(ada.executionId);
+      expect(snapshot?.sequence).toBeGreaterThan(0);
+      expect(JSON.stringify(snapshot)).not.toContain('@example.com');
+      expect((await snapshots.load(ada.executionId))?.state).toMatchObject({
+        input: { email: 'ada@example.com' },
+      });
 
       const receipt = await store.forget('ada');
       expect(receipt.keysDestroyed).toBe(1);

@@ -7,6 +7,10 @@ export {
   erasureReceiptType,
 } from './encrypting-event-store.js';
 export {
+  type EncryptingSnapshotStoreOptions,
+  encryptingSnapshotStore,
+} from './encrypting-snapshot-store.js';
+export {
   CryptoErrorCode,
   type CryptoErrorFields,
   CryptoLimits,
