@@ -202,7 +202,7 @@ for (const backend of backendNames) {
       await store.append([registered(id, 0, 'ada')]);
       await store.forget('ada');
       const [read] = await store.read(id);
-      const email = (read?.payload as { email: JsonValue }).email;
+      const email = (read?.payload as { email: JsonValue } | undefined)?.email ?? null;
       const carried = { userId: 'ada', email, plan: 'pro' };
       await store.append([
         { executionId: id, sequence: 1, type: 'user.registered', payload: carried },

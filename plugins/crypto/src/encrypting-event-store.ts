@@ -100,9 +100,18 @@ export class EncryptingEventStore implements EventStore {
     return this.inner.fences;
   }
 
-  async append(envelopes: readonly EventEnvelope[], guard?: AppendGuard): Promise<StoredEvent[]> {
+  append(envelopes: readonly EventEnvelope[], guard?: AppendGuard): Promise<StoredEvent[]> {
     const marked = this.#markedOf(envelopes);
+    // Not async on this path: an unmarked append costs the lookups and no promise of its own.
     if (marked === undefined) return this.inner.append(envelopes, guard);
+    return this.#appendSealed(envelopes, marked, guard);
+  }
+
+  async #appendSealed(
+    envelopes: readonly EventEnvelope[],
+    marked: readonly Marked[],
+    guard: AppendGuard | undefined,
+  ): Promise<StoredEvent[]> {
     // Keys of a batch's subjects, fetched at once. A missing subject or a forgotten one is kept
     // as its error and raised only when the walk finds a value to seal: an event whose marked
     // fields are absent needs no subject, and an `Erased` marker carried forward (a replay after
@@ -153,12 +162,14 @@ export class EncryptingEventStore implements EventStore {
     });
   }
 
-  async read(executionId: string, options?: ReadOptions): Promise<StoredEvent[]> {
-    return this.#open(await this.inner.read(executionId, options));
+  read(executionId: string, options?: ReadOptions): Promise<StoredEvent[]> {
+    const read = this.inner.read(executionId, options);
+    return this.#rules.size === 0 ? read : read.then((events) => this.#open(events));
   }
 
-  async readAll(options?: ReadAllOptions): Promise<StoredEvent[]> {
-    return this.#open(await this.inner.readAll(options));
+  readAll(options?: ReadAllOptions): Promise<StoredEvent[]> {
+    const read = this.inner.readAll(options);
+    return this.#rules.size === 0 ? read : read.then((events) => this.#open(events));
   }
 
   findExecutions(options: FindExecutionsOptions) {

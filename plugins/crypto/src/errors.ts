@@ -18,8 +18,8 @@ export const CryptoErrorCode = {
    */
   INVALID_ARGUMENT: 'INVALID_ARGUMENT',
   /**
-   * An event of a type with sensitive fields has no usable subject: the subject path is absent,
-   * not a non-empty string, or longer than `CryptoLimits.subjectLengthMax`. Nothing is written.
+   * An event has a value to encrypt but no usable subject: the subject is absent, not a
+   * non-empty string, or longer than `CryptoLimits.subjectLengthMax`. Nothing is written.
    * `fields.executionId`, `fields.sequence`, `fields.type` say which event.
    */
   CRYPTO_SUBJECT_MISSING: 'CRYPTO_SUBJECT_MISSING',
@@ -37,8 +37,9 @@ export const CryptoErrorCode = {
    */
   KEY_NOT_FOUND: 'KEY_NOT_FOUND',
   /**
-   * A write needs a data key for a subject that was forgotten (erased): erasure is final, and
-   * no new data is encrypted for that subject. `fields.subject`. Nothing is written.
+   * A write of new data for a subject that was forgotten (erased): erasure is final, and no key
+   * is made for that subject again. `fields.subject`. Nothing is written. An `Erased` marker
+   * carried forward needs no key and is written as is.
    */
   SUBJECT_FORGOTTEN: 'SUBJECT_FORGOTTEN',
   /**

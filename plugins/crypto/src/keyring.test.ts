@@ -142,6 +142,21 @@ describe('envelope encryption of the durable keyrings', () => {
     await other.close();
   });
 
+  it('a keyring opened without a provider can forget, and nothing else', async () => {
+    const path = backends.freshPath();
+    const writer = SqliteKeyring.open({ path, provider });
+    await writer.current('ada');
+    const eraser = SqliteKeyring.open({ path });
+    expect(await codeOf(eraser.lookup([{ subject: 'ada', version: 1 }]))).toBe(
+      'MASTER_KEY_INVALID',
+    );
+    expect(await codeOf(eraser.current('bob'))).toBe('MASTER_KEY_INVALID');
+    expect(await eraser.forget('ada')).toMatchObject({ keysDestroyed: 1 });
+    expect(await codeOf(writer.current('ada'))).toBe('resolved'); // its cache, until the TTL
+    await eraser.close();
+    await writer.close();
+  });
+
   it('masterKeyFromEnv reads base64 from the environment and refuses a missing or short key', async () => {
     const fromEnv = masterKeyFromEnv('K', { K: master.toString('base64') });
     expect(fromEnv.currentKeyId).toBe('env:K');

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { CryptoErrorCode, cryptoError } from '../errors.js';
 import type { KeyProvider } from '../key-provider.js';
 import type { DataKey, ForgetResult, KeyLookup, KeyRef, Keyring } from '../keyring.js';
 import { keyRefId } from '../keyring.js';
@@ -33,8 +34,12 @@ export interface KeyTable {
 
 /** Options shared by the durable keyrings. */
 export interface TableKeyringOptions {
-  /** Wraps data keys before they are stored (a master key from the environment, or a KMS). */
-  provider: KeyProvider;
+  /**
+   * Wraps data keys before they are stored (a master key from the environment, or a KMS).
+   * Without it the keyring can only `forget` (an erasure tool needs no master key); every other
+   * call is `MASTER_KEY_INVALID`.
+   */
+  provider?: KeyProvider;
   /**
    * How long this process keeps an unwrapped data key in memory, so a hot subject costs no
    * round trip or unwrap per event. A `forget` here evicts at once; a `forget` in another process
@@ -55,7 +60,7 @@ const rotateAttemptsMax = 8;
 /** Envelope encryption over a {@link KeyTable}, with a bounded-time cache of unwrapped keys. */
 export class TableKeyring implements Keyring {
   readonly #table: KeyTable;
-  readonly #provider: KeyProvider;
+  readonly #provider: KeyProvider | undefined;
   readonly #ttlMs: number;
   readonly #now: () => number;
   /** Newest key per subject (for writes). */
@@ -153,15 +158,25 @@ export class TableKeyring implements Keyring {
     return key;
   }
 
+  #needProvider(): KeyProvider {
+    if (this.#provider !== undefined) return this.#provider;
+    throw cryptoError(
+      CryptoErrorCode.MASTER_KEY_INVALID,
+      'this keyring was opened without a key provider: it can only forget subjects; pass `provider` to read or write keys',
+      {},
+    );
+  }
+
   async #newRow(subject: string, version: number): Promise<KeyRow> {
+    const provider = this.#needProvider();
     const key = randomBytes(32);
-    const wrapped = await this.#provider.wrap(key, wrapContext(subject, version));
+    const wrapped = await provider.wrap(key, wrapContext(subject, version));
     key.fill(0);
-    return { subject, version, wrapped, masterKeyId: this.#provider.currentKeyId };
+    return { subject, version, wrapped, masterKeyId: provider.currentKeyId };
   }
 
   async #unwrap(row: KeyRow): Promise<DataKey> {
-    const key = await this.#provider.unwrap(
+    const key = await this.#needProvider().unwrap(
       row.wrapped,
       row.masterKeyId,
       wrapContext(row.subject, row.version),
