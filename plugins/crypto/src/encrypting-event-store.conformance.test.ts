@@ -1,5 +1,7 @@
 import { eventStoreConformance } from '@loom/event-runtime/testing';
+import { describe, expect, it } from 'vitest';
 import { encryptingEventStore } from './encrypting-event-store.js';
+import { isEncryptedField } from './field-cipher.js';
 import { InMemoryKeyring } from './in-memory-keyring.js';
 import type { SensitiveFields } from './sensitive-fields.js';
 import { backendNames, useBackends } from './store-harness.test-support.js';
@@ -20,6 +22,34 @@ const maps: Array<[string, SensitiveFields]> = [
     },
   ],
 ];
+
+// The suite above passes through a map that really encrypts: the fields it marks are
+// ciphertext in the inner store, not left as they were.
+describe('the encrypting variant of the conformance harness', () => {
+  for (const backend of backendNames) {
+    it(`stores test.event.1's n as ciphertext on ${backend}`, async () => {
+      const raw = await backends.open(backend);
+      try {
+        const keyring = new InMemoryKeyring();
+        const store = encryptingEventStore(raw.store, { sensitive: maps[1]?.[1] ?? {}, keyring });
+        const id = `conformance-proof-${backend}-${process.pid}`;
+        await store.append(
+          [0, 1].map((n) => ({
+            executionId: id,
+            sequence: n,
+            type: `test.event.${n}`,
+            payload: { n },
+          })),
+        );
+        expect(JSON.parse(await raw.payloadText(id, 0))).toEqual({ n: 0 });
+        expect(isEncryptedField(JSON.parse(await raw.payloadText(id, 1)).n)).toBe(true);
+        expect((await store.read(id)).map((event) => event.payload)).toEqual([{ n: 0 }, { n: 1 }]);
+      } finally {
+        await raw.close();
+      }
+    });
+  }
+});
 
 for (const backend of backendNames) {
   for (const [what, sensitive] of maps) {
