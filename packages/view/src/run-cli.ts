@@ -13,6 +13,8 @@ import type {
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { isLoomError, LoomError, ViewErrorCode } from './errors.js';
 import { ExitCode, exitCodeOf } from './exit-code.js';
+import { parseDbUrl } from './internal/db-url.js';
+import { forgetSubject } from './internal/forget-subject.js';
 import {
   formatApprovals,
   formatDetail,
@@ -501,6 +503,20 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       } finally {
         await operator.close();
       }
+    });
+
+  program
+    .command('forget <subject>')
+    .description(
+      "erase a subject (@loom/plugin-crypto): destroy its data keys in this database's keyring, so its encrypted fields read as Erased everywhere; appends an erasure receipt",
+    )
+    .action(async (subject: string, _options: unknown, command: Command) => {
+      const receipt = await forgetSubject(parseDbUrl(globals(command).db), subject);
+      print(receipt, () =>
+        receipt.alreadyForgotten
+          ? `${subject} was already forgotten (receipt in ${receipt.receiptExecutionId})`
+          : `forgot ${subject}: ${receipt.keysDestroyed} data key(s) destroyed, receipt in ${receipt.receiptExecutionId}`,
+      );
     });
 
   for (const decision of ['approve', 'reject'] as const) {

@@ -1,0 +1,69 @@
+import { eventStoreConformance } from '@loom/event-runtime/testing';
+import { describe, expect, it } from 'vitest';
+import { encryptingEventStore } from './encrypting-event-store.js';
+import { isEncryptedField } from './field-cipher.js';
+import { InMemoryKeyring } from './in-memory-keyring.js';
+import type { SensitiveFields } from './sensitive-fields.js';
+import { backendNames, useBackends } from './store-harness.test-support.js';
+
+const backends = useBackends();
+
+// The kernel's one EventStore suite, unchanged, through the decorator: with an empty map (inert),
+// and with a map that encrypts fields of event types the suite writes (its `test.event.1` payload
+// `{ n: 1 }`, the `reason` of `execution.cancelled`), so those fields are ciphertext in the inner
+// store and everything the suite observes is still what a plain store gives.
+const maps: Array<[string, SensitiveFields]> = [
+  ['empty map', {}],
+  [
+    'fields encrypted',
+    {
+      'test.event.1': { subject: () => 'conformance-subject', fields: ['n'] },
+      'execution.cancelled': { subject: () => 'conformance-subject', fields: ['reason'] },
+    },
+  ],
+];
+
+// The suite above passes through a map that really encrypts: the fields it marks are
+// ciphertext in the inner store, not left as they were.
+describe('the encrypting variant of the conformance harness', () => {
+  for (const backend of backendNames) {
+    it(`stores test.event.1's n as ciphertext on ${backend}`, async () => {
+      const raw = await backends.open(backend);
+      try {
+        const keyring = new InMemoryKeyring();
+        const store = encryptingEventStore(raw.store, { sensitive: maps[1]?.[1] ?? {}, keyring });
+        const id = `conformance-proof-${backend}-${process.pid}`;
+        await store.append(
+          [0, 1].map((n) => ({
+            executionId: id,
+            sequence: n,
+            type: `test.event.${n}`,
+            payload: { n },
+          })),
+        );
+        expect(JSON.parse(await raw.payloadText(id, 0))).toEqual({ n: 0 });
+        expect(isEncryptedField(JSON.parse(await raw.payloadText(id, 1)).n)).toBe(true);
+        expect((await store.read(id)).map((event) => event.payload)).toEqual([{ n: 0 }, { n: 1 }]);
+      } finally {
+        await raw.close();
+      }
+    });
+  }
+});
+
+for (const backend of backendNames) {
+  for (const [what, sensitive] of maps) {
+    eventStoreConformance(`encrypting over ${backend}, ${what}`, async () => {
+      const raw = await backends.open(backend);
+      const keyring = new InMemoryKeyring();
+      const wrap = (store: typeof raw.store) => encryptingEventStore(store, { sensitive, keyring });
+      return {
+        store: wrap(raw.store),
+        openPeer: async () => wrap(await raw.openPeer()),
+        countRows: raw.countRows,
+        tamper: raw.tamper,
+        close: raw.close,
+      };
+    });
+  }
+}

@@ -1,0 +1,1 @@
+export { PostgresKeyring, type PostgresKeyringOptions } from './postgres-keyring.js';

@@ -1,0 +1,1 @@
+export { SqliteKeyring, type SqliteKeyringOptions } from './sqlite-keyring.js';

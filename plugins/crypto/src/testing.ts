@@ -1,0 +1,1 @@
+export { type KeyringHarness, keyringConformance } from './testing/keyring-conformance.js';
