@@ -9,6 +9,7 @@ import {
   type SpendRow,
   startProjector,
 } from './projections.js';
+import type { ProjectorStats } from './projector.js';
 
 /** What the projection commands need from `runCli`. */
 export interface ProjectionCliContext {
@@ -75,34 +76,48 @@ export function addProjectionCommands(program: Command, cli: ProjectionCliContex
     )
     .option('--once', 'catch up to the log’s current end, then exit')
     .option('--batch <n>', 'most events per transaction (default 500)', positive)
-    .action(async (options: { once?: boolean; batch?: number }, command: Command) => {
-      const db = cli.db(command);
-      const target = { db, ...(options.batch === undefined ? {} : { batchSize: options.batch }) };
-      if (options.once === true) {
-        const stats = await catchUpProjections(target);
+    .option('--progress', 'a line on stderr after each transaction')
+    .action(
+      async (options: { once?: boolean; batch?: number; progress?: boolean }, command: Command) => {
+        const db = cli.db(command);
+        const target = {
+          db,
+          ...(options.batch === undefined ? {} : { batchSize: options.batch }),
+          ...(options.progress === true
+            ? {
+                onFlush: (stats: ProjectorStats) =>
+                  cli.stderr(
+                    `flushed ${stats.flushes}: ${stats.applied} events, checkpoint at position ${stats.position}`,
+                  ),
+              }
+            : {}),
+        };
+        if (options.once === true) {
+          const stats = await catchUpProjections(target);
+          cli.print(
+            stats,
+            () =>
+              `projected ${stats.applied} events in ${stats.flushes} transactions; checkpoint at position ${stats.position}`,
+          );
+          return;
+        }
+        const projector = await startProjector(target);
+        cli.stderr(`projecting from log position ${projector.stats.position}; Ctrl-C stops`);
+        const release = cli.keepAlive?.() ?? (() => {});
+        try {
+          await Promise.race([projector.done, cli.untilStopped()]);
+        } finally {
+          release();
+          await projector.close();
+        }
+        const stats = projector.stats;
         cli.print(
           stats,
           () =>
             `projected ${stats.applied} events in ${stats.flushes} transactions; checkpoint at position ${stats.position}`,
         );
-        return;
-      }
-      const projector = await startProjector(target);
-      cli.stderr(`projecting from log position ${projector.stats.position}; Ctrl-C stops`);
-      const release = cli.keepAlive?.() ?? (() => {});
-      try {
-        await Promise.race([projector.done, cli.untilStopped()]);
-      } finally {
-        release();
-        await projector.close();
-      }
-      const stats = projector.stats;
-      cli.print(
-        stats,
-        () =>
-          `projected ${stats.applied} events in ${stats.flushes} transactions; checkpoint at position ${stats.position}`,
-      );
-    });
+      },
+    );
 
   projections
     .command('status')
