@@ -12,6 +12,9 @@ import {
 /** The Postgres schema of the store when `?schema=` names none (the kernel's default). */
 const defaultPgSchema = 'loom';
 
+/** How long a SQLite connection waits for another's lock before `database is locked`. */
+const busyTimeoutMs = 10_000;
+
 /** Projection tables on one database, through kysely (SQLite file or Postgres schema). */
 export interface ProjectionDb {
   readonly dialect: 'sqlite' | 'postgres';
@@ -32,8 +35,9 @@ export async function openProjectionDb(target: DbTarget, readOnly: boolean): Pro
   if (target.kind === 'sqlite') {
     const { default: Database } = await import('better-sqlite3');
     const database = new Database(target.path, { readonly: readOnly, fileMustExist: true });
+    // The wait first: a file a killed projector left needs WAL recovery by whoever opens it next.
+    database.pragma(`busy_timeout = ${busyTimeoutMs}`);
     if (!readOnly) database.pragma('journal_mode = WAL');
-    database.pragma('busy_timeout = 5000');
     return sqliteProjectionDb(database, target.path);
   }
   const { default: pg } = await import('pg');
@@ -67,6 +71,29 @@ export function sqliteProjectionDb(
     schema: undefined,
     close: () => db.destroy(),
   };
+}
+
+/**
+ * Runs `work` in one write transaction. SQLite: `BEGIN IMMEDIATE`, so the write lock is taken (or
+ * waited for, up to the busy timeout) before the first read: a deferred transaction that reads
+ * and then writes fails at once with `database is locked` when another connection wrote between.
+ */
+export async function writeTransaction<T>(
+  projections: ProjectionDb,
+  work: (trx: Kysely<ProjectionDatabase>) => Promise<T>,
+): Promise<T> {
+  if (projections.dialect === 'postgres') return projections.db.transaction().execute(work);
+  return projections.db.connection().execute(async (connection) => {
+    await sql`BEGIN IMMEDIATE`.execute(connection);
+    try {
+      const result = await work(connection);
+      await sql`COMMIT`.execute(connection);
+      return result;
+    } catch (error) {
+      await sql`ROLLBACK`.execute(connection);
+      throw error;
+    }
+  });
 }
 
 /** `PROJECTIONS_NOT_INITIALIZED` for `where`, naming the command that creates them. */
@@ -120,7 +147,7 @@ export async function createProjectionTables(projections: ProjectionDb): Promise
   if (await tablesExist(projections)) return false;
   const schema = projections.schema ?? defaultPgSchema;
   const prefix = projections.dialect === 'postgres' ? `"${schema}".` : '';
-  await projections.db.transaction().execute(async (trx) => {
+  await writeTransaction(projections, async (trx) => {
     for (const statement of projectionDdl(projections.dialect, prefix)) {
       await sql.raw(statement).execute(trx);
     }

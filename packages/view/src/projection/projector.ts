@@ -1,8 +1,8 @@
 import type { EventStore, StoredEvent, Subscription } from '@loom/event-runtime';
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { LoomError, ViewErrorCode } from '../errors.js';
 import { type ApprovalRow, type FoldInput, foldBatch, type RunRow } from './fold-batch.js';
-import { type ProjectionDb, readCheckpoint } from './projection-db.js';
+import { type ProjectionDb, readCheckpoint, writeTransaction } from './projection-db.js';
 import { checkpointName, type ProjectionDatabase } from './tables.js';
 
 /** Default most events per flush (one transaction): the store subscription's batch. */
@@ -51,7 +51,7 @@ function runRowOf(row: Record<string, unknown>): RunRow {
 
 /** The rows of the batch's runs before it: one query per table (per 500 runs). */
 async function foldInput(
-  trx: Transaction<ProjectionDatabase>,
+  trx: Kysely<ProjectionDatabase>,
   ids: readonly string[],
 ): Promise<FoldInput> {
   const input: FoldInput = { runs: new Map(), pendingApprovals: new Map() };
@@ -92,13 +92,13 @@ async function foldInput(
  * Redelivered events change nothing. Returns the events folded.
  */
 export async function applyBatch(
-  db: Kysely<ProjectionDatabase>,
+  projections: ProjectionDb,
   events: readonly StoredEvent[],
   expectedPosition: number,
 ): Promise<number> {
   const last = events[events.length - 1];
   if (last === undefined) return 0;
-  return db.transaction().execute(async (trx) => {
+  return writeTransaction(projections, async (trx) => {
     const ids = [...new Set(events.map((e) => e.executionId))];
     const folded = foldBatch(events, await foldInput(trx, ids));
     for (const part of chunks(folded.runs)) {
@@ -199,7 +199,7 @@ function flusher(
   stats: ProjectorStats,
 ): (batch: StoredEvent[]) => Promise<void> {
   return async (batch) => {
-    stats.applied += await applyBatch(options.projections.db, batch, stats.position);
+    stats.applied += await applyBatch(options.projections, batch, stats.position);
     stats.flushes += 1;
     stats.delivered += batch.length;
     stats.position = (batch[batch.length - 1] as StoredEvent).position;
