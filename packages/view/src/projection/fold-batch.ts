@@ -1,7 +1,7 @@
 import { callOfEvent } from '@loom/agent-loop';
 import { EventType, type JsonValue, type StoredEvent } from '@loom/event-runtime';
 import type { Insertable } from 'kysely';
-import { agentFlowPrefix } from '../internal/fold-run.js';
+import { agentFlowPrefix, num as numOf, record, text as textOf } from '../internal/fold-run.js';
 import type { ProjectionApprovalsTable, ProjectionModelCallsTable } from './tables.js';
 
 /** A run's row as the fold keeps it (numbers normalized). */
@@ -49,20 +49,12 @@ export interface FoldOutput {
   applied: number;
 }
 
-type Payload = { [key: string]: JsonValue | undefined };
-
-function record(value: JsonValue | undefined): Payload {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
-    ? (value as Payload)
-    : {};
-}
-
 function text(value: JsonValue | undefined): string | null {
-  return typeof value === 'string' ? value : null;
+  return textOf(value) ?? null;
 }
 
 function num(value: JsonValue | undefined): number | null {
-  return typeof value === 'number' ? value : null;
+  return numOf(value) ?? null;
 }
 
 const approvalPrefix = 'approval:';
