@@ -45,6 +45,7 @@ export {
   toolTimeoutMsDefault,
 } from './define-tool.js';
 export { AgentErrorCode, isLoomError, LoomError, type LoomErrorFields } from './errors.js';
+export { callOfEvent } from './internal/run-memory.js';
 export {
   type ApprovalExpiry,
   asksMaxDefault,

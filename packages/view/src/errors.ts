@@ -35,6 +35,16 @@ export const ViewErrorCode = {
   ORIGIN_REFUSED: 'ORIGIN_REFUSED',
   /** A mutation on a dashboard started read-only (`--read-only`): HTTP 403. */
   READ_ONLY: 'READ_ONLY',
+  /**
+   * The database has no projection tables (`fields.where`): create them once with
+   * `loom projections init` (`initProjections`). Opening a view never creates them.
+   */
+  PROJECTIONS_NOT_INITIALIZED: 'PROJECTIONS_NOT_INITIALIZED',
+  /**
+   * The projection checkpoint moved under a projector (`fields.expectedPosition`): another
+   * projector writes the same tables. Its transaction rolled back; run one per database.
+   */
+  PROJECTOR_CONFLICT: 'PROJECTOR_CONFLICT',
 } as const;
 
 /** One of the stable error codes in {@link ViewErrorCode}. */

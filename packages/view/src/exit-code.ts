@@ -35,10 +35,12 @@ const byErrorCode: Readonly<Record<string, ExitCode>> = {
   APPROVAL_REQUEST_CHANGED: ExitCode.conflict,
   EXECUTION_SETTLED: ExitCode.conflict,
   EXECUTION_ALREADY_STARTED: ExitCode.conflict,
+  PROJECTOR_CONFLICT: ExitCode.conflict,
   STORE_UNAVAILABLE: ExitCode.unavailable,
   DRIVER_MISSING: ExitCode.unavailable,
   SCHEMA_NOT_MIGRATED: ExitCode.unavailable,
   SCHEMA_TOO_NEW: ExitCode.unavailable,
+  PROJECTIONS_NOT_INITIALIZED: ExitCode.unavailable,
   STORE_CLOSED: ExitCode.unavailable,
 };
 

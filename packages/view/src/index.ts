@@ -14,6 +14,35 @@ export {
   type View,
 } from './open-view.js';
 export {
+  createProjectionTables,
+  type ProjectionDb,
+  sqliteProjectionDb,
+} from './projection/projection-db.js';
+export {
+  catchUpProjections,
+  initProjections,
+  openProjections,
+  type ProjectedRun,
+  type ProjectedRunsFilter,
+  type ProjectionCheckpoint,
+  type Projections,
+  type ProjectorTarget,
+  projectionsOn,
+  type Spend,
+  type SpendGroup,
+  type SpendQuery,
+  type SpendRow,
+  startProjector,
+} from './projection/projections.js';
+export {
+  applyBatch,
+  type Projector,
+  type ProjectorOptions,
+  type ProjectorStats,
+  projectorBatchDefault,
+} from './projection/projector.js';
+export type { ProjectionDatabase } from './projection/tables.js';
+export {
   type ReplayedEvent,
   type ReplayReport,
   replayDeadlineMs,

@@ -25,6 +25,8 @@ import {
 } from './internal/format.js';
 import { openOperator } from './open-operator.js';
 import { openView, runStatuses, type View } from './open-view.js';
+import { addProjectionCommands } from './projection/projection-cli.js';
+import { spendOfRuns } from './projection/run-spend.js';
 import { replayLog } from './replay-log.js';
 import { dashboardPortDefault, startDashboard, tokenEnvVar } from './start-dashboard.js';
 
@@ -242,8 +244,18 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
         },
         command: Command,
       ) => {
-        const page = await withView(command, (view) => view.runs(options));
-        print(page, () => formatRuns(page.runs, page.nextCursor, io.color === true));
+        const db = globals(command).db ?? '';
+        const { page, spend } = await withView(command, async (view) => {
+          const page = await view.runs(options);
+          return { page, spend: await spendOfRuns(db, view, page.runs) };
+        });
+        print(
+          {
+            runs: page.runs.map((run) => ({ ...run, spend: spend.get(run.id) })),
+            nextCursor: page.nextCursor,
+          },
+          () => formatRuns(page.runs, page.nextCursor, io.color === true, spend),
+        );
       },
     );
 
@@ -628,6 +640,14 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
         }
       },
     );
+
+  addProjectionCommands(program, {
+    db: (command) => globals(command).db ?? '',
+    print,
+    stderr: io.stderr,
+    untilStopped: io.untilStopped ?? untilSignalled,
+    ...(io.keepAlive === undefined ? {} : { keepAlive: io.keepAlive }),
+  });
 
   program
     .command('verify [id]')

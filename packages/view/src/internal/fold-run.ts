@@ -23,7 +23,8 @@ export interface FoldedRun {
   consumedSignalIds: Set<number>;
 }
 
-type Payload = { [key: string]: JsonValue | undefined };
+/** An event's payload as an object of JSON fields. */
+export type Payload = { [key: string]: JsonValue | undefined };
 
 // Agent step names as agent-loop records them (`decide:<turn>`, `tool:<key>`, …).
 const agentRoles: ReadonlyArray<readonly [string, AgentStepRole]> = [
@@ -35,17 +36,20 @@ const agentRoles: ReadonlyArray<readonly [string, AgentStepRole]> = [
   ['question:', 'question'],
 ];
 
-function record(value: JsonValue | undefined): Payload {
+/** `value` when it is a JSON object, else an empty one. */
+export function record(value: JsonValue | undefined): Payload {
   return value !== null && typeof value === 'object' && !Array.isArray(value)
     ? (value as Payload)
     : {};
 }
 
-function text(value: JsonValue | undefined): string | undefined {
+/** `value` when it is a string. */
+export function text(value: JsonValue | undefined): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
-function num(value: JsonValue | undefined): number | undefined {
+/** `value` when it is a number. */
+export function num(value: JsonValue | undefined): number | undefined {
   return typeof value === 'number' ? value : undefined;
 }
 

@@ -2,13 +2,15 @@ import type { Approval } from '@loom/agent-loop';
 import type { QueueStats, StoredEvent } from '@loom/event-runtime';
 import Table from 'cli-table3';
 import type { ScheduleSummary } from '../open-view.js';
+import type { Spend } from '../projection/projections.js';
 import type { RunDetail } from '../run-detail.js';
 import type { RunSummary } from '../run-summary.js';
 
 /** Longest payload shown per line by `loom events` in the human format (`--json` shows all). */
 export const payloadPreviewCharsMax = 120;
 
-function table(head: string[], rows: string[][]): string {
+/** A plain table for people (no colours, compact). */
+export function formatTable(head: string[], rows: string[][]): string {
   // No colours: cli-table3 colours headers by default, which scripts and non-TTYs do not want.
   const out = new Table({ head, style: { head: [], border: [], compact: true } });
   out.push(...rows);
@@ -26,6 +28,13 @@ function preview(value: unknown): string {
     : json;
 }
 
+/** A spend cell: `$0.0123`, `+N?` for calls of unknown cost, empty for no model call. */
+export function formatSpend(spend: Spend | undefined): string {
+  if (spend === undefined || spend.modelCalls === 0) return '';
+  const known = `$${spend.costUsd.toFixed(4)}`;
+  return spend.costUnknownCalls === 0 ? known : `${known} +${spend.costUnknownCalls}?`;
+}
+
 /** ANSI colours of run statuses (`color` on: a terminal, NO_COLOR unset). */
 const statusColors: Readonly<Record<string, number>> = {
   completed: 32,
@@ -41,15 +50,29 @@ export function paintStatus(status: string, color: boolean): string {
   return color && code !== undefined ? `\u001b[${code}m${status}\u001b[39m` : status;
 }
 
-/** The `loom runs` table (the status column coloured when `color` is on). */
+/**
+ * The `loom runs` table (the status column coloured when `color` is on; a SPEND column, model
+ * cost in USD, when `spend` is given).
+ */
 export function formatRuns(
   runs: readonly RunSummary[],
   nextCursor: string | undefined,
   color = false,
+  spend?: ReadonlyMap<string, Spend>,
 ): string {
   if (runs.length === 0) return 'no runs match';
-  const body = table(
-    ['ID', 'FLOW', 'VERSION', 'STATUS', 'STEPS', 'APPROVALS', 'UPDATED', 'REASON'],
+  const body = formatTable(
+    [
+      'ID',
+      'FLOW',
+      'VERSION',
+      'STATUS',
+      'STEPS',
+      'APPROVALS',
+      ...(spend === undefined ? [] : ['SPEND']),
+      'UPDATED',
+      'REASON',
+    ],
     runs.map((r) => [
       r.id,
       r.flow ?? '',
@@ -57,6 +80,7 @@ export function formatRuns(
       paintStatus(r.status, color),
       String(r.steps),
       r.pendingApprovals === 0 ? '' : `${r.pendingApprovals} pending`,
+      ...(spend === undefined ? [] : [formatSpend(spend.get(r.id))]),
       time(r.updatedAtMs),
       r.terminalReason ?? '',
     ]),
@@ -79,7 +103,7 @@ export function formatDetail(detail: RunDetail): string {
   if (detail.error !== undefined) lines.push(`error: ${detail.error.message}`);
   if (detail.timeline.length > 0) {
     lines.push(
-      table(
+      formatTable(
         ['#', 'KIND', 'NAME', 'STATUS', 'STARTED', 'MS', 'DETAIL'],
         detail.timeline.map((e) => [
           String(e.index),
@@ -114,7 +138,7 @@ export function formatDetail(detail: RunDetail): string {
 /** Approvals as a table. */
 export function formatApprovals(approvals: readonly Approval[]): string {
   if (approvals.length === 0) return 'no approvals';
-  return table(
+  return formatTable(
     ['APPROVAL', 'STATUS', 'TOOL', 'REASON', 'REQUESTED', 'DECIDED BY'],
     approvals.map((a) => [
       a.id,
@@ -139,7 +163,7 @@ export function formatEvents(events: readonly StoredEvent[]): string {
 /** The `loom queues` table. */
 export function formatQueues(queues: readonly QueueStats[]): string {
   if (queues.length === 0) return 'no queues';
-  return table(
+  return formatTable(
     ['QUEUE', 'DEPTH', 'CLAIMED', 'COMPLETED', 'FAILED', 'CANCELLED'],
     queues.map((q) => [
       q.queue,
@@ -155,7 +179,7 @@ export function formatQueues(queues: readonly QueueStats[]): string {
 /** The `loom schedules` table. */
 export function formatSchedules(schedules: readonly ScheduleSummary[]): string {
   if (schedules.length === 0) return 'no schedules fire';
-  return table(
+  return formatTable(
     ['NAME', 'EXPRESSION', 'TIMEZONE', 'FLOW', 'NEXT FIRE', 'LAST FIRED', 'LAST RUN'],
     schedules.map((s) => [
       s.name,

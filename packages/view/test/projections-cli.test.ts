@@ -1,0 +1,192 @@
+// The projection commands through the built `loom` binary, on a real SQLite file and the real
+// Postgres: init, a projector SIGKILLed mid-run and restarted (its tables then equal a fresh
+// rebuild from the log), spend, and the SPEND column of `loom runs`.
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { createRuntime } from '@loom/workflow-runtime';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { ProjectorStats, SpendRow } from '../src/index.js';
+import { parseDbUrl } from '../src/internal/db-url.js';
+import { openProjectionDb } from '../src/projection/projection-db.js';
+import { eventually, loom, populate, runtimeOn } from './fixture.js';
+
+import { projectionRows, projectionTargets, spend } from './projection-support.js';
+
+const { targets, cleanup } = projectionTargets('view-proj-cli');
+afterAll(cleanup);
+
+const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
+
+/**
+ * `loom projections run --batch 10 --progress` as a child, SIGKILLed once it reported `flushes`
+ * transactions. Resolves with the progress lines it printed and how it ended.
+ */
+function killMidRun(
+  db: string,
+  flushes: number,
+): Promise<{ lines: string[]; signal: string | null }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [bin, 'projections', 'run', '--batch', '10', '--progress', '--db', db],
+      {
+        env: { PATH: process.env.PATH ?? '' },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
+    const lines: string[] = [];
+    let buffered = '';
+    const deadline = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.stderr.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString();
+      const parts = buffered.split('\n');
+      buffered = parts.pop() ?? '';
+      for (const line of parts) {
+        if (line.startsWith('flushed ')) lines.push(line);
+      }
+      if (lines.length >= flushes) child.kill('SIGKILL');
+    });
+    child.on('error', reject);
+    child.on('exit', (_code, signal) => {
+      clearTimeout(deadline);
+      resolve({ lines, signal });
+    });
+  });
+}
+
+describe.each(targets.map((t) => [t.name, t] as const))(
+  'loom projections on %s',
+  (_name, target) => {
+    it('init, a projector killed mid-run and restarted, spend, runs with a SPEND column', async () => {
+      const backend = await target.open();
+      const running = runtimeOn(backend);
+      await populate(running, backend);
+      const results = await spend(running.flows, 2);
+      await running.flows.idle();
+      // Enough events that the projector is killed long before the end: 600 runs of 10 events.
+      for (let i = 0; i < 600; i += 1) {
+        await backend.events.append(
+          Array.from({ length: 10 }, (_, sequence) => ({
+            executionId: `bulk-${String(i).padStart(4, '0')}`,
+            sequence,
+            type: sequence === 0 ? 'execution.started' : 'step.started',
+            payload:
+              sequence === 0
+                ? { flow: 'bulk', version: '1', input: i }
+                : { index: sequence, name: `s${sequence}` },
+          })),
+        );
+      }
+      // The log's length from each run's own log; a Postgres readAll stops below the oldest open
+      // transaction of the cluster, so wait until it shows every event before projecting.
+      let total = 0;
+      for (const row of await backend.events.findExecutions({ limit: 10_000 })) {
+        total += (await backend.events.read(row.executionId, { limit: 10_000 })).length;
+      }
+      expect(total).toBeGreaterThan(6_000);
+      await eventually(async () => {
+        let seen = 0;
+        let position = 0;
+        for (;;) {
+          const page = await backend.events.readAll({ afterPosition: position, limit: 10_000 });
+          if (page.length === 0) break;
+          seen += page.length;
+          position = page.at(-1)?.position ?? position;
+        }
+        return seen === total ? true : undefined;
+      }, 'readAll to show every event');
+
+      const db = target.db;
+      const before = await loom(['spend', '--db', db]);
+      expect(before.code).toBe(5);
+      expect(before.stderr).toContain('loom projections init');
+      expect(before.stderr).toContain('PROJECTIONS_NOT_INITIALIZED');
+
+      const init = await loom(['projections', 'init', '--db', db, '--json']);
+      expect(init.code).toBe(0);
+      expect(JSON.parse(init.stdout)).toEqual({ created: true });
+      const again = await loom(['projections', 'init', '--db', db]);
+      expect(again.stdout).toContain('exist already');
+
+      // A projector killed after 5 transactions of 10 events, with hundreds left to do.
+      const killed = await killMidRun(db, 5);
+      expect(killed.signal).toBe('SIGKILL');
+      expect(killed.lines.length).toBeGreaterThanOrEqual(5);
+      const probe = await openProjectionDb(parseDbUrl(db), true);
+      const atKill = (await projectionRows(probe)).checkpoint;
+      expect(atKill.events).toBeGreaterThanOrEqual(50);
+      expect(atKill.events).toBeLessThan(total);
+
+      // Restarted: it resumes at the checkpoint; nothing folded twice, nothing missed.
+      const resumed = await loom(['projections', 'run', '--once', '--db', db, '--json']);
+      expect(resumed.code, resumed.stderr).toBe(0);
+      const stats = JSON.parse(resumed.stdout) as ProjectorStats;
+      expect(stats.delivered).toBe(total - atKill.events);
+      expect(stats.applied).toBe(total - atKill.events);
+      const kept = await projectionRows(probe);
+      await probe.close();
+      expect(kept.checkpoint.events).toBe(total);
+      const { memoryProjectionDb } = await import('./projection-support.js');
+      const { catchUpProjections } = await import('../src/index.js');
+      const fresh = await memoryProjectionDb();
+      await catchUpProjections({ events: backend.events, projections: fresh });
+      expect(kept).toEqual(await projectionRows(fresh));
+      await fresh.close();
+      const status = await loom(['projections', 'status', '--db', db, '--json']);
+      expect(JSON.parse(status.stdout)).toMatchObject({
+        checkpoint: { events: total },
+        counts: { running: 600, suspended: 3 },
+      });
+
+      const byAgent = await loom(['spend', '--by', 'agent', '--db', db, '--json']);
+      expect(byAgent.code).toBe(0);
+      const rows = JSON.parse(byAgent.stdout) as SpendRow[];
+      expect(rows.find((r) => r.key === 'spender')).toMatchObject({
+        modelCalls: 2,
+        costUsd: results.reduce((a, r) => a + r.usage.costUsd, 0),
+      });
+      const human = await loom(['spend', '--by', 'run', '--db', db]);
+      expect(human.stdout).toContain('spend-0');
+      const badDay = await loom(['spend', '--from', 'yesterday', '--db', db]);
+      expect(badDay.code).toBe(2);
+      expect(badDay.stderr).toContain('INVALID_ARGUMENT');
+
+      const runs = await loom(['runs', '--flow', 'agent:spender', '--db', db, '--json']);
+      const page = JSON.parse(runs.stdout) as {
+        runs: { id: string; spend: { costUsd: number } }[];
+      };
+      expect(page.runs.map((r) => [r.id, r.spend.costUsd])).toEqual(
+        results.map((r) => [r.runId, r.usage.costUsd]),
+      );
+      const table = await loom(['runs', '--flow', 'agent:spender', '--db', db]);
+      expect(table.stdout).toContain('SPEND');
+      expect(table.stdout).toContain(`$${(results[0]?.usage.costUsd ?? 0).toFixed(4)}`);
+      await backend.close();
+    });
+  },
+);
+
+describe('loom runs without projection tables', () => {
+  it('folds spend from the agent runs’ logs', async () => {
+    const { targets: fresh, cleanup: drop } = projectionTargets('view-proj-nolog');
+    const target = fresh[0];
+    if (target === undefined) throw new Error('no target');
+    try {
+      const backend = await target.open();
+      const flows = createRuntime({ backend, flows: [], timerPollMs: 0 });
+      const results = await spend(flows, 1);
+      await backend.close();
+      const runs = await loom(['runs', '--db', target.db, '--json']);
+      expect(runs.code).toBe(0);
+      const page = JSON.parse(runs.stdout) as {
+        runs: { id: string; spend: { costUsd: number; modelCalls: number } }[];
+      };
+      expect(page.runs[0]?.spend).toMatchObject({
+        modelCalls: 1,
+        costUsd: results[0]?.usage.costUsd,
+      });
+    } finally {
+      await drop();
+    }
+  });
+});
