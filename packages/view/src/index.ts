@@ -4,6 +4,7 @@ export type { ResumeResult } from './internal/resume-run.js';
 export { type Operator, openOperator } from './open-operator.js';
 export {
   openView,
+  type ReadProgress,
   type RunsFilter,
   type RunsPage,
   runStatuses,

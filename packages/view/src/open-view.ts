@@ -52,6 +52,9 @@ export interface RunsPage {
   nextCursor: string | undefined;
 }
 
+/** Progress of a paged read (`exportLog`, `headPosition`): events read so far, after each page. */
+export type ReadProgress = (events: number) => void;
+
 /** Progress of `view.verifyAll`: executions checked so far. */
 export type VerifyProgress = (checked: number) => void;
 
@@ -145,7 +148,7 @@ export interface View {
    * The position of the newest event in the whole log (0 when empty): the log read in pages of
    * `Limits.readLimitMax` events (one read per 10,000 events). Error codes: store errors.
    */
-  headPosition(): Promise<number>;
+  headPosition(onProgress?: ReadProgress): Promise<number>;
   /** Every approval that waits for a person, across runs, oldest request first. */
   pendingApprovals(): Promise<Approval[]>;
   /** Recomputes one execution's hash chain (the store's `verify`). Error codes: `RUN_NOT_FOUND`. */
@@ -166,7 +169,7 @@ export interface View {
    * A run's whole log in sequence order, read in pages (what `loom export` writes as JSON lines).
    * Error codes: `RUN_NOT_FOUND`, store errors.
    */
-  exportLog(executionId: string): Promise<StoredEvent[]>;
+  exportLog(executionId: string, onProgress?: ReadProgress): Promise<StoredEvent[]>;
   close(): Promise<void>;
 }
 
@@ -358,10 +361,11 @@ class LogView implements View {
     return { subscription, afterPosition };
   }
 
-  async headPosition(): Promise<number> {
+  async headPosition(onProgress?: ReadProgress): Promise<number> {
     // Paged in the store's global order: on Postgres a cursor must be a stored event's position
     // (the order is commit-safe, not numeric), so there is no shortcut through the numbers.
     let head = 0;
+    let read = 0;
     for (;;) {
       const page = await this.opened.events.readAll({
         afterPosition: head,
@@ -369,6 +373,8 @@ class LogView implements View {
       });
       const last = page[page.length - 1];
       if (last !== undefined) head = last.position;
+      read += page.length;
+      onProgress?.(read);
       if (page.length < Limits.readLimitMax) return head;
     }
   }
@@ -452,8 +458,8 @@ class LogView implements View {
     return out.sort((a, b) => a.name.localeCompare(b.name));
   }
 
-  async exportLog(executionId: string): Promise<StoredEvent[]> {
-    const events = await readLog(this.opened.events, executionId);
+  async exportLog(executionId: string, onProgress?: ReadProgress): Promise<StoredEvent[]> {
+    const events = await readLog(this.opened.events, executionId, onProgress);
     if (events.length === 0) throw runNotFound(executionId);
     return events;
   }

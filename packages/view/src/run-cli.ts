@@ -21,6 +21,7 @@ import {
   formatRuns,
   formatSchedules,
 } from './internal/format.js';
+import { count, type Progress, progressAfterMs, startProgress } from './internal/progress.js';
 import { openOperator } from './open-operator.js';
 import { openView, runStatuses, type View } from './open-view.js';
 import { replayLog } from './replay-log.js';
@@ -32,7 +33,10 @@ export interface CliIo {
   stderr(text: string): void;
   /** `LOOM_DB` and friends. */
   env: Readonly<Record<string, string | undefined>>;
-  /** True when stderr is a terminal: the progress line then rewrites itself. */
+  /**
+   * True when stderr is a terminal: work that runs longer than a second (`LOOM_PROGRESS_AFTER_MS`)
+   * then shows a progress line there that rewrites itself (never with `--json`).
+   */
   isTty: boolean;
   /**
    * Keeps the process alive while `loom tail` waits for new events (the stores' poll timers do
@@ -222,6 +226,20 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     }
   };
   const by = (given: string | undefined) => given ?? userInfo().username;
+  /** Runs `work` under a progress line (a terminal, no --json, after the threshold). */
+  const withProgress = async <T>(label: string, work: (progress: Progress) => Promise<T>) => {
+    const progress = startProgress(label, {
+      stderr: io.stderr,
+      enabled: io.isTty && !asJson,
+      afterMs: progressAfterMs(io.env),
+    });
+    try {
+      return await work(progress);
+    } finally {
+      progress.end();
+    }
+  };
+  const eventsRead = (progress: Progress) => (n: number) => progress.update(`${count(n)} events`);
 
   program
     .command('runs')
@@ -240,7 +258,9 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
         },
         command: Command,
       ) => {
-        const page = await withView(command, (view) => view.runs(options));
+        const page = await withView(command, (view) =>
+          withProgress('reading runs', () => view.runs(options)),
+        );
         print(page, () => formatRuns(page.runs, page.nextCursor, io.color === true));
       },
     );
@@ -304,12 +324,17 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
             );
           let subscription: Subscription;
           if (id === undefined) {
+            const afterPosition =
+              options.after ??
+              (await withProgress("finding the log's end", (progress) =>
+                view.headPosition(eventsRead(progress)),
+              ));
             const followed = await view.tailAll(
               (events) => {
                 for (const event of events) show(event);
               },
               {
-                ...(options.after === undefined ? {} : { afterPosition: options.after }),
+                afterPosition,
                 onError: (error) => failed(error),
               },
             );
@@ -348,7 +373,9 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       "a run's whole log as JSON lines (one stored event per line, hashes included), for a bug report",
     )
     .action(async (id: string, _options: unknown, command: Command) => {
-      const events = await withView(command, (view) => view.exportLog(id));
+      const events = await withView(command, (view) =>
+        withProgress(`exporting ${id}`, (progress) => view.exportLog(id, eventsRead(progress))),
+      );
       for (const event of events) io.stdout(JSON.stringify(event));
       io.stderr(`exported ${events.length} events of ${id}`);
     });
@@ -394,8 +421,12 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       const flows = await flowsOf(options.flows);
       const events = existsSync(log)
         ? readJsonLines(log)
-        : await withView(command, (view) => view.exportLog(log));
-      const report = await replayLog(events, flows);
+        : await withView(command, (view) =>
+            withProgress(`reading ${log}`, (progress) => view.exportLog(log, eventsRead(progress))),
+          );
+      const report = await withProgress(`replaying ${count(events.length)} events`, () =>
+        replayLog(events, flows),
+      );
       print(report, () =>
         report.ok
           ? `ok: ${report.executionId} (${report.flow}), ${report.recordedEvents} events replayed with today's code` +
@@ -635,10 +666,11 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
         if (!result.ok) exit = ExitCode.failed;
         return;
       }
-      const progress = (checked: number) => {
-        if (io.isTty) io.stderr(`\rverifying… ${checked} executions checked`);
-      };
-      const result = await withView(command, (view) => view.verifyAll(progress));
+      const result = await withView(command, (view) =>
+        withProgress('verifying', (progress) =>
+          view.verifyAll((checked) => progress.update(`${count(checked)} executions checked`)),
+        ),
+      );
       io.stderr(`verified ${result.checked} executions, ${result.broken.length} broken`);
       print(result, () =>
         result.broken.length === 0

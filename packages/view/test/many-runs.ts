@@ -15,7 +15,9 @@ export const seededRunId = (i: number) => `run-${String(i).padStart(5, '0')}`;
 export async function seedRuns(backend: Backend, runs: number): Promise<void> {
   const running = runtimeOn(backend);
   try {
-    await (await running.flows.start(order, { id: 'seed' }, { executionId: 'seed-order' })).result();
+    await (
+      await running.flows.start(order, { id: 'seed' }, { executionId: 'seed-order' })
+    ).result();
     await running.agents.start(mailer, 'mail ana', { runId: 'seed-agent' });
     await eventually(async () => {
       const row = await indexRow(backend.events, 'seed-agent');

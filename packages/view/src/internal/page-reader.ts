@@ -3,8 +3,9 @@
 // EventStore reads one execution at a time; on SQLite and Postgres these two read-only queries
 // stand in for 1 + 2 × (waiting agent runs) + (listed runs) of its calls. The memory backend (and
 // any other store) falls back to those per-run calls.
-import type Database from 'better-sqlite3';
+
 import type { EventStore, StoredEvent, StoredSignal } from '@loom/event-runtime';
+import type Database from 'better-sqlite3';
 import type pg from 'pg';
 import { readInbox, readLog } from './read-log.js';
 
