@@ -20,6 +20,9 @@ const seeded = 200;
 /** Every execution: the seeded runs, their two templates, and the long run. */
 const executions = seeded + 3;
 
+/** The progress line's erase (carriage return, erase line), as a regular expression. */
+const clear = '\\r\\x1b\\[2K';
+
 const quote = (arg: string) => `'${arg.replaceAll("'", "'\\''")}'`;
 
 /** The binary on a pseudo-terminal: stdout and stderr both arrive on it, in order. */
@@ -96,12 +99,12 @@ describe.each(targets)('the progress line on $name', (target) => {
     const verified = await loomOnTty(['verify', '--all'], env);
     expect(verified.code).toBe(0);
     expect(verified.output).toMatch(
-      new RegExp(`\\r\\x1b\\[2Kverifying… ${executions} executions checked \\(\\d+\\.\\d s\\)`),
+      new RegExp(`${clear}verifying… ${executions} executions checked \\(\\d+\\.\\d s\\)`),
     );
     expect(verified.output).toContain('verifying… 1 executions checked');
     // Erased before the summary line.
     expect(verified.output).toMatch(
-      new RegExp(`\\(\\d+\\.\\d s\\)\\r\\x1b\\[2Kverified ${executions} executions, 0 broken`),
+      new RegExp(`\\(\\d+\\.\\d s\\)${clear}verified ${executions} executions, 0 broken`),
     );
 
     const exported = await loomOnTty(['export', 'bulk'], env);
@@ -112,7 +115,7 @@ describe.each(targets)('the progress line on $name', (target) => {
 
     const runs = await loomOnTty(['runs', '--limit', '1000'], env);
     expect(runs.code).toBe(0);
-    expect(runs.output).toMatch(/\r\x1b\[2Kreading runs… \(\d+\.\d s\)/);
+    expect(runs.output).toMatch(new RegExp(`${clear}reading runs… \\(\\d+\\.\\d s\\)`));
   });
 
   it("on a terminal, tail without an id counts the events it reads to find the log's end", async () => {
