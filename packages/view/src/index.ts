@@ -16,6 +16,7 @@ export {
 } from './open-view.js';
 export {
   type ReplayedEvent,
+  type ReplayOptions,
   type ReplayReport,
   replayDeadlineMs,
   replayLog,

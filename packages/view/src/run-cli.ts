@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Resolution } from '@loom/agent-loop';
+import type { Agent, Resolution } from '@loom/agent-loop';
 import type {
   DetailedExecutionStatus,
   Flow,
@@ -126,8 +126,34 @@ function resolutionOf(options: { rerun?: boolean; record?: string }): Resolution
   return { kind: 'record', output: parseJson(options.record, 'record') };
 }
 
-/** The flows an ES module exports (any export, or a default array, that looks like a flow). */
-async function flowsOf(modulePath: string): Promise<Flow<never, unknown>[]> {
+/** What a `--flows` module exports: flows (`defineFlow`) and agents (`defineAgent`). */
+interface Deployed {
+  flows: Flow<never, unknown>[];
+  agents: Agent[];
+}
+
+function isFlow(value: unknown): value is Flow<never, unknown> {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { name?: unknown }).name === 'string' &&
+    typeof (value as { run?: unknown }).run === 'function'
+  );
+}
+
+function isAgent(value: unknown): value is Agent {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { name?: unknown }).name === 'string' &&
+    (value as { tools?: unknown }).tools instanceof Map &&
+    typeof (value as { policy?: unknown }).policy === 'function' &&
+    typeof (value as { model?: unknown }).model === 'object'
+  );
+}
+
+/** The flows and agents an ES module exports (any export, or an exported array of them). */
+async function deployedOf(modulePath: string): Promise<Deployed> {
   let loaded: Record<string, unknown>;
   try {
     loaded = (await import(pathToFileURL(resolve(modulePath)).href)) as Record<string, unknown>;
@@ -142,21 +168,15 @@ async function flowsOf(modulePath: string): Promise<Flow<never, unknown>[]> {
   const candidates = Object.values(loaded).flatMap((value) =>
     Array.isArray(value) ? value : [value],
   );
-  const flows = candidates.filter(
-    (value): value is Flow<never, unknown> =>
-      typeof value === 'object' &&
-      value !== null &&
-      typeof (value as { name?: unknown }).name === 'string' &&
-      typeof (value as { run?: unknown }).run === 'function',
-  );
-  if (flows.length === 0) {
+  const deployed = { flows: candidates.filter(isFlow), agents: candidates.filter(isAgent) };
+  if (deployed.flows.length === 0 && deployed.agents.length === 0) {
     throw new LoomError(
       ViewErrorCode.INVALID_ARGUMENT,
-      `--flows ${modulePath} exports no flow: export the defineFlow(...) values (or an array of them)`,
+      `--flows ${modulePath} exports no flow and no agent: export the defineFlow(...) and defineAgent(...) values (or an array of them)`,
       { path: 'flows' },
     );
   }
-  return flows;
+  return deployed;
 }
 
 /** A log file as `loom export` writes it: one stored event per line. */
@@ -416,16 +436,19 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     .description(
       "re-fold a recorded log (a file from `loom export`, or a run id read from --db) with today's flows; exit 1 if they no longer fit it",
     )
-    .requiredOption('--flows <module>', 'an ES module whose exports are the flows (defineFlow)')
+    .requiredOption(
+      '--flows <module>',
+      'an ES module whose exports are the flows (defineFlow) and agents (defineAgent)',
+    )
     .action(async (log: string, options: { flows: string }, command: Command) => {
-      const flows = await flowsOf(options.flows);
+      const { flows, agents } = await deployedOf(options.flows);
       const events = existsSync(log)
         ? readJsonLines(log)
         : await withView(command, (view) =>
             withProgress(`reading ${log}`, (progress) => view.exportLog(log, eventsRead(progress))),
           );
       const report = await withProgress(`replaying ${count(events.length)} events`, () =>
-        replayLog(events, flows),
+        replayLog(events, flows, { agents }),
       );
       print(report, () =>
         report.ok
