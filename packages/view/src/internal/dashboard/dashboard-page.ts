@@ -102,6 +102,8 @@ dt { color: #56606b; } dd { margin: 0; overflow-wrap: anywhere; }
 .actions form { display: flex; gap: 6px; }
 .approval { display: flex; gap: 8px; align-items: center; padding: 6px 8px; margin: 4px 0; border: 1px solid #f0c36d; background: #fffaeb; border-radius: 4px; }
 .approval.decided { border-color: #dde1e6; background: #fafbfc; }
+.approval .hint { color: #7a5b00; }
+.approval .record-output { font: inherit; font-family: ui-monospace, monospace; width: 16em; }
 .timeline svg { display: block; width: 100%; height: auto; }
 .timeline text { font-size: 11px; fill: #1d232a; }
 .timeline .axis { stroke: #c4cad1; }
@@ -237,15 +239,44 @@ export const dashboardJs = `'use strict';
         el('span', { className: 'status', text: approval.decision ? approval.decision.decision + ' by ' + approval.decision.by : approval.status }),
       ]);
       if (pending && !readOnly) {
-        var approve = el('button', { text: 'Approve', className: 'primary', type: 'button' });
-        approve.addEventListener('click', function () {
-          act('/api/approvals/' + encodeURIComponent(approval.id) + '/approve', {}, function () { return 'approved ' + approval.id; });
-        });
+        var path = '/api/approvals/' + encodeURIComponent(approval.id);
+        if (approval.kind === 'interrupted_side_effect') {
+          // A tool that must not run twice was cut off by a crash: its outcome is unknown. Re-run
+          // it (same idempotency key), or record what it did (found out in the other system).
+          row.appendChild(el('span', { className: 'hint', text: 'cut off by a crash, outcome unknown:' }));
+          var rerun = el('button', { text: 'Re-run', className: 'primary', type: 'button' });
+          rerun.setAttribute('data-action', 'rerun');
+          rerun.addEventListener('click', function () {
+            act(path + '/approve', { resolution: { kind: 'rerun' } }, function () { return 're-running the call of ' + approval.id; });
+          });
+          var output = el('input', { type: 'text' });
+          output.className = 'record-output';
+          output.placeholder = 'what it did, as JSON: {"sent":true}';
+          output.setAttribute('aria-label', 'the outcome to record, as JSON');
+          var record = el('button', { text: 'Record outcome', type: 'button' });
+          record.setAttribute('data-action', 'record');
+          record.addEventListener('click', function () {
+            var recorded;
+            try { recorded = JSON.parse(output.value); } catch (error) {
+              flash('the outcome to record must be JSON, e.g. {"sent":true} or "done"', true);
+              return;
+            }
+            act(path + '/approve', { resolution: { kind: 'record', output: recorded } }, function () { return 'recorded the outcome of ' + approval.id; });
+          });
+          row.appendChild(rerun);
+          row.appendChild(output);
+          row.appendChild(record);
+        } else {
+          var approve = el('button', { text: 'Approve', className: 'primary', type: 'button' });
+          approve.addEventListener('click', function () {
+            act(path + '/approve', {}, function () { return 'approved ' + approval.id; });
+          });
+          row.appendChild(approve);
+        }
         var reject = el('button', { text: 'Reject', className: 'danger', type: 'button' });
         reject.addEventListener('click', function () {
-          act('/api/approvals/' + encodeURIComponent(approval.id) + '/reject', {}, function () { return 'rejected ' + approval.id; });
+          act(path + '/reject', {}, function () { return 'rejected ' + approval.id; });
         });
-        row.appendChild(approve);
         row.appendChild(reject);
       }
       box.appendChild(row);
