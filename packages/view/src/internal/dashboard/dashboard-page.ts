@@ -100,8 +100,9 @@ dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; margi
 dt { color: #56606b; } dd { margin: 0; overflow-wrap: anywhere; }
 .actions { display: flex; flex-wrap: wrap; gap: 10px; align-items: center; margin: 8px 0; }
 .actions form { display: flex; gap: 6px; }
-.approval { display: flex; gap: 8px; align-items: center; padding: 6px 8px; margin: 4px 0; border: 1px solid #f0c36d; background: #fffaeb; border-radius: 4px; }
+.approval { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; padding: 6px 8px; margin: 4px 0; border: 1px solid #f0c36d; background: #fffaeb; border-radius: 4px; }
 .approval.decided { border-color: #dde1e6; background: #fafbfc; }
+.approval .resolve { flex-basis: 100%; display: flex; gap: 8px; align-items: center; flex-wrap: wrap; }
 .approval .hint { color: #7a5b00; }
 .approval .record-output { font: inherit; font-family: ui-monospace, monospace; width: 16em; }
 .timeline svg { display: block; width: 100%; height: auto; }
@@ -240,10 +241,13 @@ export const dashboardJs = `'use strict';
       ]);
       if (pending && !readOnly) {
         var path = '/api/approvals/' + encodeURIComponent(approval.id);
+        var controls = null;
         if (approval.kind === 'interrupted_side_effect') {
           // A tool that must not run twice was cut off by a crash: its outcome is unknown. Re-run
           // it (same idempotency key), or record what it did (found out in the other system).
-          row.appendChild(el('span', { className: 'hint', text: 'cut off by a crash, outcome unknown:' }));
+          var controls = el('div', { className: 'resolve' }, [
+            el('span', { className: 'hint', text: 'cut off by a crash, outcome unknown:' }),
+          ]);
           var rerun = el('button', { text: 'Re-run', className: 'primary', type: 'button' });
           rerun.setAttribute('data-action', 'rerun');
           rerun.addEventListener('click', function () {
@@ -263,9 +267,10 @@ export const dashboardJs = `'use strict';
             }
             act(path + '/approve', { resolution: { kind: 'record', output: recorded } }, function () { return 'recorded the outcome of ' + approval.id; });
           });
-          row.appendChild(rerun);
-          row.appendChild(output);
-          row.appendChild(record);
+          controls.appendChild(rerun);
+          controls.appendChild(output);
+          controls.appendChild(record);
+          row.appendChild(controls);
         } else {
           var approve = el('button', { text: 'Approve', className: 'primary', type: 'button' });
           approve.addEventListener('click', function () {
@@ -277,7 +282,7 @@ export const dashboardJs = `'use strict';
         reject.addEventListener('click', function () {
           act(path + '/reject', {}, function () { return 'rejected ' + approval.id; });
         });
-        row.appendChild(reject);
+        (controls || row).appendChild(reject);
       }
       box.appendChild(row);
     });
