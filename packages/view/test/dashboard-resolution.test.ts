@@ -4,18 +4,17 @@
 // decides it; a third life of the process continues the run, and the page shows it completed.
 // The tool's side channel (a file) counts its real calls. Mutations without the token, and on a
 // read-only dashboard, are refused and change nothing. SQLite file and Postgres.
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Approval } from '@loom/agent-loop';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Dashboard, openView, startDashboard, type View } from '../src/index.js';
-import { http } from './dashboard-support.js';
+import { http, openBrowser, openPage } from './dashboard-support.js';
 import { dbTargets } from './db-targets.js';
 import { calls, interruptedApproval, life } from './interrupted-life.js';
 
-const chromiumPath = '/usr/bin/chromium';
 const waitMs = 30_000;
 const artifacts = fileURLToPath(new URL('../test-artifacts/', import.meta.url));
 const { dir, targets, cleanup } = dbTargets('view-dash-resolution');
@@ -36,9 +35,6 @@ describe.each(targets)(
     const pageErrors: string[] = [];
 
     beforeAll(async () => {
-      if (!existsSync(chromiumPath)) {
-        throw new Error(`${chromiumPath} is missing: run bash scripts/ensure-chromium.sh`);
-      }
       mkdirSync(artifacts, { recursive: true });
       await (await target.open()).close();
       for (const runId of [rerunId, recordId]) {
@@ -46,18 +42,8 @@ describe.each(targets)(
       }
       view = await openView({ db: target.db });
       dashboard = await startDashboard({ db: target.db, port: 0, pollMs: 100 });
-      browser = await chromium.launchPersistentContext(join(dir, `${target.name}-profile`), {
-        executablePath: chromiumPath,
-        headless: true,
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'],
-        viewport: { width: 1400, height: 900 },
-      });
-      page = await browser.newPage();
-      page.on('pageerror', (error) => pageErrors.push(error.message));
-      page.on('console', (message) => {
-        if (message.type() === 'error') pageErrors.push(message.text());
-      });
-      await page.goto(dashboard.urlWithToken);
+      browser = await openBrowser(join(dir, `${target.name}-profile`));
+      page = await openPage(browser, dashboard.urlWithToken, pageErrors);
     });
 
     afterAll(async () => {
