@@ -1,4 +1,10 @@
-import { EventType, isLoomError as isKernelError, type JsonValue } from '@loom/event-runtime';
+import {
+  EventType,
+  isLoomError as isKernelError,
+  type JsonValue,
+  type StoredEvent,
+  type StoredSignal,
+} from '@loom/event-runtime';
 import type { Runtime } from '@loom/workflow-runtime';
 import type { AgentStream } from './agent-event.js';
 import { childAgentCall } from './agent-tool.js';
@@ -185,35 +191,7 @@ export class AgentRuntime {
         runId,
       });
     }
-    const signals = await this.host.readSignals(runId);
-    const decisions = new Map<string, ApprovalDecision>();
-    for (const signal of signals) {
-      if (!signal.name.startsWith(RecordName.approvalPrefix) || decisions.has(signal.name))
-        continue;
-      decisions.set(signal.name, signal.payload as unknown as ApprovalDecision);
-    }
-    const expired = new Set<string>();
-    for (const event of events) {
-      const name = (event.payload as { name?: unknown }).name;
-      if (event.type === EventType.signalTimedOut && typeof name === 'string') expired.add(name);
-    }
-    const out: Approval[] = [];
-    for (const event of events) {
-      if (event.type !== EventType.stepCompleted) continue;
-      const payload = event.payload as { name?: unknown; result?: unknown };
-      if (typeof payload.name !== 'string' || !payload.name.startsWith(RecordName.approvalPrefix))
-        continue;
-      const approval = payload.result as unknown as Approval;
-      const decision = decisions.get(payload.name);
-      if (decision !== undefined) {
-        out.push({ ...approval, status: decision.decision, decision });
-      } else if (expired.has(payload.name)) {
-        out.push({ ...approval, status: 'expired' });
-      } else {
-        out.push(approval);
-      }
-    }
-    return out;
+    return approvalsOf(events, await this.host.readSignals(runId));
   }
 
   /**
@@ -498,3 +476,48 @@ function withChildAgents(agents: readonly Agent[]): Agent[] {
 export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
   return new AgentRuntime(options);
 }
+
+/**
+ * A run's approvals, pending and decided, folded from its log and its inbox (what
+ * `AgentRuntime.approvals` reads): for a reader that fetched both itself, e.g. many runs' logs in
+ * one query. Signals other than approval decisions are ignored, so `signals` may be the whole
+ * inbox or only the `approval:` ones.
+ *
+ * @example
+ * const pending = approvalsOf(events, signals).filter((a) => a.status === 'pending');
+ */
+export function approvalsOf(
+  events: readonly StoredEvent[],
+  signals: readonly StoredSignal[],
+): Approval[] {
+  const decisions = new Map<string, ApprovalDecision>();
+  for (const signal of signals) {
+    if (!signal.name.startsWith(RecordName.approvalPrefix) || decisions.has(signal.name)) continue;
+    decisions.set(signal.name, signal.payload as unknown as ApprovalDecision);
+  }
+  const expired = new Set<string>();
+  for (const event of events) {
+    const name = (event.payload as { name?: unknown }).name;
+    if (event.type === EventType.signalTimedOut && typeof name === 'string') expired.add(name);
+  }
+  const out: Approval[] = [];
+  for (const event of events) {
+    if (event.type !== EventType.stepCompleted) continue;
+    const payload = event.payload as { name?: unknown; result?: unknown };
+    if (typeof payload.name !== 'string' || !payload.name.startsWith(RecordName.approvalPrefix))
+      continue;
+    const approval = payload.result as unknown as Approval;
+    const decision = decisions.get(payload.name);
+    if (decision !== undefined) {
+      out.push({ ...approval, status: decision.decision, decision });
+    } else if (expired.has(payload.name)) {
+      out.push({ ...approval, status: 'expired' });
+    } else {
+      out.push(approval);
+    }
+  }
+  return out;
+}
+
+/** The prefix of an approval decision's signal name (`approval:<key>`). */
+export const approvalSignalPrefix = RecordName.approvalPrefix;

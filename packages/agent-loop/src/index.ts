@@ -4,6 +4,8 @@ export {
   AgentRuntime,
   type AgentRuntimeOptions,
   type ApproveOptions,
+  approvalSignalPrefix,
+  approvalsOf,
   createAgentRuntime,
   type RejectOptions,
 } from './agent-runtime.js';

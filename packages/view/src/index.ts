@@ -4,6 +4,7 @@ export type { ResumeResult } from './internal/resume-run.js';
 export { type Operator, openOperator } from './open-operator.js';
 export {
   openView,
+  type ReadProgress,
   type RunsFilter,
   type RunsPage,
   runStatuses,
@@ -44,6 +45,7 @@ export {
 export type { ProjectionDatabase } from './projection/tables.js';
 export {
   type ReplayedEvent,
+  type ReplayOptions,
   type ReplayReport,
   replayDeadlineMs,
   replayLog,

@@ -1,4 +1,4 @@
-import { type Approval, createAgentRuntime } from '@loom/agent-loop';
+import { type Approval, approvalSignalPrefix, approvalsOf } from '@loom/agent-loop';
 import type {
   Backend,
   DetailedExecutionStatus,
@@ -9,13 +9,13 @@ import type {
   VerifyResult,
 } from '@loom/event-runtime';
 import { Limits } from '@loom/event-runtime';
-import { createRuntime } from '@loom/workflow-runtime';
 import { nextOccurrence } from '@loom/workflow-runtime/cron';
 import { LoomError, ViewErrorCode } from './errors.js';
 import { parseDbUrl } from './internal/db-url.js';
 import { agentFlowPrefix, foldRun, signalsOf } from './internal/fold-run.js';
 import { indexRow, runNotFound } from './internal/index-row.js';
 import { openBackend } from './internal/open-backend.js';
+import { type PageReader, storePageReader } from './internal/page-reader.js';
 import { readInbox, readLog } from './internal/read-log.js';
 import type { RunDetail } from './run-detail.js';
 import type { RunSummary } from './run-summary.js';
@@ -51,6 +51,9 @@ export interface RunsPage {
   /** Pass it as `after` for the next page; undefined when this page was the last. */
   nextCursor: string | undefined;
 }
+
+/** Progress of a paged read (`exportLog`, `headPosition`): events read so far, after each page. */
+export type ReadProgress = (events: number) => void;
 
 /** Progress of `view.verifyAll`: executions checked so far. */
 export type VerifyProgress = (checked: number) => void;
@@ -103,8 +106,9 @@ export interface View {
   /** Which backend it reads (`sqlite`, `postgres`). */
   readonly backend: string;
   /**
-   * A page of runs from the execution index (one query), each completed from its log (one read
-   * per run, plus one approvals read per waiting agent run).
+   * A page of runs from the execution index (one query), completed from the listed runs' logs
+   * (one query for the page) and the approval decisions of its waiting agent runs (one query):
+   * three queries on SQLite and Postgres, whatever the page's size.
    *
    * Error codes: `INVALID_ARGUMENT` (a bad status or limit), store errors.
    */
@@ -144,7 +148,7 @@ export interface View {
    * The position of the newest event in the whole log (0 when empty): the log read in pages of
    * `Limits.readLimitMax` events (one read per 10,000 events). Error codes: store errors.
    */
-  headPosition(): Promise<number>;
+  headPosition(onProgress?: ReadProgress): Promise<number>;
   /** Every approval that waits for a person, across runs, oldest request first. */
   pendingApprovals(): Promise<Approval[]>;
   /** Recomputes one execution's hash chain (the store's `verify`). Error codes: `RUN_NOT_FOUND`. */
@@ -165,7 +169,7 @@ export interface View {
    * A run's whole log in sequence order, read in pages (what `loom export` writes as JSON lines).
    * Error codes: `RUN_NOT_FOUND`, store errors.
    */
-  exportLog(executionId: string): Promise<StoredEvent[]>;
+  exportLog(executionId: string, onProgress?: ReadProgress): Promise<StoredEvent[]>;
   close(): Promise<void>;
 }
 
@@ -185,7 +189,15 @@ export interface View {
  */
 export async function openView(options: { db: string }): Promise<View> {
   const backend = await openBackend(parseDbUrl(options.db), true);
-  return new LogView(backend);
+  return new LogView(backend, backend.pages);
+}
+
+/**
+ * A view over a backend opened elsewhere (tests, the memory backend). `pages` reads many runs at
+ * once; without it, each run is read through the store's API. Closing the view closes `backend`.
+ */
+export function viewOver(backend: Backend, pages?: PageReader): View {
+  return new LogView(backend, pages ?? storePageReader(backend.events));
 }
 
 /**
@@ -225,14 +237,12 @@ function scheduleOf(
 
 class LogView implements View {
   readonly backend: string;
-  private readonly flows;
-  private readonly agents;
 
-  constructor(private readonly opened: Backend) {
+  constructor(
+    private readonly opened: Backend,
+    private readonly pages: PageReader,
+  ) {
     this.backend = opened.events.backend;
-    // Approvals are read through agent-loop's API; no flow is registered, nothing is driven.
-    this.flows = createRuntime({ backend: opened, closeBackend: false, timerPollMs: 0 });
-    this.agents = createAgentRuntime({ flows: this.flows, agents: [] });
   }
 
   async runs(filter: RunsFilter = {}): Promise<RunsPage> {
@@ -257,8 +267,7 @@ class LogView implements View {
       ...(filter.flow === undefined ? {} : { flow: filter.flow }),
       ...(filter.after === undefined ? {} : { afterExecutionId: filter.after }),
     });
-    const runs: RunSummary[] = [];
-    for (const row of rows) runs.push((await this.summarize(row)).summary);
+    const runs = await this.summarizePage(rows);
     const last = rows[rows.length - 1];
     return {
       runs,
@@ -266,10 +275,39 @@ class LogView implements View {
     };
   }
 
+  /**
+   * Summaries of index rows: their logs in one read, the approval decisions of the waiting agent
+   * runs among them in one more.
+   */
+  private async summarizePage(rows: readonly ExecutionSummary[]): Promise<RunSummary[]> {
+    const logs = await this.pages.logs(rows.map((row) => row.executionId));
+    const folded = rows.map((row) => {
+      const events = logs.get(row.executionId) ?? [];
+      return { row, events, folded: foldRun(events, isAgentFlow) };
+    });
+    const waiting = folded.filter(
+      ({ row, folded: f }) => row.status === 'suspended' && isAgentFlow(row.flow ?? f.flow),
+    );
+    const decisions = await this.pages.signals(
+      waiting.map(({ row }) => row.executionId),
+      approvalSignalPrefix,
+    );
+    const waitingIds = new Set(waiting.map(({ row }) => row.executionId));
+    return folded.map(({ row, events, folded: f }) => {
+      const approvals = waitingIds.has(row.executionId)
+        ? approvalsOf(events, decisions.get(row.executionId) ?? [])
+        : [];
+      return summaryOf(row, f, approvals);
+    });
+  }
+
   async show(executionId: string): Promise<RunDetail> {
     const row = await this.indexRow(executionId);
-    const { summary, folded, approvals } = await this.summarize(row, true);
+    const events = await readLog(this.opened.events, executionId);
+    const folded = foldRun(events, isAgentFlow);
     const inbox = await readInbox(this.opened.events, executionId);
+    const approvals = isAgentFlow(row.flow ?? folded.flow) ? approvalsOf(events, inbox) : [];
+    const summary = summaryOf(row, folded, approvals);
     return {
       run: summary,
       input: folded.input,
@@ -279,7 +317,7 @@ class LogView implements View {
       timeline: folded.timeline,
       signals: signalsOf(inbox, folded.consumedSignalIds),
       approvals,
-      events: folded.eventCount,
+      events: events.length,
     };
   }
 
@@ -323,10 +361,11 @@ class LogView implements View {
     return { subscription, afterPosition };
   }
 
-  async headPosition(): Promise<number> {
+  async headPosition(onProgress?: ReadProgress): Promise<number> {
     // Paged in the store's global order: on Postgres a cursor must be a stored event's position
     // (the order is commit-safe, not numeric), so there is no shortcut through the numbers.
     let head = 0;
+    let read = 0;
     for (;;) {
       const page = await this.opened.events.readAll({
         afterPosition: head,
@@ -334,6 +373,8 @@ class LogView implements View {
       });
       const last = page[page.length - 1];
       if (last !== undefined) head = last.position;
+      read += page.length;
+      onProgress?.(read);
       if (page.length < Limits.readLimitMax) return head;
     }
   }
@@ -347,9 +388,11 @@ class LogView implements View {
         limit: Limits.readLimitMax,
         ...(after === undefined ? {} : { afterExecutionId: after }),
       });
-      for (const row of rows) {
-        if (!isAgentFlow(row.flow)) continue;
-        for (const approval of await this.agents.approvals(row.executionId)) {
+      const agentIds = rows.filter((row) => isAgentFlow(row.flow)).map((row) => row.executionId);
+      const logs = await this.pages.logs(agentIds);
+      const decisions = await this.pages.signals(agentIds, approvalSignalPrefix);
+      for (const id of agentIds) {
+        for (const approval of approvalsOf(logs.get(id) ?? [], decisions.get(id) ?? [])) {
           if (approval.status === 'pending') out.push(approval);
         }
       }
@@ -415,46 +458,43 @@ class LogView implements View {
     return out.sort((a, b) => a.name.localeCompare(b.name));
   }
 
-  async exportLog(executionId: string): Promise<StoredEvent[]> {
-    const events = await readLog(this.opened.events, executionId);
+  async exportLog(executionId: string, onProgress?: ReadProgress): Promise<StoredEvent[]> {
+    const events = await readLog(this.opened.events, executionId, onProgress);
     if (events.length === 0) throw runNotFound(executionId);
     return events;
   }
 
   async close(): Promise<void> {
-    await this.flows.shutdown();
     await this.opened.close();
   }
 
   private indexRow(executionId: string): Promise<ExecutionSummary> {
     return indexRow(this.opened.events, executionId);
   }
+}
 
-  private async summarize(row: ExecutionSummary, withApprovals = false) {
-    const events = await readLog(this.opened.events, row.executionId);
-    const folded = { ...foldRun(events, isAgentFlow), eventCount: events.length };
-    const flow = row.flow ?? folded.flow;
-    const agent = isAgentFlow(flow);
-    const approvals: Approval[] =
-      agent && (withApprovals || row.status === 'suspended')
-        ? await this.agents.approvals(row.executionId)
-        : [];
-    const summary: RunSummary = {
-      id: row.executionId,
-      kind: agent ? 'agent' : 'flow',
-      flow,
-      agent: agent && flow !== null ? flow.slice(agentFlowPrefix.length) : null,
-      version: row.version ?? folded.version,
-      status: row.status === 'settled' && row.settledAs !== null ? row.settledAs : row.status,
-      terminalReason: row.status === 'settled' ? folded.terminalReason : null,
-      steps: folded.steps,
-      pendingApprovals: approvals.filter((a) => a.status === 'pending').length,
-      createdAtMs: row.createdAtMs,
-      updatedAtMs: row.updatedAtMs,
-      wakeAtMs: row.wakeAtMs,
-    };
-    return { summary, folded, approvals };
-  }
+/** A run's summary from its index row, its folded log and (a waiting agent run's) approvals. */
+function summaryOf(
+  row: ExecutionSummary,
+  folded: ReturnType<typeof foldRun>,
+  approvals: readonly Approval[],
+): RunSummary {
+  const flow = row.flow ?? folded.flow;
+  const agent = isAgentFlow(flow);
+  return {
+    id: row.executionId,
+    kind: agent ? 'agent' : 'flow',
+    flow,
+    agent: agent && flow !== null ? flow.slice(agentFlowPrefix.length) : null,
+    version: row.version ?? folded.version,
+    status: row.status === 'settled' && row.settledAs !== null ? row.settledAs : row.status,
+    terminalReason: row.status === 'settled' ? folded.terminalReason : null,
+    steps: folded.steps,
+    pendingApprovals: approvals.filter((a) => a.status === 'pending').length,
+    createdAtMs: row.createdAtMs,
+    updatedAtMs: row.updatedAtMs,
+    wakeAtMs: row.wakeAtMs,
+  };
 }
 
 function isAgentFlow(flow: string | null): boolean {

@@ -1,3 +1,4 @@
+import { type Agent, createAgentRuntime } from '@loom/agent-loop';
 import {
   ErrorCode,
   type EventEnvelope,
@@ -42,6 +43,16 @@ export interface ReplayReport {
    * suspension); undefined when it would write nothing.
    */
   next?: ReplayedEvent[];
+}
+
+/** What else a replay runs besides flows. */
+export interface ReplayOptions {
+  /**
+   * Agents (`defineAgent`) as deployed today: an agent run's log (flow `agent:<name>`) is
+   * re-folded by its agent's loop, with the model's recorded decisions, policy verdicts and tool
+   * results read back from the log (no model or tool is called).
+   */
+  agents?: readonly Agent[];
 }
 
 /** How long a replay may take before it is given up (real time). */
@@ -100,17 +111,23 @@ function checkLog(events: readonly StoredEvent[]): { executionId: string; flow: 
  * and the ending the code reaches is compared with the recorded one (a failure by its error's
  * name, code and message).
  *
+ * An agent run is replayed the same way with `options.agents`: its loop is a flow, and a change
+ * that no longer fits the log (a tool renamed or removed, steps in another order) makes it end
+ * differently or fail with `NON_DETERMINISM`.
+ *
  * Error codes: `INVALID_ARGUMENT` (not one execution's log from sequence 0), `FLOW_NOT_REGISTERED`
- * (no flow of that name and version in `flows`), `LIMIT_EXCEEDED` (the replay ran past
- * {@link replayDeadlineMs}).
+ * (no flow or agent of that name and version in `flows` / `options.agents`), `LIMIT_EXCEEDED` (the
+ * replay ran past {@link replayDeadlineMs}).
  *
  * @example
  * const report = await replayLog(events, [order]);
  * if (!report.ok) console.error(report.divergence?.message);
+ * const agentReport = await replayLog(agentEvents, [], { agents: [support] });
  */
 export async function replayLog(
   events: readonly StoredEvent[],
   flows: ReadonlyArray<Flow<never, unknown>>,
+  options: ReplayOptions = {},
 ): Promise<ReplayReport> {
   const { executionId, flow } = checkLog(events);
   const last = events[events.length - 1] as StoredEvent;
@@ -138,6 +155,11 @@ export async function replayLog(
       inlineWaitMs: 0,
       onError: () => undefined,
     });
+    // The agents' loops register themselves as flows of this runtime (`agent:<name>`).
+    const agents =
+      options.agents === undefined || options.agents.length === 0
+        ? undefined
+        : createAgentRuntime({ flows: runtime, agents: options.agents });
     try {
       await runtime.resume(executionId);
       const deadline = Date.now() + replayDeadlineMs;
@@ -153,6 +175,7 @@ export async function replayLog(
       }
     } finally {
       await runtime.shutdown();
+      await agents?.close();
     }
   } finally {
     await backend.close();

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Resolution } from '@loom/agent-loop';
+import type { Agent, Resolution } from '@loom/agent-loop';
 import type {
   DetailedExecutionStatus,
   Flow,
@@ -23,6 +23,7 @@ import {
   formatRuns,
   formatSchedules,
 } from './internal/format.js';
+import { count, type Progress, progressAfterMs, startProgress } from './internal/progress.js';
 import { openOperator } from './open-operator.js';
 import { openView, runStatuses, type View } from './open-view.js';
 import { addProjectionCommands } from './projection/projection-cli.js';
@@ -36,7 +37,10 @@ export interface CliIo {
   stderr(text: string): void;
   /** `LOOM_DB` and friends. */
   env: Readonly<Record<string, string | undefined>>;
-  /** True when stderr is a terminal: the progress line then rewrites itself. */
+  /**
+   * True when stderr is a terminal: work that runs longer than a second (`LOOM_PROGRESS_AFTER_MS`)
+   * then shows a progress line there that rewrites itself (never with `--json`).
+   */
   isTty: boolean;
   /**
    * Keeps the process alive while `loom tail` waits for new events (the stores' poll timers do
@@ -126,8 +130,34 @@ function resolutionOf(options: { rerun?: boolean; record?: string }): Resolution
   return { kind: 'record', output: parseJson(options.record, 'record') };
 }
 
-/** The flows an ES module exports (any export, or a default array, that looks like a flow). */
-async function flowsOf(modulePath: string): Promise<Flow<never, unknown>[]> {
+/** What a `--flows` module exports: flows (`defineFlow`) and agents (`defineAgent`). */
+interface Deployed {
+  flows: Flow<never, unknown>[];
+  agents: Agent[];
+}
+
+function isFlow(value: unknown): value is Flow<never, unknown> {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { name?: unknown }).name === 'string' &&
+    typeof (value as { run?: unknown }).run === 'function'
+  );
+}
+
+function isAgent(value: unknown): value is Agent {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { name?: unknown }).name === 'string' &&
+    (value as { tools?: unknown }).tools instanceof Map &&
+    typeof (value as { policy?: unknown }).policy === 'function' &&
+    typeof (value as { model?: unknown }).model === 'object'
+  );
+}
+
+/** The flows and agents an ES module exports (any export, or an exported array of them). */
+async function deployedOf(modulePath: string): Promise<Deployed> {
   let loaded: Record<string, unknown>;
   try {
     loaded = (await import(pathToFileURL(resolve(modulePath)).href)) as Record<string, unknown>;
@@ -142,21 +172,15 @@ async function flowsOf(modulePath: string): Promise<Flow<never, unknown>[]> {
   const candidates = Object.values(loaded).flatMap((value) =>
     Array.isArray(value) ? value : [value],
   );
-  const flows = candidates.filter(
-    (value): value is Flow<never, unknown> =>
-      typeof value === 'object' &&
-      value !== null &&
-      typeof (value as { name?: unknown }).name === 'string' &&
-      typeof (value as { run?: unknown }).run === 'function',
-  );
-  if (flows.length === 0) {
+  const deployed = { flows: candidates.filter(isFlow), agents: candidates.filter(isAgent) };
+  if (deployed.flows.length === 0 && deployed.agents.length === 0) {
     throw new LoomError(
       ViewErrorCode.INVALID_ARGUMENT,
-      `--flows ${modulePath} exports no flow: export the defineFlow(...) values (or an array of them)`,
+      `--flows ${modulePath} exports no flow and no agent: export the defineFlow(...) and defineAgent(...) values (or an array of them)`,
       { path: 'flows' },
     );
   }
-  return flows;
+  return deployed;
 }
 
 /** A log file as `loom export` writes it: one stored event per line. */
@@ -226,6 +250,20 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     }
   };
   const by = (given: string | undefined) => given ?? userInfo().username;
+  /** Runs `work` under a progress line (a terminal, no --json, after the threshold). */
+  const withProgress = async <T>(label: string, work: (progress: Progress) => Promise<T>) => {
+    const progress = startProgress(label, {
+      stderr: io.stderr,
+      enabled: io.isTty && !asJson,
+      afterMs: progressAfterMs(io.env),
+    });
+    try {
+      return await work(progress);
+    } finally {
+      progress.end();
+    }
+  };
+  const eventsRead = (progress: Progress) => (n: number) => progress.update(`${count(n)} events`);
 
   program
     .command('runs')
@@ -246,7 +284,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       ) => {
         const db = globals(command).db ?? '';
         const { page, spend } = await withView(command, async (view) => {
-          const page = await view.runs(options);
+          const page = await withProgress('reading runs', () => view.runs(options));
           return { page, spend: await spendOfRuns(db, view, page.runs) };
         });
         print(
@@ -318,12 +356,17 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
             );
           let subscription: Subscription;
           if (id === undefined) {
+            const afterPosition =
+              options.after ??
+              (await withProgress("finding the log's end", (progress) =>
+                view.headPosition(eventsRead(progress)),
+              ));
             const followed = await view.tailAll(
               (events) => {
                 for (const event of events) show(event);
               },
               {
-                ...(options.after === undefined ? {} : { afterPosition: options.after }),
+                afterPosition,
                 onError: (error) => failed(error),
               },
             );
@@ -362,7 +405,9 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       "a run's whole log as JSON lines (one stored event per line, hashes included), for a bug report",
     )
     .action(async (id: string, _options: unknown, command: Command) => {
-      const events = await withView(command, (view) => view.exportLog(id));
+      const events = await withView(command, (view) =>
+        withProgress(`exporting ${id}`, (progress) => view.exportLog(id, eventsRead(progress))),
+      );
       for (const event of events) io.stdout(JSON.stringify(event));
       io.stderr(`exported ${events.length} events of ${id}`);
     });
@@ -403,13 +448,20 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     .description(
       "re-fold a recorded log (a file from `loom export`, or a run id read from --db) with today's flows; exit 1 if they no longer fit it",
     )
-    .requiredOption('--flows <module>', 'an ES module whose exports are the flows (defineFlow)')
+    .requiredOption(
+      '--flows <module>',
+      'an ES module whose exports are the flows (defineFlow) and agents (defineAgent)',
+    )
     .action(async (log: string, options: { flows: string }, command: Command) => {
-      const flows = await flowsOf(options.flows);
+      const { flows, agents } = await deployedOf(options.flows);
       const events = existsSync(log)
         ? readJsonLines(log)
-        : await withView(command, (view) => view.exportLog(log));
-      const report = await replayLog(events, flows);
+        : await withView(command, (view) =>
+            withProgress(`reading ${log}`, (progress) => view.exportLog(log, eventsRead(progress))),
+          );
+      const report = await withProgress(`replaying ${count(events.length)} events`, () =>
+        replayLog(events, flows, { agents }),
+      );
       print(report, () =>
         report.ok
           ? `ok: ${report.executionId} (${report.flow}), ${report.recordedEvents} events replayed with today's code` +
@@ -671,10 +723,11 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
         if (!result.ok) exit = ExitCode.failed;
         return;
       }
-      const progress = (checked: number) => {
-        if (io.isTty) io.stderr(`\rverifying… ${checked} executions checked`);
-      };
-      const result = await withView(command, (view) => view.verifyAll(progress));
+      const result = await withView(command, (view) =>
+        withProgress('verifying', (progress) =>
+          view.verifyAll((checked) => progress.update(`${count(checked)} executions checked`)),
+        ),
+      );
       io.stderr(`verified ${result.checked} executions, ${result.broken.length} broken`);
       print(result, () =>
         result.broken.length === 0

@@ -2,74 +2,22 @@
 // is SIGKILLed inside a remote_mutation tool (after its side effect), restarted, and waits on an
 // interrupted_side_effect approval; the built `loom` binary decides it; a third life finishes.
 // The tool's side channel (a file) counts its real calls. SQLite file and Postgres.
-import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import type { Approval } from '@loom/agent-loop';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dbTargets } from './db-targets.js';
 import { loom } from './fixture.js';
+import { calls, interruptedApproval, life } from './interrupted-life.js';
 
 const { dir, targets, cleanup } = dbTargets('view-resolution');
-const worker = fileURLToPath(new URL('./interrupted-worker.ts', import.meta.url));
 afterAll(cleanup);
-
-/** One life of the worker: its exit signal and the line it printed (deadline 60 s). */
-function life(
-  env: Record<string, string>,
-): Promise<{ signal: NodeJS.Signals | null; code: number | null; line: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', worker], {
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      // Only the life told to die may end by SIGKILL; any other was killed at its deadline.
-      if (code !== 0 && (signal !== 'SIGKILL' || env.DIE !== '1')) {
-        reject(new Error(`worker exited ${code} (${signal}): ${stderr}`));
-        return;
-      }
-      resolve({ code, signal, line: stdout.trim() });
-    });
-  });
-}
-
-function calls(file: string): string[] {
-  return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n') : [];
-}
 
 describe.each(targets)('loom approve of an interrupted side effect on $name', (target) => {
   const env = { LOOM_DB: target.db };
   // A fresh database (the Postgres schema dropped), migrated: the workers open it after.
   beforeAll(async () => (await target.open()).close());
 
-  /** Kills the first life mid-tool, restarts, and returns the pending approval. */
-  async function interrupted(runId: string, sideChannel: string): Promise<Approval> {
-    const base = { ...target.env, RUN_ID: runId, SIDE_CHANNEL: sideChannel };
-    const first = await life({ ...base, DIE: '1' });
-    expect(first.signal).toBe('SIGKILL');
-    expect(calls(sideChannel)).toHaveLength(1);
-    const second = await life(base);
-    expect(second.line).toBe('waiting');
-    expect(calls(sideChannel)).toHaveLength(1);
-    const listed = await loom(['approvals', '--json'], env);
-    expect(listed.code).toBe(0);
-    const approval = (JSON.parse(listed.stdout) as Approval[]).find((a) => a.runId === runId);
-    expect(approval?.kind).toBe('interrupted_side_effect');
-    return approval as Approval;
-  }
+  const interrupted = (runId: string, sideChannel: string) =>
+    interruptedApproval(target.env, env, runId, sideChannel);
 
   it('--record does not call the tool again: one real call, and the run completes', async () => {
     const sideChannel = join(dir, `${target.name}-record.calls`);

@@ -1,11 +1,57 @@
 // Helpers of the dashboard tests: a runtime that serves the fixture's runs (so a decision made on
 // the page really continues the run), raw HTTP requests (to send any Host header), and waits
 // with deadlines.
+import { existsSync } from 'node:fs';
 import { request } from 'node:http';
 import { createAgentRuntime } from '@loom/agent-loop';
 import type { Backend } from '@loom/event-runtime';
 import { createRuntime } from '@loom/workflow-runtime';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { allFlows, mailer, type Running } from './fixture.js';
+
+/** Debian's Chromium (scripts/ensure-chromium.sh installs it). */
+export const chromiumPath = '/usr/bin/chromium';
+const chromiumArgs = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+/** Headless Chromium with its profile in the folder `profileDir`. */
+export async function openBrowser(profileDir: string): Promise<BrowserContext> {
+  if (!existsSync(chromiumPath)) {
+    throw new Error(`${chromiumPath} is missing: run bash scripts/ensure-chromium.sh`);
+  }
+  return chromium.launchPersistentContext(profileDir, {
+    executablePath: chromiumPath,
+    headless: true,
+    args: chromiumArgs,
+    viewport: { width: 1400, height: 900 },
+  });
+}
+
+/**
+ * A new page of `browser` at `url`; its script errors and console errors (a CSP violation is
+ * one) are pushed to `errors`.
+ */
+export async function openPage(
+  browser: BrowserContext,
+  url: string,
+  errors: string[],
+): Promise<Page> {
+  const page = await browser.newPage();
+  page.on('pageerror', (error) => errors.push(error.message));
+  page.on('console', (message) => {
+    if (message.type() === 'error') errors.push(message.text());
+  });
+  await page.goto(url);
+  return page;
+}
 
 /**
  * A runtime that runs every fixture flow and the agent and polls for due runs every 50 ms: a

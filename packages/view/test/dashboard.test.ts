@@ -9,24 +9,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Backend } from '@loom/event-runtime';
 import { openSqlite } from '@loom/event-runtime/sqlite';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Dashboard, openView, startDashboard, type View } from '../src/index.js';
 import { streamsMax } from '../src/internal/dashboard/dashboard-app.js';
-import { http, servingRuntime, until } from './dashboard-support.js';
+import { http, openBrowser, openPage, servingRuntime, until } from './dashboard-support.js';
 import { mailer, mailToken, populate, type Running, sentMails, waiting } from './fixture.js';
 
-const chromiumPath = '/usr/bin/chromium';
-const chromiumArgs = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const artifacts = fileURLToPath(new URL('../test-artifacts/', import.meta.url));
 const docsImage = fileURLToPath(new URL('../../../docs/img/dashboard.png', import.meta.url));
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
@@ -41,9 +30,6 @@ let running: Running;
 let view: View;
 
 beforeAll(async () => {
-  if (!existsSync(chromiumPath)) {
-    throw new Error(`${chromiumPath} is missing: run bash scripts/ensure-chromium.sh`);
-  }
   mkdirSync(artifacts, { recursive: true });
   backend = await openSqlite({ path: sqlitePath, migrate: true });
   running = servingRuntime(backend);
@@ -68,15 +54,6 @@ async function statusOf(id: string): Promise<string> {
   return (await view.show(id)).run.status;
 }
 
-async function openBrowser(profile: string): Promise<BrowserContext> {
-  return chromium.launchPersistentContext(join(dir, profile), {
-    executablePath: chromiumPath,
-    headless: true,
-    args: chromiumArgs,
-    viewport: { width: 1400, height: 900 },
-  });
-}
-
 /** Waits until the runs table shows `id` with `status` (the page updates itself over SSE). */
 async function rowWithStatus(page: Page, id: string, status: string): Promise<void> {
   await page.waitForSelector(`tr[data-run="${id}"][data-status="${status}"]`, { timeout: waitMs });
@@ -91,13 +68,8 @@ describe('the dashboard in Chromium', () => {
 
   beforeAll(async () => {
     dashboard = await startDashboard({ db, port: 0, pollMs: 100 });
-    browser = await openBrowser('chromium-profile');
-    page = await browser.newPage();
-    page.on('pageerror', (error) => pageErrors.push(error.message));
-    page.on('console', (message) => {
-      if (message.type() === 'error') pageErrors.push(message.text());
-    });
-    await page.goto(dashboard.urlWithToken);
+    browser = await openBrowser(join(dir, 'chromium-profile'));
+    page = await openPage(browser, dashboard.urlWithToken, pageErrors);
   });
   afterAll(async () => {
     await browser?.close();
@@ -346,7 +318,7 @@ describe('a read-only dashboard', () => {
   let browser: BrowserContext;
   beforeAll(async () => {
     dashboard = await startDashboard({ db, port: 0, readOnly: true, pollMs: 100 });
-    browser = await openBrowser('chromium-read-only');
+    browser = await openBrowser(join(dir, 'chromium-read-only'));
   });
   afterAll(async () => {
     await browser?.close();

@@ -2,12 +2,16 @@
 // Postgres) re-folded with the flows as deployed (ok, exit 0) and with changed code (a renamed
 // step: NON_DETERMINISM; a changed output: the ending differs; exit 1), from the database by id
 // and from a file `loom export` wrote. Nothing is written to the database, and no effect runs.
+// The same for an agent run (`--flows` exporting the agent): as deployed it fits, with a renamed
+// tool it diverges.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { type Agent, createAgentRuntime } from '@loom/agent-loop';
+import type { StoredEvent } from '@loom/event-runtime';
 import { createRuntime, type WorkflowDefinition } from '@loom/workflow-runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ReplayReport } from '../src/index.js';
+import { type ReplayReport, replayLog } from '../src/index.js';
 import { dbTargets } from './db-targets.js';
 import { eventually, loom } from './fixture.js';
 
@@ -114,5 +118,91 @@ describe.each(targets)('loom replay on $name', (target) => {
     const bad = await loom(['replay', broken, '--flows', module('flows-v1.mjs')], env);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('broken.jsonl:1 is not JSON');
+  });
+});
+
+describe.each(targets)('loom replay of an agent run on $name', (target) => {
+  const env = { LOOM_DB: target.db };
+  const replay = async (args: string[]) => {
+    const out = await loom(['replay', ...args, '--json'], env);
+    return { code: out.code, stderr: out.stderr, report: JSON.parse(out.stdout) as ReplayReport };
+  };
+  let recorded: StoredEvent[] = [];
+
+  beforeAll(async () => {
+    // The agent as deployed, from the module `--flows` loads; its stub model and tool run here.
+    const { support, lookups } = (await import(module('agents-v1.mjs'))) as {
+      support: Agent;
+      lookups: unknown[];
+    };
+    const backend = await target.open();
+    const flows = createRuntime({ backend, timerPollMs: 0 });
+    try {
+      const agents = createAgentRuntime({ flows, agents: [support] });
+      const before = lookups.length;
+      const result = await agents.run(support, 'where is order 7?', { runId: 'support-1' });
+      expect(result.reason).toBe('goal_completed');
+      expect(lookups.slice(before)).toEqual([{ id: '7' }]);
+      recorded = await backend.events.read('support-1');
+    } finally {
+      await flows.shutdown();
+    }
+  });
+
+  it('the agent as deployed fits its log: exit 0, nothing written', async () => {
+    const out = await replay(['support-1', '--flows', module('agents-v1.mjs')]);
+    expect(out.stderr).toBe('');
+    expect(out.code).toBe(0);
+    expect(out.report).toMatchObject({
+      executionId: 'support-1',
+      flow: 'agent:support',
+      recordedEvents: recorded.length,
+      ok: true,
+    });
+    const human = await loom(['replay', 'support-1', '--flows', module('agents-v1.mjs')], env);
+    expect(human.stdout).toBe(
+      `ok: support-1 (agent:support), ${recorded.length} events replayed with today's code\n`,
+    );
+    const after = await loom(['events', 'support-1', '--json'], env);
+    expect(JSON.parse(after.stdout)).toHaveLength(recorded.length);
+  });
+
+  it('a renamed tool no longer fits: the divergence at the call, exit 1', async () => {
+    const out = await replay(['support-1', '--flows', module('agents-v2-renamed.mjs')]);
+    expect(out.code).toBe(1);
+    expect(out.report.ok).toBe(false);
+    expect(out.report.divergence?.message).toContain(
+      "the log's turn 1 calls tool 'lookup_order', which agent 'support' no longer has",
+    );
+    expect(out.report.divergence?.replayed).toMatchObject({
+      type: 'execution.failed',
+      payload: { error: { code: 'NON_DETERMINISM' } },
+    });
+    const human = await loom(
+      ['replay', 'support-1', '--flows', module('agents-v2-renamed.mjs')],
+      env,
+    );
+    expect(human.code).toBe(1);
+    expect(human.stdout).toMatch(/^DIVERGED: support-1 \(agent:support\) at sequence \d+: /);
+  });
+
+  it('from an exported file too, and replayLog takes the agents in code (no tool is called)', async () => {
+    const file = join(dir, `${target.name}-support-1.jsonl`);
+    writeFileSync(file, (await loom(['export', 'support-1'], env)).stdout);
+    expect((await replay([file, '--flows', module('agents-v1.mjs')])).code).toBe(0);
+    const deployed = (await import(module('agents-v1.mjs'))) as {
+      support: Agent;
+      lookups: unknown[];
+    };
+    const calls = deployed.lookups.length;
+    expect(await replayLog(recorded, [], { agents: [deployed.support] })).toMatchObject({
+      ok: true,
+      recordedEvents: recorded.length,
+    });
+    expect(deployed.lookups).toHaveLength(calls);
+    const { support } = (await import(module('agents-v2-renamed.mjs'))) as { support: Agent };
+    const report = await replayLog(recorded, [], { agents: [support] });
+    expect(report.ok).toBe(false);
+    await expect(replayLog(recorded, [])).rejects.toMatchObject({ code: 'FLOW_NOT_REGISTERED' });
   });
 });

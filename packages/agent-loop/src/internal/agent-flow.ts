@@ -1,6 +1,7 @@
 import {
   isLoomError as isKernelError,
   type JsonValue,
+  ErrorCode as KernelErrorCode,
   LoomError as KernelLoomError,
 } from '@loom/event-runtime';
 import {
@@ -454,7 +455,10 @@ async function toolTurn(
     const outcomes = await Promise.all(
       indexes.map((index) => {
         const verdict = verdicts[index] as Extract<Verdict, { kind: 'decided' }>;
-        const tool = agent.tools.get(verdict.request.tool) as Tool<never, JsonValue>;
+        const tool = agent.tools.get(verdict.request.tool);
+        // The policy allows only tools the agent has; a recorded verdict (a replay, a resume
+        // after a deploy) can name one it no longer has: the code no longer fits the log.
+        if (tool === undefined) throw toolGone(agent, verdict.request.tool, turn);
         const key = `${turn}.${index}`;
         return runCall(ctx, notify, tool, verdict.request, key, () => fresh, budget);
       }),
@@ -479,6 +483,17 @@ async function toolTurn(
     }
   }
   return undefined;
+}
+
+/** `NON_DETERMINISM`: the log's allowed call names a tool this agent no longer has. */
+function toolGone(agent: Agent, tool: string, turn: number): KernelLoomError {
+  return new KernelLoomError(
+    KernelErrorCode.NON_DETERMINISM,
+    `the log's turn ${turn} calls tool '${tool}', which agent '${agent.name}' no longer has ` +
+      `(renamed or removed since the run was recorded; it has ${[...agent.tools.keys()].map((t) => `'${t}'`).join(', ') || 'no tools'}): ` +
+      'keep the old tool until the runs that used it have ended, or deploy the change as a new agent version',
+    { agent: agent.name, tool, turn },
+  );
 }
 
 /** The policy's verdict; a policy that throws or answers nonsense aborts the run (typed), never crashes it. */

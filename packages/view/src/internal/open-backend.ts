@@ -1,13 +1,20 @@
 import { type Backend, isLoomError } from '@loom/event-runtime';
 import { LoomError, ViewErrorCode } from '../errors.js';
 import type { DbTarget } from './db-url.js';
+import { type PageReader, postgresPageReader, sqlitePageReader } from './page-reader.js';
+
+/** A backend the view opened, with its reader of whole pages of runs (one query per read). */
+export type OpenedBackend = Backend & { readonly pages: PageReader };
+
+/** How long connecting to Postgres may take (the kernel's `connectTimeoutMsDefault`). */
+const pgConnectTimeoutMs = 10_000;
 
 /**
  * Opens a backend without creating or migrating anything: a SQLite file is first opened read-only
  * (so a missing file is not created) and its schema version checked; a Postgres schema is checked
  * with one read. A writable open (`readOnly: false`) only follows a successful check.
  */
-export async function openBackend(target: DbTarget, readOnly: boolean): Promise<Backend> {
+export async function openBackend(target: DbTarget, readOnly: boolean): Promise<OpenedBackend> {
   if (target.kind === 'sqlite') {
     const { openSqlite, sqliteSchemaVersion } = await driver(
       () => import('@loom/event-runtime/sqlite'),
@@ -25,26 +32,44 @@ export async function openBackend(target: DbTarget, readOnly: boolean): Promise<
     } finally {
       await probe.close();
     }
-    return readOnly
+    const backend = readOnly
       ? openSqlite({ path: target.path, readOnly: true })
       : openSqlite({ path: target.path });
+    return { ...backend, pages: sqlitePageReader(backend.events.database) };
   }
   const { openPostgres } = await driver(() => import('@loom/event-runtime/postgres'), 'pg@8');
-  const backend = await openPostgres({
+  const { default: pg } = await driver(() => import('pg'), 'pg@8');
+  // The view's own pool (the stores borrow it), so the page reads can use it too.
+  const pool = new pg.Pool({
     connectionString: target.connectionString,
-    readOnly,
-    ...(target.schema === undefined ? {} : { schema: target.schema }),
+    connectionTimeoutMillis: pgConnectTimeoutMs,
   });
+  pool.on('error', () => {});
+  let backend: Awaited<ReturnType<typeof openPostgres>>;
+  try {
+    backend = await openPostgres({
+      pool,
+      readOnly,
+      ...(target.schema === undefined ? {} : { schema: target.schema }),
+    });
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    throw error;
+  }
+  const close = async () => {
+    await backend.close();
+    await pool.end().catch(() => undefined);
+  };
   try {
     await backend.events.findExecutions({ limit: 1 });
   } catch (error) {
-    await backend.close();
+    await close();
     if (isLoomError(error, 'SCHEMA_NOT_MIGRATED')) {
       throw notMigrated(`PostgreSQL schema '${backend.schema}'`, null, error);
     }
     throw error;
   }
-  return backend;
+  return { ...backend, close, pages: postgresPageReader(pool, backend.schema) };
 }
 
 /** Loads a store entry whose driver is an optional peer; a missing driver says what to install. */

@@ -1,7 +1,11 @@
 import { type EventStore, Limits, type StoredEvent, type StoredSignal } from '@loom/event-runtime';
 
-/** A run's whole log, read in pages of the store's maximum (one read for most runs). */
-export async function readLog(store: EventStore, executionId: string): Promise<StoredEvent[]> {
+/** A run's whole log, read in pages of the store's maximum (one read for most runs); `onProgress` after each page. */
+export async function readLog(
+  store: EventStore,
+  executionId: string,
+  onProgress?: (events: number) => void,
+): Promise<StoredEvent[]> {
   const out: StoredEvent[] = [];
   for (;;) {
     const page = await store.read(executionId, {
@@ -9,6 +13,7 @@ export async function readLog(store: EventStore, executionId: string): Promise<S
       limit: Limits.readLimitMax,
     });
     out.push(...page);
+    onProgress?.(out.length);
     if (page.length < Limits.readLimitMax) return out;
   }
 }

@@ -100,8 +100,11 @@ dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; margi
 dt { color: #56606b; } dd { margin: 0; overflow-wrap: anywhere; }
 .actions { display: flex; flex-wrap: wrap; gap: 10px; align-items: center; margin: 8px 0; }
 .actions form { display: flex; gap: 6px; }
-.approval { display: flex; gap: 8px; align-items: center; padding: 6px 8px; margin: 4px 0; border: 1px solid #f0c36d; background: #fffaeb; border-radius: 4px; }
+.approval { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; padding: 6px 8px; margin: 4px 0; border: 1px solid #f0c36d; background: #fffaeb; border-radius: 4px; }
 .approval.decided { border-color: #dde1e6; background: #fafbfc; }
+.approval .resolve { flex-basis: 100%; display: flex; gap: 8px; align-items: center; flex-wrap: wrap; }
+.approval .hint { color: #7a5b00; }
+.approval .record-output { font: inherit; font-family: ui-monospace, monospace; width: 16em; }
 .timeline svg { display: block; width: 100%; height: auto; }
 .timeline text { font-size: 11px; fill: #1d232a; }
 .timeline .axis { stroke: #c4cad1; }
@@ -237,16 +240,49 @@ export const dashboardJs = `'use strict';
         el('span', { className: 'status', text: approval.decision ? approval.decision.decision + ' by ' + approval.decision.by : approval.status }),
       ]);
       if (pending && !readOnly) {
-        var approve = el('button', { text: 'Approve', className: 'primary', type: 'button' });
-        approve.addEventListener('click', function () {
-          act('/api/approvals/' + encodeURIComponent(approval.id) + '/approve', {}, function () { return 'approved ' + approval.id; });
-        });
+        var path = '/api/approvals/' + encodeURIComponent(approval.id);
+        var controls = null;
+        if (approval.kind === 'interrupted_side_effect') {
+          // A tool that must not run twice was cut off by a crash: its outcome is unknown. Re-run
+          // it (same idempotency key), or record what it did (found out in the other system).
+          var controls = el('div', { className: 'resolve' }, [
+            el('span', { className: 'hint', text: 'cut off by a crash, outcome unknown:' }),
+          ]);
+          var rerun = el('button', { text: 'Re-run', className: 'primary', type: 'button' });
+          rerun.setAttribute('data-action', 'rerun');
+          rerun.addEventListener('click', function () {
+            act(path + '/approve', { resolution: { kind: 'rerun' } }, function () { return 're-running the call of ' + approval.id; });
+          });
+          var output = el('input', { type: 'text' });
+          output.className = 'record-output';
+          output.placeholder = 'what it did, as JSON: {"sent":true}';
+          output.setAttribute('aria-label', 'the outcome to record, as JSON');
+          var record = el('button', { text: 'Record outcome', type: 'button' });
+          record.setAttribute('data-action', 'record');
+          record.addEventListener('click', function () {
+            var recorded;
+            try { recorded = JSON.parse(output.value); } catch (error) {
+              flash('the outcome to record must be JSON, e.g. {"sent":true} or "done"', true);
+              return;
+            }
+            act(path + '/approve', { resolution: { kind: 'record', output: recorded } }, function () { return 'recorded the outcome of ' + approval.id; });
+          });
+          controls.appendChild(rerun);
+          controls.appendChild(output);
+          controls.appendChild(record);
+          row.appendChild(controls);
+        } else {
+          var approve = el('button', { text: 'Approve', className: 'primary', type: 'button' });
+          approve.addEventListener('click', function () {
+            act(path + '/approve', {}, function () { return 'approved ' + approval.id; });
+          });
+          row.appendChild(approve);
+        }
         var reject = el('button', { text: 'Reject', className: 'danger', type: 'button' });
         reject.addEventListener('click', function () {
-          act('/api/approvals/' + encodeURIComponent(approval.id) + '/reject', {}, function () { return 'rejected ' + approval.id; });
+          act(path + '/reject', {}, function () { return 'rejected ' + approval.id; });
         });
-        row.appendChild(approve);
-        row.appendChild(reject);
+        (controls || row).appendChild(reject);
       }
       box.appendChild(row);
     });

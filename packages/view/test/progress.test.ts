@@ -1,0 +1,142 @@
+// The progress line of the built `loom` binary: on a terminal (a real pseudo-terminal, through
+// util-linux `script`) long commands write `label… <done> (<s> s)` to stderr, rewritten in place
+// and erased at the end; piped, or with --json, they write none. The 1 s threshold is moved to 0
+// with LOOM_PROGRESS_AFTER_MS (test-only), so the lines' content is asserted, not their timing.
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { EventEnvelope } from '@loom/event-runtime';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dbTargets } from './db-targets.js';
+import { loom } from './fixture.js';
+import { seedRuns } from './many-runs.js';
+
+const { targets, cleanup } = dbTargets('view-progress');
+afterAll(cleanup);
+
+const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
+/** Events of the one long run (three pages of the store's 10,000). */
+const bulkEvents = 25_001;
+const seeded = 200;
+/** Every execution: the seeded runs, their two templates, and the long run. */
+const executions = seeded + 3;
+
+/** The progress line's erase (carriage return, erase line), as a regular expression. */
+const clear = '\\r\\x1b\\[2K';
+
+const quote = (arg: string) => `'${arg.replaceAll("'", "'\\''")}'`;
+
+/** The binary on a pseudo-terminal: stdout and stderr both arrive on it, in order. */
+function loomOnTty(
+  args: readonly string[],
+  env: Record<string, string>,
+  /** Stop it (SIGTERM to the terminal's session) once the output contains this. */
+  until?: string,
+): Promise<{ code: number | null; output: string }> {
+  const command = [process.execPath, bin, ...args].map(quote).join(' ');
+  return new Promise((resolve, reject) => {
+    const child = spawn('script', ['-qec', command, '/dev/null'], {
+      env: { PATH: process.env.PATH ?? '', TERM: 'dumb', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (until !== undefined && output.includes(until)) child.kill('SIGTERM');
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
+describe.each(targets)('the progress line on $name', (target) => {
+  const env = { LOOM_DB: target.db, LOOM_PROGRESS_AFTER_MS: '0' };
+
+  beforeAll(async () => {
+    const backend = await target.open();
+    const started = Date.now();
+    const events: EventEnvelope[] = [
+      {
+        executionId: 'bulk',
+        sequence: 0,
+        type: 'execution.started',
+        payload: { flow: 'bulk', version: null, input: null },
+        at: started,
+      },
+    ];
+    for (let i = 1; i < bulkEvents; i += 2) {
+      const step = { index: (i - 1) / 2, name: `s${i}` };
+      events.push({ executionId: 'bulk', sequence: i, type: 'step.started', payload: step });
+      events.push({
+        executionId: 'bulk',
+        sequence: i + 1,
+        type: 'step.completed',
+        payload: { ...step, result: i },
+      });
+    }
+    for (let from = 0; from < events.length; from += 1_000) {
+      await backend.events.append(events.slice(from, from + 1_000));
+    }
+    await seedRuns(backend, seeded); // closes the backend
+  });
+
+  it('piped (not a terminal), no progress line is written, whatever the threshold', async () => {
+    const verified = await loom(['verify', '--all'], env);
+    expect(verified.code).toBe(0);
+    expect(verified.stderr).toBe(`verified ${executions} executions, 0 broken\n`);
+    const exported = await loom(['export', 'bulk'], env);
+    expect(exported.code).toBe(0);
+    expect(exported.stderr).toBe(`exported ${bulkEvents} events of bulk\n`);
+    const runs = await loom(['runs', '--limit', '1000'], env);
+    expect(runs.code).toBe(0);
+    expect(runs.stderr).toBe('');
+  });
+
+  it('on a terminal, verify --all counts executions and export counts events, then erases the line', async () => {
+    const verified = await loomOnTty(['verify', '--all'], env);
+    expect(verified.code).toBe(0);
+    expect(verified.output).toMatch(
+      new RegExp(`${clear}verifying… ${executions} executions checked \\(\\d+\\.\\d s\\)`),
+    );
+    expect(verified.output).toContain('verifying… 1 executions checked');
+    // Erased before the summary line.
+    expect(verified.output).toMatch(
+      new RegExp(`\\(\\d+\\.\\d s\\)${clear}verified ${executions} executions, 0 broken`),
+    );
+
+    const exported = await loomOnTty(['export', 'bulk'], env);
+    expect(exported.code).toBe(0);
+    for (const done of ['10,000', '20,000', '25,001']) {
+      expect(exported.output).toContain(`exporting bulk… ${done} events (`);
+    }
+
+    const runs = await loomOnTty(['runs', '--limit', '1000'], env);
+    expect(runs.code).toBe(0);
+    expect(runs.output).toMatch(new RegExp(`${clear}reading runs… \\(\\d+\\.\\d s\\)`));
+  });
+
+  it("on a terminal, tail without an id counts the events it reads to find the log's end", async () => {
+    const following = 'following every run after log position';
+    const tail = await loomOnTty(['tail'], env, following);
+    expect(tail.output).toContain(following);
+    for (const done of ['10,000', '20,000']) {
+      expect(tail.output).toContain(`finding the log's end… ${done} events (`);
+    }
+  });
+
+  it('on a terminal with --json, no progress line is written', async () => {
+    const verified = await loomOnTty(['verify', '--all', '--json'], env);
+    expect(verified.code).toBe(0);
+    expect(verified.output).not.toContain('verifying…');
+    expect(JSON.parse(verified.output.slice(verified.output.indexOf('{')))).toEqual({
+      checked: executions,
+      broken: [],
+    });
+    const exported = await loomOnTty(['export', 'bulk', '--json'], env);
+    expect(exported.code).toBe(0);
+    expect(exported.output).not.toContain('exporting bulk…');
+  });
+});
