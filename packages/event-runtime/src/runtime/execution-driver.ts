@@ -13,6 +13,7 @@ import { checkStepName, type Flow, type FlowContext } from './flow.js';
 import { continuedAsNew } from './flow-unwind.js';
 import type { KernelContext } from './kernel-context.js';
 import { EventType } from './kernel-events.js';
+import { LazyAbort } from './lazy-abort.js';
 import { StepOperations } from './step-operations.js';
 import { Suspension } from './suspension.js';
 import { WaitOperations } from './wait-operations.js';
@@ -24,7 +25,8 @@ import { WaitOperations } from './wait-operations.js';
  * writes the terminal event. One driver per execution per node; it never re-reads the log.
  */
 export class ExecutionDriver {
-  readonly abort = new AbortController();
+  /** Its signal is made only when the flow or an effect reads one (see `LazyAbort`). */
+  readonly abort = new LazyAbort();
   readonly done: Promise<ExecutionOutcome>;
   private cursor = 0;
   private readonly names = new Set<string>();
@@ -67,7 +69,7 @@ export class ExecutionDriver {
       kernel,
       suspension: this.suspension,
       afterStoreFailure: kernel.storeRetried.delete(state.executionId),
-      signal: this.abort.signal,
+      abort: this.abort,
       claim: (kind, name) => this.claim(kind, name),
       ensureOpen: (operation, name) => this.ensureOpen(operation, name),
       ended: () => this.ended,
@@ -253,7 +255,7 @@ export class ExecutionDriver {
   private interrupt(): void {
     if (this.stopped !== undefined) throw this.stopped;
     if (this.fatal !== undefined) throw this.fatal;
-    if (this.cancelReason !== undefined) throw this.abort.signal.reason;
+    if (this.cancelReason !== undefined) throw this.abort.reason;
     if (this.continuedTo !== undefined) throw continuedAsNew(this.executionId, this.continuedTo);
   }
 
@@ -282,9 +284,13 @@ export class ExecutionDriver {
   }
 
   private context(): FlowContext {
+    const abort = this.abort;
     return {
       executionId: this.executionId,
-      signal: this.abort.signal,
+      // A getter: the execution's AbortSignal is made only for a flow that reads it.
+      get signal() {
+        return abort.signal;
+      },
       step: (name, fn, options) => this.steps.step(name, fn, options),
       transaction: (name, work) => this.steps.transaction(name, work),
       sleep: (ms, name) => this.waits.sleepUntil(undefined, ms, name),
