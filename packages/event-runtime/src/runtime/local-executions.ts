@@ -149,7 +149,12 @@ export class LocalExecutions {
     const { store, clock, leases } = this.kernel;
     const { leaseMode } = this.kernel.settings;
     if (this.running.has(executionId)) return true;
-    if (await this.resumePending(executionId)) return true;
+    // (Checked here first: most starts have nothing pending, and need not wait a turn for it.)
+    if (
+      (this.retries.take(executionId) || this.resuming.has(executionId)) &&
+      (await this.resumePending(executionId))
+    )
+      return true;
     const eager = leaseMode === 'eager' || started.continuedFrom !== undefined;
     if (eager && leases !== undefined && !(await leases.acquire(executionId))) return true;
     const journal = new ExecutionJournal(store, executionId, 0, 0, clock);
@@ -186,12 +191,12 @@ export class LocalExecutions {
 
   /**
    * A start again of an execution whose driver stopped here on a store failure (the caller saw
-   * `STORE_UNAVAILABLE` from `start()`, whose append may have committed anyway): resume it from
-   * the log now rather than race a second driver against the pending resume. True when it exists
+   * `STORE_UNAVAILABLE` from `start()`, whose append may have committed anyway), or that is being
+   * resumed here (the caller took its pending retry, or saw it resuming): resume it from the log
+   * now rather than race a second driver against the pending resume. True when it exists
    * (driven here now, or settled); false when its first append never committed.
    */
   private async resumePending(executionId: string): Promise<boolean> {
-    if (!this.retries.take(executionId) && !this.resuming.has(executionId)) return false;
     try {
       await this.resume(executionId);
       return true;
