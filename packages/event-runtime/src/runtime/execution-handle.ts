@@ -99,17 +99,6 @@ async function awaitResult<O>(source: OutcomeSource, executionId: string): Promi
   // until it arrives, as an open server would. The runtime's own pollers never do.
   const release = keepAlive(source.clock);
   try {
-    // The common case first, without the loops below: the execution runs here and settles here.
-    const local = source.executions.driver(executionId);
-    if (local !== undefined) {
-      const outcome = await local.done;
-      if (
-        outcome.status !== 'stopped' &&
-        outcome.status !== 'suspended' &&
-        outcome.status !== 'continued'
-      )
-        return resultOf(executionId, outcome) as O;
-    }
     let current = executionId;
     for (let hops = 0; ; hops++) {
       const outcome = await outcomeRiding(source, current);
