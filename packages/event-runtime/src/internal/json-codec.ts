@@ -13,15 +13,21 @@ export function encodePayload(
   executionId?: string,
   limit: 'payloadBytesMax' | 'snapshotBytesMax' = 'payloadBytesMax',
 ): string {
+  // The walk's stacks are reused between calls (an encode allocates no Set and no path strings);
+  // a getter that encodes while a walk is under way gets stacks of its own.
+  const reuse = !walking;
   const walk: Walk = {
     negativeZero: false,
     units: 0,
     unitsMax: 2 * Limits[limit],
     limit,
     executionId,
+    ancestors: reuse ? sharedAncestors : [],
+    keys: reuse ? sharedKeys : [],
   };
+  walking = true;
   try {
-    check(payload, '$', 0, new Set<object>(), walk);
+    check(payload, 0, walk);
     // JSON.stringify is fast and exact for everything `check` accepts except -0 (it prints 0).
     return walk.negativeZero ? stringifyExact(payload as JsonValue) : JSON.stringify(payload);
   } catch (error) {
@@ -34,8 +40,18 @@ export function encodePayload(
       executionId === undefined ? {} : { executionId },
       error,
     );
+  } finally {
+    if (reuse) {
+      walking = false;
+      sharedAncestors.length = 0;
+      sharedKeys.length = 0;
+    }
   }
 }
+
+let walking = false;
+const sharedAncestors: object[] = [];
+const sharedKeys: Array<string | number> = [];
 
 /**
  * What one walk over a payload carries. `units` is a lower bound of the length of its JSON text
@@ -45,6 +61,11 @@ export function encodePayload(
  * could exceed what a string can hold (which throws a RangeError) or take a gigabyte of memory.
  * A payload nearer the limit is encoded and its exact size checked by the caller, whose message
  * names the exact size.
+ *
+ * `ancestors` are the containers from the root down to the value being checked (a cycle is a
+ * container that is its own ancestor; a payload is at most `payloadDepthMax` deep, and most are a
+ * few levels, where a scan beats a Set), `keys` the keys and indexes leading to it: the path an
+ * error names is built from them only when there is an error.
  */
 interface Walk {
   negativeZero: boolean;
@@ -52,11 +73,21 @@ interface Walk {
   readonly unitsMax: number;
   readonly limit: 'payloadBytesMax' | 'snapshotBytesMax';
   readonly executionId: string | undefined;
+  readonly ancestors: object[];
+  readonly keys: Array<string | number>;
 }
 
-function count(walk: Walk, units: number, path: string): void {
+/** `$`, then `.key` or `[index]` per level: where the value being checked is. */
+function pathOf(walk: Walk): string {
+  let path = '$';
+  for (const key of walk.keys) path += typeof key === 'number' ? `[${key}]` : `.${key}`;
+  return path;
+}
+
+function count(walk: Walk, units: number): void {
   walk.units += units;
   if (walk.units <= walk.unitsMax) return;
+  const path = pathOf(walk);
   throw new LoomError(
     ErrorCode.LIMIT_EXCEEDED,
     `payload at ${path} makes its JSON at least ${walk.units} bytes, over ${walk.limit} ` +
@@ -81,7 +112,9 @@ const refusedKinds: Partial<Record<string, string>> = {
   symbol: 'a symbol',
 };
 
-function fail(path: string, what: string, executionId: string | undefined): never {
+function fail(walk: Walk, what: string): never {
+  const path = pathOf(walk);
+  const { executionId } = walk;
   throw new LoomError(
     ErrorCode.PAYLOAD_NOT_JSON,
     `payload at ${path} is ${what}, which JSON cannot store and give back: convert it to a ` +
@@ -90,66 +123,67 @@ function fail(path: string, what: string, executionId: string | undefined): neve
   );
 }
 
-function check(
-  value: unknown,
-  path: string,
-  depth: number,
-  ancestors: Set<object>,
-  walk: Walk,
-): void {
+function check(value: unknown, depth: number, walk: Walk): void {
   const kind = typeof value;
   if (kind === 'string') {
-    count(walk, (value as string).length + 2, path);
+    count(walk, (value as string).length + 2);
     return;
   }
   if (kind === 'boolean') {
-    count(walk, 1, path);
+    count(walk, 1);
     return;
   }
-  const executionId = walk.executionId;
   if (kind === 'number') {
-    if (!Number.isFinite(value)) fail(path, String(value), executionId);
+    if (!Number.isFinite(value)) fail(walk, String(value));
     if (value === 0 && Object.is(value, -0)) walk.negativeZero = true;
-    count(walk, 1, path);
+    count(walk, 1);
     return;
   }
   const refused = refusedKinds[kind];
-  if (refused !== undefined) fail(path, refused, executionId);
+  if (refused !== undefined) fail(walk, refused);
   if (value === null) {
-    count(walk, 1, path);
+    count(walk, 1);
     return;
   }
   const object = value as object;
   if (depth >= Limits.payloadDepthMax) {
+    const path = pathOf(walk);
+    const { executionId } = walk;
     throw new LoomError(
       ErrorCode.LIMIT_EXCEEDED,
       `payload at ${path} nests deeper than payloadDepthMax (${Limits.payloadDepthMax})`,
       { limit: 'payloadDepthMax', path, ...(executionId === undefined ? {} : { executionId }) },
     );
   }
-  if (ancestors.has(object)) fail(path, 'a reference cycle', executionId);
-  ancestors.add(object);
-  count(walk, 2, path);
+  const { ancestors, keys } = walk;
+  if (ancestors.includes(object)) fail(walk, 'a reference cycle');
+  ancestors.push(object);
+  count(walk, 2);
   if (Array.isArray(object)) {
     for (let index = 0; index < object.length; index++) {
-      if (!(index in object)) fail(`${path}[${index}]`, 'a hole in a sparse array', executionId);
-      check(object[index], `${path}[${index}]`, depth + 1, ancestors, walk);
+      keys.push(index);
+      if (!(index in object)) fail(walk, 'a hole in a sparse array');
+      check(object[index], depth + 1, walk);
+      keys.pop();
     }
   } else {
     const proto = Object.getPrototypeOf(object);
     if (proto !== Object.prototype && proto !== null) {
       const name = (object as { constructor?: { name?: string } }).constructor?.name ?? 'object';
-      fail(path, `an instance of ${name} (only plain objects round-trip)`, executionId);
+      fail(walk, `an instance of ${name} (only plain objects round-trip)`);
     }
-    if (Object.getOwnPropertySymbols(object).length > 0)
-      fail(path, 'keyed by a symbol', executionId);
-    for (const key of Object.keys(object)) {
-      count(walk, key.length + 3, path);
-      const child = (object as Record<string, unknown>)[key];
-      check(child, `${path}.${key}`, depth + 1, ancestors, walk);
+    if (Object.getOwnPropertySymbols(object).length > 0) fail(walk, 'keyed by a symbol');
+    // for-in, not Object.keys: no array per object. Own keys come first and in the order
+    // JSON.stringify writes them; an inherited enumerable key (a polluted prototype) is skipped.
+    for (const key in object) {
+      if (!Object.hasOwn(object, key)) continue;
+      count(walk, key.length + 3);
+      keys.push(key);
+      check((object as Record<string, unknown>)[key], depth + 1, walk);
+      keys.pop();
     }
   }
-  ancestors.delete(object);
+  ancestors.pop();
 }
 
 function stringifyExact(value: JsonValue): string {

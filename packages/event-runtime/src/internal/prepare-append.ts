@@ -208,8 +208,9 @@ function prepareOne(
   if (typeof envelope !== 'object' || envelope === null || Array.isArray(envelope)) {
     invalid(`envelope ${index} is not an object`);
   }
-  for (const key of Object.keys(envelope)) {
-    if (!envelopeKeys.has(key)) {
+  // for-in, not Object.keys: no array per event (inherited keys are skipped, as keys() does).
+  for (const key in envelope) {
+    if (!envelopeKeys.has(key) && Object.hasOwn(envelope, key)) {
       invalid(`envelope ${index} has an unknown field '${key}'`, { executionId, path: key });
     }
   }

@@ -3,6 +3,7 @@ import type { ExecutionJournal } from './execution-journal.js';
 import type { ExecutionState, OperationKind, StepRecord } from './execution-state.js';
 import type { Flow } from './flow.js';
 import type { KernelContext } from './kernel-context.js';
+import type { LazyAbort } from './lazy-abort.js';
 import type { Suspension } from './suspension.js';
 
 /** An operation's place in the log: its index, its checked name, and what the log has there. */
@@ -29,8 +30,11 @@ export interface DriverScope {
    * interrupted (ADR 0031).
    */
   readonly afterStoreFailure: boolean;
-  /** Aborts when the execution is cancelled or this node stops driving it. */
-  readonly signal: AbortSignal;
+  /**
+   * Aborts when the execution is cancelled or this node stops driving it. Its `signal` is made
+   * on first read: read it only to hand it to an effect.
+   */
+  readonly abort: LazyAbort;
   /**
    * Claims the next operation index for `name` of `kind`, checking the log's record there.
    * Throws `DUPLICATE_STEP_NAME`, `NON_DETERMINISM`, or why the execution must not go on.

@@ -13,6 +13,7 @@ import { checkStepName, type Flow, type FlowContext } from './flow.js';
 import { continuedAsNew } from './flow-unwind.js';
 import type { KernelContext } from './kernel-context.js';
 import { EventType } from './kernel-events.js';
+import { LazyAbort } from './lazy-abort.js';
 import { StepOperations } from './step-operations.js';
 import { Suspension } from './suspension.js';
 import { WaitOperations } from './wait-operations.js';
@@ -23,9 +24,12 @@ import { WaitOperations } from './wait-operations.js';
  * timers, signals and children (suspending the execution when nothing else can progress), and
  * writes the terminal event. One driver per execution per node; it never re-reads the log.
  */
-export class ExecutionDriver {
-  readonly abort = new AbortController();
+export class ExecutionDriver implements DriverScope {
+  /** Its signal is made only when the flow or an effect reads one (see `LazyAbort`). */
+  readonly abort = new LazyAbort();
   readonly done: Promise<ExecutionOutcome>;
+  readonly suspension: Suspension;
+  readonly afterStoreFailure: boolean;
   private cursor = 0;
   private readonly names = new Set<string>();
   /** A broken rule (non-determinism) that fails the execution even if the flow catches it. */
@@ -34,21 +38,25 @@ export class ExecutionDriver {
   private stopped: LoomError | undefined;
   private cancelReason: string | undefined;
   /** The flow function returned or threw: its context refuses every operation from now on. */
-  private ended = false;
+  private flowEnded = false;
   private continuedTo: string | undefined;
   private resolveDone!: (outcome: ExecutionOutcome) => void;
   private resolveInterrupt!: () => void;
   private readonly interrupted: Promise<void>;
-  private readonly suspension: Suspension;
   private readonly steps: StepOperations;
-  private readonly waits: WaitOperations;
-  private readonly children: ChildOperations;
-  private flow: Flow<never, unknown> | undefined;
+  /** Made on first use: most flows never wait or start a child. */
+  private waitOps: WaitOperations | undefined;
+  private childOps: ChildOperations | undefined;
+  private runningFlow: Flow<never, unknown> | undefined;
 
+  /**
+   * The driver is its operations' {@link DriverScope} itself (one object per execution rather
+   * than a scope of a dozen closures); they see it only through that interface.
+   */
   constructor(
     readonly state: ExecutionState,
     readonly journal: ExecutionJournal,
-    private readonly kernel: KernelContext,
+    readonly kernel: KernelContext,
   ) {
     this.done = new Promise((resolve) => {
       this.resolveDone = resolve;
@@ -60,29 +68,38 @@ export class ExecutionDriver {
       journal,
       () => this.stopped !== undefined || this.cancelReason !== undefined,
     );
-    const scope: DriverScope = {
-      executionId: state.executionId,
-      state,
-      journal,
-      kernel,
-      suspension: this.suspension,
-      afterStoreFailure: kernel.storeRetried.delete(state.executionId),
-      signal: this.abort.signal,
-      claim: (kind, name) => this.claim(kind, name),
-      ensureOpen: (operation, name) => this.ensureOpen(operation, name),
-      ended: () => this.ended,
-      interrupt: () => this.interrupt(),
-      barrier: () => this.barrier(),
-      waitUntil: (wakeAtMs) => this.waits.waitUntilDue(wakeAtMs),
-      stopError: (error) => this.stopError(error),
-      flow: () => this.flow as Flow<never, unknown>,
-      continueAs: (successorId) => {
-        this.continuedTo = successorId;
-      },
-    };
-    this.steps = new StepOperations(scope);
-    this.waits = new WaitOperations(scope);
-    this.children = new ChildOperations(scope);
+    this.afterStoreFailure = kernel.storeRetried.delete(state.executionId);
+    this.steps = new StepOperations(this);
+  }
+
+  private get waits(): WaitOperations {
+    this.waitOps ??= new WaitOperations(this);
+    return this.waitOps;
+  }
+
+  private get children(): ChildOperations {
+    this.childOps ??= new ChildOperations(this);
+    return this.childOps;
+  }
+
+  /** DriverScope: true once the flow function returned or threw. */
+  ended(): boolean {
+    return this.flowEnded;
+  }
+
+  /** DriverScope: returns once `wakeAtMs` has passed (see `WaitOperations.waitUntilDue`). */
+  waitUntil(wakeAtMs: number): Promise<void> {
+    return this.waits.waitUntilDue(wakeAtMs);
+  }
+
+  /** DriverScope: the flow being driven. */
+  flow(): Flow<never, unknown> {
+    return this.runningFlow as Flow<never, unknown>;
+  }
+
+  /** DriverScope: ends the execution as continued by `successorId`. */
+  continueAs(successorId: string): void {
+    this.continuedTo = successorId;
   }
 
   /** True once the driver decided to suspend (its suspension may not be durable yet). */
@@ -122,7 +139,7 @@ export class ExecutionDriver {
 
   /** Run the flow to its end, its suspension, or until this node stops driving it. */
   async run(flow: Flow<never, unknown>): Promise<ExecutionOutcome> {
-    this.flow = flow;
+    this.runningFlow = flow;
     const finished = this.runFlow(flow);
     const first = await Promise.race([
       finished.then((terminal) => ({ kind: 'finished' as const, terminal })),
@@ -142,10 +159,10 @@ export class ExecutionDriver {
     try {
       output = await flow.run(this.context(), this.flowInput() as never);
     } catch (thrown) {
-      this.ended = true;
+      this.flowEnded = true;
       return this.terminal(thrown);
     }
-    this.ended = true;
+    this.flowEnded = true;
     try {
       this.interrupt();
       if (this.cursor < this.state.steps.length) {
@@ -182,8 +199,8 @@ export class ExecutionDriver {
     return decodePayload(encodePayload(input));
   }
 
-  private ensureOpen(operation: string, name?: unknown): void {
-    if (!this.ended) return;
+  ensureOpen(operation: string, name?: unknown): void {
+    if (!this.flowEnded) return;
     const named = typeof name === 'string' ? `('${name.slice(0, 200)}')` : '()';
     throw new LoomError(
       ErrorCode.CONTEXT_CLOSED,
@@ -227,7 +244,7 @@ export class ExecutionDriver {
   }
 
   /** Turns a journal failure into the reason this node stopped. */
-  private stopError(error: unknown): LoomError {
+  stopError(error: unknown): LoomError {
     if (this.stopped !== undefined) return this.stopped;
     const stop =
       isLoomError(error, ErrorCode.FENCE_STALE) || isLoomError(error, ErrorCode.SEQUENCE_CONFLICT)
@@ -250,10 +267,10 @@ export class ExecutionDriver {
   }
 
   /** Throws if the execution must not go on (stopped, cancelled, continued, or a rule broken). */
-  private interrupt(): void {
+  interrupt(): void {
     if (this.stopped !== undefined) throw this.stopped;
     if (this.fatal !== undefined) throw this.fatal;
-    if (this.cancelReason !== undefined) throw this.abort.signal.reason;
+    if (this.cancelReason !== undefined) throw this.abort.reason;
     if (this.continuedTo !== undefined) throw continuedAsNew(this.executionId, this.continuedTo);
   }
 
@@ -272,7 +289,7 @@ export class ExecutionDriver {
   }
 
   /** Waits for a durability barrier; a failed append means this node stops driving. */
-  private async barrier(): Promise<void> {
+  async barrier(): Promise<void> {
     try {
       await this.journal.flush();
     } catch (error) {
@@ -282,9 +299,13 @@ export class ExecutionDriver {
   }
 
   private context(): FlowContext {
+    const abort = this.abort;
     return {
       executionId: this.executionId,
-      signal: this.abort.signal,
+      // A getter: the execution's AbortSignal is made only for a flow that reads it.
+      get signal() {
+        return abort.signal;
+      },
       step: (name, fn, options) => this.steps.step(name, fn, options),
       transaction: (name, work) => this.steps.transaction(name, work),
       sleep: (ms, name) => this.waits.sleepUntil(undefined, ms, name),
@@ -307,7 +328,7 @@ export class ExecutionDriver {
    * Claims the next operation index for `name` of `kind`, checking the log's record there.
    * Step names are unique per execution; other kinds share the index but not the name check.
    */
-  private claim(kind: OperationKind, name: unknown): Claim {
+  claim(kind: OperationKind, name: unknown): Claim {
     this.interrupt();
     const checked = checkStepName(name, this.executionId);
     if (kind === 'step') {

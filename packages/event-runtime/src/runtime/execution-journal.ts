@@ -223,6 +223,14 @@ export class ExecutionJournal {
   }
 
   private settleWaiters(): void {
+    // The common case: every waiter is durable now (no array of the ones still waiting).
+    if (this.waiters.every((waiter) => waiter.upTo <= this.durableUpTo)) {
+      const waiters = this.waiters;
+      if (waiters.length === 0) return;
+      this.waiters = [];
+      for (const waiter of waiters) waiter.resolve();
+      return;
+    }
     const still: Waiter[] = [];
     for (const waiter of this.waiters) {
       if (waiter.upTo <= this.durableUpTo) waiter.resolve();

@@ -90,17 +90,18 @@ export class LocalExecutions {
     if (claimed !== undefined) await claimed;
     this.kernel.flows.registerIfAbsent(flow);
     const executionId = requestedId === undefined ? mintId() : checkExecutionId(requestedId);
-    // The flow runs on the input decoded from what the log stores, as a replay will. (The
-    // append checks the whole started event; this names the input when it alone is too big.)
-    const checked = { input: input ?? null };
-    const text = encodeRecorded(checked, `the input of execution ${executionId}`, { executionId });
+    // The started event is encoded once, here, and the append stores that text. The flow runs
+    // on the input decoded from it, as a replay will. (Errors name the input: the kernel's own
+    // fields around it are plain strings and numbers.)
     const started: ExecutionStartedPayload = {
       flow: flow.name,
       version: flow.version ?? null,
-      input: recordedValue(checked.input, text, 'input'),
+      input: (input ?? null) as JsonValue,
       ...links,
     };
-    return { executionId, existing: await this.start(flow, executionId, started) };
+    const text = encodeRecorded(started, `the input of execution ${executionId}`, { executionId });
+    started.input = recordedValue(started.input, text, 'input');
+    return { executionId, existing: await this.start(flow, executionId, started, text) };
   }
 
   /**
@@ -143,15 +144,21 @@ export class LocalExecutions {
     flow: Flow<never, unknown>,
     executionId: string,
     started: ExecutionStartedPayload,
+    startedText: string,
   ): Promise<boolean> {
     const { store, clock, leases } = this.kernel;
     const { leaseMode } = this.kernel.settings;
     if (this.running.has(executionId)) return true;
-    if (await this.resumePending(executionId)) return true;
+    // (Checked here first: most starts have nothing pending, and need not wait a turn for it.)
+    if (
+      (this.retries.take(executionId) || this.resuming.has(executionId)) &&
+      (await this.resumePending(executionId))
+    )
+      return true;
     const eager = leaseMode === 'eager' || started.continuedFrom !== undefined;
     if (eager && leases !== undefined && !(await leases.acquire(executionId))) return true;
     const journal = new ExecutionJournal(store, executionId, 0, 0, clock);
-    journal.record(EventType.executionStarted, started as unknown as JsonValue);
+    journal.record(EventType.executionStarted, started as unknown as JsonValue, startedText);
     journal.setStatus('running');
     const durable = journal.flush();
     const running = this.drive(flow, initialState(executionId, started), journal, -1);
@@ -184,12 +191,12 @@ export class LocalExecutions {
 
   /**
    * A start again of an execution whose driver stopped here on a store failure (the caller saw
-   * `STORE_UNAVAILABLE` from `start()`, whose append may have committed anyway): resume it from
-   * the log now rather than race a second driver against the pending resume. True when it exists
+   * `STORE_UNAVAILABLE` from `start()`, whose append may have committed anyway), or that is being
+   * resumed here (the caller took its pending retry, or saw it resuming): resume it from the log
+   * now rather than race a second driver against the pending resume. True when it exists
    * (driven here now, or settled); false when its first append never committed.
    */
   private async resumePending(executionId: string): Promise<boolean> {
-    if (!this.retries.take(executionId) && !this.resuming.has(executionId)) return false;
     try {
       await this.resume(executionId);
       return true;

@@ -181,7 +181,7 @@ export class StepOperations {
 
   /** True when another attempt may follow failed attempt `attempt`. */
   private retryable(retry: ResolvedRetry, attempt: number, thrown: unknown): boolean {
-    if (attempt >= retry.attempts || this.scope.signal.aborted) return false;
+    if (attempt >= retry.attempts || this.scope.abort.aborted) return false;
     if (retry.retryable === undefined) return true;
     try {
       return retry.retryable(thrown) === true;
@@ -305,14 +305,17 @@ export class StepOperations {
   }
 
   private effectContext(index: number, name: string, attempt: number): StepEffectContext {
-    const { executionId } = this.scope;
+    const { executionId, abort } = this.scope;
     return {
       executionId,
       stepIndex: index,
       stepName: name,
       idempotencyKey: `${executionId}/${index}`,
       attempt,
-      signal: this.scope.signal,
+      // A getter: the execution's AbortSignal is made only for an effect that reads it.
+      get signal() {
+        return abort.signal;
+      },
       clock: this.scope.kernel.clock,
     };
   }

@@ -959,7 +959,8 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
 
       it('hashes follow the documented formula, whatever the backend', async () => {
         const id = freshId('hash');
-        const payloadText = '{"a":[1,"two",null]}';
+        // Non-ASCII too: the hash covers the text's UTF-8 bytes.
+        const payloadText = '{"a":[1,"two",null],"u":"é 🧵"}';
         const stored = await store.append([
           {
             executionId: id,

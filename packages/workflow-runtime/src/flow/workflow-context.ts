@@ -118,7 +118,10 @@ export interface WorkflowContext {
 export function workflowContext(ctx: FlowContext): WorkflowContext {
   return {
     executionId: ctx.executionId,
-    signal: ctx.signal,
+    // A getter: the kernel makes the execution's AbortSignal only when someone reads it.
+    get signal() {
+      return ctx.signal;
+    },
     // The Json check is the signature's job; the kernel checks the value again when it records it.
     step: ((
       name: string,
