@@ -96,7 +96,11 @@ export class ChildOperations {
     }
     suspension.beginInFlight();
     let outcome: ExecutionOutcome | undefined;
+    let signalsSeen: number;
     try {
+      // The inbox first, then the child: its end comes as a signal newer than those seen here, so
+      // a suspension on it is due at once if the child ended before it was durable (ADR 0033).
+      signalsSeen = await this.scope.readInbox();
       let found = await links.childOutcome(childId);
       if (found === childMissing) {
         // Replayed: `child.started` is durable but the child's own start is not (the parent
@@ -109,7 +113,7 @@ export class ChildOperations {
       suspension.settleInFlight();
     }
     this.scope.interrupt();
-    if (outcome === undefined) return suspension.block(null);
+    if (outcome === undefined) return suspension.block(null, signalsSeen);
     const record = state.steps[claim.index] as StepRecord;
     let refused: unknown;
     if (outcome.status === 'completed') {

@@ -50,6 +50,11 @@ export interface DriverScope {
    * execution suspends until its timer is due), as a durable sleep does.
    */
   waitUntil(wakeAtMs: number): Promise<void>;
+  /**
+   * Reads the inbox's new signals and returns the newest id the driver has seen: a child wait's
+   * signal guard (ADR 0033). Count it as in flight.
+   */
+  readInbox(): Promise<number>;
   /** Waits for a durability barrier; a failed append means this node stops driving. */
   barrier(): Promise<void>;
   /** Turns a journal failure into the reason this node stopped. */

@@ -74,6 +74,7 @@ export class ExecutionDriver {
       interrupt: () => this.interrupt(),
       barrier: () => this.barrier(),
       waitUntil: (wakeAtMs) => this.waits.waitUntilDue(wakeAtMs),
+      readInbox: () => this.waits.readInbox(),
       stopError: (error) => this.stopError(error),
       flow: () => this.flow as Flow<never, unknown>,
       continueAs: (successorId) => {
