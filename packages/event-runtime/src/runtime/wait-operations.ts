@@ -168,16 +168,16 @@ export class WaitOperations {
   }
 
   /**
-   * Reads the signals that came since the last look and returns the newest id seen: what a child
-   * wait reads before it looks at its child, so a suspension on it names the signals it has seen
-   * (the child's end comes as a newer one; ADR 0033). The caller counts it as in flight.
+   * Reads the signals that came since the last look; returns every signal read so far, oldest
+   * first. A child wait about to block reads it for its suspension's guard (the child's end comes
+   * as a newer signal; ADR 0033). The caller counts it as in flight.
    */
-  async readInbox(): Promise<number> {
+  async readInbox(): Promise<readonly StoredSignal[]> {
     const fresh = await this.scope.kernel.store.readSignals(this.scope.executionId, {
       afterSignalId: this.newestSeen(),
     });
     this.inbox.push(...fresh.filter((signal) => signal.signalId > this.newestSeen()));
-    return this.newestSeen();
+    return this.inbox;
   }
 
   /** The newest inbox signal id this driver has read (0: none). */
