@@ -58,6 +58,15 @@ export interface AppendGuard {
   status?: ExecutionStatus;
   /** With `status: 'suspended'`: when a timer should wake it (epoch ms), or null for never. */
   wakeAtMs?: number | null;
+  /**
+   * With `status: 'suspended'`: the last inbox signal id the writer has seen (0: none). If the
+   * execution's inbox holds a newer signal when the suspension is written, the suspension is due
+   * at once (its wake time becomes the append's time), decided in the same write, so a signal
+   * that arrived while the execution ran is never left unread when the writer dies right after
+   * suspending. A signal sent after the suspension wakes it as before (`sendSignal`). Omit it
+   * for a suspension no signal can end (timers only). ADR 0033.
+   */
+  wakeOnSignalsAfter?: number;
 }
 
 /**

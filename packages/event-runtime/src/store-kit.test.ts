@@ -26,6 +26,7 @@ import {
   checkExecutionId,
   decodePayload,
   findExecutionsOptions,
+  guardedWakeAtMs,
   type IndexUpdate,
   matchesIndexFilter,
   mergeIndexUpdate,
@@ -103,7 +104,9 @@ class MapEventStore implements EventStore {
     });
     this.rows.set(id, rows);
     if (prepared.status !== undefined) {
-      this.index.set(id, mergeIndexUpdate(this.index.get(id), prepared.status));
+      const newest = this.inboxes.get(id)?.signals.length ?? 0;
+      const wakeAtMs = guardedWakeAtMs(prepared.status, prepared.wakeOnSignalsAfter, newest);
+      this.index.set(id, mergeIndexUpdate(this.index.get(id), { ...prepared.status, wakeAtMs }));
     }
     this.appended.emit(id);
     return stored;

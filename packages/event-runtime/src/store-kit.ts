@@ -45,6 +45,7 @@ export {
   chainEvents,
   checkExecutionId,
   checkSequence,
+  guardedWakeAtMs,
   type IndexUpdate,
   type PreparedAppend,
   type PreparedEvent,

@@ -12,6 +12,13 @@ const fixed = [
   // suspended with its signal unread (`execution-ended`). Fixed: the failure is rethrown and the
   // runtime schedules a resume from the log.
   101444, 104670,
+  // The same wait, but the process died (SIGKILL) between its suspension and that look: nothing
+  // woke the execution, since recovery resumes running executions only. Fixed in the stores: a
+  // suspension carries the newest inbox id its driver read (`wakeOnSignalsAfter`) and is due at
+  // once when the inbox holds a newer one (ADR 0033). The driver's change (a child wait reads the
+  // inbox first) moved this seed's timing: it now passes with the store's guard off too, so the
+  // guard itself is pinned by test/signal-gap in @loom/event-runtime (real processes, SIGKILL).
+  101639,
 ];
 
 it.each(fixed)('seed %i of the mixed scenario keeps every invariant', async (seed) => {

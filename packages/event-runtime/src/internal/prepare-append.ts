@@ -30,6 +30,11 @@ export interface PreparedAppend {
   fenceEpoch: number | undefined;
   /** The index update to make with the events, if any. */
   status: IndexUpdate | undefined;
+  /**
+   * A suspension's guard (`AppendGuard.wakeOnSignalsAfter`): the store makes it due at once when
+   * the inbox has a newer signal (see {@link guardedWakeAtMs}). Undefined without one.
+   */
+  wakeOnSignalsAfter: number | undefined;
 }
 
 /**
@@ -57,7 +62,7 @@ const terminalTypes: ReadonlyMap<string, SettledAs> = new Map([
 ]);
 
 const envelopeKeys = new Set(['executionId', 'sequence', 'type', 'payload', 'at']);
-const guardKeys = new Set(['fenceEpoch', 'status', 'wakeAtMs']);
+const guardKeys = new Set(['fenceEpoch', 'status', 'wakeAtMs', 'wakeOnSignalsAfter']);
 const statuses = new Set(['running', 'suspended', 'settled']);
 
 function invalid(message: string, fields: Record<string, unknown> = {}): never {
@@ -132,7 +137,36 @@ export function prepareAppend(
     events,
     fenceEpoch,
     status: indexUpdate(guarded, firstSequence, events),
+    wakeOnSignalsAfter: checkSignalsGuard(guard),
   };
+}
+
+/** `guard.wakeOnSignalsAfter`: a non-negative integer, only with `status: 'suspended'`. */
+function checkSignalsGuard(guard: AppendGuard | undefined): number | undefined {
+  const after = guard?.wakeOnSignalsAfter;
+  if (after === undefined) return undefined;
+  checkSequence(after, 'guard.wakeOnSignalsAfter');
+  if (guard?.status !== 'suspended') {
+    invalid('guard.wakeOnSignalsAfter is only meaningful with status suspended');
+  }
+  return after;
+}
+
+/**
+ * The wake time a suspension's index row gets: its own, or, when its guard saw fewer inbox
+ * signals than the inbox holds (`lastSignalId`, the inbox's newest id), the append's time (due
+ * at once) if that is earlier. What every backend computes in the write that suspends (ADR 0033).
+ */
+export function guardedWakeAtMs(
+  update: IndexUpdate,
+  wakeOnSignalsAfter: number | undefined,
+  lastSignalId: number,
+): number | null {
+  if (wakeOnSignalsAfter === undefined || lastSignalId <= wakeOnSignalsAfter)
+    return update.wakeAtMs;
+  return update.wakeAtMs === null
+    ? update.updatedAtMs
+    : Math.min(update.wakeAtMs, update.updatedAtMs);
 }
 
 /**

@@ -8,7 +8,7 @@ import {
   recordedValue,
   replayedValue,
 } from './driver-support.js';
-import { childMissing } from './execution-links.js';
+import { childEndedIn, childMissing } from './execution-links.js';
 import type { ExecutionOutcome } from './execution-outcome.js';
 import type { StepRecord } from './execution-state.js';
 import type { Flow } from './flow.js';
@@ -96,6 +96,7 @@ export class ChildOperations {
     }
     suspension.beginInFlight();
     let outcome: ExecutionOutcome | undefined;
+    let signalsSeen = 0;
     try {
       let found = await links.childOutcome(childId);
       if (found === childMissing) {
@@ -105,11 +106,22 @@ export class ChildOperations {
         found = await links.childOutcome(childId);
       }
       outcome = found === childMissing ? undefined : found;
+      if (outcome === undefined) {
+        // About to block: the newest inbox id is the suspension's guard, so a child that ends
+        // before the suspension is durable makes it due at once (ADR 0033). A child that ended
+        // since the look above already signalled: look at it again instead of waiting.
+        const inbox = await this.scope.readInbox();
+        signalsSeen = inbox[inbox.length - 1]?.signalId ?? 0;
+        if (childEndedIn(inbox, childId)) {
+          found = await links.childOutcome(childId);
+          outcome = found === childMissing ? undefined : found;
+        }
+      }
     } finally {
       suspension.settleInFlight();
     }
     this.scope.interrupt();
-    if (outcome === undefined) return suspension.block(null);
+    if (outcome === undefined) return suspension.block(null, signalsSeen);
     const record = state.steps[claim.index] as StepRecord;
     let refused: unknown;
     if (outcome.status === 'completed') {

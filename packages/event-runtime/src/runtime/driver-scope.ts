@@ -1,3 +1,4 @@
+import type { StoredSignal } from '../envelope.js';
 import type { LoomError } from '../errors.js';
 import type { ExecutionJournal } from './execution-journal.js';
 import type { ExecutionState, OperationKind, StepRecord } from './execution-state.js';
@@ -54,6 +55,11 @@ export interface DriverScope {
    * execution suspends until its timer is due), as a durable sleep does.
    */
   waitUntil(wakeAtMs: number): Promise<void>;
+  /**
+   * Reads the inbox's new signals and returns every signal the driver has read, oldest first; the
+   * last one's id is a child wait's signal guard (ADR 0033). Count it as in flight.
+   */
+  readInbox(): Promise<readonly StoredSignal[]>;
   /** Waits for a durability barrier; a failed append means this node stops driving. */
   barrier(): Promise<void>;
   /** Turns a journal failure into the reason this node stopped. */

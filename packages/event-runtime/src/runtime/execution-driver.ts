@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { JsonValue } from '../envelope.js';
+import type { JsonValue, StoredSignal } from '../envelope.js';
 import { ErrorCode, isLoomError, LoomError } from '../errors.js';
 import { decodePayload, encodePayload } from '../internal/json-codec.js';
 import { ChildOperations } from './child-operations.js';
@@ -90,6 +90,11 @@ export class ExecutionDriver implements DriverScope {
   /** DriverScope: returns once `wakeAtMs` has passed (see `WaitOperations.waitUntilDue`). */
   waitUntil(wakeAtMs: number): Promise<void> {
     return this.waits.waitUntilDue(wakeAtMs);
+  }
+
+  /** DriverScope: reads the inbox (see `WaitOperations.readInbox`). */
+  readInbox(): Promise<readonly StoredSignal[]> {
+    return this.waits.readInbox();
   }
 
   /** DriverScope: the flow being driven. */

@@ -37,7 +37,9 @@ export class ExecutionJournal {
   private sealed = false;
   private durableUpTo: number;
   private nextSequence: number;
-  private pendingStatus: { status: ExecutionStatus; wakeAtMs: number | null } | undefined;
+  private pendingStatus:
+    | { status: ExecutionStatus; wakeAtMs: number | null; wakeOnSignalsAfter?: number }
+    | undefined;
   /** Called after each successful append with the events as stored. */
   onAppended: ((events: StoredEvent[]) => void) | undefined;
 
@@ -92,9 +94,18 @@ export class ExecutionJournal {
     return sequence;
   }
 
-  /** Record the execution's new status with the next append (the index is updated atomically). */
-  setStatus(status: ExecutionStatus, wakeAtMs: number | null = null): void {
+  /**
+   * Record the execution's new status with the next append (the index is updated atomically).
+   * `wakeOnSignalsAfter`: a suspension's signal guard (`AppendGuard.wakeOnSignalsAfter`).
+   */
+  setStatus(
+    status: ExecutionStatus,
+    wakeAtMs: number | null = null,
+    wakeOnSignalsAfter?: number,
+  ): void {
     this.pendingStatus = { status, wakeAtMs };
+    if (wakeOnSignalsAfter !== undefined)
+      this.pendingStatus.wakeOnSignalsAfter = wakeOnSignalsAfter;
   }
 
   /** Resolves once everything recorded so far is durable; rejects if an append fails. */
@@ -124,6 +135,9 @@ export class ExecutionJournal {
     if (status !== undefined) {
       guard.status = status.status;
       if (status.wakeAtMs !== null) guard.wakeAtMs = status.wakeAtMs;
+      if (status.wakeOnSignalsAfter !== undefined) {
+        guard.wakeOnSignalsAfter = status.wakeOnSignalsAfter;
+      }
       this.pendingStatus = undefined;
     }
     this.inFlight = true;

@@ -1,4 +1,4 @@
-import type { JsonValue } from '../envelope.js';
+import type { JsonValue, StoredSignal } from '../envelope.js';
 import { ErrorCode, isLoomError } from '../errors.js';
 import { settledOutcomeOrMissing } from './execution-handle.js';
 import type { ExecutionOutcome } from './execution-outcome.js';
@@ -21,6 +21,19 @@ const childSignalName = 'loom.child.settled';
  * The runtime's side of parent, child and continue-as-new links: starts children and successors
  * for the driver, wakes a parent when its child settles, and cancels a cancelled parent's children.
  */
+
+/**
+ * True when `inbox` has the signal that ends the wait for `childId`: its own, or that of a
+ * continue-as-new successor (`<childId>#<generation>`), which is the one that notifies the parent.
+ */
+export function childEndedIn(inbox: readonly StoredSignal[], childId: string): boolean {
+  return inbox.some((signal) => {
+    if (signal.name !== childSignalName) return false;
+    const payload = signal.payload as { childId?: unknown } | null;
+    const id = typeof payload === 'object' && payload !== null ? payload.childId : undefined;
+    return typeof id === 'string' && (id === childId || id.startsWith(`${childId}#`));
+  });
+}
 
 /** What `childOutcome` returns for a child with no log: recorded by its parent, never started. */
 export const childMissing: unique symbol = Symbol('child missing');

@@ -15,6 +15,12 @@ export class Suspension {
   private inFlight = 0;
   private blockedWaits = 0;
   private earliestWakeAtMs: number | null = null;
+  /**
+   * The fewest inbox signals a blocked signal or child wait had seen (the newest id it read):
+   * the suspension's guard, so the store makes it due at once if a newer signal came meanwhile
+   * (ADR 0033). Undefined while only timers block.
+   */
+  private signalsSeen: number | undefined;
   private suspendCheckScheduled = false;
   private suspendingNow = false;
 
@@ -44,9 +50,16 @@ export class Suspension {
     this.scheduleSuspendCheck();
   }
 
-  /** The flow cannot progress past this wait now; the execution suspends when nothing else runs. */
-  block<T>(wakeAtMs: number | null): Promise<T> {
+  /**
+   * The flow cannot progress past this wait now; the execution suspends when nothing else runs.
+   * `signalsSeen`: for a wait a signal ends (a signal or a child's end), the newest inbox signal
+   * id it had read when it found nothing.
+   */
+  block<T>(wakeAtMs: number | null, signalsSeen?: number): Promise<T> {
     this.blockedWaits++;
+    if (signalsSeen !== undefined) {
+      this.signalsSeen = Math.min(signalsSeen, this.signalsSeen ?? signalsSeen);
+    }
     if (wakeAtMs !== null && (this.earliestWakeAtMs === null || wakeAtMs < this.earliestWakeAtMs)) {
       this.earliestWakeAtMs = wakeAtMs;
     }
@@ -64,7 +77,7 @@ export class Suspension {
       if (this.ending()) return;
       this.suspendingNow = true;
       this.journal.record(EventType.executionSuspended, { wakeAtMs: this.earliestWakeAtMs });
-      this.journal.setStatus('suspended', this.earliestWakeAtMs);
+      this.journal.setStatus('suspended', this.earliestWakeAtMs, this.signalsSeen);
       this.resolveSuspend(this.earliestWakeAtMs);
     });
   }

@@ -89,7 +89,7 @@ export class WaitOperations {
         wakeAtMs: timeoutAtMs,
       };
     }
-    const signal = await this.takeSignal(claim.name);
+    const { signal, signalsSeen } = await this.takeSignal(claim.name);
     this.scope.interrupt();
     const record = state.steps[claim.index] as StepRecord;
     if (signal !== undefined) {
@@ -121,7 +121,7 @@ export class WaitOperations {
       record.status = 'completed';
       return { received: false };
     }
-    return this.scope.suspension.block(timeoutAtMs);
+    return this.scope.suspension.block(timeoutAtMs, signalsSeen);
   }
 
   /** Returns once `wakeAtMs` has passed: at once, after a short in-memory wait, or never (suspend). */
@@ -144,30 +144,45 @@ export class WaitOperations {
     return suspension.block(wakeAtMs);
   }
 
-  /** The first unconsumed inbox signal named `name`, consumed now (so parallel waits never share one). */
-  private async takeSignal(name: string): Promise<StoredSignal | undefined> {
+  /**
+   * The first unconsumed inbox signal named `name`, consumed now (so parallel waits never share
+   * one), and the newest inbox id looked through (a suspension's signal guard, ADR 0033).
+   */
+  private async takeSignal(
+    name: string,
+  ): Promise<{ signal: StoredSignal | undefined; signalsSeen: number }> {
     const pick = () =>
       this.inbox.find((signal) => signal.name === name && !this.consumed.has(signal.signalId));
     let found = pick();
     if (found === undefined) {
       this.scope.suspension.beginInFlight();
       try {
-        const lastId = this.inbox[this.inbox.length - 1]?.signalId ?? 0;
-        const fresh = await this.scope.kernel.store.readSignals(this.scope.executionId, {
-          afterSignalId: lastId,
-        });
-        this.inbox.push(
-          ...fresh.filter(
-            (signal) => signal.signalId > (this.inbox[this.inbox.length - 1]?.signalId ?? 0),
-          ),
-        );
+        await this.readInbox();
       } finally {
         this.scope.suspension.settleInFlight();
       }
       found = pick();
     }
     if (found !== undefined) this.consumed.add(found.signalId);
-    return found;
+    return { signal: found, signalsSeen: this.newestSeen() };
+  }
+
+  /**
+   * Reads the signals that came since the last look; returns every signal read so far, oldest
+   * first. A child wait about to block reads it for its suspension's guard (the child's end comes
+   * as a newer signal; ADR 0033). The caller counts it as in flight.
+   */
+  async readInbox(): Promise<readonly StoredSignal[]> {
+    const fresh = await this.scope.kernel.store.readSignals(this.scope.executionId, {
+      afterSignalId: this.newestSeen(),
+    });
+    this.inbox.push(...fresh.filter((signal) => signal.signalId > this.newestSeen()));
+    return this.inbox;
+  }
+
+  /** The newest inbox signal id this driver has read (0: none). */
+  private newestSeen(): number {
+    return this.inbox[this.inbox.length - 1]?.signalId ?? 0;
   }
 }
 

@@ -864,6 +864,119 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
       });
     });
 
+    describe('a suspension guarded by the signals its writer saw (wakeOnSignalsAfter)', () => {
+      /** The rows of `ids` due by `atMs`, sorted. */
+      const dueOf = async (ids: readonly string[], atMs: number) =>
+        (await store.findExecutions({ status: 'suspended', dueAtOrBeforeMs: atMs }))
+          .map((row) => row.executionId)
+          .filter((id) => ids.includes(id))
+          .sort();
+
+      it('is due at once when a signal came after those it saw, and not when it saw them all', async () => {
+        const at = 1_700_000_000_000;
+        const unseen = freshId('guard-unseen');
+        const seen = freshId('guard-seen');
+        const timed = freshId('guard-timed');
+        const quiet = freshId('guard-quiet');
+        const ids = [unseen, seen, timed, quiet];
+        for (const id of ids) await store.append([env(id, 0)], { status: 'running' });
+        // While they run: `seen` gets one signal its driver reads; the others get theirs after
+        // the driver looked (unseen, timed) or none (quiet).
+        await store.sendSignal({ executionId: seen, name: 'go', payload: null });
+        await store.sendSignal({ executionId: unseen, name: 'go', payload: null });
+        await store.sendSignal({ executionId: timed, name: 'go', payload: null });
+        // A running execution is never due, signal or not.
+        expect(await dueOf(ids, at + 10_000_000_000_000)).toEqual([]);
+        const suspend = (id: string, sawUpTo: number, wakeAtMs?: number) =>
+          store.append([{ ...env(id, 1), at }], {
+            status: 'suspended',
+            wakeOnSignalsAfter: sawUpTo,
+            ...(wakeAtMs === undefined ? {} : { wakeAtMs }),
+          });
+        await suspend(unseen, 0);
+        await suspend(seen, 1);
+        await suspend(timed, 0, at + 3_600_000);
+        await suspend(quiet, 0);
+        // Due at the suspension's own time (`at`), not later: earlier than the timer of `timed`.
+        expect(await dueOf(ids, at)).toEqual([timed, unseen].sort());
+        const rows = await store.findExecutions({ status: 'suspended', limit: 1_000 });
+        const wakeOf = (id: string) => rows.find((row) => row.executionId === id)?.wakeAtMs;
+        expect([wakeOf(unseen), wakeOf(timed), wakeOf(seen), wakeOf(quiet)]).toEqual([
+          at,
+          at,
+          null,
+          null,
+        ]);
+        const claimed = (await store.claimDue(at, 1_000)).filter((id) => ids.includes(id));
+        expect(claimed.sort()).toEqual([timed, unseen].sort());
+        // A signal after the suspension wakes it as before, guard or not.
+        await store.sendSignal({ executionId: quiet, name: 'go', payload: null });
+        expect(await dueOf(ids, Date.now() + 60_000)).toEqual([quiet]);
+      });
+
+      it('keeps its own wake time when the guard saw every signal; an unguarded one ignores the inbox', async () => {
+        const at = 1_700_000_000_000;
+        const guarded = freshId('guard-all-seen');
+        const plain = freshId('guard-none');
+        for (const id of [guarded, plain]) {
+          await store.append([env(id, 0)], { status: 'running' });
+          await store.sendSignal({ executionId: id, name: 'a', payload: 1 });
+          await store.sendSignal({ executionId: id, name: 'b', payload: 2 });
+        }
+        await store.append([{ ...env(guarded, 1), at }], {
+          status: 'suspended',
+          wakeAtMs: at + 5_000,
+          wakeOnSignalsAfter: 2,
+        });
+        // A suspension on timers only (no guard): the signals it consumed earlier wake nothing.
+        await store.append([{ ...env(plain, 1), at }], {
+          status: 'suspended',
+          wakeAtMs: at + 5_000,
+        });
+        expect(await dueOf([guarded, plain], at + 4_999)).toEqual([]);
+        expect(await dueOf([guarded, plain], at + 5_000)).toEqual([guarded, plain].sort());
+      });
+
+      it('refuses a guard without a suspension, or not a non-negative integer, writing nothing', async () => {
+        const id = freshId('guard-bad');
+        await store.append([env(id, 0)], { status: 'running' });
+        const bad: unknown[] = [
+          { status: 'running', wakeOnSignalsAfter: 0 },
+          { wakeOnSignalsAfter: 0 },
+          { status: 'suspended', wakeOnSignalsAfter: -1 },
+          { status: 'suspended', wakeOnSignalsAfter: 1.5 },
+          { status: 'suspended', wakeOnSignalsAfter: '1' },
+        ];
+        const codes = [];
+        for (const guard of bad)
+          codes.push(await codeOf(store.append([env(id, 1)], guard as never)));
+        expect(codes).toEqual(bad.map(() => ErrorCode.INVALID_ENVELOPE));
+        expect(await store.read(id)).toHaveLength(1);
+      });
+
+      it('a signal sent from another connection at the same moment as the suspension always leaves it due (40 rounds)', async () => {
+        const peer = await harness.openPeer();
+        try {
+          const ids: string[] = [];
+          for (let round = 0; round < 40; round++) {
+            const id = freshId(`guard-race-${round}`);
+            ids.push(id);
+            await store.append([env(id, 0)], { status: 'running' });
+            // The driver saw no signal; one is sent while its suspension is being written.
+            const [, sent] = await Promise.all([
+              store.append([env(id, 1)], { status: 'suspended', wakeOnSignalsAfter: 0 }),
+              peer.sendSignal({ executionId: id, name: 'go', payload: round }),
+            ]);
+            expect(sent.signalId).toBe(1);
+          }
+          // Whichever committed first, the other saw it: every one is due, none suspended for good.
+          expect(await dueOf(ids, Date.now() + 60_000)).toEqual([...ids].sort());
+        } finally {
+          await peer.close();
+        }
+      });
+    });
+
     describe('subscribe', () => {
       it('catches up, then delivers live appends in order', async () => {
         const id = freshId();

@@ -27,6 +27,7 @@ import { matchesIndexFilter, mergeIndexUpdate } from '../../internal/index-filte
 import { decodePayload } from '../../internal/json-codec.js';
 import {
   checkExecutionId,
+  guardedWakeAtMs,
   type IndexUpdate,
   prepareAppend,
 } from '../../internal/prepare-append.js';
@@ -111,7 +112,11 @@ export class InMemoryEventStore implements EventStore {
     }
     if (rows === undefined) this.executions.set(executionId, target);
     if (prepared.status !== undefined) {
-      this.index.set(executionId, mergeIndexUpdate(this.index.get(executionId), prepared.status));
+      // A guarded suspension is due at once when the inbox has a signal it has not seen (ADR 0033).
+      const newest = this.inboxes.get(executionId)?.length ?? 0;
+      const wakeAtMs = guardedWakeAtMs(prepared.status, prepared.wakeOnSignalsAfter, newest);
+      const update = { ...prepared.status, wakeAtMs };
+      this.index.set(executionId, mergeIndexUpdate(this.index.get(executionId), update));
     }
     this.signal.emit(executionId);
     return stored;

@@ -1,5 +1,6 @@
 import type { StoredEvent } from '../../envelope.js';
 import type { PreparedAppend } from '../../internal/prepare-append.js';
+import { guardedWake } from './append-statement.js';
 import { type PgStatement, statementName } from './pg-statement.js';
 
 /**
@@ -40,9 +41,9 @@ export function appendBatchStatement(quotedSchema: string, schema: string): PgSt
     name: statementName(schema, 'append-batch'),
     text: `WITH batch AS (
   SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::bigint[],
-    $6::bigint[], $7::text[], $8::text[], $9::text[], $10::bigint[])
+    $6::bigint[], $7::text[], $8::text[], $9::text[], $10::bigint[], $18::bigint[])
     AS b(execution_id, first_sequence, fence_epoch, status, wake_at_ms, updated_at_ms,
-         settled_as, flow, version, created_at_ms)
+         settled_as, flow, version, created_at_ms, signals_after)
 ), checked AS MATERIALIZED (
   SELECT b.*,
     CASE WHEN b.fence_epoch IS NULL THEN NULL
@@ -69,7 +70,8 @@ export function appendBatchStatement(quotedSchema: string, schema: string): PgSt
     a.version, a.created_at_ms
   FROM admitted a WHERE a.status IS NOT NULL
   ON CONFLICT (execution_id) DO UPDATE
-    SET status = excluded.status, wake_at_ms = excluded.wake_at_ms,
+    SET status = excluded.status,
+        wake_at_ms = ${guardedWake(`(SELECT a.signals_after FROM admitted a WHERE a.execution_id = excluded.execution_id)`)},
         updated_at_ms = excluded.updated_at_ms, settled_as = excluded.settled_as
 )
 SELECT i.execution_id, i.sequence, i.position, NULL::bigint AS epoch, NULL::bigint AS next
@@ -102,7 +104,7 @@ export interface ChainedAppend {
   stored: StoredEvent[];
 }
 
-/** The statement's parameters: per execution $1–$10, then per event $11–$17. */
+/** The statement's parameters: per execution $1–$10, then per event $11–$17, then $18 (per execution: the suspension's signal guard). */
 export function appendBatchValues(appends: readonly ChainedAppend[]): unknown[] {
   const ids: string[] = [];
   const firsts: number[] = [];
@@ -114,6 +116,7 @@ export function appendBatchValues(appends: readonly ChainedAppend[]): unknown[] 
   const flows: (string | null)[] = [];
   const versions: (string | null)[] = [];
   const createds: (number | null)[] = [];
+  const signalsAfters: (number | null)[] = [];
   const rowIds: string[] = [];
   const sequences: number[] = [];
   const types: string[] = [];
@@ -133,6 +136,7 @@ export function appendBatchValues(appends: readonly ChainedAppend[]): unknown[] 
     flows.push(index?.flow ?? null);
     versions.push(index?.version ?? null);
     createds.push(index?.createdAtMs ?? null);
+    signalsAfters.push(prepared.wakeOnSignalsAfter ?? null);
     for (let at = 0; at < stored.length; at++) {
       const event = stored[at] as StoredEvent;
       rowIds.push(prepared.executionId);
@@ -162,5 +166,6 @@ export function appendBatchValues(appends: readonly ChainedAppend[]): unknown[] 
     ats,
     prevHashes,
     hashes,
+    signalsAfters,
   ];
 }

@@ -50,7 +50,8 @@ export function appendStatement(
   FROM inserted
   HAVING count(*) > 0
   ON CONFLICT (execution_id) DO UPDATE
-    SET status = excluded.status, wake_at_ms = excluded.wake_at_ms,
+    SET status = excluded.status,
+        wake_at_ms = ${guardedWake(`$${next + 7}::bigint`)},
         updated_at_ms = excluded.updated_at_ms, settled_as = excluded.settled_as
 )`
     : '';
@@ -71,8 +72,20 @@ SELECT i.sequence, i.position FROM inserted i`,
 }
 
 /**
+ * The wake time the index upsert's `DO UPDATE` writes: the suspension's own, or its append's time
+ * (due at once, if earlier) when the row's `last_signal_id` is newer than the suspension's guard
+ * `after` (null: no guard). `x` is the row's latest committed version, so a signal that committed
+ * after this statement's snapshot still counts (migration 7, ADR 0033).
+ */
+export function guardedWake(after: string): string {
+  return `CASE WHEN ${after} IS NOT NULL AND x.last_signal_id > ${after}
+          THEN least(coalesce(excluded.wake_at_ms, excluded.updated_at_ms), excluded.updated_at_ms)
+          ELSE excluded.wake_at_ms END`;
+}
+
+/**
  * The statement's parameters: $1–$7, then the claimed epoch, then the index row (status, wake-at,
- * updated-at, settled-as, flow, version, created-at).
+ * updated-at, settled-as, flow, version, created-at, the suspension's signal guard).
  */
 export function appendValues(prepared: PreparedAppend, stored: readonly StoredEvent[]): unknown[] {
   const count = prepared.events.length;
@@ -109,6 +122,7 @@ export function appendValues(prepared: PreparedAppend, stored: readonly StoredEv
       index.flow,
       index.version,
       index.createdAtMs,
+      prepared.wakeOnSignalsAfter ?? null,
     );
   }
   return values;

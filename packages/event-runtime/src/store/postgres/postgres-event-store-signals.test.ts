@@ -33,15 +33,20 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** Resolves once some other session waits for a lock held by the session `pid`. */
-async function untilBlockedBy(pid: number): Promise<void> {
+/** Resolves once `sessions` other sessions (1 unless told) wait for a lock held by the session `pid`. */
+async function untilBlockedBy(pid: number, sessions = 1): Promise<void> {
   const deadline = Date.now() + 5_000;
   for (;;) {
+    // Directly, or behind a session that is (a second waiter queues on the first one's tuple lock).
     const result = await db.admin.query(
-      'SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid))',
+      `WITH first AS (
+         SELECT pid FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid)))
+       SELECT count(*)::int AS n FROM pg_stat_activity a
+       WHERE $1::int = ANY (pg_blocking_pids(a.pid))
+          OR EXISTS (SELECT 1 FROM first f WHERE f.pid = ANY (pg_blocking_pids(a.pid)))`,
       [pid],
     );
-    if (result.rows[0].n > 0) return;
+    if (result.rows[0].n >= sessions) return;
     if (Date.now() > deadline) throw new Error(`nobody queued behind session ${pid}`);
     await sleep(5);
   }
@@ -175,6 +180,35 @@ describe('PostgresEventStore: signals', () => {
       wakeAtMs: clock.now(),
     });
     expect(await store.readSignals(settling)).toEqual([]);
+  });
+
+  it('a guarded suspension whose snapshot predates a signal committed before its upsert is still due (ADR 0033)', async () => {
+    const id = freshId('guard-snapshot');
+    await store.append([env(id, 0)], { status: 'running' });
+    const x = `${quoteIdent(schema)}.executions`;
+    const holder = await db.admin.connect();
+    try {
+      // Holds the index row, so both statements below queue on it: the signal first, then the
+      // suspension, whose statement (and snapshot) starts before the signal commits.
+      await holder.query('BEGIN');
+      await holder.query(`SELECT 1 FROM ${x} WHERE execution_id = $1 FOR NO KEY UPDATE`, [id]);
+      const pid = (await holder.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+      const sending = peer.sendSignal({ executionId: id, name: 'go', payload: null });
+      await untilBlockedBy(pid);
+      const suspending = store.append([env(id, 1)], { status: 'suspended', wakeOnSignalsAfter: 0 });
+      await untilBlockedBy(pid, 2);
+      await holder.query('COMMIT');
+      // The signal took the row first and saw it running (no wake); the suspension's snapshot
+      // has no signal, but the row it updates says signal 1 came: due at once.
+      expect((await sending).signalId).toBe(1);
+      await suspending;
+    } finally {
+      holder.release();
+    }
+    const row = await indexRow(schema, id);
+    expect(row.status).toBe('suspended');
+    expect(row.wakeAtMs).not.toBeNull();
+    expect(await store.claimDue(Date.now() + 60_000, 1_000)).toContain(id);
   });
 
   it('refuses bad claimDue arguments with INVALID_ARGUMENT', async () => {

@@ -56,6 +56,7 @@ import { migratePool, type PostgresMigrateResult } from './migrate.js';
 import { eventLogMigration } from './migrations/0001-event-log.js';
 import { signalsMigration } from './migrations/0003-signals.js';
 import { executionIndexDetailsMigration } from './migrations/0005-execution-index-details.js';
+import { signalMarkMigration } from './migrations/0007-signal-mark.js';
 import { latestSchemaVersion } from './migrations/migration-list.js';
 import { NotifyHub } from './notify-hub.js';
 import { checkOut } from './pg-client.js';
@@ -112,6 +113,12 @@ const indexSchemaVersion = executionIndexDetailsMigration.version;
  * it; the log's own calls keep working on an older schema until someone migrates it.
  */
 const signalsSchemaVersion = signalsMigration.version;
+
+/**
+ * The schema version whose index rows carry the inbox's newest signal id, which appends (a
+ * suspension's guard) and `sendSignal` write and read (ADR 0033).
+ */
+const signalMarkSchemaVersion = signalMarkMigration.version;
 
 /**
  * The event log on Postgres (`pg`): named prepared statements, one round trip per append on a
@@ -225,7 +232,8 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
   async append(envelopes: readonly EventEnvelope[], guard?: AppendGuard): Promise<StoredEvent[]> {
     this.assertWritable('append');
     const prepared = prepareAppend(envelopes, guard, this.options.clock.now());
-    if (this.schemaVersion < indexSchemaVersion) await this.requireSchema(indexSchemaVersion);
+    if (this.schemaVersion < signalMarkSchemaVersion)
+      await this.requireSchema(signalMarkSchemaVersion);
     const stored = await this.writePrepared(prepared, async (statement, values) => {
       try {
         return await this.send<AppendedRow>(statement, values);
@@ -246,7 +254,8 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
    */
   async appendBatch(requests: readonly AppendRequest[]): Promise<AppendOutcome[]> {
     this.assertWritable('append');
-    if (this.schemaVersion < indexSchemaVersion) await this.requireSchema(indexSchemaVersion);
+    if (this.schemaVersion < signalMarkSchemaVersion)
+      await this.requireSchema(signalMarkSchemaVersion);
     this.batchContext ??= {
       now: () => this.options.clock.now(),
       statements: this.sql,
@@ -277,7 +286,8 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
     guard?: AppendGuard,
   ): Promise<{ result: T; stored: StoredEvent[] }> {
     this.assertWritable('transact');
-    if (this.schemaVersion < indexSchemaVersion) await this.requireSchema(indexSchemaVersion);
+    if (this.schemaVersion < signalMarkSchemaVersion)
+      await this.requireSchema(signalMarkSchemaVersion);
     const checkedOut = await checkOut(this.pool).catch((error: unknown) => {
       throw this.mapError(error, 'transact');
     });
@@ -386,20 +396,21 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
   }
 
   /**
-   * Puts a signal in the execution's inbox and, when the execution is suspended, sets its
+   * Puts a signal in the execution's inbox, records its id on the index row (what a suspension's
+   * `wakeOnSignalsAfter` is compared with, ADR 0033) and, when the execution is suspended, sets its
    * `wake_at_ms` to now so `claimDue` picks it up: one statement, so one round trip unless
    * another sender to the same execution got in first (then it is sent again, at most
    * `sendSignalAttemptsMax` times; see send-signal-statement.ts). A repeated idempotency key
    * returns the first signal's id with `duplicate: true`.
    *
    * Throws `EXECUTION_NOT_FOUND`, `EXECUTION_SETTLED`, `INVALID_ENVELOPE`, `PAYLOAD_NOT_JSON`,
-   * `LIMIT_EXCEEDED`, `STORE_READ_ONLY`, `SCHEMA_NOT_MIGRATED` (below schema version 3),
+   * `LIMIT_EXCEEDED`, `STORE_READ_ONLY`, `SCHEMA_NOT_MIGRATED` (below schema version 7),
    * `STORE_BUSY` (out of attempts), `STORE_*`.
    */
   async sendSignal(input: SignalInput): Promise<{ signalId: number; duplicate: boolean }> {
     this.assertWritable('send a signal');
     const signal = prepareSignal(input, this.options.clock.now());
-    await this.requireSchema(signalsSchemaVersion);
+    await this.requireSchema(signalMarkSchemaVersion);
     const values = sendSignalValues(signal);
     for (let attempt = 1; attempt <= sendSignalAttemptsMax; attempt++) {
       const rows = await this.run<PgSentSignalRow>(this.sql.sendSignal, values, 'sendSignal');

@@ -296,6 +296,40 @@ describe('PostgresEventStore: what the execution index costs', () => {
   });
 });
 
+describe('PostgresEventStore: the signal mark on an upgraded schema', () => {
+  it("migration 7 records each inbox's newest id on its index row, so a guarded suspension sees signals sent before the upgrade", async () => {
+    const { schema, quoted } = await schemaAt(6);
+    const rows: Array<[string, number]> = [
+      ['mark-two', 2],
+      ['mark-none', 0],
+    ];
+    for (const [id, signals] of rows) {
+      await db.admin.query(
+        `INSERT INTO ${quoted}.executions
+           (execution_id, status, wake_at_ms, updated_at_ms, settled_as, flow, version, created_at_ms)
+         VALUES ($1, 'running', NULL, 1000, NULL, 'f', NULL, 1000)`,
+        [id],
+      );
+      for (let signalId = 1; signalId <= signals; signalId++) {
+        await db.admin.query(
+          `INSERT INTO ${quoted}.signals (execution_id, signal_id, name, payload, at)
+           VALUES ($1, $2, 'go', 'null', 1000)`,
+          [id, signalId],
+        );
+      }
+    }
+    const result = await migrate({ pool: db.admin, schema });
+    expect(result.applied).toEqual(['0007-signal-mark']);
+    const marks = await db.admin.query(
+      `SELECT execution_id, last_signal_id::int AS mark FROM ${quoted}.executions ORDER BY 1`,
+    );
+    expect(marks.rows).toEqual([
+      { execution_id: 'mark-none', mark: 0 },
+      { execution_id: 'mark-two', mark: 2 },
+    ]);
+  });
+});
+
 describe('PostgresQueueStore: outcomes and stats on an upgraded schema', () => {
   it('migration 6 takes finished items’ outcomes from their executions; stats count them', async () => {
     const { schema, quoted } = await schemaAt(5);
@@ -331,7 +365,7 @@ describe('PostgresQueueStore: outcomes and stats on an upgraded schema', () => {
       [`queue:${queue}:ok`, `queue:${queue}:bad`, `queue:${queue}:stopped`],
     );
     const result = await migrate({ pool: db.admin, schema });
-    expect(result.applied).toEqual(['0006-queue-outcomes']);
+    expect(result.applied).toEqual(['0006-queue-outcomes', '0007-signal-mark']);
     const queues = await PostgresQueueStore.open({ connectionString: url, schema });
     try {
       expect((await queues.get(queue, 'ok'))?.outcome).toBe('completed');

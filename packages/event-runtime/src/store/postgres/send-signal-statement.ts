@@ -45,6 +45,12 @@ export interface PgSentSignalRow {
  * insert would). An execution appended without a status has no index row: nothing to lock,
  * settle or wake, and the id is still decided by the primary key.
  *
+ * Every signal also records its id in the row's `last_signal_id` (migration 7), under that lock:
+ * a suspension whose append reaches the row after this commits reads it there (its `DO UPDATE`
+ * sees the row's latest version, not its snapshot's) and is due at once when its guard saw less
+ * (`wakeOnSignalsAfter`, ADR 0033). Either the suspension committed first (this statement sees
+ * `suspended` and wakes it) or this did (the suspension sees the id): never neither.
+ *
  * Serves: events_pkey (started), executions_pkey (lock, wake), signals_idempotency_key_idx
  * (duplicate), signals_pkey (next id: one backward probe; the insert). No `pg_notify`: whoever
  * must act on a signal is woken through the execution index (`claimDue`).
@@ -74,9 +80,10 @@ export function sendSignalStatement(quotedSchema: string, schema: string): PgSta
   ON CONFLICT DO NOTHING
   RETURNING signal_id
 ), woken AS (
-  UPDATE ${quotedSchema}.executions x SET wake_at_ms = $5::bigint
+  UPDATE ${quotedSchema}.executions x SET last_signal_id = i.signal_id,
+    wake_at_ms = CASE WHEN t.status = 'suspended' THEN $5::bigint ELSE x.wake_at_ms END
   FROM target t, inserted i
-  WHERE x.execution_id = $1::text AND t.status = 'suspended'
+  WHERE x.execution_id = $1::text
 )
 SELECT
   CASE

@@ -12,21 +12,40 @@ const insertSql =
 /**
  * The execution index row an append writes. flow, version and created_at_ms come from the append
  * that starts the execution and are kept by later status changes (they are not in the DO UPDATE).
+ * The last two parameters are a suspension's `wakeOnSignalsAfter` (null without one), twice: with
+ * a signal newer than it in the inbox, the suspension is due at once, its append's time (ADR
+ * 0033). One writer at a time (the append's IMMEDIATE transaction), so no signal can land between
+ * this look and the write. Serves: loom_signals primary key (one probe).
  */
 const upsertExecutionSql =
   'INSERT INTO loom_executions (execution_id, status, wake_at_ms, updated_at_ms, ' +
   'settled_as, flow, version, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ' +
   'ON CONFLICT (execution_id) DO UPDATE SET status = excluded.status, ' +
-  'wake_at_ms = excluded.wake_at_ms, updated_at_ms = excluded.updated_at_ms, ' +
+  'wake_at_ms = CASE WHEN ? IS NOT NULL AND EXISTS (SELECT 1 FROM loom_signals s ' +
+  'WHERE s.execution_id = excluded.execution_id AND s.signal_id > ?) ' +
+  'THEN min(coalesce(excluded.wake_at_ms, excluded.updated_at_ms), excluded.updated_at_ms) ' +
+  'ELSE excluded.wake_at_ms END, updated_at_ms = excluded.updated_at_ms, ' +
   'settled_as = excluded.settled_as';
+
+/** The upsert's parameters: the row, then the suspension's signal guard twice. */
+type UpsertExecutionArgs = [
+  string,
+  string,
+  number | null,
+  number,
+  string | null,
+  string | null,
+  string | null,
+  number,
+  number | null,
+  number | null,
+];
 
 /** The statements of an append. */
 export interface SqliteAppendStatements {
   tail: Database.Statement<[string], { sequence: number; hash: string }>;
   insert: Database.Statement<[string, number, string, string, number, string | null, string]>;
-  upsertExecution: Database.Statement<
-    [string, string, number | null, number, string | null, string | null, string | null, number]
-  >;
+  upsertExecution: Database.Statement<UpsertExecutionArgs>;
 }
 
 /** The statements of an append, prepared once per store. */
@@ -34,9 +53,6 @@ export function prepareAppendStatements(db: Database.Database): SqliteAppendStat
   return {
     tail: db.prepare<[string], { sequence: number; hash: string }>(tailSql),
     insert: db.prepare<[string, number, string, string, number, string | null, string]>(insertSql),
-    upsertExecution:
-      db.prepare<
-        [string, string, number | null, number, string | null, string | null, string | null, number]
-      >(upsertExecutionSql),
+    upsertExecution: db.prepare<UpsertExecutionArgs>(upsertExecutionSql),
   };
 }

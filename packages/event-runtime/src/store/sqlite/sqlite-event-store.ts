@@ -342,6 +342,8 @@ export class SqliteEventStore implements TransactionalEventStore, BatchAppending
         index.flow,
         index.version,
         index.createdAtMs,
+        prepared.wakeOnSignalsAfter ?? null,
+        prepared.wakeOnSignalsAfter ?? null,
       );
     }
     return stored;

@@ -4,6 +4,7 @@ import { signalsMigration } from './0003-signals.js';
 import { queuesMigration } from './0004-queues.js';
 import { executionIndexDetailsMigration } from './0005-execution-index-details.js';
 import { queueOutcomesMigration } from './0006-queue-outcomes.js';
+import { signalMarkMigration } from './0007-signal-mark.js';
 import type { PostgresMigration } from './postgres-migration.js';
 
 /** Every Postgres migration, oldest first. Append only: a shipped migration is never edited. */
@@ -14,6 +15,7 @@ export const postgresMigrations: readonly PostgresMigration[] = [
   queuesMigration,
   executionIndexDetailsMigration,
   queueOutcomesMigration,
+  signalMarkMigration,
 ];
 
 /** The schema version this code writes and reads: the number of the newest migration. */
