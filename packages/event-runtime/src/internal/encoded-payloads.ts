@@ -12,10 +12,26 @@ import type { EventEnvelope } from '../envelope.js';
  */
 export const payloadTextKey: unique symbol = Symbol('loom.payloadText');
 
-/** An envelope that may carry its payload's stored text. */
-export type EncodedEnvelope = EventEnvelope & { [payloadTextKey]?: string | undefined };
+/**
+ * The payload object `payloadTextKey`'s text was encoded from. The text is trusted only while the
+ * envelope's `payload` is still that object: a store decorator that copies an envelope with a
+ * payload of its own (`{ ...envelope, payload: encrypted }`) copies both symbols too, and without
+ * this check the store would write the runtime's original text instead of the decorator's payload.
+ */
+export const payloadSourceKey: unique symbol = Symbol('loom.payloadSource');
 
-/** The stored text the runtime left on `envelope`, if it encoded the payload already. */
+/** An envelope that may carry its payload's stored text. */
+export type EncodedEnvelope = EventEnvelope & {
+  [payloadTextKey]?: string | undefined;
+  [payloadSourceKey]?: unknown;
+};
+
+/**
+ * The stored text the runtime left on `envelope`, if it encoded the payload already and the
+ * envelope still carries the payload it encoded.
+ */
 export function encodedTextOf(envelope: EventEnvelope): string | undefined {
-  return (envelope as EncodedEnvelope)[payloadTextKey];
+  const encoded = envelope as EncodedEnvelope;
+  const text = encoded[payloadTextKey];
+  return text !== undefined && encoded[payloadSourceKey] === envelope.payload ? text : undefined;
 }

@@ -7,7 +7,11 @@ import type {
   StoredEvent,
 } from '../envelope.js';
 import type { EventStore, TransactionalEventStore } from '../event-store.js';
-import { type EncodedEnvelope, payloadTextKey } from '../internal/encoded-payloads.js';
+import {
+  type EncodedEnvelope,
+  payloadSourceKey,
+  payloadTextKey,
+} from '../internal/encoded-payloads.js';
 import { Limits } from '../limits.js';
 import { isTransientStoreError } from './store-retry.js';
 
@@ -89,6 +93,7 @@ export class ExecutionJournal {
       payload,
       at: this.clock.now(),
       [payloadTextKey]: payloadText,
+      [payloadSourceKey]: payload,
     };
     this.pending.push(envelope);
     return sequence;
@@ -205,6 +210,7 @@ export class ExecutionJournal {
             payload: event.payload,
             at: this.clock.now(),
             [payloadTextKey]: event.payloadText,
+            [payloadSourceKey]: event.payload,
           };
           batch.push(envelope);
           return batch;
