@@ -75,8 +75,12 @@ for (const backend of backends) {
       bad = true;
       console.log(JSON.stringify(report, null, 1));
     }
+  } catch (error) {
+    bad = true;
+    console.log(`${backend}: the campaign broke off: ${(error as Error).stack ?? String(error)}`);
   } finally {
-    rmSync(directory, { recursive: true, force: true });
+    // Workers of a broken-off run may still be writing there as they shut down.
+    rmSync(directory, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
     if (backend === 'postgres') {
       const client = new pg.Client({ connectionString: pgUrl });
       await client.connect();

@@ -97,7 +97,7 @@ export function percentile(values: readonly number[], p: number): number {
 }
 
 /** Raw SQL behind the runtime's back: leases, event times, side rows. */
-interface Inspector {
+export interface Inspector {
   ownedBy(nodeId: string): Promise<string[]>;
   terminalCount(): Promise<number>;
   /** Per execution of `ids`: the `at` of its first event at or after `atMs`, if any. */
@@ -217,6 +217,29 @@ function postgresInspector(url: string, schema: string): Inspector {
   };
 }
 
+/** Opens the inspector of the log `env` names (as `openCrashBackend` reads it). */
+export function openInspector(env: Record<string, string>): Inspector {
+  return env.LOOM_CRASH_BACKEND === 'sqlite'
+    ? sqliteInspector(env.LOOM_CRASH_DB as string)
+    : postgresInspector(env.LOOM_CRASH_PG_URL as string, env.LOOM_CRASH_SCHEMA as string);
+}
+
+/** The environment that names a run's log, for the workers, the setup and the inspector. */
+export function crashStoreEnv(
+  backend: 'sqlite' | 'postgres',
+  directory: string,
+  pgUrl?: string,
+  schema?: string,
+): Record<string, string> {
+  return backend === 'sqlite'
+    ? { LOOM_CRASH_BACKEND: 'sqlite', LOOM_CRASH_DB: join(directory, 'crash.db') }
+    : {
+        LOOM_CRASH_BACKEND: 'postgres',
+        LOOM_CRASH_PG_URL: pgUrl as string,
+        LOOM_CRASH_SCHEMA: schema as string,
+      };
+}
+
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface Slot {
@@ -242,20 +265,10 @@ export async function runKillCampaign(options: CampaignOptions): Promise<Campaig
   mkdirSync(options.directory, { recursive: true });
   const effects = join(options.directory, 'effects.log');
   writeFileSync(effects, '');
-  const storeEnv: Record<string, string> =
-    options.backend === 'sqlite'
-      ? { LOOM_CRASH_BACKEND: 'sqlite', LOOM_CRASH_DB: join(options.directory, 'campaign.db') }
-      : {
-          LOOM_CRASH_BACKEND: 'postgres',
-          LOOM_CRASH_PG_URL: options.pgUrl as string,
-          LOOM_CRASH_SCHEMA: options.schema as string,
-        };
+  const storeEnv = crashStoreEnv(options.backend, options.directory, options.pgUrl, options.schema);
   // Migrated and side table created once, before any worker opens the log.
   await (await openCrashBackend({ ...storeEnv }, true)).close();
-  const inspector =
-    options.backend === 'sqlite'
-      ? sqliteInspector(storeEnv.LOOM_CRASH_DB as string)
-      : postgresInspector(options.pgUrl as string, options.schema as string);
+  const inspector = openInspector(storeEnv);
 
   const env = (slot: number): Record<string, string> => ({
     ...storeEnv,
@@ -292,7 +305,10 @@ export async function runKillCampaign(options: CampaignOptions): Promise<Campaig
   for (let kill = 0; kill < options.kills; kill++) {
     await pause(between(options.killGapMs));
     // Every worker dead: the next kill waits for one to be back.
-    if (!slots.some((slot) => slot.live)) await Promise.race(slots.map((slot) => slot.booting));
+    for (const waitUntil = Date.now() + 120_000; !slots.some((slot) => slot.live); ) {
+      if (Date.now() > waitUntil) throw new Error('no worker came back within 120 s');
+      await pause(20);
+    }
     if ((await inspector.terminalCount()) >= options.execs) break;
     const live = slots.filter((slot) => slot.live);
     const slot = live[Math.floor(random() * live.length)] as Slot;
