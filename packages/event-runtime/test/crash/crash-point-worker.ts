@@ -163,7 +163,8 @@ if (previous !== '') {
   // Bounded: a point whose work never ends is reported by the checks, and the next point runs.
   let timer: NodeJS.Timeout | undefined;
   const stuck = await Promise.race([
-    Promise.all([parentHandle.result(), waiting.result()]).then(() => false),
+    // A failed one is judged by the checks, like a stuck one.
+    Promise.allSettled([parentHandle.result(), waiting.result()]).then(() => false),
     new Promise<boolean>((resolve) => {
       timer = setTimeout(() => resolve(true), previousDeadlineMs);
     }),
