@@ -156,7 +156,14 @@ export class LocalExecutions {
     )
       return true;
     const eager = leaseMode === 'eager' || started.continuedFrom !== undefined;
-    if (eager && leases !== undefined && !(await leases.acquire(executionId))) return true;
+    if (
+      eager &&
+      leases !== undefined &&
+      !(await leases.acquire(executionId)) &&
+      !(await this.takeDeadStartLease(executionId))
+    ) {
+      return true;
+    }
     const journal = new ExecutionJournal(store, executionId, 0, 0, clock);
     journal.record(EventType.executionStarted, started as unknown as JsonValue, startedText);
     journal.setStatus('running');
@@ -187,6 +194,25 @@ export class LocalExecutions {
       leases?.acquireLater(executionId);
     }
     return false;
+  }
+
+  /**
+   * An eager start whose lease another node holds: when that node is dead (no live process holds
+   * its claim), it died between its lease and its `execution.started` — recovery, which reads
+   * the executions in the log, will never start it — or after it (then recovery takes it over
+   * too, and this start's append finds it started). Its lease is given up for it and taken here.
+   * True when this node holds the lease now. A live holder is starting it: false.
+   */
+  private async takeDeadStartLease(executionId: string): Promise<boolean> {
+    const { leaseStore, leases, presence } = this.kernel;
+    if (leaseStore === undefined || leases === undefined || presence?.claimed !== true)
+      return false;
+    const lease = await leaseStore.get(executionId);
+    if (lease === undefined) return leases.acquire(executionId);
+    if (lease.owner === this.kernel.nodeId) return false;
+    if ((await leaseStore.liveNodes([lease.owner])).has(lease.owner)) return false;
+    await leaseStore.releaseMany(lease.owner, [executionId]);
+    return leases.acquire(executionId);
   }
 
   /**

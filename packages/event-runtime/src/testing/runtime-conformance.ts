@@ -699,6 +699,36 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         expect(await rescuer.attach(id).result()).toBe('recovered');
       });
 
+      it('an eager start of an id a dead node leased but never started runs it here', async () => {
+        // The kill -9 campaign found it: a worker SIGKILLed between its eager lease and its
+        // `execution.started` left the lease; its restart's start() of the same id resolved
+        // with a handle to an execution nobody would ever start.
+        const flow: Flow<null, string> = {
+          name: 'dead-start',
+          run: async (ctx) => ctx.step('only', () => 'started'),
+        };
+        await harness.leases.acquireMany('ghost', ['dead-start-1'], longTtlMs);
+        const starter = runtime({
+          nodeId: 'starter',
+          leases: harness.leases,
+          leaseMode: 'eager',
+          flows: [flow as Flow<never, unknown>],
+        });
+        const handle = await starter.start(flow, null, { executionId: 'dead-start-1' });
+        const result = await Promise.race([
+          handle.result(),
+          new Promise<string>((resolve) => {
+            const timer = setTimeout(() => resolve('not started within 5 s'), 5_000);
+            void handle
+              .result()
+              .finally(() => clearTimeout(timer))
+              .catch(() => undefined);
+          }),
+        ]);
+        expect(result).toBe('started');
+        expect(await harness.countRows('dead-start-1')).toBe(4);
+      });
+
       it('a node resumes at once what an earlier incarnation of its id leased', async () => {
         const hang = deferred();
         const flow = hangingOn(hang.promise);

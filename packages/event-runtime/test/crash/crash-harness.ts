@@ -1,7 +1,7 @@
 // Runs a crash worker, kills it with SIGKILL at seeded random moments, restarts it, and
 // reports what happened. Shared by the crash tests of every backend.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { startWorker } from '../support/worker-process.js';
 
 /** mulberry32: a tiny seeded PRNG, so a kill schedule reproduces from its seed. */
 export function seededRandom(seed: number): () => number {
@@ -16,37 +16,6 @@ export function seededRandom(seed: number): () => number {
 }
 
 const worker = join(import.meta.dirname, 'crash-worker.ts');
-
-function start(env: Record<string, string>): {
-  child: ChildProcess;
-  ready: Promise<void>;
-  exit: Promise<number | null>;
-  output: () => string;
-} {
-  const child = spawn(process.execPath, ['--import', 'tsx', worker], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  let readyResolve!: () => void;
-  const ready = new Promise<void>((resolve) => {
-    readyResolve = resolve;
-  });
-  child.stdout?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-    if (output.includes('ready')) readyResolve();
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  const exit = new Promise<number | null>((resolve) =>
-    child.on('exit', (code) => {
-      readyResolve();
-      resolve(code);
-    }),
-  );
-  return { child, ready, exit, output: () => output };
-}
 
 export interface CrashRun {
   seed: number;
@@ -67,17 +36,18 @@ export async function runWithKills(
   const random = seededRandom(seed);
   let kills = 0;
   for (let round = 0; round < killsWanted; round++) {
-    const run = start(env);
-    await run.ready;
+    const run = startWorker(worker, env);
+    // A worker that finished everything before saying ready has nothing left to kill.
+    await run.line('ready').catch(() => undefined);
     const delayMs = 20 + Math.floor(random() * (maxDelayMs - 20));
     await new Promise((resolve) => setTimeout(resolve, delayMs));
-    if (run.child.exitCode === null && run.child.kill('SIGKILL')) kills += 1;
-    const code = await run.exit;
+    if (!run.exited() && run.child.kill('SIGKILL')) kills += 1;
+    const { code } = await run.exit;
     if (code !== null && code !== 0)
       throw new Error(`worker failed (exit ${code}):\n${run.output()}`);
   }
-  const last = start(env);
-  const code = await last.exit;
+  const last = startWorker(worker, env);
+  const { code } = await last.exit;
   if (code !== 0) throw new Error(`final worker failed (exit ${code}):\n${last.output()}`);
   return { seed, kills, finalOutput: last.output() };
 }
