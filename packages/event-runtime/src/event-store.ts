@@ -83,7 +83,8 @@ export interface EventStore {
   /**
    * Put a signal in an execution's inbox, and make a suspended execution due now (so a timer
    * service wakes it) in the same write. A repeated idempotency key is a no-op that returns the
-   * first signal's id with `duplicate: true`.
+   * first signal's id with `duplicate: true`, also after the target settled (a step that sent a
+   * signal and died before its record sends it again; the receiver may have ended meanwhile).
    *
    * Error codes: `EXECUTION_NOT_FOUND`, `EXECUTION_SETTLED`, `INVALID_ENVELOPE`,
    * `PAYLOAD_NOT_JSON`, `LIMIT_EXCEEDED`, store errors.

@@ -154,12 +154,12 @@ class MapEventStore implements EventStore {
     const id = signal.executionId;
     if (!this.rows.has(id)) throw signalTargetMissing(id);
     const entry = this.index.get(id);
-    if (entry?.status === 'settled') throw signalTargetSettled(id);
     const inbox: Inbox = this.inboxes.get(id) ?? { signals: [], keys: new Map() };
-    this.inboxes.set(id, inbox);
     const key = signal.idempotencyKey;
     const existing = key === null ? undefined : inbox.keys.get(key);
     if (existing !== undefined) return { signalId: existing, duplicate: true };
+    if (entry?.status === 'settled') throw signalTargetSettled(id);
+    this.inboxes.set(id, inbox);
     const signalId = inbox.signals.length + 1;
     const { name, payloadText, idempotencyKey, at } = signal;
     inbox.signals.push({ executionId: id, signalId, name, payloadText, idempotencyKey, at });

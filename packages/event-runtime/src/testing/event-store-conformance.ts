@@ -805,6 +805,34 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
         ).toEqual([2]);
       });
 
+      it('a signal sent again with its idempotency key after the target settled is the duplicate it is, not EXECUTION_SETTLED', async () => {
+        // A step that sent a signal and died before its record runs again and sends it again
+        // with the same key: by then the receiver may have consumed it and ended.
+        const id = freshId('sig-settled-dup');
+        await store.append([env(id, 0)], { status: 'running' });
+        const first = await store.sendSignal({
+          executionId: id,
+          name: 'go',
+          payload: 1,
+          idempotencyKey: 'once',
+        });
+        await store.append([env(id, 1)], { status: 'settled' });
+        expect(
+          await store.sendSignal({
+            executionId: id,
+            name: 'go',
+            payload: 1,
+            idempotencyKey: 'once',
+          }),
+        ).toEqual({ signalId: first.signalId, duplicate: true });
+        expect(
+          await codeOf(
+            store.sendSignal({ executionId: id, name: 'go', payload: 1, idempotencyKey: 'other' }),
+          ),
+        ).toBe(ErrorCode.EXECUTION_SETTLED);
+        expect(await store.readSignals(id)).toHaveLength(1);
+      });
+
       it('refuses signals to unknown or settled executions, and bad signals, writing nothing', async () => {
         const missing = freshId('sig-missing');
         expect(

@@ -168,13 +168,14 @@ export class InMemoryEventStore implements EventStore {
     const { executionId } = prepared;
     if (!this.executions.has(executionId)) throw signalTargetMissing(executionId);
     const entry = this.index.get(executionId);
-    if (entry?.status === 'settled') throw signalTargetSettled(executionId);
     const key =
       prepared.idempotencyKey === null
         ? undefined
         : `${executionId}\u0000${prepared.idempotencyKey}`;
+    // The key first: a signal sent again after its target settled is still the duplicate it is.
     const existing = key === undefined ? undefined : this.signalKeys.get(key);
     if (existing !== undefined) return { signalId: existing, duplicate: true };
+    if (entry?.status === 'settled') throw signalTargetSettled(executionId);
     const inbox = this.inboxes.get(executionId) ?? [];
     const signalId = inbox.length + 1;
     inbox.push({

@@ -88,8 +88,8 @@ export function sendSignalStatement(quotedSchema: string, schema: string): PgSta
 SELECT
   CASE
     WHEN NOT t.started THEN 'missing'
-    WHEN t.status = 'settled' THEN 'settled'
     WHEN t.existing_id IS NOT NULL THEN 'duplicate'
+    WHEN t.status = 'settled' THEN 'settled'
     WHEN i.signal_id IS NOT NULL THEN 'sent'
     ELSE 'raced'
   END AS outcome,

@@ -447,11 +447,12 @@ export class SqliteEventStore implements TransactionalEventStore, BatchAppending
           if (statements.started.get(executionId) === undefined)
             throw signalTargetMissing(executionId);
           const status = statements.status.get(executionId)?.status;
-          if (status === 'settled') throw signalTargetSettled(executionId);
+          // The key first: a signal sent again after its target settled is still a duplicate.
           if (signal.idempotencyKey !== null) {
             const existing = statements.signalByKey.get(executionId, signal.idempotencyKey);
             if (existing !== undefined) return { signalId: existing.signal_id, duplicate: true };
           }
+          if (status === 'settled') throw signalTargetSettled(executionId);
           const signalId = (statements.nextSignalId.get(executionId) as { next: number }).next;
           statements.insertSignal.run(
             executionId,
