@@ -22,6 +22,11 @@ const interruptionsMax = 3;
 const incarnationsMax = interruptionsMax + 4;
 /** Longest one incarnation may live before the test gives up on it. */
 const incarnationDeadlineMs = 45_000;
+/**
+ * Longest one test may run: up to incarnationsMax worker starts of a few seconds each, far more
+ * on a loaded box (60 s, vitest's default here, was not enough at a load average of 40).
+ */
+const testDeadlineMs = 300_000;
 
 interface Ended {
   output: string;
@@ -167,30 +172,41 @@ async function expectHealthy(store: EventStore, healthy: string[]): Promise<void
 }
 
 describe.each(backends)('a step that kills its worker every time: %s', (_name, open) => {
-  it(`ends after ${interruptionsMax} interrupted attempts with STEP_POISONED; the other executions complete`, async () => {
-    const { store, env: storeEnv, drop } = await open();
-    const healthy = Array.from({ length: 20 }, (_, index) => `healthy-${index}`);
-    const env: Record<string, string> = { ...storeEnv, LOOM_POISON_MAX: String(interruptionsMax) };
-    const deaths = await untilAllEnded(store, [...healthy, 'poison-1'], env, 'poison-1');
+  it(
+    `ends after ${interruptionsMax} interrupted attempts with STEP_POISONED; the other executions complete`,
+    async () => {
+      const { store, env: storeEnv, drop } = await open();
+      const healthy = Array.from({ length: 20 }, (_, index) => `healthy-${index}`);
+      const env: Record<string, string> = {
+        ...storeEnv,
+        LOOM_POISON_MAX: String(interruptionsMax),
+      };
+      const deaths = await untilAllEnded(store, [...healthy, 'poison-1'], env, 'poison-1');
 
-    // The poisoned step ran once, then once per interruption: each run killed its worker.
-    expect(deaths).toHaveLength(interruptionsMax + 1);
-    const how = env.LOOM_POISON_HOW === 'exit' ? { code: 1, signal: null } : { signal: 'SIGKILL' };
-    for (const death of deaths) expect(death).toMatchObject(how);
-    const poison = await store.read('poison-1');
-    const types = poison.map((event) => event.type);
-    expect(types.filter((type) => type === 'step.interrupted')).toHaveLength(interruptionsMax);
-    const failedStep = poison.find((event) => event.type === 'step.failed');
-    expect(failedStep?.payload).toMatchObject({
-      name: 'second',
-      error: { code: 'STEP_POISONED', fields: { interruptions: interruptionsMax, step: 'second' } },
-    });
-    expect(types[types.length - 1]).toBe('execution.failed');
-    expect((await store.verify('poison-1')).ok).toBe(true);
-    await expectHealthy(store, healthy);
-    await drop();
-    await store.close();
-  });
+      // The poisoned step ran once, then once per interruption: each run killed its worker.
+      expect(deaths).toHaveLength(interruptionsMax + 1);
+      const how =
+        env.LOOM_POISON_HOW === 'exit' ? { code: 1, signal: null } : { signal: 'SIGKILL' };
+      for (const death of deaths) expect(death).toMatchObject(how);
+      const poison = await store.read('poison-1');
+      const types = poison.map((event) => event.type);
+      expect(types.filter((type) => type === 'step.interrupted')).toHaveLength(interruptionsMax);
+      const failedStep = poison.find((event) => event.type === 'step.failed');
+      expect(failedStep?.payload).toMatchObject({
+        name: 'second',
+        error: {
+          code: 'STEP_POISONED',
+          fields: { interruptions: interruptionsMax, step: 'second' },
+        },
+      });
+      expect(types[types.length - 1]).toBe('execution.failed');
+      expect((await store.verify('poison-1')).ok).toBe(true);
+      await expectHealthy(store, healthy);
+      await drop();
+      await store.close();
+    },
+    testDeadlineMs,
+  );
 });
 
 const killing = backends.filter(([name]) => name.includes('SIGKILL'));
@@ -198,38 +214,45 @@ const killing = backends.filter(([name]) => name.includes('SIGKILL'));
 describe.each(killing)('a retried step that kills its worker: %s', (_name, open) => {
   // ADR 0031 left this uncounted: the log of a crash in attempt 2 ended with the first attempt's
   // `step.attempt_failed`, which a wake-up after the backoff also shows, so it looped forever.
-  it(`a retried step whose second attempt kills its worker ends after ${interruptionsMax} interruptions too`, async () => {
-    const { store, env: storeEnv, drop } = await open();
-    const healthy = Array.from({ length: 5 }, (_, index) => `healthy-r-${index}`);
-    const culprit = 'retried-1';
-    const env: Record<string, string> = {
-      ...storeEnv,
-      LOOM_POISON_MAX: String(interruptionsMax),
-    };
-    const deaths = await untilAllEnded(store, [...healthy, culprit], env, culprit);
+  it(
+    `a retried step whose second attempt kills its worker ends after ${interruptionsMax} interruptions too`,
+    async () => {
+      const { store, env: storeEnv, drop } = await open();
+      const healthy = Array.from({ length: 5 }, (_, index) => `healthy-r-${index}`);
+      const culprit = 'retried-1';
+      const env: Record<string, string> = {
+        ...storeEnv,
+        LOOM_POISON_MAX: String(interruptionsMax),
+      };
+      const deaths = await untilAllEnded(store, [...healthy, culprit], env, culprit);
 
-    // Attempt 1 threw (no death); attempt 2 ran once, then once per interruption.
-    expect(deaths).toHaveLength(interruptionsMax + 1);
-    for (const death of deaths) {
-      expect(death).toMatchObject({ signal: 'SIGKILL' });
-      expect(death.output).toContain(`effect ${culprit} attempt 2`);
-      expect(death.output).not.toContain(`effect ${culprit} attempt 3`);
-    }
-    const events = await store.read(culprit);
-    const types = events.map((event) => event.type);
-    expect(types.filter((type) => type === 'step.attempt_failed')).toHaveLength(1);
-    expect(types.filter((type) => type === 'step.attempt_started')).toHaveLength(1);
-    expect(types.filter((type) => type === 'step.interrupted')).toHaveLength(interruptionsMax);
-    const failedStep = events.find((event) => event.type === 'step.failed');
-    expect(failedStep?.payload).toMatchObject({
-      name: 'second',
-      attempts: 2,
-      error: { code: 'STEP_POISONED', fields: { interruptions: interruptionsMax, step: 'second' } },
-    });
-    expect(types[types.length - 1]).toBe('execution.failed');
-    expect((await store.verify(culprit)).ok).toBe(true);
-    await expectHealthy(store, healthy);
-    await drop();
-    await store.close();
-  });
+      // Attempt 1 threw (no death); attempt 2 ran once, then once per interruption.
+      expect(deaths).toHaveLength(interruptionsMax + 1);
+      for (const death of deaths) {
+        expect(death).toMatchObject({ signal: 'SIGKILL' });
+        expect(death.output).toContain(`effect ${culprit} attempt 2`);
+        expect(death.output).not.toContain(`effect ${culprit} attempt 3`);
+      }
+      const events = await store.read(culprit);
+      const types = events.map((event) => event.type);
+      expect(types.filter((type) => type === 'step.attempt_failed')).toHaveLength(1);
+      expect(types.filter((type) => type === 'step.attempt_started')).toHaveLength(1);
+      expect(types.filter((type) => type === 'step.interrupted')).toHaveLength(interruptionsMax);
+      const failedStep = events.find((event) => event.type === 'step.failed');
+      expect(failedStep?.payload).toMatchObject({
+        name: 'second',
+        attempts: 2,
+        error: {
+          code: 'STEP_POISONED',
+          fields: { interruptions: interruptionsMax, step: 'second' },
+        },
+      });
+      expect(types[types.length - 1]).toBe('execution.failed');
+      expect((await store.verify(culprit)).ok).toBe(true);
+      await expectHealthy(store, healthy);
+      await drop();
+      await store.close();
+    },
+    testDeadlineMs,
+  );
 });
