@@ -67,6 +67,7 @@ export {
   type KernelEventType,
   type RecordedError,
   type StepAttemptFailedPayload,
+  type StepAttemptStartedPayload,
   type StepFailedPayload,
 } from './runtime/kernel-events.js';
 export { type LoadedState, loadState } from './runtime/load-state.js';

@@ -154,6 +154,15 @@ export function foldEvent(state: ExecutionState | undefined, event: StoredEvent)
       checkError(event, p.error, 'error');
       break;
     }
+    case EventType.stepAttemptStarted: {
+      const p = payloadOf(event);
+      const index = checkIndex(event, p.index);
+      checkNumber(event, p.attempt, 'attempt');
+      // The attempt is in flight: no backoff pending, no longer just reopened.
+      const { retryAtMs: _due, reopened: _reopened, ...rest } = state.steps[index] ?? {};
+      state.steps[index] = { ...rest, name: checkString(event, p.name, 'name'), status: 'started' };
+      break;
+    }
     case EventType.stepInterrupted: {
       const p = payloadOf(event);
       const index = checkIndex(event, p.index);

@@ -2,13 +2,15 @@ import type { JsonValue } from '../envelope.js';
 
 /**
  * The event types the kernel writes. A flow of n plain steps writes exactly 2n + 2 of them; a
- * retried step adds one `step.attempt_failed` per failed attempt before its last, and a resume
- * that finds a step's attempt in flight (after a crash or a takeover) one `step.interrupted`.
+ * retried step adds one `step.attempt_failed` per failed attempt before its last and one
+ * `step.attempt_started` per attempt after the first, and a resume that finds a step's attempt in
+ * flight (after a crash or a takeover) one `step.interrupted`.
  */
 export const EventType = {
   executionStarted: 'execution.started',
   stepStarted: 'step.started',
   stepAttemptFailed: 'step.attempt_failed',
+  stepAttemptStarted: 'step.attempt_started',
   stepInterrupted: 'step.interrupted',
   stepCompleted: 'step.completed',
   stepFailed: 'step.failed',
@@ -136,6 +138,18 @@ export interface StepAttemptFailedPayload {
   attempt: number;
   error: RecordedError;
   retryAtMs: number;
+}
+
+/**
+ * `step.attempt_started`: attempt `attempt` of a step runs now: a retried step's backoff is over,
+ * or `runtime.retry(id)` reopened it. Durable before the effect runs, like `step.started` before
+ * the first attempt, so a resume that finds it last knows the attempt was in flight and counts
+ * the interruption (ADR 0031).
+ */
+export interface StepAttemptStartedPayload {
+  index: number;
+  name: string;
+  attempt: number;
 }
 
 /**

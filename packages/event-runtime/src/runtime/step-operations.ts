@@ -12,7 +12,12 @@ import {
 } from './driver-support.js';
 import type { StepRecord } from './execution-state.js';
 import type { KernelStepOptions, StepEffectContext, TransactionHandle } from './flow.js';
-import { EventType, type StepFailedPayload, type StepInterruptedPayload } from './kernel-events.js';
+import {
+  EventType,
+  type StepAttemptStartedPayload,
+  type StepFailedPayload,
+  type StepInterruptedPayload,
+} from './kernel-events.js';
 import { recordError } from './recorded-error.js';
 import { type ResolvedRetry, resolveRetry } from './step-retry-policy.js';
 
@@ -102,6 +107,8 @@ export class StepOperations {
         this.scope.interrupt();
       }
       const attempt = (record.attempts ?? 0) + 1;
+      if (record.retryAtMs !== undefined || record.reopened === true)
+        this.attemptStarted(claim, attempt);
       suspension.beginInFlight();
       try {
         await this.scope.barrier();
@@ -163,7 +170,8 @@ export class StepOperations {
             'treated as poison and not run again. Fix the step, then runtime.retry(executionId)',
           { executionId: this.scope.executionId, step: claim.name, interruptions: max },
         ),
-        recorded.attempts,
+        // The interrupted attempt counts as made: a retried step's attempts so far, plus it.
+        recorded.attempts === undefined ? undefined : recorded.attempts + 1,
       );
     }
     const payload: StepInterruptedPayload = { index: claim.index, name: claim.name, interruptions };
@@ -189,6 +197,22 @@ export class StepOperations {
       // A predicate that throws cannot vouch for another attempt: the step fails with its error.
       return false;
     }
+  }
+
+  /**
+   * Journals that attempt `attempt` (a retry's, or the first after `runtime.retry`) runs now
+   * (`step.attempt_started`, made durable by the barrier before the effect), so a crash inside it
+   * reads in the log as an attempt in flight, counted like the first attempt's (ADR 0031).
+   */
+  private attemptStarted(claim: Claim, attempt: number): void {
+    const payload: StepAttemptStartedPayload = { index: claim.index, name: claim.name, attempt };
+    this.scope.journal.record(EventType.stepAttemptStarted, payload as never);
+    const {
+      retryAtMs: _due,
+      reopened: _reopened,
+      ...rest
+    } = this.scope.state.steps[claim.index] as StepRecord;
+    this.scope.state.steps[claim.index] = rest;
   }
 
   /** Journals a failed attempt and when the next one runs (`step.attempt_failed`). */

@@ -1225,6 +1225,39 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
         expect(await harness.countRows(id)).toBe(0);
       });
 
+      it('limits trigger exactly at their threshold: payloadBytesMax and payloadDepthMax bytes and levels are stored, one more is LIMIT_EXCEEDED', async () => {
+        const id = freshId();
+        // A JSON string of n characters is n + 2 bytes: its quotes.
+        const over = 'a'.repeat(Limits.payloadBytesMax - 1);
+        const overError = await codeOf(store.append([env(id, 0, over)]));
+        expect(overError).toBe(ErrorCode.LIMIT_EXCEEDED);
+        expect(await harness.countRows(id)).toBe(0);
+        const exact = 'a'.repeat(Limits.payloadBytesMax - 2);
+        await store.append([env(id, 0, exact)]);
+        expect((await store.read(id))[0]?.payload).toBe(exact);
+        const nest = (levels: number) => {
+          let deep: JsonValue = 1;
+          for (let level = 0; level < levels; level++) deep = [deep];
+          return deep;
+        };
+        expect(await codeOf(store.append([env(id, 1, nest(Limits.payloadDepthMax + 1))]))).toBe(
+          ErrorCode.LIMIT_EXCEEDED,
+        );
+        expect(await harness.countRows(id)).toBe(1);
+        await store.append([env(id, 1, nest(Limits.payloadDepthMax))]);
+        expect(await harness.countRows(id)).toBe(2);
+      });
+
+      it('a read asks for at most readLimitMax events: that many is a page, one more is INVALID_ARGUMENT', async () => {
+        // Paging a history longer than readLimitMax: the runtime conformance's 10,001-event resume.
+        const id = freshId();
+        await store.append(range(id, 0, 3));
+        expect(await codeOf(store.read(id, { limit: Limits.readLimitMax + 1 }))).toBe(
+          ErrorCode.INVALID_ARGUMENT,
+        );
+        expect(await store.read(id, { limit: Limits.readLimitMax })).toHaveLength(3);
+      });
+
       const badEnvelopes: Array<[string, (id: string) => unknown, string]> = [
         ['an empty execution id', () => [env('', 0)], ErrorCode.INVALID_ENVELOPE],
         [

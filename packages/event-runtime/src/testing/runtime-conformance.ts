@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { JsonValue } from '../envelope.js';
+import type { EventEnvelope, JsonValue } from '../envelope.js';
 import { ErrorCode, type LoomError } from '../errors.js';
 import { type EventStore, isTransactional } from '../event-store.js';
 import type { LeaseStore } from '../lease-store.js';
@@ -1268,6 +1268,110 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         const full = await loadState(harness.store, undefined, handle.executionId);
         expect(loaded.state).toEqual(full.state);
         expect(loaded.snapshotSequence).toBeGreaterThanOrEqual(80);
+      });
+
+      it('a resume of a 10,001-event history reads it in two pages once, then only the snapshot and its tail', async () => {
+        // Counts the events each read returns, not only the calls (issue 14: history growth).
+        class EventCounting extends CountingEventStore {
+          eventsRead = 0;
+          override async read(executionId: string, options?: Parameters<EventStore['read']>[1]) {
+            const events = await super.read(executionId, options);
+            this.eventsRead += events.length;
+            return events;
+          }
+        }
+        const steps = Limits.readLimitMax / 2; // execution.started + 2 per step: 10,001 events
+        const flow: Flow<null, number> = {
+          name: 'long-history',
+          run: async (ctx) => {
+            let sum = 0;
+            for (let index = 0; index < steps; index++)
+              sum += await ctx.step(`s-${index}`, () => index);
+            await ctx.waitForSignal('go');
+            return sum;
+          },
+        };
+        // The history is written straight to the store (a crashed run's log), in full appends.
+        const id = freshId('long-history');
+        const log: EventEnvelope[] = [
+          {
+            executionId: id,
+            sequence: 0,
+            type: 'execution.started',
+            payload: { flow: flow.name, version: null, input: null },
+          },
+        ];
+        for (let index = 0; index < steps; index++) {
+          const name = `s-${index}`;
+          log.push(
+            {
+              executionId: id,
+              sequence: 1 + 2 * index,
+              type: 'step.started',
+              payload: { index, name },
+            },
+            {
+              executionId: id,
+              sequence: 2 + 2 * index,
+              type: 'step.completed',
+              payload: { index, name, result: index },
+            },
+          );
+        }
+        for (let from = 0; from < log.length; from += Limits.eventsPerAppendMax)
+          await harness.store.append(log.slice(from, from + Limits.eventsPerAppendMax));
+        expect(log).toHaveLength(Limits.readLimitMax + 1);
+
+        const stores = () => {
+          const events = new EventCounting(harness.store);
+          // Unpaired (no viewOf): every event read goes through the counting store.
+          return { events, snapshots: new CountingSnapshotStore(harness.snapshots) };
+        };
+        const first = stores();
+        const replaying = runtime({
+          store: first.events,
+          snapshots: first.snapshots,
+          snapshotEvery: 1_000,
+          inlineWaitMs: 0,
+          flows: [flow as Flow<never, unknown>],
+        });
+        const replayed = await replaying.resume(id);
+        let failure: unknown;
+        replayed.result().catch((error: unknown) => {
+          failure = error;
+        });
+        // Real time, not the harness's 2.5 s: replaying 5,000 steps takes a while on a loaded box.
+        const last = async () =>
+          (await harness.store.read(id, { fromSequence: log.length })).at(-1);
+        for (let waitedMs = 0; (await last())?.type !== 'execution.suspended'; waitedMs += 10) {
+          if (failure !== undefined) throw failure;
+          if (waitedMs > 60_000) throw new Error('the replay did not suspend within 60 s');
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        await replaying.idle();
+        // No snapshot yet: the whole history, in pages of readLimitMax (10,000 + 1).
+        expect(first.snapshots.counts.loads).toBeGreaterThanOrEqual(1);
+        expect(first.events.counts.reads).toBeGreaterThanOrEqual(2);
+        expect(first.events.eventsRead).toBeGreaterThanOrEqual(Limits.readLimitMax + 1);
+        // The suspension left a snapshot near the tip (the settle-time checkpoint).
+        expect(first.snapshots.counts.saves).toBeGreaterThanOrEqual(1);
+        await replaying.shutdown();
+
+        const second = stores();
+        const resumed = runtime({
+          store: second.events,
+          snapshots: second.snapshots,
+          snapshotEvery: 1_000,
+          flows: [flow as Flow<never, unknown>],
+        });
+        await resumed.signal(id, 'go', null);
+        const handle = await resumed.resume<number>(id);
+        expect(await handle.result()).toBe(((steps - 1) * steps) / 2);
+        // The snapshot and a tail of a few events, however long the history.
+        const total = await harness.countRows(id);
+        expect(total).toBeGreaterThan(Limits.readLimitMax + 3);
+        expect(second.snapshots.counts.loads).toBeGreaterThanOrEqual(1);
+        expect(second.events.eventsRead).toBeLessThanOrEqual(10 * second.snapshots.counts.loads);
       });
 
       it('a combined snapshot read with a limit out of range is INVALID_ARGUMENT', async () => {

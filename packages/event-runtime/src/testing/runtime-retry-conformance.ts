@@ -12,6 +12,7 @@ import {
 import type { StepRetryPolicy } from '../runtime/step-retry-policy.js';
 import { CountingEventStore } from './counting-event-store.js';
 import { freshId } from './event-store-conformance.js';
+import { ManualClock } from './manual-clock.js';
 import type { RuntimeHarness } from './runtime-conformance.js';
 
 /**
@@ -106,7 +107,9 @@ export function runtimeRetries(
         'step.completed',
         'step.started',
         'step.attempt_failed',
+        'step.attempt_started',
         'step.attempt_failed',
+        'step.attempt_started',
         'step.completed',
         'step.started',
         'step.completed',
@@ -303,6 +306,130 @@ export function runtimeRetries(
     });
   });
 
+  describe('an attempt after the first, interrupted (ADR 0031)', () => {
+    /**
+     * A clock of its own for the node that "dies": it stands still unless the test moves it, so
+     * the node never renews a lease or runs a lazy acquire while the survivor takes over.
+     */
+    const deadClock = (harness: RuntimeHarness) => new ManualClock(harness.clock.now());
+    /** Polls `check` every 5 ms of real time; fails after 2,000 tries. */
+    const until = async (check: () => Promise<boolean>, what: string) => {
+      for (let tries = 0; tries < 2_000; tries++) {
+        if (await check()) return;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      throw new Error(`timed out waiting for ${what}`);
+    };
+    /** A promise and the function that resolves it. */
+    const signalled = () => {
+      let resolve = () => {};
+      const promise = new Promise<void>((done) => {
+        resolve = done;
+      });
+      return { promise, resolve };
+    };
+
+    it('a takeover that finds a retried attempt in flight counts it (step.interrupted) and runs it again under its number', async () => {
+      const harness = getHarness();
+      const attempts: number[] = [];
+      const hang = signalled();
+      const flow: Flow<null, string> = {
+        name: 'retried-then-interrupted',
+        run: async (ctx) =>
+          ctx.step(
+            'charge',
+            async (effect) => {
+              attempts.push(effect.attempt);
+              if (effect.attempt === 1) throw new Error('gateway timeout');
+              if (attempts.length === 2) await hang.promise;
+              return `charged on attempt ${effect.attempt}`;
+            },
+            { retry: noJitter(3) },
+          ),
+      };
+      const id = freshId('interrupted-retry');
+      const crashed = runtime({
+        nodeId: 'crashed',
+        inlineWaitMs: 1_000,
+        clock: deadClock(harness),
+      });
+      const crashedHandle = await crashed.start(flow, null, { executionId: id });
+      await until(async () => attempts.length === 1, 'the first attempt');
+      await (crashed.clock as ManualClock).advance(10); // the backoff, on the node's own clock
+      await until(async () => attempts.length === 2, 'the second attempt');
+      // The first node is "dead" from here on: its second attempt never returns.
+      const survivor = runtime({ nodeId: 'survivor', flows: [flow as Flow<never, unknown>] });
+      const handle = await survivor.resume<string>(id);
+      expect(await drive(harness, handle.result())).toBe('charged on attempt 2');
+      expect(attempts).toEqual([1, 2, 2]);
+      const events = await harness.store.read(id);
+      expect(types(events)).toEqual([
+        'execution.started',
+        'step.started',
+        'step.attempt_failed',
+        'step.attempt_started',
+        'step.interrupted',
+        'step.completed',
+        'execution.completed',
+      ]);
+      expect(events[3]?.payload).toEqual({ index: 0, name: 'charge', attempt: 2 });
+      expect(events[4]?.payload).toEqual({ index: 0, name: 'charge', interruptions: 1 });
+      hang.resolve();
+      expect(await drive(harness, crashedHandle.result())).toBe('charged on attempt 2');
+      expect((await harness.store.verify(id)).ok).toBe(true);
+    });
+
+    it('the first attempt after retry(id) is counted too when a takeover finds it in flight', async () => {
+      const harness = getHarness();
+      let runs = 0;
+      const hang = signalled();
+      const flow: Flow<null, string> = {
+        name: 'reopened-then-interrupted',
+        run: async (ctx) =>
+          ctx.step('charge', async () => {
+            runs += 1;
+            if (runs === 1) throw new Error('gateway down');
+            if (runs === 2) await hang.promise;
+            return `charged on run ${runs}`;
+          }),
+      };
+      const id = freshId('interrupted-reopened');
+      const crashed = runtime({
+        nodeId: 'crashed',
+        inlineWaitMs: 1_000,
+        clock: deadClock(harness),
+      });
+      const first = await crashed.start(flow, null, { executionId: id });
+      expect((await rejection(first.result())).code).toBe(ErrorCode.EXECUTION_FAILED);
+      const reopened = await crashed.retry(id);
+      await until(async () => runs === 2, 'the reopened attempt');
+      // The reopened run leased the execution; the dead node never renews it (its clock stands).
+      await harness.clock.advance(31_000);
+      const survivor = runtime({ nodeId: 'survivor', flows: [flow as Flow<never, unknown>] });
+      expect(await drive(harness, (await survivor.resume<string>(id)).result())).toBe(
+        'charged on run 3',
+      );
+      const events = await harness.store.read(id);
+      const retriedAt = events.findIndex((event) => event.type === 'execution.retried');
+      expect(types(events).slice(retriedAt)).toEqual([
+        'execution.retried',
+        'step.attempt_started',
+        'step.interrupted',
+        'step.completed',
+        'execution.completed',
+      ]);
+      expect(events[retriedAt + 1]?.payload).toEqual({ index: 0, name: 'charge', attempt: 1 });
+      expect(events[retriedAt + 2]?.payload).toEqual({
+        index: 0,
+        name: 'charge',
+        interruptions: 1,
+      });
+      hang.resolve();
+      expect(await drive(harness, reopened.result())).toBe('charged on run 3');
+      expect((await harness.store.verify(id)).ok).toBe(true);
+    });
+  });
+
   describe('retry(id)', () => {
     it('reruns the failed step with a fresh budget, replays completed steps, and records execution.retried', async () => {
       const harness = getHarness();
@@ -341,6 +468,8 @@ export function runtimeRetries(
       expect(types(events).slice(failedAt)).toEqual([
         'execution.failed',
         'execution.retried',
+        // Durable before the reopened step's effect: a crash inside it is counted (ADR 0031).
+        'step.attempt_started',
         'step.completed',
         'execution.completed',
       ]);

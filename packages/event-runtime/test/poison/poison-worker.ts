@@ -2,7 +2,8 @@
 // previous incarnation left, starts the executions in LOOM_POISON_START (first incarnation only)
 // and serves. The step of an execution whose id starts with `poison` kills this process with
 // SIGKILL (or process.exit(1) with LOOM_POISON_HOW=exit), every time it runs; every other execution sleeps a little between two steps, so some
-// are in flight whenever the process dies.
+// are in flight whenever the process dies. An execution whose id starts with `retried` has a retry
+// policy on that step: its first attempt throws, and every later attempt kills the process.
 import { writeSync } from 'node:fs';
 import type { EventStore, Flow } from '../../src/index.js';
 import { createKernelRuntime } from '../../src/kernel.js';
@@ -16,15 +17,21 @@ const flow: Flow<null, string> = {
   run: async (ctx) => {
     const first = await ctx.step('first', () => 'a');
     await ctx.sleep(20);
-    const second = await ctx.step('second', (effect) => {
-      // Synchronously: process.exit drops what an asynchronous pipe write still buffers.
-      writeSync(1, `effect ${effect.executionId}\n`);
-      if (effect.executionId.startsWith('poison')) {
-        if (process.env.LOOM_POISON_HOW === 'exit') process.exit(1);
-        process.kill(process.pid, 'SIGKILL');
-      }
-      return 'b';
-    });
+    const retried = ctx.executionId.startsWith('retried');
+    const second = await ctx.step(
+      'second',
+      (effect) => {
+        // Synchronously: process.exit drops what an asynchronous pipe write still buffers.
+        writeSync(1, `effect ${effect.executionId} attempt ${effect.attempt}\n`);
+        if (retried && effect.attempt === 1) throw new Error('first attempt fails');
+        if (effect.executionId.startsWith('poison') || retried) {
+          if (process.env.LOOM_POISON_HOW === 'exit') process.exit(1);
+          process.kill(process.pid, 'SIGKILL');
+        }
+        return 'b';
+      },
+      retried ? { retry: { attempts: 5, backoff: { initialMs: 10, jitter: 'none' } } } : undefined,
+    );
     return `${first}${second}`;
   },
 };

@@ -149,6 +149,7 @@ for (const [backend, open] of testBackends('retries')) {
       expect(types.slice(types.indexOf('execution.failed'))).toEqual([
         'execution.failed',
         'execution.retried',
+        'step.attempt_started', // durable before the reopened attempt's effect (ADR 0031)
         'step.completed',
         'execution.completed',
       ]);
