@@ -17,25 +17,12 @@ const directory = mkdtempSync(join(tmpdir(), 'loom-crash-points-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
 /**
- * Open kernel bug (docs/reliability.md, DST seed 101639): the child's completion signal reaches
- * the parent before the parent's `execution.suspended` is durable, so the store sets no wake;
- * the parent's own look at its inbox resumes it, and the kill before its `child.completed`
- * leaves it suspended for good with the signal unread ('after execution.suspended': the kill
- * comes before that look, the window of seed 101639 itself). Whether the signal beats the suspension
- * is a race, so these points are run and printed but not asserted until the stores' fix lands.
- *
- * Open kernel bug (found here, Postgres): after the signal send committed and the process died
- * before the step recorded it, the step runs again and sends again with the same idempotency
- * key; if the receiver has consumed the first and completed by then, the store refuses the
- * second with EXECUTION_SETTLED (the settled check comes before the key's dedupe), and the
- * parent fails in its step. Also a race (the receiver must end first).
+ * Every point is asserted. Two of them used to lose a race: a signal reaching an execution
+ * before its suspension was durable was lost across the kill ('before child.completed', 'after
+ * execution.suspended'; fixed by the signal-guarded suspension, ADR 0033), and a step re-sending
+ * its signal with the same idempotency key after the receiver had ended got EXECUTION_SETTLED
+ * ('after the signal send'; the key is now checked first, on every backend).
  */
-const open = new Set([
-  'before child.completed',
-  'after execution.suspended',
-  'after the signal send',
-]);
-
 describe.each(['sqlite', 'postgres'] as const)('crash points on %s', (backend) => {
   let outcomes: PointOutcome[] = [];
   beforeAll(async () => {
@@ -58,9 +45,7 @@ describe.each(['sqlite', 'postgres'] as const)('crash points on %s', (backend) =
   });
 
   it('after each point a fresh worker finishes with the right outcome', () => {
-    const wrong = outcomes.filter(
-      (outcome) => !open.has(outcome.point) && outcome.wrong.length > 0,
-    );
+    const wrong = outcomes.filter((outcome) => outcome.wrong.length > 0);
     expect(wrong).toEqual([]);
   });
 });
