@@ -104,7 +104,9 @@ for (const [name, open] of backends) {
       expect(held).toHaveLength(1);
       expect(held[0]).not.toContain('confidential');
       expect(held[0]).toContain('aes-256-gcm');
-      expect(((await store.read('doc-1'))[0]?.payload as { body: string }).body).toBe(body);
+      expect(((await store.read('doc-1'))[0]?.payload as { body: string } | undefined)?.body).toBe(
+        body,
+      );
 
       await store.forget('ada');
       const after = (await store.read('doc-1'))[0]?.payload as { body: unknown; title: string };
@@ -124,7 +126,9 @@ for (const [name, open] of backends) {
       await store.append([event('doc-2')]);
       const stored = (await log.read('doc-2'))[0]?.payload as { body: unknown };
       expect(stored.body).toMatchObject({ $enc: 'aes-256-gcm' });
-      expect(((await store.read('doc-2'))[0]?.payload as { body: string }).body).toBe(body);
+      expect(((await store.read('doc-2'))[0]?.payload as { body: string } | undefined)?.body).toBe(
+        body,
+      );
 
       await encrypting.forget('ada');
       const after = (await store.read('doc-2'))[0]?.payload as { body: unknown };
