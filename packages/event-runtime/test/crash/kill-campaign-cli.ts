@@ -18,6 +18,7 @@ const { values } = parseArgs({
     workers: { type: 'string', default: '3' },
     kills: { type: 'string', default: '50' },
     concurrency: { type: 'string', default: '8' },
+    'kill-gap': { type: 'string', default: '200,1500' },
     seed: { type: 'string' },
   },
 });
@@ -55,7 +56,7 @@ for (const backend of backends) {
       kills: Number(values.kills),
       concurrency: Number(values.concurrency),
       seed,
-      killGapMs: [200, 1_500],
+      killGapMs: String(values['kill-gap']).split(',').map(Number) as [number, number],
       restartDelayMs: [0, 500],
       directory,
       pgUrl,

@@ -16,16 +16,18 @@ describe.each(['sqlite', 'postgres'] as const)('kill -9 campaign on %s', (backen
   it('100 executions, 2 workers, 5 SIGKILLs: nothing lost, nothing twice, re-runs within the work in flight', async () => {
     const seed = Number(process.env.LOOM_CRASH_SEED ?? Math.floor(Math.random() * 2 ** 31));
     console.log(
-      `kill campaign seed ${seed} (rerun: pnpm --filter @loom/event-runtime campaign:kill --backend ${backend} --execs 100 --workers 2 --kills 5 --concurrency 4 --seed ${seed})`,
+      `kill campaign seed ${seed} (rerun: pnpm --filter @loom/event-runtime campaign:kill --backend ${backend} --execs 100 --workers 2 --kills 5 --concurrency 2 --kill-gap 50,250 --seed ${seed})`,
     );
     const report = await runKillCampaign({
       backend,
       execs: 100,
       workers: 2,
       kills: 5,
-      concurrency: 4,
+      // Kills come 50-250 ms apart and each worker runs 2 at a time: on a quiet box the 100
+      // executions take a few seconds, so all the kills land while work is in flight.
+      concurrency: 2,
       seed,
-      killGapMs: [200, 1_000],
+      killGapMs: [50, 250],
       restartDelayMs: [0, 300],
       directory: join(directory, backend),
       pgUrl: pgTestUrl,
