@@ -10,6 +10,7 @@ import type {
   Subscription,
   SubscriptionHandler,
 } from '@loom/event-runtime';
+import { ForwardingEventStore } from '@loom/event-runtime';
 import { decodePayload } from '@loom/event-runtime/store-kit';
 import {
   type ContentKey,
@@ -21,7 +22,6 @@ import {
 import type { ContentStore } from './content-store.js';
 import { ContentErrorCode, LoomError } from './errors.js';
 import { fetchMany } from './internal/fetch-many.js';
-import { ForwardingEventStore } from './internal/forwarding-event-store.js';
 
 /** The distinct content keys referenced by top-level payload fields of `events`. */
 function referencedKeys(events: readonly StoredEvent[]): Set<ContentKey> {

@@ -5,6 +5,7 @@ import type {
   JsonValue,
   StoredEvent,
 } from '@loom/event-runtime';
+import { ForwardingEventStore } from '@loom/event-runtime';
 import { decodePayload, encodePayload, prepareAppend } from '@loom/event-runtime/store-kit';
 import {
   type ContentKey,
@@ -16,7 +17,6 @@ import {
 } from './content-ref.js';
 import type { ContentStore } from './content-store.js';
 import { invalidArgument } from './errors.js';
-import { ForwardingEventStore } from './internal/forwarding-event-store.js';
 
 /** Options of {@link externalizingEventStore}. */
 export interface ExternalizingOptions {

@@ -2,19 +2,15 @@ import type {
   AppendGuard,
   EventEnvelope,
   EventStore,
-  FindExecutionsOptions,
   JsonValue,
-  LeaseStore,
   ReadAllOptions,
   ReadOptions,
-  ReadSignalsOptions,
-  SignalInput,
   StoredEvent,
   SubscribeOptions,
   Subscription,
   SubscriptionHandler,
 } from '@loom/event-runtime';
-import { ErrorCode, isLoomError, type LoomError } from '@loom/event-runtime';
+import { ErrorCode, ForwardingEventStore, isLoomError, type LoomError } from '@loom/event-runtime';
 import { decodePayload } from '@loom/event-runtime/store-kit';
 import { CryptoErrorCode, CryptoLimits, cryptoError } from './errors.js';
 import {
@@ -77,30 +73,22 @@ export interface ErasureReceipt extends ForgetResult {
  * `SUBJECT_FORGOTTEN` (append), `CRYPTO_INTEGRITY`, `KEY_NOT_FOUND` (reads), the keyring's and
  * the inner store's codes.
  */
-export class EncryptingEventStore implements EventStore {
+export class EncryptingEventStore extends ForwardingEventStore {
   readonly #rules: ReadonlyMap<string, CompiledRule>;
-  readonly defaultLeaseStore?: () => LeaseStore | undefined;
 
   constructor(
-    readonly inner: EventStore,
+    inner: EventStore,
     readonly keyring: Keyring,
     sensitive: SensitiveFields,
   ) {
+    super(inner);
     this.#rules = compileSensitiveFields(sensitive);
-    if (typeof inner.defaultLeaseStore === 'function') {
-      this.defaultLeaseStore = () => inner.defaultLeaseStore?.();
-    }
   }
 
-  get backend(): string {
-    return this.inner.backend;
-  }
-
-  get fences() {
-    return this.inner.fences;
-  }
-
-  append(envelopes: readonly EventEnvelope[], guard?: AppendGuard): Promise<StoredEvent[]> {
+  override append(
+    envelopes: readonly EventEnvelope[],
+    guard?: AppendGuard,
+  ): Promise<StoredEvent[]> {
     const marked = this.#markedOf(envelopes);
     // Not async on this path: an unmarked append costs the lookups and no promise of its own.
     if (marked === undefined) return this.inner.append(envelopes, guard);
@@ -162,43 +150,19 @@ export class EncryptingEventStore implements EventStore {
     });
   }
 
-  read(executionId: string, options?: ReadOptions): Promise<StoredEvent[]> {
+  override read(executionId: string, options?: ReadOptions): Promise<StoredEvent[]> {
     const read = this.inner.read(executionId, options);
     return this.#rules.size === 0 ? read : read.then((events) => this.#open(events));
   }
 
-  readAll(options?: ReadAllOptions): Promise<StoredEvent[]> {
+  override readAll(options?: ReadAllOptions): Promise<StoredEvent[]> {
     const read = this.inner.readAll(options);
     return this.#rules.size === 0 ? read : read.then((events) => this.#open(events));
   }
 
-  findExecutions(options: FindExecutionsOptions) {
-    return this.inner.findExecutions(options);
-  }
-
-  sendSignal(signal: SignalInput) {
-    return this.inner.sendSignal(signal);
-  }
-
-  readSignals(executionId: string, options?: ReadSignalsOptions) {
-    return this.inner.readSignals(executionId, options);
-  }
-
-  claimDue(nowMs: number, limit: number) {
-    return this.inner.claimDue(nowMs, limit);
-  }
-
-  subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {
+  override subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {
     if (this.#rules.size === 0) return this.inner.subscribe(options, handler);
     return this.inner.subscribe(options, async (events) => handler(await this.#open(events)));
-  }
-
-  verify(executionId: string) {
-    return this.inner.verify(executionId);
-  }
-
-  close() {
-    return this.inner.close();
   }
 
   /**

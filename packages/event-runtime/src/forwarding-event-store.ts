@@ -1,29 +1,39 @@
 import type {
   AppendGuard,
   EventEnvelope,
-  EventStore,
   FindExecutionsOptions,
-  LeaseStore,
   ReadAllOptions,
   ReadOptions,
   ReadSignalsOptions,
   SignalInput,
   StoredEvent,
+} from './envelope.js';
+import type {
+  EventStore,
   SubscribeOptions,
   Subscription,
   SubscriptionHandler,
-} from '@loom/event-runtime';
+} from './event-store.js';
+import type { LeaseStore } from './lease-store.js';
 
 /**
- * An `EventStore` that hands every call to `inner` unchanged: the base of this package's
- * decorators, which override only the calls they change. It offers no `transact` and no
- * `appendBatch` (a decorator that rewrites payloads cannot pass them through unchanged), and
- * the inner store's lease store when it has one.
+ * An `EventStore` that hands every call to `inner` unchanged: the base of store decorators
+ * (`@loom/plugin-crypto`, `@loom/plugin-content`), which override only the calls they change.
+ * It offers no `transact` and no `appendBatch` (a decorator that rewrites payloads cannot pass
+ * them through unchanged), and the inner store's lease store when it has one.
+ *
+ * @example
+ * class LoggingStore extends ForwardingEventStore {
+ *   override append(envelopes: readonly EventEnvelope[], guard?: AppendGuard) {
+ *     console.log(`appending ${envelopes.length}`);
+ *     return super.append(envelopes, guard);
+ *   }
+ * }
  */
 export class ForwardingEventStore implements EventStore {
   readonly defaultLeaseStore?: () => LeaseStore | undefined;
 
-  constructor(protected readonly inner: EventStore) {
+  constructor(readonly inner: EventStore) {
     if (inner.defaultLeaseStore !== undefined)
       this.defaultLeaseStore = () => inner.defaultLeaseStore?.();
   }
