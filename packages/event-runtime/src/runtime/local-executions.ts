@@ -28,6 +28,13 @@ import { isTransientStoreError, ResumeRetries } from './store-retry.js';
 
 /** Attempts of a retry while the execution's log keeps moving (another node retrying it too). */
 const retryRacesMax = 5;
+/**
+ * Looks at the lease of a failed execution that another node holds before a retry gives up. The
+ * holder is retrying it too (it needs a lease take, a fence read, a log read and an append before
+ * its `execution.retried` is visible, several round trips on a loaded box) or died holding it. A
+ * look costs one log read, so this bounds the wait in round trips, never in time.
+ */
+const retryLeaseLooksMax = 50;
 
 interface Running {
   driver: ExecutionDriver;
@@ -290,7 +297,8 @@ export class LocalExecutions {
    * once `execution.retried` is durable.
    *
    * Error codes: `EXECUTION_NOT_FOUND`, `EXECUTION_NOT_FAILED` (`fields.status`),
-   * `FLOW_NOT_REGISTERED`, `RUNTIME_SHUT_DOWN`, `STORE_BUSY` (the log kept moving), store errors.
+   * `FLOW_NOT_REGISTERED`, `RUNTIME_SHUT_DOWN`, `STORE_BUSY` (the log kept moving, or another node
+   * held the lease through `retryLeaseLooksMax` looks), store errors.
    */
   retry(executionId: string): Promise<void> {
     this.kernel.assertRunning();
@@ -307,13 +315,19 @@ export class LocalExecutions {
 
   private async retryOnce(executionId: string): Promise<void> {
     const { store, clock, leases } = this.kernel;
-    for (let race = 0; race < retryRacesMax; race++) {
+    let leaseLooks = 0;
+    for (let race = 0; race < retryRacesMax; ) {
       const loaded = await loadState(store, this.kernel.snapshots, executionId);
       const state = loaded.state;
       if (state === undefined) throw notFound(executionId);
       if (state.status !== 'failed' || this.running.has(executionId)) throw notFailed(state);
       const flow = this.kernel.flows.flowFor(state);
-      if (leases !== undefined && !(await leases.acquire(executionId))) continue;
+      if (leases !== undefined && !(await leases.acquire(executionId))) {
+        leaseLooks += 1;
+        if (leaseLooks >= retryLeaseLooksMax) throw leaseHeldElsewhere(executionId, leaseLooks);
+        continue;
+      }
+      race += 1;
       // The current epoch, not a new one: a settled execution has no writer to fence out, and two
       // retries racing then clash on the sequence, where one wins, instead of fencing each other
       // out in turn.
@@ -475,5 +489,14 @@ function notFailed(state: ExecutionState): LoomError {
     `execution ${state.executionId} is ${status === 'running' ? 'running' : status}, not failed: ` +
       'only a failed execution can be retried (a running one is resumed, a settled one is final)',
     { executionId: state.executionId, status },
+  );
+}
+
+function leaseHeldElsewhere(executionId: string, looks: number): LoomError {
+  return new LoomError(
+    ErrorCode.STORE_BUSY,
+    `could not retry ${executionId}: another node held its lease through ${looks} looks (it is ` +
+      'retrying the execution, or died holding the lease); retry once the lease TTL has passed',
+    { executionId, operation: 'retry', limit: 'retryLeaseLooksMax' },
   );
 }

@@ -48,4 +48,73 @@ describe('runtime on the memory store', () => {
     });
     await runtime.shutdown();
   });
+
+  describe('retry while another node holds the lease', () => {
+    /** A lease store that counts node `one`'s acquires and frees `other`'s lease after `freeAfter`. */
+    class ContestedLeases extends InMemoryLeaseStore {
+      looks = 0;
+      constructor(
+        clock: ManualClock,
+        private readonly freeAfter: number,
+      ) {
+        super({ clock });
+      }
+      override async acquireMany(owner: string, ids: readonly string[], ttlMs: number) {
+        if (owner === 'one') {
+          this.looks += 1;
+          if (this.looks === this.freeAfter) await this.releaseMany('other', ids);
+        }
+        return super.acquireMany(owner, ids, ttlMs);
+      }
+    }
+
+    const failing = (fail: { now: boolean }) => ({
+      name: 'contested',
+      run: async (ctx: { step: (name: string, fn: () => string) => Promise<string> }) =>
+        ctx.step('only', () => {
+          if (fail.now) throw new Error('down');
+          return 'up';
+        }),
+    });
+
+    async function failedUnderHeldLease(freeAfter: number) {
+      const clock = new ManualClock();
+      const leases = new ContestedLeases(clock, freeAfter);
+      const fail = { now: true };
+      const flow = failing(fail);
+      const runtime = createKernelRuntime({
+        store: new InMemoryEventStore({ clock }),
+        leases,
+        clock,
+        nodeId: 'one',
+        flows: [flow],
+      });
+      const handle = await runtime.start(flow, null, { executionId: 'contested-1' });
+      await expect(handle.result()).rejects.toMatchObject({ code: 'EXECUTION_FAILED' });
+      fail.now = false;
+      leases.looks = 0;
+      expect(await leases.acquireMany('other', ['contested-1'], 60_000)).toEqual(
+        new Set(['contested-1']),
+      );
+      return { runtime, leases };
+    }
+
+    it('waits out a lease held through more than five looks, then reopens the execution', async () => {
+      const { runtime, leases } = await failedUnderHeldLease(12);
+      const reopened = await runtime.retry('contested-1');
+      expect(await reopened.result()).toBe('up');
+      expect(leases.looks).toBe(12);
+      await runtime.shutdown();
+    });
+
+    it('gives up with STORE_BUSY naming the lease after 50 looks at a lease never freed', async () => {
+      const { runtime, leases } = await failedUnderHeldLease(Number.POSITIVE_INFINITY);
+      await expect(runtime.retry('contested-1')).rejects.toMatchObject({
+        code: 'STORE_BUSY',
+        fields: { executionId: 'contested-1', limit: 'retryLeaseLooksMax' },
+      });
+      expect(leases.looks).toBe(50);
+      await runtime.shutdown();
+    });
+  });
 });

@@ -74,13 +74,22 @@ async function thrownCodeOf(promise: Promise<unknown>): Promise<string> {
   return 'resolved';
 }
 
-/** Polls `check` every 5 ms until it holds; fails after 500 tries. */
-async function until(check: () => Promise<boolean>, what: string): Promise<void> {
-  for (let attempt = 0; attempt < 500; attempt++) {
+/**
+ * Polls `check` every 5 ms until it holds; fails once `deadlineMs` of real time passed (a count of
+ * tries would be a few seconds on a loaded box, where one store round trip can take 100 ms).
+ */
+export async function until(
+  check: () => Promise<boolean>,
+  what: string,
+  deadlineMs = 30_000,
+): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  while (Date.now() < deadline) {
     if (await check()) return;
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
-  throw new Error(`timed out waiting for ${what}`);
+  if (await check()) return;
+  throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}`);
 }
 
 function stepsFlow(

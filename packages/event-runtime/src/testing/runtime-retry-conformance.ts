@@ -13,7 +13,7 @@ import type { StepRetryPolicy } from '../runtime/step-retry-policy.js';
 import { CountingEventStore } from './counting-event-store.js';
 import { freshId } from './event-store-conformance.js';
 import { ManualClock } from './manual-clock.js';
-import type { RuntimeHarness } from './runtime-conformance.js';
+import { type RuntimeHarness, until } from './runtime-conformance.js';
 
 /**
  * Settles `promise` while firing the harness clock's timers (backoffs waited in memory), giving
@@ -174,8 +174,7 @@ export function runtimeRetries(
           ? (last.payload as { wakeAtMs: number }).wakeAtMs
           : undefined;
       };
-      for (let poll = 0; poll < 500 && (await suspendedAt()) === undefined; poll++)
-        await new Promise((resolve) => setTimeout(resolve, 2));
+      await until(async () => (await suspendedAt()) !== undefined, `${id} to suspend`);
       const events = await harness.store.read(id);
       const failed = events.find((event) => event.type === 'step.attempt_failed');
       expect(failed).toBeDefined();
@@ -189,8 +188,7 @@ export function runtimeRetries(
         await harness.clock.advance(60_000);
         await second.wakeDue();
         await second.idle();
-        for (let poll = 0; poll < 500 && second.activeExecutions.length > 0; poll++)
-          await new Promise((resolve) => setTimeout(resolve, 2));
+        await until(async () => second.activeExecutions.length === 0, `${id} to go idle`);
       }
       expect(runs).toEqual(['1', '2', '3', '4']);
       const error = await rejection(second.attach(id).result());
