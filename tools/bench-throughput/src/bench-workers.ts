@@ -10,7 +10,7 @@
  * Flags: --execs 1500, --repeats 3, --concurrency 50 (queue items per worker at once).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -44,11 +44,29 @@ function processCpuMs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * msPerJiffy;
 }
 
+/** utime + stime of every `postgres` process on this machine (server and backends), in ms. */
+function postgresCpuMs(): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (!stat.includes('(postgres)')) continue;
+      total += processCpuMs(Number(entry));
+    } catch {
+      // The process ended between the listing and the read.
+    }
+  }
+  return total;
+}
+
 interface Sample {
   workers: number;
   execPerSec: number;
   /** Mean CPU of one worker process, in % of one core. */
   workerCpuPct: number;
+  /** CPU of all `postgres` processes, in % of one core. */
+  postgresCpuPct: number;
   /** Share of all cores busy (every process: workers, Postgres, this script, the neighbours). */
   machineBusyPct: number;
 }
@@ -115,6 +133,7 @@ async function runOnce(workers: number, repeat: number): Promise<Sample> {
     const done0 = await done();
     const cpu0 = children.map((child) => processCpuMs(child.pid as number));
     const machine0 = readCpuJiffies();
+    const postgres0 = postgresCpuMs();
     const target = Math.ceil(execs * 0.9);
     let done1 = done0;
     for (const deadline = Date.now() + 600_000; done1 < target; done1 = await done()) {
@@ -124,11 +143,13 @@ async function runOnce(workers: number, repeat: number): Promise<Sample> {
     const seconds = (Date.now() - t0) / 1000;
     const cpu1 = children.map((child) => processCpuMs(child.pid as number));
     const machine1 = readCpuJiffies();
+    const postgres1 = postgresCpuMs();
     const workerCpu = cpu1.map((ms, index) => ms - (cpu0[index] as number));
     return {
       workers,
       execPerSec: (done1 - done0) / seconds,
       workerCpuPct: (workerCpu.reduce((a, b) => a + b, 0) / workers / (seconds * 1000)) * 100,
+      postgresCpuPct: ((postgres1 - postgres0) / (seconds * 1000)) * 100,
       machineBusyPct:
         machine0 === undefined || machine1 === undefined
           ? Number.NaN
@@ -155,7 +176,7 @@ for (const { repeat, variant } of interleavedSchedule(variants, Number(values.re
   samples.push(sample);
   console.error(
     `repeat ${repeat}: ${variant} worker(s) ${sample.execPerSec.toFixed(0)} exec/s, ` +
-      `${sample.workerCpuPct.toFixed(0)} % CPU per worker, machine ${sample.machineBusyPct.toFixed(0)} % busy`,
+      `${sample.workerCpuPct.toFixed(0)} % CPU per worker, Postgres ${sample.postgresCpuPct.toFixed(0)} %, machine ${sample.machineBusyPct.toFixed(0)} % busy`,
   );
 }
 const version = await (async () => {
@@ -171,13 +192,13 @@ console.log(`- Load average (1, 5, 15 min) at start: ${loadBefore.join(' ')}; at
 console.log(
   `- ${execs} three-step executions per run on one queue, --concurrency ${values.concurrency} per worker, medians of ${values.repeats} interleaved repeats\n`,
 );
-console.log('| workers | exec/s (median) | vs 1 worker | CPU per worker (% of one core) | machine busy (% of all cores) |');
-console.log('|---:|---:|---:|---:|---:|');
+console.log('| workers | exec/s (median) | vs 1 worker | CPU per worker (% of one core) | Postgres CPU (% of one core) | machine busy (% of both cores) |');
+console.log('|---:|---:|---:|---:|---:|---:|');
 for (const workers of variants) {
   const mine = samples.filter((s) => s.workers === workers);
   const rate = median(mine.map((s) => s.execPerSec));
   console.log(
-    `| ${workers} | ${rate.toFixed(0)} | ${(rate / base).toFixed(2)}× | ${median(mine.map((s) => s.workerCpuPct)).toFixed(0)} | ${median(mine.map((s) => s.machineBusyPct)).toFixed(0)} |`,
+    `| ${workers} | ${rate.toFixed(0)} | ${(rate / base).toFixed(2)}× | ${median(mine.map((s) => s.workerCpuPct)).toFixed(0)} | ${median(mine.map((s) => s.postgresCpuPct)).toFixed(0)} | ${median(mine.map((s) => s.machineBusyPct)).toFixed(0)} |`,
   );
 }
 
