@@ -112,6 +112,8 @@ export function addWorkerCommand(program: Command, deps: WorkerCommandDeps): voi
       const concurrency = whole('concurrency', flags.concurrency, 1);
       const pollMs = whole('poll', flags.poll, 1);
       const queues = queueList(flags.queues);
+      // Listening before the boot: a SIGTERM that comes while it connects drains right after.
+      const stopped = deps.untilStopped();
       const target = parseDbUrl(deps.db(command));
       const { flows } = await deployedOf(flags.flows);
       if (flows.length === 0) {
@@ -145,7 +147,7 @@ export function addWorkerCommand(program: Command, deps: WorkerCommandDeps): voi
           `loom: worker ${nodeId} ready: flows ${flows.map((flow) => flow.name).join(', ')}; ` +
           `queues ${queues.length === 0 ? '(none)' : queues.join(', ')}`,
       );
-      await deps.untilStopped();
+      await stopped;
       deps.print(
         { event: 'draining', nodeId, drainTimeoutMs },
         () => `loom: worker ${nodeId} draining (up to ${drainTimeoutMs} ms)`,

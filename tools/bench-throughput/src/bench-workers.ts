@@ -188,11 +188,17 @@ const version = await (async () => {
 })();
 const base = median(samples.filter((s) => s.workers === variants[0]).map((s) => s.execPerSec));
 console.log(`\n${machineMarkdown(describeMachine(version, null), date)}`);
-console.log(`- Load average (1, 5, 15 min) at start: ${loadBefore.join(' ')}; at end: ${loadavg().map((n) => n.toFixed(2)).join(' ')}`);
+console.log(
+  `- Load average (1, 5, 15 min) at start: ${loadBefore.join(' ')}; at end: ${loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' ')}`,
+);
 console.log(
   `- ${execs} three-step executions per run on one queue, --concurrency ${values.concurrency} per worker, medians of ${values.repeats} interleaved repeats\n`,
 );
-console.log('| workers | exec/s (median) | vs 1 worker | CPU per worker (% of one core) | Postgres CPU (% of one core) | machine busy (% of both cores) |');
+console.log(
+  '| workers | exec/s (median) | vs 1 worker | CPU per worker (% of one core) | Postgres CPU (% of one core) | machine busy (% of both cores) |',
+);
 console.log('|---:|---:|---:|---:|---:|---:|');
 for (const workers of variants) {
   const mine = samples.filter((s) => s.workers === workers);
@@ -201,4 +207,3 @@ for (const workers of variants) {
     `| ${workers} | ${rate.toFixed(0)} | ${(rate / base).toFixed(2)}× | ${median(mine.map((s) => s.workerCpuPct)).toFixed(0)} | ${median(mine.map((s) => s.postgresCpuPct)).toFixed(0)} | ${median(mine.map((s) => s.machineBusyPct)).toFixed(0)} |`,
   );
 }
-
