@@ -1,11 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import type { Agent, Resolution } from '@loom/agent-loop';
+import type { Resolution } from '@loom/agent-loop';
 import type {
   DetailedExecutionStatus,
-  Flow,
   JsonValue,
   StoredEvent,
   Subscription,
@@ -14,6 +11,7 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { isLoomError, LoomError, ViewErrorCode } from './errors.js';
 import { ExitCode, exitCodeOf } from './exit-code.js';
 import { parseDbUrl } from './internal/db-url.js';
+import { deployedOf } from './internal/deployed.js';
 import { forgetSubject } from './internal/forget-subject.js';
 import {
   formatApprovals,
@@ -30,6 +28,7 @@ import { addProjectionCommands } from './projection/projection-cli.js';
 import { spendOfRuns } from './projection/run-spend.js';
 import { replayLog } from './replay-log.js';
 import { dashboardPortDefault, startDashboard, tokenEnvVar } from './start-dashboard.js';
+import { addWorkerCommand } from './worker-command.js';
 
 /** Where `runCli` writes, and what it reads from the environment. */
 export interface CliIo {
@@ -128,59 +127,6 @@ function resolutionOf(options: { rerun?: boolean; record?: string }): Resolution
   if (options.rerun === true) return { kind: 'rerun' };
   if (options.record === undefined) return undefined;
   return { kind: 'record', output: parseJson(options.record, 'record') };
-}
-
-/** What a `--flows` module exports: flows (`defineFlow`) and agents (`defineAgent`). */
-interface Deployed {
-  flows: Flow<never, unknown>[];
-  agents: Agent[];
-}
-
-function isFlow(value: unknown): value is Flow<never, unknown> {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof (value as { name?: unknown }).name === 'string' &&
-    typeof (value as { run?: unknown }).run === 'function'
-  );
-}
-
-function isAgent(value: unknown): value is Agent {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof (value as { name?: unknown }).name === 'string' &&
-    (value as { tools?: unknown }).tools instanceof Map &&
-    typeof (value as { policy?: unknown }).policy === 'function' &&
-    typeof (value as { model?: unknown }).model === 'object'
-  );
-}
-
-/** The flows and agents an ES module exports (any export, or an exported array of them). */
-async function deployedOf(modulePath: string): Promise<Deployed> {
-  let loaded: Record<string, unknown>;
-  try {
-    loaded = (await import(pathToFileURL(resolve(modulePath)).href)) as Record<string, unknown>;
-  } catch (error) {
-    throw new LoomError(
-      ViewErrorCode.INVALID_ARGUMENT,
-      `--flows ${modulePath} could not be imported: ${error instanceof Error ? error.message : String(error)}. Give a built ES module (.js, .mjs)`,
-      { path: 'flows' },
-      error,
-    );
-  }
-  const candidates = Object.values(loaded).flatMap((value) =>
-    Array.isArray(value) ? value : [value],
-  );
-  const deployed = { flows: candidates.filter(isFlow), agents: candidates.filter(isAgent) };
-  if (deployed.flows.length === 0 && deployed.agents.length === 0) {
-    throw new LoomError(
-      ViewErrorCode.INVALID_ARGUMENT,
-      `--flows ${modulePath} exports no flow and no agent: export the defineFlow(...) and defineAgent(...) values (or an array of them)`,
-      { path: 'flows' },
-    );
-  }
-  return deployed;
 }
 
 /** A log file as `loom export` writes it: one stored event per line. */
@@ -472,6 +418,13 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       );
       if (!report.ok) exit = ExitCode.failed;
     });
+
+  addWorkerCommand(program, {
+    db: (command) => globals(command).db ?? '',
+    print,
+    stderr: io.stderr,
+    untilStopped: io.untilStopped ?? untilSignalled,
+  });
 
   program
     .command('queues')

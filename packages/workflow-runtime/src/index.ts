@@ -74,4 +74,10 @@ export type {
   StandardIssue,
   StandardSchemaV1,
 } from './flow/standard-schema.js';
+export {
+  type DrainReport,
+  startWorker,
+  type Worker,
+  type WorkerOptions,
+} from './flow/start-worker.js';
 export type { Received, StepOptions, WorkflowContext } from './flow/workflow-context.js';

@@ -138,7 +138,7 @@ export class Runtime {
   private readonly onError: (error: unknown) => void;
   private readonly schedules: ScheduleChain;
   private readonly ownedBackend: Backend | undefined;
-  private readonly workers = new Set<QueueWorker>();
+  private readonly workers = new Set<QueueWorkerLoop>();
 
   /** Throws `INVALID_ARGUMENT` for bad options (see `createRuntime`). */
   constructor(options: RuntimeOptions) {
@@ -455,16 +455,20 @@ export class Runtime {
 
   /**
    * Stop: stop this runtime's queue workers, stop driving executions at their next barrier and
-   * release their leases (they stay in the log for recovery), then close the backend it was
-   * created with (unless `closeBackend: false`). Calling it again does nothing more.
+   * release their leases (they stay in the log for recovery), hand the queue items whose
+   * execution did not settle back to their queue (another worker claims them at once, see
+   * `QueueWorker.handedBack`), then close the backend it was created with (unless
+   * `closeBackend: false`). Calling it again does nothing more.
    */
   async shutdown(): Promise<void> {
     // The kernel stops taking work at once (synchronously), then the workers stop claiming.
     const stopped = this.kernel.shutdown();
     const workers = [...this.workers];
     this.workers.clear();
-    await Promise.all(workers.map((worker) => worker.stop()));
+    await Promise.all(workers.map((worker) => worker.pause()));
     await stopped;
+    // Only once nothing runs here: a claim handed back while its execution ran would be run twice.
+    await Promise.all(workers.map((worker) => worker.handBack()));
     await this.ownedBackend?.close();
   }
 

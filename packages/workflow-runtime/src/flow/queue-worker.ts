@@ -46,6 +46,17 @@ export interface QueueWorker {
   /** Item ids this worker is running now. */
   readonly running: ReadonlySet<string>;
   /**
+   * Claims this worker handed back to the queue when its runtime shut down (items whose
+   * execution had not settled: another worker claims them at once). 0 before the shutdown.
+   */
+  readonly handedBack: number;
+  /**
+   * Stop claiming new items but keep renewing the claims of the ones it runs (a worker that
+   * drains: `startWorker`'s `drain()`); resolves once the claim loop has stopped. `stop()` or the
+   * runtime's `shutdown()` ends the renewals.
+   */
+  pause(): Promise<void>;
+  /**
    * Stop claiming and renewing; resolves once the loop has stopped. Executions already started
    * go on in the kernel (their items are completed when they settle, or their claims expire and
    * another worker reconciles them).
@@ -89,6 +100,12 @@ export class QueueWorkerLoop implements QueueWorker {
   private readonly loopDone: Promise<void>;
   private readonly stopRenewing: () => void;
   private renewing = false;
+  /** Claimed and not completed by this worker: what `handBack` returns to the queue. */
+  private readonly held = new Set<string>();
+  /** `complete` calls in flight. */
+  private readonly completing = new Set<Promise<void>>();
+  private handingBack = false;
+  handedBack = 0;
 
   constructor(deps: QueueWorkerDeps, queue: string, options: WorkOptions) {
     this.deps = deps;
@@ -105,11 +122,39 @@ export class QueueWorkerLoop implements QueueWorker {
     this.loopDone = this.loop();
   }
 
-  async stop(): Promise<void> {
+  async pause(): Promise<void> {
     this.stopped = true;
-    this.stopRenewing();
     this.wake?.();
     await this.loopDone;
+  }
+
+  async stop(): Promise<void> {
+    this.stopRenewing();
+    await this.pause();
+  }
+
+  /**
+   * After the kernel stopped driving (the runtime's `shutdown`): lets the `complete` calls of
+   * items that settled finish, then ends the claims of the items it still held (their executions
+   * stopped at a barrier, or wait suspended) by renewing them for 1 ms, so another worker claims
+   * them at once instead of after `claimTtlMs`. Returns how many claims it handed back.
+   */
+  async handBack(): Promise<number> {
+    await this.stop();
+    // A result that settled as the kernel stopped reaches `run` in a later turn.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    await Promise.all([...this.completing]);
+    this.handingBack = true;
+    const held = [...this.held];
+    this.held.clear();
+    if (held.length === 0) return 0;
+    try {
+      const lost = await this.deps.queues.renew(this.queue, this.owner, held, 1);
+      this.handedBack = held.length - lost.length;
+    } catch (error) {
+      this.deps.onError(error);
+    }
+    return this.handedBack;
   }
 
   private async loop(): Promise<void> {
@@ -149,7 +194,8 @@ export class QueueWorkerLoop implements QueueWorker {
       ...(rate === undefined ? {} : { rate }),
     });
     for (const item of items) {
-      if (this.stopped) break;
+      this.held.add(item.itemId);
+      if (this.stopped) continue;
       this.running.add(item.itemId);
       void this.run(item);
     }
@@ -175,8 +221,14 @@ export class QueueWorkerLoop implements QueueWorker {
     } finally {
       this.running.delete(item.itemId);
     }
-    if (settled !== undefined) {
-      await this.deps.queues.complete(this.queue, [item.itemId], settled).catch(this.deps.onError);
+    // Handed back (the runtime shut down): another worker owns the item now.
+    if (settled !== undefined && !this.handingBack) {
+      const completing = this.deps.queues.complete(this.queue, [item.itemId], settled).then(() => {
+        this.held.delete(item.itemId);
+      }, this.deps.onError);
+      this.completing.add(completing);
+      await completing;
+      this.completing.delete(completing);
     }
     this.wake?.();
   }
@@ -193,7 +245,10 @@ export class QueueWorkerLoop implements QueueWorker {
       );
       // Another worker may now hold these; the execution id keeps the work single, so only stop
       // renewing them (this worker still completes them if their execution settles here).
-      for (const itemId of lost) this.running.delete(itemId);
+      for (const itemId of lost) {
+        this.running.delete(itemId);
+        this.held.delete(itemId);
+      }
     } catch (error) {
       this.deps.onError(error);
     } finally {

@@ -1,0 +1,158 @@
+import type { Backend } from '@loom/event-runtime';
+import { type DrainReport, startWorker, type WorkflowDefinition } from '@loom/workflow-runtime';
+import type { Command } from 'commander';
+import { LoomError, ViewErrorCode } from './errors.js';
+import { type DbTarget, parseDbUrl } from './internal/db-url.js';
+import { deployedOf } from './internal/deployed.js';
+import { openBackend } from './internal/open-backend.js';
+
+/** `loom worker --drain-timeout`'s default: what a worker may take to finish after SIGTERM. */
+export const drainTimeoutMsDefault = 30_000;
+
+/** What `loom worker` needs from the command around it. */
+export interface WorkerCommandDeps {
+  db(command: Command): string;
+  /** Writes a line to stdout: the value with `--json`, else the text. */
+  print(value: unknown, human: () => string): void;
+  stderr(text: string): void;
+  /** Resolves on the signal to drain (the bin: the next SIGTERM or SIGINT). */
+  untilStopped(): Promise<void>;
+}
+
+interface WorkerFlags {
+  flows: string;
+  queues?: string;
+  drainTimeout?: string;
+  leaseTtl?: string;
+  concurrency?: string;
+  poll?: string;
+  migrate?: boolean;
+}
+
+/** A flag's value as a whole number at least `min`, else `INVALID_ARGUMENT` naming the flag. */
+function whole(flag: string, value: string | undefined, min: number): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isSafeInteger(n) || n < min) {
+    throw new LoomError(
+      ViewErrorCode.INVALID_ARGUMENT,
+      `--${flag} must be a whole number${min > 0 ? ` of at least ${min}` : ' (0 or more)'}, got '${value}'`,
+      { path: flag, actual: value },
+    );
+  }
+  return n;
+}
+
+function queueList(value: string | undefined): string[] {
+  if (value === undefined) return [];
+  const queues = value.split(',').map((queue) => queue.trim());
+  if (queues.some((queue) => queue === '')) {
+    throw new LoomError(
+      ViewErrorCode.INVALID_ARGUMENT,
+      `--queues takes queue names separated by commas, got '${value}'`,
+      { path: 'queues', actual: value },
+    );
+  }
+  return queues;
+}
+
+/** Creates (or brings up to date) the Loom schema, for `--migrate`. */
+async function migrate(target: DbTarget): Promise<void> {
+  if (target.kind === 'sqlite') {
+    const { openSqlite } = await import('@loom/event-runtime/sqlite');
+    await openSqlite({ path: target.path, migrate: true }).close();
+    return;
+  }
+  const { openPostgres } = await import('@loom/event-runtime/postgres');
+  const backend = await openPostgres({
+    connectionString: target.connectionString,
+    migrate: true,
+    ...(target.schema === undefined ? {} : { schema: target.schema }),
+  });
+  await backend.close();
+}
+
+function describeDrain(nodeId: string, report: DrainReport): string {
+  return (
+    `loom: worker ${nodeId} drained: ${report.inFlight} in flight, ${report.finished} finished, ` +
+    `${report.handedBack} handed back, ${report.queueItemsHandedBack} queue items handed back`
+  );
+}
+
+/**
+ * `loom worker`: a worker process on a shared database (see `startWorker` of
+ * `@loom/workflow-runtime`) running the flows a module exports. It drains on SIGTERM / SIGINT and
+ * exits 0; a second signal during the drain ends it at once.
+ */
+export function addWorkerCommand(program: Command, deps: WorkerCommandDeps): void {
+  program
+    .command('worker')
+    .description(
+      'run flows: claim queue items, fire due timers, take over executions of dead workers; SIGTERM drains and exits 0',
+    )
+    .requiredOption('--flows <module>', 'an ES module whose exports are the flows (defineFlow)')
+    .option('--queues <names>', 'queues to work, separated by commas (default: none)')
+    .option(
+      '--drain-timeout <ms>',
+      `after SIGTERM, how long executions in flight may finish before they are handed back (default ${drainTimeoutMsDefault})`,
+    )
+    .option(
+      '--lease-ttl <ms>',
+      'lease and queue-claim time to live: how soon a killed worker’s work is taken over (default 30000)',
+    )
+    .option('--concurrency <n>', 'queue items this worker runs at once, per queue (default 100)')
+    .option(
+      '--poll <ms>',
+      'how often an idle worker looks for queue items and due timers (default 1000)',
+    )
+    .option('--migrate', 'create or update the Loom schema first (else it must exist)')
+    .action(async (flags: WorkerFlags, command: Command) => {
+      const drainTimeoutMs = whole('drain-timeout', flags.drainTimeout, 0) ?? drainTimeoutMsDefault;
+      const leaseTtlMs = whole('lease-ttl', flags.leaseTtl, 1);
+      const concurrency = whole('concurrency', flags.concurrency, 1);
+      const pollMs = whole('poll', flags.poll, 1);
+      const queues = queueList(flags.queues);
+      // Listening before the boot: a SIGTERM that comes while it connects drains right after.
+      const stopped = deps.untilStopped();
+      const target = parseDbUrl(deps.db(command));
+      const { flows } = await deployedOf(flags.flows);
+      if (flows.length === 0) {
+        throw new LoomError(
+          ViewErrorCode.INVALID_ARGUMENT,
+          `--flows ${flags.flows} exports no flow: a worker runs defineFlow(...) values`,
+          { path: 'flows' },
+        );
+      }
+      if (flags.migrate === true) await migrate(target);
+      const backend: Backend = await openBackend(target, false);
+      const worker = await startWorker({
+        backend,
+        flows: flows as unknown as WorkflowDefinition<never, unknown>[],
+        queues,
+        drainTimeoutMs,
+        ...(leaseTtlMs === undefined ? {} : { leaseTtlMs }),
+        ...(pollMs === undefined ? {} : { timerPollMs: pollMs }),
+        work: {
+          ...(leaseTtlMs === undefined ? {} : { claimTtlMs: leaseTtlMs }),
+          ...(concurrency === undefined ? {} : { workerConcurrencyMax: concurrency }),
+          ...(pollMs === undefined ? {} : { pollMs }),
+        },
+        onError: (error) =>
+          deps.stderr(`loom: worker: ${error instanceof Error ? error.message : String(error)}`),
+      });
+      const { nodeId } = worker;
+      deps.print(
+        { event: 'ready', nodeId, flows: flows.map((flow) => flow.name), queues },
+        () =>
+          `loom: worker ${nodeId} ready: flows ${flows.map((flow) => flow.name).join(', ')}; ` +
+          `queues ${queues.length === 0 ? '(none)' : queues.join(', ')}`,
+      );
+      await stopped;
+      deps.print(
+        { event: 'draining', nodeId, drainTimeoutMs },
+        () => `loom: worker ${nodeId} draining (up to ${drainTimeoutMs} ms)`,
+      );
+      const report = await worker.drain();
+      deps.print({ event: 'drained', nodeId, ...report }, () => describeDrain(nodeId, report));
+    });
+}

@@ -1,0 +1,58 @@
+// The worker kill campaign at a CI budget: 4 `loom worker` processes on one Postgres schema, 300
+// three-step executions on a queue, a worker SIGKILLed every 0.4-1.2 s and restarted. The full
+// run (2,000 executions, a kill every few seconds) is `pnpm --filter @loom/view campaign:workers`;
+// its figures are in docs/reliability.md.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { pgUrl } from './db-targets.js';
+import { describeFleet, runWorkerFleet } from './worker/fleet.js';
+
+const directory = mkdtempSync(join(tmpdir(), 'loom-worker-kill-'));
+const schema = `worker_kill_${process.pid}`;
+afterAll(async () => {
+  rmSync(directory, { recursive: true, force: true });
+  const client = new pg.Client({ connectionString: pgUrl });
+  await client.connect();
+  await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  await client.end();
+});
+
+describe('loom worker kill campaign on postgres', () => {
+  it('4 workers, 300 executions, SIGKILLs every second: none lost, none ended twice, re-runs within the work held', async () => {
+    const seed = Number(process.env.LOOM_CRASH_SEED ?? Math.floor(Math.random() * 2 ** 31));
+    console.log(
+      `worker kill campaign seed ${seed} (rerun: pnpm --filter @loom/view campaign:workers --execs 300 --kills 6 --kill-gap 400,1200 --seed ${seed})`,
+    );
+    const report = await runWorkerFleet({
+      pgUrl,
+      schema,
+      execs: 300,
+      workers: 4,
+      kills: 6,
+      seed,
+      killGapMs: [400, 1_200],
+      restartDelayMs: [0, 500],
+      // Short, so a killed worker's work moves within the test's budget.
+      leaseTtlMs: 2_000,
+      concurrency: 8,
+      stepMs: 30,
+      directory,
+      settleDeadlineMs: 90_000,
+      log: (line) => console.log(line),
+    });
+    console.log(describeFleet(report));
+    expect(report.kills.length).toBeGreaterThanOrEqual(3);
+    // The kills landed on work in flight.
+    expect(report.rerunBound).toBeGreaterThan(0);
+    expect(report.lost).toEqual([]);
+    expect(report.duplicateTerminals).toEqual([]);
+    expect(report.wrongOutputs).toEqual([]);
+    expect(report.missingEffects).toBe(0);
+    expect(report.queueNotDone).toBe(0);
+    expect(report.reruns).toBeLessThanOrEqual(report.rerunBound);
+    expect(report.drainExitCodes).toEqual([0, 0, 0, 0]);
+  }, 180_000);
+});
