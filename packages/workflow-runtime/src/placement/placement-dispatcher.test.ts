@@ -120,6 +120,38 @@ describe('PlacementDispatcher: where an effect runs', () => {
     );
   });
 
+  it('a flow whose effect no node fits fails its execution with PLACEMENT_UNSATISFIED, running nothing', async () => {
+    const placement = new PlacementDispatcher({ effects: [embed] });
+    const index = defineFlow({ name: 'index-nowhere' }, async (ctx) =>
+      ctx.step('embed', placement.effect(embed, { text: 'a' }, { tags: ['gpu'] })),
+    );
+    const runtime = createRuntime({ backend: openMemory(), flows: [index] });
+    cleanups.push(() => runtime.shutdown());
+    calls.length = 0;
+    const handle = await runtime.start(index, undefined, { executionId: 'nowhere-1' });
+    const error = await rejection(handle.result());
+    expect(error.code).toBe('EXECUTION_FAILED');
+    expect(error.fields).toMatchObject({ error: { code: 'PLACEMENT_UNSATISFIED' } });
+    expect(calls).toEqual([]);
+    const types = (await runtime.store.read('nowhere-1')).map((event) => event.type);
+    expect(types).not.toContain('step.started');
+  });
+
+  it('a runtime refuses bad tags, and a flow bad placement tags (INVALID_ARGUMENT)', () => {
+    expect(() => createRuntime({ backend: openMemory(), tags: ['a b'] })).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_ARGUMENT',
+        fields: expect.objectContaining({ path: 'tags' }),
+      }),
+    );
+    expect(() =>
+      defineFlow({ name: 'bad-placement', placement: { tags: [''] } }, async () => null),
+    ).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    const runtime = createRuntime({ backend: openMemory(), tags: ['gpu', 'gpu', 'region:eu'] });
+    expect(runtime.tags).toEqual(['gpu', 'region:eu']);
+    void runtime.shutdown();
+  });
+
   it('bad options are INVALID_ARGUMENT', () => {
     for (const options of [
       { tags: ['has space'] },
