@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { LoomError, StoredEvent } from '@loom/event-runtime';
+import type { Backend, LoomError, StoredEvent } from '@loom/event-runtime';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import {
   createRuntime,
@@ -13,16 +13,19 @@ import {
   PlacementDispatcher,
   type Runtime,
 } from '../../src/index.js';
+import { openPostgres } from '../../src/postgres.js';
 import { openSqlite } from '../../src/sqlite.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'loom-placement-'));
 const workerScript = join(import.meta.dirname, 'placement-worker.ts');
 const children: ChildProcess[] = [];
 const runtimes: Runtime[] = [];
+const drops: Array<() => Promise<void>> = [];
 let counter = 0;
 afterEach(async () => {
   for (const runtime of runtimes.splice(0)) await runtime.shutdown();
   for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+  for (const drop of drops.splice(0)) await drop();
 });
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
@@ -155,68 +158,114 @@ describe('remote effects in a real worker process on 127.0.0.1', () => {
   });
 });
 
-describe('execution placement by tags, across processes sharing one SQLite file', () => {
-  // The same flows as placement-worker.ts, here with bodies that say where they ran.
-  const body = async () => ({ pid: process.pid, tags: [] as string[] });
-  const render = defineFlow({ name: 'render', placement: { tags: ['gpu'] } }, async (ctx) =>
-    ctx.step('draw', body),
-  );
-  const plain = defineFlow({ name: 'plain' }, async (ctx) => ctx.step('work', body));
+const pgUrl = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
 
-  it('an untagged runtime refuses to start, resume or recover a gpu execution; a gpu worker recovers it and runs queued ones', async () => {
-    const path = database();
-    const log = join(directory, `runs${++counter}.log`);
-    const first = startWorker(['runtime', path, 'gpu', 'start', log, 'hang']);
-    await first.ready;
-    await until(() => lines(log).length === 2, 'both steps to start on the gpu node');
-    await kill(first);
+/** A store shared by the test and its worker processes: the target they open, and cleanup. */
+interface SharedStore {
+  target: string;
+  open(): Promise<Backend>;
+  drop(): Promise<void>;
+}
 
-    const errors: unknown[] = [];
-    const untagged = createRuntime({
-      backend: openSqlite({ path, busyTimeoutMs: 10_000 }),
-      flows: [render, plain],
-      leaseMode: 'eager',
-      leaseTtlMs: 1_000,
-      recoverEveryMs: 0,
-      timerPollMs: 0,
-      onError: (error) => errors.push(error),
-    });
-    runtimes.push(untagged);
-    const before = (await untagged.store.read('render-1')).length;
-    // Recovery rounds until the dead node's plain execution comes back here; the gpu one never may.
-    const recovered = new Set<string>();
-    await until(async () => {
-      for (const id of await untagged.recover()) recovered.add(id);
-      return recovered.has('plain-1');
-    }, 'plain-1 to be recovered by the untagged runtime');
-    expect(recovered.has('render-1')).toBe(false);
-    expect(await untagged.attach('plain-1').result()).toEqual({ pid: process.pid, tags: [] });
-    expect((await untagged.store.read('render-1')).length).toBe(before);
-    expect(await untagged.status('render-1')).toBe('running');
+const sharedStores: Array<[string, () => Promise<SharedStore>]> = [
+  [
+    'sqlite',
+    async () => {
+      const path = database();
+      return {
+        target: `sqlite:${path}`,
+        open: async () => openSqlite({ path, busyTimeoutMs: 10_000 }),
+        drop: async () => {},
+      };
+    },
+  ],
+  [
+    'postgres',
+    async () => {
+      const schema = `loom_placement_${process.pid}_${++counter}`;
+      await (await openPostgres({ connectionString: pgUrl, schema, migrate: true })).close();
+      return {
+        target: `postgres:${schema}`,
+        open: () => openPostgres({ connectionString: pgUrl, schema }),
+        drop: async () => {
+          const dropper = await openPostgres({ connectionString: pgUrl, schema });
+          await dropper.events.connectionPool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+          await dropper.close();
+        },
+      };
+    },
+  ],
+];
 
-    const refusedResume = (await untagged.resume('render-1').catch((e: unknown) => e)) as LoomError;
-    expect(refusedResume).toMatchObject({
-      code: 'PLACEMENT_UNSATISFIED',
-      fields: { flow: 'render', tags: ['gpu'], executionId: 'render-1' },
-    });
-    const refusedStart = (await untagged
-      .start(render, undefined, { executionId: 'render-2' })
-      .catch((e: unknown) => e)) as LoomError;
-    expect(refusedStart.code).toBe('PLACEMENT_UNSATISFIED');
-    await expect(untagged.status('render-2')).rejects.toMatchObject({
-      code: 'EXECUTION_NOT_FOUND',
-    });
+for (const [storeName, makeStore] of sharedStores)
+  describe(`execution placement by tags, across processes sharing one ${storeName} store`, () => {
+    // The same flows as placement-worker.ts, here with bodies that say where they ran.
+    const body = async () => ({ pid: process.pid, tags: [] as string[] });
+    const render = defineFlow({ name: 'render', placement: { tags: ['gpu'] } }, async (ctx) =>
+      ctx.step('draw', body),
+    );
+    const plain = defineFlow({ name: 'plain' }, async (ctx) => ctx.step('work', body));
 
-    // Untagged nodes enqueue; a gpu node working the queue runs it, and recovers render-1.
-    await untagged.enqueue('gpu-jobs', render, undefined, { itemId: 'job-1' });
-    const second = startWorker(['runtime', path, 'gpu', 'work', log, 'ok']);
-    await second.ready;
-    expect(await untagged.attach('render-1').result()).toEqual({ pid: second.pid, tags: ['gpu'] });
-    expect(await untagged.attach('queue:gpu-jobs:job-1').result()).toEqual({
-      pid: second.pid,
-      tags: ['gpu'],
+    it('an untagged runtime refuses to start, resume or recover a gpu execution; a gpu worker recovers it and runs queued ones', async () => {
+      const shared = await makeStore();
+      drops.push(() => shared.drop());
+      const log = join(directory, `runs${++counter}.log`);
+      const first = startWorker(['runtime', shared.target, 'gpu', 'start', log, 'hang']);
+      await first.ready;
+      await until(() => lines(log).length === 2, 'both steps to start on the gpu node');
+      await kill(first);
+
+      const errors: unknown[] = [];
+      const untagged = createRuntime({
+        backend: await shared.open(),
+        flows: [render, plain],
+        leaseMode: 'eager',
+        leaseTtlMs: 1_000,
+        recoverEveryMs: 0,
+        timerPollMs: 0,
+        onError: (error) => errors.push(error),
+      });
+      runtimes.push(untagged);
+      const before = (await untagged.store.read('render-1')).length;
+      // Recovery rounds until the dead node's plain execution comes back here; the gpu one never may.
+      const recovered = new Set<string>();
+      await until(async () => {
+        for (const id of await untagged.recover()) recovered.add(id);
+        return recovered.has('plain-1');
+      }, 'plain-1 to be recovered by the untagged runtime');
+      expect(recovered.has('render-1')).toBe(false);
+      expect(await untagged.attach('plain-1').result()).toEqual({ pid: process.pid, tags: [] });
+      expect((await untagged.store.read('render-1')).length).toBe(before);
+      expect(await untagged.status('render-1')).toBe('running');
+
+      const refusedResume = (await untagged
+        .resume('render-1')
+        .catch((e: unknown) => e)) as LoomError;
+      expect(refusedResume).toMatchObject({
+        code: 'PLACEMENT_UNSATISFIED',
+        fields: { flow: 'render', tags: ['gpu'], executionId: 'render-1' },
+      });
+      const refusedStart = (await untagged
+        .start(render, undefined, { executionId: 'render-2' })
+        .catch((e: unknown) => e)) as LoomError;
+      expect(refusedStart.code).toBe('PLACEMENT_UNSATISFIED');
+      await expect(untagged.status('render-2')).rejects.toMatchObject({
+        code: 'EXECUTION_NOT_FOUND',
+      });
+
+      // Untagged nodes enqueue; a gpu node working the queue runs it, and recovers render-1.
+      await untagged.enqueue('gpu-jobs', render, undefined, { itemId: 'job-1' });
+      const second = startWorker(['runtime', shared.target, 'gpu', 'work', log, 'ok']);
+      await second.ready;
+      expect(await untagged.attach('render-1').result()).toEqual({
+        pid: second.pid,
+        tags: ['gpu'],
+      });
+      expect(await untagged.attach('queue:gpu-jobs:job-1').result()).toEqual({
+        pid: second.pid,
+        tags: ['gpu'],
+      });
+      // The attempt the first gpu node died in is counted in the log.
+      expect(ofType(await untagged.store.read('render-1'), 'step.interrupted')).toHaveLength(1);
     });
-    // The attempt the first gpu node died in is counted in the log.
-    expect(ofType(await untagged.store.read('render-1'), 'step.interrupted')).toHaveLength(1);
   });
-});

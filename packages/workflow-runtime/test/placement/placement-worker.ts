@@ -2,7 +2,7 @@
 //   effects <port> <log file> <hang | ok>
 //     serves the effects 'embed' and 'slow' on 127.0.0.1:<port>. 'slow' appends
 //     "<attempt> <pid> <idempotency key>" to the log file, then hangs forever (hang) or answers (ok).
-//   runtime <sqlite path> <tags, comma-separated or -> <start | recover | work> <log file> <hang | ok>
+//   runtime <sqlite:path | postgres:schema> <tags, comma-separated or -> <start | recover | work> <log file> <hang | ok>
 //     a runtime with those tags driving the flows 'render' (placement tags [gpu]) and 'plain':
 //     start starts one execution of each ('render-1', 'plain-1'); recover only recovers; work
 //     also works the queue 'gpu-jobs'. Each flow's step appends "<flow> <pid>" to the log file,
@@ -10,6 +10,7 @@
 // Prints "ready <url or nodeId>" once serving.
 import { appendFileSync } from 'node:fs';
 import { createRuntime, defineEffect, defineFlow, serveEffects } from '../../src/index.js';
+import { openPostgres } from '../../src/postgres.js';
 import { openSqlite } from '../../src/sqlite.js';
 
 const [role, ...args] = process.argv.slice(2) as [string, ...string[]];
@@ -29,7 +30,7 @@ if (role === 'effects') {
   const server = await serveEffects({ effects: [embed, slow], port: Number(port) });
   process.stdout.write(`ready ${server.url}\n`);
 } else {
-  const [path, tagList, mode, logFile, hang] = args as [
+  const [target, tagList, mode, logFile, hang] = args as [
     string,
     string,
     'start' | 'recover' | 'work',
@@ -47,7 +48,12 @@ if (role === 'effects') {
   );
   const plain = defineFlow({ name: 'plain' }, async (ctx) => ctx.step('work', body('plain')));
   const runtime = createRuntime({
-    backend: openSqlite({ path, busyTimeoutMs: 10_000 }),
+    backend: target.startsWith('sqlite:')
+      ? openSqlite({ path: target.slice('sqlite:'.length), busyTimeoutMs: 10_000 })
+      : await openPostgres({
+          connectionString: process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test',
+          schema: target.slice('postgres:'.length),
+        }),
     flows: [render, plain],
     tags,
     leaseMode: 'eager',
