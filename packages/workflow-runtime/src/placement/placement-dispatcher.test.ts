@@ -60,6 +60,15 @@ function stepContext(attempt = 1, key = 'exec-1/0'): StepEffectContext {
   };
 }
 
+/** Polls `check` every 5 ms until it holds; fails after 10 s. */
+async function until(check: () => Promise<boolean>): Promise<void> {
+  for (let waitedMs = 0; waitedMs < 10_000; waitedMs += 5) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  throw new Error('timed out after 10 s');
+}
+
 async function rejection(promise: Promise<unknown>): Promise<LoomError> {
   return promise.then(
     (value) => {
@@ -96,31 +105,34 @@ describe('PlacementDispatcher: where an effect runs', () => {
     expect(calls).toEqual(['x/3#1']);
   });
 
-  it('no node fits: PLACEMENT_UNSATISFIED names the effect and the tags; an unknown remote is REMOTE_UNKNOWN', () => {
+  it('no node fits: the attempt fails with PLACEMENT_UNSATISFIED naming the effect and the tags; an unknown remote is REMOTE_UNKNOWN', async () => {
     const placement = new PlacementDispatcher({
       tags: ['cpu'],
       effects: [embed],
       remotes: [{ name: 'eu', url: 'http://127.0.0.1:1', tags: ['region:eu'] }],
     });
-    let thrown: unknown;
-    try {
-      placement.effect(embed, { text: 'a' }, { tags: ['gpu'] });
-    } catch (error) {
-      thrown = error;
-    }
-    expect(thrown).toMatchObject({
+    expect(() => placement.place(embed, { tags: ['gpu'] })).toThrow(
+      expect.objectContaining({ code: 'PLACEMENT_UNSATISFIED' }),
+    );
+    calls.length = 0;
+    const unsatisfied = await rejection(
+      placement.effect(embed, { text: 'a' }, { tags: ['gpu'] })(stepContext()),
+    );
+    expect(unsatisfied).toMatchObject({
       code: 'PLACEMENT_UNSATISFIED',
       fields: { effect: 'embed', tags: ['gpu'] },
     });
-    expect(() => placement.effect(embed, { text: 'a' }, { remote: 'gpu-9' })).toThrow(
-      expect.objectContaining({
-        code: 'REMOTE_UNKNOWN',
-        fields: { remote: 'gpu-9', effect: 'embed' },
-      }),
+    const unknown = await rejection(
+      placement.effect(embed, { text: 'a' }, { remote: 'gpu-9' })(stepContext()),
     );
+    expect(unknown).toMatchObject({
+      code: 'REMOTE_UNKNOWN',
+      fields: { remote: 'gpu-9', effect: 'embed' },
+    });
+    expect(calls).toEqual([]);
   });
 
-  it('a flow whose effect no node fits fails its execution with PLACEMENT_UNSATISFIED, running nothing', async () => {
+  it('a flow whose effect no node fits fails that step with PLACEMENT_UNSATISFIED, calling nothing', async () => {
     const placement = new PlacementDispatcher({ effects: [embed] });
     const index = defineFlow({ name: 'index-nowhere' }, async (ctx) =>
       ctx.step('embed', placement.effect(embed, { text: 'a' }, { tags: ['gpu'] })),
@@ -133,8 +145,42 @@ describe('PlacementDispatcher: where an effect runs', () => {
     expect(error.code).toBe('EXECUTION_FAILED');
     expect(error.fields).toMatchObject({ error: { code: 'PLACEMENT_UNSATISFIED' } });
     expect(calls).toEqual([]);
-    const types = (await runtime.store.read('nowhere-1')).map((event) => event.type);
-    expect(types).not.toContain('step.started');
+    const failed = (await runtime.store.read('nowhere-1')).filter((e) => e.type === 'step.failed');
+    expect(failed).toHaveLength(1);
+    expect(failed[0]?.payload).toMatchObject({
+      name: 'embed',
+      error: { code: 'PLACEMENT_UNSATISFIED' },
+    });
+  });
+
+  it('a completed remote step replays from the log: a later dispatcher without that remote does not matter', async () => {
+    const server = await serve(embed);
+    let placement = new PlacementDispatcher({ remotes: [{ name: 'w', url: server.url }] });
+    const flow = defineFlow({ name: 'replayed' }, async (ctx) => {
+      const first = await ctx.step(
+        'embed',
+        placement.effect(embed, { text: 'abc' }, { remote: 'w' }),
+      );
+      await ctx.waitForSignal('go');
+      return first;
+    });
+    const backend = openMemory();
+    const before = createRuntime({ backend, closeBackend: false, flows: [flow], timerPollMs: 0 });
+    calls.length = 0;
+    await before.start(flow, undefined, { executionId: 'replayed-1' });
+    await until(async () =>
+      (await before.store.read('replayed-1')).some((e) => e.type === 'execution.suspended'),
+    );
+    await before.shutdown();
+    expect(calls).toEqual(['replayed-1/0#1']);
+
+    placement = new PlacementDispatcher({});
+    const after = createRuntime({ backend, flows: [flow], timerPollMs: 0 });
+    cleanups.push(() => after.shutdown());
+    await after.signal('replayed-1', 'go', null);
+    await after.wakeDue();
+    expect(await after.attach('replayed-1').result()).toEqual({ length: 3, key: 'replayed-1/0' });
+    expect(calls).toEqual(['replayed-1/0#1']);
   });
 
   it('a runtime refuses bad tags, and a flow bad placement tags (INVALID_ARGUMENT)', () => {
@@ -268,6 +314,7 @@ describe('remote effects: the HTTP protocol and its failures', () => {
       [200, '42', 'a body that is not an object'],
       [500, '{"error":"boom"}', 'no error object'],
       [418, '{"error":{"message":"teapot"}}', 'the error "teapot"'],
+      [200, `{"result":"${'x'.repeat(4 * 1024 * 1024)}"}`, 'a body over responseBytesMax'],
     ];
     for (const [status, body, reason] of cases) {
       const url = await rawServer(status, body);

@@ -29,8 +29,8 @@ export type PlacementDecision =
  *
  * Rules: `{ remote: name }` runs on that remote. `{ tags }` runs here when this node carries every
  * tag and has the effect registered, else on the remotes that carry every tag (a retry moves to
- * the next one). No fit is `PLACEMENT_UNSATISFIED`, thrown when the step asks (before anything
- * runs), not waited out: placement is configuration, and waiting would hide a mistake.
+ * the next one). No fit is `PLACEMENT_UNSATISFIED`, a failed attempt at once, not a wait for a
+ * remote to appear: placement is configuration, and waiting would hide a mistake.
  *
  * Error codes: `INVALID_ARGUMENT` (bad options, two remotes with one name),
  * `PLACEMENT_UNSATISFIED`, `REMOTE_UNKNOWN`; from a call: `REMOTE_UNAVAILABLE`,
@@ -131,15 +131,25 @@ export class PlacementDispatcher {
 
   /**
    * The body of a step that runs `effect` with `input` where `placement` says: pass it to
-   * `ctx.step`. Placement is decided here, at once (`PLACEMENT_UNSATISFIED`, `REMOTE_UNKNOWN`
-   * are thrown before the step starts); the call happens per attempt.
+   * `ctx.step`. Placement is decided here; when nothing fits, the attempt fails with
+   * `PLACEMENT_UNSATISFIED` or `REMOTE_UNKNOWN` without calling anything (a replayed step never
+   * calls its body, so a completed step does not depend on today's remotes).
    */
   effect<I, O>(
     effect: EffectDefinition<I, O>,
     input: I,
     placement?: Placement,
   ): (context: StepEffectContext) => Promise<O> {
-    const decision = this.place(effect as EffectDefinition<never, unknown>, placement);
+    let decision: PlacementDecision;
+    try {
+      decision = this.place(effect as EffectDefinition<never, unknown>, placement);
+    } catch (error) {
+      // Thrown by the attempt, not here: a replay of a step that already completed must not
+      // depend on today's remotes, and a retry after a redeploy asks the new dispatcher.
+      return async () => {
+        throw error;
+      };
+    }
     if (decision.where === 'local') {
       return async (context) =>
         effect.handler(input, {

@@ -50,6 +50,7 @@ export async function callRemote(remote: RemoteWorker, call: RemoteCall): Promis
   call.signal?.addEventListener('abort', onAbort, { once: true });
   let status: number;
   let text: string;
+  let tooLarge = false;
   try {
     const body = JSON.stringify({ input: call.input ?? null });
     const response = await fetch(new URL(effectPath(call.effect), remote.url), {
@@ -63,7 +64,15 @@ export async function callRemote(remote: RemoteWorker, call: RemoteCall): Promis
       signal: controller.signal,
     });
     status = response.status;
-    text = await response.text();
+    // Refused before reading when the remote announces a body past the limit.
+    const announced = Number(response.headers.get('content-length') ?? '0');
+    if (announced > PlacementLimits.responseBytesMax) {
+      await response.body?.cancel();
+      text = '';
+      tooLarge = true;
+    } else {
+      text = await response.text();
+    }
   } catch (error) {
     const reason = timedOut
       ? 'timeout'
@@ -82,10 +91,16 @@ export async function callRemote(remote: RemoteWorker, call: RemoteCall): Promis
     cancelTimer();
     call.signal?.removeEventListener('abort', onAbort);
   }
-  return readAnswer(remote, call, status, text);
+  return readAnswer(remote, call, status, tooLarge ? undefined : text);
 }
 
-function readAnswer(remote: RemoteWorker, call: RemoteCall, status: number, text: string): unknown {
+/** The effect's result from the remote's answer (`text` undefined: over the size limit). */
+function readAnswer(
+  remote: RemoteWorker,
+  call: RemoteCall,
+  status: number,
+  text: string | undefined,
+): unknown {
   const facts = { remote: remote.name, effect: call.effect, status };
   const bad = (reason: string) =>
     new LoomError(
@@ -94,7 +109,8 @@ function readAnswer(remote: RemoteWorker, call: RemoteCall, status: number, text
         'is its URL a Loom effect server (serveEffects), with no proxy rewriting the body?',
       { ...facts, reason },
     );
-  if (text.length > PlacementLimits.responseBytesMax) throw bad('a body over responseBytesMax');
+  if (text === undefined || text.length > PlacementLimits.responseBytesMax)
+    throw bad('a body over responseBytesMax');
   let answer: unknown;
   try {
     answer = JSON.parse(text);
