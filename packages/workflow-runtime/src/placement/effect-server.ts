@@ -120,7 +120,18 @@ export async function serveEffects(options: ServeEffectsOptions): Promise<Effect
         error: { name: 'NotFound', message: 'POST /loom/effects/<name>' },
       });
     }
-    const name = decodeURIComponent(url.pathname.slice(prefix.length));
+    let name: string;
+    try {
+      name = decodeURIComponent(url.pathname.slice(prefix.length));
+    } catch {
+      request.resume();
+      return send(response, 400, {
+        error: {
+          name: 'BadRequest',
+          message: 'the effect name in the path is not valid percent-encoding',
+        },
+      });
+    }
     const effect = handlers.get(name);
     const body = await readBody(request);
     if (body === undefined) {

@@ -371,6 +371,7 @@ describe('remote effects: the HTTP protocol and its failures', () => {
       }),
     ).toBe(400);
     expect(await post('/elsewhere', '{}')).toBe(404);
+    expect(await post('/loom/effects/%E0%A4%A', '{"input":1}')).toBe(400);
     expect(
       await post('/loom/effects/embed', '{"input":{"text":"a"}}', {
         'loom-idempotency-key': 'k',
