@@ -261,6 +261,12 @@ for (const [storeName, makeStore] of sharedStores)
         pid: second.pid,
         tags: ['gpu'],
       });
+      // attach() needs the execution in the log: wait for the worker to claim and start it.
+      await until(
+        async () =>
+          (await untagged.status('queue:gpu-jobs:job-1').catch(() => undefined)) !== undefined,
+        'the gpu worker to start the queued run',
+      );
       expect(await untagged.attach('queue:gpu-jobs:job-1').result()).toEqual({
         pid: second.pid,
         tags: ['gpu'],
