@@ -35,6 +35,36 @@ export const WorkflowErrorCode = {
   SCHEDULE_CONTENDED: 'SCHEDULE_CONTENDED',
   /** `enqueue` or `work` on a runtime created without a backend or `queues` store. */
   QUEUE_STORE_MISSING: 'QUEUE_STORE_MISSING',
+  /**
+   * No place may run it: the flow's `placement.tags` are not all among this runtime's `tags`
+   * (`start`, `resume`, `retry` on the wrong node: nothing written), or no effect handler here
+   * and no remote carries every tag an effect's placement asks for (`fields.tags`,
+   * `fields.effect`). Start it on a node that has the tags, or add a remote that does.
+   */
+  PLACEMENT_UNSATISFIED: 'PLACEMENT_UNSATISFIED',
+  /**
+   * A placement names a remote the dispatcher does not know (`fields.remote`), or the remote
+   * answered that it has no handler for the effect (`fields.effect`, HTTP 404): register it there.
+   */
+  REMOTE_UNKNOWN: 'REMOTE_UNKNOWN',
+  /**
+   * A remote effect could not be reached or did not answer in time (connection refused or reset,
+   * the remote process died mid-call, `timeoutMs` passed; `fields.remote`, `fields.reason`).
+   * The step's retry policy decides what follows; the next attempt carries the same idempotency key.
+   */
+  REMOTE_UNAVAILABLE: 'REMOTE_UNAVAILABLE',
+  /**
+   * A remote answered with something that is not the effect protocol (a non-JSON body, a status
+   * or shape it does not define, a result over `PlacementLimits.responseBytesMax`;
+   * `fields.status`, `fields.reason`): it is not a Loom effect server, or a proxy sits between.
+   */
+  REMOTE_BAD_RESPONSE: 'REMOTE_BAD_RESPONSE',
+  /**
+   * The remote effect handler threw (`fields.remote`, `fields.effect`, `fields.remoteName`,
+   * `fields.remoteCode`, the remote message in the message). Retried per the step's policy; a
+   * `terminalError()` thrown remotely comes back as `TERMINAL` instead and is never retried.
+   */
+  REMOTE_EFFECT_FAILED: 'REMOTE_EFFECT_FAILED',
 } as const;
 
 /** One of the stable error codes in {@link WorkflowErrorCode}. */

@@ -81,3 +81,20 @@ export {
   type WorkerOptions,
 } from './flow/start-worker.js';
 export type { Received, StepOptions, WorkflowContext } from './flow/workflow-context.js';
+export {
+  defineEffect,
+  type EffectCallContext,
+  type EffectDefinition,
+} from './placement/define-effect.js';
+export {
+  type EffectServer,
+  type ServeEffectsOptions,
+  serveEffects,
+} from './placement/effect-server.js';
+export { type Placement, PlacementLimits } from './placement/placement.js';
+export {
+  type PlacementDecision,
+  PlacementDispatcher,
+  type PlacementDispatcherOptions,
+} from './placement/placement-dispatcher.js';
+export type { RemoteWorker } from './placement/remote-effect-client.js';

@@ -1,5 +1,6 @@
 import type { Flow, FlowContext } from '@loom/event-runtime';
 import { LoomError, WorkflowErrorCode } from '../errors.js';
+import { checkTags } from '../placement/placement.js';
 import type { Json } from './json.js';
 import { type StandardSchemaV1, validate } from './standard-schema.js';
 import { type WorkflowContext, workflowContext } from './workflow-context.js';
@@ -23,6 +24,12 @@ export interface FlowOptions<I, O, S extends SignalSchemas = SignalSchemas> {
    * the schema's input type.
    */
   signals?: S;
+  /**
+   * Only runtimes whose `tags` include every one of these start, resume, recover or retry its
+   * executions (a runtime without them refuses with `PLACEMENT_UNSATISFIED` and leaves them to
+   * recovery elsewhere). See ADR 0038.
+   */
+  placement?: { tags: readonly string[] };
 }
 
 /**
@@ -76,6 +83,9 @@ export function defineFlow<I, O, S extends SignalSchemas = SignalSchemas>(
       WorkflowErrorCode.INVALID_ARGUMENT,
       `flow '${options.name}' has an empty or non-string version`,
     );
+  }
+  if (options.placement !== undefined) {
+    checkTags(options.placement?.tags, `placement.tags of flow '${options.name}'`);
   }
   if (typeof run !== 'function') {
     throw new LoomError(

@@ -15,13 +15,15 @@ import type {
   StartOptions,
   StepRetryPolicy,
 } from '@loom/event-runtime';
+import { ErrorCode as KernelErrorCode } from '@loom/event-runtime';
 import {
   createKernelRuntime,
   type KernelRuntime,
   type KernelRuntimeOptions,
   kernelRuntimeSlot,
 } from '@loom/event-runtime/kernel';
-import { LoomError, WorkflowErrorCode } from '../errors.js';
+import { isLoomError, LoomError, WorkflowErrorCode } from '../errors.js';
+import { checkTags, tagsSatisfy } from '../placement/placement.js';
 import {
   type CronScheduleInput,
   cronScheduleFlow,
@@ -56,6 +58,12 @@ export interface RuntimeSettingsOptions
    * retried. Default: one attempt.
    */
   stepRetry?: StepRetryPolicy;
+  /**
+   * This node's capabilities (`gpu`, `region:eu`): it starts, resumes, recovers and retries only
+   * executions of flows whose `placement.tags` it carries all of (`loom worker --tags gpu,eu`
+   * passes them here). Default none: only flows without a placement. See ADR 0038.
+   */
+  tags?: readonly string[];
 }
 
 /**
@@ -131,6 +139,8 @@ export interface SignalSent {
 export class Runtime {
   /** The queue store of `enqueue` and `work`, if the runtime has one. */
   readonly queues: QueueStore | undefined;
+  /** This node's tags (`RuntimeOptions.tags`): the flow placements it may run. */
+  readonly tags: readonly string[];
   /** The kernel runtime underneath, for the `/testing` helpers of `@loom/event-runtime` (`leaseCalls`, `tickLeases`). */
   readonly [kernelRuntimeSlot]: KernelRuntime;
   private readonly kernel: KernelRuntime;
@@ -151,7 +161,8 @@ export class Runtime {
         snapshots?: SnapshotStore;
         queues?: QueueStore;
       };
-    const { stepRetry, ...kernelSettings } = settings;
+    const { stepRetry, tags, ...kernelSettings } = settings;
+    this.tags = checkTags(tags ?? [], 'tags');
     const log = backend?.events ?? store;
     if (log === undefined) {
       throw new LoomError(
@@ -218,10 +229,36 @@ export class Runtime {
     return this.kernel.activeExecutions;
   }
 
-  /** Make a flow runnable and resumable here. */
+  /**
+   * Make a flow runnable and resumable here. A flow whose `placement.tags` this node lacks is
+   * known (its signals are typed and checked, it can be enqueued) but never driven here: the
+   * kernel does not get it, so recovery and timers here leave its executions to a node that fits.
+   */
   register(flow: WorkflowDefinition<never, unknown>): void {
-    this.kernel.register(flow);
     this.registry.set(key(flow.name, flow.version ?? null), flow as unknown as AnyFlow);
+    if (this.placeable(flow)) this.kernel.register(flow);
+  }
+
+  /** True when this node carries every tag of the flow's placement. */
+  private placeable(flow: WorkflowDefinition<never, unknown>): boolean {
+    return tagsSatisfy(this.tags, flow.options.placement?.tags ?? []);
+  }
+
+  /** Throws `PLACEMENT_UNSATISFIED` when `flow` may not run on this node. */
+  private assertPlaceable(
+    flow: WorkflowDefinition<never, unknown>,
+    operation: string,
+    executionId?: string,
+  ): void {
+    if (this.placeable(flow)) return;
+    const need = flow.options.placement?.tags ?? [];
+    throw new LoomError(
+      WorkflowErrorCode.PLACEMENT_UNSATISFIED,
+      `flow '${flow.name}' runs only on nodes tagged [${need.join(', ')}], and this runtime has ` +
+        `[${this.tags.join(', ')}]: ${operation} it on a node with those tags (or enqueue it to a ` +
+        'queue such a node works); nothing was written',
+      { flow: flow.name, tags: [...need], ...(executionId === undefined ? {} : { executionId }) },
+    );
   }
 
   /**
@@ -234,6 +271,7 @@ export class Runtime {
     options: StartOptions = {},
   ): Promise<ExecutionHandle<O>> {
     if (!this.registry.has(key(flow.name, flow.version ?? null))) this.register(flow as never);
+    this.assertPlaceable(flow as never, 'start', options.executionId);
     let value: unknown = input;
     if (flow.options.input !== undefined) {
       const checked = await validate(flow.options.input, input);
@@ -368,7 +406,7 @@ export class Runtime {
    * console.log(await handle.result());
    */
   retry<O = unknown>(executionId: string): Promise<ExecutionHandle<O>> {
-    return this.kernel.retry<O>(executionId);
+    return this.placed(executionId, 'retry', () => this.kernel.retry<O>(executionId));
   }
 
   /**
@@ -396,7 +434,29 @@ export class Runtime {
    * `FLOW_NOT_REGISTERED`, `RUNTIME_SHUT_DOWN`, store errors.
    */
   resume<O = unknown>(executionId: string): Promise<ExecutionHandle<O>> {
-    return this.kernel.resume<O>(executionId);
+    return this.placed(executionId, 'resume', () => this.kernel.resume<O>(executionId));
+  }
+
+  /**
+   * Runs `operation`; a `FLOW_NOT_REGISTERED` for a flow this node knows but may not run (its
+   * placement) becomes `PLACEMENT_UNSATISFIED`, which says why.
+   */
+  private async placed<T>(
+    executionId: string,
+    operation: string,
+    run: () => Promise<T>,
+  ): Promise<T> {
+    try {
+      return await run();
+    } catch (error) {
+      if (isLoomError(error, KernelErrorCode.FLOW_NOT_REGISTERED)) {
+        const { flow, version } = error.fields as { flow?: string; version?: string | null };
+        const known =
+          flow === undefined ? undefined : this.registry.get(key(flow, version ?? null));
+        if (known !== undefined) this.assertPlaceable(known as never, operation, executionId);
+      }
+      throw error;
+    }
   }
 
   /**
@@ -663,6 +723,7 @@ export class Runtime {
 
   private lookup(name: string, version: string | null): AnyFlow {
     const flow = this.registry.get(key(name, version));
+    if (flow !== undefined) this.assertPlaceable(flow as never, 'run');
     if (flow === undefined) {
       throw new LoomError(
         WorkflowErrorCode.INVALID_ARGUMENT,
