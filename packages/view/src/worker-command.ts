@@ -22,6 +22,7 @@ export interface WorkerCommandDeps {
 interface WorkerFlags {
   flows: string;
   queues?: string;
+  tags?: string;
   drainTimeout?: string;
   leaseTtl?: string;
   concurrency?: string;
@@ -43,17 +44,18 @@ function whole(flag: string, value: string | undefined, min: number): number | u
   return n;
 }
 
-function queueList(value: string | undefined): string[] {
+/** A comma-separated flag (`--queues`, `--tags`) as its names; an empty name is refused. */
+function nameList(flag: string, value: string | undefined): string[] {
   if (value === undefined) return [];
-  const queues = value.split(',').map((queue) => queue.trim());
-  if (queues.some((queue) => queue === '')) {
+  const names = value.split(',').map((name) => name.trim());
+  if (names.some((name) => name === '')) {
     throw new LoomError(
       ViewErrorCode.INVALID_ARGUMENT,
-      `--queues takes queue names separated by commas, got '${value}'`,
-      { path: 'queues', actual: value },
+      `--${flag} takes names separated by commas, got '${value}'`,
+      { path: flag, actual: value },
     );
   }
-  return queues;
+  return names;
 }
 
 /** Creates (or brings up to date) the Loom schema, for `--migrate`. */
@@ -93,6 +95,10 @@ export function addWorkerCommand(program: Command, deps: WorkerCommandDeps): voi
     .requiredOption('--flows <module>', 'an ES module whose exports are the flows (defineFlow)')
     .option('--queues <names>', 'queues to work, separated by commas (default: none)')
     .option(
+      '--tags <tags>',
+      "this worker's tags, separated by commas: it runs flows whose placement asks for them (default: none)",
+    )
+    .option(
       '--drain-timeout <ms>',
       `after SIGTERM, how long executions in flight may finish before they are handed back (default ${drainTimeoutMsDefault})`,
     )
@@ -111,7 +117,8 @@ export function addWorkerCommand(program: Command, deps: WorkerCommandDeps): voi
       const leaseTtlMs = whole('lease-ttl', flags.leaseTtl, 1);
       const concurrency = whole('concurrency', flags.concurrency, 1);
       const pollMs = whole('poll', flags.poll, 1);
-      const queues = queueList(flags.queues);
+      const queues = nameList('queues', flags.queues);
+      const tags = nameList('tags', flags.tags);
       // Listening before the boot: a SIGTERM that comes while it connects drains right after.
       const stopped = deps.untilStopped();
       const target = parseDbUrl(deps.db(command));
@@ -129,6 +136,7 @@ export function addWorkerCommand(program: Command, deps: WorkerCommandDeps): voi
         backend,
         flows: flows as unknown as WorkflowDefinition<never, unknown>[],
         queues,
+        tags,
         drainTimeoutMs,
         ...(leaseTtlMs === undefined ? {} : { leaseTtlMs }),
         ...(pollMs === undefined ? {} : { timerPollMs: pollMs }),
@@ -142,10 +150,11 @@ export function addWorkerCommand(program: Command, deps: WorkerCommandDeps): voi
       });
       const { nodeId } = worker;
       deps.print(
-        { event: 'ready', nodeId, flows: flows.map((flow) => flow.name), queues },
+        { event: 'ready', nodeId, flows: flows.map((flow) => flow.name), queues, tags },
         () =>
           `loom: worker ${nodeId} ready: flows ${flows.map((flow) => flow.name).join(', ')}; ` +
-          `queues ${queues.length === 0 ? '(none)' : queues.join(', ')}`,
+          `queues ${queues.length === 0 ? '(none)' : queues.join(', ')}; ` +
+          `tags ${tags.length === 0 ? '(none)' : tags.join(', ')}`,
       );
       await stopped;
       deps.print(

@@ -17,9 +17,10 @@ import { parseDrained, spawnLoomWorker, workerFlows } from './worker/loom-worker
 const { dir, targets, cleanup } = dbTargets('worker-drain');
 afterAll(cleanup);
 
-const { job, napper } = (await import(workerFlows)) as {
+const { job, napper, render } = (await import(workerFlows)) as {
   job: WorkflowDefinition<{ n: number }, number>;
   napper: WorkflowDefinition<{ ms: number }, string>;
+  render: WorkflowDefinition<{ n: number }, string>;
 };
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -236,6 +237,60 @@ describe.each(targets)('loom worker on $name', (target) => {
   }, 120_000);
 });
 
+describe('loom worker --tags', () => {
+  const sqlite = targets.find((target) => target.name === 'sqlite') as DbTarget;
+
+  it('a worker tagged gpu runs queued work of a flow placed on gpu, which the enqueuing node may not run', async () => {
+    const backend = await sqlite.open();
+    const seed = createRuntime({
+      backend,
+      closeBackend: false,
+      flows: [render],
+      timerPollMs: 0,
+      recoverEveryMs: 0,
+    });
+    // The enqueuing node has no tags: it may enqueue the placed flow, never start it.
+    await expect(seed.start(render, { n: 0 })).rejects.toMatchObject({
+      code: 'PLACEMENT_UNSATISFIED',
+    });
+    for (let n = 1; n <= 3; n++) await seed.enqueue('frames', render, { n }, { itemId: `r${n}` });
+    const worker = spawnLoomWorker(
+      [
+        '--db',
+        sqlite.db,
+        '--flows',
+        workerFlows,
+        '--queues',
+        'frames',
+        '--tags',
+        'gpu, eu',
+        '--poll',
+        '50',
+      ],
+      {},
+    );
+    expect(await worker.line('loom: worker ')).toContain('; tags gpu, eu');
+    await until(
+      'three frames rendered',
+      async () => (await seed.queueStats('frames')).completed === 3,
+    );
+    worker.child.kill('SIGTERM');
+    expect((await worker.exit).code).toBe(0);
+    const ends = await terminals(backend, [
+      'queue:frames:r1',
+      'queue:frames:r2',
+      'queue:frames:r3',
+    ]);
+    expect([...ends.values()].map((list) => list.map((end) => end.output))).toEqual([
+      ['frame 1'],
+      ['frame 2'],
+      ['frame 3'],
+    ]);
+    await seed.shutdown();
+    await backend.close();
+  }, 120_000);
+});
+
 describe('loom worker: bad flags and modules', () => {
   const sqlite = targets.find((target) => target.name === 'sqlite') as DbTarget;
 
@@ -265,6 +320,7 @@ describe('loom worker: bad flags and modules', () => {
       ['--lease-ttl', '0'],
       ['--concurrency', '2.5'],
       ['--queues', 'a,,b'],
+      ['--tags', 'gpu,'],
     ]) {
       const bad = await run(['--db', sqlite.db, '--flows', workerFlows, ...flag]);
       expect(bad.code, flag.join(' ')).toBe(2);

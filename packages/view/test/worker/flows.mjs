@@ -26,3 +26,9 @@ export const napper = defineFlow({ name: 'napper' }, async (ctx, input) => {
   await ctx.sleep(input.ms);
   return ctx.step('after', (run) => effect(run.idempotencyKey, 'rested'));
 });
+
+/** Placed: only a runtime tagged `gpu` runs it (`loom worker --tags gpu`). */
+export const render = defineFlow(
+  { name: 'render', placement: { tags: ['gpu'] } },
+  async (ctx, input) => ctx.step('frame', (run) => effect(run.idempotencyKey, `frame ${input.n}`)),
+);
