@@ -2,8 +2,12 @@
 // encryption outside, a large sensitive field is stored once, as ciphertext, in the content store,
 // and forgetting its subject makes it unreadable. With encryption inside, the reference is what
 // is encrypted: forgetting the subject makes the field unreadable through the log, but the
-// content store keeps the plaintext bytes (docs/payloads.md: wire encryption outside).
-import { type EventStore, InMemoryEventStore } from '@loom/event-runtime';
+// content store keeps the plaintext bytes (docs/payloads.md: wire encryption outside). A
+// transactional step through both is sealed inside its transaction; its field moves to the
+// content store where the transaction can await (Postgres) and stays in the log, as ciphertext,
+// where it cannot (SQLite). Memory, SQLite and Postgres, each with its own keyring and content
+// store.
+import { type EventStore, InMemoryEventStore, isTransactional } from '@loom/event-runtime';
 import { PostgresEventStore } from '@loom/event-runtime/postgres';
 import { SqliteEventStore } from '@loom/event-runtime/sqlite';
 import {
@@ -172,6 +176,46 @@ for (const [name, open] of backends) {
       expect(after.title).toBe('contract');
       expect((await store.verify('doc-1')).ok).toBe(true);
     });
+
+    if (name !== 'memory') {
+      it('a transactional step through both (encryption outside): sealed in its transaction, moved where it can await', async () => {
+        const { log, content, keyring, items, close } = await open();
+        closing.push(close);
+        const store = encryptingEventStore(
+          contentResolvingEventStore(
+            externalizingEventStore(log, content, { thresholdBytes: 1024 }),
+            content,
+          ),
+          { keyring, sensitive },
+        );
+        if (!isTransactional(store)) throw new Error(`no transact over ${name}`);
+        await store.append([event('doc-3')]);
+        // Postgres holds its transaction across an await; better-sqlite3 runs it synchronously.
+        const work = name === 'postgres' ? async () => 'saved' : () => 'saved';
+        const { result, stored } = await store.transact(work, () => [
+          { ...event('doc-3'), sequence: 1, payload: { owner: 'ada', title: 'v2', body } },
+        ]);
+        expect(result).toBe('saved');
+        expect((stored[0]?.payload as { body?: unknown } | undefined)?.body).toBe(body);
+        const raw = (await log.read('doc-3'))[1]?.payload as { body: unknown };
+        if (name === 'postgres') {
+          // Moved inside the transaction, as ciphertext: both events' bodies (two IVs).
+          expect(raw.body).toMatchObject({ $content: expect.stringMatching(/^sha256:/) });
+          const held = await items();
+          expect(held).toHaveLength(2);
+          for (const text of held) expect(text).not.toContain('confidential');
+        } else {
+          // Nothing can be put inside SQLite's transaction: the ciphertext stays in the log.
+          expect(raw.body).toMatchObject({ $enc: 'aes-256-gcm' });
+          expect(await items()).toHaveLength(1);
+        }
+        expect(JSON.stringify(await log.read('doc-3'))).not.toContain('confidential');
+        await store.forget('ada');
+        const after = (await store.read('doc-3'))[1]?.payload as { body: unknown };
+        expect(isErased(after.body)).toBe(true);
+        expect((await store.verify('doc-3')).ok).toBe(true);
+      });
+    }
 
     it('encryption inside: the reference is encrypted, erasure hides the field, the content store keeps plaintext', async () => {
       const { log, content, keyring, items, close } = await open();
