@@ -37,7 +37,12 @@ export type {
   VerifyResult,
 } from './event-store.js';
 export { canAppendBatch, isTransactional } from './event-store.js';
-export { ForwardingEventStore } from './forwarding-event-store.js';
+export {
+  ForwardingEventStore,
+  recordedPayloadText,
+  type TransactRewrite,
+  transactRewriting,
+} from './forwarding-event-store.js';
 export type { Lease, LeaseStore, NodeClaim } from './lease-store.js';
 export { type LimitName, Limits } from './limits.js';
 export { type MemoryBackend, type OpenMemoryOptions, openMemory } from './open-memory.js';

@@ -4,12 +4,14 @@
 // working, corrupt content is never served, and bad input writes nothing.
 import { createHash } from 'node:crypto';
 import {
+  canAppendBatch,
   type EventEnvelope,
   type EventStore,
   InMemoryEventStore,
   isTransactional,
   type JsonValue,
   type LoomError,
+  type StoredEvent,
 } from '@loom/event-runtime';
 import { PostgresEventStore } from '@loom/event-runtime/postgres';
 import { SqliteEventStore } from '@loom/event-runtime/sqlite';
@@ -233,6 +235,64 @@ for (const [name, setUp] of backends) {
       expect(found.map((summary) => summary.executionId)).toEqual([id]);
     });
 
+    if (name !== 'memory') {
+      it('transact: the step event goes through the decorators inside the transaction', async () => {
+        if (!isTransactional(store)) throw new Error(`no transact over ${name}`);
+        const id = freshId('tx');
+        const payload = { name: 'save', result: { body: big('tx') } };
+        // Postgres holds its transaction across an await: the work is asynchronous and the
+        // field moves to the content store before the commit. better-sqlite3 cannot: the work is
+        // synchronous, nothing can be put, and the field stays in the log (ADR 0037).
+        const work = name === 'postgres' ? async () => 'done' : () => 'done';
+        const { result, stored } = await store.transact(work, (done) => [
+          { executionId: id, sequence: 0, type: 'step.completed', payload: { ...payload, done } },
+        ]);
+        expect(result).toBe('done');
+        expect(stored[0]?.payload).toEqual({ ...payload, done: 'done' });
+        const [raw] = await setup.log.read(id);
+        const rawResult = (raw?.payload as Record<string, JsonValue> | undefined)?.result;
+        if (name === 'postgres') {
+          expect(isContentRef(rawResult)).toBe(true);
+          expect(counted.counts.puts).toBe(1);
+        } else {
+          expect(rawResult).toEqual(payload.result);
+          expect(counted.counts.puts).toBe(0);
+        }
+        expect((await store.read(id))[0]?.payload).toEqual({ ...payload, done: 'done' });
+        expect(await store.verify(id)).toMatchObject({ ok: true });
+      });
+
+      it('appendBatch: each request moves its fields; a bad request fails alone, nothing of it put', async () => {
+        if (!canAppendBatch(store)) throw new Error(`no appendBatch over ${name}`);
+        const [a, b, c] = [freshId('batch'), freshId('batch'), freshId('batch')];
+        const large = { result: { body: big('batch') } };
+        const outcomes = await store.appendBatch([
+          { envelopes: [{ executionId: a, sequence: 0, type: 'step.completed', payload: large }] },
+          // An empty type: refused with the kernel's error before its content is put.
+          {
+            envelopes: [
+              { executionId: b, sequence: 0, type: '', payload: { result: { body: big('bad') } } },
+            ],
+          },
+          { envelopes: [{ executionId: c, sequence: 0, type: 'small', payload: { n: 1 } }] },
+        ]);
+        expect(outcomes.map((outcome) => outcome.ok)).toEqual([true, false, true]);
+        expect((outcomes[1] as { ok: false; error: LoomError }).error.code).toBe(
+          'INVALID_ENVELOPE',
+        );
+        expect((outcomes[0] as { ok: true; stored: StoredEvent[] }).stored[0]?.payload).toEqual(
+          large,
+        );
+        const [raw] = await setup.log.read(a);
+        expect(isContentRef((raw?.payload as Record<string, JsonValue> | undefined)?.result)).toBe(
+          true,
+        );
+        expect(await setup.log.read(b)).toEqual([]);
+        expect((await setup.log.read(c))[0]?.payload).toEqual({ n: 1 });
+        expect(counted.counts.puts).toBe(1);
+      });
+    }
+
     it('corrupt content is CONTENT_CORRUPT, never served', async () => {
       const id = freshId('corrupt');
       await store.append([{ executionId: id, sequence: 0, type: 't', payload: { a: big('a') } }]);
@@ -299,13 +359,20 @@ describe('with a cache in front of the content store', () => {
 });
 
 describe('wiring', () => {
-  it('keeps the inner lease store and offers no transact; a bad threshold is INVALID_ARGUMENT', async () => {
+  it('keeps the inner lease store, transact and appendBatch as the inner store has them; a bad threshold is INVALID_ARGUMENT', async () => {
     const path = spare.freshPath('.db');
     const log = SqliteEventStore.open({ path, migrate: true });
     const content = new InMemoryContentStore();
     const store = contentResolvingEventStore(externalizingEventStore(log, content), content);
     expect(store.defaultLeaseStore?.()).toBe(log.defaultLeaseStore());
-    expect(isTransactional(store)).toBe(false);
+    expect(isTransactional(store)).toBe(true);
+    expect(canAppendBatch(store)).toBe(true);
+    const overMemory = contentResolvingEventStore(
+      externalizingEventStore(new InMemoryEventStore(), content),
+      content,
+    );
+    expect(isTransactional(overMemory)).toBe(false);
+    expect(canAppendBatch(overMemory)).toBe(false);
     expect(contentResolvingEventStore(new InMemoryEventStore(), content).defaultLeaseStore).toBe(
       undefined,
     );

@@ -1,5 +1,7 @@
 import type {
   AppendGuard,
+  AppendOutcome,
+  BatchAppendingEventStore,
   EventEnvelope,
   EventStore,
   JsonValue,
@@ -9,8 +11,9 @@ import type {
   SubscribeOptions,
   Subscription,
   SubscriptionHandler,
+  TransactionalEventStore,
 } from '@loom/event-runtime';
-import { ForwardingEventStore } from '@loom/event-runtime';
+import { canAppendBatch, ForwardingEventStore, isTransactional } from '@loom/event-runtime';
 import { decodePayload } from '@loom/event-runtime/store-kit';
 import {
   type ContentKey,
@@ -37,12 +40,29 @@ function referencedKeys(events: readonly StoredEvent[]): Set<ContentKey> {
 class ContentResolvingEventStore extends ForwardingEventStore {
   // Gets in flight, by key: concurrent reads of one key share one `get` (stores without getMany).
   private readonly inFlight = new Map<ContentKey, Promise<Uint8Array | undefined>>();
+  /** Present when the inner store has it: the step's events come back resolved. */
+  readonly transact: TransactionalEventStore['transact'] | undefined;
+  /** Present when the inner store has it: every committed request's events come back resolved. */
+  readonly appendBatch: BatchAppendingEventStore['appendBatch'] | undefined;
 
   constructor(
     inner: EventStore,
     private readonly content: ContentStore,
   ) {
     super(inner);
+    if (isTransactional(inner))
+      this.transact = async (work, envelopes, guard) => {
+        const { result, stored } = await inner.transact(work, envelopes, guard);
+        return { result, stored: await this.resolve(stored) };
+      };
+    if (canAppendBatch(inner))
+      this.appendBatch = async (requests) =>
+        Promise.all(
+          (await inner.appendBatch(requests)).map(
+            async (outcome): Promise<AppendOutcome> =>
+              outcome.ok ? { ok: true, stored: await this.resolve(outcome.stored) } : outcome,
+          ),
+        );
   }
 
   override async append(

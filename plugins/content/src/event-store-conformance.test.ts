@@ -4,7 +4,7 @@
 // lone-surrogate payload, …) go through the content store. The one field it keeps in the log
 // below 16 bytes is the hash-formula test's `[1,"two",null]` (14 bytes): that test computes the
 // hash over the payload as given, and the chain covers the stored form (ADR 0037).
-import { type EventStore, InMemoryEventStore } from '@loom/event-runtime';
+import { CoalescingEventStore, type EventStore, InMemoryEventStore } from '@loom/event-runtime';
 import { PostgresEventStore } from '@loom/event-runtime/postgres';
 import { SqliteEventStore } from '@loom/event-runtime/sqlite';
 import { eventStoreConformance, sameProcessPeer, storedRows } from '@loom/event-runtime/testing';
@@ -22,12 +22,21 @@ const spare = useThrowaway();
 const thresholdBytes = 16;
 const puts: Record<string, number> = { memory: 0, sqlite: 0, postgres: 0 };
 
-/** The wiring under test, and a content store that tallies its puts per backend. */
-function wire(_backend: string, inner: EventStore, content: ContentStore): EventStore {
-  return contentResolvingEventStore(
+/**
+ * The wiring under test, and a content store that tallies its puts per backend. `coalesced`:
+ * with a CoalescingEventStore outside, so every append reaches the decorators as `appendBatch`.
+ */
+function wire(
+  _backend: string,
+  inner: EventStore,
+  content: ContentStore,
+  coalesced = false,
+): EventStore {
+  const store = contentResolvingEventStore(
     externalizingEventStore(inner, content, { thresholdBytes }),
     content,
   );
+  return coalesced ? new CoalescingEventStore(store) : store;
 }
 
 function tallied(backend: string, inner: ContentStore): ContentStore {
@@ -56,84 +65,95 @@ eventStoreConformance('content decorators over memory', async () => {
   };
 });
 
-eventStoreConformance('content decorators over sqlite (content cached, no getMany)', async () => {
-  const path = spare.freshPath('.db');
-  const content = tallied(
-    'sqlite',
-    cachingContentStore(new SlowContentStore(new InMemoryContentStore(), { withGetMany: false }), {
-      bytesMax: 1024 * 1024,
-    }),
-  );
-  const store = wire('sqlite', SqliteEventStore.open({ path, migrate: true }), content);
-  const side = new Database(path);
-  const peers: EventStore[] = [];
-  return {
-    store,
-    openPeer: async () => {
-      const peer = wire('sqlite', SqliteEventStore.open({ path }), content);
-      peers.push(peer);
-      return peer;
-    },
-    countRows: async (executionId) =>
-      (
+for (const coalesced of [false, true]) {
+  const over = coalesced ? 'coalescing over content decorators' : 'content decorators';
+  eventStoreConformance(`${over} over sqlite (content cached, no getMany)`, async () => {
+    const path = spare.freshPath('.db');
+    const content = tallied(
+      'sqlite',
+      cachingContentStore(
+        new SlowContentStore(new InMemoryContentStore(), { withGetMany: false }),
+        {
+          bytesMax: 1024 * 1024,
+        },
+      ),
+    );
+    const store = wire(
+      'sqlite',
+      SqliteEventStore.open({ path, migrate: true }),
+      content,
+      coalesced,
+    );
+    const side = new Database(path);
+    const peers: EventStore[] = [];
+    return {
+      store,
+      openPeer: async () => {
+        const peer = wire('sqlite', SqliteEventStore.open({ path }), content, coalesced);
+        peers.push(peer);
+        return peer;
+      },
+      countRows: async (executionId) =>
+        (
+          side
+            .prepare('SELECT count(*) AS n FROM loom_events WHERE execution_id = ?')
+            .get(executionId) as { n: number }
+        ).n,
+      tamper: async (executionId, sequence, payloadText) => {
         side
-          .prepare('SELECT count(*) AS n FROM loom_events WHERE execution_id = ?')
-          .get(executionId) as { n: number }
-      ).n,
-    tamper: async (executionId, sequence, payloadText) => {
-      side
-        .prepare('UPDATE loom_events SET payload = ? WHERE execution_id = ? AND sequence = ?')
-        .run(payloadText, executionId, sequence);
-    },
-    close: async () => {
-      await Promise.all(peers.map((peer) => peer.close()));
-      await store.close();
-      side.close();
-    },
-  };
-});
+          .prepare('UPDATE loom_events SET payload = ? WHERE execution_id = ? AND sequence = ?')
+          .run(payloadText, executionId, sequence);
+      },
+      close: async () => {
+        await Promise.all(peers.map((peer) => peer.close()));
+        await store.close();
+        side.close();
+      },
+    };
+  });
 
-eventStoreConformance('content decorators over postgres', async () => {
-  const schema = spare.freshSchema();
-  const content = tallied('postgres', new InMemoryContentStore());
-  const open = async () => {
-    const inner = await PostgresEventStore.open({
-      connectionString: pgTestUrl,
-      schema,
-      pollIntervalMs: 200,
-    });
-    return inner;
-  };
-  const first = await open();
-  await first.migrate();
-  const store = wire('postgres', first, content);
-  const peers: EventStore[] = [];
-  return {
-    store,
-    openPeer: async () => {
-      const peer = wire('postgres', await open(), content);
-      peers.push(peer);
-      return peer;
-    },
-    countRows: async (executionId) =>
-      (
+  eventStoreConformance(`${over} over postgres`, async () => {
+    const schema = spare.freshSchema();
+    const content = tallied('postgres', new InMemoryContentStore());
+    const open = async () => {
+      const inner = await PostgresEventStore.open({
+        connectionString: pgTestUrl,
+        schema,
+        pollIntervalMs: 200,
+      });
+      return inner;
+    };
+    const first = await open();
+    await first.migrate();
+    const store = wire('postgres', first, content, coalesced);
+    const peers: EventStore[] = [];
+    return {
+      store,
+      openPeer: async () => {
+        const peer = wire('postgres', await open(), content, coalesced);
+        peers.push(peer);
+        return peer;
+      },
+      countRows: async (executionId) =>
+        (
+          await spare.admin.query(
+            `SELECT count(*)::int AS n FROM "${schema}".events WHERE execution_id = $1`,
+            [executionId],
+          )
+        ).rows[0].n as number,
+      tamper: async (executionId, sequence, payloadText) => {
         await spare.admin.query(
-          `SELECT count(*)::int AS n FROM "${schema}".events WHERE execution_id = $1`,
-          [executionId],
-        )
-      ).rows[0].n as number,
-    tamper: async (executionId, sequence, payloadText) => {
-      await spare.admin.query(
-        `UPDATE "${schema}".events SET payload = $3 WHERE execution_id = $1 AND sequence = $2`,
-        [executionId, sequence, payloadText],
-      );
-    },
-    close: async () => {
-      await Promise.all([store.close(), ...peers.map((peer) => peer.close())]);
-      await spare.dropSchema(schema);
-    },
-  };
-});
+          `UPDATE "${schema}".events SET payload = $3 WHERE execution_id = $1 AND sequence = $2`,
+          [executionId, sequence, payloadText],
+        );
+      },
+      close: async () => {
+        await Promise.all([store.close(), ...peers.map((peer) => peer.close())]);
+        await spare.dropSchema(schema);
+      },
+    };
+  });
+}
 
 describe('the conformance runs above', () => {
   it('moved fields to the content store on every backend (the decorators were not idle)', () => {

@@ -1,11 +1,23 @@
 import type {
   AppendGuard,
+  AppendOutcome,
+  AppendRequest,
+  BatchAppendingEventStore,
   EventEnvelope,
   EventStore,
   JsonValue,
   StoredEvent,
+  TransactionalEventStore,
 } from '@loom/event-runtime';
-import { ForwardingEventStore } from '@loom/event-runtime';
+import {
+  canAppendBatch,
+  ForwardingEventStore,
+  isLoomError,
+  isTransactional,
+  type LoomError,
+  recordedPayloadText,
+  transactRewriting,
+} from '@loom/event-runtime';
 import { decodePayload, encodePayload, prepareAppend } from '@loom/event-runtime/store-kit';
 import {
   type ContentKey,
@@ -30,19 +42,6 @@ export interface ExternalizingOptions {
 // What the kernel reads from an `execution.started` payload into its execution index at append
 // time: these stay in the log, whatever their size.
 const indexedStartFields = new Set(['flow', 'version']);
-
-// The runtime leaves the exact text it recorded on the envelopes it builds, under a symbol the
-// kernel does not export; when present it is what the log must keep (the payload object may be
-// an effect's live value that changed since).
-function recordedTextOf(envelope: EventEnvelope): string | undefined {
-  for (const symbol of Object.getOwnPropertySymbols(envelope)) {
-    if (symbol.description === 'loom.payloadText') {
-      const text = (envelope as unknown as Record<symbol, unknown>)[symbol];
-      return typeof text === 'string' ? text : undefined;
-    }
-  }
-  return undefined;
-}
 
 /** One field to move: its bytes and the reference that replaces it. */
 interface Moved {
@@ -99,7 +98,9 @@ function fieldsToMove(
   thresholdBytes: number,
 ): { payload: Record<string, JsonValue>; fields: Map<string, Moved> } | undefined {
   const live = envelope.payload as Record<string, JsonValue>;
-  const recorded = recordedTextOf(envelope);
+  // The text the runtime recorded, when it built the envelope: the payload object may be an
+  // effect's live value that changed since, and the log must keep what the flow saw.
+  const recorded = recordedPayloadText(envelope);
   // A payload whose whole text is under the threshold has no field over it: only a value that
   // looks like a reference must still move (so every reference a read meets is a real one).
   const text = recorded ?? encodePayload(live, envelope.executionId, 'snapshotBytesMax');
@@ -120,24 +121,92 @@ function fieldsToMove(
 }
 
 class ExternalizingEventStore extends ForwardingEventStore {
+  /** Present when the inner store has it: moves the step's large fields inside its transaction. */
+  readonly transact: TransactionalEventStore['transact'] | undefined;
+  /** Present when the inner store has it: moves every request's large fields, then one batch. */
+  readonly appendBatch: BatchAppendingEventStore['appendBatch'] | undefined;
+
   constructor(
     inner: EventStore,
     private readonly content: ContentStore,
     private readonly thresholdBytes: number,
   ) {
     super(inner);
+    if (isTransactional(inner))
+      this.transact = (work, envelopes, guard) =>
+        transactRewriting(inner, work, envelopes, guard, (list, canAwait) =>
+          this.rewriteInTransaction(list, guard, canAwait),
+        );
+    if (canAppendBatch(inner)) this.appendBatch = (requests) => this.batch(inner, requests);
   }
 
   override async append(
     envelopes: readonly EventEnvelope[],
     guard?: AppendGuard,
   ): Promise<StoredEvent[]> {
-    const plan = externalize(envelopes, this.thresholdBytes);
-    if (plan === undefined) return this.inner.append(envelopes, guard);
-    // Refuse bad input with the kernel's error before any content is written.
+    return this.inner.append(await this.moved(envelopes, guard, this.thresholdBytes), guard);
+  }
+
+  /**
+   * The envelopes with their large fields in the content store, or as they are when nothing
+   * moves. Bad input is refused with the kernel's error before any content is written.
+   */
+  private async moved(
+    envelopes: readonly EventEnvelope[],
+    guard: AppendGuard | undefined,
+    thresholdBytes: number,
+  ): Promise<readonly EventEnvelope[]> {
+    const plan = externalize(envelopes, thresholdBytes);
+    if (plan === undefined) return envelopes;
     prepareAppend(plan.envelopes, guard, 0);
     await Promise.all([...plan.moved.values()].map((bytes) => this.content.put(bytes)));
-    return this.inner.append(plan.envelopes, guard);
+    return plan.envelopes;
+  }
+
+  /**
+   * A transactional step's envelopes, inside its transaction. With an asynchronous `work`
+   * (Postgres) the content is put there, before the commit. With a synchronous one (SQLite:
+   * better-sqlite3 cannot await inside a transaction) no content can be put: large fields stay
+   * in the log (still correct, only not moved), and only a value that looks like a reference
+   * must move, so that one goes the asynchronous way (which SQLite refuses).
+   */
+  private rewriteInTransaction(
+    envelopes: readonly EventEnvelope[],
+    guard: AppendGuard | undefined,
+    canAwait: boolean,
+  ): readonly EventEnvelope[] | Promise<readonly EventEnvelope[]> {
+    if (canAwait || externalize(envelopes, Number.POSITIVE_INFINITY) !== undefined)
+      return this.moved(envelopes, guard, this.thresholdBytes);
+    return envelopes;
+  }
+
+  /** Each request's fields moved (a request refused on the way gets its error), one batch. */
+  private async batch(
+    inner: BatchAppendingEventStore,
+    requests: readonly AppendRequest[],
+  ): Promise<AppendOutcome[]> {
+    if (!Array.isArray(requests)) return inner.appendBatch(requests);
+    const prepared = await Promise.all(
+      requests.map(async (request): Promise<AppendRequest | LoomError> => {
+        try {
+          const envelopes = await this.moved(
+            request?.envelopes,
+            request?.guard,
+            this.thresholdBytes,
+          );
+          return envelopes === request.envelopes ? request : { envelopes, guard: request.guard };
+        } catch (error) {
+          if (isLoomError(error)) return error;
+          throw error;
+        }
+      }),
+    );
+    const sent = prepared.filter((entry): entry is AppendRequest => !isLoomError(entry));
+    const outcomes = sent.length === 0 ? [] : await inner.appendBatch(sent);
+    let next = 0;
+    return prepared.map((entry) =>
+      isLoomError(entry) ? { ok: false, error: entry } : (outcomes[next++] as AppendOutcome),
+    );
   }
 }
 
@@ -150,7 +219,9 @@ class ExternalizingEventStore extends ForwardingEventStore {
  *
  * Not moved: payloads that are not objects, signal payloads, and `flow`/`version` of
  * `execution.started` (the kernel indexes them). A field that already looks like a reference
- * always moves, so a read never mistakes data for a reference. The store offers no `transact`.
+ * always moves, so a read never mistakes data for a reference. `transact` and `appendBatch` are
+ * offered when the inner store has them and move fields the same way; a transactional step on
+ * SQLite (synchronous transaction) keeps its large fields in the log (ADR 0037).
  *
  * Error codes: `INVALID_ARGUMENT` (a bad `thresholdBytes`); the inner store's and the content
  * store's errors. Bad input is refused before any content is written.

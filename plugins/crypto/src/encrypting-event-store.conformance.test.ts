@@ -1,3 +1,4 @@
+import { CoalescingEventStore } from '@loom/event-runtime';
 import { eventStoreConformance } from '@loom/event-runtime/testing';
 import { describe, expect, it } from 'vitest';
 import { encryptingEventStore } from './encrypting-event-store.js';
@@ -51,6 +52,39 @@ describe('the encrypting variant of the conformance harness', () => {
   }
 });
 
+describe('a CoalescingEventStore over the decorator', () => {
+  for (const backend of ['sqlite', 'postgres'] as const) {
+    it(`sends its appends as appendBatch calls, which seal (${backend})`, async () => {
+      const raw = await backends.open(backend);
+      try {
+        const encrypting = encryptingEventStore(raw.store, {
+          sensitive: maps[1]?.[1] ?? {},
+          keyring: new InMemoryKeyring(),
+        });
+        let batches = 0;
+        const appendBatch = encrypting.appendBatch?.bind(encrypting);
+        if (appendBatch === undefined) throw new Error(`no appendBatch over ${backend}`);
+        Object.assign(encrypting, {
+          appendBatch: (requests: Parameters<typeof appendBatch>[0]) => {
+            batches += 1;
+            return appendBatch(requests);
+          },
+        });
+        const store = new CoalescingEventStore(encrypting);
+        const id = `coalesced-${backend}-${process.pid}`;
+        const stored = await store.append([
+          { executionId: id, sequence: 0, type: 'test.event.1', payload: { n: 5 } },
+        ]);
+        expect(stored[0]?.payload).toEqual({ n: 5 });
+        expect(batches).toBe(1);
+        expect(isEncryptedField(JSON.parse(await raw.payloadText(id, 0)).n)).toBe(true);
+      } finally {
+        await raw.close();
+      }
+    });
+  }
+});
+
 for (const backend of backendNames) {
   for (const [what, sensitive] of maps) {
     eventStoreConformance(`encrypting over ${backend}, ${what}`, async () => {
@@ -66,4 +100,27 @@ for (const backend of backendNames) {
       };
     });
   }
+}
+
+// The same suite with a CoalescingEventStore outside the decorator: every append of the suite
+// reaches the decorator as an `appendBatch` (SQLite and Postgres have it; memory does not), so
+// the batch path seals and opens like `append`.
+for (const backend of ['sqlite', 'postgres'] as const) {
+  const sensitive = maps[1]?.[1] ?? {};
+  eventStoreConformance(
+    `coalescing over encrypting over ${backend}, fields encrypted`,
+    async () => {
+      const raw = await backends.open(backend);
+      const keyring = new InMemoryKeyring();
+      const wrap = (store: typeof raw.store) =>
+        new CoalescingEventStore(encryptingEventStore(store, { sensitive, keyring }));
+      return {
+        store: wrap(raw.store),
+        openPeer: async () => wrap(await raw.openPeer()),
+        countRows: raw.countRows,
+        tamper: raw.tamper,
+        close: raw.close,
+      };
+    },
+  );
 }

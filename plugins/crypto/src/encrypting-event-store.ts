@@ -1,16 +1,32 @@
 import type {
   AppendGuard,
+  AppendOutcome,
+  AppendRequest,
+  BatchAppendingEventStore,
   EventEnvelope,
   EventStore,
   JsonValue,
   ReadAllOptions,
   ReadOptions,
+  ReadSignalsOptions,
+  SignalInput,
   StoredEvent,
+  StoredSignal,
   SubscribeOptions,
   Subscription,
   SubscriptionHandler,
+  TransactionalEventStore,
 } from '@loom/event-runtime';
-import { ErrorCode, ForwardingEventStore, isLoomError, type LoomError } from '@loom/event-runtime';
+import {
+  canAppendBatch,
+  ErrorCode,
+  ForwardingEventStore,
+  isLoomError,
+  isTransactional,
+  type LoomError,
+  recordedPayloadText,
+  transactRewriting,
+} from '@loom/event-runtime';
 import { decodePayload } from '@loom/event-runtime/store-kit';
 import { CryptoErrorCode, CryptoLimits, cryptoError } from './errors.js';
 import {
@@ -35,6 +51,18 @@ import {
 /** A marked envelope of an append, its rule and its index in the batch. */
 type Marked = [EventEnvelope, CompiledRule, number];
 
+/** An append's envelopes with their sensitive fields sealed, and what it takes to undo that. */
+interface Sealing {
+  /** The envelopes to write: the sealed ones are copies. */
+  written: EventEnvelope[];
+  sealed: Set<EventEnvelope>;
+  /** The JSON text of each sealed field in walk order, to give the caller its events back. */
+  texts: string[];
+}
+
+/** Most subjects whose current key a store keeps for transactional steps on SQLite. */
+const cachedKeysMax = 4096;
+
 /** Options of {@link encryptingEventStore}. */
 export interface EncryptingEventStoreOptions {
   /** Per event type, the subject and the payload paths to encrypt. */
@@ -45,6 +73,18 @@ export interface EncryptingEventStoreOptions {
 
 /** The event type of an erasure receipt. */
 export const erasureReceiptType = 'crypto.subject_forgotten';
+
+/**
+ * The key of a `sensitive` entry that marks the payload of signals named `name` in the signal
+ * inbox (`sendSignal`, `readSignals`): `signal:<name>`. Its subject path and fields are paths
+ * in the signal's payload.
+ *
+ * @example
+ * const sensitive = { [signalRuleType('confirm')]: { subject: 'userId', fields: ['email'] } };
+ */
+export function signalRuleType(name: string): string {
+  return `signal:${name}`;
+}
 
 /** The execution an erasure receipt of `subject` is appended to (sequence 0, once). */
 export function erasureReceiptId(subject: string): string {
@@ -75,6 +115,16 @@ export interface ErasureReceipt extends ForgetResult {
  */
 export class EncryptingEventStore extends ForwardingEventStore {
   readonly #rules: ReadonlyMap<string, CompiledRule>;
+  /**
+   * Current data keys this store fetched, by subject (or the `SUBJECT_FORGOTTEN` refusal it got
+   * for one): what a transactional step on SQLite seals with, since better-sqlite3's transaction
+   * cannot await the keyring. `forget` drops the subject's entry.
+   */
+  readonly #keys = new Map<string, DataKey | LoomError>();
+  /** Present when the inner store has it: seals the events of an exactly-once step. */
+  readonly transact: TransactionalEventStore['transact'] | undefined;
+  /** Present when the inner store has it: seals every request's events, then one batch. */
+  readonly appendBatch: BatchAppendingEventStore['appendBatch'] | undefined;
 
   constructor(
     inner: EventStore,
@@ -83,6 +133,9 @@ export class EncryptingEventStore extends ForwardingEventStore {
   ) {
     super(inner);
     this.#rules = compileSensitiveFields(sensitive);
+    if (isTransactional(inner))
+      this.transact = (work, envelopes, guard) => this.#transact(inner, work, envelopes, guard);
+    if (canAppendBatch(inner)) this.appendBatch = (requests) => this.#appendBatch(inner, requests);
   }
 
   override append(
@@ -100,10 +153,107 @@ export class EncryptingEventStore extends ForwardingEventStore {
     marked: readonly Marked[],
     guard: AppendGuard | undefined,
   ): Promise<StoredEvent[]> {
-    // Keys of a batch's subjects, fetched at once. A missing subject or a forgotten one is kept
-    // as its error and raised only when the walk finds a value to seal: an event whose marked
-    // fields are absent needs no subject, and an `Erased` marker carried forward (a replay after
-    // erasure) needs no key.
+    const sealing = await this.#sealFetching(envelopes, marked);
+    return this.#restore(await this.inner.append(sealing.written, guard), sealing);
+  }
+
+  /**
+   * `transact` through the inner store, the step's events sealed inside its transaction. When
+   * `work` is asynchronous the keys are fetched there; when it is synchronous (SQLite) they come
+   * from this store's cache, and a subject not in it fails the step with `CRYPTO_KEY_NOT_READY`
+   * (its key is fetched meanwhile, so a retry finds it).
+   */
+  async #transact<T>(
+    inner: TransactionalEventStore,
+    work: (tx: unknown) => T | Promise<T>,
+    envelopes: (result: T) => readonly EventEnvelope[],
+    guard: AppendGuard | undefined,
+  ): Promise<{ result: T; stored: StoredEvent[] }> {
+    if (this.#rules.size === 0) return inner.transact(work, envelopes, guard);
+    let sealing: Sealing | undefined;
+    let uncached: string | undefined;
+    try {
+      const { result, stored } = await transactRewriting(
+        inner,
+        work,
+        envelopes,
+        guard,
+        (list, canAwait) => {
+          const marked = this.#markedOf(list);
+          if (marked === undefined) return list;
+          if (!canAwait) {
+            const keys = this.#cachedKeys(marked);
+            if (typeof keys !== 'string') {
+              sealing = this.#seal(list, marked, keys);
+              return sealing.written;
+            }
+            uncached = keys;
+          }
+          return this.#sealFetching(list, marked).then((done) => {
+            sealing = done;
+            return done.written;
+          });
+        },
+      );
+      return { result, stored: sealing === undefined ? stored : this.#restore(stored, sealing) };
+    } catch (error) {
+      if (uncached !== undefined && isLoomError(error, ErrorCode.INVALID_ARGUMENT)) {
+        throw cryptoError(
+          CryptoErrorCode.CRYPTO_KEY_NOT_READY,
+          `a transactional step's events for subject '${uncached}' must be encrypted inside the store's synchronous transaction (SQLite), where the keyring cannot be awaited, and this store has not fetched that subject's key yet. Nothing was written; the key is being fetched now, so a retry of the step finds it`,
+          { subject: uncached },
+          error,
+        );
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * `appendBatch` through the inner store: each request's events sealed first (a request this
+   * store refuses, e.g. `CRYPTO_SUBJECT_MISSING`, gets that error as its outcome and is not
+   * sent), then one batch; outcomes in request order, with the plaintext given back.
+   */
+  async #appendBatch(
+    inner: BatchAppendingEventStore,
+    requests: readonly AppendRequest[],
+  ): Promise<AppendOutcome[]> {
+    if (this.#rules.size === 0 || !Array.isArray(requests)) return inner.appendBatch(requests);
+    const prepared = await Promise.all(
+      requests.map(
+        async (
+          request,
+        ): Promise<{ request: AppendRequest; sealing?: Sealing } | { error: LoomError }> => {
+          const marked = this.#markedOf(request?.envelopes);
+          if (marked === undefined) return { request };
+          try {
+            const sealing = await this.#sealFetching(request.envelopes, marked);
+            return { request: { envelopes: sealing.written, guard: request.guard }, sealing };
+          } catch (error) {
+            if (isLoomError(error)) return { error };
+            throw error;
+          }
+        },
+      ),
+    );
+    const sent = prepared.flatMap((entry) => ('request' in entry ? [entry.request] : []));
+    const outcomes = sent.length === 0 ? [] : await inner.appendBatch(sent);
+    let next = 0;
+    return prepared.map((entry): AppendOutcome => {
+      if ('error' in entry) return { ok: false, error: entry.error };
+      const outcome = outcomes[next++] as AppendOutcome;
+      if (!outcome.ok || entry.sealing === undefined) return outcome;
+      return { ok: true, stored: this.#restore(outcome.stored, entry.sealing) };
+    });
+  }
+
+  /**
+   * The keys of a batch's subjects, fetched at once, then the batch sealed. A missing subject
+   * or a forgotten one is kept as its error and raised only when the walk finds a value to seal:
+   * an event whose marked fields are absent needs no subject, and an `Erased` marker carried
+   * forward (a replay after erasure) needs no key.
+   */
+  async #sealFetching(envelopes: readonly EventEnvelope[], marked: readonly Marked[]) {
     const keys = new Map<string, Promise<DataKey | LoomError>>();
     const resolved: Array<Promise<DataKey | LoomError>> = new Array(marked.length);
     for (let index = 0; index < marked.length; index++) {
@@ -115,26 +265,74 @@ export class EncryptingEventStore extends ForwardingEventStore {
       }
       let key = keys.get(subject);
       if (key === undefined) {
-        key = this.keyring.current(subject).catch(forgottenOnly);
+        key = this.keyring.current(subject).then(
+          (found) => {
+            this.#remember(subject, found);
+            return found;
+          },
+          (error: unknown) => {
+            const refusal = forgottenOnly(error);
+            this.#remember(subject, refusal);
+            return refusal;
+          },
+        );
         keys.set(subject, key);
       }
       resolved[index] = key;
     }
+    return this.#seal(envelopes, marked, await Promise.all(resolved));
+  }
+
+  /** The cached keys of a batch's subjects (or their errors), or the first subject not cached. */
+  #cachedKeys(marked: readonly Marked[]): Array<DataKey | LoomError> | string {
+    const keys: Array<DataKey | LoomError> = [];
+    for (const [envelope, rule] of marked) {
+      const subject = subjectOfEvent(envelope, rule);
+      if (typeof subject !== 'string') {
+        keys.push(subject);
+        continue;
+      }
+      const key = this.#keys.get(subject);
+      if (key === undefined) return subject;
+      keys.push(key);
+    }
+    return keys;
+  }
+
+  #remember(subject: string, key: DataKey | LoomError): void {
+    if (!this.#keys.has(subject) && this.#keys.size >= cachedKeysMax) {
+      const oldest = this.#keys.keys().next().value;
+      if (oldest !== undefined) this.#keys.delete(oldest);
+    }
+    this.#keys.set(subject, key);
+  }
+
+  /** Seals the marked envelopes with their keys (synchronous: it runs inside transactions). */
+  #seal(
+    envelopes: readonly EventEnvelope[],
+    marked: readonly Marked[],
+    keys: ReadonlyArray<DataKey | LoomError>,
+  ): Sealing {
     const written = envelopes.slice();
-    // The JSON text of each sealed field in walk order, to give the caller its events back.
     const texts: string[] = [];
     const sealed = new Set<EventEnvelope>();
     for (let index = 0; index < marked.length; index++) {
       const [envelope, rule, position] = marked[index] as Marked;
-      const key = await (resolved[index] as Promise<DataKey | LoomError>);
+      const key = keys[index] as DataKey | LoomError;
       const place = placeOf(envelope, '');
+      // `envelope` is as recorded (see `recordedOf`): unchanged, the caller's one is written.
       const payload = mapMarked(envelope.payload, rule.roots, sealVisitor(key, place, texts), []);
       if (payload === envelope.payload) continue;
       const copy = withPayload(envelope, payload);
       written[position] = copy;
       sealed.add(copy);
     }
-    const stored = await this.inner.append(written, guard);
+    return { written, sealed, texts };
+  }
+
+  /** The stored events with the sealed fields' plaintext put back, as the caller gave it. */
+  #restore(stored: StoredEvent[], { written, sealed, texts }: Sealing): StoredEvent[] {
+    if (sealed.size === 0) return stored;
     let next = 0;
     return stored.map((event, index) => {
       const envelope = written[index];
@@ -147,6 +345,37 @@ export class EncryptingEventStore extends ForwardingEventStore {
         [],
       );
       return { ...event, payload };
+    });
+  }
+
+  /**
+   * Seals the payload of a signal whose name has a `signal:<name>` entry in `sensitive` before
+   * it goes to the inbox (the ciphertext is bound to the execution, the signal's name and the
+   * field's path: inbox rows have no sequence).
+   */
+  override async sendSignal(signal: SignalInput) {
+    const envelope = signalEnvelope(signal);
+    const marked = envelope === undefined ? undefined : this.#markedOf([envelope]);
+    if (marked === undefined) return this.inner.sendSignal(signal);
+    const { written } = await this.#sealFetching([envelope as EventEnvelope], marked);
+    return this.inner.sendSignal({ ...signal, payload: (written[0] as EventEnvelope).payload });
+  }
+
+  /** The inbox with the sealed signal payloads opened (`Erased` once the subject is forgotten). */
+  override async readSignals(
+    executionId: string,
+    options?: ReadSignalsOptions,
+  ): Promise<StoredSignal[]> {
+    const signals = await this.inner.readSignals(executionId, options);
+    if (this.#rules.size === 0 || signals.length === 0) return signals;
+    const events = signals.map(
+      (signal) => signalEnvelope(signal) as EventEnvelope as unknown as StoredEvent,
+    );
+    const opened = await this.#open(events);
+    if (opened === events) return signals;
+    return signals.map((signal, index) => {
+      const payload = (opened[index] as StoredEvent).payload;
+      return payload === signal.payload ? signal : { ...signal, payload };
     });
   }
 
@@ -178,7 +407,17 @@ export class EncryptingEventStore extends ForwardingEventStore {
    */
   async forget(subject: string): Promise<ErasureReceipt> {
     checkSubject(subject);
+    this.#keys.delete(subject);
     const result = await this.keyring.forget(subject);
+    // A transactional step on SQLite seals from the cache: it must refuse the subject from now on.
+    this.#remember(
+      subject,
+      cryptoError(
+        CryptoErrorCode.SUBJECT_FORGOTTEN,
+        `subject '${subject}' was forgotten: no new data is encrypted for it. Nothing was written`,
+        { subject },
+      ),
+    );
     const receiptExecutionId = erasureReceiptId(subject);
     const payload = {
       subject,
@@ -198,15 +437,15 @@ export class EncryptingEventStore extends ForwardingEventStore {
   }
 
   /** The marked envelopes of a batch with their rules, or undefined when none is marked. */
-  #markedOf(envelopes: readonly EventEnvelope[]): Marked[] | undefined {
+  #markedOf(envelopes: readonly EventEnvelope[] | undefined): Marked[] | undefined {
     if (this.#rules.size === 0 || !Array.isArray(envelopes)) return undefined;
     let marked: Marked[] | undefined;
     for (let index = 0; index < envelopes.length; index++) {
-      const envelope = envelopes[index] as EventEnvelope;
+      const envelope = (envelopes as readonly EventEnvelope[])[index] as EventEnvelope;
       const rule = this.#rules.get((envelope as Partial<EventEnvelope> | null)?.type as string);
       if (rule === undefined) continue;
       marked ??= [];
-      marked.push([envelope, rule, index]);
+      marked.push([recordedOf(envelope), rule, index]);
     }
     return marked;
   }
@@ -305,6 +544,32 @@ function withPayload(envelope: EventEnvelope, payload: JsonValue): EventEnvelope
     copy[key] = (envelope as unknown as Record<string, unknown>)[key];
   copy.payload = payload;
   return copy as unknown as EventEnvelope;
+}
+
+/**
+ * A signal as the envelope its `sensitive` entry applies to: type `signal:<name>`, sequence 0
+ * (an inbox row has none when it is sealed); undefined for malformed input (the inner store
+ * refuses it with its own error).
+ */
+function signalEnvelope(signal: SignalInput | StoredSignal): EventEnvelope | undefined {
+  if (typeof signal !== 'object' || signal === null || typeof signal.name !== 'string')
+    return undefined;
+  return {
+    executionId: signal.executionId,
+    sequence: 0,
+    type: signalRuleType(signal.name),
+    payload: signal.payload,
+  };
+}
+
+/**
+ * The envelope with the payload the runtime recorded, when it built it: its payload object may
+ * be an effect's live value that changed since, and the log must keep what the flow saw (the
+ * text is what an undecorated store would write). Otherwise the envelope itself.
+ */
+function recordedOf(envelope: EventEnvelope): EventEnvelope {
+  const text = recordedPayloadText(envelope);
+  return text === undefined ? envelope : withPayload(envelope, decodePayload(text));
 }
 
 function placeOf(envelope: EventEnvelope, path: string): FieldPlace {

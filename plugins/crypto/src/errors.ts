@@ -48,6 +48,15 @@ export const CryptoErrorCode = {
    * cannot unwrap a stored data key (it is not the key that wrapped it). `fields.masterKeyId`.
    */
   MASTER_KEY_INVALID: 'MASTER_KEY_INVALID',
+  /**
+   * A transactional step (`ctx.transaction`) on a store whose transaction is synchronous
+   * (SQLite) wrote a sensitive event for a subject whose data key this `EncryptingEventStore`
+   * had not fetched yet: the keyring cannot be awaited inside better-sqlite3's transaction.
+   * Nothing was written (the transaction rolled back); the key is fetched meanwhile, so a retry
+   * of the step finds it. `fields.subject`. Postgres awaits the keyring inside its transaction
+   * and never raises it.
+   */
+  CRYPTO_KEY_NOT_READY: 'CRYPTO_KEY_NOT_READY',
 } as const;
 
 /** One of the stable error codes in {@link CryptoErrorCode}. */

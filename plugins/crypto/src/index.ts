@@ -5,6 +5,7 @@ export {
   encryptingEventStore,
   erasureReceiptId,
   erasureReceiptType,
+  signalRuleType,
 } from './encrypting-event-store.js';
 export {
   type EncryptingSnapshotStoreOptions,

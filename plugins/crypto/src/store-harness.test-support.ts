@@ -23,6 +23,10 @@ export interface RawStore {
   /** The stored payload text of one event, as the database holds it. */
   payloadText(executionId: string, sequence: number): Promise<string>;
   tamper(executionId: string, sequence: number, payloadText: string): Promise<void>;
+  /** The stored payload text of one signal in the inbox, as the database holds it. */
+  inboxPayloadText(executionId: string, signalId: number): Promise<string>;
+  /** Where the store keeps its tables: a SQLite file, a Postgres schema (none for memory). */
+  location: { path: string } | { schema: string } | undefined;
   close(): Promise<void>;
 }
 
@@ -74,6 +78,12 @@ export function useBackends() {
             const row = storedRows(store, id)[sequence];
             if (row !== undefined) row.payloadText = text;
           },
+          // The memory store keeps no text: its inbox as the store itself returns it.
+          inboxPayloadText: async (id, signalId) =>
+            JSON.stringify(
+              (await store.readSignals(id)).find((signal) => signal.signalId === signalId)?.payload,
+            ),
+          location: undefined,
           close: () => store.close(),
         };
       }
@@ -107,6 +117,15 @@ export function useBackends() {
               .prepare('UPDATE loom_events SET payload = ? WHERE execution_id = ? AND sequence = ?')
               .run(text, id, sequence);
           },
+          inboxPayloadText: async (id, signalId) =>
+            (
+              side
+                .prepare(
+                  'SELECT payload FROM loom_signals WHERE execution_id = ? AND signal_id = ?',
+                )
+                .get(id, signalId) as { payload: string }
+            ).payload,
+          location: { path },
           close: async () => {
             await Promise.all(peers.map((peer) => peer.close()));
             await store.close();
@@ -147,6 +166,14 @@ export function useBackends() {
             [id, sequence, text],
           );
         },
+        inboxPayloadText: async (id, signalId) =>
+          (
+            await pool().query(
+              `SELECT payload::text AS p FROM "${schema}".signals WHERE execution_id = $1 AND signal_id = $2`,
+              [id, signalId],
+            )
+          ).rows[0].p as string,
+        location: { schema },
         close: async () => {
           await Promise.all([store.close(), ...peers.map((peer) => peer.close())]);
           await pool().query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);

@@ -34,6 +34,14 @@ export interface RuntimeHarness {
   clock: ManualClock;
   /** Rows actually stored for an execution, counted behind the store's back. */
   countRows(executionId: string): Promise<number>;
+  /**
+   * Default true: `snapshots.loadWithTail` reads a snapshot and the event tail after it in one
+   * call through `store`. False when `store` is a decorator that rewrites what reads return
+   * (`@loom/plugin-crypto`, `@loom/plugin-content`): the snapshot store declines it (reading
+   * the tables itself would skip the decorator), and the tests of the combined read check the
+   * two-call path (the snapshot, then the tail) instead.
+   */
+  snapshotsPaired?: boolean;
   close(): Promise<void>;
 }
 
@@ -1170,6 +1178,12 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
     });
 
     describe('snapshots', () => {
+      // Whether the snapshot store reads the snapshot and the tail together through this store.
+      let paired = true;
+      beforeEach(() => {
+        paired = harness.snapshotsPaired !== false;
+      });
+
       it('loadState of a 1,000-event execution reads the snapshot and one short tail', async () => {
         const created = runtime({ snapshots: harness.snapshots, snapshotEvery: 100 });
         const flow: Flow<null, number> = {
@@ -1188,8 +1202,9 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         const loaded = await loadState(harness.store, harness.snapshots, handle.executionId);
         const snapshotSequence = loaded.snapshotSequence as number;
         expect(snapshotSequence).toBeGreaterThanOrEqual(900);
-        // The snapshot and the short tail after it come back in one combined call.
-        expect(loaded.reads).toBe(1);
+        // The snapshot and the short tail after it come back in one combined call (two calls
+        // through a decorator the snapshot store cannot read through).
+        expect(loaded.reads).toBe(paired ? 1 : 2);
         expect(loaded.eventsRead).toBe(999 - snapshotSequence);
         expect(loaded.state?.status).toBe('completed');
         const full = await loadState(harness.store, undefined, handle.executionId);
@@ -1217,9 +1232,13 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         await created.idle();
         const { events, snapshots } = countingStores();
         const loaded = await loadState(events, snapshots, handle.executionId);
-        expect(snapshots.counts).toEqual({ saves: 0, loads: 0, loadsWithTail: 1 });
-        expect(events.counts.reads).toBe(0);
-        expect(loaded.reads).toBe(1);
+        expect(snapshots.counts).toEqual({
+          saves: 0,
+          loads: paired ? 0 : 1,
+          loadsWithTail: paired ? 1 : 0,
+        });
+        expect(events.counts.reads).toBe(paired ? 0 : 1);
+        expect(loaded.reads).toBe(paired ? 1 : 2);
         expect(loaded.snapshotSequence).toBeUndefined();
         expect(loaded.eventsRead).toBe(4);
         const full = await loadState(harness.store, undefined, handle.executionId);
@@ -1243,8 +1262,12 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         await created.idle();
         const { events, snapshots } = countingStores();
         const loaded = await loadState(events, snapshots, handle.executionId);
-        expect(snapshots.counts).toEqual({ saves: 0, loads: 0, loadsWithTail: 1 });
-        expect(events.counts.reads).toBe(0);
+        expect(snapshots.counts).toEqual({
+          saves: 0,
+          loads: paired ? 0 : 1,
+          loadsWithTail: paired ? 1 : 0,
+        });
+        expect(events.counts.reads).toBe(paired ? 0 : 1);
         const snapshotSequence = loaded.snapshotSequence as number;
         expect(snapshotSequence).toBeGreaterThanOrEqual(80);
         expect(loaded.eventsRead).toBe(121 - snapshotSequence);
