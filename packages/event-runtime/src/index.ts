@@ -41,6 +41,15 @@ export { ForwardingEventStore } from './forwarding-event-store.js';
 export type { Lease, LeaseStore, NodeClaim } from './lease-store.js';
 export { type LimitName, Limits } from './limits.js';
 export { type MemoryBackend, type OpenMemoryOptions, openMemory } from './open-memory.js';
+export { type ShardedBackend, ShardedSnapshotStore, openSharded } from './open-sharded.js';
+export {
+  ShardCursor,
+  ShardedEventStore,
+  type ShardedReadAllOptions,
+  type ShardedSubscribeOptions,
+  shardCountMax,
+  shardOf,
+} from './sharded-event-store.js';
 export type {
   ClaimOptions,
   EnqueueInput,
