@@ -130,7 +130,8 @@ describe('shardOf', () => {
     const ids = Array.from({ length: 6_000 }, (_, n) => `execution-${n}`);
     for (const count of [2, 3, 4]) {
       const perShard = Array.from({ length: count }, () => 0);
-      for (const id of ids) perShard[shardOf(id, count)] = (perShard[shardOf(id, count)] as number) + 1;
+      for (const id of ids)
+        perShard[shardOf(id, count)] = (perShard[shardOf(id, count)] as number) + 1;
       for (const n of perShard) {
         expect(n).toBeGreaterThan((ids.length / count) * 0.9);
         expect(n).toBeLessThan((ids.length / count) * 1.1);
@@ -200,19 +201,63 @@ describe('ShardedEventStore', () => {
     );
   });
 
-  it("a cursor resumes exactly where one merged position would lose a slow shard's events", async () => {
+  it("a cursor resumes exactly where one merged position would miss an earlier shard's event", async () => {
     const store = new ShardedEventStore(memoryShards(2));
-    const [fast] = idsOn(0, 2, 1, 'fast');
-    const [slow] = idsOn(1, 2, 1, 'slow');
-    await store.append(Array.from({ length: 10 }, (_, n) => env(fast as string, n)));
-    await store.append([env(slow as string, 0)]);
+    const [early] = idsOn(0, 2, 1, 'early');
+    const [late] = idsOn(1, 2, 1, 'late');
+    await store.append([env(early as string, 0)]);
+    await store.append(Array.from({ length: 3 }, (_, n) => env(late as string, n)));
     const first = await store.readAll();
+    expect(first.map((event) => event.executionId)).toEqual([early, late, late, late]);
     const last = first[first.length - 1] as StoredEvent;
     const cursor = ShardCursor.start(2).advance(first);
-    await store.append([env(slow as string, 1)]); // shard 1's 2nd event: merged position 2*2+1 = 5
+    await store.append([env(early as string, 1)]);
     expect(await store.readAll({ afterPosition: last.position })).toEqual([]);
     const resumed = await store.readAll({ after: ShardCursor.parse(cursor.toString()) });
-    expect(resumed.map((event) => `${event.executionId}:${event.sequence}`)).toEqual([`${slow}:1`]);
+    expect(resumed.map((event) => `${event.executionId}:${event.sequence}`)).toEqual([
+      `${early}:1`,
+    ]);
+  });
+
+  it('a cursor read takes from every shard in turn, so a busy shard does not fill the page', async () => {
+    const store = new ShardedEventStore(memoryShards(2));
+    const [busy] = idsOn(0, 2, 1, 'busy');
+    const [quiet] = idsOn(1, 2, 1, 'quiet');
+    await store.append(Array.from({ length: 10 }, (_, n) => env(busy as string, n)));
+    await store.append([env(quiet as string, 0)]);
+    const page = await store.readAll({ after: ShardCursor.start(2), limit: 4 });
+    expect(page.map((event) => `${event.executionId}:${event.sequence}`)).toEqual([
+      `${busy}:0`,
+      `${quiet}:0`,
+      `${busy}:1`,
+      `${busy}:2`,
+    ]);
+  });
+
+  it('a subscription from a plain position on a later shard follows earlier shards from their end', async () => {
+    const store = new ShardedEventStore(memoryShards(2));
+    const [a] = idsOn(0, 2, 1, 'a');
+    const [b] = idsOn(1, 2, 1, 'b');
+    await store.append([env(a as string, 0)]);
+    const [b0] = await store.append([env(b as string, 0)]);
+    const seen: string[] = [];
+    const subscription = store.subscribe(
+      { afterPosition: (b0 as StoredEvent).position },
+      (events) => {
+        for (const event of events) seen.push(`${event.executionId}:${event.sequence}`);
+      },
+    );
+    try {
+      // Shard 0 is read through before anything is delivered: once b:1 arrived, a:1 is new.
+      await store.append([env(b as string, 1)]);
+      const deadline = Date.now() + 5_000;
+      while (seen.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+      await store.append([env(a as string, 1)]);
+      while (seen.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+      expect(seen).toEqual([`${b}:1`, `${a}:1`]);
+    } finally {
+      await subscription.close();
+    }
   });
 
   it('a global subscription from a saved cursor delivers every later event once', async () => {

@@ -87,21 +87,6 @@ export class ShardCursor {
     return new ShardCursor(Array.from({ length: shardCount }, () => 0));
   }
 
-  /**
-   * The cursor that one merged position stands for: on every shard, after the events whose
-   * merged position is at most `position`. Exact at 0; for a live log prefer a saved cursor,
-   * because a slower shard may still commit events below a position already read elsewhere.
-   */
-  static fromPosition(position: number, shardCount: number): ShardCursor {
-    checkShardCount(shardCount);
-    const { afterPosition } = readAllOptions({ afterPosition: position });
-    return new ShardCursor(
-      Array.from({ length: shardCount }, (_, shard) =>
-        afterPosition < shard ? 0 : Math.floor((afterPosition - shard) / shardCount),
-      ),
-    );
-  }
-
   /** Reads `toString()`'s text back. Throws `INVALID_ARGUMENT` for anything else. */
   static parse(text: string): ShardCursor {
     const parts = typeof text === 'string' ? text.split('.') : [];
@@ -120,14 +105,17 @@ export class ShardCursor {
     return new ShardCursor(positions);
   }
 
-  /** The cursor after `events` (merged events of a store with as many shards). */
+  /**
+   * The cursor after `events` (merged events of a store with as many shards, in the order it
+   * gave them): each shard's entry becomes the shard position of its last event among them.
+   * (A shard's positions need not grow along its order: on Postgres the order is by commit.)
+   */
   advance(events: readonly StoredEvent[]): ShardCursor {
     const count = this.positions.length;
     const next = [...this.positions];
     for (const event of events) {
       const shard = event.position % count;
-      const local = (event.position - shard) / count;
-      if (local > (next[shard] as number)) next[shard] = local;
+      next[shard] = (event.position - shard) / count;
     }
     return new ShardCursor(next);
   }
@@ -157,11 +145,23 @@ export interface ShardedSubscribeOptions extends SubscribeOptions {
  * until it has `limit`.
  *
  * Positions: an event on shard `s` (of `n`) at the shard's own position `p` has the merged
- * position `p * n + s`, so `position % n` names its shard. `readAll` returns events in merged
- * position order, and a global `subscribe` delivers each shard's events in that shard's order,
- * the shards interleaved as they commit: there is no commit order across databases. A follower
- * checkpoints a {@link ShardCursor} (`cursor.advance(events)`), which resumes exactly; a single
- * merged position resumes exactly only from 0 (see ADR 0039).
+ * position `p * n + s`, so `position % n` names its shard. There is no commit order across
+ * databases, so the merged log promises each shard's (and so each execution's) order and every
+ * event once, not one order of all:
+ *
+ * - `readAll({ after: cursor })` asks every shard for the page after its cursor entry and takes
+ *   from their pages in turn (one event of each shard, round after round), so a busy shard does
+ *   not starve the others. Checkpoint `cursor.advance(events)`: it resumes exactly, also after a
+ *   restart and while shards keep committing.
+ * - `readAll({ afterPosition })` (the plain `EventStore` call) reads shard after shard: all of
+ *   shard 0, then shard 1, and so on, so that the last event's position alone says where to go
+ *   on. That pages a log exactly, but a follower of a live log must use a cursor: an event that
+ *   commits on an earlier shard after the reader moved on is behind its position.
+ * - `subscribe({})` or `subscribe({ after: cursor })` follows every shard from its cursor entry
+ *   and hands their batches to the handler one at a time, each shard's in its order, the shards
+ *   interleaved as they commit. From a plain `afterPosition` on shard `s`, shards before `s` are
+ *   followed from their end when the subscription starts (read through once, before its first
+ *   delivery), later ones from the start. See ADR 0039.
  *
  * It offers neither `transact` (a transaction lives on one database, chosen before the work runs)
  * nor `appendBatch`, nor a default lease store: `openSharded` hands the runtime shard 0's.
@@ -224,14 +224,27 @@ export class ShardedEventStore implements EventStore {
     );
   }
 
-  /**
-   * Every shard's events after the cursor (`after`, or the one `afterPosition` stands for), in
-   * merged position order, at most `limit`: each shard is asked for `limit` events and the
-   * merge keeps the first `limit`, so nothing past the page is skipped.
-   */
+  /** Every shard's events after `after` (round-robin) or after `afterPosition` (shard after shard). */
   async readAll(options?: ShardedReadAllOptions): Promise<StoredEvent[]> {
     const { afterPosition, limit } = readAllOptions(options);
-    const cursor = this.cursorOf(options?.after, afterPosition);
+    if (options?.after !== undefined) {
+      return this.readAfterCursor(this.checkCursor(options.after), limit);
+    }
+    const count = this.shards.length;
+    const first = afterPosition % count;
+    const events: StoredEvent[] = [];
+    for (let shard = first; shard < count && events.length < limit; shard++) {
+      const after = shard === first ? (afterPosition - first) / count : 0;
+      const page = await (this.shards[shard] as EventStore).readAll({
+        afterPosition: after,
+        limit: limit - events.length,
+      });
+      events.push(...this.mergedAll(page, shard));
+    }
+    return events;
+  }
+
+  private async readAfterCursor(cursor: ShardCursor, limit: number): Promise<StoredEvent[]> {
     const pages = await Promise.all(
       this.shards.map(async (store, shard) =>
         this.mergedAll(
@@ -240,14 +253,22 @@ export class ShardedEventStore implements EventStore {
         ),
       ),
     );
-    return pages
-      .flat()
-      .sort((a, b) => a.position - b.position)
-      .slice(0, limit);
+    const events: StoredEvent[] = [];
+    for (let index = 0; events.length < limit; index++) {
+      let any = false;
+      for (const page of pages) {
+        const event = page[index];
+        if (event === undefined) continue;
+        any = true;
+        events.push(event);
+        if (events.length === limit) break;
+      }
+      if (!any) break;
+    }
+    return events;
   }
 
-  private cursorOf(after: ShardCursor | undefined, afterPosition: number): ShardCursor {
-    if (after === undefined) return ShardCursor.fromPosition(afterPosition, this.shards.length);
+  private checkCursor(after: ShardCursor): ShardCursor {
     if (!(after instanceof ShardCursor) || after.positions.length !== this.shards.length) {
       throw new LoomError(
         ErrorCode.INVALID_ARGUMENT,
@@ -256,6 +277,30 @@ export class ShardedEventStore implements EventStore {
       );
     }
     return after;
+  }
+
+  /**
+   * The shard positions a plain merged position stands for in a subscription: its own shard
+   * after it, earlier shards at their current end (read through once), later ones from the start.
+   */
+  private async cursorAtPosition(afterPosition: number): Promise<number[]> {
+    const count = this.shards.length;
+    const first = afterPosition % count;
+    const positions = Array.from({ length: count }, () => 0);
+    positions[first] = (afterPosition - first) / count;
+    for (let shard = 0; shard < first; shard++) {
+      const store = this.shards[shard] as EventStore;
+      for (;;) {
+        const page = await store.readAll({
+          afterPosition: positions[shard] as number,
+          limit: Limits.readLimitMax,
+        });
+        const last = page[page.length - 1];
+        if (last === undefined) break;
+        positions[shard] = last.position;
+      }
+    }
+    return positions;
   }
 
   /** Every shard's page, merged by execution id (the order each shard uses), at most `limit`. */
@@ -308,7 +353,8 @@ export class ShardedEventStore implements EventStore {
       );
     }
     const { afterPosition } = readAllOptions({ afterPosition: options.afterPosition ?? 0 });
-    const cursor = this.cursorOf(options.after, afterPosition);
+    const count = this.shards.length;
+    const cursor = options.after === undefined ? undefined : this.checkCursor(options.after);
     let stopped = false;
     let turn: Promise<unknown> = Promise.resolve();
     const inner: Subscription[] = [];
@@ -319,27 +365,42 @@ export class ShardedEventStore implements EventStore {
       void closeAll().catch(() => undefined);
       options.onError?.(error);
     };
-    this.shards.forEach((store, shard) => {
-      inner.push(
-        store.subscribe(
-          {
-            afterPosition: cursor.positions[shard] as number,
-            ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
-            onError: fail,
-          },
-          (events) => {
-            const run = turn.then(() =>
-              stopped ? undefined : handler(this.mergedAll(events, shard)),
-            );
-            turn = run.catch(() => undefined);
-            return run;
-          },
-        ),
-      );
-    });
+    const follow = (positions: readonly number[]) => {
+      if (stopped) return;
+      this.shards.forEach((store, shard) => {
+        inner.push(
+          store.subscribe(
+            {
+              afterPosition: positions[shard] as number,
+              ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
+              onError: fail,
+            },
+            (events) => {
+              const run = turn.then(() =>
+                stopped ? undefined : handler(this.mergedAll(events, shard)),
+              );
+              turn = run.catch(() => undefined);
+              return run;
+            },
+          ),
+        );
+      });
+    };
+    // A cursor, or a position on shard 0 (0 included), needs no read: follow at once.
+    const starting =
+      cursor !== undefined
+        ? follow(cursor.positions)
+        : afterPosition % count === 0
+          ? follow(
+              Array.from({ length: count }, (_, shard) =>
+                shard === 0 ? afterPosition / count : 0,
+              ),
+            )
+          : this.cursorAtPosition(afterPosition).then(follow, fail);
     return {
       close: async () => {
         stopped = true;
+        await starting;
         await closeAll();
         await turn;
       },
