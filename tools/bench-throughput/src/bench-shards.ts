@@ -141,7 +141,10 @@ async function main(): Promise<void> {
       rows.push([
         `${steps}`,
         `${shards}`,
-        formatCount(median(mine.map((cell) => cell.result.execPerSec))),
+        (() => {
+          const rates = mine.map((cell) => cell.result.execPerSec);
+          return `${formatCount(median(rates))} (${formatCount(Math.min(...rates))}..${formatCount(Math.max(...rates))})`;
+        })(),
         formatRatio(median(ratios)),
         formatMs(median(mine.map((cell) => cell.result.latencyMs.p50))),
         formatMs(median(mine.map((cell) => cell.result.latencyMs.p99))),
@@ -160,8 +163,8 @@ async function main(): Promise<void> {
       [
         'steps',
         'shards',
-        'executions/s',
-        'vs 1 shard',
+        'executions/s (min..max)',
+        'vs 1 shard (same repeat)',
         'p50 latency',
         'p99 latency',
         'statements/exec',
