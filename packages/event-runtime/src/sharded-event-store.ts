@@ -235,10 +235,18 @@ export class ShardedEventStore implements EventStore {
     const events: StoredEvent[] = [];
     for (let shard = first; shard < count && events.length < limit; shard++) {
       const after = shard === first ? (afterPosition - first) / count : 0;
-      const page = await (this.shards[shard] as EventStore).readAll({
-        afterPosition: after,
-        limit: limit - events.length,
-      });
+      const page = await (this.shards[shard] as EventStore)
+        .readAll({ afterPosition: after, limit: limit - events.length })
+        .catch((error: unknown) => {
+          throw error instanceof LoomError && error.fields.path === 'afterPosition'
+            ? new LoomError(
+                error.code,
+                `afterPosition ${afterPosition} is not the position of an event of this sharded ` +
+                  `store (shard ${first} says: ${error.message})`,
+                { ...error.fields, actual: afterPosition },
+              )
+            : error;
+        });
       events.push(...this.mergedAll(page, shard));
     }
     return events;

@@ -2,6 +2,7 @@
 // real PostgreSQL servers: the shared test server and two throwaway clusters this file starts.
 import { describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/backend.js';
+import { ErrorCode, type LoomError } from '../../src/errors.js';
 import { openSharded, type ShardedBackend } from '../../src/open-sharded.js';
 import { ShardCursor, ShardedEventStore, shardOf } from '../../src/sharded-event-store.js';
 import { openPostgres } from '../../src/store/postgres/open-postgres.js';
@@ -135,6 +136,24 @@ describe('sharded over 3 postgres servers', () => {
       const events = await backend.events.readAll({ after: ShardCursor.start(shardCount) });
       expect(events.map((event) => event.executionId).sort()).toEqual([...ids].sort());
       expect(ShardCursor.start(shardCount).advance(events).toString()).toBe('1.1.1');
+    } finally {
+      await backend.close();
+      await shardServers.dropSchema(schema);
+    }
+  });
+
+  it('a plain position no shard holds is INVALID_ARGUMENT naming the merged position', async () => {
+    const schema = shardServers.freshSchema();
+    const backend = await openBackends(schema);
+    try {
+      const position = 999_999 * shardCount + 1;
+      const error = await backend.events.readAll({ afterPosition: position }).then(
+        () => undefined,
+        (caught: unknown) => caught as LoomError,
+      );
+      expect(error?.code).toBe(ErrorCode.INVALID_ARGUMENT);
+      expect(error?.fields).toMatchObject({ path: 'afterPosition', actual: position });
+      expect(error?.message).toContain(`afterPosition ${position}`);
     } finally {
       await backend.close();
       await shardServers.dropSchema(schema);
