@@ -46,6 +46,7 @@ export {
 export type { Lease, LeaseStore, NodeClaim } from './lease-store.js';
 export { type LimitName, Limits } from './limits.js';
 export { type MemoryBackend, type OpenMemoryOptions, openMemory } from './open-memory.js';
+export { openSharded, type ShardedBackend, ShardedSnapshotStore } from './open-sharded.js';
 export type {
   ClaimOptions,
   EnqueueInput,
@@ -89,6 +90,14 @@ export {
   type StepRetryPolicy,
   stepAttemptsMax,
 } from './runtime/step-retry-policy.js';
+export {
+  ShardCursor,
+  ShardedEventStore,
+  type ShardedReadAllOptions,
+  type ShardedSubscribeOptions,
+  shardCountMax,
+  shardOf,
+} from './sharded-event-store.js';
 export type { Snapshot, SnapshotStore, SnapshotWithTail } from './snapshot-store.js';
 export {
   InMemoryEventStore,

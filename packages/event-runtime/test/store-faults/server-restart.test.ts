@@ -4,9 +4,9 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../src/postgres.js';
+import { startThrowawayCluster, type ThrowawayCluster } from '../support/throwaway-cluster.js';
 import { expectNothingStranded, resumedCount, waitForEvents } from './fault-checks.js';
 import { runFaultWorker } from './fault-harness.js';
-import { startThrowawayCluster, type ThrowawayCluster } from './throwaway-cluster.js';
 
 const execs = 200;
 const schema = 'loom_restart';

@@ -48,8 +48,13 @@ function uidGid(user: string): { uid: number; gid: number } {
   return { uid, gid };
 }
 
-/** initdb (trust auth, fsync off: a test cluster) and start it on a free port. */
-export async function startThrowawayCluster(): Promise<ThrowawayCluster> {
+/**
+ * initdb (trust auth) and start it on a free port. fsync is off (a test cluster) unless
+ * `fsync: true` (a benchmark that must pay for durable commits like a real server).
+ */
+export async function startThrowawayCluster(
+  settings: { fsync?: boolean } = {},
+): Promise<ThrowawayCluster> {
   const bin = binDir();
   const dir = mkdtempSync(join(tmpdir(), 'loom-pg-'));
   const data = join(dir, 'data');
@@ -63,7 +68,7 @@ export async function startThrowawayCluster(): Promise<ThrowawayCluster> {
     });
   asPostgres('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
   const port = await freePort();
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50`;
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=${settings.fsync === true ? 'on' : 'off'} -c max_connections=50`;
   let destroyed = false;
   const cluster: ThrowawayCluster = {
     port,
