@@ -11,6 +11,8 @@ export interface CommittedAppend {
   fenceEpoch: number | undefined;
   /** Place in the commit order shared with fence advances. */
   order: number;
+  /** Virtual time of the commit (0 when the recorder has no clock). */
+  atMs: number;
 }
 
 /** A queue claim and how many of the queue's items were under a live claim right after it. */
@@ -46,6 +48,9 @@ export class Recorder {
   readonly settled = new Set<string>();
   private order = 0;
 
+  /** `now`: the virtual clock, to stamp each commit with its time. */
+  constructor(private readonly now: () => number = () => 0) {}
+
   commit(node: string, envelopes: readonly EventEnvelope[], guard: AppendGuard | undefined): void {
     const first = envelopes[0];
     if (first === undefined) return;
@@ -56,6 +61,7 @@ export class Recorder {
       node,
       fenceEpoch: guard?.fenceEpoch,
       order: this.order++,
+      atMs: this.now(),
     });
     for (const envelope of envelopes) {
       if (terminalTypes.has(envelope.type)) this.settled.add(envelope.executionId);
