@@ -37,8 +37,8 @@ export const agentBugs: readonly AgentBug[] = ['rerun-interrupted-tool', 'forget
 interface AgentWorld {
   /** The agent runtime (and its agent) of each node incarnation's flow runtime. */
   readonly runtimes: WeakMap<SimRuntime, { agents: AgentRuntime; agent: Agent }>;
-  /** `<runId>#<turn>` → the virtual times the fake model was asked for that turn. */
-  readonly modelCalls: Map<string, number[]>;
+  /** `<runId>#<turn>` → when (virtual ms) and on which node the fake model was asked for that turn. */
+  readonly modelCalls: Map<string, Array<{ atMs: number; node: string }>>;
   /** A tool call's idempotency key (`<runId>/<turn>.<index>`) → times its side effect ran. */
   readonly toolRuns: Map<string, { tool: string; sideEffect: SideEffect; runs: number }>;
   readonly runIds: readonly string[];
@@ -124,10 +124,10 @@ function turnOf(request: ModelRequest): { runId: string; turn: number } {
  * The seeded fake model: its answer is a function of the seed, the run and the turn only (a call
  * made again answers the same), and it counts its calls per turn.
  */
-function decideTurn(state: AgentWorld, request: ModelRequest): StubTurn {
+function decideTurn(state: AgentWorld, node: string, request: ModelRequest): StubTurn {
   const { runId, turn } = turnOf(request);
   const key = `${runId}#${turn}`;
-  state.modelCalls.set(key, [...(state.modelCalls.get(key) ?? []), state.now()]);
+  state.modelCalls.set(key, [...(state.modelCalls.get(key) ?? []), { atMs: state.now(), node }]);
   const turnsMax = seededRandom(hashOf(`${state.salt}:${runId}`)).between(2, 5);
   const random = seededRandom(hashOf(`${state.salt}:${key}`));
   if (turn >= turnsMax) return { text: `run ${runId} done after ${turn - 1} turns` };
@@ -144,11 +144,11 @@ function decideTurn(state: AgentWorld, request: ModelRequest): StubTurn {
   };
 }
 
-function agentOf(state: AgentWorld, clock: Clock): Agent {
+function agentOf(state: AgentWorld, clock: Clock, node: string): Agent {
   return defineAgent({
     name: 'dst-agent',
     model: new StubModel({
-      script: (request) => decideTurn(state, request),
+      script: (request) => decideTurn(state, node, request),
       latencyMs: modelLatencyMs,
       clock,
     }),
@@ -234,7 +234,7 @@ export const agentScenario: Scenario = {
       flows: [],
       queues: [],
       attach: (runtime, clock) => {
-        const agent = agentOf(state, clock);
+        const agent = agentOf(state, clock, runtime.nodeId);
         state.runtimes.set(runtime, {
           agent,
           agents: createAgentRuntime({ flows: runtime.flows, agents: [agent] }),
@@ -311,6 +311,7 @@ async function agentStats(
       add(`approvals:${approval.kind}:${approval.status}`);
     }
   }
+  // Repeated: re-run mid-call (a driver that stopped), or a zombie's call after a takeover.
   for (const calls of state.modelCalls.values()) {
     add('modelCalls', calls.length);
     add('modelCallsRepeated', calls.length - 1);
@@ -386,7 +387,7 @@ async function replayReproduces(
     now: () => clock.now(),
   };
   const flows = createReplayRuntime({ store, clock });
-  const agents = createAgentRuntime({ flows, agents: [agentOf(replay, clock)] });
+  const agents = createAgentRuntime({ flows, agents: [agentOf(replay, clock, 'replay')] });
   try {
     await flows.recover();
     const done = agents.attach(runId).result();
@@ -412,7 +413,7 @@ async function replayReproduces(
         `replayed, the run ended with ${again?.type} at ${again?.sequence} (${JSON.stringify(again?.payload).slice(0, 200)}), not as logged`,
       );
     }
-    const calls = [...replay.modelCalls.values()].reduce((sum, at) => sum + at.length, 0);
+    const calls = [...replay.modelCalls.values()].reduce((sum, made) => sum + made.length, 0);
     const runs = [...replay.toolRuns.values()].reduce((sum, entry) => sum + entry.runs, 0);
     if (calls > 0 || runs > 0) {
       report(`its replay asked the model ${calls} times and ran ${runs} tool calls`);
@@ -487,11 +488,12 @@ function toolsAtMostOnce(
 }
 
 /**
- * A recorded decision is never asked of the model again: no model call for a turn once its
- * `decide:<t>` step's result is durable (a replay, a resume, a takeover read the record). A call
- * repeated before that is at-least-once, as for any step whose driver stopped mid-effect (a crash,
- * a lost lease, a resume after a store failure), and allowed. And every recorded decision was
- * made by the model.
+ * A recorded decision is never asked of the model again: once a turn's `decide:<t>` result is
+ * durable (committed at fence epoch e), no driver holding epoch e or later calls the model for
+ * that turn (a replay, a resume, a takeover read the record). A call after it by a node whose
+ * epoch is older is a zombie's (a paused owner that learned of its step only on resume, shut out
+ * by the fence): at-least-once, like a call repeated before the record by a driver that stopped
+ * mid-call, and allowed. Every recorded decision was made by the model.
  */
 function decisionsMemoized(
   state: AgentWorld,
@@ -500,30 +502,40 @@ function decisionsMemoized(
   events: readonly StoredEvent[],
   report: (detail: string) => void,
 ) {
-  const recordedAt = new Map<number, number>();
-  const sequenceOf = new Map<number, number>();
+  const turnAt = new Map<number, number>();
   for (const event of events) {
-    const { name } = event.payload as { name?: unknown };
-    if (event.type !== 'step.completed' || typeof name !== 'string') continue;
-    if (!name.startsWith('decide:')) continue;
-    sequenceOf.set(event.sequence, Number(name.slice('decide:'.length)));
+    if (event.type === 'step.completed' && isDecide(event)) {
+      const { name } = event.payload as { name: string };
+      turnAt.set(event.sequence, Number(name.slice('decide:'.length)));
+    }
   }
+  const recorded = new Map<number, { atMs: number; epoch: number }>();
   for (const append of world.recorder.committed) {
     if (append.executionId !== runId) continue;
     append.types.forEach((_, offset) => {
-      const turn = sequenceOf.get(append.firstSequence + offset);
-      if (turn !== undefined && !recordedAt.has(turn)) recordedAt.set(turn, append.atMs);
+      const turn = turnAt.get(append.firstSequence + offset);
+      if (turn !== undefined && !recorded.has(turn)) {
+        recorded.set(turn, { atMs: append.atMs, epoch: append.fenceEpoch ?? 0 });
+      }
     });
   }
-  for (const turn of new Set(sequenceOf.values())) {
+  const epochOf = (node: string, atMs: number) =>
+    Math.max(
+      0,
+      ...world.recorder.advances
+        .filter((a) => a.executionId === runId && a.node === node && a.atMs <= atMs)
+        .map((a) => a.epoch),
+    );
+  for (const [turn, record] of recorded) {
     const calls = state.modelCalls.get(`${runId}#${turn}`) ?? [];
     if (calls.length === 0)
       report(`turn ${turn}: a decision is recorded that the model never made`);
-    const durableAt = recordedAt.get(turn);
-    const late = calls.filter((atMs) => durableAt !== undefined && atMs > durableAt);
+    const late = calls.filter(
+      (call) => call.atMs > record.atMs && epochOf(call.node, call.atMs) >= record.epoch,
+    );
     if (late.length > 0) {
       report(
-        `turn ${turn}: the model was asked again ${late.length} time(s) after its decision was recorded (at ${durableAt})`,
+        `turn ${turn}: the model was asked again after its decision was recorded (at ${record.atMs}, epoch ${record.epoch}) by ${late.map((call) => `${call.node} at ${call.atMs}`).join(', ')}`,
       );
     }
   }

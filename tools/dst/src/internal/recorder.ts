@@ -39,8 +39,14 @@ export class Recorder {
   readonly acked = new Map<string, string[]>();
   readonly committed: CommittedAppend[] = [];
   /** Fence advances in commit order: `fences.advance` returned this epoch for this execution. */
-  readonly advances: Array<{ executionId: string; epoch: number; node: string; order: number }> =
-    [];
+  readonly advances: Array<{
+    executionId: string;
+    epoch: number;
+    node: string;
+    order: number;
+    /** Virtual time of the advance (0 when the recorder has no clock). */
+    atMs: number;
+  }> = [];
   readonly claims: ClaimObservation[] = [];
   readonly signals: SentSignal[] = [];
   readonly faults: FaultCounts = emptyFaultCounts();
@@ -69,7 +75,7 @@ export class Recorder {
   }
 
   advance(node: string, executionId: string, epoch: number): void {
-    this.advances.push({ executionId, epoch, node, order: this.order++ });
+    this.advances.push({ executionId, epoch, node, order: this.order++, atMs: this.now() });
   }
 
   ack(stored: readonly StoredEvent[]): void {
