@@ -1,12 +1,13 @@
-// `pnpm --filter @loom/dst sim [--seeds N] [--from S] [--seed S] [--scenario mixed] [--bug …] [--torn P]`:
+// `pnpm --filter @loom/dst sim [--seeds N] [--from S] [--seed S] [--scenario mixed|agent] [--bug …] [--torn P]`:
 // runs seeds of the built-in scenario, prints progress, and one repro line per failing seed.
 // Exits 1 when any seed broke an invariant.
 import { parseArgs } from 'node:util';
+import { agentScenario } from './agent-scenario.js';
 import type { Faults } from './faults.js';
 import { mixedScenario } from './mixed-scenario.js';
 import { runSeed } from './run-seed.js';
 
-const scenarios = { mixed: mixedScenario } as const;
+const scenarios = { mixed: mixedScenario, agent: agentScenario } as const;
 /** Seeds between two progress lines. */
 const progressEvery = 100;
 
@@ -60,6 +61,7 @@ const totals = {
   restarts: 0,
   bugs: 0,
 };
+const stats: Record<string, number> = {};
 const startedAtMs = performance.now();
 for (let seed = first; seed < first + count; seed++) {
   const report = await runSeed(seed, scenario, { faults });
@@ -76,6 +78,7 @@ for (let seed = first; seed < first + count; seed++) {
   ] as const) {
     totals[kind] += report.faults[kind];
   }
+  for (const [name, n] of Object.entries(report.stats)) stats[name] = (stats[name] ?? 0) + n;
   if (values.verbose || count === 1) {
     console.log(
       `seed ${seed}: ${report.events} events, log ${report.logHash}, faults ${JSON.stringify(report.faults)}`,
@@ -100,5 +103,13 @@ for (let seed = first; seed < first + count; seed++) {
         `${totals.restarts} restarts${totals.bugs > 0 ? `, ${totals.bugs} injected bugs` : ''} (${seconds.toFixed(1)} s)`,
     );
   }
+}
+if (Object.keys(stats).length > 0) {
+  console.log(
+    `${scenario.name} workload: ${Object.entries(stats)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([name, n]) => `${name} ${n}`)
+      .join(', ')}`,
+  );
 }
 process.exit(totals.failed > 0 ? 1 : 0);

@@ -28,9 +28,12 @@ export interface Faults {
   /**
    * Test-only switches that re-introduce a bug, to prove the invariants catch it:
    * `drop-acked-append` (the store acknowledges an append it never wrote) and `ignore-fence`
-   * (the store drops the writer's fence epoch, so a zombie's append lands).
+   * (the store drops the writer's fence epoch, so a zombie's append lands); and two of the agent
+   * loop's, in the agent scenario (`@loom/agent-loop/testing`): `rerun-interrupted-tool` (a
+   * non-idempotent call interrupted mid-call runs again without an approval) and
+   * `forget-decisions` (a replayed turn asks the model again).
    */
-  injectBug?: 'drop-acked-append' | 'ignore-fence';
+  injectBug?: 'drop-acked-append' | 'ignore-fence' | 'rerun-interrupted-tool' | 'forget-decisions';
 }
 
 /** The fault mix the CI budget runs: every kind on, often enough that each seed sees several. */

@@ -1,3 +1,4 @@
+export { agentBugs, agentScenario } from './agent-scenario.js';
 export {
   defaultFaults,
   emptyFaultCounts,

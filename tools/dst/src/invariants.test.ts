@@ -126,4 +126,18 @@ describe('the invariant checker', () => {
       invariants(await check([[...started] as [string, JsonValue], step('step.started', 0)])),
     ).toEqual(['execution-ended']);
   });
+
+  it('reports an execution failed by a transient store error, not one failed by its flow', async () => {
+    const failedWith = (code: string) =>
+      ['execution.failed', { error: { name: 'LoomError', message: 'm', code } }] as [
+        string,
+        JsonValue,
+      ];
+    expect(
+      invariants(await check([[...started] as [string, JsonValue], failedWith('STORE_BUSY')])),
+    ).toEqual(['no-fail-on-transient-store-error']);
+    expect(
+      await check([[...started] as [string, JsonValue], failedWith('EXECUTION_FAILED')]),
+    ).toEqual([]);
+  });
 });

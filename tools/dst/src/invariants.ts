@@ -61,6 +61,9 @@ export async function checkInvariants(input: InvariantInput): Promise<Violation[
     endsOnce(events, indexById.get(executionId), input, (d) =>
       report('execution-ended', d, executionId),
     );
+    notFailedByTransientStore(events, (d) =>
+      report('no-fail-on-transient-store-error', d, executionId),
+    );
     plainIsTwoNPlusTwo(events, (d) => report('plain-2n+2', d, executionId));
     timersNotEarly(events, (d) => report('timer-not-early', d, executionId));
     await signalsOnce(input.events, events, input.recorder, (d) =>
@@ -181,6 +184,24 @@ function endsOnce(
     return;
   }
   report(`neither ended nor waiting: status ${row?.status ?? 'not indexed'}`);
+}
+
+/** Store errors that heal by themselves: the runtime retries them, a flow never fails of one. */
+const transientCodes: ReadonlySet<string> = new Set([
+  'STORE_UNAVAILABLE',
+  'STORE_BUSY',
+  'STORE_FULL',
+]);
+
+/** An execution never ends `execution.failed` with a transient store error (it is resumed instead). */
+function notFailedByTransientStore(events: StoredEvent[], report: (detail: string) => void) {
+  for (const event of events) {
+    if (event.type !== 'execution.failed') continue;
+    const code = (event.payload as { error?: { code?: unknown } }).error?.code;
+    if (typeof code === 'string' && transientCodes.has(code)) {
+      report(`failed with ${code}, a transient store error the runtime should have retried`);
+    }
+  }
 }
 
 function plainIsTwoNPlusTwo(events: StoredEvent[], report: (detail: string) => void) {

@@ -1,4 +1,5 @@
 import { expect, it } from 'vitest';
+import { agentScenario } from './agent-scenario.js';
 import { mixedScenario } from './mixed-scenario.js';
 import { runSeed } from './run-seed.js';
 
@@ -23,5 +24,22 @@ const fixed = [
 
 it.each(fixed)('seed %i of the mixed scenario keeps every invariant', async (seed) => {
   const report = await runSeed(seed, mixedScenario);
+  expect(report.violations).toEqual([]);
+});
+
+const fixedAgent = [
+  // A transient store error on the inbox read inside ctx.waitForSignal (here an approval's wait)
+  // reached the flow, which ended execution.failed with STORE_UNAVAILABLE. Fixed in the kernel:
+  // the driver stops and the execution resumes from the log (ADR 0010). The mixed scenario had
+  // it too (6 of seeds 1..60 failed a signal execution), unseen until an invariant looked.
+  2, 4,
+  // Two non-idempotent calls of one turn interrupted together: their approvals were recorded in
+  // the order the interrupted steps settled, which a replay does not reproduce (NON_DETERMINISM
+  // once the run resumed). Fixed in the agent loop: interrupted calls are resolved in call order.
+  32,
+];
+
+it.each(fixedAgent)('seed %i of the agent scenario keeps every invariant', async (seed) => {
+  const report = await runSeed(seed, agentScenario);
   expect(report.violations).toEqual([]);
 });

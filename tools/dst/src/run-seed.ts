@@ -25,6 +25,8 @@ export interface SeedReport {
   executions: number;
   faults: FaultCounts;
   violations: readonly Violation[];
+  /** What the scenario's workload did, by name (scenarios that count it; else empty). */
+  stats: Record<string, number>;
   /** The command that runs this seed again. */
   repro: string;
 }
@@ -88,6 +90,7 @@ export async function runSeed(
         nowMs: clock.now(),
         wakeGraceMs: 4 * simRuntimeSettings.timerPollMs + 10 * runStepMs,
       })),
+      ...((await scenario.check?.(world, log)) ?? []),
     ];
     return {
       seed,
@@ -97,9 +100,11 @@ export async function runSeed(
       executions: index.length,
       faults: { ...world.recorder.faults },
       violations,
+      stats: (await scenario.stats?.(world, log)) ?? {},
       repro: (options.repro ?? defaultRepro(scenario.name, faults))(seed),
     };
   } finally {
+    scenario.end?.(world);
     Math.random = realRandom;
     process.off('unhandledRejection', unhandled);
   }

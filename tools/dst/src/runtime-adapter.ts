@@ -18,6 +18,8 @@ export const simRuntimeSettings = {
 /** What a simulated node needs from a runtime. */
 export interface SimRuntime {
   readonly nodeId: string;
+  /** The node's real flow runtime, for what runs on top of it (an agent runtime). */
+  readonly flows: Runtime;
   start(flow: SimFlow, input: unknown, executionId: string): Promise<void>;
   signal(
     executionId: string,
@@ -57,6 +59,7 @@ export function createSimRuntime(options: SimRuntimeOptions): SimRuntime {
   });
   return {
     nodeId: options.nodeId,
+    flows: runtime,
     start: async (flow, input, executionId) => {
       await runtime.start(flow, input as never, { executionId });
     },
@@ -76,4 +79,12 @@ export function createSimRuntime(options: SimRuntimeOptions): SimRuntime {
     },
     shutdown: () => runtime.shutdown(),
   };
+}
+
+/**
+ * A lone runtime on `store` and `clock` with no faults and no other node: what replays a log the
+ * simulation wrote, to check that the code reproduces it.
+ */
+export function createReplayRuntime(options: { store: EventStore; clock: Clock }): Runtime {
+  return createRuntime({ store: options.store, clock: options.clock, timerPollMs: 500 });
 }

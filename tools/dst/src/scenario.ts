@@ -1,6 +1,7 @@
+import type { StoredEvent } from '@loom/event-runtime';
 import type { SimFlow } from './runtime-adapter.js';
 import type { NodeBoot } from './sim-node.js';
-import type { SimWorld } from './sim-world.js';
+import type { SimWorld, Violation } from './sim-world.js';
 
 /** One signal a scenario sends: to whom, when, and with which idempotency key. */
 export interface PlannedSignal {
@@ -26,6 +27,12 @@ export interface Scenario {
   drive(world: SimWorld): void;
   /** Executions that must end in a terminal event once the world settles. */
   mustSettle(world: SimWorld): readonly string[];
+  /** The scenario's own invariants, checked after the common ones (the whole log in commit order). */
+  check?(world: SimWorld, log: readonly StoredEvent[]): Promise<Violation[]>;
+  /** Counts of what the workload did (for the report: runs by ending, approvals, …). */
+  stats?(world: SimWorld, log: readonly StoredEvent[]): Promise<Record<string, number>>;
+  /** Called when the seed ends, checked or not (to undo what `boot` switched on). */
+  end?(world: SimWorld): void;
 }
 
 /** Starts an execution at `atMs` through any running node, retrying like a careful client. */

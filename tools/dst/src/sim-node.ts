@@ -13,6 +13,11 @@ export interface NodeBoot {
   queues: ReadonlyArray<{ queue: string; concurrencyMax: number }>;
   /** Called once the runtime exists (a schedule, say); failures are retried by the world. */
   onBoot?: (runtime: SimRuntime) => Promise<void>;
+  /**
+   * Called synchronously once the runtime exists, before it recovers or works anything: what
+   * must be registered with it first (an agent runtime's flows), bound to the node's clock.
+   */
+  attach?: (runtime: SimRuntime, clock: NodeClock) => void;
 }
 
 /**
@@ -89,6 +94,7 @@ export class SimNode {
       flows: this.boot.flows,
       onError: (error) => world.backgroundError(nodeId, error),
     });
+    this.boot.attach?.(this.runtime, this.clock);
     for (const { queue, concurrencyMax } of this.boot.queues) {
       this.runtime.work(queue, { concurrencyMax });
     }

@@ -32,7 +32,7 @@ export class SimWorld {
     leases: new InMemoryLeaseStore({ clock: this.clock }),
     queues: new InMemoryQueueStore({ clock: this.clock }),
   };
-  readonly recorder = new Recorder();
+  readonly recorder = new Recorder(() => this.clock.now());
   readonly client = new SimClient(this);
   readonly nodes: SimNode[] = [];
   readonly violations: Violation[] = [];

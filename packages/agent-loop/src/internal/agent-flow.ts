@@ -25,6 +25,7 @@ import type { TurnContext } from './flow-host.js';
 import type { LiveText } from './live-text.js';
 import { hashOf } from './request-hash.js';
 import { RunMemory, type RunOutput } from './run-memory.js';
+import { bugStrikes } from './test-bugs.js';
 import { WallBudget, waitBound } from './wall-budget.js';
 
 const failToolSpec: ToolSpec = {
@@ -167,24 +168,30 @@ async function runTurns(
       return run.end('context_exceeded', { error: errorMessage(error) });
     }
     let response: ModelResponse;
+    const requestOf = (signal: AbortSignal): ModelRequest => ({
+      messages: rendered.messages,
+      tools: [...rendered.tools, failToolSpec],
+      signal,
+      ...(agent.tags === undefined ? {} : { tags: agent.tags }),
+    });
     try {
+      let called = false;
       response = (await ctx.step(
         RecordName.decide(turn),
         (effect) => {
+          called = true;
           if (turn > 1) notify({ type: 'observed', runId, turn: turn - 1 });
-          const request: ModelRequest = {
-            messages: rendered.messages,
-            tools: [...rendered.tools, failToolSpec],
-            signal: effect.signal,
-            ...(agent.tags === undefined ? {} : { tags: agent.tags }),
-          };
-          return callModel(agent, request, (text) =>
+          return callModel(agent, requestOf(effect.signal), (text) =>
             live.text(runId, turn, text),
           ) as unknown as Promise<JsonValue>;
         },
         // With a wall-time limit, the model call is cut off when the budget is spent.
         budget && { timeoutMs: budget.stepTimeoutMs(turnStartMs as number) },
       )) as unknown as ModelResponse;
+      if (!called && bugStrikes('forget-decisions')) {
+        // Test-only bug: the recorded decision is not trusted, the model is asked again.
+        response = await callModel(agent, requestOf(new AbortController().signal), () => {});
+      }
     } catch (error) {
       if (!isStepFailure(error)) throw error;
       if (budget?.spentAt(ctx.now())) return run.end('limit_time', { error: budget.error });
@@ -452,20 +459,32 @@ async function toolTurn(
       return null;
     });
     const indexes = [...allowed].sort((a, b) => a - b);
-    const outcomes = await Promise.all(
-      indexes.map((index) => {
-        const verdict = verdicts[index] as Extract<Verdict, { kind: 'decided' }>;
-        const tool = agent.tools.get(verdict.request.tool);
-        // The policy allows only tools the agent has; a recorded verdict (a replay, a resume
-        // after a deploy) can name one it no longer has: the code no longer fits the log.
-        if (tool === undefined) throw toolGone(agent, verdict.request.tool, turn);
-        const key = `${turn}.${index}`;
-        return runCall(ctx, notify, tool, verdict.request, key, () => fresh, budget);
-      }),
+    const calls = indexes.map((index) => {
+      const verdict = verdicts[index] as Extract<Verdict, { kind: 'decided' }>;
+      const tool = agent.tools.get(verdict.request.tool);
+      // The policy allows only tools the agent has; a recorded verdict (a replay, a resume
+      // after a deploy) can name one it no longer has: the code no longer fits the log.
+      if (tool === undefined) throw toolGone(agent, verdict.request.tool, turn);
+      return { tool, request: verdict.request, key: `${turn}.${index}` };
+    });
+    const firsts = await Promise.all(
+      calls.map(({ tool, request, key }) => runCall(ctx, notify, tool, request, key, () => fresh)),
     );
-    for (const [n, outcome] of outcomes.entries()) {
+    // Calls a crash interrupted are resolved one at a time, in call order, once every call of
+    // the turn has settled: the operations they record (approvals, their waits, re-runs) then
+    // come in the same order on every replay, whichever call's step settled first.
+    const outcomes: CallOutcome[] = [];
+    for (const [n, first] of firsts.entries()) {
+      const { tool, request, key } = calls[n] as (typeof calls)[number];
+      const outcome =
+        first.kind === 'interrupted'
+          ? await resolveInterrupted(ctx, notify, tool, request, key, budget)
+          : first;
       if (outcome.kind === 'ended') return run.end(outcome.reason, { error: outcome.error });
-      observations[indexes[n] as number] = outcome.observation;
+      outcomes.push(outcome);
+    }
+    for (const [n, outcome] of outcomes.entries()) {
+      if (outcome.kind === 'observed') observations[indexes[n] as number] = outcome.observation;
     }
     for (const [n, outcome] of outcomes.entries()) {
       if (outcome.kind === 'observed' && outcome.failed !== undefined) {
@@ -577,8 +596,9 @@ async function decideOrReask(
 }
 
 /**
- * One allowed call: the tool step, and after a crash that left a non-rerunnable call's outcome
- * unknown, the `interrupted_side_effect` approval and what the person resolved.
+ * One allowed call's first attempt: the tool step, or the agent tool's child run. `interrupted`
+ * when a crash left a non-rerunnable call's outcome unknown ({@link resolveInterrupted} asks a
+ * person what to do).
  */
 async function runCall(
   ctx: TurnContext,
@@ -587,65 +607,85 @@ async function runCall(
   request: ToolRequest,
   key: string,
   markedHere: () => boolean,
-  budget: WallBudget | undefined,
-): Promise<CallOutcome> {
+): Promise<CallOutcome | { kind: 'interrupted' }> {
   const child = childAgentCall(tool);
   if (child !== undefined) return runChildCall(ctx, notify, child, request, key, markedHere);
+  return toolAttempt(ctx, notify, tool, request, key, key, markedHere);
+}
+
+/** One attempt's tool step (`tool:<attemptKey>`). */
+async function toolAttempt(
+  ctx: TurnContext,
+  notify: (transition: AgentTransition) => void,
+  tool: Tool<never, JsonValue>,
+  request: ToolRequest,
+  key: string,
+  attemptKey: string,
+  isFresh: () => boolean,
+): Promise<CallOutcome | { kind: 'interrupted' }> {
   const { runId } = ctx;
   const rerunnable = isRerunnable(tool.sideEffect);
-  let fresh = markedHere;
+  let result: ToolStepResult;
+  try {
+    result = (await ctx.step(
+      RecordName.tool(attemptKey),
+      async (effect) => {
+        // The start mark was replayed from the log, yet this step has no result: a previous
+        // process reached this call and died before recording what it did.
+        if (!isFresh() && !rerunnable && !bugStrikes('rerun-interrupted-tool')) {
+          return { interrupted: true };
+        }
+        notify({
+          type: 'tool_started',
+          runId,
+          turn: request.turn,
+          callId: request.callId,
+          tool: tool.name,
+        });
+        const output = await tool.run(request.input as never, {
+          runId,
+          turn: request.turn,
+          callId: request.callId,
+          idempotencyKey: `${runId}/${key}`,
+          signal: effect.signal,
+        });
+        return { output: output ?? null };
+      },
+      { timeoutMs: tool.timeoutMs, idempotent: rerunnable },
+    )) as unknown as ToolStepResult;
+  } catch (error) {
+    if (!isStepFailure(error)) throw error;
+    return {
+      kind: 'observed',
+      observation: { kind: 'tool_error', callId: request.callId, message: errorMessage(error) },
+      failed: true,
+    };
+  }
+  if ('output' in result) {
+    return {
+      kind: 'observed',
+      observation: { kind: 'tool_result', callId: request.callId, content: result.output },
+      failed: false,
+    };
+  }
+  return { kind: 'interrupted' };
+}
+
+/**
+ * A non-rerunnable call whose outcome a crash left unknown: the `interrupted_side_effect`
+ * approval, and what the person resolved (re-run it, as a new attempt `<key>.r<n>` with its own
+ * start mark, which a crash may interrupt again; record its outcome; or end the run).
+ */
+async function resolveInterrupted(
+  ctx: TurnContext,
+  notify: (transition: AgentTransition) => void,
+  tool: Tool<never, JsonValue>,
+  request: ToolRequest,
+  key: string,
+  budget: WallBudget | undefined,
+): Promise<CallOutcome> {
   for (let attempt = 1; ; attempt++) {
     const attemptKey = attempt === 1 ? key : `${key}.r${attempt}`;
-    if (attempt > 1) {
-      let marked = false;
-      await ctx.step(RecordName.start(attemptKey), () => {
-        marked = true;
-        return null;
-      });
-      fresh = () => marked;
-    }
-    const isFresh = fresh;
-    let result: ToolStepResult;
-    try {
-      result = (await ctx.step(
-        RecordName.tool(attemptKey),
-        async (effect) => {
-          // The start mark was replayed from the log, yet this step has no result: a previous
-          // process reached this call and died before recording what it did.
-          if (!isFresh() && !rerunnable) return { interrupted: true };
-          notify({
-            type: 'tool_started',
-            runId,
-            turn: request.turn,
-            callId: request.callId,
-            tool: tool.name,
-          });
-          const output = await tool.run(request.input as never, {
-            runId,
-            turn: request.turn,
-            callId: request.callId,
-            idempotencyKey: `${runId}/${key}`,
-            signal: effect.signal,
-          });
-          return { output: output ?? null };
-        },
-        { timeoutMs: tool.timeoutMs, idempotent: rerunnable },
-      )) as unknown as ToolStepResult;
-    } catch (error) {
-      if (!isStepFailure(error)) throw error;
-      return {
-        kind: 'observed',
-        observation: { kind: 'tool_error', callId: request.callId, message: errorMessage(error) },
-        failed: true,
-      };
-    }
-    if ('output' in result) {
-      return {
-        kind: 'observed',
-        observation: { kind: 'tool_result', callId: request.callId, content: result.output },
-        failed: false,
-      };
-    }
     const approval = await recordApproval(
       ctx,
       `${attemptKey}.i`,
@@ -675,6 +715,14 @@ async function runCall(
         failed: undefined,
       };
     }
+    const rerunKey = `${key}.r${attempt + 1}`;
+    let marked = false;
+    await ctx.step(RecordName.start(rerunKey), () => {
+      marked = true;
+      return null;
+    });
+    const rerun = await toolAttempt(ctx, notify, tool, request, key, rerunKey, () => marked);
+    if (rerun.kind !== 'interrupted') return rerun;
   }
 }
 

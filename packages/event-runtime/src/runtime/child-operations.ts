@@ -8,7 +8,7 @@ import {
   recordedValue,
   replayedValue,
 } from './driver-support.js';
-import { childEndedIn, childMissing } from './execution-links.js';
+import { childEndedIn, childMissing, type ExecutionLinks } from './execution-links.js';
 import type { ExecutionOutcome } from './execution-outcome.js';
 import type { StepRecord } from './execution-state.js';
 import type { Flow } from './flow.js';
@@ -45,6 +45,15 @@ export class ChildOperations {
     }
   }
 
+  /** The child's outcome from its log; a transient store failure stops this driver (ADR 0010). */
+  private async childOutcome(childId: string): ReturnType<ExecutionLinks['childOutcome']> {
+    try {
+      return await this.scope.kernel.links.childOutcome(childId);
+    } catch (error) {
+      throw isTransientStoreError(error) ? this.scope.stopError(error) : error;
+    }
+  }
+
   /** `ctx.child`: starts the child once and returns its output (or throws `CHILD_FAILED`). */
   async child(
     flow: Flow<never, unknown>,
@@ -52,7 +61,6 @@ export class ChildOperations {
     executionId: string | undefined,
   ): Promise<unknown> {
     const { journal, state, suspension } = this.scope;
-    const { links } = this.scope.kernel;
     const parentId = this.scope.executionId;
     this.scope.ensureOpen('child', flow?.name);
     if (suspension.suspending) return never();
@@ -98,12 +106,12 @@ export class ChildOperations {
     let outcome: ExecutionOutcome | undefined;
     let signalsSeen = 0;
     try {
-      let found = await links.childOutcome(childId);
+      let found = await this.childOutcome(childId);
       if (found === childMissing) {
         // Replayed: `child.started` is durable but the child's own start is not (the parent
         // died between the two). Start it now; the start is idempotent on the child's id.
         await this.startChild(flow, input as JsonValue, childId, claim.index);
-        found = await links.childOutcome(childId);
+        found = await this.childOutcome(childId);
       }
       outcome = found === childMissing ? undefined : found;
       if (outcome === undefined) {
@@ -113,7 +121,7 @@ export class ChildOperations {
         const inbox = await this.scope.readInbox();
         signalsSeen = inbox[inbox.length - 1]?.signalId ?? 0;
         if (childEndedIn(inbox, childId)) {
-          found = await links.childOutcome(childId);
+          found = await this.childOutcome(childId);
           outcome = found === childMissing ? undefined : found;
         }
       }

@@ -6,6 +6,7 @@ import { encodeRecorded, never, recordedValue, replayedValue } from './driver-su
 import type { StepRecord } from './execution-state.js';
 import type { SignalWait } from './flow.js';
 import { EventType } from './kernel-events.js';
+import { isTransientStoreError } from './store-retry.js';
 
 /**
  * `ctx.sleep`, `ctx.sleepUntil` and `ctx.waitForSignal`: durable waits. A short wait runs in
@@ -173,9 +174,17 @@ export class WaitOperations {
    * as a newer signal; ADR 0033). The caller counts it as in flight.
    */
   async readInbox(): Promise<readonly StoredSignal[]> {
-    const fresh = await this.scope.kernel.store.readSignals(this.scope.executionId, {
-      afterSignalId: this.newestSeen(),
-    });
+    let fresh: StoredSignal[];
+    try {
+      fresh = await this.scope.kernel.store.readSignals(this.scope.executionId, {
+        afterSignalId: this.newestSeen(),
+      });
+    } catch (error) {
+      // A transient store failure is not the flow's to see: this node stops driving and resumes
+      // the execution from the log after a backoff, as after a failed append (ADR 0010). Thrown
+      // into the flow, it failed the execution (found by the simulator, tools/dst).
+      throw isTransientStoreError(error) ? this.scope.stopError(error) : error;
+    }
     this.inbox.push(...fresh.filter((signal) => signal.signalId > this.newestSeen()));
     return this.inbox;
   }

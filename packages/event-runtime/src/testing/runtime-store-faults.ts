@@ -279,6 +279,51 @@ export function runtimeStoreFaults(
       expect(events.filter((event) => terminalTypes.has(event.type))).toHaveLength(1);
     });
 
+    it('a failed read of the inbox inside ctx.waitForSignal is retried from the log, not the execution failing', async () => {
+      // Found by the deterministic simulation (tools/dst, agent scenario): the transient error
+      // reached the flow, which ended with execution.failed (STORE_UNAVAILABLE).
+      const harness = getHarness();
+      class FirstInboxReadFails extends FlakyEventStore {
+        inboxReads = 0;
+        override readSignals(...args: Parameters<FlakyEventStore['readSignals']>) {
+          this.inboxReads += 1;
+          if (this.inboxReads === 1) {
+            return Promise.reject(
+              new LoomError(ErrorCode.STORE_UNAVAILABLE, 'readSignals failed: connection lost'),
+            );
+          }
+          return super.readSignals(...args);
+        }
+      }
+      const store = new FirstInboxReadFails(harness.store);
+      const errors: unknown[] = [];
+      const created = runtime({ store, onError: (error) => errors.push(error), timerPollMs: 5 });
+      const waits: Flow<null, string> = {
+        name: 'inbox-read-fails',
+        run: async (ctx) => {
+          await ctx.step('before', () => 'before');
+          const go = await ctx.waitForSignal('go');
+          return go.received ? String(go.payload) : 'timed out';
+        },
+      };
+      const handle = await created.start(waits, null, { executionId: freshId('inbox-read') });
+      // The failed read stops the driver; its resume from the log reads the inbox again.
+      for (let round = 0; round < 400 && store.inboxReads < 2; round++) {
+        await harness.clock.advance(60_000);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      expect(store.inboxReads).toBeGreaterThanOrEqual(2);
+      await whileAdvancing(harness, created.idle());
+      await created.signal(handle.executionId, 'go', 'went');
+      expect(await whileAdvancing(harness, handle.result())).toBe('went');
+      const events = await harness.store.read(handle.executionId);
+      expect(events.filter((event) => terminalTypes.has(event.type)).map((e) => e.type)).toEqual([
+        'execution.completed',
+      ]);
+      expect(events.filter((event) => event.type === 'step.completed')).toHaveLength(1);
+      expect(errors).toEqual([]);
+    });
+
     it('a failed look at the inbox after suspending reaches onError, not the process, and the signal still wakes the execution', async () => {
       // Found by the deterministic simulation (tools/dst): the look rejected unhandled, which
       // crashes a Node process, and a signal that came during it was never seen.

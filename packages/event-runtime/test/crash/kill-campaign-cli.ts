@@ -3,7 +3,7 @@
 //     [--execs 1000] [--workers 3] [--kills 50] [--concurrency 8] [--seed <n>]
 // Prints the seed, a one-line repro, one summary line per backend and the per-kill figures;
 // exits 1 when any execution was lost, ended twice or wrong, or a transaction was re-applied,
-// or the re-runs exceed their bound.
+// or the re-runs exceed their bound, or an execution a kill left was never recovered.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,6 +42,7 @@ const failed = (report: CampaignReport) =>
   report.verifyFailures.length > 0 ||
   report.reapplied > 0 ||
   report.sideMissing.length > 0 ||
+  report.killsNotRecovered > 0 ||
   report.reruns > report.rerunBound;
 
 let bad = false;
@@ -65,7 +66,13 @@ for (const backend of backends) {
     });
     console.log(summarize(report));
     console.log(
-      `per kill (owned, recover ms): ${report.kills.map((kill) => `${kill.owned}/${kill.recoverMs}`).join(' ')}`,
+      `per kill (owned/recover ms; 'ended at kill' and 'not recovered' counted apart): ${report.kills
+        .map(
+          (kill) =>
+            `${kill.owned}/${kill.recoverMs ?? 'not recovered'}` +
+            (kill.endedAtKill.length > 0 ? ` (${kill.endedAtKill.length} ended at kill)` : ''),
+        )
+        .join(' ')}`,
     );
     console.log(
       `load average ${loadavg()

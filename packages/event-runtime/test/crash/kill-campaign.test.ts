@@ -47,5 +47,7 @@ describe.each(['sqlite', 'postgres'] as const)('kill -9 campaign on %s', (backen
     expect(report.reapplied).toBe(0);
     expect(report.sideMissing).toEqual([]);
     expect(report.reruns).toBeLessThanOrEqual(report.rerunBound);
+    expect(report.killsNotRecovered).toBe(0);
+    expect(Number.isFinite(report.recoverP99Ms)).toBe(true);
   }, 180_000);
 });

@@ -47,12 +47,70 @@ export interface CampaignOptions {
 export interface KillRecord {
   slot: number;
   atMs: number;
-  /** Executions the killed worker held a lease on and had not ended. */
+  /** Executions the killed worker held a lease on and had not ended (as far as the look saw). */
   owned: number;
-  /** From the SIGKILL to the last of them appending its next event (0 when it owned none). */
-  recoverMs: number;
+  /**
+   * From the SIGKILL to the last of them appending its next event; 0 when there was nothing to
+   * recover (it owned none, or all of them ended at the kill); `null` when one of them never
+   * appended an event after the kill (`notRecovered`): no time, kept out of the percentiles.
+   */
+  recoverMs: number | null;
   /** The owned execution that took longest. */
   slowest?: string;
+  /**
+   * Owned executions whose last event, their terminal one, was stamped before the kill: that
+   * write was in flight at the kill and landed after the look at what the worker owned (a
+   * Postgres server finishes a statement whose client died; a survivor that had taken the
+   * execution over ends it). Nothing was left to recover: not a time.
+   */
+  endedAtKill: string[];
+  /** Owned executions with no event after the kill that did not end before it: not recovered within the run. */
+  notRecovered: string[];
+}
+
+/**
+ * The recovery of one kill, from when each owned execution first appended at or after the kill
+ * (`firstEventAt`, absent when it never did) and when each ended (`endedAt`, the newest terminal
+ * event's `at`, absent when it never ended).
+ */
+export function recoveryOf(
+  kill: { slot: number; atMs: number; owned: readonly string[] },
+  firstEventAt: ReadonlyMap<string, number>,
+  endedAt: ReadonlyMap<string, number>,
+): KillRecord {
+  let last = kill.atMs;
+  let slowest: string | undefined;
+  const endedAtKill: string[] = [];
+  const notRecovered: string[] = [];
+  for (const id of kill.owned) {
+    const at = firstEventAt.get(id);
+    if (at === undefined) {
+      const ended = endedAt.get(id);
+      if (ended !== undefined && ended < kill.atMs) endedAtKill.push(id);
+      else notRecovered.push(id);
+      continue;
+    }
+    if (at >= last) {
+      last = at;
+      slowest = id;
+    }
+  }
+  return {
+    slot: kill.slot,
+    atMs: kill.atMs,
+    owned: kill.owned.length,
+    recoverMs: notRecovered.length > 0 ? null : last - kill.atMs,
+    ...(slowest === undefined ? {} : { slowest }),
+    endedAtKill,
+    notRecovered,
+  };
+}
+
+/** The recovery times to take percentiles of: kills that had something to recover, and did. */
+export function recoveryTimes(kills: readonly KillRecord[]): number[] {
+  return kills.flatMap((kill) =>
+    kill.recoverMs !== null && kill.owned > kill.endedAtKill.length ? [kill.recoverMs] : [],
+  );
 }
 
 export interface CampaignReport {
@@ -81,16 +139,24 @@ export interface CampaignReport {
   sideMissing: string[];
   verifyFailures: string[];
   events: number;
+  /** Over the kills that had something to recover and recovered it within the run. */
   recoverP50Ms: number;
   recoverP99Ms: number;
   recoverMaxMs: number;
+  /** Kills with an owned execution that never appended an event after the kill. */
+  killsNotRecovered: number;
+  /** Owned executions that ended by a write stamped before their kill (nothing to recover). */
+  endedAtKill: number;
   /** From spawning a worker to its `ready` (its boot recovery round done), median. */
   bootP50Ms: number;
   wallMs: number;
 }
 
-/** The nearest-rank percentile of `values` (0 when empty). */
+/** The nearest-rank percentile of `values` (0 when empty); every value must be finite. */
 export function percentile(values: readonly number[], p: number): number {
+  if (!values.every(Number.isFinite)) {
+    throw new Error(`a percentile of non-finite values: ${values.join(', ')}`);
+  }
   if (values.length === 0) return 0;
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] as number;
@@ -354,23 +420,13 @@ export async function runKillCampaign(options: CampaignOptions): Promise<Campaig
   // Time to recover, per kill.
   const kills: KillRecord[] = [];
   for (const kill of pending) {
-    const first = await inspector.firstEventFrom(kill.owned, kill.atMs);
-    let last = kill.atMs;
-    let slowest: string | undefined;
-    for (const id of kill.owned) {
-      const at = first.get(id) ?? Number.POSITIVE_INFINITY;
-      if (at >= last) {
-        last = at;
-        slowest = id;
-      }
-    }
-    kills.push({
-      slot: kill.slot,
-      atMs: kill.atMs,
-      owned: kill.owned.length,
-      recoverMs: last - kill.atMs,
-      ...(slowest === undefined ? {} : { slowest }),
-    });
+    kills.push(
+      recoveryOf(
+        kill,
+        await inspector.firstEventFrom(kill.owned, kill.atMs),
+        await inspector.endedAt(kill.owned),
+      ),
+    );
   }
 
   // Every execution's log, the effects file, the side rows.
@@ -378,8 +434,9 @@ export async function runKillCampaign(options: CampaignOptions): Promise<Campaig
   for (const line of readFileSync(effects, 'utf8').split('\n')) {
     if (line.length > 0) runs.set(line, (runs.get(line) ?? 0) + 1);
   }
-  // A kill of a worker that owned nothing has nothing to recover: not a time.
-  const recoverTimes = kills.filter((kill) => kill.owned > 0).map((kill) => kill.recoverMs);
+  // A kill of a worker that owned nothing (or whose executions all ended at the kill) has
+  // nothing to recover, and one not recovered within the run has no time: neither is a time.
+  const recoverTimes = recoveryTimes(kills);
   const side = await inspector.sideRows();
   const reader = await inspector.reader();
   const report: CampaignReport = {
@@ -402,6 +459,8 @@ export async function runKillCampaign(options: CampaignOptions): Promise<Campaig
     recoverP50Ms: percentile(recoverTimes, 50),
     recoverP99Ms: percentile(recoverTimes, 99),
     recoverMaxMs: Math.max(0, ...recoverTimes),
+    killsNotRecovered: kills.filter((kill) => kill.recoverMs === null).length,
+    endedAtKill: kills.reduce((sum, kill) => sum + kill.endedAtKill.length, 0),
     bootP50Ms: percentile(boots, 50),
     wallMs: 0,
   };
@@ -452,7 +511,10 @@ export function summarize(report: CampaignReport): string {
     `at-least-once re-runs ${report.reruns} (bound ${report.rerunBound}); transactional steps ` +
     `re-applied ${report.reapplied}, side rows missing ${report.sideMissing.length}; time to ` +
     `recover p50 ${report.recoverP50Ms} ms, p99 ${report.recoverP99Ms} ms, max ` +
-    `${report.recoverMaxMs} ms (a worker boots in ${report.bootP50Ms} ms, median); ` +
+    `${report.recoverMaxMs} ms over ${recoveryTimes(report.kills).length} kills with work to recover ` +
+    `(${report.killsNotRecovered} kills not recovered within the run, ${report.endedAtKill} ` +
+    `owned executions ended by a write stamped before their kill); a worker boots in ` +
+    `${report.bootP50Ms} ms, median; ` +
     `${(report.wallMs / 1000).toFixed(1)} s`
   );
 }

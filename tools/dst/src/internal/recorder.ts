@@ -11,6 +11,8 @@ export interface CommittedAppend {
   fenceEpoch: number | undefined;
   /** Place in the commit order shared with fence advances. */
   order: number;
+  /** Virtual time of the commit (0 when the recorder has no clock). */
+  atMs: number;
 }
 
 /** A queue claim and how many of the queue's items were under a live claim right after it. */
@@ -37,14 +39,23 @@ export class Recorder {
   readonly acked = new Map<string, string[]>();
   readonly committed: CommittedAppend[] = [];
   /** Fence advances in commit order: `fences.advance` returned this epoch for this execution. */
-  readonly advances: Array<{ executionId: string; epoch: number; node: string; order: number }> =
-    [];
+  readonly advances: Array<{
+    executionId: string;
+    epoch: number;
+    node: string;
+    order: number;
+    /** Virtual time of the advance (0 when the recorder has no clock). */
+    atMs: number;
+  }> = [];
   readonly claims: ClaimObservation[] = [];
   readonly signals: SentSignal[] = [];
   readonly faults: FaultCounts = emptyFaultCounts();
   /** Executions whose terminal event committed: the run loop's "done" test reads it. */
   readonly settled = new Set<string>();
   private order = 0;
+
+  /** `now`: the virtual clock, to stamp each commit with its time. */
+  constructor(private readonly now: () => number = () => 0) {}
 
   commit(node: string, envelopes: readonly EventEnvelope[], guard: AppendGuard | undefined): void {
     const first = envelopes[0];
@@ -56,6 +67,7 @@ export class Recorder {
       node,
       fenceEpoch: guard?.fenceEpoch,
       order: this.order++,
+      atMs: this.now(),
     });
     for (const envelope of envelopes) {
       if (terminalTypes.has(envelope.type)) this.settled.add(envelope.executionId);
@@ -63,7 +75,7 @@ export class Recorder {
   }
 
   advance(node: string, executionId: string, epoch: number): void {
-    this.advances.push({ executionId, epoch, node, order: this.order++ });
+    this.advances.push({ executionId, epoch, node, order: this.order++, atMs: this.now() });
   }
 
   ack(stored: readonly StoredEvent[]): void {

@@ -1,0 +1,16 @@
+import { expect, it } from 'vitest';
+import { agentScenario } from './agent-scenario.js';
+import { ciAgentSeeds, runCiBudget } from './internal/ci-budget.js';
+
+it(`seeds 1..${ciAgentSeeds} of the agent scenario keep every invariant`, async () => {
+  const stats = await runCiBudget(1, ciAgentSeeds, agentScenario);
+  // The seeds reach what the agent invariants are about: operators approve and reject tool
+  // calls, crashes leave must-not-run-twice calls interrupted and a person re-runs or records
+  // them, model calls are repeated mid-call (at-least-once) but never for a recorded decision.
+  expect(stats['ended:goal_completed']).toBeGreaterThan(0);
+  expect(stats['approvals:tool_call:approved']).toBeGreaterThan(0);
+  expect(stats['approvals:tool_call:rejected']).toBeGreaterThan(0);
+  expect(stats['approvals:interrupted_side_effect:approved']).toBeGreaterThan(0);
+  expect(stats.toolRunsMustNotRepeat).toBeGreaterThan(0);
+  expect(stats.modelCalls).toBeGreaterThanOrEqual(stats.turns as number);
+});
