@@ -17,6 +17,8 @@ import { indexRow, runNotFound } from './internal/index-row.js';
 import { openBackend } from './internal/open-backend.js';
 import { type PageReader, storePageReader } from './internal/page-reader.js';
 import { readInbox, readLog } from './internal/read-log.js';
+import { openProjectionDb, type ProjectionDb, readCheckpoint } from './projection/projection-db.js';
+import { type Projections, projectionsOn } from './projection/projections.js';
 import type { RunDetail } from './run-detail.js';
 import type { RunSummary } from './run-summary.js';
 
@@ -173,6 +175,18 @@ export interface View {
   close(): Promise<void>;
 }
 
+/** What {@link openView} takes. */
+export interface OpenViewOptions {
+  /** `sqlite:<path>` or `postgres://…[?schema=name]`. */
+  db: string;
+  /**
+   * Whether `runs()` and `schedules()` may answer from the projection tables when they are
+   * initialised and current (their checkpoint is the log's last event). Default true; false
+   * always folds the log (what the projection is compared against).
+   */
+  useProjections?: boolean;
+}
+
 /**
  * Opens a read-only view of the database at `db` (`sqlite:<path>` or
  * `postgres://…[?schema=name]`). Opening never creates or migrates anything: a missing SQLite file
@@ -187,9 +201,14 @@ export interface View {
  * const approvals = await view.pendingApprovals();
  * await view.close();
  */
-export async function openView(options: { db: string }): Promise<View> {
-  const backend = await openBackend(parseDbUrl(options.db), true);
-  return new LogView(backend, backend.pages);
+export async function openView(options: OpenViewOptions): Promise<View> {
+  const target = parseDbUrl(options.db);
+  const backend = await openBackend(target, true);
+  return new LogView(
+    backend,
+    backend.pages,
+    options.useProjections === false ? undefined : () => openProjectionDb(target, true),
+  );
 }
 
 /**
@@ -237,12 +256,36 @@ function scheduleOf(
 
 class LogView implements View {
   readonly backend: string;
+  /** The projection tables, opened read-only at the first read that may use them. */
+  private projectionDb: Promise<ProjectionDb> | undefined;
 
   constructor(
     private readonly opened: Backend,
     private readonly pages: PageReader,
+    private readonly openProjections?: () => Promise<ProjectionDb>,
   ) {
     this.backend = opened.events.backend;
+  }
+
+  /**
+   * The projection tables when they are initialised and current — their checkpoint is the log's
+   * last event (one checkpoint query, one `readAll` of at most one event after it) — else
+   * undefined, and the caller reads the log. Never creates or migrates anything; a projection
+   * that cannot be read (absent, older version, unreachable) is the same as none.
+   */
+  private async currentProjections(): Promise<Projections | undefined> {
+    if (this.openProjections === undefined) return undefined;
+    this.projectionDb ??= this.openProjections();
+    let opened: ProjectionDb;
+    let position: number;
+    try {
+      opened = await this.projectionDb;
+      position = (await readCheckpoint(opened)).position;
+    } catch {
+      return undefined;
+    }
+    const after = await this.opened.events.readAll({ afterPosition: position, limit: 1 });
+    return after.length === 0 ? projectionsOn(opened) : undefined;
   }
 
   async runs(filter: RunsFilter = {}): Promise<RunsPage> {
@@ -260,6 +303,14 @@ class LogView implements View {
         `status must be one of ${runStatuses.join(', ')}, got '${filter.status}'`,
         { path: 'status' },
       );
+    }
+    const projected = await this.currentProjections();
+    if (projected !== undefined) {
+      const page = await projected.runs(filter);
+      return {
+        runs: page.runs.map(({ spend: _spend, ...run }) => run),
+        nextCursor: page.nextCursor,
+      };
     }
     const rows = await this.opened.events.findExecutions({
       limit,
@@ -439,6 +490,8 @@ class LogView implements View {
   }
 
   async schedules(): Promise<ScheduleSummary[]> {
+    const projected = await this.currentProjections();
+    if (projected !== undefined) return projected.schedules();
     const out: ScheduleSummary[] = [];
     let after: string | undefined;
     for (;;) {
@@ -465,7 +518,16 @@ class LogView implements View {
   }
 
   async close(): Promise<void> {
-    await this.opened.close();
+    const projections = this.projectionDb;
+    this.projectionDb = undefined;
+    try {
+      await this.opened.close();
+    } finally {
+      await projections?.then(
+        (db) => db.close(),
+        () => undefined,
+      );
+    }
   }
 
   private indexRow(executionId: string): Promise<ExecutionSummary> {

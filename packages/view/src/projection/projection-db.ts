@@ -117,10 +117,20 @@ export async function readCheckpoint(
     .select(['position', 'events', 'version'])
     .where('name', '=', checkpointName)
     .executeTakeFirst();
-  if (row === undefined || row.version > projectionSchemaVersion) {
+  if (row === undefined || row.version !== projectionSchemaVersion) {
     throw notInitialized(projections.where);
   }
   return { position: Number(row.position), events: Number(row.events) };
+}
+
+/** The checkpoint's schema version, or undefined when there is no checkpoint table or row. */
+async function storedVersion(projections: ProjectionDb): Promise<number | undefined> {
+  const row = await projections.db
+    .selectFrom('loom_projection_checkpoints')
+    .select('version')
+    .where('name', '=', checkpointName)
+    .executeTakeFirst();
+  return row?.version;
 }
 
 /** True when every projection table exists (a catalog read: nothing is created). */
@@ -144,10 +154,21 @@ export async function tablesExist(projections: ProjectionDb): Promise<boolean> {
  * call finds them and does nothing. Returns whether it created them.
  */
 export async function createProjectionTables(projections: ProjectionDb): Promise<boolean> {
-  if (await tablesExist(projections)) return false;
+  // Tables of this version are left as they are; so are a newer Loom's, never dropped from here.
+  if (
+    (await tablesExist(projections)) &&
+    ((await storedVersion(projections)) ?? 0) >= projectionSchemaVersion
+  ) {
+    return false;
+  }
   const schema = projections.schema ?? defaultPgSchema;
   const prefix = projections.dialect === 'postgres' ? `"${schema}".` : '';
   await writeTransaction(projections, async (trx) => {
+    // Tables of an older projection version (or a part of them) are derived data: dropped and
+    // re-created at position 0, so the next projector run rebuilds every row from the log.
+    for (const table of projectionTables) {
+      await sql.raw(`DROP TABLE IF EXISTS ${prefix}${table}`).execute(trx);
+    }
     for (const statement of projectionDdl(projections.dialect, prefix)) {
       await sql.raw(statement).execute(trx);
     }

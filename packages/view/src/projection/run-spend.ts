@@ -34,8 +34,8 @@ export async function spendOfRuns(
   }
   if (projections !== undefined) {
     try {
-      for (const row of await projections.spend({ by: 'run', runIds: agentRuns })) {
-        out.set(row.key, row);
+      for (const { key, ...spend } of await projections.spend({ by: 'run', runIds: agentRuns })) {
+        out.set(key, spend);
       }
     } finally {
       await projections.close();
