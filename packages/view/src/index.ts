@@ -11,6 +11,7 @@ export {
   runStatuses,
   runsPageDefault,
   type ScheduleSummary,
+  type TailOptions,
   type VerifyAllResult,
   type VerifyProgress,
   type View,

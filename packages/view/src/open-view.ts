@@ -103,6 +103,20 @@ interface ScheduleInput {
   lastRunId: string | null;
 }
 
+/** What `view.tail` takes besides the run and the handler. */
+export interface TailOptions {
+  /** The first sequence delivered (default 0). */
+  fromSequence?: number;
+  /** Called once if a read fails; the subscription ends. */
+  onError?: (error: unknown) => void;
+  /**
+   * While catching up: called after each delivered batch with the events delivered so far and
+   * the events the log held when the tail began (from `fromSequence` to its end), until
+   * `read >= total` (the last call). Not called when there was nothing to catch up on.
+   */
+  onCatchUp?: (read: number, total: number) => void;
+}
+
 /** Read models over one database's log. Reads only: it never writes, creates or migrates. */
 export interface View {
   /** Which backend it reads (`sqlite`, `postgres`). */
@@ -136,7 +150,7 @@ export interface View {
   tail(
     executionId: string,
     onEvents: (events: readonly StoredEvent[]) => void,
-    options?: { fromSequence?: number; onError?: (error: unknown) => void },
+    options?: TailOptions,
   ): Promise<Subscription>;
   /**
    * Follows the whole log (every run) after `afterPosition` (default: the log's current end, see
@@ -384,16 +398,23 @@ class LogView implements View {
   async tail(
     executionId: string,
     onEvents: (events: readonly StoredEvent[]) => void,
-    options: { fromSequence?: number; onError?: (error: unknown) => void } = {},
+    options: TailOptions = {},
   ): Promise<Subscription> {
-    await this.indexRow(executionId);
+    const row = await this.indexRow(executionId);
+    const total = Math.max(0, row.nextSequence - (options.fromSequence ?? 0));
+    let read = 0;
     return this.opened.events.subscribe(
       {
         executionId,
         ...(options.fromSequence === undefined ? {} : { fromSequence: options.fromSequence }),
         ...(options.onError === undefined ? {} : { onError: options.onError }),
       },
-      (events) => onEvents(events),
+      (events) => {
+        onEvents(events);
+        if (read >= total) return;
+        read += events.length;
+        options.onCatchUp?.(Math.min(read, total), total);
+      },
     );
   }
 

@@ -355,6 +355,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
                   : formatEvents([event]),
             );
           let subscription: Subscription;
+          let catchingUp: Progress | undefined;
           if (id === undefined) {
             const afterPosition =
               options.after ??
@@ -374,9 +375,17 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
             io.stderr(`following every run after log position ${followed.afterPosition}`);
             void (io.untilStopped ?? untilSignalled)().then(ended);
           } else {
+            // A long log is caught up on in batches: a progress line after the threshold.
+            catchingUp = startProgress(`catching up on ${id}`, {
+              stderr: io.stderr,
+              enabled: io.isTty && !asJson,
+              afterMs: progressAfterMs(io.env),
+            });
+            const progress = catchingUp;
             subscription = await view.tail(
               id,
               (events) => {
+                progress.clear();
                 for (const event of events) {
                   show(event);
                   if (terminalEventTypes.has(event.type)) ended();
@@ -385,6 +394,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
               {
                 ...(options.from === undefined ? {} : { fromSequence: options.from }),
                 onError: (error) => failed(error),
+                onCatchUp: (read, total) => {
+                  progress.update(`${count(read)} of ${count(total)} events`);
+                  if (read >= total) progress.end();
+                },
               },
             );
           }
@@ -392,6 +405,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
           try {
             await done;
           } finally {
+            catchingUp?.end();
             release();
             await subscription.close();
           }
