@@ -272,6 +272,8 @@ class LogView implements View {
   readonly backend: string;
   /** The projection tables, opened read-only at the first read that may use them. */
   private projectionDb: Promise<ProjectionDb> | undefined;
+  /** The projection tables were found by an earlier read: the catalog read is skipped. */
+  private projectionTablesKnown = false;
 
   constructor(
     private readonly opened: Backend,
@@ -294,8 +296,11 @@ class LogView implements View {
     let position: number;
     try {
       opened = await this.projectionDb;
-      position = (await readCheckpoint(opened)).position;
+      position = (await readCheckpoint(opened, this.projectionTablesKnown)).position;
+      this.projectionTablesKnown = true;
     } catch {
+      // Absent, of another version, dropped since, or unreachable: read the log.
+      this.projectionTablesKnown = false;
       return undefined;
     }
     const after = await this.opened.events.readAll({ afterPosition: position, limit: 1 });

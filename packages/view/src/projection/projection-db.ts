@@ -110,8 +110,10 @@ function notInitialized(where: string, cause?: unknown): LoomError {
 /** The checkpoint row, read in one query; `PROJECTIONS_NOT_INITIALIZED` when the tables are missing. */
 export async function readCheckpoint(
   projections: ProjectionDb,
+  /** True when the tables were found before (by this reader): the catalog read is skipped. */
+  tablesKnown = false,
 ): Promise<{ position: number; events: number }> {
-  if (!(await tablesExist(projections))) throw notInitialized(projections.where);
+  if (!tablesKnown && !(await tablesExist(projections))) throw notInitialized(projections.where);
   const row = await projections.db
     .selectFrom('loom_projection_checkpoints')
     .select(['position', 'events', 'version'])

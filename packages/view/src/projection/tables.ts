@@ -126,7 +126,9 @@ export const projectionTables = [
 
 /**
  * The DDL, hand-written per dialect (ADR 0004: schema by hand, kysely for the queries). `big` is
- * the 64-bit integer type, `real` the double.
+ * the 64-bit integer type, `real` the double. On SQLite the runs table is `WITHOUT ROWID`, kept in
+ * id order like the store's index: a page in id order is one range scan, not an index walk plus a
+ * row lookup per run.
  */
 export function projectionDdl(dialect: 'sqlite' | 'postgres', prefix: string): string[] {
   const big = dialect === 'sqlite' ? 'INTEGER' : 'BIGINT';
@@ -153,7 +155,7 @@ export function projectionDdl(dialect: 'sqlite' | 'postgres', prefix: string): s
       updated_at_ms ${big} NOT NULL,
       wake_at_ms ${big},
       last_sequence INTEGER NOT NULL
-    )`,
+    )${dialect === 'sqlite' ? ' WITHOUT ROWID' : ''}`,
     `CREATE INDEX loom_projection_runs_status ON ${t('loom_projection_runs')} (status, id)`,
     `CREATE INDEX loom_projection_runs_flow ON ${t('loom_projection_runs')} (flow, id)`,
     `CREATE TABLE ${t('loom_projection_approvals')} (
