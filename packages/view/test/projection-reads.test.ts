@@ -11,7 +11,7 @@ import { parseDbUrl } from '../src/internal/db-url.js';
 import { openProjectionDb, type ProjectionDb } from '../src/projection/projection-db.js';
 import { dbTargets } from './db-targets.js';
 import { eventually, loom, populate, runtimeOn } from './fixture.js';
-import { memoryProjectionDb, projectionRows } from './projection-support.js';
+import { memoryProjectionDb, projectionRows, tableNames } from './projection-support.js';
 
 const { targets, cleanup } = dbTargets('view-projreads');
 afterAll(cleanup);
@@ -92,6 +92,12 @@ describe.each(targets)('loom runs and loom schedules over projections on $name',
     const runsFromLog = await json<RunsPage>(['runs', '--limit', '1000']);
     expect(schedulesFromLog.map((s) => s.name)).toEqual(['every-second']);
     expect(runsFromLog.runs.length).toBeGreaterThan(8);
+
+    // Reading never created anything.
+    const probe = await openProjectionDb(parseDbUrl(target.db), true);
+    const names = await tableNames(probe);
+    await probe.close();
+    expect(names.filter((name) => name.startsWith('loom_projection'))).toEqual([]);
 
     expect((await loom(['projections', 'init'], env)).code).toBe(0);
     // Initialised but behind (position 0): still the log's answer, nothing read from the tables.
