@@ -268,6 +268,15 @@ function scheduleOf(
   };
 }
 
+/**
+ * The projection tables `view` reads when they are initialised and current, else undefined (a
+ * view not opened by `openView`, or `useProjections: false`: always undefined). Owned by the
+ * view: closing the view closes them. Internal to the package (the `loom runs` SPEND column).
+ */
+export function currentProjectionsOf(view: View): Promise<Projections | undefined> {
+  return view instanceof LogView ? view.currentProjections() : Promise.resolve(undefined);
+}
+
 class LogView implements View {
   readonly backend: string;
   /** The projection tables, opened read-only at the first read that may use them. */
@@ -289,7 +298,7 @@ class LogView implements View {
    * undefined, and the caller reads the log. Never creates or migrates anything; a projection
    * that cannot be read (absent, older version, unreachable) is the same as none.
    */
-  private async currentProjections(): Promise<Projections | undefined> {
+  async currentProjections(): Promise<Projections | undefined> {
     if (this.openProjections === undefined) return undefined;
     this.projectionDb ??= this.openProjections();
     let opened: ProjectionDb;

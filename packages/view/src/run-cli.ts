@@ -282,10 +282,9 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
         },
         command: Command,
       ) => {
-        const db = globals(command).db ?? '';
         const { page, spend } = await withView(command, async (view) => {
           const page = await withProgress('reading runs', () => view.runs(options));
-          return { page, spend: await spendOfRuns(db, view, page.runs) };
+          return { page, spend: await spendOfRuns(view, page.runs) };
         });
         print(
           {
