@@ -3,6 +3,7 @@ export { ExitCode, exitCodeOf } from './exit-code.js';
 export type { ResumeResult } from './internal/resume-run.js';
 export { type Operator, openOperator } from './open-operator.js';
 export {
+  type OpenViewOptions,
   openView,
   type ReadProgress,
   type RunsFilter,
@@ -10,6 +11,7 @@ export {
   runStatuses,
   runsPageDefault,
   type ScheduleSummary,
+  type TailOptions,
   type VerifyAllResult,
   type VerifyProgress,
   type View,

@@ -17,6 +17,8 @@ import { indexRow, runNotFound } from './internal/index-row.js';
 import { openBackend } from './internal/open-backend.js';
 import { type PageReader, storePageReader } from './internal/page-reader.js';
 import { readInbox, readLog } from './internal/read-log.js';
+import { openProjectionDb, type ProjectionDb, readCheckpoint } from './projection/projection-db.js';
+import { type Projections, projectionsOn } from './projection/projections.js';
 import type { RunDetail } from './run-detail.js';
 import type { RunSummary } from './run-summary.js';
 
@@ -101,6 +103,20 @@ interface ScheduleInput {
   lastRunId: string | null;
 }
 
+/** What `view.tail` takes besides the run and the handler. */
+export interface TailOptions {
+  /** The first sequence delivered (default 0). */
+  fromSequence?: number;
+  /** Called once if a read fails; the subscription ends. */
+  onError?: (error: unknown) => void;
+  /**
+   * While catching up: called after each delivered batch with the events delivered so far and
+   * the events the log held when the tail began (from `fromSequence` to its end), until
+   * `read >= total` (the last call). Not called when there was nothing to catch up on.
+   */
+  onCatchUp?: (read: number, total: number) => void;
+}
+
 /** Read models over one database's log. Reads only: it never writes, creates or migrates. */
 export interface View {
   /** Which backend it reads (`sqlite`, `postgres`). */
@@ -134,7 +150,7 @@ export interface View {
   tail(
     executionId: string,
     onEvents: (events: readonly StoredEvent[]) => void,
-    options?: { fromSequence?: number; onError?: (error: unknown) => void },
+    options?: TailOptions,
   ): Promise<Subscription>;
   /**
    * Follows the whole log (every run) after `afterPosition` (default: the log's current end, see
@@ -173,6 +189,18 @@ export interface View {
   close(): Promise<void>;
 }
 
+/** What {@link openView} takes. */
+export interface OpenViewOptions {
+  /** `sqlite:<path>` or `postgres://…[?schema=name]`. */
+  db: string;
+  /**
+   * Whether `runs()` and `schedules()` may answer from the projection tables when they are
+   * initialised and current (their checkpoint is the log's last event). Default true; false
+   * always folds the log (what the projection is compared against).
+   */
+  useProjections?: boolean;
+}
+
 /**
  * Opens a read-only view of the database at `db` (`sqlite:<path>` or
  * `postgres://…[?schema=name]`). Opening never creates or migrates anything: a missing SQLite file
@@ -187,9 +215,14 @@ export interface View {
  * const approvals = await view.pendingApprovals();
  * await view.close();
  */
-export async function openView(options: { db: string }): Promise<View> {
-  const backend = await openBackend(parseDbUrl(options.db), true);
-  return new LogView(backend, backend.pages);
+export async function openView(options: OpenViewOptions): Promise<View> {
+  const target = parseDbUrl(options.db);
+  const backend = await openBackend(target, true);
+  return new LogView(
+    backend,
+    backend.pages,
+    options.useProjections === false ? undefined : () => openProjectionDb(target, true),
+  );
 }
 
 /**
@@ -235,14 +268,52 @@ function scheduleOf(
   };
 }
 
+/**
+ * The projection tables `view` reads when they are initialised and current, else undefined (a
+ * view not opened by `openView`, or `useProjections: false`: always undefined). Owned by the
+ * view: closing the view closes them. Internal to the package (the `loom runs` SPEND column).
+ */
+export function currentProjectionsOf(view: View): Promise<Projections | undefined> {
+  return view instanceof LogView ? view.currentProjections() : Promise.resolve(undefined);
+}
+
 class LogView implements View {
   readonly backend: string;
+  /** The projection tables, opened read-only at the first read that may use them. */
+  private projectionDb: Promise<ProjectionDb> | undefined;
+  /** The projection tables were found by an earlier read: the catalog read is skipped. */
+  private projectionTablesKnown = false;
 
   constructor(
     private readonly opened: Backend,
     private readonly pages: PageReader,
+    private readonly openProjections?: () => Promise<ProjectionDb>,
   ) {
     this.backend = opened.events.backend;
+  }
+
+  /**
+   * The projection tables when they are initialised and current — their checkpoint is the log's
+   * last event (one checkpoint query, one `readAll` of at most one event after it) — else
+   * undefined, and the caller reads the log. Never creates or migrates anything; a projection
+   * that cannot be read (absent, older version, unreachable) is the same as none.
+   */
+  async currentProjections(): Promise<Projections | undefined> {
+    if (this.openProjections === undefined) return undefined;
+    this.projectionDb ??= this.openProjections();
+    let opened: ProjectionDb;
+    let position: number;
+    try {
+      opened = await this.projectionDb;
+      position = (await readCheckpoint(opened, this.projectionTablesKnown)).position;
+      this.projectionTablesKnown = true;
+    } catch {
+      // Absent, of another version, dropped since, or unreachable: read the log.
+      this.projectionTablesKnown = false;
+      return undefined;
+    }
+    const after = await this.opened.events.readAll({ afterPosition: position, limit: 1 });
+    return after.length === 0 ? projectionsOn(opened) : undefined;
   }
 
   async runs(filter: RunsFilter = {}): Promise<RunsPage> {
@@ -260,6 +331,14 @@ class LogView implements View {
         `status must be one of ${runStatuses.join(', ')}, got '${filter.status}'`,
         { path: 'status' },
       );
+    }
+    const projected = await this.currentProjections();
+    if (projected !== undefined) {
+      const page = await projected.runs(filter);
+      return {
+        runs: page.runs.map(({ spend: _spend, ...run }) => run),
+        nextCursor: page.nextCursor,
+      };
     }
     const rows = await this.opened.events.findExecutions({
       limit,
@@ -333,16 +412,23 @@ class LogView implements View {
   async tail(
     executionId: string,
     onEvents: (events: readonly StoredEvent[]) => void,
-    options: { fromSequence?: number; onError?: (error: unknown) => void } = {},
+    options: TailOptions = {},
   ): Promise<Subscription> {
-    await this.indexRow(executionId);
+    const row = await this.indexRow(executionId);
+    const total = Math.max(0, row.nextSequence - (options.fromSequence ?? 0));
+    let read = 0;
     return this.opened.events.subscribe(
       {
         executionId,
         ...(options.fromSequence === undefined ? {} : { fromSequence: options.fromSequence }),
         ...(options.onError === undefined ? {} : { onError: options.onError }),
       },
-      (events) => onEvents(events),
+      (events) => {
+        onEvents(events);
+        if (read >= total) return;
+        read += events.length;
+        options.onCatchUp?.(Math.min(read, total), total);
+      },
     );
   }
 
@@ -439,6 +525,8 @@ class LogView implements View {
   }
 
   async schedules(): Promise<ScheduleSummary[]> {
+    const projected = await this.currentProjections();
+    if (projected !== undefined) return projected.schedules();
     const out: ScheduleSummary[] = [];
     let after: string | undefined;
     for (;;) {
@@ -465,7 +553,16 @@ class LogView implements View {
   }
 
   async close(): Promise<void> {
-    await this.opened.close();
+    const projections = this.projectionDb;
+    this.projectionDb = undefined;
+    try {
+      await this.opened.close();
+    } finally {
+      await projections?.then(
+        (db) => db.close(),
+        () => undefined,
+      );
+    }
   }
 
   private indexRow(executionId: string): Promise<ExecutionSummary> {

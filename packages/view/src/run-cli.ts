@@ -228,10 +228,9 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
         },
         command: Command,
       ) => {
-        const db = globals(command).db ?? '';
         const { page, spend } = await withView(command, async (view) => {
           const page = await withProgress('reading runs', () => view.runs(options));
-          return { page, spend: await spendOfRuns(db, view, page.runs) };
+          return { page, spend: await spendOfRuns(view, page.runs) };
         });
         print(
           {
@@ -301,6 +300,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
                   : formatEvents([event]),
             );
           let subscription: Subscription;
+          let catchingUp: Progress | undefined;
           if (id === undefined) {
             const afterPosition =
               options.after ??
@@ -320,9 +320,17 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
             io.stderr(`following every run after log position ${followed.afterPosition}`);
             void (io.untilStopped ?? untilSignalled)().then(ended);
           } else {
+            // A long log is caught up on in batches: a progress line after the threshold.
+            catchingUp = startProgress(`catching up on ${id}`, {
+              stderr: io.stderr,
+              enabled: io.isTty && !asJson,
+              afterMs: progressAfterMs(io.env),
+            });
+            const progress = catchingUp;
             subscription = await view.tail(
               id,
               (events) => {
+                progress.clear();
                 for (const event of events) {
                   show(event);
                   if (terminalEventTypes.has(event.type)) ended();
@@ -331,6 +339,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
               {
                 ...(options.from === undefined ? {} : { fromSequence: options.from }),
                 onError: (error) => failed(error),
+                onCatchUp: (read, total) => {
+                  progress.update(`${count(read)} of ${count(total)} events`);
+                  if (read >= total) progress.end();
+                },
               },
             );
           }
@@ -338,6 +350,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
           try {
             await done;
           } finally {
+            catchingUp?.end();
             release();
             await subscription.close();
           }

@@ -23,6 +23,8 @@ const executions = seeded + 3;
 /** The progress line's erase (carriage return, erase line), as a regular expression. */
 const clear = '\\r\\x1b\\[2K';
 
+const count = (n: number) => n.toLocaleString('en-US');
+
 const quote = (arg: string) => `'${arg.replaceAll("'", "'\\''")}'`;
 
 /** The binary on a pseudo-terminal: stdout and stderr both arrive on it, in order. */
@@ -125,6 +127,30 @@ describe.each(targets)('the progress line on $name', (target) => {
     for (const done of ['10,000', '20,000']) {
       expect(tail.output).toContain(`finding the log's end… ${done} events (`);
     }
+  });
+
+  it('on a terminal, tail <id> counts the events it catches up on, then erases the line', async () => {
+    // The run never ends: stopped once the last event of the catch-up is shown.
+    const last = `${bulkEvents - 1}\t`;
+    const tail = await loomOnTty(
+      ['tail', 'bulk'],
+      env,
+      `catching up on bulk… ${count(bulkEvents)} of`,
+    );
+    for (const done of ['500', '10,000', '25,000', '25,001']) {
+      expect(tail.output).toContain(`catching up on bulk… ${done} of 25,001 events (`);
+    }
+    // Each batch's lines are written on an erased line, never after the progress text.
+    expect(tail.output).not.toMatch(/events \(\d+\.\d s\)\d/);
+    expect(tail.output).toContain(last);
+    // Under the threshold (a catch-up of one event), no line.
+    const quick = await loomOnTty(
+      ['tail', 'bulk', '--from', '25000'],
+      { ...env, LOOM_PROGRESS_AFTER_MS: '60000' },
+      '25000\t',
+    );
+    expect(quick.output).toContain('25000\t');
+    expect(quick.output).not.toContain('catching up on bulk…');
   });
 
   it('on a terminal with --json, no progress line is written', async () => {

@@ -97,6 +97,7 @@ export interface ProjectionRows {
   runs: Record<string, unknown>[];
   approvals: Record<string, unknown>[];
   modelCalls: Record<string, unknown>[];
+  schedules: Record<string, unknown>[];
   checkpoint: { position: number; events: number };
 }
 
@@ -125,6 +126,11 @@ export async function projectionRows(projections: ProjectionDb): Promise<Project
     .orderBy('run_id')
     .orderBy('sequence')
     .execute();
+  const schedules = await db
+    .selectFrom('loom_projection_schedules')
+    .selectAll()
+    .orderBy('execution_id')
+    .execute();
   const checkpoint = await db
     .selectFrom('loom_projection_checkpoints')
     .select(['position', 'events'])
@@ -133,6 +139,7 @@ export async function projectionRows(projections: ProjectionDb): Promise<Project
     runs: normalized(runs),
     approvals: normalized(approvals),
     modelCalls: normalized(modelCalls),
+    schedules: normalized(schedules),
     checkpoint: { position: Number(checkpoint.position), events: Number(checkpoint.events) },
   };
 }

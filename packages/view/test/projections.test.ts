@@ -121,7 +121,7 @@ describe.each(['memory', 'sqlite', 'postgres'] as const)('projections on %s', (n
 
       // The same summaries as view.runs() folds from each run's log.
       if (target.db !== undefined) {
-        const view = await openView({ db: target.db });
+        const view = await openView({ db: target.db, useProjections: false });
         try {
           const fromLog = (await view.runs({ limit: 1000 })).runs;
           const projected = (await read.runs({ limit: 1000 })).runs;

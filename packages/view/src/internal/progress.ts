@@ -12,6 +12,8 @@ export interface ProgressOptions {
 export interface Progress {
   /** What is done so far (`12,000 events`); shown at the next tick, or at once when it is due. */
   update(done: string): void;
+  /** Erases the line for now, if it is shown (before writing other lines); the next draw shows it again. */
+  clear(): void;
   /** Clears the line, if it was shown. */
   end(): void;
 }
@@ -41,7 +43,7 @@ const clearLine = '\r\x1b[2K';
  * terminal, or `--json`), it writes nothing at all.
  */
 export function startProgress(label: string, options: ProgressOptions): Progress {
-  if (!options.enabled) return { update: () => {}, end: () => {} };
+  if (!options.enabled) return { update: () => {}, clear: () => {}, end: () => {} };
   const started = Date.now();
   let done = '';
   let shown = false;
@@ -70,9 +72,14 @@ export function startProgress(label: string, options: ProgressOptions): Progress
       const gap = shown && options.afterMs > 0 ? redrawMs : 0;
       if (due() && Date.now() - lastDraw >= gap) draw();
     },
+    clear() {
+      if (shown) options.stderr(clearLine);
+      shown = false;
+    },
     end() {
       if (ticker !== undefined) clearInterval(ticker);
       if (shown) options.stderr(clearLine);
+      shown = false;
     },
   };
 }

@@ -33,9 +33,28 @@ export type ApprovalRow = Insertable<ProjectionApprovalsTable> & {
   expires_at_ms: number | null;
 };
 
+/** A schedule generation's row as the fold keeps it. */
+export interface ScheduleRow {
+  execution_id: string;
+  name: string;
+  expression: string;
+  timezone: string;
+  flow: string;
+  version: string | null;
+  status: string;
+  wake_at_ms: number | null;
+  last_fired_at_ms: number | null;
+  last_run_id: string | null;
+}
+
+/** The flow a schedule's generations run under (`@loom/workflow-runtime`'s cron chain). */
+export const scheduleFlowName = 'loom.cron.schedule';
+
 /** What the rows of the runs in a batch were before it (read in one query per table). */
 export interface FoldInput {
   runs: Map<string, RunRow>;
+  /** Schedule rows of those runs that are schedule generations, by execution id. */
+  schedules?: Map<string, ScheduleRow>;
   /** Pending approvals of those runs, by run id, then by name (`approval:<key>`). */
   pendingApprovals: Map<string, Map<string, ApprovalRow>>;
 }
@@ -45,6 +64,7 @@ export interface FoldOutput {
   runs: RunRow[];
   approvals: ApprovalRow[];
   modelCalls: Insertable<ProjectionModelCallsTable>[];
+  schedules: ScheduleRow[];
   /** Events folded (a redelivered one — at or below its run's last sequence — is not). */
   applied: number;
 }
@@ -98,6 +118,7 @@ export function foldBatch(events: readonly StoredEvent[], input: FoldInput): Fol
   const changed = new Map<string, RunRow>();
   const approvals = new Map<string, ApprovalRow>();
   const modelCalls: Insertable<ProjectionModelCallsTable>[] = [];
+  const schedules = new Map<string, ScheduleRow>();
   let applied = 0;
   for (const event of events) {
     const before = changed.get(event.executionId) ?? input.runs.get(event.executionId);
@@ -246,6 +267,64 @@ export function foldBatch(events: readonly StoredEvent[], input: FoldInput): Fol
         break;
     }
     changed.set(run.id, run);
+    if (run.flow === scheduleFlowName) {
+      const schedule = foldSchedule(
+        schedules.get(run.id) ?? input.schedules?.get(run.id),
+        event,
+        run,
+      );
+      if (schedule !== undefined) schedules.set(run.id, schedule);
+    }
   }
-  return { runs: [...changed.values()], approvals: [...approvals.values()], modelCalls, applied };
+  return {
+    runs: [...changed.values()],
+    approvals: [...approvals.values()],
+    modelCalls,
+    schedules: [...schedules.values()],
+    applied,
+  };
+}
+
+/**
+ * One event of a schedule generation folded into its row, after the run's own fold: the
+ * definition from `execution.started`'s input (see `CronScheduleInput`), the last occurrence from
+ * its `fire-<ms>` steps, status and timer from the run. As `view.schedules()` reads them.
+ */
+function foldSchedule(
+  before: ScheduleRow | undefined,
+  event: StoredEvent,
+  run: RunRow,
+): ScheduleRow | undefined {
+  let row = before === undefined ? undefined : { ...before };
+  const p = record(event.payload);
+  if (event.type === EventType.executionStarted) {
+    const input = record(p.input);
+    const expression = text(input.expression);
+    const name = text(input.name);
+    if (expression === null || name === null) return undefined;
+    row = {
+      execution_id: run.id,
+      name,
+      expression,
+      timezone: text(input.timezone) ?? 'UTC',
+      flow: text(input.flow) ?? '',
+      version: text(input.version),
+      status: run.status,
+      wake_at_ms: null,
+      last_fired_at_ms: num(input.lastFiredAtMs),
+      last_run_id: text(input.lastRunId),
+    };
+  }
+  if (row === undefined) return undefined;
+  if (event.type === EventType.stepCompleted) {
+    const fired = /^fire-(\d+)$/.exec(text(p.name) ?? '');
+    if (fired !== null) {
+      row.last_fired_at_ms = Number(fired[1]);
+      // The step returns false when the occurrence was skipped (overlap 'skip'): no run started.
+      if (p.result === true) row.last_run_id = `cron:${row.name}:${row.last_fired_at_ms}`;
+    }
+  }
+  row.status = run.status;
+  row.wake_at_ms = run.wake_at_ms;
+  return row;
 }

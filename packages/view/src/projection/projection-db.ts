@@ -110,17 +110,29 @@ function notInitialized(where: string, cause?: unknown): LoomError {
 /** The checkpoint row, read in one query; `PROJECTIONS_NOT_INITIALIZED` when the tables are missing. */
 export async function readCheckpoint(
   projections: ProjectionDb,
+  /** True when the tables were found before (by this reader): the catalog read is skipped. */
+  tablesKnown = false,
 ): Promise<{ position: number; events: number }> {
-  if (!(await tablesExist(projections))) throw notInitialized(projections.where);
+  if (!tablesKnown && !(await tablesExist(projections))) throw notInitialized(projections.where);
   const row = await projections.db
     .selectFrom('loom_projection_checkpoints')
     .select(['position', 'events', 'version'])
     .where('name', '=', checkpointName)
     .executeTakeFirst();
-  if (row === undefined || row.version > projectionSchemaVersion) {
+  if (row === undefined || row.version !== projectionSchemaVersion) {
     throw notInitialized(projections.where);
   }
   return { position: Number(row.position), events: Number(row.events) };
+}
+
+/** The checkpoint's schema version, or undefined when there is no checkpoint table or row. */
+async function storedVersion(projections: ProjectionDb): Promise<number | undefined> {
+  const row = await projections.db
+    .selectFrom('loom_projection_checkpoints')
+    .select('version')
+    .where('name', '=', checkpointName)
+    .executeTakeFirst();
+  return row?.version;
 }
 
 /** True when every projection table exists (a catalog read: nothing is created). */
@@ -144,10 +156,21 @@ export async function tablesExist(projections: ProjectionDb): Promise<boolean> {
  * call finds them and does nothing. Returns whether it created them.
  */
 export async function createProjectionTables(projections: ProjectionDb): Promise<boolean> {
-  if (await tablesExist(projections)) return false;
+  // Tables of this version are left as they are; so are a newer Loom's, never dropped from here.
+  if (
+    (await tablesExist(projections)) &&
+    ((await storedVersion(projections)) ?? 0) >= projectionSchemaVersion
+  ) {
+    return false;
+  }
   const schema = projections.schema ?? defaultPgSchema;
   const prefix = projections.dialect === 'postgres' ? `"${schema}".` : '';
   await writeTransaction(projections, async (trx) => {
+    // Tables of an older projection version (or a part of them) are derived data: dropped and
+    // re-created at position 0, so the next projector run rebuilds every row from the log.
+    for (const table of projectionTables) {
+      await sql.raw(`DROP TABLE IF EXISTS ${prefix}${table}`).execute(trx);
+    }
     for (const statement of projectionDdl(projections.dialect, prefix)) {
       await sql.raw(statement).execute(trx);
     }

@@ -1,10 +1,12 @@
 import type { Approval } from '@loom/agent-loop';
 import type { DetailedExecutionStatus } from '@loom/event-runtime';
 import { Limits } from '@loom/event-runtime';
+import { nextOccurrence } from '@loom/workflow-runtime/cron';
 import { sql } from 'kysely';
 import { LoomError, ViewErrorCode } from '../errors.js';
 import { parseDbUrl } from '../internal/db-url.js';
 import { openBackend } from '../internal/open-backend.js';
+import type { ScheduleSummary } from '../open-view.js';
 import type { RunSummary } from '../run-summary.js';
 import {
   createProjectionTables,
@@ -90,6 +92,12 @@ export interface Projections {
   pendingApprovals(): Promise<Approval[]>;
   /** Model spend grouped by run, agent, UTC day or model, biggest cost first: one query. */
   spend(query: SpendQuery): Promise<SpendRow[]>;
+  /**
+   * The schedules that fire (generations not settled), by name, as `view.schedules()` lists
+   * them: one query. The next firing is the generation's timer while it sleeps, else the
+   * expression's next occurrence after the last firing (or after now, before the first).
+   */
+  schedules(): Promise<ScheduleSummary[]>;
   checkpoint(): Promise<ProjectionCheckpoint>;
   close(): Promise<void>;
 }
@@ -227,6 +235,34 @@ export function projectionsOn(opened: ProjectionDb): Projections {
         costUsd: Number(row.cost_usd ?? 0),
         costUnknownCalls: Number(row.calls) - Number(row.priced),
       }));
+    },
+    async schedules() {
+      const rows = await db
+        .selectFrom('loom_projection_schedules')
+        .selectAll()
+        .where('status', 'not in', settled)
+        .orderBy('name')
+        .orderBy('execution_id')
+        .execute();
+      const out = rows.map((row): ScheduleSummary => {
+        const lastFiredAtMs = row.last_fired_at_ms === null ? null : Number(row.last_fired_at_ms);
+        return {
+          name: row.name,
+          executionId: row.execution_id,
+          expression: row.expression,
+          timezone: row.timezone,
+          flow: row.flow,
+          version: row.version,
+          nextFireAtMs:
+            row.wake_at_ms === null
+              ? nextOccurrence(row.expression, lastFiredAtMs ?? Date.now(), row.timezone)
+              : Number(row.wake_at_ms),
+          lastFiredAtMs,
+          lastRunId: row.last_run_id,
+        };
+      });
+      // The order view.schedules() gives (the SQL order is binary, this one the locale's).
+      return out.sort((a, b) => a.name.localeCompare(b.name));
     },
     checkpoint: () => readCheckpoint(opened),
     close: () => opened.close(),

@@ -1,7 +1,13 @@
 import type { EventStore, StoredEvent, Subscription } from '@loom/event-runtime';
 import { type Kysely, sql } from 'kysely';
 import { LoomError, ViewErrorCode } from '../errors.js';
-import { type ApprovalRow, type FoldInput, foldBatch, type RunRow } from './fold-batch.js';
+import {
+  type ApprovalRow,
+  type FoldInput,
+  foldBatch,
+  type RunRow,
+  type ScheduleRow,
+} from './fold-batch.js';
 import { type ProjectionDb, readCheckpoint, writeTransaction } from './projection-db.js';
 import { checkpointName, type ProjectionDatabase } from './tables.js';
 
@@ -54,7 +60,7 @@ async function foldInput(
   trx: Kysely<ProjectionDatabase>,
   ids: readonly string[],
 ): Promise<FoldInput> {
-  const input: FoldInput = { runs: new Map(), pendingApprovals: new Map() };
+  const input: FoldInput = { runs: new Map(), pendingApprovals: new Map(), schedules: new Map() };
   for (const part of chunks(ids)) {
     const runs = await trx
       .selectFrom('loom_projection_runs')
@@ -80,6 +86,19 @@ async function foldInput(
         input.pendingApprovals.set(row.run_id, byName);
       }
       byName.set(row.name, approval);
+    }
+    const schedules = await trx
+      .selectFrom('loom_projection_schedules')
+      .selectAll()
+      .where('execution_id', 'in', part)
+      .execute();
+    for (const row of schedules) {
+      const schedule: ScheduleRow = {
+        ...row,
+        wake_at_ms: row.wake_at_ms === null ? null : Number(row.wake_at_ms),
+        last_fired_at_ms: row.last_fired_at_ms === null ? null : Number(row.last_fired_at_ms),
+      };
+      input.schedules?.set(row.execution_id, schedule);
     }
   }
   return input;
@@ -146,6 +165,25 @@ export async function applyBatch(
         .insertInto('loom_projection_model_calls')
         .values(part)
         .onConflict((oc) => oc.columns(['run_id', 'sequence']).doNothing())
+        .execute();
+    }
+    for (const part of chunks(folded.schedules)) {
+      await trx
+        .insertInto('loom_projection_schedules')
+        .values(part)
+        .onConflict((oc) =>
+          oc.column('execution_id').doUpdateSet((eb) => ({
+            name: eb.ref('excluded.name'),
+            expression: eb.ref('excluded.expression'),
+            timezone: eb.ref('excluded.timezone'),
+            flow: eb.ref('excluded.flow'),
+            version: eb.ref('excluded.version'),
+            status: eb.ref('excluded.status'),
+            wake_at_ms: eb.ref('excluded.wake_at_ms'),
+            last_fired_at_ms: eb.ref('excluded.last_fired_at_ms'),
+            last_run_id: eb.ref('excluded.last_run_id'),
+          })),
+        )
         .execute();
     }
     const moved = await trx

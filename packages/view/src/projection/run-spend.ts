@@ -1,8 +1,7 @@
 import { callOfEvent } from '@loom/agent-loop';
-import { isLoomError } from '../errors.js';
-import type { View } from '../open-view.js';
+import { currentProjectionsOf, type View } from '../open-view.js';
 import type { RunSummary } from '../run-summary.js';
-import { openProjections, type Spend } from './projections.js';
+import type { Spend } from './projections.js';
 
 /** No model call: what a flow run (or an agent run before its first turn) spent. */
 export const noSpend: Readonly<Spend> = {
@@ -14,31 +13,22 @@ export const noSpend: Readonly<Spend> = {
 };
 
 /**
- * The model spend of each listed run: from the spend projection (one query) when the database
- * has projection tables, else folded from each agent run's log (one paged read per agent run;
- * flow runs make no model calls).
+ * The model spend of each listed run: from the spend projection (one query) when the view finds
+ * the projection tables current (their checkpoint is the log's end), else folded from each agent
+ * run's log (one paged read per agent run; flow runs make no model calls), so a projector that is
+ * behind never shows an older spend than the log.
  */
 export async function spendOfRuns(
-  db: string,
   view: View,
   runs: readonly RunSummary[],
 ): Promise<Map<string, Spend>> {
   const out = new Map<string, Spend>(runs.map((run) => [run.id, { ...noSpend }]));
   const agentRuns = runs.filter((run) => run.kind === 'agent').map((run) => run.id);
   if (agentRuns.length === 0) return out;
-  let projections: Awaited<ReturnType<typeof openProjections>> | undefined;
-  try {
-    projections = await openProjections({ db });
-  } catch (error) {
-    if (!isLoomError(error, 'PROJECTIONS_NOT_INITIALIZED')) throw error;
-  }
+  const projections = await currentProjectionsOf(view);
   if (projections !== undefined) {
-    try {
-      for (const row of await projections.spend({ by: 'run', runIds: agentRuns })) {
-        out.set(row.key, row);
-      }
-    } finally {
-      await projections.close();
+    for (const { key, ...spend } of await projections.spend({ by: 'run', runIds: agentRuns })) {
+      out.set(key, spend);
     }
     return out;
   }

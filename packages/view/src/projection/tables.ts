@@ -65,6 +65,26 @@ export interface ProjectionModelCallsTable {
   cost_usd: number | null;
 }
 
+/**
+ * One row per schedule generation (an execution of `loom.cron.schedule`, `cron:<name>[#<n>]`):
+ * what `loom schedules` lists while the generation is not settled.
+ */
+export interface ProjectionSchedulesTable {
+  execution_id: string;
+  /** The name given to `runtime.schedule(…)`. */
+  name: string;
+  expression: string;
+  timezone: string;
+  flow: string;
+  version: string | null;
+  /** The generation's status, as its run row's (`running`, `suspended`, `completed`, …). */
+  status: string;
+  /** The generation's durable timer while it sleeps: its next firing. */
+  wake_at_ms: Int8 | null;
+  last_fired_at_ms: Int8 | null;
+  last_run_id: string | null;
+}
+
 /** Where the projector is in the global log, written in the same transaction as the rows. */
 export interface ProjectionCheckpointsTable {
   name: string;
@@ -81,11 +101,16 @@ export interface ProjectionDatabase {
   loom_projection_runs: ProjectionRunsTable;
   loom_projection_approvals: ProjectionApprovalsTable;
   loom_projection_model_calls: ProjectionModelCallsTable;
+  loom_projection_schedules: ProjectionSchedulesTable;
   loom_projection_checkpoints: ProjectionCheckpointsTable;
 }
 
-/** The projection schema's version; `initProjections` writes it, opening checks it. */
-export const projectionSchemaVersion = 1;
+/**
+ * The projection schema's version; `initProjections` writes it, opening checks it. 2 added
+ * `loom_projection_schedules`; `initProjections` over version 1 tables rebuilds them (drops and
+ * re-creates: they are derived from the log, and the next projector run refills them).
+ */
+export const projectionSchemaVersion = 2;
 
 /** The checkpoint row of the projector (one projector per database). */
 export const checkpointName = 'main';
@@ -95,12 +120,15 @@ export const projectionTables = [
   'loom_projection_runs',
   'loom_projection_approvals',
   'loom_projection_model_calls',
+  'loom_projection_schedules',
   'loom_projection_checkpoints',
 ] as const;
 
 /**
  * The DDL, hand-written per dialect (ADR 0004: schema by hand, kysely for the queries). `big` is
- * the 64-bit integer type, `real` the double.
+ * the 64-bit integer type, `real` the double. On SQLite the runs table is `WITHOUT ROWID`, kept in
+ * id order like the store's index: a page in id order is one range scan, not an index walk plus a
+ * row lookup per run.
  */
 export function projectionDdl(dialect: 'sqlite' | 'postgres', prefix: string): string[] {
   const big = dialect === 'sqlite' ? 'INTEGER' : 'BIGINT';
@@ -127,7 +155,7 @@ export function projectionDdl(dialect: 'sqlite' | 'postgres', prefix: string): s
       updated_at_ms ${big} NOT NULL,
       wake_at_ms ${big},
       last_sequence INTEGER NOT NULL
-    )`,
+    )${dialect === 'sqlite' ? ' WITHOUT ROWID' : ''}`,
     `CREATE INDEX loom_projection_runs_status ON ${t('loom_projection_runs')} (status, id)`,
     `CREATE INDEX loom_projection_runs_flow ON ${t('loom_projection_runs')} (flow, id)`,
     `CREATE TABLE ${t('loom_projection_approvals')} (
@@ -159,6 +187,19 @@ export function projectionDdl(dialect: 'sqlite' | 'postgres', prefix: string): s
       PRIMARY KEY (run_id, sequence)
     )`,
     `CREATE INDEX loom_projection_model_calls_day ON ${t('loom_projection_model_calls')} (day)`,
+    `CREATE TABLE ${t('loom_projection_schedules')} (
+      execution_id TEXT PRIMARY KEY,
+      name TEXT NOT NULL,
+      expression TEXT NOT NULL,
+      timezone TEXT NOT NULL,
+      flow TEXT NOT NULL,
+      version TEXT,
+      status TEXT NOT NULL,
+      wake_at_ms ${big},
+      last_fired_at_ms ${big},
+      last_run_id TEXT
+    )`,
+    `CREATE INDEX loom_projection_schedules_name ON ${t('loom_projection_schedules')} (name)`,
     `CREATE TABLE ${t('loom_projection_checkpoints')} (
       name TEXT PRIMARY KEY,
       position ${big} NOT NULL,
