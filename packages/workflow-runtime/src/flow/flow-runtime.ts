@@ -241,7 +241,7 @@ export class Runtime {
 
   /** True when this node carries every tag of the flow's placement. */
   private placeable(flow: WorkflowDefinition<never, unknown>): boolean {
-    return tagsSatisfy(this.tags, flow.options.placement?.tags ?? []);
+    return tagsSatisfy(this.tags, placementTags(flow));
   }
 
   /** Throws `PLACEMENT_UNSATISFIED` when `flow` may not run on this node. */
@@ -251,7 +251,7 @@ export class Runtime {
     executionId?: string,
   ): void {
     if (this.placeable(flow)) return;
-    const need = flow.options.placement?.tags ?? [];
+    const need = placementTags(flow);
     throw new LoomError(
       WorkflowErrorCode.PLACEMENT_UNSATISFIED,
       `flow '${flow.name}' runs only on nodes tagged [${need.join(', ')}], and this runtime has ` +
@@ -780,4 +780,12 @@ function key(name: string, version: string | null): string {
  */
 export function createRuntime(options: RuntimeOptions): Runtime {
   return new Runtime(options);
+}
+
+/**
+ * The tags a flow's placement asks for. Only `defineFlow` values carry `options`: a kernel flow
+ * (an agent's, one built by hand) has none and runs anywhere.
+ */
+function placementTags(flow: WorkflowDefinition<never, unknown>): readonly string[] {
+  return (flow as Partial<WorkflowDefinition<never, unknown>>).options?.placement?.tags ?? [];
 }

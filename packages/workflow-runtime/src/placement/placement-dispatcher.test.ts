@@ -198,6 +198,17 @@ describe('PlacementDispatcher: where an effect runs', () => {
     void runtime.shutdown();
   });
 
+  it("a kernel flow (no defineFlow options, like an agent's) has no placement: any node registers it", async () => {
+    const plain = { name: 'plain-kernel-flow', run: async () => 'ran' };
+    const runtime = createRuntime({
+      backend: openMemory(),
+      tags: ['gpu'],
+      flows: [plain as never],
+    });
+    expect(() => runtime.register(plain as never)).not.toThrow();
+    await runtime.shutdown();
+  });
+
   it('bad options are INVALID_ARGUMENT', () => {
     for (const options of [
       { tags: ['has space'] },
