@@ -89,17 +89,24 @@ export class ExecutionRecovery {
 
   /** The executions of `page` nobody drives, with dead owners' leases given up for them. */
   private async orphansOf(
-    page: ReadonlyArray<{ executionId: string; lastEventAt: number }>,
+    page: ReadonlyArray<{
+      executionId: string;
+      lastEventAt: number;
+      flow: string | null;
+      version: string | null;
+    }>,
     nowMs: number,
     alone: Alone,
   ): Promise<string[]> {
-    const { executions, leaseStore, presence, nodeId } = this.kernel;
+    const { executions, leaseStore, presence, nodeId, flows } = this.kernel;
     const { recoverQuietMs } = this.kernel.settings;
     const orphans: string[] = [];
     const byOwner = new Map<string, string[]>();
     for (const summary of page) {
       const { executionId } = summary;
       if (executions.has(executionId)) continue;
+      // A flow other nodes run on purpose (placement): theirs to recover, not ours.
+      if (summary.flow !== null && flows.isDeclined(summary.flow, summary.version)) continue;
       const lease: Lease | undefined = await leaseStore?.get(executionId);
       if (lease === undefined) {
         if (summary.lastEventAt <= nowMs - recoverQuietMs || (await alone.isAlone())) {

@@ -9,11 +9,34 @@ import { checkFlow, type Flow } from './flow.js';
  */
 export class FlowRegistry {
   private readonly flows = new Map<string, Map<string | null, Flow<never, unknown>>>();
+  /** Flows (name, then versions) whose executions other nodes run: recovery here skips them. */
+  private readonly declined = new Map<string, Set<string | null>>();
 
   /** Make a flow resumable by name (and version), replacing one registered before. Throws `INVALID_FLOW`. */
   register(flow: Flow<never, unknown>): void {
     checkFlow(flow);
     this.versionsOf(flow.name).set(flow.version ?? null, flow);
+    this.declined.get(flow.name)?.delete(flow.version ?? null);
+  }
+
+  /**
+   * Marks a flow (name and version) as run by other nodes on purpose (a placement this node does
+   * not fit): recovery here leaves its executions alone instead of leasing them and reporting
+   * `FLOW_NOT_REGISTERED` every round. A later `register` of it undoes this.
+   */
+  decline(name: string, version: string | null): void {
+    if (this.flows.get(name)?.has(version) === true) return;
+    let versions = this.declined.get(name);
+    if (versions === undefined) {
+      versions = new Set();
+      this.declined.set(name, versions);
+    }
+    versions.add(version);
+  }
+
+  /** True when `decline` marked this flow and version. */
+  isDeclined(name: string, version: string | null): boolean {
+    return this.declined.get(name)?.has(version) === true;
   }
 
   /** Registers a flow being started unless its name (and version) already is. Throws `INVALID_FLOW`. */

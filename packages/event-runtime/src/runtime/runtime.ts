@@ -95,6 +95,16 @@ export class KernelRuntime {
     this.kernel.flows.register(flow);
   }
 
+  /**
+   * Leave the executions of a flow (name and version) this runtime knows but must not run to
+   * other nodes: recovery rounds here skip them (no lease taken, no `FLOW_NOT_REGISTERED`
+   * reported). `@loom/workflow-runtime` calls it for a flow whose placement this node does not
+   * fit. `register` of the flow undoes it.
+   */
+  declineFlow(name: string, version: string | null = null): void {
+    this.kernel.flows.decline(name, version);
+  }
+
   /** Executions this node is driving right now. */
   get activeExecutions(): string[] {
     return this.kernel.executions.ids;

@@ -237,6 +237,7 @@ export class Runtime {
   register(flow: WorkflowDefinition<never, unknown>): void {
     this.registry.set(key(flow.name, flow.version ?? null), flow as unknown as AnyFlow);
     if (this.placeable(flow)) this.kernel.register(flow);
+    else this.kernel.declineFlow(flow.name, flow.version ?? null);
   }
 
   /** True when this node carries every tag of the flow's placement. */

@@ -226,6 +226,8 @@ for (const [storeName, makeStore] of sharedStores)
         onError: (error) => errors.push(error),
       });
       runtimes.push(untagged);
+      const untaggedLeases: string[] = [];
+      untagged.events.on('lease:acquired', (event) => untaggedLeases.push(event.executionId));
       const before = (await untagged.store.read('render-1')).length;
       // Recovery rounds until the dead node's plain execution comes back here; the gpu one never may.
       const recovered = new Set<string>();
@@ -234,6 +236,9 @@ for (const [storeName, makeStore] of sharedStores)
         return recovered.has('plain-1');
       }, 'plain-1 to be recovered by the untagged runtime');
       expect(recovered.has('render-1')).toBe(false);
+      // It did not even try: no lease taken on render-1, no FLOW_NOT_REGISTERED reported.
+      expect(untaggedLeases).not.toContain('render-1');
+      expect(errors.map((error) => (error as LoomError).code)).not.toContain('FLOW_NOT_REGISTERED');
       expect(await untagged.attach('plain-1').result()).toEqual({ pid: process.pid, tags: [] });
       expect((await untagged.store.read('render-1')).length).toBe(before);
       expect(await untagged.status('render-1')).toBe('running');
