@@ -4,17 +4,9 @@
 // through them, `transact` (its exactly-once steps) included. The last test checks where the
 // transactional steps' results ended up.
 import type { EventStore } from '@loom/event-runtime';
-import {
-  PostgresEventStore,
-  PostgresLeaseStore,
-  PostgresSnapshotStore,
-} from '@loom/event-runtime/postgres';
-import {
-  SqliteEventStore,
-  SqliteLeaseStore,
-  SqliteSnapshotStore,
-} from '@loom/event-runtime/sqlite';
-import { ManualClock, type RuntimeHarness, runtimeConformance } from '@loom/event-runtime/testing';
+import { runtimeConformance } from '@loom/event-runtime/testing';
+import { postgresRuntimeHarness } from '@loom/event-runtime/testing/postgres';
+import { sqliteRuntimeHarness } from '@loom/event-runtime/testing/sqlite';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { isContentRef } from './content-ref.js';
@@ -65,12 +57,12 @@ const logRows = (table: string) =>
   `SELECT execution_id, type, payload FROM ${table} ORDER BY execution_id, sequence`;
 
 runtimeConformance('content decorators over sqlite', async () => {
-  const clock = new ManualClock();
   const path = spare.freshPath('.db');
-  const inner = SqliteEventStore.open({ path, migrate: true, clock });
   const content = SqliteContentStore.open({ path: spare.freshPath('-content.db') });
-  const side = new Database(path);
-  const count = side.prepare('SELECT count(*) AS n FROM loom_events WHERE execution_id = ?');
+  const harness = await sqliteRuntimeHarness(path, {
+    wrap: (store) => wrap(store, content),
+    snapshotsPaired: false,
+  });
   opened.push({
     backend: 'sqlite',
     results: async () => {
@@ -83,56 +75,39 @@ runtimeConformance('content decorators over sqlite', async () => {
     },
   });
   return {
-    store: wrap(inner, content),
-    leases: new SqliteLeaseStore(inner.database, { clock }),
-    snapshots: new SqliteSnapshotStore(inner.database),
-    clock,
-    countRows: async (executionId) => (count.get(executionId) as { n: number }).n,
-    snapshotsPaired: false,
+    ...harness,
     close: async () => {
-      side.close();
+      await harness.close();
       await content.close();
-      await inner.close();
     },
-  } satisfies RuntimeHarness;
+  };
 });
 
 runtimeConformance('content decorators over postgres', async () => {
-  const clock = new ManualClock();
   const schema = spare.freshSchema();
-  const inner = await PostgresEventStore.open({ connectionString: pgTestUrl, schema, clock });
-  await inner.migrate();
-  const pool = inner.connectionPool;
-  const content = await PostgresContentStore.open({ pool, schema });
-  const leases = await PostgresLeaseStore.open({ pool, schema, clock });
-  const snapshots = await PostgresSnapshotStore.open({ pool, schema });
+  let content: PostgresContentStore | undefined;
+  const harness = await postgresRuntimeHarness(
+    { connectionString: pgTestUrl, schema },
+    {
+      wrap: async (store) => {
+        content = await PostgresContentStore.open({ pool: store.connectionPool, schema });
+        return wrap(store, content);
+      },
+      snapshotsPaired: false,
+    },
+  );
   opened.push({
     backend: 'postgres',
     results: async () =>
       split((await spare.admin.query(logRows(`"${schema}".events`))).rows as never),
   });
   return {
-    store: wrap(inner, content),
-    leases,
-    snapshots,
-    clock,
-    countRows: async (executionId) =>
-      Number(
-        (
-          await spare.admin.query(
-            `SELECT count(*) AS n FROM "${schema}".events WHERE execution_id = $1`,
-            [executionId],
-          )
-        ).rows[0].n,
-      ),
-    snapshotsPaired: false,
+    ...harness,
     close: async () => {
-      await leases.close();
-      await snapshots.close();
-      await content.close();
-      await inner.close();
+      await harness.close();
+      await content?.close();
     },
-  } satisfies RuntimeHarness;
+  };
 });
 
 describe('the content runtime conformance runs above', () => {

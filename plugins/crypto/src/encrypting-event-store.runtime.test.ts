@@ -4,17 +4,9 @@
 // `result`, a flow's `input`), under one subject, so those are sealed inside the step's
 // transaction; the last test checks that they were.
 import type { EventStore } from '@loom/event-runtime';
-import {
-  PostgresEventStore,
-  PostgresLeaseStore,
-  PostgresSnapshotStore,
-} from '@loom/event-runtime/postgres';
-import {
-  SqliteEventStore,
-  SqliteLeaseStore,
-  SqliteSnapshotStore,
-} from '@loom/event-runtime/sqlite';
-import { ManualClock, type RuntimeHarness, runtimeConformance } from '@loom/event-runtime/testing';
+import { runtimeConformance } from '@loom/event-runtime/testing';
+import { postgresRuntimeHarness } from '@loom/event-runtime/testing/postgres';
+import { sqliteRuntimeHarness } from '@loom/event-runtime/testing/sqlite';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { encryptingEventStore } from './encrypting-event-store.js';
@@ -45,11 +37,8 @@ function wrap(store: EventStore): EventStore {
 }
 
 runtimeConformance('encrypting over sqlite', async () => {
-  const clock = new ManualClock();
   const path = backends.freshPath();
-  const inner = SqliteEventStore.open({ path, migrate: true, clock });
-  const side = new Database(path);
-  const count = side.prepare('SELECT count(*) AS n FROM loom_events WHERE execution_id = ?');
+  const harness = await sqliteRuntimeHarness(path, { wrap, snapshotsPaired: false });
   opened.push({
     backend: 'sqlite',
     rawStepResults: async () => {
@@ -74,27 +63,15 @@ runtimeConformance('encrypting over sqlite', async () => {
       }
     },
   });
-  return {
-    store: wrap(inner),
-    leases: new SqliteLeaseStore(inner.database, { clock }),
-    snapshots: new SqliteSnapshotStore(inner.database),
-    clock,
-    countRows: async (executionId) => (count.get(executionId) as { n: number }).n,
-    snapshotsPaired: false,
-    close: async () => {
-      side.close();
-      await inner.close();
-    },
-  } satisfies RuntimeHarness;
+  return harness;
 });
 
 runtimeConformance('encrypting over postgres', async () => {
-  const clock = new ManualClock();
   const schema = backends.freshSchema();
-  const inner = await PostgresEventStore.open({ connectionString: pgTestUrl, schema, clock });
-  await inner.migrate();
-  const leases = await PostgresLeaseStore.open({ pool: inner.connectionPool, schema, clock });
-  const snapshots = await PostgresSnapshotStore.open({ pool: inner.connectionPool, schema });
+  const harness = await postgresRuntimeHarness(
+    { connectionString: pgTestUrl, schema },
+    { wrap, snapshotsPaired: false },
+  );
   const pool = backends.pool();
   opened.push({
     backend: 'postgres',
@@ -113,26 +90,7 @@ runtimeConformance('encrypting over postgres', async () => {
       };
     },
   });
-  return {
-    store: wrap(inner),
-    leases,
-    snapshots,
-    clock,
-    countRows: async (executionId) =>
-      Number(
-        (
-          await pool.query(`SELECT count(*) AS n FROM "${schema}".events WHERE execution_id = $1`, [
-            executionId,
-          ])
-        ).rows[0].n,
-      ),
-    snapshotsPaired: false,
-    close: async () => {
-      await leases.close();
-      await snapshots.close();
-      await inner.close();
-    },
-  } satisfies RuntimeHarness;
+  return harness;
 });
 
 describe('the encrypting runtime conformance runs above', () => {

@@ -2,10 +2,9 @@ import pg from 'pg';
 import { afterAll } from 'vitest';
 import { CoalescingEventStore } from '../coalescing-event-store.js';
 import type { EventStore } from '../event-store.js';
-import { PostgresEventStore } from '../store/postgres/postgres-event-store.js';
-import { PostgresLeaseStore } from '../store/postgres/postgres-lease-store.js';
-import { PostgresSnapshotStore } from '../store/postgres/postgres-snapshot-store.js';
-import { ManualClock } from '../testing/manual-clock.js';
+import type { PostgresEventStore } from '../store/postgres/postgres-event-store.js';
+import type { ManualClock } from '../testing/manual-clock.js';
+import { postgresRuntimeHarness } from '../testing/postgres-harness.js';
 import { type RuntimeHarness, runtimeConformance } from '../testing/runtime-conformance.js';
 
 const url = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
@@ -20,39 +19,23 @@ afterAll(async () => {
 
 /**
  * The stores of a fresh schema on a manual clock; `wrap` decorates the event store the runtime
- * sees (its close closes the Postgres store under it).
+ * sees (its close closes the Postgres store under it). Closing drops the schema.
  */
 function harness(
   prefix: string,
-  wrap: (store: PostgresEventStore, clock: ManualClock) => EventStore = (store) => store,
+  wrap?: (store: PostgresEventStore, clock: ManualClock) => EventStore,
 ): () => Promise<RuntimeHarness> {
   return async () => {
-    const clock = new ManualClock();
     const schema = `${prefix}_${process.pid}_${++counter}`;
     schemas.push(schema);
-    const postgres = await PostgresEventStore.open({ connectionString: url, schema, clock });
-    await postgres.migrate();
-    const store = wrap(postgres, clock);
-    const leases = await PostgresLeaseStore.open({ pool: postgres.connectionPool, schema, clock });
-    const snapshots = await PostgresSnapshotStore.open({ pool: postgres.connectionPool, schema });
+    const opened = await postgresRuntimeHarness(
+      { connectionString: url, schema },
+      wrap === undefined ? {} : { wrap },
+    );
     return {
-      store,
-      leases,
-      snapshots,
-      clock,
-      countRows: async (executionId) =>
-        Number(
-          (
-            await admin.query(
-              `SELECT count(*) AS n FROM "${schema}".events WHERE execution_id = $1`,
-              [executionId],
-            )
-          ).rows[0].n,
-        ),
+      ...opened,
       close: async () => {
-        await leases.close();
-        await snapshots.close();
-        await store.close();
+        await opened.close();
         await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
       },
     };

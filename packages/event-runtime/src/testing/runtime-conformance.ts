@@ -24,6 +24,7 @@ import { runtimeEventsConformance } from './runtime-events-conformance.js';
 import { runtimeLogChecks } from './runtime-log-checks.js';
 import { runtimeRetries } from './runtime-retry-conformance.js';
 import { runtimeStoreFaults } from './runtime-store-faults.js';
+import { until } from './until.js';
 
 /** What a backend hands the runtime suite for one test. */
 export interface RuntimeHarness {
@@ -80,24 +81,6 @@ async function thrownCodeOf(promise: Promise<unknown>): Promise<string> {
     return thrownCode(error as LoomError);
   }
   return 'resolved';
-}
-
-/**
- * Polls `check` every 5 ms until it holds; fails once `deadlineMs` of real time passed (a count of
- * tries would be a few seconds on a loaded box, where one store round trip can take 100 ms).
- */
-export async function until(
-  check: () => Promise<boolean>,
-  what: string,
-  deadlineMs = 30_000,
-): Promise<void> {
-  const deadline = Date.now() + deadlineMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  if (await check()) return;
-  throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}`);
 }
 
 function stepsFlow(
@@ -877,13 +860,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
     });
 
     describe('durable time, signals, values, versions, children, continue-as-new', () => {
-      const wait = async (check: () => Promise<boolean>, what: string) => {
-        for (let attempt = 0; attempt < 500; attempt++) {
-          if (await check()) return;
-          await new Promise((resolve) => setTimeout(resolve, 5));
-        }
-        throw new Error(`timed out waiting for ${what}`);
-      };
+      const wait = until;
       const statusOf = async (id: string) => {
         for (const status of ['running', 'suspended', 'settled'] as const) {
           const found = await harness.store.findExecutions({ status });
@@ -1833,13 +1810,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
           () => new Error(`${what} resolved`),
           (caught) => caught,
         )) as LoomError;
-      const wait = async (check: () => Promise<boolean>, what: string) => {
-        for (let attempt = 0; attempt < 500; attempt++) {
-          if (await check()) return;
-          await new Promise((resolve) => setTimeout(resolve, 5));
-        }
-        throw new Error(`timed out waiting for ${what}`);
-      };
+      const wait = until;
       const suspended = async (id: string) =>
         (await harness.store.findExecutions({ status: 'suspended' })).some(
           (summary) => summary.executionId === id,

@@ -6,6 +6,7 @@ import type { RuntimeEventMap, RuntimeEventName } from '../runtime/runtime-event
 import { freshId } from './event-store-conformance.js';
 import { tickLeases } from './lease-calls.js';
 import type { RuntimeHarness } from './runtime-conformance.js';
+import { until } from './until.js';
 
 type Seen = Array<{ [E in RuntimeEventName]: { event: E } & RuntimeEventMap[E] }[RuntimeEventName]>;
 
@@ -33,15 +34,6 @@ function deferred() {
     resolve = r;
   });
   return { promise, resolve };
-}
-
-/** Polls `check` every 5 ms until it holds; fails after 500 tries. */
-async function until(check: () => Promise<boolean> | boolean, what: string): Promise<void> {
-  for (let attempt = 0; attempt < 500; attempt++) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 /**

@@ -13,7 +13,8 @@ import type { StepRetryPolicy } from '../runtime/step-retry-policy.js';
 import { CountingEventStore } from './counting-event-store.js';
 import { freshId } from './event-store-conformance.js';
 import { ManualClock } from './manual-clock.js';
-import { type RuntimeHarness, until } from './runtime-conformance.js';
+import type { RuntimeHarness } from './runtime-conformance.js';
+import { until } from './until.js';
 
 /**
  * Settles `promise` while firing the harness clock's timers (backoffs waited in memory), giving
