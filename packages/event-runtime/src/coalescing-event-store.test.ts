@@ -17,6 +17,7 @@ import { CountingEventStore } from './testing/counting-event-store.js';
 import { eventStoreConformance, freshId } from './testing/event-store-conformance.js';
 import { ManualClock } from './testing/manual-clock.js';
 import { sameProcessPeer } from './testing/same-process-peer.js';
+import { sqliteEventStoreHarness } from './testing/sqlite-harness.js';
 import { storedRows } from './testing/store-hooks.js';
 
 const db = useThrowawaySchemas();
@@ -63,38 +64,13 @@ eventStoreConformance('coalescing over memory', async () => {
 for (const plainPath of [true, false]) {
   eventStoreConformance(
     `coalescing over sqlite${plainPath ? '' : ', every append a batch write'}`,
-    async () => {
-      const path = join(directory, `store-${++fileCounter}.db`);
-      const inner = SqliteEventStore.open({ path, migrate: true });
-      inner[batchOfOneHook](plainPath);
-      const store = new CoalescingEventStore(inner);
-      const side = new Database(path);
-      const peers: CoalescingEventStore[] = [];
-      return {
-        store,
-        openPeer: async () => {
-          const peer = new CoalescingEventStore(SqliteEventStore.open({ path }));
-          peers.push(peer);
-          return peer;
+    async () =>
+      sqliteEventStoreHarness(join(directory, `store-${++fileCounter}.db`), {
+        wrap: (inner) => {
+          inner[batchOfOneHook](plainPath);
+          return new CoalescingEventStore(inner);
         },
-        countRows: async (executionId) =>
-          (
-            side
-              .prepare('SELECT count(*) AS n FROM loom_events WHERE execution_id = ?')
-              .get(executionId) as { n: number }
-          ).n,
-        tamper: async (executionId, sequence, payloadText) => {
-          side
-            .prepare('UPDATE loom_events SET payload = ? WHERE execution_id = ? AND sequence = ?')
-            .run(payloadText, executionId, sequence);
-        },
-        close: async () => {
-          await Promise.all(peers.map((peer) => peer.close()));
-          await store.close();
-          side.close();
-        },
-      };
-    },
+      }),
   );
 }
 

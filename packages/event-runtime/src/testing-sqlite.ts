@@ -1,5 +1,5 @@
-// `@loom/event-runtime/testing/sqlite`: the runtime conformance harness on a real SQLite file,
-// for running `runtimeConformance` (from `/testing`) through a store decorator. Apart from
-// `/testing` so that it alone needs better-sqlite3.
+// `@loom/event-runtime/testing/sqlite`: the event-store and runtime conformance harnesses on a
+// real SQLite file, for running `eventStoreConformance` / `runtimeConformance` (from `/testing`)
+// through a store decorator. Apart from `/testing` so that it alone needs better-sqlite3.
 export type { DurableHarness, DurableHarnessOptions } from './testing/durable-harness.js';
-export { sqliteRuntimeHarness } from './testing/sqlite-harness.js';
+export { sqliteEventStoreHarness, sqliteRuntimeHarness } from './testing/sqlite-harness.js';

@@ -2,7 +2,7 @@
 // tables when they are initialised and current (else from the log), from the built binary on a
 // real SQLite file and the real Postgres: the same answers both ways, idempotent on redelivery,
 // caught up after a restart, and never read while the log is ahead of the checkpoint.
-import type { Backend, StoredEvent } from '@loom/event-runtime';
+import type { Backend } from '@loom/event-runtime';
 import { createRuntime, defineFlow } from '@loom/workflow-runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunsPage, ScheduleSummary } from '../src/index.js';
@@ -11,32 +11,12 @@ import { parseDbUrl } from '../src/internal/db-url.js';
 import { openProjectionDb, type ProjectionDb } from '../src/projection/projection-db.js';
 import { dbTargets } from './db-targets.js';
 import { eventually, loom, populate, runtimeOn } from './fixture.js';
-import { memoryProjectionDb, projectionRows, tableNames } from './projection-support.js';
+import { memoryProjectionDb, projectionRows, tableNames, wholeLog } from './projection-support.js';
 
 const { targets, cleanup } = dbTargets('view-projreads');
 afterAll(cleanup);
 
 const tick = defineFlow({ name: 'tick' }, async (ctx) => ctx.step('tock', () => 'tocked'));
-
-/** Every event `readAll` shows, once it shows as many as the runs' own logs hold. */
-async function wholeLog(backend: Backend): Promise<StoredEvent[]> {
-  let total = 0;
-  for (const row of await backend.events.findExecutions({ limit: 10_000 })) {
-    total += (await backend.events.read(row.executionId, { limit: 10_000 })).length;
-  }
-  return eventually(async () => {
-    const out: StoredEvent[] = [];
-    for (;;) {
-      const page = await backend.events.readAll({
-        afterPosition: out.at(-1)?.position ?? 0,
-        limit: 10_000,
-      });
-      if (page.length === 0) break;
-      out.push(...page);
-    }
-    return out.length === total ? out : undefined;
-  }, 'readAll to show every event');
-}
 
 /**
  * Runs the every-second schedule on a backend of its own (its runtime's shutdown closes it) until

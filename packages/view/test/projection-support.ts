@@ -1,7 +1,7 @@
 // Shared by the projection tests: a priced agent, the projection tables of each backend, and a
 // normalized copy of every projection row (to compare a kept projection with a fresh rebuild).
 import { createAgentRuntime, defineAgent } from '@loom/agent-loop';
-import { type Backend, openMemory } from '@loom/event-runtime';
+import { type Backend, openMemory, type StoredEvent } from '@loom/event-runtime';
 import { StubModel } from '@loom/reasoning';
 import type { Runtime } from '@loom/workflow-runtime';
 import Database from 'better-sqlite3';
@@ -15,6 +15,7 @@ import {
 import { parseDbUrl } from '../src/internal/db-url.js';
 import { openProjectionDb } from '../src/projection/projection-db.js';
 import { dbTargets } from './db-targets.js';
+import { eventually } from './fixture.js';
 
 /** Prices of the stub model: what the spend projection sums. */
 export const stubPrices = { 'stub-model': { inputUsdPerMTok: 3, outputUsdPerMTok: 15 } };
@@ -159,4 +160,27 @@ export async function tableNames(projections: ProjectionDb): Promise<string[]> {
           projections.db,
         );
   return rows.map((row) => row.name);
+}
+
+export /**
+ * The whole log in the store's order, once `readAll` shows every event each run's own log has (a
+ * Postgres `readAll` stops below the oldest transaction open in the cluster, others' included).
+ */
+async function wholeLog(backend: Backend): Promise<StoredEvent[]> {
+  let total = 0;
+  for (const row of await backend.events.findExecutions({ limit: 10_000 })) {
+    total += (await backend.events.read(row.executionId, { limit: 10_000 })).length;
+  }
+  return eventually(async () => {
+    const out: StoredEvent[] = [];
+    for (;;) {
+      const page = await backend.events.readAll({
+        afterPosition: out.at(-1)?.position ?? 0,
+        limit: 10_000,
+      });
+      if (page.length === 0) break;
+      out.push(...page);
+    }
+    return out.length === total ? out : undefined;
+  }, 'readAll to show every event');
 }

@@ -3,7 +3,7 @@
 // coalesced delivery, spend, and opening without tables.
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Backend, StoredEvent } from '@loom/event-runtime';
+import type { StoredEvent } from '@loom/event-runtime';
 import { createRuntime } from '@loom/workflow-runtime';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
@@ -18,33 +18,16 @@ import {
 import { parseDbUrl } from '../src/internal/db-url.js';
 import { openProjectionDb } from '../src/projection/projection-db.js';
 import { eventually, populate, runtimeOn } from './fixture.js';
-import { projectionRows, projectionTargets, spend, tableNames } from './projection-support.js';
+import {
+  projectionRows,
+  projectionTargets,
+  spend,
+  tableNames,
+  wholeLog,
+} from './projection-support.js';
 
 const { dir, targets, cleanup, open } = projectionTargets('view-proj');
 afterAll(cleanup);
-
-/**
- * The whole log in the store's order, once `readAll` shows every event each run's own log has (a
- * Postgres `readAll` stops below the oldest transaction open in the cluster, others' included).
- */
-async function wholeLog(backend: Backend): Promise<StoredEvent[]> {
-  let total = 0;
-  for (const row of await backend.events.findExecutions({ limit: 10_000 })) {
-    total += (await backend.events.read(row.executionId, { limit: 10_000 })).length;
-  }
-  return eventually(async () => {
-    const out: StoredEvent[] = [];
-    for (;;) {
-      const page = await backend.events.readAll({
-        afterPosition: out.at(-1)?.position ?? 0,
-        limit: 10_000,
-      });
-      if (page.length === 0) break;
-      out.push(...page);
-    }
-    return out.length === total ? out : undefined;
-  }, 'readAll to show every event');
-}
 
 describe('opening without projection tables', () => {
   it('SQLite: PROJECTIONS_NOT_INITIALIZED names the command, and nothing is written', async () => {

@@ -6,9 +6,8 @@
 // hash over the payload as given, and the chain covers the stored form (ADR 0037).
 import { CoalescingEventStore, type EventStore, InMemoryEventStore } from '@loom/event-runtime';
 import { PostgresEventStore } from '@loom/event-runtime/postgres';
-import { SqliteEventStore } from '@loom/event-runtime/sqlite';
 import { eventStoreConformance, sameProcessPeer, storedRows } from '@loom/event-runtime/testing';
-import Database from 'better-sqlite3';
+import { sqliteEventStoreHarness } from '@loom/event-runtime/testing/sqlite';
 import { describe, expect, it } from 'vitest';
 import { cachingContentStore } from './caching-content-store.js';
 import { contentResolvingEventStore } from './content-resolving-event-store.js';
@@ -78,38 +77,9 @@ for (const coalesced of [false, true]) {
         },
       ),
     );
-    const store = wire(
-      'sqlite',
-      SqliteEventStore.open({ path, migrate: true }),
-      content,
-      coalesced,
-    );
-    const side = new Database(path);
-    const peers: EventStore[] = [];
-    return {
-      store,
-      openPeer: async () => {
-        const peer = wire('sqlite', SqliteEventStore.open({ path }), content, coalesced);
-        peers.push(peer);
-        return peer;
-      },
-      countRows: async (executionId) =>
-        (
-          side
-            .prepare('SELECT count(*) AS n FROM loom_events WHERE execution_id = ?')
-            .get(executionId) as { n: number }
-        ).n,
-      tamper: async (executionId, sequence, payloadText) => {
-        side
-          .prepare('UPDATE loom_events SET payload = ? WHERE execution_id = ? AND sequence = ?')
-          .run(payloadText, executionId, sequence);
-      },
-      close: async () => {
-        await Promise.all(peers.map((peer) => peer.close()));
-        await store.close();
-        side.close();
-      },
-    };
+    return sqliteEventStoreHarness(path, {
+      wrap: (inner) => wire('sqlite', inner, content, coalesced),
+    });
   });
 
   eventStoreConformance(`${over} over postgres`, async () => {

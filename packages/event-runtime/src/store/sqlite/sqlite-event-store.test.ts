@@ -7,6 +7,7 @@ import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ErrorCode, type LoomError } from '../../errors.js';
 import { eventStoreConformance, freshId } from '../../testing/event-store-conformance.js';
+import { sqliteEventStoreHarness } from '../../testing/sqlite-harness.js';
 import { SqliteEventStore } from './sqlite-event-store.js';
 import { sqliteSchemaVersion } from './sqlite-migrations.js';
 
@@ -16,38 +17,7 @@ let fileCounter = 0;
 const freshPath = () => join(directory, `store-${++fileCounter}.db`);
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
-eventStoreConformance('sqlite', async () => {
-  const path = freshPath();
-  const store = SqliteEventStore.open({ path, migrate: true });
-  const side = new Database(path);
-  const peers: SqliteEventStore[] = [];
-  return {
-    store,
-    openPeer: async () => {
-      const peer = SqliteEventStore.open({ path });
-      peers.push(peer);
-      return peer;
-    },
-    countRows: async (executionId) =>
-      (
-        side
-          .prepare('SELECT count(*) AS n FROM loom_events WHERE execution_id = ?')
-          .get(executionId) as {
-          n: number;
-        }
-      ).n,
-    tamper: async (executionId, sequence, payloadText) => {
-      side
-        .prepare('UPDATE loom_events SET payload = ? WHERE execution_id = ? AND sequence = ?')
-        .run(payloadText, executionId, sequence);
-    },
-    close: async () => {
-      await Promise.all(peers.map((peer) => peer.close()));
-      await store.close();
-      side.close();
-    },
-  };
-});
+eventStoreConformance('sqlite', async () => sqliteEventStoreHarness(freshPath()));
 
 const child = join(import.meta.dirname, '../../../test/fixtures/sqlite-append-child.ts');
 
