@@ -1,6 +1,10 @@
 export { bucketOf, channelName } from './store/postgres/notify-bucket.js';
 export { backendConformance } from './testing/backend-conformance.js';
-export { CountingEventStore, type StoreCallCounts } from './testing/counting-event-store.js';
+export {
+  CountingEventStore,
+  type CountingEventStoreOptions,
+  type StoreCallCounts,
+} from './testing/counting-event-store.js';
 export {
   type ErrorCodeConformanceOptions,
   errorCodeConformance,

@@ -7,14 +7,15 @@
  * processes) and latency percentiles.
  *
  * Then P3 beside it: 1-step no-op flows through the kernel runtime (leases off, caller ids, as
- * in `bench`) on the per-event store and on `CoalescingEventStore` (maxBatch 64), interleaved,
- * rows checked against 2n + 2 per execution.
+ * in `bench`), three ways interleaved: the runtime's group commit off (every execution's append
+ * on its own), on (the default, ADR 0040: one turn's appends in one `appendBatch`), and off
+ * over `CoalescingEventStore` (maxBatch 64); rows checked against 2n + 2 per execution.
  *
  * Then SQLite (synchronous=FULL): per-event against coalesced (one transaction per batch), at
  * LOOM_BENCH_SQLITE_CONCS (default 1,8,64; empty string: none), maxBatch 16 and 64.
  *
- * Then P4: 1-step no-op flows on SQLite FULL, per-event against coalesced (maxBatch 64: group
- * commit across executions), beside the raw one-transaction-per-event floor measured in the same
+ * Then P4: 1-step no-op flows on SQLite FULL, the same three ways (group commit off, on, and
+ * the coalescing store), beside the raw one-transaction-per-event floor measured in the same
  * repeats, at LOOM_BENCH_SQLITE_FLOW_CONCS (default 16,64; empty string: none), with
  * LOOM_BENCH_SQLITE_EXECS executions per cell (default 1024).
  *
@@ -50,7 +51,11 @@ import {
   reachPostgres,
 } from './bench-backend.js';
 import { sqliteCoalesceCells } from './coalesce-sqlite-cells.js';
-import { type ExecutionCellResult, runExecutionCell } from './execution-cell.js';
+import {
+  type ExecutionCellResult,
+  type ExecutionCellSpec,
+  runExecutionCell,
+} from './execution-cell.js';
 import { formatCount, formatMs, formatRatio } from './format-number.js';
 import { rotatingOrder } from './interleave.js';
 import { roundToConcurrency } from './knobs.js';
@@ -202,7 +207,7 @@ interface FlowCell {
   result: ExecutionCellResult;
 }
 
-/** P3 beside P2: 1-step flows on the per-event store and behind the coalescing one. */
+/** P3 beside P2: 1-step flows with the runtime's group commit off and on, and behind the coalescing store. */
 async function flowCells(target: PgTarget): Promise<void> {
   const plain = await openPostgres(target);
   const coalescing = new CoalescingEventStore(plain.events, { maxBatch: 64, maxInFlight });
@@ -210,8 +215,9 @@ async function flowCells(target: PgTarget): Promise<void> {
     await compareFlows(
       'P3 beside it: 1-step no-op flows through the kernel runtime (leases off)',
       [
-        ['per-event', plain],
-        ['coalesced 64', { ...plain, events: coalescing }],
+        ['group commit off', plain, { groupCommit: false }],
+        ['group commit', plain, {}],
+        ['coalesced 64', { ...plain, events: coalescing }, { groupCommit: false }],
       ],
       flowConcurrencies,
       flowExecutions,
@@ -238,8 +244,9 @@ async function sqliteFlowCells(): Promise<void> {
     await compareFlows(
       'P4: 1-step no-op flows on SQLite FULL (leases off), group commit against one transaction per append',
       [
-        ['per-event', plain],
-        ['coalesced 64', { ...grouped, events: coalescing }],
+        ['group commit off', plain, { groupCommit: false }],
+        ['group commit', plain, {}],
+        ['coalesced 64', { ...grouped, events: coalescing }, { groupCommit: false }],
       ],
       sqliteFlowConcurrencies,
       sqliteFlowExecutions,
@@ -271,7 +278,7 @@ async function sqliteFlowCells(): Promise<void> {
  */
 async function compareFlows(
   title: string,
-  backends: Array<[string, BenchBackend]>,
+  backends: Array<[string, BenchBackend, Pick<ExecutionCellSpec, 'groupCommit'>]>,
   concurrencies: readonly number[],
   requestedExecutions: number,
   floor?: (concurrency: number, repeat: number) => Promise<number>,
@@ -282,7 +289,7 @@ async function compareFlows(
   for (const concurrency of concurrencies) {
     const executions = roundToConcurrency(requestedExecutions, concurrency);
     for (let repeat = 0; repeat < repeats; repeat++) {
-      for (const [variant, backend] of rotatingOrder(backends, repeat)) {
+      for (const [variant, backend, options] of rotatingOrder(backends, repeat)) {
         process.stderr.write(`flows c=${concurrency} ${variant} repeat ${repeat + 1}/${repeats}\n`);
         const result = await runExecutionCell(
           backend,
@@ -294,6 +301,7 @@ async function compareFlows(
             executions,
             ids: 'caller',
             leaseMode: 'off',
+            ...options,
           },
           () => {},
         );
@@ -333,6 +341,7 @@ async function compareFlows(
           formatCount,
         ),
         variant === baseline ? '' : range(ratios, formatRatio),
+        median(mine.map((cell) => cell.result.appendsPerWrite)).toFixed(1),
       ];
       if (floor !== undefined) {
         row.push(
@@ -364,6 +373,7 @@ async function compareFlows(
     'store',
     'exec/s median (min..max)',
     `÷ ${baseline}, same repeat`,
+    'appends per write',
     ...(floor === undefined
       ? ['Postgres statements per execution', 'node + pg CPU ms/execution']
       : ['raw floor, events/s (one transaction each)', 'exec/s ÷ floor, same repeat']),

@@ -20,6 +20,8 @@ export interface ExecutionCellSpec {
   executions: number;
   ids: IdStyle;
   leaseMode: LeaseMode;
+  /** The runtime's group commit (ADR 0040); default: the runtime's default (on). */
+  groupCommit?: boolean;
 }
 
 /** What one cell measured. Counts are per execution, averaged over the cell. */
@@ -32,6 +34,11 @@ export interface ExecutionCellResult {
   eventsPerExecution: number;
   /** Store calls (append, transact, read, readAll, findExecutions) per execution. */
   storeCallsPerExecution: number;
+  /**
+   * Appends (durability barriers, n + 1 per execution) per store write: 1 without group commit,
+   * the mean batch size with it.
+   */
+  appendsPerWrite: number;
   /** Statements sent to Postgres per execution (Postgres only). */
   roundTripsPerExecution: number | null;
   /** Whole-machine busy CPU (every process, the database included) per execution. */
@@ -73,6 +80,7 @@ export async function runExecutionCell(
     store: counting,
     ...(spec.leaseMode === 'off' ? {} : { leases: backend.leases as never }),
     leaseMode: spec.leaseMode,
+    ...(spec.groupCommit === undefined ? {} : { groupCommit: spec.groupCommit }),
     onError: (error) => backgroundErrors.push(error),
   });
   const rowsBefore = await backend.countEvents();
@@ -111,7 +119,8 @@ export async function runExecutionCell(
         `and append was handed ${counting.counts.eventsAppended} envelopes`,
     );
   }
-  const { appends, transactions, reads, readAlls, findExecutions } = counting.counts;
+  const { appends, batches, batchedAppends, transactions, reads, readAlls, findExecutions } =
+    counting.counts;
   const per = (value: number) => value / spec.executions;
   return {
     executions: spec.executions,
@@ -120,6 +129,7 @@ export async function runExecutionCell(
     latencyMs: loop.latencyMs,
     eventsPerExecution: per(rowsWritten),
     storeCallsPerExecution: per(appends + transactions + reads + readAlls + findExecutions),
+    appendsPerWrite: appends / (appends - batchedAppends + batches),
     roundTripsPerExecution:
       roundTripsBefore === null || roundTripsAfter === null
         ? null

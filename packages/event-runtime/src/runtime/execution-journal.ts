@@ -6,13 +6,14 @@ import type {
   JsonValue,
   StoredEvent,
 } from '../envelope.js';
-import type { EventStore, TransactionalEventStore } from '../event-store.js';
+import type { AppendRequest, TransactionalEventStore } from '../event-store.js';
 import {
   type EncodedEnvelope,
   payloadSourceKey,
   payloadTextKey,
 } from '../internal/encoded-payloads.js';
 import { Limits } from '../limits.js';
+import type { GroupCommit, GroupCommitMember } from './group-commit.js';
 import { isTransientStoreError } from './store-retry.js';
 
 interface Waiter {
@@ -27,12 +28,13 @@ interface Waiter {
  * in flight at a time. Nothing is written until someone needs durability (`flush`): the kernel
  * flushes before an effect starts, before a result leaves the execution and before it suspends.
  * Everything recorded between two barriers goes in one append, so an n-step flow costs n + 1
- * store round trips. Flushes asked for in the same tick share one append.
+ * appends. Flushes asked for in the same turn share one append, and the node's group commit
+ * sends the appends of every journal that flushed in that turn in one write (ADR 0040).
  *
  * Once an append fails, the journal is broken: every later flush rejects with that error (the
  * execution must be reloaded from the log, which is the truth).
  */
-export class ExecutionJournal {
+export class ExecutionJournal implements GroupCommitMember {
   private pending: EventEnvelope[] = [];
   private waiters: Waiter[] = [];
   private inFlight = false;
@@ -40,6 +42,8 @@ export class ExecutionJournal {
   private broken: unknown;
   private sealed = false;
   private durableUpTo: number;
+  /** The last sequence of the append in flight. */
+  private sentUpTo = -1;
   private nextSequence: number;
   private pendingStatus:
     | { status: ExecutionStatus; wakeAtMs: number | null; wakeOnSignalsAfter?: number }
@@ -48,11 +52,12 @@ export class ExecutionJournal {
   onAppended: ((events: StoredEvent[]) => void) | undefined;
 
   constructor(
-    private readonly store: EventStore,
+    /** The node's group commit: what sends this journal's appends, with other journals'. */
+    private readonly commits: GroupCommit,
     readonly executionId: string,
     nextSequence: number,
     private fenceEpoch: number,
-    /** The runtime's clock: stamps events and orders the batching of appends. */
+    /** The runtime's clock: stamps events. */
     readonly clock: Clock,
   ) {
     this.nextSequence = nextSequence;
@@ -120,20 +125,21 @@ export class ExecutionJournal {
     if (upTo <= this.durableUpTo) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
       this.waiters.push({ upTo, resolve, reject });
-      if (!this.inFlight && !this.scheduled) {
-        this.scheduled = true;
-        // Let everything the flow does before yielding to I/O (parallel steps, a flow that ends
-        // without a step) join one append.
-        this.clock.defer(() => {
-          this.scheduled = false;
-          this.pump();
-        });
-      }
+      if (!this.inFlight) this.pump();
     });
   }
 
+  /** Asks the group commit for a turn, once: it sends what is pending when the turn is over. */
   private pump(): void {
-    if (this.inFlight || this.broken !== undefined || this.pending.length === 0) return;
+    if (this.scheduled) return;
+    this.scheduled = true;
+    this.commits.want(this);
+  }
+
+  /** The append of everything pending (up to the per-append limit), marked in flight. */
+  takeAppend(): AppendRequest | undefined {
+    this.scheduled = false;
+    if (this.inFlight || this.broken !== undefined || this.pending.length === 0) return undefined;
     const batch = this.pending.splice(0, Limits.eventsPerAppendMax);
     const guard: AppendGuard = { fenceEpoch: this.fenceEpoch };
     const status = this.pending.length === 0 ? this.pendingStatus : undefined;
@@ -146,22 +152,26 @@ export class ExecutionJournal {
       this.pendingStatus = undefined;
     }
     this.inFlight = true;
-    this.store.append(batch, guard).then(
-      (stored) => {
-        this.inFlight = false;
-        this.durableUpTo = (batch[batch.length - 1] as EventEnvelope).sequence;
-        this.onAppended?.(stored);
-        this.settleWaiters();
-        if (this.waiters.length > 0) this.pump();
-      },
-      (error: unknown) => {
-        this.inFlight = false;
-        this.broken = error;
-        const waiters = this.waiters;
-        this.waiters = [];
-        for (const waiter of waiters) waiter.reject(error);
-      },
-    );
+    this.sentUpTo = (batch[batch.length - 1] as EventEnvelope).sequence;
+    return { envelopes: batch, guard };
+  }
+
+  /** The append taken last committed as `stored`. */
+  appended(stored: StoredEvent[]): void {
+    this.inFlight = false;
+    this.durableUpTo = this.sentUpTo;
+    this.onAppended?.(stored);
+    this.settleWaiters();
+    if (this.waiters.length > 0) this.pump();
+  }
+
+  /** The append taken last failed: the journal is broken, every waiter hears why. */
+  failed(error: unknown): void {
+    this.inFlight = false;
+    this.broken = error;
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const waiter of waiters) waiter.reject(error);
   }
 
   /**

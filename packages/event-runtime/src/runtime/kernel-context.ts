@@ -9,6 +9,7 @@ import type { SnapshotStore } from '../snapshot-store.js';
 import { ExecutionLinks } from './execution-links.js';
 import { ExecutionRecovery } from './execution-recovery.js';
 import { FlowRegistry } from './flow-registry.js';
+import { GroupCommit } from './group-commit.js';
 import { LeaseManager } from './lease-manager.js';
 import { LocalExecutions } from './local-executions.js';
 import { NodePresence } from './node-presence.js';
@@ -44,6 +45,8 @@ export interface KernelContext {
   readonly leases: LeaseManager | undefined;
   /** This node's claim on its id (with `leases`): how others tell at once that it died. */
   readonly presence: NodePresence | undefined;
+  /** Sends the appends of every journal that flushed in one turn together (ADR 0040). */
+  readonly commits: GroupCommit;
   /** The executions this node drives. */
   readonly executions: LocalExecutions;
   /** Parent, child and continue-as-new links between executions. */
@@ -81,6 +84,7 @@ export class Kernel implements KernelContext {
   readonly flows = new FlowRegistry();
   readonly leases: LeaseManager | undefined;
   readonly presence: NodePresence | undefined;
+  readonly commits: GroupCommit;
   readonly executions: LocalExecutions;
   readonly links: ExecutionLinks;
   readonly recovery: ExecutionRecovery;
@@ -126,6 +130,7 @@ export class Kernel implements KernelContext {
       this.leases === undefined || this.leaseStore === undefined
         ? undefined
         : new NodePresence(this.leaseStore, this.nodeId, (error) => this.report(error));
+    this.commits = new GroupCommit(this.store, this.clock, this.settings.groupCommitMax);
     this.executions = new LocalExecutions(this);
     this.links = new ExecutionLinks(this);
     this.recovery = new ExecutionRecovery(this);

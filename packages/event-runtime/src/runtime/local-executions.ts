@@ -153,7 +153,7 @@ export class LocalExecutions {
     started: ExecutionStartedPayload,
     startedText: string,
   ): Promise<boolean> {
-    const { store, clock, leases } = this.kernel;
+    const { clock, leases } = this.kernel;
     const { leaseMode } = this.kernel.settings;
     if (this.running.has(executionId)) return true;
     // (Checked here first: most starts have nothing pending, and need not wait a turn for it.)
@@ -171,7 +171,7 @@ export class LocalExecutions {
     ) {
       return true;
     }
-    const journal = new ExecutionJournal(store, executionId, 0, 0, clock);
+    const journal = new ExecutionJournal(this.kernel.commits, executionId, 0, 0, clock);
     journal.record(EventType.executionStarted, started as unknown as JsonValue, startedText);
     journal.setStatus('running');
     const durable = journal.flush();
@@ -283,7 +283,13 @@ export class LocalExecutions {
       leases?.release(executionId);
       return;
     }
-    const journal = new ExecutionJournal(store, executionId, state.nextSequence, epoch, clock);
+    const journal = new ExecutionJournal(
+      this.kernel.commits,
+      executionId,
+      state.nextSequence,
+      epoch,
+      clock,
+    );
     // A suspended execution woken by hand (not claimed) is running again from its next append.
     journal.setStatus('running');
     this.drive(flow, state, journal, loaded.snapshotSequence ?? -1);
@@ -347,7 +353,13 @@ export class LocalExecutions {
           stepIndex !== null && state.steps[stepIndex]?.status === 'failed' ? stepIndex : null,
         failedSequence: state.nextSequence - 1,
       };
-      const journal = new ExecutionJournal(store, executionId, state.nextSequence, epoch, clock);
+      const journal = new ExecutionJournal(
+        this.kernel.commits,
+        executionId,
+        state.nextSequence,
+        epoch,
+        clock,
+      );
       journal.record(EventType.executionRetried, retried as unknown as JsonValue);
       journal.setStatus('running');
       try {

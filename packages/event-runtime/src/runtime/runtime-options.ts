@@ -4,6 +4,7 @@ import type { EventStore } from '../event-store.js';
 import type { LeaseStore } from '../lease-store.js';
 import type { SnapshotStore } from '../snapshot-store.js';
 import type { Flow } from './flow.js';
+import { groupCommitBatchDefault, groupCommitBatchMax } from './group-commit.js';
 import { type ResolvedRetry, resolveRetry, type StepRetryPolicy } from './step-retry-policy.js';
 import type { StoreRetrySettings } from './store-retry.js';
 
@@ -100,6 +101,16 @@ export interface KernelRuntimeOptions {
    * crash it counts. Default 10.
    */
   stepInterruptionsMax?: number;
+  /**
+   * Group commit across executions (ADR 0040): the appends of every execution that reaches a
+   * durability barrier in one turn of the event loop go in one write when the store can append
+   * batches (SQLite: one transaction and one fsync; Postgres: one statement and one commit),
+   * each execution's fence and sequence still checked on its own. `maxBatch` bounds the
+   * executions per write (default 64, at most 1,000; more go in further writes of the same turn).
+   * `false` sends every execution's append on its own. Default on. A store without
+   * `appendBatch` (memory, a decorator that does not forward it) appends one at a time anyway.
+   */
+  groupCommit?: boolean | { maxBatch?: number };
 }
 
 export interface StartOptions {
@@ -130,6 +141,8 @@ export interface RuntimeSettings {
   readonly stepRetry: ResolvedRetry | undefined;
   /** Interrupted attempts a step may have before it fails with `STEP_POISONED`. */
   readonly stepInterruptionsMax: number;
+  /** Executions per group-commit write; 0 when group commit is off. */
+  readonly groupCommitMax: number;
 }
 
 /** The documented defaults of {@link KernelRuntimeOptions}. */
@@ -142,7 +155,22 @@ export const runtimeDefaults = {
   storeRetryDelayMaxMs: 5_000,
   storeRetriesMax: 100,
   stepInterruptionsMax: 10,
+  groupCommitMax: groupCommitBatchDefault,
 } as const;
+
+function groupCommitMax(option: KernelRuntimeOptions['groupCommit']): number {
+  if (option === false) return 0;
+  if (option === undefined || option === true) return runtimeDefaults.groupCommitMax;
+  const max = option.maxBatch ?? runtimeDefaults.groupCommitMax;
+  if (!Number.isSafeInteger(max) || max < 1 || max > groupCommitBatchMax) {
+    throw new LoomError(
+      ErrorCode.INVALID_ARGUMENT,
+      `groupCommit.maxBatch must be an integer from 1 to ${groupCommitBatchMax}, got ${String(max)}`,
+      { path: 'groupCommit.maxBatch', actual: typeof max === 'number' ? max : String(max) },
+    );
+  }
+  return max;
+}
 
 function positive(value: number | undefined, fallback: number, name: string): number {
   const resolved = value ?? fallback;
@@ -157,7 +185,7 @@ function positive(value: number | undefined, fallback: number, name: string): nu
 
 /**
  * Applies the defaults and checks the options. Throws `INVALID_ARGUMENT` (snapshotEvery, the
- * store retry settings, stepRetry).
+ * store retry settings, stepRetry, groupCommit).
  */
 export function resolveSettings(options: KernelRuntimeOptions): RuntimeSettings {
   const leaseTtlMs = options.leaseTtlMs ?? runtimeDefaults.leaseTtlMs;
@@ -183,6 +211,7 @@ export function resolveSettings(options: KernelRuntimeOptions): RuntimeSettings 
     snapshotEvery,
     keepResults: snapshotEvery !== undefined,
     stepRetry: options.stepRetry === undefined ? undefined : resolveRetry(options.stepRetry),
+    groupCommitMax: groupCommitMax(options.groupCommit),
     stepInterruptionsMax: positive(
       options.stepInterruptionsMax,
       runtimeDefaults.stepInterruptionsMax,

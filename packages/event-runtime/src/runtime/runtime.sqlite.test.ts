@@ -12,3 +12,9 @@ afterAll(() => rmSync(directory, { recursive: true, force: true }));
 runtimeConformance('sqlite', () =>
   sqliteRuntimeHarness(join(directory, `runtime-${++counter}.db`)),
 );
+
+// Group commit is on by default (ADR 0040); the same suite with every append on its own.
+runtimeConformance('sqlite, group commit off', async () => ({
+  ...(await sqliteRuntimeHarness(join(directory, `runtime-${++counter}.db`))),
+  runtimeOptions: { groupCommit: false },
+}));

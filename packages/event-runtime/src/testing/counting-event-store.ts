@@ -8,24 +8,42 @@ import type {
   SignalInput,
 } from '../envelope.js';
 import type {
+  AppendOutcome,
+  AppendRequest,
   EventStore,
   SubscribeOptions,
   SubscriptionHandler,
   TransactionalEventStore,
 } from '../event-store.js';
-import { isTransactional } from '../event-store.js';
+import { canAppendBatch, isTransactional } from '../event-store.js';
 
 /** Calls made through a {@link CountingEventStore}. */
 export interface StoreCallCounts {
-  /** `append` calls: one store round trip each. */
+  /**
+   * Appends: `append` calls plus the requests inside `appendBatch` calls (one durability barrier
+   * of one execution each). Round trips: `appends - batchedAppends + batches`.
+   */
   appends: number;
-  /** Envelopes handed to `append`. */
+  /** Envelopes handed to `append` or inside `appendBatch` requests. */
   eventsAppended: number;
+  /** `appendBatch` calls: one store round trip each, for many executions (group commit). */
+  batches: number;
+  /** Requests inside those `appendBatch` calls (counted in `appends` too). */
+  batchedAppends: number;
   /** `transact` calls (one transaction, one round trip on SQLite, a few on Postgres). */
   transactions: number;
   reads: number;
   readAlls: number;
   findExecutions: number;
+}
+
+/** Options of a {@link CountingEventStore}. */
+export interface CountingEventStoreOptions {
+  /**
+   * Offer the inner store's `appendBatch` (when it has one), so a runtime's group commit batches
+   * through this wrapper. Default true; false makes every append a plain `append` call.
+   */
+  appendBatch?: boolean;
 }
 
 /**
@@ -36,14 +54,35 @@ export class CountingEventStore implements EventStore {
   readonly counts: StoreCallCounts = {
     appends: 0,
     eventsAppended: 0,
+    batches: 0,
+    batchedAppends: 0,
     transactions: 0,
     reads: 0,
     readAlls: 0,
     findExecutions: 0,
   };
   readonly transact: TransactionalEventStore['transact'] | undefined;
+  readonly appendBatch:
+    | ((requests: readonly AppendRequest[]) => Promise<AppendOutcome[]>)
+    | undefined;
 
-  constructor(readonly inner: EventStore) {
+  constructor(
+    readonly inner: EventStore,
+    options: CountingEventStoreOptions = {},
+  ) {
+    if (options.appendBatch !== false && canAppendBatch(inner)) {
+      this.appendBatch = (requests) => {
+        this.counts.batches += 1;
+        this.counts.batchedAppends += requests.length;
+        this.counts.appends += requests.length;
+        for (const request of requests) {
+          this.counts.eventsAppended += Array.isArray(request.envelopes)
+            ? request.envelopes.length
+            : 0;
+        }
+        return inner.appendBatch(requests);
+      };
+    }
     if (isTransactional(inner)) {
       this.transact = (work, envelopes, guard) => {
         this.counts.transactions += 1;

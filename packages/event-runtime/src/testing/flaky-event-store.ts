@@ -28,7 +28,8 @@ export interface FlakyPlan {
  * Wraps a store and fails the calls a {@link FlakyPlan} names with `STORE_UNAVAILABLE` (or
  * `STORE_BUSY`), as a
  * store whose connection drops would: the runtime's handling of transient failures is tested
- * the same way on every backend. Counts what it failed in {@link FlakyEventStore.failed}.
+ * the same way on every backend. Counts what it failed in {@link FlakyEventStore.failed}. It
+ * offers no `appendBatch`, so every append meets the plan.
  */
 export class FlakyEventStore extends CountingEventStore {
   private plan: Required<Pick<FlakyPlan, 'transactions' | 'reads' | 'code'>> & {
@@ -46,7 +47,9 @@ export class FlakyEventStore extends CountingEventStore {
   declare readonly transact: TransactionalEventStore['transact'] | undefined;
 
   constructor(inner: ConstructorParameters<typeof CountingEventStore>[0]) {
-    super(inner);
+    // No `appendBatch`: every append passes the plan (a runtime's group commit then appends one
+    // execution at a time through it).
+    super(inner, { appendBatch: false });
     if (isTransactional(inner)) {
       this.transact = (work, envelopes, guard) => {
         this.counts.transactions += 1;

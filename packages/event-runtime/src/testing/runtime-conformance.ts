@@ -43,6 +43,11 @@ export interface RuntimeHarness {
    * two-call path (the snapshot, then the tail) instead.
    */
   snapshotsPaired?: boolean;
+  /**
+   * Options every runtime the suite makes starts from (a test's own options win): to run the
+   * whole suite under a configuration, e.g. `{ groupCommit: false }`.
+   */
+  runtimeOptions?: Partial<KernelRuntimeOptions>;
   close(): Promise<void>;
 }
 
@@ -122,6 +127,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         // The suite calls recover() itself, to see what each round resumed.
         recoverEveryMs: 0,
         inlineWaitMs: 0,
+        ...harness.runtimeOptions,
         ...options,
       });
       runtimes.push(created);
@@ -832,6 +838,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         await harness.leases.acquireMany('ghost', [id], longTtlMs);
         // Default recovery settings (the suite's helper turns the periodic round off).
         const booted = createKernelRuntime({
+          ...harness.runtimeOptions,
           store: harness.store,
           clock: harness.clock,
           timerPollMs: 0,

@@ -31,8 +31,9 @@ const armed = (where: string, executionId: string) =>
   point?.body === where && executionId.startsWith(`${prefix}-`);
 
 /**
- * The store, with the point's write hooks: SIGKILL before or after the first append (or
- * `transact`, or `sendSignal`) that carries the point's event type for the point's execution.
+ * The store, with the point's write hooks: SIGKILL before or after the first append (a batch of
+ * appends included, or `transact`, or `sendSignal`) that carries the point's event type for the
+ * point's execution.
  */
 function withCrashPoint(store: EventStore): EventStore {
   if (point?.write === undefined) return store;
@@ -57,6 +58,15 @@ function withCrashPoint(store: EventStore): EventStore {
       if (property === 'append' && call === 'append') {
         return (envelopes: readonly EventEnvelope[], ...rest: unknown[]) =>
           hooked(hit(envelopes), () => value.call(inner, envelopes, ...rest));
+      }
+      // The runtime's group commit sends one turn's appends of several executions in one batch:
+      // the point is before or after the batch that carries its event.
+      if (property === 'appendBatch' && call === 'append') {
+        return (requests: ReadonlyArray<{ envelopes: readonly EventEnvelope[] }>) =>
+          hooked(
+            requests.some((request) => hit(request.envelopes)),
+            () => value.call(inner, requests),
+          );
       }
       if (property === 'transact' && call === 'transact') {
         // After the commit: the envelopes are built inside the transaction, so by the time it

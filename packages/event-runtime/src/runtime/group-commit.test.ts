@@ -1,0 +1,316 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { useThrowawaySchemas } from '../../test/support/throwaway-schemas.js';
+import type { StoredEvent } from '../envelope.js';
+import { ErrorCode, LoomError } from '../errors.js';
+import {
+  type AppendOutcome,
+  type AppendRequest,
+  type BatchAppendingEventStore,
+  canAppendBatch,
+  type EventStore,
+} from '../event-store.js';
+import { ForwardingEventStore } from '../forwarding-event-store.js';
+import { InMemoryEventStore } from '../store/memory/in-memory-event-store.js';
+import { CountingEventStore } from '../testing/counting-event-store.js';
+import { postgresRuntimeHarness } from '../testing/postgres-harness.js';
+import type { RuntimeHarness } from '../testing/runtime-conformance.js';
+import { sqliteRuntimeHarness } from '../testing/sqlite-harness.js';
+import { until } from '../testing/until.js';
+import type { Flow } from './flow.js';
+import { createKernelRuntime, type KernelRuntime } from './runtime.js';
+import type { KernelRuntimeOptions } from './runtime-options.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'loom-group-commit-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const db = useThrowawaySchemas();
+let files = 0;
+
+/** A store whose next `appendBatch` commits and then loses its answer, as a dropped connection. */
+class LostBatchAck extends ForwardingEventStore implements BatchAppendingEventStore {
+  armed = 0;
+  lost = 0;
+  constructor(private readonly batching: BatchAppendingEventStore) {
+    super(batching);
+  }
+  async appendBatch(requests: readonly AppendRequest[]): Promise<AppendOutcome[]> {
+    const outcomes = await this.batching.appendBatch(requests);
+    if (this.armed > 0 && requests.length > 1) {
+      this.armed -= 1;
+      this.lost += 1;
+      throw new LoomError(
+        ErrorCode.STORE_UNAVAILABLE,
+        'test: the batch committed, its answer was lost',
+      );
+    }
+    return outcomes;
+  }
+}
+
+const backends: Array<
+  [string, (wrap: (store: EventStore) => EventStore) => Promise<RuntimeHarness>]
+> = [
+  ['sqlite', (wrap) => sqliteRuntimeHarness(join(dir, `gc-${++files}.db`), { wrap })],
+  [
+    'postgres',
+    (wrap) =>
+      postgresRuntimeHarness(
+        {
+          connectionString: process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test',
+          schema: db.freshSchema(),
+        },
+        { wrap },
+      ),
+  ],
+];
+
+function oneStep(name: string, gate?: Promise<void>): Flow<{ n: number }, number> {
+  return {
+    name,
+    run: async (ctx, input) =>
+      ctx.step('double', async () => {
+        if (gate !== undefined) await gate;
+        return input.n * 2;
+      }),
+  };
+}
+
+async function eventsOf(store: EventStore, executionId: string): Promise<StoredEvent[]> {
+  return store.read(executionId);
+}
+
+describe.each(backends)('group commit on %s', (_name, open) => {
+  const runtimes: KernelRuntime[] = [];
+  const make = (
+    store: EventStore,
+    harness: RuntimeHarness,
+    options: Partial<KernelRuntimeOptions> = {},
+  ) => {
+    const runtime = createKernelRuntime({
+      store,
+      clock: harness.clock,
+      timerPollMs: 0,
+      recoverEveryMs: 0,
+      ...options,
+    });
+    runtimes.push(runtime);
+    return runtime;
+  };
+  const finish = async (harness: RuntimeHarness) => {
+    await Promise.all(runtimes.splice(0).map((runtime) => runtime.shutdown()));
+    await harness.close();
+  };
+
+  it('executions that reach a barrier in one turn share one write: 20 one-step runs, 2 batches', async () => {
+    let counting: CountingEventStore | undefined;
+    const harness = await open((store) => {
+      counting = new CountingEventStore(store);
+      return counting;
+    });
+    try {
+      const store = counting as CountingEventStore;
+      expect(canAppendBatch(store)).toBe(true);
+      const runtime = make(store, harness);
+      const flow = oneStep('gc-double');
+      const handles = await Promise.all(
+        Array.from({ length: 20 }, (_, n) =>
+          runtime.start(flow, { n }, { executionId: `gc-${n}` }),
+        ),
+      );
+      expect(await Promise.all(handles.map((handle) => handle.result()))).toEqual(
+        Array.from({ length: 20 }, (_, n) => n * 2),
+      );
+      // Two barriers per execution (start + step, then completion), each turn's in one write.
+      expect(store.counts.appends).toBe(40);
+      expect(store.counts.batches).toBe(2);
+      expect(store.counts.batchedAppends).toBe(40);
+      for (let n = 0; n < 20; n++) {
+        expect((await eventsOf(store, `gc-${n}`)).map((event) => event.type)).toEqual([
+          'execution.started',
+          'step.started',
+          'step.completed',
+          'execution.completed',
+        ]);
+        expect((await store.verify(`gc-${n}`)).ok).toBe(true);
+      }
+    } finally {
+      await finish(harness);
+    }
+  });
+
+  it('maxBatch bounds a write: 20 runs at maxBatch 8 take 3 writes per turn', async () => {
+    let counting: CountingEventStore | undefined;
+    const harness = await open((store) => {
+      counting = new CountingEventStore(store);
+      return counting;
+    });
+    try {
+      const store = counting as CountingEventStore;
+      const runtime = make(store, harness, { groupCommit: { maxBatch: 8 } });
+      const flow = oneStep('gc-bounded');
+      const handles = await Promise.all(
+        Array.from({ length: 20 }, (_, n) =>
+          runtime.start(flow, { n }, { executionId: `gb-${n}` }),
+        ),
+      );
+      await Promise.all(handles.map((handle) => handle.result()));
+      expect(store.counts.appends).toBe(40);
+      // 8 + 8 + 4 per turn, two turns.
+      expect(store.counts.batches).toBe(6);
+      expect(store.counts.batchedAppends).toBe(40);
+    } finally {
+      await finish(harness);
+    }
+  });
+
+  it('groupCommit: false appends every execution on its own', async () => {
+    let counting: CountingEventStore | undefined;
+    const harness = await open((store) => {
+      counting = new CountingEventStore(store);
+      return counting;
+    });
+    try {
+      const store = counting as CountingEventStore;
+      const runtime = make(store, harness, { groupCommit: false });
+      const flow = oneStep('gc-off');
+      const handles = await Promise.all(
+        Array.from({ length: 10 }, (_, n) =>
+          runtime.start(flow, { n }, { executionId: `go-${n}` }),
+        ),
+      );
+      await Promise.all(handles.map((handle) => handle.result()));
+      expect(store.counts.appends).toBe(20);
+      expect(store.counts.batches).toBe(0);
+    } finally {
+      await finish(harness);
+    }
+  });
+
+  it("a fenced-out execution in a batch fails alone: the batch's others commit", async () => {
+    let counting: CountingEventStore | undefined;
+    const harness = await open((store) => {
+      counting = new CountingEventStore(store);
+      return counting;
+    });
+    try {
+      const store = counting as CountingEventStore;
+      const runtime = make(store, harness);
+      let open_!: () => void;
+      const gate = new Promise<void>((resolve) => {
+        open_ = resolve;
+      });
+      const flow = oneStep('gc-fenced', gate);
+      const handles = await Promise.all(
+        Array.from({ length: 10 }, (_, n) =>
+          runtime.start(flow, { n }, { executionId: `gf-${n}` }),
+        ),
+      );
+      // Another node takes execution gf-3 over while its step runs here.
+      await store.fences.advance('gf-3');
+      const before = store.counts.batches;
+      open_();
+      const others = handles.filter((_, n) => n !== 3);
+      expect(await Promise.all(others.map((handle) => handle.result()))).toEqual(
+        [0, 1, 2, 4, 5, 6, 7, 8, 9].map((n) => n * 2),
+      );
+      // gf-3's driver stopped here on its refused append (the other node drives it now).
+      await until(() => !runtime.activeExecutions.includes('gf-3'), 'gf-3 to stop here');
+      // The ten completions went in one write; only gf-3's was refused.
+      expect(store.counts.batches - before).toBe(1);
+      expect(store.counts.batchedAppends).toBe(20);
+      for (let n = 0; n < 10; n++) {
+        const types = (await eventsOf(store, `gf-${n}`)).map((event) => event.type);
+        if (n === 3) expect(types).toEqual(['execution.started', 'step.started']);
+        else expect(types.at(-1)).toBe('execution.completed');
+      }
+    } finally {
+      await finish(harness);
+    }
+  });
+
+  it('a batch that committed but lost its answer: every execution in it resumes from the log, nothing twice', async () => {
+    let lossy: LostBatchAck | undefined;
+    const harness = await open((store) => {
+      lossy = new LostBatchAck(store as unknown as BatchAppendingEventStore);
+      return lossy;
+    });
+    try {
+      const store = lossy as LostBatchAck;
+      const runtime = make(store, harness, { storeRetryDelayMs: 1, storeRetryDelayMaxMs: 1 });
+      const ran: string[] = [];
+      const flow: Flow<{ n: number }, number> = {
+        name: 'gc-lost',
+        run: async (ctx, input) => {
+          const a = await ctx.step('a', (effect) => {
+            ran.push(`${effect.executionId}:a`);
+            return input.n;
+          });
+          return ctx.step('b', () => a + 1);
+        },
+      };
+      const handles = await Promise.all(
+        Array.from({ length: 6 }, (_, n) => runtime.start(flow, { n }, { executionId: `gl-${n}` })),
+      );
+      // The next multi-execution write (step a's completion + step b's start) commits, then fails.
+      store.armed = 1;
+      // The resumes wait out the store-retry delay on the manual clock.
+      const results = await harness.clock.runUntilSettled(
+        Promise.all(handles.map((handle) => handle.result())),
+      );
+      expect(store.lost).toBe(1);
+      expect(results).toEqual([1, 2, 3, 4, 5, 6]);
+      for (let n = 0; n < 6; n++) {
+        const events = await eventsOf(store, `gl-${n}`);
+        expect(events.map((event) => event.type)).toEqual([
+          'execution.started',
+          'step.started',
+          'step.completed',
+          'step.started',
+          'step.completed',
+          'execution.completed',
+        ]);
+        expect((await store.verify(`gl-${n}`)).ok).toBe(true);
+      }
+      // Step a's effect ran once per execution: its completion was in the log the resume read.
+      expect(ran.filter((entry) => entry.endsWith(':a')).sort()).toEqual(
+        Array.from({ length: 6 }, (_, n) => `gl-${n}:a`).sort(),
+      );
+    } finally {
+      await finish(harness);
+    }
+  });
+});
+
+describe('group commit: options and stores without batches', () => {
+  it('maxBatch out of range is INVALID_ARGUMENT naming the option', () => {
+    for (const maxBatch of [0, 1_001, 2.5]) {
+      let caught: unknown;
+      try {
+        createKernelRuntime({ store: new InMemoryEventStore(), groupCommit: { maxBatch } });
+      } catch (error) {
+        caught = error;
+      }
+      expect((caught as LoomError).code).toBe(ErrorCode.INVALID_ARGUMENT);
+      expect((caught as LoomError).message).toContain('groupCommit.maxBatch');
+    }
+  });
+
+  it('over a store without appendBatch (memory) every append goes on its own, from one turn', async () => {
+    const store = new CountingEventStore(new InMemoryEventStore());
+    expect(canAppendBatch(store)).toBe(false);
+    const runtime = createKernelRuntime({ store, timerPollMs: 0, recoverEveryMs: 0 });
+    try {
+      const flow = oneStep('gc-memory');
+      const handles = await Promise.all(
+        Array.from({ length: 5 }, (_, n) => runtime.start(flow, { n }, { executionId: `gm-${n}` })),
+      );
+      expect(await Promise.all(handles.map((handle) => handle.result()))).toEqual([0, 2, 4, 6, 8]);
+      expect(store.counts.appends).toBe(10);
+      expect(store.counts.batches).toBe(0);
+    } finally {
+      await runtime.shutdown();
+    }
+  });
+});

@@ -1,0 +1,133 @@
+import type { Clock } from '../clock.js';
+import type { StoredEvent } from '../envelope.js';
+import {
+  type AppendRequest,
+  type BatchAppendingEventStore,
+  canAppendBatch,
+  type EventStore,
+} from '../event-store.js';
+
+/** The most journals one group-commit write may hold: a named limit, so a statement stays sane. */
+export const groupCommitBatchMax = 1_000;
+/** Journals one write holds by default: where P2 measured the batch statement at its best. */
+export const groupCommitBatchDefault = 64;
+
+/**
+ * What {@link GroupCommit} needs of a journal: its next append (taken only when it has one to
+ * send and none in flight), and where the outcome goes.
+ */
+export interface GroupCommitMember {
+  /** The append to send now, marked in flight; undefined when there is nothing to send. */
+  takeAppend(): AppendRequest | undefined;
+  /** The append committed with these events. */
+  appended(stored: StoredEvent[]): void;
+  /** The append failed: nothing of it is known to be durable. */
+  failed(error: unknown): void;
+}
+
+/**
+ * Group commit across executions (ADR 0040): every journal of a node that reaches a durability
+ * barrier in one turn of the event loop is flushed in that turn's one write. Over a store that
+ * appends batches (`appendBatch`: SQLite, Postgres) the turn's appends go in one transaction,
+ * with the fence and the sequence checked per execution, so one fsync (SQLite) or one statement
+ * and one commit (Postgres) serves all of them; over any other store (memory), or with group
+ * commit off, each journal's append goes on its own, still from one deferred turn. Nothing is
+ * acknowledged before its commit: each journal hears its own outcome, as from `append`.
+ *
+ * Writes are not serialized: a turn's batch goes at once, even while earlier batches are in
+ * flight (a journal never has two appends in flight, so an execution's appends stay in order).
+ */
+export class GroupCommit {
+  private wanting: GroupCommitMember[] = [];
+  private scheduled = false;
+  /** The store, when appends of one turn share a write on it. */
+  private readonly batchStore: BatchAppendingEventStore | undefined;
+
+  /**
+   * `maxBatch`: journals per write, 1 to {@link groupCommitBatchMax}; 0 turns batching off (each
+   * journal appends on its own).
+   */
+  constructor(
+    private readonly store: EventStore,
+    private readonly clock: Clock,
+    private readonly maxBatch: number,
+  ) {
+    this.batchStore = maxBatch > 1 && canAppendBatch(store) ? store : undefined;
+  }
+
+  /** True when appends of one turn share a write on this store. */
+  get batching(): boolean {
+    return this.batchStore !== undefined;
+  }
+
+  /** Sends `member`'s next append with this turn's others, once the turn is over. */
+  want(member: GroupCommitMember): void {
+    this.wanting.push(member);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    // Let everything the flows do before yielding to I/O (parallel steps, a flow that ends
+    // without a step, other executions' barriers) join this turn's write.
+    this.clock.defer(() => this.flush());
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const members = this.wanting;
+    this.wanting = [];
+    const requests: AppendRequest[] = [];
+    const takers: GroupCommitMember[] = [];
+    for (const member of members) {
+      const request = member.takeAppend();
+      if (request === undefined) continue;
+      if (this.batchStore === undefined) this.sendOne(request, member);
+      else {
+        requests.push(request);
+        takers.push(member);
+      }
+    }
+    for (let from = 0; from < requests.length; from += this.maxBatch) {
+      const to = Math.min(requests.length, from + this.maxBatch);
+      if (to - from === 1) {
+        // Nothing to share: the plain append (the cheaper statement on every backend).
+        this.sendOne(requests[from] as AppendRequest, takers[from] as GroupCommitMember);
+      } else {
+        this.sendBatch(
+          this.batchStore as BatchAppendingEventStore,
+          requests.slice(from, to),
+          takers.slice(from, to),
+        );
+      }
+    }
+  }
+
+  private sendOne(request: AppendRequest, member: GroupCommitMember): void {
+    this.store.append(request.envelopes, request.guard).then(
+      (stored) => member.appended(stored),
+      (error: unknown) => member.failed(error),
+    );
+  }
+
+  private sendBatch(
+    store: BatchAppendingEventStore,
+    requests: AppendRequest[],
+    members: GroupCommitMember[],
+  ): void {
+    store.appendBatch(requests).then(
+      (outcomes) => {
+        for (let index = 0; index < members.length; index++) {
+          const member = members[index] as GroupCommitMember;
+          const outcome = outcomes[index];
+          if (outcome === undefined) {
+            member.failed(
+              new Error('invariant: appendBatch returned fewer outcomes than requests'),
+            );
+          } else if (outcome.ok) member.appended(outcome.stored);
+          else member.failed(outcome.error);
+        }
+      },
+      (error: unknown) => {
+        for (const member of members) member.failed(error);
+      },
+    );
+  }
+}
