@@ -8,6 +8,7 @@ import { pgTestUrl, useThrowawaySchemas } from '../test/support/throwaway-schema
 import { CoalescingEventStore } from './coalescing-event-store.js';
 import type { EventEnvelope, StoredEvent } from './envelope.js';
 import { ErrorCode, type LoomError } from './errors.js';
+import type { EventStore } from './event-store.js';
 import { batchOfOneHook } from './internal/test-hooks.js';
 import { InMemoryEventStore } from './store/memory/in-memory-event-store.js';
 import { migrate } from './store/postgres/migrate.js';
@@ -417,6 +418,10 @@ describe('appendBatch', () => {
 describe('CoalescingEventStore batching (memory, manual clock)', () => {
   /** A store whose appends wait until `open()` is called: a batch held in flight. */
   class GatedStore extends CountingEventStore {
+    constructor(inner: EventStore) {
+      // Every write through the gated `append` (none through the inner store's `appendBatch`).
+      super(inner, { appendBatch: false });
+    }
     private release: () => void = () => {};
     private gate = new Promise<void>((resolve) => {
       this.release = resolve;

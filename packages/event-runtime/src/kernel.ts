@@ -13,3 +13,4 @@ export {
   kernelRuntimeSlot,
 } from './runtime/runtime.js';
 export { runtimeDefaults } from './runtime/runtime-options.js';
+export { groupCommitBatchDefault, groupCommitBatchMax } from './runtime/group-commit.js';

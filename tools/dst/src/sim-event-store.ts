@@ -1,18 +1,24 @@
-import type {
-  AppendGuard,
-  EventEnvelope,
-  EventStore,
-  FenceStore,
-  FindExecutionsOptions,
-  ReadAllOptions,
-  ReadOptions,
-  ReadSignalsOptions,
-  SignalInput,
-  StoredEvent,
-  SubscribeOptions,
-  Subscription,
-  SubscriptionHandler,
-  VerifyResult,
+import {
+  type AppendGuard,
+  type AppendOutcome,
+  type AppendRequest,
+  type BatchAppendingEventStore,
+  canAppendBatch,
+  type EventEnvelope,
+  type EventStore,
+  type FenceStore,
+  type FindExecutionsOptions,
+  isLoomError,
+  type LoomError,
+  type ReadAllOptions,
+  type ReadOptions,
+  type ReadSignalsOptions,
+  type SignalInput,
+  type StoredEvent,
+  type SubscribeOptions,
+  type Subscription,
+  type SubscriptionHandler,
+  type VerifyResult,
 } from '@loom/event-runtime';
 import type { Faults } from './faults.js';
 import type { StoreLink } from './internal/store-link.js';
@@ -24,7 +30,7 @@ import type { StoreLink } from './internal/store-link.js';
  * read's answer broken off) and refuse calls until it has reconnected. It records what it committed (with the writer's fence epoch) and what it
  * acknowledged, for the invariant checks.
  */
-export class SimEventStore implements EventStore {
+export class SimEventStore implements BatchAppendingEventStore {
   readonly backend = 'simulated-memory';
   readonly fences: FenceStore;
 
@@ -85,6 +91,46 @@ export class SimEventStore implements EventStore {
     return stored;
   }
 
+  /**
+   * A runtime's group commit (ADR 0040): the requests of one turn in one write, which fails,
+   * tears or loses its acknowledgement as a whole, as one statement over a real connection
+   * would; refusals (fence, sequence) are per request. With a bug injected, each request goes
+   * through {@link append} one after another, so the bug meets every write.
+   */
+  async appendBatch(requests: readonly AppendRequest[]): Promise<AppendOutcome[]> {
+    const { link, inner } = this;
+    if (this.bug !== undefined || !canAppendBatch(inner)) {
+      const outcomes: AppendOutcome[] = [];
+      for (const request of requests) {
+        try {
+          outcomes.push({ ok: true, stored: await this.append(request.envelopes, request.guard) });
+        } catch (error) {
+          if (!isRefusal(error)) throw error;
+          outcomes.push({ ok: false, error });
+        }
+      }
+      return outcomes;
+    }
+    await link.leg();
+    link.failBefore('appendBatch');
+    const tear = link.tear();
+    if (tear === 'before-commit') {
+      await link.leg();
+      throw link.tornError('appendBatch', tear);
+    }
+    const outcomes = await inner.appendBatch(requests);
+    outcomes.forEach((outcome, index) => {
+      const request = requests[index] as AppendRequest;
+      if (outcome.ok) link.recorder.commit(link.node, request.envelopes, request.guard);
+    });
+    const lost = tear === undefined && link.loseAck();
+    await link.leg();
+    if (tear !== undefined) throw link.tornError('appendBatch', tear);
+    if (lost) throw link.lostAckError('appendBatch');
+    for (const outcome of outcomes) if (outcome.ok) link.recorder.ack(outcome.stored);
+    return outcomes;
+  }
+
   read(executionId: string, options?: ReadOptions): Promise<StoredEvent[]> {
     return this.link.call('read', () => this.inner.read(executionId, options));
   }
@@ -119,4 +165,19 @@ export class SimEventStore implements EventStore {
 
   /** A node letting go of its handle; the shared log stays open for the other nodes. */
   async close(): Promise<void> {}
+}
+
+const refusalCodes: ReadonlySet<string> = new Set([
+  'FENCE_STALE',
+  'SEQUENCE_CONFLICT',
+  'EXECUTION_ALREADY_STARTED',
+  'INVALID_ENVELOPE',
+  'INVALID_ARGUMENT',
+  'PAYLOAD_NOT_JSON',
+  'LIMIT_EXCEEDED',
+]);
+
+/** An append's own refusal (its fence, its sequence, its input), not the link failing. */
+function isRefusal(error: unknown): error is LoomError {
+  return isLoomError(error) && refusalCodes.has(error.code);
 }

@@ -14,7 +14,10 @@ import {
 } from '../event-store.js';
 import { ForwardingEventStore } from '../forwarding-event-store.js';
 import { InMemoryEventStore } from '../store/memory/in-memory-event-store.js';
+import { InMemoryLeaseStore } from '../store/memory/in-memory-lease-store.js';
+import { InMemorySnapshotStore } from '../store/memory/in-memory-snapshot-store.js';
 import { CountingEventStore } from '../testing/counting-event-store.js';
+import { ManualClock } from '../testing/manual-clock.js';
 import { postgresRuntimeHarness } from '../testing/postgres-harness.js';
 import type { RuntimeHarness } from '../testing/runtime-conformance.js';
 import { sqliteRuntimeHarness } from '../testing/sqlite-harness.js';
@@ -49,9 +52,24 @@ class LostBatchAck extends ForwardingEventStore implements BatchAppendingEventSt
   }
 }
 
+function memoryHarness(wrap: (store: EventStore) => EventStore): Promise<RuntimeHarness> {
+  const clock = new ManualClock();
+  const inner = new InMemoryEventStore({ clock });
+  const store = wrap(inner);
+  return Promise.resolve({
+    store,
+    leases: new InMemoryLeaseStore({ clock }),
+    snapshots: new InMemorySnapshotStore(),
+    clock,
+    countRows: async (executionId) => (await inner.read(executionId)).length,
+    close: () => store.close(),
+  });
+}
+
 const backends: Array<
   [string, (wrap: (store: EventStore) => EventStore) => Promise<RuntimeHarness>]
 > = [
+  ['memory', memoryHarness],
   ['sqlite', (wrap) => sqliteRuntimeHarness(join(dir, `gc-${++files}.db`), { wrap })],
   [
     'postgres',
@@ -297,8 +315,9 @@ describe('group commit: options and stores without batches', () => {
     }
   });
 
-  it('over a store without appendBatch (memory) every append goes on its own, from one turn', async () => {
-    const store = new CountingEventStore(new InMemoryEventStore());
+  it('over a store without appendBatch every append goes on its own, from one turn', async () => {
+    // ForwardingEventStore offers no appendBatch (a decorator that does not forward it).
+    const store = new CountingEventStore(new ForwardingEventStore(new InMemoryEventStore()));
     expect(canAppendBatch(store)).toBe(false);
     const runtime = createKernelRuntime({ store, timerPollMs: 0, recoverEveryMs: 0 });
     try {

@@ -12,8 +12,11 @@ import type {
   StoredEvent,
   StoredSignal,
 } from '../../envelope.js';
+import { isLoomError } from '../../errors.js';
 import type {
-  EventStore,
+  AppendOutcome,
+  AppendRequest,
+  BatchAppendingEventStore,
   FenceStore,
   SubscribeOptions,
   Subscription,
@@ -29,8 +32,10 @@ import {
   checkExecutionId,
   guardedWakeAtMs,
   type IndexUpdate,
+  type PreparedAppend,
   prepareAppend,
 } from '../../internal/prepare-append.js';
+import { prepareBatch } from '../../internal/prepare-batch.js';
 import {
   prepareSignal,
   readSignalsOptions,
@@ -58,7 +63,7 @@ export interface InMemoryEventStoreOptions {
  * const store = new InMemoryEventStore();
  * await store.append([{ executionId: 'order-1', sequence: 0, type: 'execution.started', payload: {} }]);
  */
-export class InMemoryEventStore implements EventStore {
+export class InMemoryEventStore implements BatchAppendingEventStore {
   readonly backend = 'memory';
   readonly fences: FenceStore;
   private readonly clock: Clock;
@@ -95,7 +100,33 @@ export class InMemoryEventStore implements EventStore {
 
   async append(envelopes: readonly EventEnvelope[], guard?: AppendGuard): Promise<StoredEvent[]> {
     this.assertOpen();
-    const prepared = prepareAppend(envelopes, guard, this.clock.now());
+    return this.appendPrepared(prepareAppend(envelopes, guard, this.clock.now()));
+  }
+
+  /**
+   * Appends for many executions in one call, each request all or nothing on its own: a request
+   * refused by its fence or its sequence (or invalid) gets its typed error in its outcome, the
+   * others are appended (what a runtime's group commit sends; nothing is shared in memory but
+   * the call). Rejects with `STORE_CLOSED`.
+   */
+  async appendBatch(requests: readonly AppendRequest[]): Promise<AppendOutcome[]> {
+    this.assertOpen();
+    const outcomes: AppendOutcome[] = new Array(requests.length);
+    const fail = (index: number, error: unknown) => {
+      if (!isLoomError(error)) throw error;
+      outcomes[index] = { ok: false, error };
+    };
+    for (const [index, prepared] of prepareBatch(requests, this.clock.now(), fail)) {
+      try {
+        outcomes[index] = { ok: true, stored: this.appendPrepared(prepared) };
+      } catch (error) {
+        fail(index, error);
+      }
+    }
+    return outcomes;
+  }
+
+  private appendPrepared(prepared: PreparedAppend): StoredEvent[] {
     const { executionId } = prepared;
     const rows = this.executions.get(executionId);
     const stored = admitAppend(prepared, {
