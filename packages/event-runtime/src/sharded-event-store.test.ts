@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { EventEnvelope, StoredEvent } from './envelope.js';
 import { ErrorCode, type LoomError } from './errors.js';
+import type { EventStore } from './event-store.js';
+import { ForwardingEventStore } from './forwarding-event-store.js';
 import { openMemory } from './open-memory.js';
 import { openSharded, ShardedSnapshotStore } from './open-sharded.js';
 import { createKernelRuntime } from './runtime/runtime.js';
@@ -200,6 +202,43 @@ describe('ShardedEventStore', () => {
     expect((await store.read(a as string)).map((event) => event.position)).toEqual(
       storedA.map((event) => event.position),
     );
+  });
+
+  it('appendBatch splits by shard: one write per shard, refusals per execution, merged positions', async () => {
+    const shards = memoryShards(3);
+    // Shard 1 offers no appendBatch: its requests go one append each.
+    const plain = new ForwardingEventStore(shards[1] as InMemoryEventStore);
+    const store = new ShardedEventStore([shards[0], plain, shards[2]] as EventStore[]);
+    const counting = shards.map((shard) => {
+      const calls = { batches: 0, appends: 0 };
+      const batch = shard.appendBatch.bind(shard);
+      const one = shard.append.bind(shard);
+      shard.appendBatch = (requests) => {
+        calls.batches += 1;
+        return batch(requests);
+      };
+      shard.append = (envelopes, guard) => {
+        calls.appends += 1;
+        return one(envelopes, guard);
+      };
+      return calls;
+    });
+    const ids = [0, 1, 2].flatMap((shard) => idsOn(shard, 3, 2, `batch${shard}`));
+    // One execution of shard 2 was taken over: its append is refused, its neighbours' commit.
+    const fenced = ids[5] as string;
+    await store.fences.advance(fenced);
+    const outcomes = await store.appendBatch(
+      ids.map((id) => ({ envelopes: [env(id, 0)], guard: { fenceEpoch: 0 } })),
+    );
+    expect(outcomes.map((outcome) => outcome.ok)).toEqual([true, true, true, true, true, false]);
+    expect((outcomes[5] as { error: LoomError }).error.code).toBe(ErrorCode.FENCE_STALE);
+    outcomes.forEach((outcome, index) => {
+      if (!outcome.ok) return;
+      expect((outcome.stored[0]?.position as number) % 3).toBe(Math.floor(index / 2));
+    });
+    expect(counting.map((calls) => calls.batches)).toEqual([1, 0, 1]);
+    expect(counting[1]?.appends).toBe(2);
+    expect(await store.read(fenced)).toEqual([]);
   });
 
   it("a cursor resumes exactly where one merged position would miss an earlier shard's event", async () => {

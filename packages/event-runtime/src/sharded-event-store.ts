@@ -9,13 +9,17 @@ import type {
   SignalInput,
   StoredEvent,
 } from './envelope.js';
-import { ErrorCode, LoomError } from './errors.js';
-import type {
-  EventStore,
-  FenceStore,
-  SubscribeOptions,
-  Subscription,
-  SubscriptionHandler,
+import { ErrorCode, isLoomError, LoomError } from './errors.js';
+import {
+  type AppendOutcome,
+  type AppendRequest,
+  type BatchAppendingEventStore,
+  canAppendBatch,
+  type EventStore,
+  type FenceStore,
+  type SubscribeOptions,
+  type Subscription,
+  type SubscriptionHandler,
 } from './event-store.js';
 import { checkClaimDue } from './internal/claim-due-arguments.js';
 import { readAllOptions } from './internal/read-options.js';
@@ -163,8 +167,9 @@ export interface ShardedSubscribeOptions extends SubscribeOptions {
  *   followed from their end when the subscription starts (read through once, before its first
  *   delivery), later ones from the start. See ADR 0039.
  *
- * It offers neither `transact` (a transaction lives on one database, chosen before the work runs)
- * nor `appendBatch`, nor a default lease store: `openSharded` hands the runtime shard 0's.
+ * It offers no `transact` (a transaction lives on one database, chosen before the work runs) and
+ * no default lease store (`openSharded` hands the runtime shard 0's); `appendBatch` splits a
+ * batch by shard.
  * `close()` closes every shard.
  *
  * Error codes: those of the shards, and `INVALID_ARGUMENT` (no shards, more than
@@ -175,7 +180,7 @@ export interface ShardedSubscribeOptions extends SubscribeOptions {
  * await store.append([{ executionId: 'order-1', sequence: 0, type: 'execution.started', payload: {} }]);
  * const events = await store.readAll();
  */
-export class ShardedEventStore implements EventStore {
+export class ShardedEventStore implements BatchAppendingEventStore {
   readonly backend: string;
   readonly fences: FenceStore;
   private claimStart = 0;
@@ -214,6 +219,56 @@ export class ShardedEventStore implements EventStore {
     const shard = typeof first?.executionId === 'string' ? this.shardIndex(first.executionId) : 0;
     const stored = await (this.shards[shard] as EventStore).append(envelopes, guard);
     return this.mergedAll(stored, shard);
+  }
+
+  /**
+   * Appends for many executions: the requests split by shard, one write per shard (that shard's
+   * `appendBatch`, or its `append` per request when it has none), the shards in parallel. Each
+   * request is all or nothing on its own, as on one store; a failed write fails the requests of
+   * its shard only. What a runtime's group commit sends (ADR 0040).
+   */
+  async appendBatch(requests: readonly AppendRequest[]): Promise<AppendOutcome[]> {
+    const outcomes: AppendOutcome[] = new Array(requests.length);
+    const byShard = new Map<number, number[]>();
+    requests.forEach((request, index) => {
+      const first = Array.isArray(request.envelopes) ? request.envelopes[0] : undefined;
+      const shard = typeof first?.executionId === 'string' ? this.shardIndex(first.executionId) : 0;
+      const indexes = byShard.get(shard);
+      if (indexes === undefined) byShard.set(shard, [index]);
+      else indexes.push(index);
+    });
+    await Promise.all(
+      [...byShard].map(async ([shard, indexes]) => {
+        const store = this.shards[shard] as EventStore;
+        const mine = indexes.map((index) => requests[index] as AppendRequest);
+        let answers: AppendOutcome[];
+        try {
+          answers = canAppendBatch(store)
+            ? await store.appendBatch(mine)
+            : await Promise.all(
+                mine.map((request) =>
+                  store.append(request.envelopes, request.guard).then(
+                    (stored): AppendOutcome => ({ ok: true, stored }),
+                    (error: unknown): AppendOutcome => {
+                      if (!isLoomError(error)) throw error;
+                      return { ok: false, error };
+                    },
+                  ),
+                ),
+              );
+        } catch (error) {
+          if (!isLoomError(error)) throw error;
+          answers = mine.map(() => ({ ok: false, error }));
+        }
+        indexes.forEach((index, at) => {
+          const answer = answers[at] as AppendOutcome;
+          outcomes[index] = answer.ok
+            ? { ok: true, stored: this.mergedAll(answer.stored, shard) }
+            : answer;
+        });
+      }),
+    );
+    return outcomes;
   }
 
   async read(executionId: string, options?: ReadOptions): Promise<StoredEvent[]> {
