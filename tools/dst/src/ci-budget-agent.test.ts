@@ -13,4 +13,5 @@ it(`seeds 1..${ciAgentSeeds} of the agent scenario keep every invariant`, async 
   expect(stats['approvals:interrupted_side_effect:approved']).toBeGreaterThan(0);
   expect(stats.toolRunsMustNotRepeat).toBeGreaterThan(0);
   expect(stats.modelCalls).toBeGreaterThanOrEqual(stats.turns as number);
+  expect(stats.batchedWrites).toBeGreaterThan(0);
 });

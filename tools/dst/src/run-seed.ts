@@ -100,7 +100,11 @@ export async function runSeed(
       executions: index.length,
       faults: { ...world.recorder.faults },
       violations,
-      stats: (await scenario.stats?.(world, log)) ?? {},
+      stats: {
+        ...((await scenario.stats?.(world, log)) ?? {}),
+        batchedWrites: world.recorder.batches.writes,
+        batchedAppends: world.recorder.batches.appends,
+      },
       repro: (options.repro ?? defaultRepro(scenario.name, faults))(seed),
     };
   } finally {

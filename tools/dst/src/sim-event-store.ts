@@ -119,6 +119,8 @@ export class SimEventStore implements BatchAppendingEventStore {
       throw link.tornError('appendBatch', tear);
     }
     const outcomes = await inner.appendBatch(requests);
+    link.recorder.batches.writes += 1;
+    link.recorder.batches.appends += requests.length;
     outcomes.forEach((outcome, index) => {
       const request = requests[index] as AppendRequest;
       if (outcome.ok) link.recorder.commit(link.node, request.envelopes, request.guard);

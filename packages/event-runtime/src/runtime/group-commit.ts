@@ -28,10 +28,10 @@ export interface GroupCommitMember {
 /**
  * Group commit across executions (ADR 0040): every journal of a node that reaches a durability
  * barrier in one turn of the event loop is flushed in that turn's one write. Over a store that
- * appends batches (`appendBatch`: SQLite, Postgres) the turn's appends go in one transaction,
- * with the fence and the sequence checked per execution, so one fsync (SQLite) or one statement
- * and one commit (Postgres) serves all of them; over any other store (memory), or with group
- * commit off, each journal's append goes on its own, still from one deferred turn. Nothing is
+ * appends batches (`appendBatch`: SQLite, Postgres, memory, sharded) the turn's appends go in
+ * one write, with the fence and the sequence checked per execution, so one fsync (SQLite) or
+ * one statement and one commit (Postgres) serves all of them; over any other store, or with
+ * group commit off, each journal's append goes on its own, still from one deferred turn. Nothing is
  * acknowledged before its commit: each journal hears its own outcome, as from `append`.
  *
  * Writes are not serialized: a turn's batch goes at once, even while earlier batches are in

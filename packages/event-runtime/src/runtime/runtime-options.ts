@@ -108,7 +108,7 @@ export interface KernelRuntimeOptions {
    * each execution's fence and sequence still checked on its own. `maxBatch` bounds the
    * executions per write (default 64, at most 1,000; more go in further writes of the same turn).
    * `false` sends every execution's append on its own. Default on. A store without
-   * `appendBatch` (memory, a decorator that does not forward it) appends one at a time anyway.
+   * `appendBatch` (a decorator that does not forward it) appends one at a time anyway.
    */
   groupCommit?: boolean | { maxBatch?: number };
 }

@@ -50,6 +50,11 @@ export class Recorder {
   readonly claims: ClaimObservation[] = [];
   readonly signals: SentSignal[] = [];
   readonly faults: FaultCounts = emptyFaultCounts();
+  /**
+   * Writes that carried the appends of several executions (a runtime's group commit,
+   * `appendBatch`), and the appends they carried: how much of the run went through batches.
+   */
+  readonly batches = { writes: 0, appends: 0 };
   /** Executions whose terminal event committed: the run loop's "done" test reads it. */
   readonly settled = new Set<string>();
   private order = 0;
