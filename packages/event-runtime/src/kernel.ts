@@ -4,6 +4,8 @@
  * on the kernel (and its own tests) use it. A flow author uses `createRuntime` of
  * `@loom/workflow-runtime`, which is built on it and carries everything a flow needs.
  */
+
+export { groupCommitBatchDefault, groupCommitBatchMax } from './runtime/group-commit.js';
 export {
   createKernelRuntime,
   defaultCancelReason,
@@ -13,4 +15,3 @@ export {
   kernelRuntimeSlot,
 } from './runtime/runtime.js';
 export { runtimeDefaults } from './runtime/runtime-options.js';
-export { groupCommitBatchDefault, groupCommitBatchMax } from './runtime/group-commit.js';

@@ -23,7 +23,8 @@
  * Postgres append cells), LOOM_BENCH_COALESCE_EVENTS
  * (appends per cell, default 2048), LOOM_BENCH_REPEATS (default 5), LOOM_BENCH_MAX_BATCHES
  * (maxBatch values, default 1,16,64), LOOM_BENCH_MAX_IN_FLIGHT (default 1),
- * LOOM_BENCH_FLOW_CONCS (default 16,64; empty string: no flow cells), LOOM_BENCH_PG_EXECS
+ * LOOM_BENCH_GROUP_BATCHES (the runtime group commit's maxBatch in the flow cells, one variant
+ * each, default 64), LOOM_BENCH_FLOW_CONCS (default 16,64; empty string: no flow cells), LOOM_BENCH_PG_EXECS
  * (executions per flow cell, default 1024).
  *
  * Usage: pnpm --filter @loom/bench-throughput bench:coalesce
@@ -83,6 +84,16 @@ const sqliteFlowConcurrencies =
     : list(process.env.LOOM_BENCH_SQLITE_FLOW_CONCS, [16, 64]);
 const sqliteFlowExecutions = Number(process.env.LOOM_BENCH_SQLITE_EXECS || 1024);
 const eventsPerCell = Number(process.env.LOOM_BENCH_COALESCE_EVENTS || 2048);
+// The runtime's group commit in the flow cells, one variant per maxBatch (64: the default).
+const groupBatches = list(process.env.LOOM_BENCH_GROUP_BATCHES, [64]);
+const groupVariants = (
+  backend: BenchBackend,
+): Array<[string, BenchBackend, Pick<ExecutionCellSpec, 'groupCommit'>]> =>
+  groupBatches.map((maxBatch) => [
+    groupBatches.length === 1 && maxBatch === 64 ? 'group commit' : `group commit ${maxBatch}`,
+    backend,
+    maxBatch === 64 ? {} : { groupCommit: { maxBatch } },
+  ]);
 const repeats = Number(process.env.LOOM_BENCH_REPEATS || 5);
 const goalRatio = 2.5;
 
@@ -216,7 +227,7 @@ async function flowCells(target: PgTarget): Promise<void> {
       'P3 beside it: 1-step no-op flows through the kernel runtime (leases off)',
       [
         ['group commit off', plain, { groupCommit: false }],
-        ['group commit', plain, {}],
+        ...groupVariants(plain),
         ['coalesced 64', { ...plain, events: coalescing }, { groupCommit: false }],
       ],
       flowConcurrencies,
@@ -245,7 +256,7 @@ async function sqliteFlowCells(): Promise<void> {
       'P4: 1-step no-op flows on SQLite FULL (leases off), group commit against one transaction per append',
       [
         ['group commit off', plain, { groupCommit: false }],
-        ['group commit', plain, {}],
+        ...groupVariants(plain),
         ['coalesced 64', { ...grouped, events: coalescing }, { groupCommit: false }],
       ],
       sqliteFlowConcurrencies,

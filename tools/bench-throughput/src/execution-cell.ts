@@ -20,8 +20,8 @@ export interface ExecutionCellSpec {
   executions: number;
   ids: IdStyle;
   leaseMode: LeaseMode;
-  /** The runtime's group commit (ADR 0040); default: the runtime's default (on). */
-  groupCommit?: boolean;
+  /** The runtime's group commit (ADR 0040); default: the runtime's default (on, maxBatch 64). */
+  groupCommit?: boolean | { maxBatch: number };
 }
 
 /** What one cell measured. Counts are per execution, averaged over the cell. */
@@ -34,6 +34,13 @@ export interface ExecutionCellResult {
   eventsPerExecution: number;
   /** Store calls (append, transact, read, readAll, findExecutions) per execution. */
   storeCallsPerExecution: number;
+  /** Appends (durability barriers) per execution: n + 1 for an n-step flow. */
+  appendsPerExecution: number;
+  /**
+   * Store writes per execution: plain appends, `appendBatch` calls and transactions (round trips
+   * that write). n + 1 without group commit; less when executions share writes.
+   */
+  writesPerExecution: number;
   /**
    * Appends (durability barriers, n + 1 per execution) per store write: 1 without group commit,
    * the mean batch size with it.
@@ -129,6 +136,8 @@ export async function runExecutionCell(
     latencyMs: loop.latencyMs,
     eventsPerExecution: per(rowsWritten),
     storeCallsPerExecution: per(appends + transactions + reads + readAlls + findExecutions),
+    appendsPerExecution: per(appends),
+    writesPerExecution: per(appends - batchedAppends + batches + transactions),
     appendsPerWrite: appends / (appends - batchedAppends + batches),
     roundTripsPerExecution:
       roundTripsBefore === null || roundTripsAfter === null

@@ -141,7 +141,7 @@ function report(
     '',
   );
   lines.push(
-    `No-op flows of n = 1 and 3 steps (2n + 2 events each, counted in the log after every cell), c executions in flight, caller-chosen ids, no leases (a start shorter than the lazy grace never touches a lease store anyway), input a 256-byte JSON object. SQLite is \`synchronous=FULL\`. ${knobs.repeats} interleaved repeats per cell, rotating order; rates are median (min..max); latencies are start → result, medians of the per-repeat percentiles. Store calls are counted by CountingEventStore; Postgres round trips by the store's own statement counter; CPU per execution three ways: the whole machine's from /proc/stat (client, Postgres and anything else running on the box: the figure PERFORMANCE.md names), the Node process plus the Postgres server processes from /proc/<pid>/stat (the same cost without other jobs on a shared box), and the Node process alone in µs (on memory, the kernel's own cost).`,
+    `No-op flows of n = 1 and 3 steps (2n + 2 events each, counted in the log after every cell), c executions in flight, caller-chosen ids, no leases (a start shorter than the lazy grace never touches a lease store anyway), input a 256-byte JSON object. SQLite is \`synchronous=FULL\`. ${knobs.repeats} interleaved repeats per cell, rotating order; rates are median (min..max); latencies are start → result, medians of the per-repeat percentiles. The runtime's group commit is on (its default, ADR 0040). Store calls, appends (one per execution barrier) and store writes (plain appends, batches and transactions: what the store was sent) are counted by CountingEventStore; Postgres round trips by the store's own statement counter; CPU per execution three ways: the whole machine's from /proc/stat (client, Postgres and anything else running on the box: the figure PERFORMANCE.md names), the Node process plus the Postgres server processes from /proc/<pid>/stat (the same cost without other jobs on a shared box), and the Node process alone in µs (on memory, the kernel's own cost).`,
     '',
   );
   const rows: string[][] = [];
@@ -160,6 +160,8 @@ function report(
           return values.length === 0 ? null : median(values);
         };
         const calls = med((result) => result.storeCallsPerExecution) as number;
+        const appends = med((result) => result.appendsPerExecution) as number;
+        const writes = med((result) => result.writesPerExecution) as number;
         const roundTrips = med((result) => result.roundTripsPerExecution);
         const cpu = med((result) => result.machineCpuMsPerExecution);
         const clientAndDb = med((result) => result.clientAndDbCpuMsPerExecution);
@@ -170,7 +172,9 @@ function report(
             `${rate.median >= goal.value ? 'met' : 'missed'} ≥ ${formatCount(goal.value)}/s`,
           );
         }
-        verdicts.push(`${calls <= steps + 1 ? 'met' : 'missed'} ≤ ${steps + 1} calls`);
+        // The barriers an execution pays (round trips when it runs alone); with group commit the
+        // writes are fewer, shared with the executions in flight beside it.
+        verdicts.push(`${appends <= steps + 1 ? 'met' : 'missed'} ≤ ${steps + 1} appends`);
         if (backend === 'postgres' && cpu !== null) {
           verdicts.push(
             `${cpu <= postgresCpuGoalMs ? 'met' : 'missed'} CPU ≤ ${postgresCpuGoalMs} ms`,
@@ -186,6 +190,8 @@ function report(
           formatMs(med((result) => result.latencyMs.p99) as number),
           `${formatCount(med((result) => result.eventsPerExecution) as number)} (= ${eventsPerExecution(steps)})`,
           calls.toFixed(2),
+          appends.toFixed(2),
+          writes.toFixed(2),
           roundTrips === null ? '–' : roundTrips.toFixed(2),
           cpu === null ? '–' : cpu.toFixed(3),
           clientAndDb === null ? '–' : clientAndDb.toFixed(3),
@@ -207,6 +213,8 @@ function report(
         'p99 ms',
         'events/exec in the log',
         'store calls/exec',
+        'appends/exec',
+        'store writes/exec',
         'pg round trips/exec',
         'machine CPU ms/exec',
         'node + pg CPU ms/exec',
@@ -217,6 +225,8 @@ function report(
       [
         'left',
         'left',
+        'right',
+        'right',
         'right',
         'right',
         'right',

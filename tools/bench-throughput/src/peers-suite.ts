@@ -100,7 +100,15 @@ export async function runPeerCell(
   const backend = variant === 'Loom' ? sides.loom : sides.loomCoalesced;
   const result = await runExecutionCell(
     backend,
-    { ...spec, effectMs: 0, ids: 'caller', leaseMode: 'off' },
+    // The coalesced side batches in the decorator (which offers no appendBatch, so the runtime's
+    // own group commit could not batch over it anyway): say so.
+    {
+      ...spec,
+      effectMs: 0,
+      ids: 'caller',
+      leaseMode: 'off',
+      ...(variant === 'Loom' ? {} : { groupCommit: false }),
+    },
     onProgress,
   );
   return {
