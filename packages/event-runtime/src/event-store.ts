@@ -144,8 +144,10 @@ export interface AppendRequest {
 export type AppendOutcome = { ok: true; stored: StoredEvent[] } | { ok: false; error: LoomError };
 
 /**
- * A store that can append for many executions in one round trip: what `CoalescingEventStore`
- * merges concurrent appends into. Postgres implements it (one statement, one transaction).
+ * A store that can append for many executions in one round trip: what a runtime's group commit
+ * (ADR 0040) and `CoalescingEventStore` send. Postgres (one statement, one transaction), SQLite
+ * (one transaction, a savepoint per request), memory and `ShardedEventStore` (one write per
+ * shard) implement it.
  */
 export interface BatchAppendingEventStore extends EventStore {
   /**
@@ -153,8 +155,10 @@ export interface BatchAppendingEventStore extends EventStore {
    * fence or its sequence (or invalid) gets its own typed error in its outcome, and the others
    * still commit. The requests must be for distinct executions (a repeated one is refused with
    * `INVALID_ARGUMENT`). Outcomes come back in request order, each only after its commit.
-   * Rejects (for every request) only when the store cannot take the call at all:
-   * `STORE_CLOSED`, `STORE_READ_ONLY`, `SCHEMA_NOT_MIGRATED`.
+   * When the write itself fails (a lost connection, a failed commit), every request's outcome is
+   * that error; a store may instead reject the whole call with it (as when the store cannot take
+   * the call at all: `STORE_CLOSED`, `STORE_READ_ONLY`, `SCHEMA_NOT_MIGRATED`). Either way no
+   * request of a failed write is known to be durable: callers re-read the log.
    */
   appendBatch(requests: readonly AppendRequest[]): Promise<AppendOutcome[]>;
 }

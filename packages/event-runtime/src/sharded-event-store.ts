@@ -224,20 +224,38 @@ export class ShardedEventStore implements BatchAppendingEventStore {
   /**
    * Appends for many executions: the requests split by shard, one write per shard (that shard's
    * `appendBatch`, or its `append` per request when it has none), the shards in parallel. Each
-   * request is all or nothing on its own, as on one store; a failed write fails the requests of
-   * its shard only. What a runtime's group commit sends (ADR 0040).
+   * request is all or nothing on its own, as on one store: a refused one (or a repeated
+   * execution, `INVALID_ARGUMENT`) gets its error in its outcome. A shard's write that fails as a
+   * whole fails that shard's requests only; a shard that throws something other than a
+   * `LoomError` (a broken store) rejects the call once every shard's write has settled. What a
+   * runtime's group commit sends (ADR 0040).
    */
   async appendBatch(requests: readonly AppendRequest[]): Promise<AppendOutcome[]> {
     const outcomes: AppendOutcome[] = new Array(requests.length);
     const byShard = new Map<number, number[]>();
+    const seen = new Set<string>();
     requests.forEach((request, index) => {
       const first = Array.isArray(request.envelopes) ? request.envelopes[0] : undefined;
-      const shard = typeof first?.executionId === 'string' ? this.shardIndex(first.executionId) : 0;
+      const id = typeof first?.executionId === 'string' ? first.executionId : undefined;
+      if (id !== undefined && seen.has(id)) {
+        outcomes[index] = {
+          ok: false,
+          error: new LoomError(
+            ErrorCode.INVALID_ARGUMENT,
+            `appendBatch got execution ${id} twice: a batch takes at most one append per ` +
+              'execution (send the later one in the next batch)',
+            { executionId: id, path: `requests[${index}]` },
+          ),
+        };
+        return;
+      }
+      if (id !== undefined) seen.add(id);
+      const shard = id === undefined ? 0 : this.shardIndex(id);
       const indexes = byShard.get(shard);
       if (indexes === undefined) byShard.set(shard, [index]);
       else indexes.push(index);
     });
-    await Promise.all(
+    const settled = await Promise.allSettled(
       [...byShard].map(async ([shard, indexes]) => {
         const store = this.shards[shard] as EventStore;
         const mine = indexes.map((index) => requests[index] as AppendRequest);
@@ -245,17 +263,7 @@ export class ShardedEventStore implements BatchAppendingEventStore {
         try {
           answers = canAppendBatch(store)
             ? await store.appendBatch(mine)
-            : await Promise.all(
-                mine.map((request) =>
-                  store.append(request.envelopes, request.guard).then(
-                    (stored): AppendOutcome => ({ ok: true, stored }),
-                    (error: unknown): AppendOutcome => {
-                      if (!isLoomError(error)) throw error;
-                      return { ok: false, error };
-                    },
-                  ),
-                ),
-              );
+            : await Promise.all(mine.map((request) => appendOutcome(store, request)));
         } catch (error) {
           if (!isLoomError(error)) throw error;
           answers = mine.map(() => ({ ok: false, error }));
@@ -268,6 +276,7 @@ export class ShardedEventStore implements BatchAppendingEventStore {
         });
       }),
     );
+    for (const result of settled) if (result.status === 'rejected') throw result.reason;
     return outcomes;
   }
 
@@ -479,5 +488,15 @@ export class ShardedEventStore implements BatchAppendingEventStore {
     const results = await Promise.allSettled(this.shards.map((store) => store.close()));
     const failed = results.find((result) => result.status === 'rejected');
     if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;
+  }
+}
+
+/** One request appended on its own, as an outcome: a refusal is its error, a broken store throws. */
+async function appendOutcome(store: EventStore, request: AppendRequest): Promise<AppendOutcome> {
+  try {
+    return { ok: true, stored: await store.append(request.envelopes, request.guard) };
+  } catch (error) {
+    if (!isLoomError(error)) throw error;
+    return { ok: false, error };
   }
 }

@@ -104,6 +104,7 @@ export async function runSeed(
         ...((await scenario.stats?.(world, log)) ?? {}),
         batchedWrites: world.recorder.batches.writes,
         batchedAppends: world.recorder.batches.appends,
+        batchedWritesFailed: world.recorder.batches.failed,
       },
       repro: (options.repro ?? defaultRepro(scenario.name, faults))(seed),
     };

@@ -111,21 +111,29 @@ export class SimEventStore implements BatchAppendingEventStore {
       }
       return outcomes;
     }
+    const { batches } = link.recorder;
+    batches.writes += 1;
+    batches.appends += requests.length;
     await link.leg();
-    link.failBefore('appendBatch');
+    try {
+      link.failBefore('appendBatch');
+    } catch (error) {
+      batches.failed += 1;
+      throw error;
+    }
     const tear = link.tear();
     if (tear === 'before-commit') {
+      batches.failed += 1;
       await link.leg();
       throw link.tornError('appendBatch', tear);
     }
     const outcomes = await inner.appendBatch(requests);
-    link.recorder.batches.writes += 1;
-    link.recorder.batches.appends += requests.length;
     outcomes.forEach((outcome, index) => {
       const request = requests[index] as AppendRequest;
       if (outcome.ok) link.recorder.commit(link.node, request.envelopes, request.guard);
     });
     const lost = tear === undefined && link.loseAck();
+    if (tear !== undefined || lost) batches.failed += 1;
     await link.leg();
     if (tear !== undefined) throw link.tornError('appendBatch', tear);
     if (lost) throw link.lostAckError('appendBatch');

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { useThrowawaySchemas } from '../../test/support/throwaway-schemas.js';
+import { systemClock } from '../clock.js';
 import type { StoredEvent } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import {
@@ -23,6 +24,7 @@ import type { RuntimeHarness } from '../testing/runtime-conformance.js';
 import { sqliteRuntimeHarness } from '../testing/sqlite-harness.js';
 import { until } from '../testing/until.js';
 import type { Flow } from './flow.js';
+import { GroupCommit, type GroupCommitMember } from './group-commit.js';
 import { createKernelRuntime, type KernelRuntime } from './runtime.js';
 import type { KernelRuntimeOptions } from './runtime-options.js';
 
@@ -93,6 +95,14 @@ function oneStep(name: string, gate?: Promise<void>): Flow<{ n: number }, number
         return input.n * 2;
       }),
   };
+}
+
+function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((settle) => {
+    resolve = settle;
+  });
+  return { promise, resolve };
 }
 
 async function eventsOf(store: EventStore, executionId: string): Promise<StoredEvent[]> {
@@ -248,6 +258,35 @@ describe.each(backends)('group commit on %s', (_name, open) => {
     }
   });
 
+  it('two racing starts of one id in one turn never share a write: one starts it, the other gets a handle', async () => {
+    let counting: CountingEventStore | undefined;
+    const harness = await open((store) => {
+      counting = new CountingEventStore(store);
+      return counting;
+    });
+    try {
+      const store = counting as CountingEventStore;
+      // Eager leases: both starts wait on the same lease grant, then both journal sequence 0.
+      const runtime = make(store, harness, { leases: harness.leases, leaseMode: 'eager' });
+      const flow = oneStep('gc-twice');
+      const [a, b] = await Promise.all([
+        runtime.start(flow, { n: 21 }, { executionId: 'gt-1' }),
+        runtime.start(flow, { n: 21 }, { executionId: 'gt-1' }),
+      ]);
+      expect([a?.existing, b?.existing].sort()).toEqual([false, true]);
+      expect(await a?.result()).toBe(42);
+      expect(await b?.result()).toBe(42);
+      expect((await eventsOf(store, 'gt-1')).map((event) => event.type)).toEqual([
+        'execution.started',
+        'step.started',
+        'step.completed',
+        'execution.completed',
+      ]);
+    } finally {
+      await finish(harness);
+    }
+  });
+
   it('a batch that committed but lost its answer: every execution in it resumes from the log, nothing twice', async () => {
     let lossy: LostBatchAck | undefined;
     const harness = await open((store) => {
@@ -313,6 +352,81 @@ describe('group commit: options and stores without batches', () => {
       expect((caught as LoomError).code).toBe(ErrorCode.INVALID_ARGUMENT);
       expect((caught as LoomError).message).toContain('groupCommit.maxBatch');
     }
+  });
+
+  it('a groupCommit that is neither a boolean nor an object is INVALID_ARGUMENT', () => {
+    for (const groupCommit of [null, 64, 'on']) {
+      let caught: unknown;
+      try {
+        createKernelRuntime({ store: new InMemoryEventStore(), groupCommit: groupCommit as never });
+      } catch (error) {
+        caught = error;
+      }
+      expect((caught as LoomError).code).toBe(ErrorCode.INVALID_ARGUMENT);
+      expect((caught as LoomError).fields.path).toBe('groupCommit');
+    }
+  });
+
+  it("a member whose outcome handler throws is reported; the write's other members hear theirs", async () => {
+    const store = new InMemoryEventStore();
+    const reported: unknown[] = [];
+    const commits = new GroupCommit(store, systemClock, 64, (error) => reported.push(error));
+    const heard: string[] = [];
+    const done = Array.from({ length: 3 }, () => deferred<void>());
+    const member = (n: number): GroupCommitMember => {
+      let taken = false;
+      return {
+        executionId: `gh-${n}`,
+        takeAppend: () => {
+          if (taken) return undefined;
+          taken = true;
+          return {
+            envelopes: [{ executionId: `gh-${n}`, sequence: 0, type: 'x', payload: null }],
+          };
+        },
+        appended: () => {
+          heard.push(`gh-${n}`);
+          done[n]?.resolve();
+          if (n === 0) throw new Error('handler broke');
+        },
+        failed: (error) => {
+          throw error;
+        },
+      };
+    };
+    for (let n = 0; n < 3; n++) commits.want(member(n));
+    await Promise.all(done.map((entry) => entry.promise));
+    expect(heard).toEqual(['gh-0', 'gh-1', 'gh-2']);
+    expect(reported.map((error) => (error as Error).message)).toEqual(['handler broke']);
+  });
+
+  it('a store whose appendBatch throws before returning fails every member, none hangs', async () => {
+    const broken = new ForwardingEventStore(new InMemoryEventStore()) as ForwardingEventStore &
+      BatchAppendingEventStore;
+    broken.appendBatch = () => {
+      throw new Error('broken store');
+    };
+    const commits = new GroupCommit(broken, systemClock, 64, () => undefined);
+    const outcomes = Array.from({ length: 2 }, () => deferred<unknown>());
+    for (let n = 0; n < 2; n++) {
+      let taken = false;
+      commits.want({
+        executionId: `gb2-${n}`,
+        takeAppend: () => {
+          if (taken) return undefined;
+          taken = true;
+          return {
+            envelopes: [{ executionId: `gb2-${n}`, sequence: 0, type: 'x', payload: null }],
+          };
+        },
+        appended: () => outcomes[n]?.resolve('appended'),
+        failed: (error) => outcomes[n]?.resolve((error as Error).message),
+      });
+    }
+    expect(await Promise.all(outcomes.map((entry) => entry.promise))).toEqual([
+      'broken store',
+      'broken store',
+    ]);
   });
 
   it('over a store without appendBatch every append goes on its own, from one turn', async () => {

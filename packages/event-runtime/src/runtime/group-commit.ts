@@ -17,6 +17,8 @@ export const groupCommitBatchDefault = 64;
  * send and none in flight), and where the outcome goes.
  */
 export interface GroupCommitMember {
+  /** The execution whose appends it makes: a write holds at most one append per execution. */
+  readonly executionId: string;
   /** The append to send now, marked in flight; undefined when there is nothing to send. */
   takeAppend(): AppendRequest | undefined;
   /** The append committed with these events. */
@@ -27,7 +29,8 @@ export interface GroupCommitMember {
 
 /**
  * Group commit across executions (ADR 0040): every journal of a node that reaches a durability
- * barrier in one turn of the event loop is flushed in that turn's one write. Over a store that
+ * barrier in one turn of the event loop is flushed in that turn's write (one per `maxBatch`
+ * executions). Over a store that
  * appends batches (`appendBatch`: SQLite, Postgres, memory, sharded) the turn's appends go in
  * one write, with the fence and the sequence checked per execution, so one fsync (SQLite) or
  * one statement and one commit (Postgres) serves all of them; over any other store, or with
@@ -36,6 +39,10 @@ export interface GroupCommitMember {
  *
  * Writes are not serialized: a turn's batch goes at once, even while earlier batches are in
  * flight (a journal never has two appends in flight, so an execution's appends stay in order).
+ * Two journals of one execution in one turn (two racing starts of the same id) never share a
+ * write: the later ones append on their own, and the store lets one win, as without group
+ * commit. A member whose outcome handler throws is reported to `onError`; the write's other
+ * members still hear theirs.
  */
 export class GroupCommit {
   private wanting: GroupCommitMember[] = [];
@@ -51,6 +58,8 @@ export class GroupCommit {
     private readonly store: EventStore,
     private readonly clock: Clock,
     private readonly maxBatch: number,
+    /** Where an outcome handler's throw goes (the runtime's `report`), never to the process. */
+    private readonly onError: (error: unknown) => void,
   ) {
     this.batchStore = maxBatch > 1 && canAppendBatch(store) ? store : undefined;
   }
@@ -76,14 +85,22 @@ export class GroupCommit {
     this.wanting = [];
     const requests: AppendRequest[] = [];
     const takers: GroupCommitMember[] = [];
+    let executions: Set<string> | undefined;
     for (const member of members) {
       const request = member.takeAppend();
       if (request === undefined) continue;
-      if (this.batchStore === undefined) this.sendOne(request, member);
-      else {
-        requests.push(request);
-        takers.push(member);
+      if (this.batchStore === undefined) {
+        this.sendOne(request, member);
+        continue;
       }
+      executions ??= new Set();
+      if (executions.has(member.executionId)) {
+        this.sendOne(request, member);
+        continue;
+      }
+      executions.add(member.executionId);
+      requests.push(request);
+      takers.push(member);
     }
     for (let from = 0; from < requests.length; from += this.maxBatch) {
       const to = Math.min(requests.length, from + this.maxBatch);
@@ -101,9 +118,9 @@ export class GroupCommit {
   }
 
   private sendOne(request: AppendRequest, member: GroupCommitMember): void {
-    this.store.append(request.envelopes, request.guard).then(
-      (stored) => member.appended(stored),
-      (error: unknown) => member.failed(error),
+    attempt(() => this.store.append(request.envelopes, request.guard)).then(
+      (stored) => this.tell(member, stored, undefined),
+      (error: unknown) => this.tell(member, undefined, error),
     );
   }
 
@@ -112,22 +129,43 @@ export class GroupCommit {
     requests: AppendRequest[],
     members: GroupCommitMember[],
   ): void {
-    store.appendBatch(requests).then(
+    attempt(() => store.appendBatch(requests)).then(
       (outcomes) => {
         for (let index = 0; index < members.length; index++) {
           const member = members[index] as GroupCommitMember;
           const outcome = outcomes[index];
           if (outcome === undefined) {
-            member.failed(
+            this.tell(
+              member,
+              undefined,
               new Error('invariant: appendBatch returned fewer outcomes than requests'),
             );
-          } else if (outcome.ok) member.appended(outcome.stored);
-          else member.failed(outcome.error);
+          } else if (outcome.ok) this.tell(member, outcome.stored, undefined);
+          else this.tell(member, undefined, outcome.error);
         }
       },
       (error: unknown) => {
-        for (const member of members) member.failed(error);
+        for (const member of members) this.tell(member, undefined, error);
       },
     );
+  }
+
+  /** Hands one member its outcome; a throw of its handler is reported, not propagated. */
+  private tell(member: GroupCommitMember, stored: StoredEvent[] | undefined, error: unknown): void {
+    try {
+      if (stored !== undefined) member.appended(stored);
+      else member.failed(error);
+    } catch (thrown) {
+      this.onError(thrown);
+    }
+  }
+}
+
+/** `call()`'s promise, or a rejected one when it throws before returning one (a broken store). */
+function attempt<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return call();
+  } catch (error) {
+    return Promise.reject(error);
   }
 }

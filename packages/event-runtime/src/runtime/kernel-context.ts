@@ -130,7 +130,9 @@ export class Kernel implements KernelContext {
       this.leases === undefined || this.leaseStore === undefined
         ? undefined
         : new NodePresence(this.leaseStore, this.nodeId, (error) => this.report(error));
-    this.commits = new GroupCommit(this.store, this.clock, this.settings.groupCommitMax);
+    this.commits = new GroupCommit(this.store, this.clock, this.settings.groupCommitMax, (error) =>
+      this.report(error),
+    );
     this.executions = new LocalExecutions(this);
     this.links = new ExecutionLinks(this);
     this.recovery = new ExecutionRecovery(this);

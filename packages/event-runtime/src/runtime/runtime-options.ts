@@ -161,6 +161,13 @@ export const runtimeDefaults = {
 function groupCommitMax(option: KernelRuntimeOptions['groupCommit']): number {
   if (option === false) return 0;
   if (option === undefined || option === true) return runtimeDefaults.groupCommitMax;
+  if (typeof option !== 'object' || option === null) {
+    throw new LoomError(
+      ErrorCode.INVALID_ARGUMENT,
+      `groupCommit must be true, false or { maxBatch }, got ${String(option)}`,
+      { path: 'groupCommit', actual: String(option) },
+    );
+  }
   const max = option.maxBatch ?? runtimeDefaults.groupCommitMax;
   if (!Number.isSafeInteger(max) || max < 1 || max > groupCommitBatchMax) {
     throw new LoomError(

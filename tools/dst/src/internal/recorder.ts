@@ -52,9 +52,10 @@ export class Recorder {
   readonly faults: FaultCounts = emptyFaultCounts();
   /**
    * Writes that carried the appends of several executions (a runtime's group commit,
-   * `appendBatch`), and the appends they carried: how much of the run went through batches.
+   * `appendBatch`), the appends they carried, and how many of those writes failed as a whole
+   * (refused, torn, or committed with the answer lost).
    */
-  readonly batches = { writes: 0, appends: 0 };
+  readonly batches = { writes: 0, appends: 0, failed: 0 };
   /** Executions whose terminal event committed: the run loop's "done" test reads it. */
   readonly settled = new Set<string>();
   private order = 0;
