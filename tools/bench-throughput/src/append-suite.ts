@@ -37,6 +37,8 @@ export interface AppendMeasurement {
   machineCpuUsPerEvent: number | null;
   /** This process plus the Postgres server processes, µs per event (Postgres cells only). */
   clientAndDbCpuUsPerEvent: number | null;
+  /** This process alone (user + system), µs per event. */
+  processCpuUsPerEvent: number;
 }
 
 /**
@@ -87,6 +89,7 @@ export async function measureAppends(
         ? null
         : (processCpu.user + processCpu.system + processBusyMsBetween(dbBefore, dbAfter) * 1000) /
           events,
+    processCpuUsPerEvent: (processCpu.user + processCpu.system) / events,
   };
 }
 

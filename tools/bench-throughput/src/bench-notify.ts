@@ -255,6 +255,7 @@ function report(cells: Cell[], variants: Variant[]): void {
           listenerCounts.includes(0) ? ratioText(vsZero) : '',
           variant === 'raw' ? '' : ratioText(vsRaw),
           `${formatCount(median(mine.map((cell) => cell.result.clientAndDbCpuUsPerEvent ?? Number.NaN)))}`,
+          `${formatCount(median(mine.map((cell) => cell.result.processCpuUsPerEvent)))} / ${formatCount(median(mine.map((cell) => (cell.result.clientAndDbCpuUsPerEvent ?? Number.NaN) - cell.result.processCpuUsPerEvent)))}`,
           `${formatCount(median(mine.map((cell) => cell.heardPerListener)))}`,
         ]);
       }
@@ -270,10 +271,11 @@ function report(cells: Cell[], variants: Variant[]): void {
         '÷ same writer, 0 listeners',
         '÷ raw INSERT, same listeners',
         'node + pg CPU µs/event',
+        'of it node / pg',
         'notifications heard per listener per cell',
       ],
       rows,
-      ['right', 'left', 'right', 'right', 'right', 'right', 'right', 'right'],
+      ['right', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
     ),
   );
 }
