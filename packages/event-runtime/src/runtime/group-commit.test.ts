@@ -126,19 +126,23 @@ describe.each(backends)('group commit on %s', (_name, open) => {
     runtimes.push(runtime);
     return runtime;
   };
+  /** The backend's harness with the runtime's store counted (batches included). */
+  const openCounting = async () => {
+    let counting: CountingEventStore | undefined;
+    const harness = await open((store) => {
+      counting = new CountingEventStore(store);
+      return counting;
+    });
+    return { harness, store: counting as CountingEventStore };
+  };
   const finish = async (harness: RuntimeHarness) => {
     await Promise.all(runtimes.splice(0).map((runtime) => runtime.shutdown()));
     await harness.close();
   };
 
   it('executions that reach a barrier in one turn share one write: 20 one-step runs, 2 batches', async () => {
-    let counting: CountingEventStore | undefined;
-    const harness = await open((store) => {
-      counting = new CountingEventStore(store);
-      return counting;
-    });
+    const { harness, store } = await openCounting();
     try {
-      const store = counting as CountingEventStore;
       expect(canAppendBatch(store)).toBe(true);
       const runtime = make(store, harness);
       const flow = oneStep('gc-double');
@@ -169,13 +173,8 @@ describe.each(backends)('group commit on %s', (_name, open) => {
   });
 
   it('maxBatch bounds a write: 20 runs at maxBatch 8 take 3 writes per turn', async () => {
-    let counting: CountingEventStore | undefined;
-    const harness = await open((store) => {
-      counting = new CountingEventStore(store);
-      return counting;
-    });
+    const { harness, store } = await openCounting();
     try {
-      const store = counting as CountingEventStore;
       const runtime = make(store, harness, { groupCommit: { maxBatch: 8 } });
       const flow = oneStep('gc-bounded');
       const handles = await Promise.all(
@@ -194,13 +193,8 @@ describe.each(backends)('group commit on %s', (_name, open) => {
   });
 
   it('groupCommit: false appends every execution on its own', async () => {
-    let counting: CountingEventStore | undefined;
-    const harness = await open((store) => {
-      counting = new CountingEventStore(store);
-      return counting;
-    });
+    const { harness, store } = await openCounting();
     try {
-      const store = counting as CountingEventStore;
       const runtime = make(store, harness, { groupCommit: false });
       const flow = oneStep('gc-off');
       const handles = await Promise.all(
@@ -217,13 +211,8 @@ describe.each(backends)('group commit on %s', (_name, open) => {
   });
 
   it("a fenced-out execution in a batch fails alone: the batch's others commit", async () => {
-    let counting: CountingEventStore | undefined;
-    const harness = await open((store) => {
-      counting = new CountingEventStore(store);
-      return counting;
-    });
+    const { harness, store } = await openCounting();
     try {
-      const store = counting as CountingEventStore;
       const runtime = make(store, harness);
       let open_!: () => void;
       const gate = new Promise<void>((resolve) => {
@@ -259,13 +248,8 @@ describe.each(backends)('group commit on %s', (_name, open) => {
   });
 
   it('two racing starts of one id in one turn never share a write: one starts it, the other gets a handle', async () => {
-    let counting: CountingEventStore | undefined;
-    const harness = await open((store) => {
-      counting = new CountingEventStore(store);
-      return counting;
-    });
+    const { harness, store } = await openCounting();
     try {
-      const store = counting as CountingEventStore;
       // Eager leases: both starts wait on the same lease grant, then both journal sequence 0.
       const runtime = make(store, harness, { leases: harness.leases, leaseMode: 'eager' });
       const flow = oneStep('gc-twice');

@@ -130,6 +130,17 @@ export class LocalExecutions {
     return cancelRemotely(this.kernel, executionId, reason);
   }
 
+  /** A journal for `executionId` from `nextSequence` under fence `epoch`, on the node's group commit. */
+  private journalFor(executionId: string, nextSequence: number, epoch: number): ExecutionJournal {
+    return new ExecutionJournal(
+      this.kernel.commits,
+      executionId,
+      nextSequence,
+      epoch,
+      this.kernel.clock,
+    );
+  }
+
   /** Stops driving executions whose lease this node lost (`OWNERSHIP_LOST`). */
   leasesLost(executionIds: readonly string[]): void {
     for (const executionId of executionIds) {
@@ -153,7 +164,7 @@ export class LocalExecutions {
     started: ExecutionStartedPayload,
     startedText: string,
   ): Promise<boolean> {
-    const { clock, leases } = this.kernel;
+    const { leases } = this.kernel;
     const { leaseMode } = this.kernel.settings;
     if (this.running.has(executionId)) return true;
     // (Checked here first: most starts have nothing pending, and need not wait a turn for it.)
@@ -171,7 +182,7 @@ export class LocalExecutions {
     ) {
       return true;
     }
-    const journal = new ExecutionJournal(this.kernel.commits, executionId, 0, 0, clock);
+    const journal = this.journalFor(executionId, 0, 0);
     journal.record(EventType.executionStarted, started as unknown as JsonValue, startedText);
     journal.setStatus('running');
     const durable = journal.flush();
@@ -257,7 +268,7 @@ export class LocalExecutions {
   }
 
   private async resumeOnce(executionId: string): Promise<void> {
-    const { store, clock, leases } = this.kernel;
+    const { store, leases } = this.kernel;
     const local = this.running.get(executionId);
     if (local !== undefined) {
       if (!local.driver.suspending) return;
@@ -283,13 +294,7 @@ export class LocalExecutions {
       leases?.release(executionId);
       return;
     }
-    const journal = new ExecutionJournal(
-      this.kernel.commits,
-      executionId,
-      state.nextSequence,
-      epoch,
-      clock,
-    );
+    const journal = this.journalFor(executionId, state.nextSequence, epoch);
     // A suspended execution woken by hand (not claimed) is running again from its next append.
     journal.setStatus('running');
     this.drive(flow, state, journal, loaded.snapshotSequence ?? -1);
@@ -320,7 +325,7 @@ export class LocalExecutions {
   }
 
   private async retryOnce(executionId: string): Promise<void> {
-    const { store, clock, leases } = this.kernel;
+    const { store, leases } = this.kernel;
     let leaseLooks = 0;
     for (let race = 0; race < retryRacesMax; ) {
       const loaded = await loadState(store, this.kernel.snapshots, executionId);
@@ -353,13 +358,7 @@ export class LocalExecutions {
           stepIndex !== null && state.steps[stepIndex]?.status === 'failed' ? stepIndex : null,
         failedSequence: state.nextSequence - 1,
       };
-      const journal = new ExecutionJournal(
-        this.kernel.commits,
-        executionId,
-        state.nextSequence,
-        epoch,
-        clock,
-      );
+      const journal = this.journalFor(executionId, state.nextSequence, epoch);
       journal.record(EventType.executionRetried, retried as unknown as JsonValue);
       journal.setStatus('running');
       try {
