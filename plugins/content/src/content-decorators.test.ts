@@ -7,6 +7,7 @@ import {
   canAppendBatch,
   type EventEnvelope,
   type EventStore,
+  ForwardingEventStore,
   InMemoryEventStore,
   isTransactional,
   type JsonValue,
@@ -372,7 +373,14 @@ describe('wiring', () => {
       content,
     );
     expect(isTransactional(overMemory)).toBe(false);
-    expect(canAppendBatch(overMemory)).toBe(false);
+    // The in-memory store appends batches (a runtime's group commit, ADR 0040); a store that does
+    // not offers none through the decorators either.
+    expect(canAppendBatch(overMemory)).toBe(true);
+    const overPlain = contentResolvingEventStore(
+      externalizingEventStore(new ForwardingEventStore(new InMemoryEventStore()), content),
+      content,
+    );
+    expect(canAppendBatch(overPlain)).toBe(false);
     expect(contentResolvingEventStore(new InMemoryEventStore(), content).defaultLeaseStore).toBe(
       undefined,
     );
