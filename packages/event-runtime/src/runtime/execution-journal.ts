@@ -156,13 +156,19 @@ export class ExecutionJournal implements GroupCommitMember {
     return { envelopes: batch, guard };
   }
 
-  /** The append taken last committed as `stored`. */
+  /**
+   * The append taken last committed as `stored`. The waiters hear it even when `onAppended`
+   * throws (its error goes on to the group commit, which reports it).
+   */
   appended(stored: StoredEvent[]): void {
     this.inFlight = false;
     this.durableUpTo = this.sentUpTo;
-    this.onAppended?.(stored);
-    this.settleWaiters();
-    if (this.waiters.length > 0) this.pump();
+    try {
+      this.onAppended?.(stored);
+    } finally {
+      this.settleWaiters();
+      if (this.waiters.length > 0) this.pump();
+    }
   }
 
   /** The append taken last failed: the journal is broken, every waiter hears why. */

@@ -23,6 +23,7 @@ import { postgresRuntimeHarness } from '../testing/postgres-harness.js';
 import type { RuntimeHarness } from '../testing/runtime-conformance.js';
 import { sqliteRuntimeHarness } from '../testing/sqlite-harness.js';
 import { until } from '../testing/until.js';
+import { ExecutionJournal } from './execution-journal.js';
 import type { Flow } from './flow.js';
 import { GroupCommit, type GroupCommitMember } from './group-commit.js';
 import { createKernelRuntime, type KernelRuntime } from './runtime.js';
@@ -382,6 +383,20 @@ describe('group commit: options and stores without batches', () => {
     await Promise.all(done.map((entry) => entry.promise));
     expect(heard).toEqual(['gh-0', 'gh-1', 'gh-2']);
     expect(reported.map((error) => (error as Error).message)).toEqual(['handler broke']);
+  });
+
+  it("a journal's flush resolves even when its onAppended throws; the throw is reported", async () => {
+    const store = new InMemoryEventStore();
+    const reported: unknown[] = [];
+    const commits = new GroupCommit(store, systemClock, 64, (error) => reported.push(error));
+    const journal = new ExecutionJournal(commits, 'gj-1', 0, 0, systemClock);
+    journal.onAppended = () => {
+      throw new Error('snapshot broke');
+    };
+    journal.record('execution.started', { flow: 'f', version: null, input: null });
+    await journal.flush();
+    expect((await store.read('gj-1')).map((event) => event.type)).toEqual(['execution.started']);
+    expect(reported.map((error) => (error as Error).message)).toEqual(['snapshot broke']);
   });
 
   it('a store whose appendBatch throws before returning fails every member, none hangs', async () => {
