@@ -32,3 +32,4 @@ export {
   snapshotStoreConformance,
 } from './testing/snapshot-store-conformance.js';
 export { listenerProcessId, listeningChannels, storedRows } from './testing/store-hooks.js';
+export { until } from './testing/until.js';

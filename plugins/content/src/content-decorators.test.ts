@@ -16,7 +16,7 @@ import {
 } from '@loom/event-runtime';
 import { PostgresEventStore } from '@loom/event-runtime/postgres';
 import { SqliteEventStore } from '@loom/event-runtime/sqlite';
-import { freshId } from '@loom/event-runtime/testing';
+import { freshId, until } from '@loom/event-runtime/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cachingContentStore } from './caching-content-store.js';
 import { type ContentKey, isContentRef, isMissingContent } from './content-ref.js';
@@ -131,7 +131,13 @@ for (const [name, setUp] of backends) {
       expect(counted.counts.puts).toBe(2);
       const key = keyOfText(JSON.stringify(result));
       expect(await setup.content.has(key)).toBe(true);
-      const all = await setup.log.readAll();
+      // On Postgres readAll holds back rows until every transaction open before them on the
+      // cluster has ended (another test's can be): wait for both, with a real deadline.
+      let all: StoredEvent[] = [];
+      await until(async () => {
+        all = await setup.log.readAll();
+        return all.length >= 2;
+      }, 'readAll to see both appends');
       const keys = all.map((event) => (event.payload as { result: { $content: string } }).result);
       expect(new Set(keys.map((ref) => ref.$content))).toEqual(new Set([key]));
     });

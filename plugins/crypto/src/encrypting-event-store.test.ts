@@ -4,6 +4,7 @@ import {
   type JsonValue,
   type StoredEvent,
 } from '@loom/event-runtime';
+import { until } from '@loom/event-runtime/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   type EncryptingEventStore,
@@ -123,7 +124,15 @@ for (const backend of backendNames) {
       const [read] = await store.read(id);
       expect(read?.payload).toEqual(envelope.payload);
       expect(appended).toEqual(await store.read(id));
-      expect(await store.readAll()).toEqual(appended);
+      // On Postgres readAll returns only rows below the oldest transaction still open anywhere on
+      // the cluster (so it never skips a late commit): another test's open transaction can hide
+      // this append for a moment. Wait for it, with a real deadline.
+      let all: StoredEvent[] = [];
+      await until(async () => {
+        all = await store.readAll();
+        return all.length >= appended.length;
+      }, 'readAll to see the append');
+      expect(all).toEqual(appended);
       expect((await store.verify(id)).ok).toBe(true);
     });
 
