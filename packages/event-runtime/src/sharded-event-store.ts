@@ -22,6 +22,7 @@ import {
   type SubscriptionHandler,
 } from './event-store.js';
 import { checkClaimDue } from './internal/claim-due-arguments.js';
+import { repeatedInBatch } from './internal/prepare-batch.js';
 import { readAllOptions } from './internal/read-options.js';
 import { Limits } from './limits.js';
 
@@ -238,15 +239,7 @@ export class ShardedEventStore implements BatchAppendingEventStore {
       const first = Array.isArray(request.envelopes) ? request.envelopes[0] : undefined;
       const id = typeof first?.executionId === 'string' ? first.executionId : undefined;
       if (id !== undefined && seen.has(id)) {
-        outcomes[index] = {
-          ok: false,
-          error: new LoomError(
-            ErrorCode.INVALID_ARGUMENT,
-            `appendBatch got execution ${id} twice: a batch takes at most one append per ` +
-              'execution (send the later one in the next batch)',
-            { executionId: id, path: `requests[${index}]` },
-          ),
-        };
+        outcomes[index] = { ok: false, error: repeatedInBatch(id, index) };
         return;
       }
       if (id !== undefined) seen.add(id);

@@ -34,6 +34,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoalescingEventStore, type EventStore } from '@loom/event-runtime';
+import { groupCommitBatchDefault } from '@loom/event-runtime/kernel';
 import { PostgresEventStore } from '@loom/event-runtime/postgres';
 import pg from 'pg';
 import {
@@ -84,15 +85,17 @@ const sqliteFlowConcurrencies =
     : list(process.env.LOOM_BENCH_SQLITE_FLOW_CONCS, [16, 64]);
 const sqliteFlowExecutions = Number(process.env.LOOM_BENCH_SQLITE_EXECS || 1024);
 const eventsPerCell = Number(process.env.LOOM_BENCH_COALESCE_EVENTS || 2048);
-// The runtime's group commit in the flow cells, one variant per maxBatch (64: the default).
-const groupBatches = list(process.env.LOOM_BENCH_GROUP_BATCHES, [64]);
+// The runtime's group commit in the flow cells, one variant per maxBatch (default: the runtime's).
+const groupBatches = list(process.env.LOOM_BENCH_GROUP_BATCHES, [groupCommitBatchDefault]);
 const groupVariants = (
   backend: BenchBackend,
 ): Array<[string, BenchBackend, Pick<ExecutionCellSpec, 'groupCommit'>]> =>
   groupBatches.map((maxBatch) => [
-    groupBatches.length === 1 && maxBatch === 64 ? 'group commit' : `group commit ${maxBatch}`,
+    groupBatches.length === 1 && maxBatch === groupCommitBatchDefault
+      ? 'group commit'
+      : `group commit ${maxBatch}`,
     backend,
-    maxBatch === 64 ? {} : { groupCommit: { maxBatch } },
+    maxBatch === groupCommitBatchDefault ? {} : { groupCommit: { maxBatch } },
   ]);
 const repeats = Number(process.env.LOOM_BENCH_REPEATS || 5);
 const goalRatio = 2.5;

@@ -17,14 +17,7 @@ export function prepareBatch(
   requests.forEach((request, index) => {
     try {
       const append = prepareAppend(request.envelopes, request.guard, nowMs);
-      if (seen.has(append.executionId)) {
-        throw new LoomError(
-          ErrorCode.INVALID_ARGUMENT,
-          `appendBatch got execution ${append.executionId} twice: a batch takes at most one ` +
-            'append per execution (send the later one in the next batch)',
-          { executionId: append.executionId, path: `requests[${index}]` },
-        );
-      }
+      if (seen.has(append.executionId)) throw repeatedInBatch(append.executionId, index);
       seen.add(append.executionId);
       prepared.set(index, append);
     } catch (error) {
@@ -32,4 +25,14 @@ export function prepareBatch(
     }
   });
   return prepared;
+}
+
+/** `INVALID_ARGUMENT` for request `index` of a batch that already holds an append of `executionId`. */
+export function repeatedInBatch(executionId: string, index: number): LoomError {
+  return new LoomError(
+    ErrorCode.INVALID_ARGUMENT,
+    `appendBatch got execution ${executionId} twice: a batch takes at most one append per ` +
+      'execution (send the later one in the next batch)',
+    { executionId, path: `requests[${index}]` },
+  );
 }

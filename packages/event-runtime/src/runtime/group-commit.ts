@@ -64,11 +64,6 @@ export class GroupCommit {
     this.batchStore = maxBatch > 1 && canAppendBatch(store) ? store : undefined;
   }
 
-  /** True when appends of one turn share a write on this store. */
-  get batching(): boolean {
-    return this.batchStore !== undefined;
-  }
-
   /** Sends `member`'s next append with this turn's others, once the turn is over. */
   want(member: GroupCommitMember): void {
     this.wanting.push(member);
