@@ -4,6 +4,7 @@ import type { BlueprintNode, HistoryStep } from '@loom/render';
 import type { Tool } from './define-tool.js';
 import { AgentErrorCode, LoomError } from './errors.js';
 import { defaultPolicy, type Policy } from './policy.js';
+import { checkToolRetry, type ToolRetry } from './tool-retry.js';
 
 /** Default turns a run may decide before it ends with `limit_steps`. */
 export const stepsMaxDefault = 50;
@@ -74,6 +75,13 @@ export interface AgentDefinition {
    * and waits (suspended, no lease) until `answer(questionId, …)` is called. Default false.
    */
   askHuman?: boolean;
+  /**
+   * How the calls of this agent's `read_only` and `idempotent` tools are retried when they throw
+   * or time out (a tool's own `retry` overrides it). Calls of `local_mutation`,
+   * `remote_mutation` and `destructive` tools never retry, whatever is set here or in the flow
+   * runtime's `stepRetry`, which applies to no tool. Default `false`: no retries.
+   */
+  toolRetry?: ToolRetry | false;
 }
 
 /** A checked agent definition. */
@@ -95,6 +103,8 @@ export interface Agent {
   readonly prompt: (parts: PromptParts) => BlueprintNode;
   readonly tags: readonly string[] | undefined;
   readonly askHuman: boolean;
+  /** The retry of its `read_only` and `idempotent` tools' calls; `false`: none. */
+  readonly toolRetry: ToolRetry | false;
 }
 
 /** A run's flow name: `agent:<name>`. */
@@ -146,7 +156,7 @@ function budget(agent: string, value: number | undefined): number {
  * `createAgentRuntime({ flows, agents: [agent] })` in every process that may run or resume it.
  *
  * Error codes: `INVALID_ARGUMENT` (a bad name, two tools of one name, a tool named
- * `fail_goal` or `ask_human`, a limit below 1).
+ * `fail_goal` or `ask_human`, a limit below 1, a bad `toolRetry`).
  *
  * @example
  * const triage = defineAgent({ name: 'triage', model, instructions: 'Triage the ticket.', tools: [lookup] });
@@ -215,5 +225,9 @@ export function defineAgent(definition: AgentDefinition): Agent {
     prompt: definition.prompt ?? defaultPrompt,
     tags: definition.tags,
     askHuman: definition.askHuman === true,
+    toolRetry:
+      definition.toolRetry === undefined
+        ? false
+        : checkToolRetry(`agent '${name}'`, 'toolRetry', definition.toolRetry),
   });
 }

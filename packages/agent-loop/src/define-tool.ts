@@ -9,7 +9,8 @@ import {
   compileInput,
   type StandardSchemaLike,
 } from './internal/tool-input.js';
-import { type SideEffect, sideEffects } from './side-effect.js';
+import { isRerunnable, type SideEffect, sideEffects } from './side-effect.js';
+import { checkToolRetry, type ToolRetry } from './tool-retry.js';
 
 /** A tool call that runs longer than this fails with `TIMEOUT` (an observation), unless the tool says otherwise. */
 export const toolTimeoutMsDefault = 60_000;
@@ -119,6 +120,13 @@ export interface ToolDefinitionBase<S extends ToolInput = ToolInput> {
   sideEffect: SideEffect;
   /** Default {@link toolTimeoutMsDefault}. */
   timeoutMs?: number;
+  /**
+   * How a failed or timed-out call is retried; overrides the agent's `toolRetry`, `false` turns
+   * retries off. Only a `read_only` or `idempotent` tool may retry: on any other class a policy
+   * is refused (`INVALID_ARGUMENT`), since its call must never run twice by itself. The flow
+   * runtime's `stepRetry` never applies to a tool. Default: the agent's `toolRetry`.
+   */
+  retry?: ToolRetry | false;
 }
 
 /** A checked tool, ready for an agent. */
@@ -129,6 +137,8 @@ export interface Tool<I = JsonValue, O extends JsonValue = JsonValue> {
   readonly timeoutMs: number;
   /** The JSON Schema of the input, as the model sees it. */
   readonly inputSchema: JsonSchema;
+  /** The tool's own retry policy (`read_only` and `idempotent` tools only); absent: the agent's. */
+  readonly retry?: ToolRetry | false;
   run(input: I, context: ToolContext): Promise<O>;
   /** The tool's child processes, when it is isolated. */
   readonly isolate?: ToolIsolate;
@@ -146,7 +156,8 @@ export interface Tool<I = JsonValue, O extends JsonValue = JsonValue> {
  *
  * Error codes: `INVALID_ARGUMENT` (a bad name, an unknown side-effect class, a schema that
  * cannot be shown to the model, a bad `timeoutMs`, both or neither of `run` and `isolate`, a
- * module that is not a `file:` URL or an absolute path, a bad `warm`).
+ * module that is not a `file:` URL or an absolute path, a bad `warm`, a bad `retry` or a `retry`
+ * on a tool that is not `read_only` or `idempotent`).
  *
  * @example
  * const lookup = defineTool({
@@ -207,12 +218,24 @@ export function defineTool<S extends ToolInput, O extends JsonValue = JsonValue>
       { tool: name, actual: timeoutMs },
     );
   }
+  const retry =
+    definition.retry === undefined
+      ? undefined
+      : checkToolRetry(`tool '${name}'`, 'retry', definition.retry);
+  if (retry !== undefined && retry !== false && !isRerunnable(sideEffect)) {
+    throw new LoomError(
+      AgentErrorCode.INVALID_ARGUMENT,
+      `tool '${name}' is ${sideEffect}: it never retries by itself (a second call could repeat its side effect); drop retry, or declare it idempotent if a repeat is harmless`,
+      { tool: name, path: 'retry', actual: sideEffect },
+    );
+  }
   const compiled = compileInput(name, definition.input, definition.jsonSchema);
   const base = {
     name,
     description,
     sideEffect,
     timeoutMs,
+    ...(retry === undefined ? {} : { retry }),
     inputSchema: compiled.jsonSchema,
     checkInput: compiled.check,
   };

@@ -60,4 +60,5 @@ export type { Answer, Question } from './question.js';
 export type { ModelCallUsage, RunResult, TerminalReason, UsageTotals } from './run-result.js';
 export type { RunView, TurnView } from './run-view.js';
 export { isRerunnable, type SideEffect, sideEffects } from './side-effect.js';
+export type { ToolRetry } from './tool-retry.js';
 export type { AgentTransition } from './transition.js';

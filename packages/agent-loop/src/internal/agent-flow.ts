@@ -19,6 +19,7 @@ import type { Tool } from '../define-tool.js';
 import { asksMaxDefault, type PolicyDecision, type ToolRequest } from '../policy.js';
 import type { TerminalReason } from '../run-result.js';
 import { isRerunnable } from '../side-effect.js';
+import type { ToolRetry } from '../tool-retry.js';
 import type { AgentTransition } from '../transition.js';
 import { runChildCall } from './child-call.js';
 import type { TurnContext } from './flow-host.js';
@@ -69,6 +70,13 @@ type ApprovalOutcome =
 type CallOutcome =
   | { kind: 'observed'; observation: Observation; failed: boolean | undefined }
   | { kind: 'ended'; reason: TerminalReason; error: string };
+
+/**
+ * The options of a step that only records what the run decided (policy verdicts, approvals,
+ * questions, start marks): never retried, whatever the runtime's `stepRetry`. Its function is
+ * pure but for a transition it announces, which a retry would announce twice.
+ */
+const recordOnce = { retry: false } as const;
 
 /** Names of the records a run writes; `agent-runtime` reads approvals back by these. */
 export const RecordName = {
@@ -179,14 +187,17 @@ async function runTurns(
       response = (await ctx.step(
         RecordName.decide(turn),
         (effect) => {
+          // A retried model call (the runtime's stepRetry) announces the turn's observation once.
+          if (!called && turn > 1) notify({ type: 'observed', runId, turn: turn - 1 });
           called = true;
-          if (turn > 1) notify({ type: 'observed', runId, turn: turn - 1 });
           return callModel(agent, requestOf(effect.signal), (text) =>
             live.text(runId, turn, text),
           ) as unknown as Promise<JsonValue>;
         },
-        // With a wall-time limit, the model call is cut off when the budget is spent.
-        budget && { timeoutMs: budget.stepTimeoutMs(turnStartMs as number) },
+        // A model call changes nothing in the world: the runtime's stepRetry may repeat it, and
+        // only the answer that returns is recorded. With a wall-time limit, each attempt is cut
+        // off when the budget is spent.
+        budget === undefined ? {} : { timeoutMs: budget.stepTimeoutMs(turnStartMs as number) },
       )) as unknown as ModelResponse;
       if (!called && bugStrikes('forget-decisions')) {
         // Test-only bug: the recorded decision is not trusted, the model is asked again.
@@ -295,59 +306,63 @@ async function toolTurn(
   budget: WallBudget | undefined,
 ): Promise<RunOutput | undefined> {
   const { runId } = ctx;
-  const verdicts = (await ctx.step(RecordName.policy(turn), async () => {
-    notify({ type: 'decided', runId, turn });
-    const out: Verdict[] = [];
-    for (const call of calls) {
-      if (agent.askHuman && call.tool === askHumanToolName) {
-        const question = (call.input as { question?: unknown }).question;
-        out.push(
-          typeof question === 'string' && question.trim() !== ''
-            ? { callId: call.callId, kind: 'ask', question }
-            : {
-                callId: call.callId,
-                kind: 'invalid',
-                message: `${askHumanToolName} needs { question: string }, a question that is not empty`,
-              },
-        );
-        continue;
-      }
-      const tool = agent.tools.get(call.tool);
-      if (tool === undefined) {
+  const verdicts = (await ctx.step(
+    RecordName.policy(turn),
+    async () => {
+      notify({ type: 'decided', runId, turn });
+      const out: Verdict[] = [];
+      for (const call of calls) {
+        if (agent.askHuman && call.tool === askHumanToolName) {
+          const question = (call.input as { question?: unknown }).question;
+          out.push(
+            typeof question === 'string' && question.trim() !== ''
+              ? { callId: call.callId, kind: 'ask', question }
+              : {
+                  callId: call.callId,
+                  kind: 'invalid',
+                  message: `${askHumanToolName} needs { question: string }, a question that is not empty`,
+                },
+          );
+          continue;
+        }
+        const tool = agent.tools.get(call.tool);
+        if (tool === undefined) {
+          out.push({
+            callId: call.callId,
+            kind: 'invalid',
+            message: `there is no tool '${call.tool}'`,
+          });
+          continue;
+        }
+        const problem = await tool.checkInput(call.input);
+        if (problem !== undefined) {
+          out.push({
+            callId: call.callId,
+            kind: 'invalid',
+            message: `the arguments of '${call.tool}' do not fit its input schema: ${problem}`,
+          });
+          continue;
+        }
+        const unhashed = {
+          runId,
+          turn,
+          callId: call.callId,
+          tool: tool.name,
+          sideEffect: tool.sideEffect,
+          input: call.input,
+        };
+        const request: ToolRequest = { ...unhashed, requestHash: hashOf(unhashed) };
         out.push({
           callId: call.callId,
-          kind: 'invalid',
-          message: `there is no tool '${call.tool}'`,
+          kind: 'decided',
+          request,
+          decision: decide(agent, request, run, turn),
         });
-        continue;
       }
-      const problem = await tool.checkInput(call.input);
-      if (problem !== undefined) {
-        out.push({
-          callId: call.callId,
-          kind: 'invalid',
-          message: `the arguments of '${call.tool}' do not fit its input schema: ${problem}`,
-        });
-        continue;
-      }
-      const unhashed = {
-        runId,
-        turn,
-        callId: call.callId,
-        tool: tool.name,
-        sideEffect: tool.sideEffect,
-        input: call.input,
-      };
-      const request: ToolRequest = { ...unhashed, requestHash: hashOf(unhashed) };
-      out.push({
-        callId: call.callId,
-        kind: 'decided',
-        request,
-        decision: decide(agent, request, run, turn),
-      });
-    }
-    return out as unknown as JsonValue;
-  })) as unknown as Verdict[];
+      return out as unknown as JsonValue;
+    },
+    recordOnce,
+  )) as unknown as Verdict[];
 
   const aborted = verdicts.find((v) => v.kind === 'decided' && v.decision.kind === 'abort');
   if (aborted?.kind === 'decided' && aborted.decision.kind === 'abort') {
@@ -423,14 +438,18 @@ async function toolTurn(
     // All questions of the turn are recorded before the run waits for any answer.
     const recorded = await Promise.all(
       questions.map(({ index, callId, question }) =>
-        ctx.step(RecordName.questionStep(`${turn}.${index}`), (effect) => ({
-          id: `${runId}~${turn}.${index}`,
-          runId,
-          turn,
-          callId,
-          question,
-          askedAtMs: effect.nowMs(),
-        })),
+        ctx.step(
+          RecordName.questionStep(`${turn}.${index}`),
+          (effect) => ({
+            id: `${runId}~${turn}.${index}`,
+            runId,
+            turn,
+            callId,
+            question,
+            askedAtMs: effect.nowMs(),
+          }),
+          recordOnce,
+        ),
       ),
     );
     // A question has no expiry; with a wall-time limit, the wait ends at the budget.
@@ -453,11 +472,15 @@ async function toolTurn(
   const failedInOrder: boolean[] = [];
   if (allowed.size > 0) {
     let fresh = false;
-    await ctx.step(RecordName.start(String(turn)), () => {
-      notify({ type: 'policy_decided', runId, turn });
-      fresh = true;
-      return null;
-    });
+    await ctx.step(
+      RecordName.start(String(turn)),
+      () => {
+        notify({ type: 'policy_decided', runId, turn });
+        fresh = true;
+        return null;
+      },
+      recordOnce,
+    );
     const indexes = [...allowed].sort((a, b) => a - b);
     const calls = indexes.map((index) => {
       const verdict = verdicts[index] as Extract<Verdict, { kind: 'decided' }>;
@@ -468,7 +491,9 @@ async function toolTurn(
       return { tool, request: verdict.request, key: `${turn}.${index}` };
     });
     const firsts = await Promise.all(
-      calls.map(({ tool, request, key }) => runCall(ctx, notify, tool, request, key, () => fresh)),
+      calls.map(({ tool, request, key }) =>
+        runCall(ctx, notify, tool, request, key, () => fresh, agent.toolRetry),
+      ),
     );
     // Calls a crash interrupted are resolved one at a time, in call order, once every call of
     // the turn has settled: the operations they record (approvals, their waits, re-runs) then
@@ -607,10 +632,11 @@ async function runCall(
   request: ToolRequest,
   key: string,
   markedHere: () => boolean,
+  agentRetry: ToolRetry | false,
 ): Promise<CallOutcome | { kind: 'interrupted' }> {
   const child = childAgentCall(tool);
   if (child !== undefined) return runChildCall(ctx, notify, child, request, key, markedHere);
-  return toolAttempt(ctx, notify, tool, request, key, key, markedHere);
+  return toolAttempt(ctx, notify, tool, request, key, key, markedHere, agentRetry);
 }
 
 /** One attempt's tool step (`tool:<attemptKey>`). */
@@ -622,6 +648,7 @@ async function toolAttempt(
   key: string,
   attemptKey: string,
   isFresh: () => boolean,
+  agentRetry: ToolRetry | false = false,
 ): Promise<CallOutcome | { kind: 'interrupted' }> {
   const { runId } = ctx;
   const rerunnable = isRerunnable(tool.sideEffect);
@@ -651,7 +678,13 @@ async function toolAttempt(
         });
         return { output: output ?? null };
       },
-      { timeoutMs: tool.timeoutMs, idempotent: rerunnable },
+      // The retry follows the side-effect class, never the runtime's stepRetry: a call that may
+      // have changed the world (thrown after its effect, or past its timeout) is not repeated.
+      {
+        timeoutMs: tool.timeoutMs,
+        idempotent: rerunnable,
+        retry: rerunnable ? (tool.retry ?? agentRetry) : false,
+      },
     )) as unknown as ToolStepResult;
   } catch (error) {
     if (!isStepFailure(error)) throw error;
@@ -717,10 +750,14 @@ async function resolveInterrupted(
     }
     const rerunKey = `${key}.r${attempt + 1}`;
     let marked = false;
-    await ctx.step(RecordName.start(rerunKey), () => {
-      marked = true;
-      return null;
-    });
+    await ctx.step(
+      RecordName.start(rerunKey),
+      () => {
+        marked = true;
+        return null;
+      },
+      recordOnce,
+    );
     const rerun = await toolAttempt(ctx, notify, tool, request, key, rerunKey, () => marked);
     if (rerun.kind !== 'interrupted') return rerun;
   }
@@ -736,23 +773,27 @@ async function recordApproval(
   reask?: { first: Approval; previous: Approval; ask: number },
 ): Promise<Approval> {
   const id = approvalId(ctx.runId, key);
-  return (await ctx.step(RecordName.approvalStep(key), (effect) => {
-    const requestedAtMs = effect.nowMs();
-    const approval = {
-      id,
-      runId: ctx.runId,
-      kind,
-      request,
-      // A re-ask binds to the first ask's hash: the request is the same one.
-      requestHash: reask?.first.requestHash ?? hashOf({ id, kind, request }),
-      reason,
-      requestedAtMs,
-      expiresAtMs: expiresInMs === undefined ? null : requestedAtMs + expiresInMs,
-      status: 'pending',
-      ...(reask === undefined ? {} : { ask: reask.ask, previousId: reask.previous.id }),
-    };
-    return approval as unknown as JsonValue;
-  })) as unknown as Approval;
+  return (await ctx.step(
+    RecordName.approvalStep(key),
+    (effect) => {
+      const requestedAtMs = effect.nowMs();
+      const approval = {
+        id,
+        runId: ctx.runId,
+        kind,
+        request,
+        // A re-ask binds to the first ask's hash: the request is the same one.
+        requestHash: reask?.first.requestHash ?? hashOf({ id, kind, request }),
+        reason,
+        requestedAtMs,
+        expiresAtMs: expiresInMs === undefined ? null : requestedAtMs + expiresInMs,
+        status: 'pending',
+        ...(reask === undefined ? {} : { ask: reask.ask, previousId: reask.previous.id }),
+      };
+      return approval as unknown as JsonValue;
+    },
+    recordOnce,
+  )) as unknown as Approval;
 }
 
 async function awaitDecision(

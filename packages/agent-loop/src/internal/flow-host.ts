@@ -1,7 +1,13 @@
 // The one place this package touches the flow runtime's API: the kernel and flow runtimes are
 // being merged into one user-facing constructor, so everything the agent loop needs from them
 // goes through here.
-import type { Clock, JsonValue, StoredEvent, StoredSignal } from '@loom/event-runtime';
+import type {
+  Clock,
+  JsonValue,
+  StepRetryPolicy,
+  StoredEvent,
+  StoredSignal,
+} from '@loom/event-runtime';
 import {
   type Duration,
   defineFlow,
@@ -13,11 +19,15 @@ import {
 /** What the agent flow gets from the runtime for one run. */
 export interface TurnContext {
   readonly runId: string;
-  /** A recorded step: `fn` runs at most until its result is journaled; a replay returns the record. */
+  /**
+   * A recorded step: `fn` runs at most until its result is journaled; a replay returns the
+   * record. `retry` is the step's own policy (`false`: never retried); absent, the flow
+   * runtime's `stepRetry` applies, so every step that must not repeat passes `false`.
+   */
   step<T extends JsonValue | null>(
     name: string,
     fn: (effect: { signal: AbortSignal; nowMs: () => number }) => T | Promise<T>,
-    options?: { timeoutMs?: number; idempotent?: boolean },
+    options: StepOptions,
   ): Promise<T>;
   /** The runtime clock's time, recorded in the log the first time and read back on replay. */
   now(): number;
@@ -34,6 +44,13 @@ export interface TurnContext {
   child(flowName: string, input: JsonValue, executionId: string): Promise<JsonValue>;
 }
 
+/** What a {@link TurnContext} step takes. */
+export interface StepOptions {
+  timeoutMs?: number;
+  idempotent?: boolean;
+  retry?: Pick<StepRetryPolicy, 'attempts' | 'backoff'> | false;
+}
+
 /** Finds a registered flow by name, for `TurnContext.child`. */
 export type FlowLookup = (flowName: string) => HostedFlow | undefined;
 
@@ -41,9 +58,14 @@ function turnContext(ctx: WorkflowContext, flowOf: FlowLookup): TurnContext {
   return {
     runId: ctx.executionId,
     step: (name, fn, options) => {
-      const stepOptions: { timeout?: Duration; idempotent?: boolean } = {};
-      if (options?.timeoutMs !== undefined) stepOptions.timeout = options.timeoutMs;
-      if (options?.idempotent === true) stepOptions.idempotent = true;
+      const stepOptions: {
+        timeout?: Duration;
+        idempotent?: boolean;
+        retry?: StepRetryPolicy | false;
+      } = {};
+      if (options.timeoutMs !== undefined) stepOptions.timeout = options.timeoutMs;
+      if (options.idempotent === true) stepOptions.idempotent = true;
+      if (options.retry !== undefined) stepOptions.retry = options.retry;
       return ctx.step(
         name,
         ((effect: { signal: AbortSignal; clock: { now(): number } }) =>
