@@ -8,7 +8,12 @@ import {
 import type { Runtime } from '@loom/workflow-runtime';
 import type { AgentStream } from './agent-event.js';
 import { childAgentCall } from './agent-tool.js';
-import type { Approval, ApprovalDecision, Resolution } from './approval.js';
+import {
+  type Approval,
+  type ApprovalDecision,
+  decisionRefusal,
+  type Resolution,
+} from './approval.js';
 import { type Agent, agentFlowName } from './define-agent.js';
 import type { ToolIsolate } from './define-tool.js';
 import { AgentErrorCode, LoomError } from './errors.js';
@@ -42,7 +47,11 @@ export interface AgentRun {
 export interface ApproveOptions {
   by: string;
   note?: string;
-  /** For an `interrupted_side_effect` approval: run the call again (default) or record its outcome. */
+  /**
+   * Required for an `interrupted_side_effect` approval (`RESOLUTION_REQUIRED` without it): run
+   * the call again (`{ kind: 'rerun' }`) or record its outcome (`{ kind: 'record', output }`).
+   * Refused on a `tool_call` approval (`INVALID_RESOLUTION`).
+   */
   resolution?: Resolution;
   /** The hash of the request the person looked at; refused with `APPROVAL_REQUEST_CHANGED` if it is not the pending one. */
   requestHash?: string;
@@ -198,14 +207,26 @@ export class AgentRuntime {
    * Approves a pending approval, from any process. The first decision sent wins; the run resumes
    * on a process that runs the agent (its timer poll picks the run up).
    *
-   * Error codes: `APPROVAL_NOT_FOUND`, `APPROVAL_NOT_PENDING`, `APPROVAL_REQUEST_CHANGED`,
+   * An `interrupted_side_effect` approval (a crash left a call's outcome unknown) must say how it
+   * resolves: `resolution: { kind: 'rerun' }` or `{ kind: 'record', output }`.
+   *
+   * Error codes: `APPROVAL_NOT_FOUND`, `APPROVAL_NOT_PENDING` (decided, expired, or its run has
+   * ended: `fields.runStatus`), `APPROVAL_REQUEST_CHANGED`, `RESOLUTION_REQUIRED`,
    * `INVALID_RESOLUTION`, `INVALID_ARGUMENT`, `RUN_NOT_FOUND`, store errors.
    *
    * @example
    * await agents.approve(approval.id, { by: 'ana@example.com', note: 'customer verified' });
+   * await agents.approve(interrupted.id, { by: 'ana@example.com', resolution: { kind: 'rerun' } });
    */
   async approve(approvalId: string, options: ApproveOptions): Promise<void> {
     const approval = await this.pending(approvalId, options);
+    if (approval.kind === 'interrupted_side_effect' && options.resolution === undefined) {
+      throw new LoomError(
+        AgentErrorCode.RESOLUTION_REQUIRED,
+        `approval '${approvalId}' is about a call a crash interrupted: its outcome is unknown, so say how to resolve it: resolution { kind: 'rerun' } calls the tool again, { kind: 'record', output } records what it did (loom approve --rerun | --record <json>); or reject it to end the run`,
+        { approvalId, kind: approval.kind },
+      );
+    }
     if (options.resolution !== undefined) {
       const kind = options.resolution.kind;
       if (approval.kind !== 'interrupted_side_effect' || (kind !== 'rerun' && kind !== 'record')) {
@@ -287,7 +308,8 @@ export class AgentRuntime {
    * Answers a pending question, from any process; the first answer wins. The run resumes on a
    * process that runs the agent, and the model gets `{ text, by, answeredAtMs }` as the result.
    *
-   * Error codes: `QUESTION_NOT_FOUND`, `QUESTION_NOT_PENDING`, `INVALID_ARGUMENT`,
+   * Error codes: `QUESTION_NOT_FOUND`, `QUESTION_NOT_PENDING` (answered, or its run has ended:
+   * `fields.runStatus`), `INVALID_ARGUMENT`,
    * `RUN_NOT_FOUND`, store errors.
    */
   async answer(questionId: string, options: { by: string; text: string }): Promise<void> {
@@ -317,7 +339,17 @@ export class AgentRuntime {
     }
     const name = RecordName.answerSignal(questionId.slice(cut + 1));
     const answer: Answer = { text: options.text, by: options.by, answeredAtMs: this.host.nowMs() };
-    const sent = await this.host.signal(question.runId, name, answer as unknown as JsonValue, name);
+    const sent = await this.signalRun(
+      question.runId,
+      name,
+      answer as unknown as JsonValue,
+      (runStatus) =>
+        new LoomError(
+          AgentErrorCode.QUESTION_NOT_PENDING,
+          `question '${questionId}' can no longer be answered: its run is ${runStatus}`,
+          { questionId, runStatus },
+        ),
+    );
     if (sent.duplicate) {
       throw new LoomError(
         AgentErrorCode.QUESTION_NOT_PENDING,
@@ -422,15 +454,38 @@ export class AgentRuntime {
     return approval;
   }
 
+  /**
+   * Sends a person's decision or answer once (the signal's name is its idempotency key). A run
+   * that has ended takes none: the kernel's `EXECUTION_SETTLED` becomes `ended(runStatus)`.
+   */
+  private async signalRun(
+    runId: string,
+    name: string,
+    payload: JsonValue,
+    ended: (runStatus: string) => LoomError,
+  ): Promise<{ duplicate: boolean }> {
+    try {
+      return await this.host.signal(runId, name, payload, name);
+    } catch (error) {
+      if (!isKernelError(error, 'EXECUTION_SETTLED')) throw error;
+      throw ended(await this.host.status(runId));
+    }
+  }
+
   private async decide(approval: Approval, decision: ApprovalDecision): Promise<void> {
     const key = approval.id.slice(approval.id.lastIndexOf('~') + 1);
     const name = RecordName.approvalSignal(key);
     // The signal's idempotency key is the approval: of two people deciding at once, one wins.
-    const sent = await this.host.signal(
+    const sent = await this.signalRun(
       approval.runId,
       name,
       decision as unknown as JsonValue,
-      name,
+      (runStatus) =>
+        new LoomError(
+          AgentErrorCode.APPROVAL_NOT_PENDING,
+          `approval '${approval.id}' can no longer be decided: its run is ${runStatus}`,
+          { approvalId: approval.id, status: approval.status, runStatus },
+        ),
     );
     if (sent.duplicate) {
       throw new LoomError(
@@ -508,8 +563,19 @@ export function approvalsOf(
       continue;
     const approval = payload.result as unknown as Approval;
     const decision = decisions.get(payload.name);
-    if (decision !== undefined) {
-      out.push({ ...approval, status: decision.decision, decision });
+    // What the run decided, not what was sent: it refuses some decisions (decisionRefusal) and
+    // takes anything but an approval as a rejection.
+    const refused = decision === undefined ? undefined : decisionRefusal(approval, decision);
+    if (refused !== undefined) {
+      out.push({
+        ...approval,
+        status: 'rejected',
+        decision: decision as ApprovalDecision,
+        refused,
+      });
+    } else if (decision !== undefined) {
+      const status = decision.decision === 'approved' ? 'approved' : 'rejected';
+      out.push({ ...approval, status, decision });
     } else if (expired.has(payload.name)) {
       out.push({ ...approval, status: 'expired' });
     } else {

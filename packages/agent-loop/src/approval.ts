@@ -46,6 +46,42 @@ export interface Approval {
   readonly ask?: number;
   readonly previousId?: string;
   readonly status: ApprovalStatus;
-  /** Present once decided. */
+  /** Present once decided: the decision as it was sent. */
   readonly decision?: ApprovalDecision;
+  /**
+   * Present when the run refused the decision sent (see {@link decisionRefusal}): why. The run
+   * took it as a rejection that ends the run (`approval_rejected`), so `status` is `rejected`
+   * whatever `decision.decision` says.
+   */
+  readonly refused?: string;
+}
+
+/**
+ * Why a run refuses a decision on `approval`, or undefined when it takes it. Refused: a decision
+ * that names another request than the pending one (its `requestHash`), and an approval of an
+ * `interrupted_side_effect` that does not say how to resolve it (`resolution` `rerun` or
+ * `record`), since a call whose outcome is unknown is never re-run by default. A refused
+ * decision rejects the approval and ends the run (`approval_rejected`): the run never does what
+ * nobody explicitly approved. `AgentRuntime.approve` never sends one; a signal sent by other
+ * means can. Listings (`approvals()`, `loom approvals`, the dashboard) fold the same verdict.
+ *
+ * @example
+ * const why = decisionRefusal(approval, signal.payload); // 'the decision named another request'
+ */
+export function decisionRefusal(
+  approval: Pick<Approval, 'kind' | 'requestHash'>,
+  decision: unknown,
+): string | undefined {
+  if (typeof decision !== 'object' || decision === null) return 'the decision is not an object';
+  const { requestHash, resolution } = decision as Partial<ApprovalDecision>;
+  if (requestHash !== approval.requestHash) return 'the decision named another request';
+  if (
+    (decision as Partial<ApprovalDecision>).decision === 'approved' &&
+    approval.kind === 'interrupted_side_effect' &&
+    resolution?.kind !== 'rerun' &&
+    resolution?.kind !== 'record'
+  ) {
+    return 'the approval of an interrupted call named no resolution: it must say rerun or record';
+  }
+  return undefined;
 }

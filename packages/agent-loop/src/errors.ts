@@ -11,7 +11,10 @@ export const AgentErrorCode = {
   RUN_NOT_FOUND: 'RUN_NOT_FOUND',
   /** No approval with this id (`fields.approvalId`) in its run's log. */
   APPROVAL_NOT_FOUND: 'APPROVAL_NOT_FOUND',
-  /** The approval was already decided (or expired); `fields.status` says how. */
+  /**
+   * The approval was already decided (or expired); `fields.status` says how. Also when its run
+   * has ended undecided (cancelled, failed, completed): `fields.runStatus` says how the run ended.
+   */
   APPROVAL_NOT_PENDING: 'APPROVAL_NOT_PENDING',
   /**
    * The caller approved a request whose hash (`fields.expected`) is not the hash of the request
@@ -20,9 +23,15 @@ export const AgentErrorCode = {
   APPROVAL_REQUEST_CHANGED: 'APPROVAL_REQUEST_CHANGED',
   /** A resolution that does not fit the approval's kind (`record` on a `tool_call` approval). */
   INVALID_RESOLUTION: 'INVALID_RESOLUTION',
+  /**
+   * An `interrupted_side_effect` approval approved without a resolution (`fields.approvalId`): a
+   * call whose outcome is unknown is resolved explicitly, `{ kind: 'rerun' }` to call it again or
+   * `{ kind: 'record', output }` to record what it did (`loom approve --rerun | --record`).
+   */
+  RESOLUTION_REQUIRED: 'RESOLUTION_REQUIRED',
   /** No question with this id (`fields.questionId`) in its run's log. */
   QUESTION_NOT_FOUND: 'QUESTION_NOT_FOUND',
-  /** The question was already answered. */
+  /** The question was already answered, or its run has ended (`fields.runStatus`). */
   QUESTION_NOT_PENDING: 'QUESTION_NOT_PENDING',
   /** The run's agent is not registered with this agent runtime (`fields.agent`). */
   AGENT_NOT_REGISTERED: 'AGENT_NOT_REGISTERED',

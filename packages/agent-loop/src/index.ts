@@ -10,12 +10,13 @@ export {
   type RejectOptions,
 } from './agent-runtime.js';
 export { type AgentToolOptions, type AgentToolResult, agentTool } from './agent-tool.js';
-export type {
-  Approval,
-  ApprovalDecision,
-  ApprovalKind,
-  ApprovalStatus,
-  Resolution,
+export {
+  type Approval,
+  type ApprovalDecision,
+  type ApprovalKind,
+  type ApprovalStatus,
+  decisionRefusal,
+  type Resolution,
 } from './approval.js';
 export {
   type Agent,

@@ -13,7 +13,13 @@ import {
 } from '@loom/reasoning';
 import { type Observation, renderMessages } from '@loom/render';
 import { childAgentCall } from '../agent-tool.js';
-import type { Approval, ApprovalDecision, ApprovalKind, Resolution } from '../approval.js';
+import {
+  type Approval,
+  type ApprovalDecision,
+  type ApprovalKind,
+  decisionRefusal,
+  type Resolution,
+} from '../approval.js';
 import { type Agent, askHumanToolName, failToolName } from '../define-agent.js';
 import type { Tool } from '../define-tool.js';
 import { asksMaxDefault, type PolicyDecision, type ToolRequest } from '../policy.js';
@@ -737,13 +743,18 @@ async function resolveInterrupted(
     if (outcome.kind === 'rejected') {
       return { kind: 'ended', reason: 'approval_rejected', error: outcome.why };
     }
-    if (outcome.resolution?.kind === 'record') {
+    const { resolution } = outcome;
+    if (resolution?.kind !== 'rerun' && resolution?.kind !== 'record') {
+      // awaitDecision refuses an approval of an interrupted call without a resolution.
+      throw new Error(`broken invariant: approval ${approval.id} resolved without a resolution`);
+    }
+    if (resolution.kind === 'record') {
       return {
         kind: 'observed',
         observation: {
           kind: 'tool_result',
           callId: request.callId,
-          content: outcome.resolution.output,
+          content: resolution.output,
         },
         failed: undefined,
       };
@@ -812,10 +823,10 @@ async function awaitDecision(
   if (!wait.received) return budgetFirst ? { kind: 'time_up' } : { kind: 'expired' };
   const decision = wait.payload as unknown as ApprovalDecision;
   const note = decision.note === undefined ? '' : `: ${decision.note}`;
-  if (decision.requestHash !== approval.requestHash) {
-    // Never run a request nobody approved: a decision about another request rejects this one.
-    return { kind: 'rejected', endRun: true, why: 'the decision named another request' };
-  }
+  // Never run a request nobody approved: a decision about another request, or an interrupted
+  // call approved without saying how to resolve it, rejects this one.
+  const refused = decisionRefusal(approval, decision);
+  if (refused !== undefined) return { kind: 'rejected', endRun: true, why: refused };
   if (decision.decision === 'approved')
     return { kind: 'approved', resolution: decision.resolution };
   return {

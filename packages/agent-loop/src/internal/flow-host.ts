@@ -155,6 +155,11 @@ export class FlowHost {
     return this.flows.store.readSignals(runId);
   }
 
+  /** The run's execution status (`running`, `suspended`, `completed`, `cancelled`, …). */
+  status(runId: string): Promise<string> {
+    return this.flows.status(runId);
+  }
+
   nowMs(): number {
     return this.flows.clock.now();
   }
