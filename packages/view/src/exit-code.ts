@@ -25,6 +25,7 @@ const byErrorCode: Readonly<Record<string, ExitCode>> = {
   INVALID_ENVELOPE: ExitCode.usage,
   INVALID_SIGNAL: ExitCode.usage,
   INVALID_RESOLUTION: ExitCode.usage,
+  RESOLUTION_REQUIRED: ExitCode.usage,
   PAYLOAD_NOT_JSON: ExitCode.usage,
   LIMIT_EXCEEDED: ExitCode.usage,
   REMOTE_BIND_REFUSED: ExitCode.usage,

@@ -53,6 +53,29 @@ describe.each(targets)('loom approve of an interrupted side effect on $name', (t
     expect(calls(sideChannel)).toHaveLength(1);
   });
 
+  it('a plain loom approve (neither --rerun nor --record) is refused: RESOLUTION_REQUIRED, the tool is not called again', async () => {
+    const runId = `${target.name}-plain`;
+    const sideChannel = join(dir, `${runId}.calls`);
+    const approval = await interrupted(runId, sideChannel);
+    const plain = await loom(['approve', approval.id, '--by', 'ops'], env);
+    expect(plain.code).toBe(2);
+    expect(plain.stderr).toContain('RESOLUTION_REQUIRED');
+    expect(plain.stderr).toContain('--rerun');
+    const listed = await loom(['approvals', '--json'], env);
+    const still = (JSON.parse(listed.stdout) as { id: string; status: string }[]).find(
+      (a) => a.id === approval.id,
+    );
+    expect(still?.status).toBe('pending');
+    // Rejected instead: the run ends, and the tool ran only in the life that was killed.
+    const rejected = await loom(['reject', approval.id, '--by', 'ops'], env);
+    expect(rejected.code).toBe(0);
+    const third = await life({ ...target.env, RUN_ID: runId, SIDE_CHANNEL: sideChannel });
+    expect(JSON.parse(third.line.slice('result '.length))).toMatchObject({
+      reason: 'approval_rejected',
+    });
+    expect(calls(sideChannel)).toHaveLength(1);
+  });
+
   it('--rerun calls the tool once more, with the same idempotency key', async () => {
     const sideChannel = join(dir, `${target.name}-rerun.calls`);
     const approval = await interrupted(`${target.name}-rerun`, sideChannel);
@@ -70,5 +93,8 @@ describe.each(targets)('loom approve of an interrupted side effect on $name', (t
     const lines = calls(sideChannel);
     expect(lines).toHaveLength(2);
     expect(lines[1]).toBe(lines[0]);
+    // The log says how the call was resolved, and `loom show` says it.
+    const shown = await loom(['show', `${target.name}-rerun`], env);
+    expect(shown.stdout).toMatch(/ops \(re-run\)/);
   });
 });

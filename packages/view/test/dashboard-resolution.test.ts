@@ -94,6 +94,21 @@ describe.each(targets)(
       expect(await pendingIds()).toEqual(expect.arrayContaining([id]));
     });
 
+    it('an approve without a resolution is refused: 400 RESOLUTION_REQUIRED, nothing decided', async () => {
+      const id = approvals.get(rerunId)?.id ?? '';
+      const url = `${dashboard.url}api/approvals/${encodeURIComponent(id)}/approve`;
+      const headers = { authorization: `Bearer ${dashboard.token}` };
+      for (const body of [{}, { resolution: null }, { note: 'looks fine' }]) {
+        const plain = await http(url, { method: 'POST', body, headers });
+        expect(plain.status).toBe(400);
+        expect(plain.body).toMatchObject({
+          error: { code: 'RESOLUTION_REQUIRED', fields: { approvalId: id } },
+        });
+      }
+      expect(await pendingIds()).toEqual(expect.arrayContaining([id]));
+      expect(calls(channel(rerunId))).toHaveLength(1);
+    });
+
     it('Re-run: the tool is called once more with the same key, and the run completes', async () => {
       const approval = approvals.get(rerunId) as Approval;
       await open(rerunId);

@@ -135,6 +135,24 @@ export function formatDetail(detail: RunDetail): string {
   return lines.join('\n');
 }
 
+/**
+ * Who decided, and what the run made of it: how an interrupted call was resolved, or why the
+ * run refused the decision sent (then the approval is `rejected`, whatever was sent).
+ */
+function decidedBy(a: Approval): string {
+  if (a.decision === undefined) return '';
+  const note = a.decision.note === undefined ? '' : `: ${a.decision.note}`;
+  if (a.refused !== undefined) return `refused: ${a.refused} (sent by ${a.decision.by})`;
+  const resolution = a.decision.resolution;
+  const how =
+    resolution === undefined
+      ? ''
+      : resolution.kind === 'rerun'
+        ? ' (re-run)'
+        : ` (recorded outcome ${preview(resolution.output)})`;
+  return `${a.decision.by}${how}${note}`;
+}
+
 /** Approvals as a table. */
 export function formatApprovals(approvals: readonly Approval[]): string {
   if (approvals.length === 0) return 'no approvals';
@@ -146,9 +164,7 @@ export function formatApprovals(approvals: readonly Approval[]): string {
       a.request.tool,
       a.reason,
       time(a.requestedAtMs),
-      a.decision === undefined
-        ? ''
-        : `${a.decision.by}${a.decision.note === undefined ? '' : `: ${a.decision.note}`}`,
+      decidedBy(a),
     ]),
   );
 }

@@ -1,4 +1,4 @@
-import { callOfEvent } from '@loom/agent-loop';
+import { callOfEvent, decisionRefusal } from '@loom/agent-loop';
 import { EventType, type JsonValue, type StoredEvent } from '@loom/event-runtime';
 import type { Insertable } from 'kysely';
 import { agentFlowPrefix, num as numOf, record, text as textOf } from '../internal/fold-run.js';
@@ -235,8 +235,24 @@ export function foldBatch(events: readonly StoredEvent[], input: FoldInput): Fol
         if (event.type === EventType.signalTimedOut) {
           approval.status = 'expired';
         } else {
+          // What the run decided, not what was sent: a refused decision (another request's
+          // hash, an interrupted call approved without a resolution) is a rejection.
           const decision = record(p.payload);
-          approval.status = text(decision.decision) ?? 'approved';
+          const asked = record(JSON.parse(approval.approval));
+          const refused = decisionRefusal(
+            {
+              kind:
+                text(asked.kind) === 'interrupted_side_effect'
+                  ? 'interrupted_side_effect'
+                  : 'tool_call',
+              requestHash: text(asked.requestHash) ?? '',
+            },
+            p.payload,
+          );
+          approval.status =
+            refused === undefined && text(decision.decision) === 'approved'
+              ? 'approved'
+              : 'rejected';
           approval.decided_by = text(decision.by);
         }
         approvals.set(approval.id, approval);

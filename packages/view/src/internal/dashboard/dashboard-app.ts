@@ -291,7 +291,8 @@ export function dashboardApp(context: DashboardContext): Hono {
       const decided = { by: by(body), ...(note === undefined ? {} : { note }) };
       if (decision === 'approve') {
         // An interrupted side effect's resolution ({ kind: 'rerun' } | { kind: 'record', output })
-        // is checked by agent-loop (INVALID_RESOLUTION).
+        // is checked by agent-loop: required there (RESOLUTION_REQUIRED), refused elsewhere
+        // (INVALID_RESOLUTION).
         const resolution = body.resolution as Resolution | undefined;
         await operator().approve(approvalId, {
           ...decided,

@@ -231,13 +231,21 @@ export const dashboardJs = `'use strict';
     box.replaceChildren();
     if (approvals.length === 0) return;
     box.appendChild(el('h3', { text: 'Approvals' }));
+    // What the run decided (the status), not what was sent: a refused decision says why.
+    function decisionText(approval) {
+      if (!approval.decision) return approval.status;
+      if (approval.refused) return 'rejected: ' + approval.refused + ' (sent by ' + approval.decision.by + ')';
+      var resolution = approval.decision.resolution;
+      var how = !resolution ? '' : resolution.kind === 'rerun' ? ' (re-run)' : ' (outcome recorded)';
+      return approval.status + ' by ' + approval.decision.by + how;
+    }
     approvals.forEach(function (approval) {
       var pending = approval.status === 'pending';
       var what = approval.request.tool + ' ' + JSON.stringify(approval.request.input) + ': ' + approval.reason;
       var row = el('div', { className: pending ? 'approval' : 'approval decided' }, [
         el('strong', { text: approval.id }),
         el('span', { text: what }),
-        el('span', { className: 'status', text: approval.decision ? approval.decision.decision + ' by ' + approval.decision.by : approval.status }),
+        el('span', { className: 'status', text: decisionText(approval) }),
       ]);
       if (pending && !readOnly) {
         var path = '/api/approvals/' + encodeURIComponent(approval.id);
