@@ -24,6 +24,16 @@ const beforeRestart: Record<KillPoint, number> = {
 /** Points where the tool may have run but its result is not in the log. */
 const unknownOutcome = new Set<KillPoint>(['tool_started', 'mid_tool']);
 
+/**
+ * The flow runtime options that retry or re-drive steps, for the cases that resolve an
+ * interrupted call: a runtime-wide step retry (which no tool step may take unless its class
+ * allows it) and the poison budget of steps found in flight on resume.
+ */
+const redriving = JSON.stringify({
+  stepRetry: { attempts: 3, backoff: { initialMs: 1, jitter: 'none' } },
+  stepInterruptionsMax: 1,
+});
+
 export function killMatrix(backendEnv: (caseName: string) => Record<string, string>): void {
   const dir = mkdtempSync(join(tmpdir(), 'loom-agent-kill-'));
   for (const sideEffect of sideEffects) {
@@ -49,6 +59,7 @@ export function killMatrix(backendEnv: (caseName: string) => Record<string, stri
       KILL_RUN_ID: `run-${name}`,
       KILL_SIDE_EFFECT: 'remote_mutation',
       KILL_INVOCATIONS: file,
+      KILL_RUNTIME: redriving,
     };
     await expectedLives(env, file, 'remote_mutation', 'mid_tool', {
       kind: 'record',
@@ -63,8 +74,40 @@ export function killMatrix(backendEnv: (caseName: string) => Record<string, stri
       KILL_RUN_ID: `run-${name}`,
       KILL_SIDE_EFFECT: 'local_mutation',
       KILL_INVOCATIONS: file,
+      KILL_RUNTIME: redriving,
     };
     await expectedLives(env, file, 'local_mutation', 'tool_started', { kind: 'reject' });
+  });
+  it('remote_mutation killed mid-tool under stepRetry: a plain approve is refused, the re-run that throws after its effect runs once', async () => {
+    const name = 'plain-then-rerun';
+    const file = join(dir, `${name}.invocations`);
+    const env = {
+      ...backendEnv(name),
+      KILL_RUN_ID: `run-${name}`,
+      KILL_SIDE_EFFECT: 'remote_mutation',
+      KILL_INVOCATIONS: file,
+      KILL_RUNTIME: redriving,
+    };
+    const first = await life({ ...env, KILL_AT: 'mid_tool' });
+    expect(first.signal, first.output).toBe('SIGKILL');
+    const second = await life(env);
+    expect(second.line?.kind, second.output).toBe('approval');
+    // An approve that does not say rerun or record is refused; the run keeps waiting.
+    const plain = await life({ ...env, KILL_RESOLVE: JSON.stringify({ kind: 'plain' }) });
+    expect(plain.code, plain.output).toBe(0);
+    expect(plain.output).toContain('refused RESOLUTION_REQUIRED');
+    expect(plain.line?.kind, plain.output).toBe('approval');
+    expect(plain.line?.value).toMatchObject({ kind: 'interrupted_side_effect', status: 'pending' });
+    expect(invocationsIn(file)).toBe(1);
+    // Re-run: the tool acts and throws; the runtime's stepRetry must not call it again.
+    const rerun = await life({
+      ...env,
+      KILL_RESOLVE: JSON.stringify({ kind: 'rerun' }),
+      KILL_TOOL_THROWS: '1',
+    });
+    expect(rerun.code, rerun.output).toBe(0);
+    expect(rerun.line?.value).toMatchObject({ reason: 'goal_completed', turns: 2 });
+    expect(invocationsIn(file)).toBe(2);
   });
 }
 

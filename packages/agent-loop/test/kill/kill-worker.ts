@@ -3,7 +3,10 @@
 // time it is called (the side channel the test counts). With KILL_AT set it SIGKILLs itself at
 // that transition (or inside the tool, after the side effect, for `mid_tool`). With
 // KILL_RESOLVE set it first decides the run's pending interrupted_side_effect approval
-// (`{ kind: 'rerun' }`, `{ kind: 'record', output }`, or `{ kind: 'reject' }`).
+// (`{ kind: 'rerun' }`, `{ kind: 'record', output }`, `{ kind: 'reject' }`, or `{ kind: 'plain' }`:
+// an approve without a resolution, which must be refused). KILL_RUNTIME (JSON) adds flow runtime
+// options that retry or re-drive steps (`stepRetry`, `stepInterruptionsMax`); with
+// KILL_TOOL_THROWS=1 the tool throws after its side effect (what a stepRetry would repeat).
 // It prints one line: `result <json>` when the run ends, or `approval <json>` when it waits.
 import { appendFileSync } from 'node:fs';
 import type { EventStore } from '@loom/event-runtime';
@@ -45,6 +48,7 @@ const act = defineTool({
   run: async (_input, context) => {
     appendFileSync(invocations, `${context.idempotencyKey}\n`);
     if (killAt === 'mid_tool') die();
+    if (env.KILL_TOOL_THROWS === '1') throw new Error('the gateway answered 502 after acting');
     return { done: true };
   },
 });
@@ -67,7 +71,8 @@ const agent = defineAgent({
 
 const { store, close } = await openStore();
 // One life at a time drives this log, so a dead predecessor's run is recovered at once.
-const flows = createRuntime({ store, recoverQuietMs: 0, timerPollMs: 20 });
+const runtimeOptions = env.KILL_RUNTIME === undefined ? {} : JSON.parse(env.KILL_RUNTIME);
+const flows = createRuntime({ store, recoverQuietMs: 0, timerPollMs: 20, ...runtimeOptions });
 const agents = createAgentRuntime({
   flows,
   agents: [agent],

@@ -2,7 +2,13 @@
 // matrix's worker and the MCP kill worker: decide a pending approval if the test says so, then
 // recover, start or attach the run, and report how it stands: `result …` or `approval …`.
 import type { Runtime } from '@loom/workflow-runtime';
-import type { Agent, AgentRuntime, Approval, RunResult } from '../../src/index.js';
+import {
+  type Agent,
+  type AgentRuntime,
+  type Approval,
+  isLoomError,
+  type RunResult,
+} from '../../src/index.js';
 
 /** The run's pending approval, if any (none while the run is not in the log yet). */
 export async function pendingApproval(
@@ -16,7 +22,11 @@ export async function pendingApproval(
   }
 }
 
-/** `KILL_RESOLVE` (JSON): reject the pending approval (`{kind:'reject'}`) or approve it with that resolution. */
+/**
+ * `KILL_RESOLVE` (JSON): reject the pending approval (`{kind:'reject'}`), approve it without a
+ * resolution (`{kind:'plain'}`: it must be refused with RESOLUTION_REQUIRED, printed as
+ * `refused <code>`), or approve it with that resolution.
+ */
 export async function decidePending(
   agents: AgentRuntime,
   runId: string,
@@ -25,6 +35,16 @@ export async function decidePending(
   const pending = await pendingApproval(agents, runId);
   if (pending === undefined) throw new Error('KILL_RESOLVE set but no approval is pending');
   const resolution = JSON.parse(resolveJson);
+  if (resolution.kind === 'plain') {
+    try {
+      await agents.approve(pending.id, { by: 'kill-test', requestHash: pending.requestHash });
+    } catch (error) {
+      if (!isLoomError(error, 'RESOLUTION_REQUIRED')) throw error;
+      process.stdout.write(`refused ${error.code}\n`);
+      return;
+    }
+    throw new Error('a plain approve of an interrupted call was accepted');
+  }
   if (resolution.kind === 'reject') {
     await agents.reject(pending.id, { by: 'kill-test', requestHash: pending.requestHash });
   } else {
