@@ -179,7 +179,14 @@ async function operate(agents: AgentRuntime, runId: string): Promise<void> {
     try {
       switch (decisionOf(approval)) {
         case 'approve':
-          await agents.approve(approval.id, { by, requestHash });
+          // An interrupted call is resolved explicitly (RESOLUTION_REQUIRED otherwise): re-run it.
+          await agents.approve(approval.id, {
+            by,
+            requestHash,
+            ...(approval.kind === 'interrupted_side_effect'
+              ? { resolution: { kind: 'rerun' as const } }
+              : {}),
+          });
           break;
         case 'record':
           await agents.approve(approval.id, {
@@ -447,7 +454,7 @@ function runEndsAsAgent(events: readonly StoredEvent[], report: (detail: string)
 
 /**
  * A tool that may not run twice (not `read_only` nor `idempotent`) ran at most once per call,
- * plus once per `interrupted_side_effect` approval a person approved to re-run it; and an
+ * plus once per `interrupted_side_effect` approval a person approved with `{ kind: 'rerun' }`; and an
  * approval-gated tool ran only after its `tool_call` approval was approved.
  */
 function toolsAtMostOnce(
@@ -462,7 +469,8 @@ function toolsAtMostOnce(
     const key = approval.id.slice(approval.id.lastIndexOf('~') + 1);
     if (approval.status !== 'approved') continue;
     if (approval.kind === 'interrupted_side_effect') {
-      if (approval.decision?.resolution?.kind === 'record') continue;
+      // Only an explicit re-run allows another call (a decision without one is refused).
+      if (approval.decision?.resolution?.kind !== 'rerun') continue;
       const call = /^(\d+\.\d+)(\.r\d+)?\.i$/.exec(key)?.[1];
       if (call !== undefined) reruns.set(call, (reruns.get(call) ?? 0) + 1);
     } else {
