@@ -174,6 +174,61 @@ describe.each(backends)('tool retry under a runtime-wide stepRetry on %s', (_nam
   });
 });
 
+describe.each(backends)(
+  "the run's own steps under a runtime-wide stepRetry on %s",
+  (_name, openStore) => {
+    it('a failed model call is retried and announces the turn once; the records are written once', async () => {
+      const name = `model-retry-${cases++}`;
+      const file = join(dir, `${name}.calls`);
+      const store = await openStore(name);
+      const flows = createRuntime({
+        store,
+        stepRetry: { attempts: 3, backoff: { initialMs: 1, jitter: 'none' } },
+      });
+      try {
+        const lookup = defineTool({
+          name: 'lookup',
+          description: 'Look the order up',
+          input: { type: 'object' },
+          sideEffect: 'read_only',
+          run: async (_input, context) => {
+            appendFileSync(file, `${context.idempotencyKey}\n`);
+            return { status: 'shipped' };
+          },
+        });
+        const agent = defineAgent({
+          name: 'retrying',
+          // The second model call fails once (a provider's 503), then answers.
+          model: stubBy((n) => {
+            if (n === 0) return { toolCalls: [{ tool: 'lookup', input: {} }] };
+            if (n === 1) throw new Error('503 from the provider');
+            return { text: 'shipped' };
+          }),
+          instructions: 'Look it up.',
+          tools: [lookup],
+        });
+        const transitions: string[] = [];
+        const agents = createAgentRuntime({
+          flows,
+          agents: [agent],
+          onTransition: (t) => transitions.push(`${t.type}:${t.turn}`),
+        });
+        const runId = `run-${name}`;
+        const result = await agents.run(agent, 'where is o-1', { runId });
+        expect(result).toMatchObject({ reason: 'goal_completed', output: 'shipped', turns: 2 });
+        expect(callsIn(file)).toBe(1);
+        expect(transitions.filter((t) => t === 'observed:1')).toHaveLength(1);
+        const events = await store.read(runId);
+        const failed = events.filter((e) => e.type === EventType.stepAttemptFailed);
+        expect(failed.map((e) => (e.payload as { name?: string }).name)).toEqual(['decide:2']);
+      } finally {
+        await flows.shutdown();
+        await store.close();
+      }
+    });
+  },
+);
+
 describe('tool retry options', () => {
   const tool = (sideEffect: SideEffect, retry?: unknown) =>
     defineTool({
