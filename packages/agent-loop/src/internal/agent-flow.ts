@@ -78,11 +78,17 @@ type CallOutcome =
   | { kind: 'ended'; reason: TerminalReason; error: string };
 
 /**
- * The options of a step that only records what the run decided (policy verdicts, approvals,
- * questions, start marks): never retried, whatever the runtime's `stepRetry`. Its function is
- * pure but for a transition it announces, which a retry would announce twice.
+ * A step that only records what the run decided (policy verdicts, approvals, questions, start
+ * marks): never retried, whatever the runtime's `stepRetry`. Its function is pure but for a
+ * transition it announces, which a retry would announce twice.
  */
-const recordOnce = { retry: false } as const;
+function recordStep<T extends JsonValue | null>(
+  ctx: TurnContext,
+  name: string,
+  fn: (effect: { signal: AbortSignal; nowMs: () => number }) => T | Promise<T>,
+): Promise<T> {
+  return ctx.step(name, fn, { retry: false });
+}
 
 /** Names of the records a run writes; `agent-runtime` reads approvals back by these. */
 export const RecordName = {
@@ -312,63 +318,59 @@ async function toolTurn(
   budget: WallBudget | undefined,
 ): Promise<RunOutput | undefined> {
   const { runId } = ctx;
-  const verdicts = (await ctx.step(
-    RecordName.policy(turn),
-    async () => {
-      notify({ type: 'decided', runId, turn });
-      const out: Verdict[] = [];
-      for (const call of calls) {
-        if (agent.askHuman && call.tool === askHumanToolName) {
-          const question = (call.input as { question?: unknown }).question;
-          out.push(
-            typeof question === 'string' && question.trim() !== ''
-              ? { callId: call.callId, kind: 'ask', question }
-              : {
-                  callId: call.callId,
-                  kind: 'invalid',
-                  message: `${askHumanToolName} needs { question: string }, a question that is not empty`,
-                },
-          );
-          continue;
-        }
-        const tool = agent.tools.get(call.tool);
-        if (tool === undefined) {
-          out.push({
-            callId: call.callId,
-            kind: 'invalid',
-            message: `there is no tool '${call.tool}'`,
-          });
-          continue;
-        }
-        const problem = await tool.checkInput(call.input);
-        if (problem !== undefined) {
-          out.push({
-            callId: call.callId,
-            kind: 'invalid',
-            message: `the arguments of '${call.tool}' do not fit its input schema: ${problem}`,
-          });
-          continue;
-        }
-        const unhashed = {
-          runId,
-          turn,
-          callId: call.callId,
-          tool: tool.name,
-          sideEffect: tool.sideEffect,
-          input: call.input,
-        };
-        const request: ToolRequest = { ...unhashed, requestHash: hashOf(unhashed) };
+  const verdicts = (await recordStep(ctx, RecordName.policy(turn), async () => {
+    notify({ type: 'decided', runId, turn });
+    const out: Verdict[] = [];
+    for (const call of calls) {
+      if (agent.askHuman && call.tool === askHumanToolName) {
+        const question = (call.input as { question?: unknown }).question;
+        out.push(
+          typeof question === 'string' && question.trim() !== ''
+            ? { callId: call.callId, kind: 'ask', question }
+            : {
+                callId: call.callId,
+                kind: 'invalid',
+                message: `${askHumanToolName} needs { question: string }, a question that is not empty`,
+              },
+        );
+        continue;
+      }
+      const tool = agent.tools.get(call.tool);
+      if (tool === undefined) {
         out.push({
           callId: call.callId,
-          kind: 'decided',
-          request,
-          decision: decide(agent, request, run, turn),
+          kind: 'invalid',
+          message: `there is no tool '${call.tool}'`,
         });
+        continue;
       }
-      return out as unknown as JsonValue;
-    },
-    recordOnce,
-  )) as unknown as Verdict[];
+      const problem = await tool.checkInput(call.input);
+      if (problem !== undefined) {
+        out.push({
+          callId: call.callId,
+          kind: 'invalid',
+          message: `the arguments of '${call.tool}' do not fit its input schema: ${problem}`,
+        });
+        continue;
+      }
+      const unhashed = {
+        runId,
+        turn,
+        callId: call.callId,
+        tool: tool.name,
+        sideEffect: tool.sideEffect,
+        input: call.input,
+      };
+      const request: ToolRequest = { ...unhashed, requestHash: hashOf(unhashed) };
+      out.push({
+        callId: call.callId,
+        kind: 'decided',
+        request,
+        decision: decide(agent, request, run, turn),
+      });
+    }
+    return out as unknown as JsonValue;
+  })) as unknown as Verdict[];
 
   const aborted = verdicts.find((v) => v.kind === 'decided' && v.decision.kind === 'abort');
   if (aborted?.kind === 'decided' && aborted.decision.kind === 'abort') {
@@ -444,18 +446,14 @@ async function toolTurn(
     // All questions of the turn are recorded before the run waits for any answer.
     const recorded = await Promise.all(
       questions.map(({ index, callId, question }) =>
-        ctx.step(
-          RecordName.questionStep(`${turn}.${index}`),
-          (effect) => ({
-            id: `${runId}~${turn}.${index}`,
-            runId,
-            turn,
-            callId,
-            question,
-            askedAtMs: effect.nowMs(),
-          }),
-          recordOnce,
-        ),
+        recordStep(ctx, RecordName.questionStep(`${turn}.${index}`), (effect) => ({
+          id: `${runId}~${turn}.${index}`,
+          runId,
+          turn,
+          callId,
+          question,
+          askedAtMs: effect.nowMs(),
+        })),
       ),
     );
     // A question has no expiry; with a wall-time limit, the wait ends at the budget.
@@ -478,15 +476,11 @@ async function toolTurn(
   const failedInOrder: boolean[] = [];
   if (allowed.size > 0) {
     let fresh = false;
-    await ctx.step(
-      RecordName.start(String(turn)),
-      () => {
-        notify({ type: 'policy_decided', runId, turn });
-        fresh = true;
-        return null;
-      },
-      recordOnce,
-    );
+    await recordStep(ctx, RecordName.start(String(turn)), () => {
+      notify({ type: 'policy_decided', runId, turn });
+      fresh = true;
+      return null;
+    });
     const indexes = [...allowed].sort((a, b) => a - b);
     const calls = indexes.map((index) => {
       const verdict = verdicts[index] as Extract<Verdict, { kind: 'decided' }>;
@@ -761,14 +755,10 @@ async function resolveInterrupted(
     }
     const rerunKey = `${key}.r${attempt + 1}`;
     let marked = false;
-    await ctx.step(
-      RecordName.start(rerunKey),
-      () => {
-        marked = true;
-        return null;
-      },
-      recordOnce,
-    );
+    await recordStep(ctx, RecordName.start(rerunKey), () => {
+      marked = true;
+      return null;
+    });
     const rerun = await toolAttempt(ctx, notify, tool, request, key, rerunKey, () => marked);
     if (rerun.kind !== 'interrupted') return rerun;
   }
@@ -784,27 +774,23 @@ async function recordApproval(
   reask?: { first: Approval; previous: Approval; ask: number },
 ): Promise<Approval> {
   const id = approvalId(ctx.runId, key);
-  return (await ctx.step(
-    RecordName.approvalStep(key),
-    (effect) => {
-      const requestedAtMs = effect.nowMs();
-      const approval = {
-        id,
-        runId: ctx.runId,
-        kind,
-        request,
-        // A re-ask binds to the first ask's hash: the request is the same one.
-        requestHash: reask?.first.requestHash ?? hashOf({ id, kind, request }),
-        reason,
-        requestedAtMs,
-        expiresAtMs: expiresInMs === undefined ? null : requestedAtMs + expiresInMs,
-        status: 'pending',
-        ...(reask === undefined ? {} : { ask: reask.ask, previousId: reask.previous.id }),
-      };
-      return approval as unknown as JsonValue;
-    },
-    recordOnce,
-  )) as unknown as Approval;
+  return (await recordStep(ctx, RecordName.approvalStep(key), (effect) => {
+    const requestedAtMs = effect.nowMs();
+    const approval = {
+      id,
+      runId: ctx.runId,
+      kind,
+      request,
+      // A re-ask binds to the first ask's hash: the request is the same one.
+      requestHash: reask?.first.requestHash ?? hashOf({ id, kind, request }),
+      reason,
+      requestedAtMs,
+      expiresAtMs: expiresInMs === undefined ? null : requestedAtMs + expiresInMs,
+      status: 'pending',
+      ...(reask === undefined ? {} : { ask: reask.ask, previousId: reask.previous.id }),
+    };
+    return approval as unknown as JsonValue;
+  })) as unknown as Approval;
 }
 
 async function awaitDecision(
