@@ -26,8 +26,10 @@ export interface Operator {
   cancel(executionId: string, options: { by: string; reason?: string }): Promise<boolean>;
   /**
    * Approves a pending approval through `@loom/agent-loop`; the run continues on a process that
-   * runs its agent. Error codes: `APPROVAL_NOT_FOUND`, `APPROVAL_NOT_PENDING`,
-   * `INVALID_RESOLUTION`, `INVALID_ARGUMENT`, `RUN_NOT_FOUND`, store errors.
+   * runs its agent. An `interrupted_side_effect` approval needs a `resolution`. Error codes:
+   * `APPROVAL_NOT_FOUND`, `APPROVAL_NOT_PENDING` (also when the run has ended:
+   * `fields.runStatus`), `RESOLUTION_REQUIRED`, `INVALID_RESOLUTION`, `INVALID_ARGUMENT`,
+   * `RUN_NOT_FOUND`, store errors.
    */
   approve(
     approvalId: string,
