@@ -198,8 +198,9 @@ export class AgentRuntime {
    * Approves a pending approval, from any process. The first decision sent wins; the run resumes
    * on a process that runs the agent (its timer poll picks the run up).
    *
-   * Error codes: `APPROVAL_NOT_FOUND`, `APPROVAL_NOT_PENDING`, `APPROVAL_REQUEST_CHANGED`,
-   * `INVALID_RESOLUTION`, `INVALID_ARGUMENT`, `RUN_NOT_FOUND`, store errors.
+   * Error codes: `APPROVAL_NOT_FOUND`, `APPROVAL_NOT_PENDING`, `APPROVAL_EXPIRED` (at or after
+   * its expiry: nothing sent), `APPROVAL_REQUEST_CHANGED`, `INVALID_RESOLUTION`,
+   * `INVALID_ARGUMENT`, `RUN_NOT_FOUND`, store errors.
    *
    * @example
    * await agents.approve(approval.id, { by: 'ana@example.com', note: 'customer verified' });
@@ -423,6 +424,19 @@ export class AgentRuntime {
   }
 
   private async decide(approval: Approval, decision: ApprovalDecision): Promise<void> {
+    // At or after the expiry the run counts the decision as expired (issue 27): say so, send nothing.
+    if (isLate(decision.decidedAtMs, approval.expiresAtMs)) {
+      throw new LoomError(
+        AgentErrorCode.APPROVAL_EXPIRED,
+        `approval '${approval.id}' expired at ${new Date(approval.expiresAtMs as number).toISOString()}: a decision now is refused (the run ends approval_expired, or asks again, when it resumes)`,
+        {
+          approvalId: approval.id,
+          status: 'expired',
+          expiresAtMs: approval.expiresAtMs,
+          decidedAtMs: decision.decidedAtMs,
+        },
+      );
+    }
     const key = approval.id.slice(approval.id.lastIndexOf('~') + 1);
     const name = RecordName.approvalSignal(key);
     // The signal's idempotency key is the approval: of two people deciding at once, one wins.
@@ -491,14 +505,20 @@ export function approvalsOf(
   signals: readonly StoredSignal[],
 ): Approval[] {
   const decisions = new Map<string, ApprovalDecision>();
+  const arrivedAtMs = new Map<string, number>();
   for (const signal of signals) {
     if (!signal.name.startsWith(RecordName.approvalPrefix) || decisions.has(signal.name)) continue;
     decisions.set(signal.name, signal.payload as unknown as ApprovalDecision);
+    arrivedAtMs.set(signal.name, signal.at);
   }
   const expired = new Set<string>();
+  const deadlineAtMs = new Map<string, number | null>();
   for (const event of events) {
-    const name = (event.payload as { name?: unknown }).name;
+    const { name, timeoutAtMs } = event.payload as { name?: unknown; timeoutAtMs?: unknown };
     if (event.type === EventType.signalTimedOut && typeof name === 'string') expired.add(name);
+    if (event.type === EventType.signalWaiting && typeof name === 'string') {
+      deadlineAtMs.set(name, typeof timeoutAtMs === 'number' ? timeoutAtMs : null);
+    }
   }
   const out: Approval[] = [];
   for (const event of events) {
@@ -507,7 +527,17 @@ export function approvalsOf(
     if (typeof payload.name !== 'string' || !payload.name.startsWith(RecordName.approvalPrefix))
       continue;
     const approval = payload.result as unknown as Approval;
-    const decision = decisions.get(payload.name);
+    let decision = decisions.get(payload.name);
+    // A decision the run counts as expired (ADR 0042): it arrived at or after the wait's deadline,
+    // or says it was decided at or after the expiry.
+    if (
+      decision !== undefined &&
+      (isLate(arrivedAtMs.get(payload.name), deadlineAtMs.get(payload.name) ?? null) ||
+        isLate(decision.decidedAtMs, approval.expiresAtMs))
+    ) {
+      decision = undefined;
+      expired.add(payload.name);
+    }
     if (decision !== undefined) {
       out.push({ ...approval, status: decision.decision, decision });
     } else if (expired.has(payload.name)) {
@@ -517,6 +547,11 @@ export function approvalsOf(
     }
   }
   return out;
+}
+
+/** True when `atMs` is at or after `deadlineAtMs` (null: no deadline; an unknown time is not late). */
+function isLate(atMs: unknown, deadlineAtMs: number | null): boolean {
+  return deadlineAtMs !== null && typeof atMs === 'number' && atMs >= deadlineAtMs;
 }
 
 /** The prefix of an approval decision's signal name (`approval:<key>`). */

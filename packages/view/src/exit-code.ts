@@ -32,6 +32,7 @@ const byErrorCode: Readonly<Record<string, ExitCode>> = {
   EXECUTION_NOT_FOUND: ExitCode.notFound,
   APPROVAL_NOT_FOUND: ExitCode.notFound,
   APPROVAL_NOT_PENDING: ExitCode.conflict,
+  APPROVAL_EXPIRED: ExitCode.conflict,
   APPROVAL_REQUEST_CHANGED: ExitCode.conflict,
   EXECUTION_SETTLED: ExitCode.conflict,
   EXECUTION_ALREADY_STARTED: ExitCode.conflict,
