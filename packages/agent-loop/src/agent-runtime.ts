@@ -526,7 +526,19 @@ export function approvalsOf(
     const payload = event.payload as { name?: unknown; result?: unknown };
     if (typeof payload.name !== 'string' || !payload.name.startsWith(RecordName.approvalPrefix))
       continue;
-    const approval = payload.result as unknown as Approval;
+    // Named after the run whose log this is: a fork's copy names the original (issue 27).
+    const recorded = payload.result as unknown as Approval;
+    const key = payload.name.slice(RecordName.approvalPrefix.length);
+    const approval: Approval = {
+      ...recorded,
+      id: `${event.executionId}~${key}`,
+      runId: event.executionId,
+      ...(recorded.previousId === undefined
+        ? {}
+        : {
+            previousId: `${event.executionId}${recorded.previousId.slice(recorded.previousId.lastIndexOf('~'))}`,
+          }),
+    };
     let decision = decisions.get(payload.name);
     // A decision the run counts as expired (ADR 0042): it arrived at or after the wait's deadline,
     // or says it was decided at or after the expiry.

@@ -36,6 +36,7 @@ const byErrorCode: Readonly<Record<string, ExitCode>> = {
   APPROVAL_REQUEST_CHANGED: ExitCode.conflict,
   EXECUTION_SETTLED: ExitCode.conflict,
   EXECUTION_ALREADY_STARTED: ExitCode.conflict,
+  FORK_WOULD_RERUN: ExitCode.conflict,
   PROJECTOR_CONFLICT: ExitCode.conflict,
   STORE_UNAVAILABLE: ExitCode.unavailable,
   DRIVER_MISSING: ExitCode.unavailable,
