@@ -211,8 +211,9 @@ export class AgentRuntime {
    * resolves: `resolution: { kind: 'rerun' }` or `{ kind: 'record', output }`.
    *
    * Error codes: `APPROVAL_NOT_FOUND`, `APPROVAL_NOT_PENDING` (decided, expired, or its run has
-   * ended: `fields.runStatus`), `APPROVAL_REQUEST_CHANGED`, `RESOLUTION_REQUIRED`,
-   * `INVALID_RESOLUTION`, `INVALID_ARGUMENT`, `RUN_NOT_FOUND`, store errors.
+   * ended: `fields.runStatus`), `APPROVAL_EXPIRED` (at or after its expiry: nothing sent),
+   * `APPROVAL_REQUEST_CHANGED`, `RESOLUTION_REQUIRED`, `INVALID_RESOLUTION`, `INVALID_ARGUMENT`,
+   * `RUN_NOT_FOUND`, store errors.
    *
    * @example
    * await agents.approve(approval.id, { by: 'ana@example.com', note: 'customer verified' });
@@ -473,6 +474,19 @@ export class AgentRuntime {
   }
 
   private async decide(approval: Approval, decision: ApprovalDecision): Promise<void> {
+    // At or after the expiry the run counts the decision as expired (issue 27): say so, send nothing.
+    if (isLate(decision.decidedAtMs, approval.expiresAtMs)) {
+      throw new LoomError(
+        AgentErrorCode.APPROVAL_EXPIRED,
+        `approval '${approval.id}' expired at ${new Date(approval.expiresAtMs as number).toISOString()}: a decision now is refused (the run ends approval_expired, or asks again, when it resumes)`,
+        {
+          approvalId: approval.id,
+          status: 'expired',
+          expiresAtMs: approval.expiresAtMs,
+          decidedAtMs: decision.decidedAtMs,
+        },
+      );
+    }
     const key = approval.id.slice(approval.id.lastIndexOf('~') + 1);
     const name = RecordName.approvalSignal(key);
     // The signal's idempotency key is the approval: of two people deciding at once, one wins.
@@ -546,14 +560,20 @@ export function approvalsOf(
   signals: readonly StoredSignal[],
 ): Approval[] {
   const decisions = new Map<string, ApprovalDecision>();
+  const arrivedAtMs = new Map<string, number>();
   for (const signal of signals) {
     if (!signal.name.startsWith(RecordName.approvalPrefix) || decisions.has(signal.name)) continue;
     decisions.set(signal.name, signal.payload as unknown as ApprovalDecision);
+    arrivedAtMs.set(signal.name, signal.at);
   }
   const expired = new Set<string>();
+  const deadlineAtMs = new Map<string, number | null>();
   for (const event of events) {
-    const name = (event.payload as { name?: unknown }).name;
+    const { name, timeoutAtMs } = event.payload as { name?: unknown; timeoutAtMs?: unknown };
     if (event.type === EventType.signalTimedOut && typeof name === 'string') expired.add(name);
+    if (event.type === EventType.signalWaiting && typeof name === 'string') {
+      deadlineAtMs.set(name, typeof timeoutAtMs === 'number' ? timeoutAtMs : null);
+    }
   }
   const out: Approval[] = [];
   for (const event of events) {
@@ -561,10 +581,32 @@ export function approvalsOf(
     const payload = event.payload as { name?: unknown; result?: unknown };
     if (typeof payload.name !== 'string' || !payload.name.startsWith(RecordName.approvalPrefix))
       continue;
-    const approval = payload.result as unknown as Approval;
-    const decision = decisions.get(payload.name);
-    // What the run decided, not what was sent: it refuses some decisions (decisionRefusal) and
-    // takes anything but an approval as a rejection.
+    // Named after the run whose log this is: a fork's copy names the original (issue 27).
+    const recorded = payload.result as unknown as Approval;
+    const key = payload.name.slice(RecordName.approvalPrefix.length);
+    const approval: Approval = {
+      ...recorded,
+      id: `${event.executionId}~${key}`,
+      runId: event.executionId,
+      ...(recorded.previousId === undefined
+        ? {}
+        : {
+            previousId: `${event.executionId}${recorded.previousId.slice(recorded.previousId.lastIndexOf('~'))}`,
+          }),
+    };
+    let decision = decisions.get(payload.name);
+    // What the run decided, not what was sent, judged in the run's order: a decision the run
+    // counts as expired (ADR 0042: it arrived at or after the wait's deadline, or says it was
+    // decided at or after the expiry) is none; then it refuses some (decisionRefusal) and takes
+    // anything but an approval as a rejection.
+    if (
+      decision !== undefined &&
+      (isLate(arrivedAtMs.get(payload.name), deadlineAtMs.get(payload.name) ?? null) ||
+        isLate((decision as { decidedAtMs?: unknown } | null)?.decidedAtMs, approval.expiresAtMs))
+    ) {
+      decision = undefined;
+      expired.add(payload.name);
+    }
     const refused = decision === undefined ? undefined : decisionRefusal(approval, decision);
     if (refused !== undefined) {
       out.push({
@@ -583,6 +625,11 @@ export function approvalsOf(
     }
   }
   return out;
+}
+
+/** True when `atMs` is at or after `deadlineAtMs` (null: no deadline; an unknown time is not late). */
+function isLate(atMs: unknown, deadlineAtMs: number | null): boolean {
+  return deadlineAtMs !== null && typeof atMs === 'number' && atMs >= deadlineAtMs;
 }
 
 /** The prefix of an approval decision's signal name (`approval:<key>`). */

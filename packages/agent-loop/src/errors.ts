@@ -17,6 +17,13 @@ export const AgentErrorCode = {
    */
   APPROVAL_NOT_PENDING: 'APPROVAL_NOT_PENDING',
   /**
+   * A decision at or after the approval's expiry (`fields.expiresAtMs`, `fields.decidedAtMs`,
+   * `fields.status: 'expired'`), before the run recorded the expiry itself (a run that did says
+   * `APPROVAL_NOT_PENDING` with `status: 'expired'`). Nothing was sent; the run ends
+   * `approval_expired` (or asks again, with `onExpire: 're-ask'`) when it resumes.
+   */
+  APPROVAL_EXPIRED: 'APPROVAL_EXPIRED',
+  /**
    * The caller approved a request whose hash (`fields.expected`) is not the hash of the request
    * now pending (`fields.actual`): what the operator looked at has changed. Look again.
    */

@@ -48,6 +48,7 @@ export {
   toolTimeoutMsDefault,
 } from './define-tool.js';
 export { AgentErrorCode, isLoomError, LoomError, type LoomErrorFields } from './errors.js';
+export { type ForkRerun, forkReruns } from './fork-reruns.js';
 export { callOfEvent } from './internal/run-memory.js';
 export {
   type ApprovalExpiry,

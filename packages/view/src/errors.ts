@@ -41,6 +41,14 @@ export const ViewErrorCode = {
    */
   PROJECTIONS_NOT_INITIALIZED: 'PROJECTIONS_NOT_INITIALIZED',
   /**
+   * A fork would run an approved call of a non-rerunnable tool again (its decision is in the
+   * copied log, its start mark and result are not) under a new idempotency key, without asking
+   * anyone; `fields.calls` names them (`approvalId`, `tool`, `sideEffect`, `turn`, `callId`).
+   * Nothing was written. Fork at a sequence before the decision, or pass `allowRerun`
+   * (`loom fork --allow-rerun`, or answer yes on a terminal).
+   */
+  FORK_WOULD_RERUN: 'FORK_WOULD_RERUN',
+  /**
    * The projection checkpoint moved under a projector (`fields.expectedPosition`): another
    * projector writes the same tables. Its transaction rolled back; run one per database.
    */

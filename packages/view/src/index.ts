@@ -1,5 +1,6 @@
 export { isLoomError, LoomError, ViewErrorCode } from './errors.js';
 export { ExitCode, exitCodeOf } from './exit-code.js';
+export type { ForkOptions } from './internal/fork-run.js';
 export type { ResumeResult } from './internal/resume-run.js';
 export { type Operator, openOperator } from './open-operator.js';
 export {

@@ -2,7 +2,7 @@ import { createAgentRuntime, type Resolution } from '@loom/agent-loop';
 import type { JsonValue } from '@loom/event-runtime';
 import { createRuntime, type SignalSent } from '@loom/workflow-runtime';
 import { parseDbUrl } from './internal/db-url.js';
-import { forkRun } from './internal/fork-run.js';
+import { type ForkOptions, forkRun } from './internal/fork-run.js';
 import { openBackend } from './internal/open-backend.js';
 import { type ResumeResult, resumeRun } from './internal/resume-run.js';
 
@@ -41,18 +41,6 @@ export interface Operator {
     options: { by: string; note?: string; endRun?: boolean },
   ): Promise<void>;
   /**
-   * Forks a run: a new execution whose log is a copy of `executionId`'s up to and including
-   * `atSequence` (its `execution.started` names the original in `forkedFrom`, with who forked it).
-   * No process is told: a runtime that runs its flow resumes it as its next recovery round finds
-   * it (running and unleased: at once when no other node is alive, else once quiet for
-   * `recoverQuietMs`); a fork that ends waiting (suspended) waits as the original did. Steps
-   * after the cut run again in the fork; children and the inbox are not copied (a recorded
-   * child is the original's). Returns the new id (default `fork-<atSequence>-of-<executionId>`).
-   *
-   * Error codes: `RUN_NOT_FOUND`, `INVALID_ARGUMENT` (a sequence past the log or at its ending),
-   * `EXECUTION_ALREADY_STARTED` (the new id exists), store errors.
-   */
-  /**
    * Resumes a run now, wherever its flow runs: takes its fence (a process still driving it, a
    * zombie, stops at its next append) and marks it due, so the next timer poll of a runtime
    * running its flow replays it from the log (a step in flight runs again). For a run whose
@@ -62,10 +50,23 @@ export interface Operator {
    * `STORE_BUSY` (the log kept moving), store errors.
    */
   resume(executionId: string, options: { by: string }): Promise<ResumeResult>;
-  fork(
-    executionId: string,
-    options: { atSequence: number; by: string; newId?: string },
-  ): Promise<string>;
+  /**
+   * Forks a run: a new execution whose log is a copy of `executionId`'s up to and including
+   * `atSequence` (its `execution.started` names the original in `forkedFrom`, with who forked it).
+   * No process is told: a runtime that runs its flow resumes it as its next recovery round finds
+   * it (running and unleased: at once when no other node is alive, else once quiet for
+   * `recoverQuietMs`); a fork that ends waiting (suspended) waits as the original did. Steps
+   * after the cut run again in the fork; children are not copied (a recorded child is the
+   * original's). The inbox signals the kept log took are copied (with those before them), so the
+   * fork's approvals list as its log decided them. A fork whose log holds the approval of a
+   * non-rerunnable call but not the call would run it again, under a new idempotency key,
+   * without asking anyone: it is refused with `FORK_WOULD_RERUN` unless `allowRerun` is true.
+   * Returns the new id (default `fork-<atSequence>-of-<executionId>`).
+   *
+   * Error codes: `RUN_NOT_FOUND`, `INVALID_ARGUMENT` (a sequence past the log or at its ending),
+   * `FORK_WOULD_RERUN`, `EXECUTION_ALREADY_STARTED` (the new id exists), store errors.
+   */
+  fork(executionId: string, options: ForkOptions): Promise<string>;
   close(): Promise<void>;
 }
 

@@ -53,6 +53,12 @@ export interface CliIo {
   untilStopped?: () => Promise<void>;
   /** Colour the status column of tables (the bin: stdout is a terminal and NO_COLOR is unset). */
   color?: boolean;
+  /**
+   * Asks a person yes or no (`loom fork` of a run whose fork would re-run an approved call).
+   * The bin passes it only when stdin and stderr are terminals; without it, such a question is
+   * answered by its flag alone (`--allow-rerun`) and refused otherwise.
+   */
+  confirm?: (question: string) => Promise<boolean>;
 }
 
 /** The process's next SIGINT or SIGTERM (Ctrl-C stops `loom serve` cleanly, with exit code 0). */
@@ -383,15 +389,42 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     )
     .option('--id <newId>', 'the new run id (default fork-<sequence>-of-<id>)')
     .option('--by <name>', 'who forks (default: the OS user), recorded in the fork')
+    .option(
+      '--allow-rerun',
+      'fork even if the fork would run an approved non-rerunnable call again (new idempotency key) without asking; on a terminal you are asked instead',
+    )
     .action(
-      async (id: string, options: { at: number; id?: string; by?: string }, command: Command) => {
+      async (
+        id: string,
+        options: { at: number; id?: string; by?: string; allowRerun?: boolean },
+        command: Command,
+      ) => {
         const operator = await openOperator({ db: globals(command).db ?? '' });
         try {
-          const forked = await operator.fork(id, {
-            atSequence: options.at,
-            by: by(options.by),
-            ...(options.id === undefined ? {} : { newId: options.id }),
-          });
+          const fork = (allowRerun: boolean) =>
+            operator.fork(id, {
+              atSequence: options.at,
+              by: by(options.by),
+              allowRerun,
+              ...(options.id === undefined ? {} : { newId: options.id }),
+            });
+          let forked: string;
+          try {
+            forked = await fork(options.allowRerun === true);
+          } catch (error) {
+            // Say what would run again before forking; a terminal asks, a script needs the flag.
+            if (!isLoomError(error, ViewErrorCode.FORK_WOULD_RERUN) || io.confirm === undefined)
+              throw error;
+            io.stderr(`loom: ${error.message}`);
+            if (!(await io.confirm('Fork anyway and let it run those calls again? [y/N] '))) {
+              throw new LoomError(
+                ViewErrorCode.FORK_WOULD_RERUN,
+                `not forked: ${id} at ${options.at} would re-run approved calls`,
+                error.fields,
+              );
+            }
+            forked = await fork(true);
+          }
           print(
             { executionId: forked, forkedFrom: id, atSequence: options.at },
             () => `forked ${id} at sequence ${options.at} as ${forked}`,

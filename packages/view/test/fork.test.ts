@@ -3,11 +3,14 @@
 // (its recovery round) and runs the steps after the cut again, once; the original is untouched.
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { type AgentRuntime, createAgentRuntime, defineAgent, defineTool } from '@loom/agent-loop';
 import type { StoredEvent } from '@loom/event-runtime';
-import { createRuntime, defineFlow } from '@loom/workflow-runtime';
-import { afterAll, describe, expect, it } from 'vitest';
+import { StubModel } from '@loom/reasoning';
+import { createRuntime, defineFlow, type Runtime } from '@loom/workflow-runtime';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openOperator, runCli } from '../src/index.js';
 import { dbTargets } from './db-targets.js';
-import { loom } from './fixture.js';
+import { eventually, loom } from './fixture.js';
 
 const { dir, targets, cleanup } = dbTargets('view-fork');
 afterAll(cleanup);
@@ -95,5 +98,164 @@ describe.each(targets)('loom fork on $name', (target) => {
     const again = await loom(['fork', 'p-1', '--at', '1', '--id', 'p-1'], env);
     expect(again.code).toBe(4);
     expect(again.stderr).toContain('EXECUTION_ALREADY_STARTED');
+  });
+});
+
+// Forks of an agent run: its approvals, and an approved call the fork would run again.
+describe.each(targets)('loom fork of an agent run on $name', (target) => {
+  const env = { LOOM_DB: target.db };
+  const sideChannel = join(dir, `${target.name}.mails`);
+  const mails = () =>
+    existsSync(sideChannel) ? readFileSync(sideChannel, 'utf8').trim().split('\n') : [];
+  const send = defineTool({
+    name: 'send_mail',
+    description: 'Send a mail',
+    input: { type: 'object', properties: { to: { type: 'string' } }, required: ['to'] },
+    sideEffect: 'remote_mutation',
+    run: async (_input, context) => {
+      appendFileSync(sideChannel, `${context.idempotencyKey}\n`);
+      return 'sent';
+    },
+  });
+  // The default policy asks for approval of a remote_mutation.
+  const agent = defineAgent({
+    name: 'fork-mailer',
+    model: new StubModel({
+      script: (request) =>
+        request.messages.some((message) => message.role === 'tool')
+          ? { text: 'mailed' }
+          : { toolCalls: [{ tool: 'send_mail', input: { to: 'ana' } }] },
+    }),
+    instructions: 'Mail ana once.',
+    tools: [send],
+  });
+  const runId = `mail-${target.name}`;
+  let log: StoredEvent[] = [];
+  const seqOf = (type: string, name: string) =>
+    (
+      log.find(
+        (e) => e.type === type && (e.payload as { name?: string }).name === name,
+      ) as StoredEvent
+    ).sequence;
+
+  const driving = async <T>(work: (agents: AgentRuntime, flows: Runtime) => Promise<T>) => {
+    const flows = createRuntime({ backend: await target.open(), timerPollMs: 0 });
+    const agents = createAgentRuntime({ flows, agents: [agent] });
+    try {
+      return await work(agents, flows);
+    } finally {
+      await flows.shutdown();
+    }
+  };
+
+  beforeAll(async () => {
+    await driving(async (agents, flows) => {
+      const run = await agents.start(agent, 'go', { runId });
+      const approval = await eventually(
+        async () => (await agents.approvals(runId)).find((a) => a.status === 'pending'),
+        'the pending approval',
+      );
+      await agents.approve(approval.id, { by: 'ana' });
+      await flows.wakeDue();
+      expect(await run.result()).toMatchObject({ reason: 'goal_completed' });
+    });
+    expect(mails()).toEqual([`${runId}/1.0`]);
+    log = JSON.parse((await loom(['events', runId, '--json'], env)).stdout) as StoredEvent[];
+  });
+
+  it("a fork's approvals list as its log decided them", async () => {
+    const afterCall = seqOf('step.completed', 'tool:1.0');
+    const beforeDecision = seqOf('signal.waiting', 'approval:1.0');
+    for (const at of [afterCall, beforeDecision]) {
+      expect((await loom(['fork', runId, '--at', String(at), '--by', 'ana'], env)).code).toBe(0);
+    }
+    await driving(async (agents, flows) => {
+      const decided = await agents.approvals(`fork-${afterCall}-of-${runId}`);
+      expect(decided.map((a) => [a.id, a.status, a.decision?.by])).toEqual([
+        [`fork-${afterCall}-of-${runId}~1.0`, 'approved', 'ana'],
+      ]);
+      const undecidedId = `fork-${beforeDecision}-of-${runId}`;
+      const undecided = await agents.approvals(undecidedId);
+      expect(undecided.map((a) => [a.id, a.status])).toEqual([[`${undecidedId}~1.0`, 'pending']]);
+      // Decided in the fork, by the fork's id: the fork runs the call once, under its own key.
+      await agents.approve(`${undecidedId}~1.0`, { by: 'bo' });
+      await flows.recover();
+      await flows.wakeDue();
+      expect(await agents.attach(undecidedId).result()).toMatchObject({
+        reason: 'goal_completed',
+      });
+      expect((await agents.approvals(runId))[0]?.decision?.by).toBe('ana');
+    });
+    expect(mails().filter((line) => line.startsWith('fork-'))).toEqual([
+      `fork-${beforeDecision}-of-${runId}/1.0`,
+    ]);
+  });
+
+  it('a fork cut between an approval and its call says it would re-run the call, and forks only when told to', async () => {
+    const between = seqOf('signal.received', 'approval:1.0');
+    const forkId = `fork-${between}-of-${runId}`;
+    const call = {
+      approvalId: `${runId}~1.0`,
+      tool: 'send_mail',
+      sideEffect: 'remote_mutation',
+      turn: 1,
+    };
+
+    const operator = await openOperator({ db: target.db });
+    try {
+      await expect(operator.fork(runId, { atSequence: between, by: 'ana' })).rejects.toMatchObject({
+        code: 'FORK_WOULD_RERUN',
+        fields: { executionId: runId, atSequence: between, calls: [call] },
+      });
+      // After the start mark the fork asks (interrupted_side_effect) instead: no flag needed.
+      const marked = seqOf('step.completed', 'start:1');
+      expect(await operator.fork(runId, { atSequence: marked, by: 'ana' })).toBe(
+        `fork-${marked}-of-${runId}`,
+      );
+    } finally {
+      await operator.close();
+    }
+
+    // No terminal: refused without the flag, and nothing is written.
+    const refused = await loom(['fork', runId, '--at', String(between)], env);
+    expect(refused.code).toBe(4);
+    expect(refused.stderr).toContain('FORK_WOULD_RERUN');
+    expect(refused.stderr).toContain("'send_mail' (remote_mutation");
+    expect(refused.stderr).toContain('--allow-rerun');
+    expect((await loom(['events', forkId], env)).code).toBe(3);
+
+    // A terminal: the person is asked; "no" writes nothing, "yes" forks.
+    const asked: string[] = [];
+    const cli = (answer: boolean) =>
+      runCli(['fork', runId, '--at', String(between), '--json'], {
+        stdout: () => {},
+        stderr: () => {},
+        env,
+        isTty: true,
+        confirm: async (question) => {
+          asked.push(question);
+          return answer;
+        },
+      });
+    expect(await cli(false)).toBe(4);
+    expect(asked).toHaveLength(1);
+    expect((await loom(['events', forkId], env)).code).toBe(3);
+    expect(await cli(true)).toBe(0);
+    expect(asked).toHaveLength(2);
+    expect((await loom(['events', forkId], env)).code).toBe(0);
+
+    // What the flag allows: the fork runs the approved call again, under its own key.
+    const flagged = await loom(
+      ['fork', runId, '--at', String(between), '--id', `${forkId}-b`, '--allow-rerun'],
+      env,
+    );
+    expect(flagged.code).toBe(0);
+    await driving(async (agents, flows) => {
+      await flows.recover();
+      expect(await agents.attach(`${forkId}-b`).result()).toMatchObject({
+        reason: 'goal_completed',
+      });
+    });
+    expect(mails().filter((line) => line.startsWith(`${forkId}-b/`))).toEqual([`${forkId}-b/1.0`]);
   });
 });

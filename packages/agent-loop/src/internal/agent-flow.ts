@@ -808,6 +808,15 @@ async function awaitDecision(
   const wait = await ctx.waitForSignal(RecordName.approvalSignal(key), timeoutMs);
   if (!wait.received) return budgetFirst ? { kind: 'time_up' } : { kind: 'expired' };
   const decision = wait.payload as unknown as ApprovalDecision;
+  // Both times are recorded, so replay judges the same: a decision at or after the expiry is none.
+  const { expiresAtMs } = approval;
+  if (
+    expiresAtMs !== null &&
+    typeof decision?.decidedAtMs === 'number' &&
+    decision.decidedAtMs >= expiresAtMs
+  ) {
+    return { kind: 'expired' };
+  }
   const note = decision.note === undefined ? '' : `: ${decision.note}`;
   // Never run a request nobody approved: a decision about another request, or an interrupted
   // call approved without saying how to resolve it, rejects this one.

@@ -90,7 +90,7 @@ export class WaitOperations {
         wakeAtMs: timeoutAtMs,
       };
     }
-    const { signal, signalsSeen } = await this.takeSignal(claim.name);
+    const { signal, late, signalsSeen } = await this.takeSignal(claim.name, timeoutAtMs);
     this.scope.interrupt();
     const record = state.steps[claim.index] as StepRecord;
     if (signal !== undefined) {
@@ -117,8 +117,14 @@ export class WaitOperations {
         : value;
       return { received: true, payload: value, signalId: signal.signalId };
     }
-    if (timeoutAtMs !== null && clock.now() >= timeoutAtMs) {
-      journal.record(EventType.signalTimedOut, { index: claim.index, name: claim.name });
+    // A signal that arrived at or after the deadline proves the deadline passed, whatever this
+    // node's clock says: the timeout wins (ADR 0042), recorded with the signal it beat.
+    if (late !== undefined || (timeoutAtMs !== null && clock.now() >= timeoutAtMs)) {
+      journal.record(EventType.signalTimedOut, {
+        index: claim.index,
+        name: claim.name,
+        ...(late === undefined ? {} : { lateSignalId: late.signalId }),
+      });
       record.status = 'completed';
       return { received: false };
     }
@@ -147,11 +153,18 @@ export class WaitOperations {
 
   /**
    * The first unconsumed inbox signal named `name`, consumed now (so parallel waits never share
-   * one), and the newest inbox id looked through (a suspension's signal guard, ADR 0033).
+   * one), and the newest inbox id looked through (a suspension's signal guard, ADR 0033). A
+   * signal whose arrival (`at`, stamped by the store) is at or after `deadlineAtMs` is not taken:
+   * it comes back as `late` and stays in the inbox for a later wait of its name (ADR 0042).
    */
   private async takeSignal(
     name: string,
-  ): Promise<{ signal: StoredSignal | undefined; signalsSeen: number }> {
+    deadlineAtMs: number | null,
+  ): Promise<{
+    signal: StoredSignal | undefined;
+    late: StoredSignal | undefined;
+    signalsSeen: number;
+  }> {
     const pick = () =>
       this.inbox.find((signal) => signal.name === name && !this.consumed.has(signal.signalId));
     let found = pick();
@@ -164,8 +177,12 @@ export class WaitOperations {
       }
       found = pick();
     }
+    const signalsSeen = this.newestSeen();
+    if (found !== undefined && deadlineAtMs !== null && found.at >= deadlineAtMs) {
+      return { signal: undefined, late: found, signalsSeen };
+    }
     if (found !== undefined) this.consumed.add(found.signalId);
-    return { signal: found, signalsSeen: this.newestSeen() };
+    return { signal: found, late: undefined, signalsSeen };
   }
 
   /**

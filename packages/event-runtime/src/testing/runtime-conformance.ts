@@ -1005,6 +1005,60 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         expect(await typesOf(handle.executionId)).toContain('signal.timed_out');
       });
 
+      // ADR 0042: when a signal and a wait's timeout are both due at resume, the signal's arrival
+      // time in the inbox decides, and the decision is recorded in the log.
+      const lateOrEarly: Flow<null, JsonValue> = {
+        name: 'late-or-early',
+        run: async (ctx) => {
+          const first = await ctx.waitForSignal('go', { timeoutMs: 5_000 });
+          if (first.received) return { first: first.payload };
+          // A signal that lost to the timeout stays in the inbox: the next wait of its name gets it.
+          const next = await ctx.waitForSignal('go');
+          return { first: 'timed out', next: next.received ? next.payload : 'none' };
+        },
+      };
+
+      it('a signal that arrived at or after the deadline loses to the timeout when both are due at resume', async () => {
+        const node = runtime({ flows: [lateOrEarly as Flow<never, unknown>] });
+        const id = freshId('late-signal');
+        const handle = await node.start(lateOrEarly, null, { executionId: id });
+        await wait(async () => (await statusOf(id)) === 'suspended', 'suspension');
+        // Nobody wakes the run until both are due: it arrives exactly at the deadline.
+        await harness.clock.advance(5_000);
+        await node.signal(id, 'go', 'late');
+        expect(await node.wakeDue()).toEqual([id]);
+        expect(await handle.result()).toEqual({ first: 'timed out', next: 'late' });
+        const events = await harness.store.read(id);
+        const ended = events.filter((e) => e.type.startsWith('signal.'));
+        expect(ended.map((e) => [e.type, (e.payload as { index: number }).index])).toEqual([
+          ['signal.waiting', 0],
+          ['signal.timed_out', 0],
+          ['signal.waiting', 1],
+          ['signal.received', 1],
+        ]);
+        expect(ended[1]?.payload).toMatchObject({ lateSignalId: 1 });
+        // Replay reads the decision back: a resume from the log gives the same result.
+        const replayed = runtime({
+          nodeId: 'replayer',
+          flows: [lateOrEarly as Flow<never, unknown>],
+        });
+        expect(await replayed.attach(id).result()).toEqual({ first: 'timed out', next: 'late' });
+      });
+
+      it('a signal that arrived before the deadline wins though the resume comes after it', async () => {
+        const node = runtime({ flows: [lateOrEarly as Flow<never, unknown>] });
+        const id = freshId('early-signal');
+        const handle = await node.start(lateOrEarly, null, { executionId: id });
+        await wait(async () => (await statusOf(id)) === 'suspended', 'suspension');
+        await harness.clock.advance(4_999);
+        await node.signal(id, 'go', 'early');
+        // Nobody claims the wake-up before the deadline passes too.
+        await harness.clock.advance(10_000);
+        expect(await node.wakeDue()).toEqual([id]);
+        expect(await handle.result()).toEqual({ first: 'early' });
+        expect(await typesOf(id)).not.toContain('signal.timed_out');
+      });
+
       it('now, random and uuid are recorded and replayed', async () => {
         const seen: JsonValue[] = [];
         const flow: Flow<null, JsonValue> = {
