@@ -152,6 +152,16 @@ async function finishedSiblingKept(dir: string, backend: Record<string, string>)
     );
     expect(firstSteps.map((event) => event.type)).toEqual(['step.started', 'step.completed']);
     expect(firstSteps[1]?.payload).toMatchObject({ result: { output: { done: 1 } } });
+    // Nobody was ever asked about the first call.
+    const asked = events.flatMap((event) => {
+      const stepName = (event.payload as { name?: unknown }).name;
+      return event.type === 'step.completed' &&
+        typeof stepName === 'string' &&
+        stepName.endsWith('.i')
+        ? [stepName]
+        : [];
+    });
+    expect(asked).toEqual(['approval:1.1.i']);
   } finally {
     await log.close();
   }
