@@ -3,6 +3,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { StoredEvent } from '@loom/event-runtime';
 
 const worker = join(import.meta.dirname, 'kill-worker.ts');
 const lifeTimeoutMs = 60_000;
@@ -16,13 +17,20 @@ export interface Life {
   output: string;
 }
 
-/** Runs one life of the worker (kill-worker.ts unless `script`) to its end (exit or SIGKILL), within a deadline. */
-export function life(env: Record<string, string>, script = worker): Promise<Life> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script], {
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+/** A life of the worker that the test may kill itself: `ended` settles once it exited or died. */
+export interface RunningLife {
+  /** SIGKILLs the worker (it may be dead already). */
+  kill(): void;
+  ended: Promise<Life>;
+}
+
+/** Starts one life of the worker (kill-worker.ts unless `script`); it is killed at its deadline. */
+export function spawnLife(env: Record<string, string>, script = worker): RunningLife {
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const ended = new Promise<Life>((resolve, reject) => {
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => {
       output += chunk.toString();
@@ -48,12 +56,43 @@ export function life(env: Record<string, string>, script = worker): Promise<Life
       });
     });
   });
+  return { kill: () => child.kill('SIGKILL'), ended };
+}
+
+/** Runs one life of the worker (kill-worker.ts unless `script`) to its end (exit or SIGKILL), within a deadline. */
+export function life(env: Record<string, string>, script = worker): Promise<Life> {
+  return spawnLife(env, script).ended;
+}
+
+/**
+ * Opens the log a worker writes (`KILL_BACKEND` and its settings in `env`) from the test's own
+ * process, to watch what is durable while a worker lives. SQLite opens read-only.
+ */
+export async function openLog(
+  env: Record<string, string>,
+): Promise<{ read(runId: string): Promise<StoredEvent[]>; close(): Promise<void> }> {
+  if (env.KILL_BACKEND === 'postgres') {
+    const { PostgresEventStore } = await import('@loom/event-runtime/postgres');
+    const store = await PostgresEventStore.open({
+      connectionString: env.KILL_PG_URL as string,
+      schema: env.KILL_SCHEMA as string,
+    });
+    return { read: (runId) => store.read(runId), close: () => store.close() };
+  }
+  const { SqliteEventStore } = await import('@loom/event-runtime/sqlite');
+  const store = SqliteEventStore.open({ path: env.KILL_DB as string, readOnly: true });
+  return { read: (runId) => store.read(runId), close: () => store.close() };
+}
+
+/** The lines of the side-channel file: one idempotency key per call of the tool. */
+export function callsIn(file: string): string[] {
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '');
 }
 
 /** How many times the tool was called: lines in the side-channel file. */
 export function invocationsIn(file: string): number {
-  if (!existsSync(file)) return 0;
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((line) => line !== '').length;
+  return callsIn(file).length;
 }

@@ -4,9 +4,10 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { until } from '@loom/event-runtime/testing';
 import { expect, it } from 'vitest';
 import { isRerunnable, type SideEffect, sideEffects } from '../../src/index.js';
-import { invocationsIn, life } from './kill-harness.js';
+import { callsIn, invocationsIn, life, openLog, spawnLife } from './kill-harness.js';
 
 /** The durable transitions of a turn, in order, and a kill inside the tool after its side effect. */
 const killPoints = ['decided', 'policy_decided', 'tool_started', 'mid_tool', 'observed'] as const;
@@ -109,6 +110,104 @@ export function killMatrix(backendEnv: (caseName: string) => Record<string, stri
     expect(rerun.line?.value).toMatchObject({ reason: 'goal_completed', turns: 2 });
     expect(invocationsIn(file)).toBe(2);
   });
+  it('two remote_mutation calls in a turn, killed while the second runs: only the second is asked about', async () => {
+    await finishedSiblingKept(dir, backendEnv('finished-sibling'));
+  });
+}
+
+/**
+ * Two non-rerunnable calls in one turn: the first returns at once, the second runs until the
+ * test SIGKILLs the worker. The first's result must be in the log by then, so the restarted
+ * run asks only about the second, and a re-run repeats only the second.
+ */
+async function finishedSiblingKept(dir: string, backend: Record<string, string>): Promise<void> {
+  const name = 'finished-sibling';
+  const runId = `run-${name}`;
+  const file = join(dir, `${name}.invocations`);
+  const marker = join(dir, `${name}.second-started`);
+  const env = {
+    ...backend,
+    KILL_RUN_ID: runId,
+    KILL_SIDE_EFFECT: 'remote_mutation',
+    KILL_INVOCATIONS: file,
+    KILL_PAIR: '1',
+  };
+  const first = `${runId}/1.0`;
+  const second = `${runId}/1.1`;
+  const running = spawnLife({ ...env, KILL_BLOCK: marker });
+  let died = false;
+  void running.ended.then(() => {
+    died = true;
+  });
+  await until(
+    () => died || (callsIn(marker).length === 1 && callsIn(file).includes(first)),
+    'the second call to start, after the first was called',
+  );
+  expect(died, 'the worker died before its second call ran').toBe(false);
+  const log = await openLog(env);
+  try {
+    const firstCompleted = async () =>
+      (await log.read(runId)).some(
+        (event) =>
+          event.type === 'step.completed' &&
+          (event.payload as { name?: unknown }).name === 'tool:1.0',
+      );
+    // The first call returned: its result has had every chance to become durable (it never will
+    // if it waits for the second call). Waiting longer proves nothing more; the kill comes anyway.
+    let durableBeforeKill = true;
+    try {
+      await until(firstCompleted, "the first call's step.completed in the log", 10_000);
+    } catch {
+      durableBeforeKill = false;
+    }
+    running.kill();
+    const killed = await running.ended;
+    expect(killed.signal, killed.output).toBe('SIGKILL');
+    expect(callsIn(file).sort()).toEqual([first, second]);
+
+    const restarted = await life(env);
+    expect(restarted.code, restarted.output).toBe(0);
+    expect(restarted.line?.kind, restarted.output).toBe('approval');
+    // Only the call whose outcome is unknown is asked about: the first one's result returned.
+    expect(restarted.line?.value).toMatchObject({
+      id: `${runId}~1.1.i`,
+      kind: 'interrupted_side_effect',
+      status: 'pending',
+      request: { tool: 'act', input: { n: 2 } },
+    });
+    expect(durableBeforeKill, "the first call's result was durable while the second ran").toBe(
+      true,
+    );
+    expect(callsIn(file).sort()).toEqual([first, second]);
+
+    const rerun = await life({ ...env, KILL_RESOLVE: JSON.stringify({ kind: 'rerun' }) });
+    expect(rerun.code, rerun.output).toBe(0);
+    expect(rerun.line?.value).toMatchObject({
+      reason: 'goal_completed',
+      output: 'finished',
+      turns: 2,
+    });
+    // The first call ran once in all, its recorded result kept; the second ran again once.
+    expect(callsIn(file).sort()).toEqual([first, second, second]);
+    const events = await log.read(runId);
+    const firstSteps = events.filter(
+      (event) => (event.payload as { name?: unknown }).name === 'tool:1.0',
+    );
+    expect(firstSteps.map((event) => event.type)).toEqual(['step.started', 'step.completed']);
+    expect(firstSteps[1]?.payload).toMatchObject({ result: { output: { done: 1 } } });
+    // Nobody was ever asked about the first call.
+    const asked = events.flatMap((event) => {
+      const stepName = (event.payload as { name?: unknown }).name;
+      return event.type === 'step.completed' &&
+        typeof stepName === 'string' &&
+        stepName.endsWith('.i')
+        ? [stepName]
+        : [];
+    });
+    expect(asked).toEqual(['approval:1.1.i']);
+  } finally {
+    await log.close();
+  }
 }
 
 async function expectedLives(

@@ -7,6 +7,9 @@
 // an approve without a resolution, which must be refused). KILL_RUNTIME (JSON) adds flow runtime
 // options that retry or re-drive steps (`stepRetry`, `stepInterruptionsMax`); with
 // KILL_TOOL_THROWS=1 the tool throws after its side effect (what a stepRetry would repeat).
+// With KILL_PAIR set the model asks for two calls of the tool in one turn ({ n: 1 }, { n: 2 });
+// with KILL_BLOCK set too, the call with n = 2 writes that marker file and then never returns
+// (the test kills the process while it runs).
 // It prints one line: `result <json>` when the run ends, or `approval <json>` when it waits.
 import { appendFileSync } from 'node:fs';
 import type { EventStore } from '@loom/event-runtime';
@@ -19,6 +22,8 @@ const env = process.env as Record<string, string | undefined>;
 const runId = env.KILL_RUN_ID as string;
 const killAt = env.KILL_AT ?? '';
 const invocations = env.KILL_INVOCATIONS as string;
+const pair = env.KILL_PAIR !== undefined;
+const blockMarker = env.KILL_BLOCK;
 
 function die(): never {
   process.kill(process.pid, 'SIGKILL');
@@ -45,11 +50,17 @@ const act = defineTool({
   description: 'Do the thing once',
   input: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] },
   sideEffect: env.KILL_SIDE_EFFECT as SideEffect,
-  run: async (_input, context) => {
+  run: async (input, context) => {
     appendFileSync(invocations, `${context.idempotencyKey}\n`);
     if (killAt === 'mid_tool') die();
     if (env.KILL_TOOL_THROWS === '1') throw new Error('the gateway answered 502 after acting');
-    return { done: true };
+    const { n } = input as { n: number };
+    if (n === 2 && blockMarker !== undefined) {
+      appendFileSync(blockMarker, `${context.idempotencyKey}\n`);
+      // Runs until the test kills the process.
+      await new Promise(() => {});
+    }
+    return { done: n };
   },
 });
 
@@ -58,7 +69,14 @@ const model = new StubModel({
   script: (request) =>
     request.messages.some((message) => message.role === 'tool')
       ? { text: 'finished' }
-      : { toolCalls: [{ tool: 'act', input: { n: 1 } }] },
+      : {
+          toolCalls: pair
+            ? [
+                { tool: 'act', input: { n: 1 } },
+                { tool: 'act', input: { n: 2 } },
+              ]
+            : [{ tool: 'act', input: { n: 1 } }],
+        },
 });
 const agent = defineAgent({
   name: 'killable',

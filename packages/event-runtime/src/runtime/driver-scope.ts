@@ -62,6 +62,11 @@ export interface DriverScope {
   readInbox(): Promise<readonly StoredSignal[]>;
   /** Waits for a durability barrier; a failed append means this node stops driving. */
   barrier(): Promise<void>;
+  /**
+   * Asks for what is recorded so far to be written in this turn's write, without waiting for it.
+   * A failed append breaks the journal: the next barrier reports it, as if it had failed there.
+   */
+  durableSoon(): void;
   /** Turns a journal failure into the reason this node stopped. */
   stopError(error: unknown): LoomError;
   /** The flow being driven (for its continue-as-new successor). */

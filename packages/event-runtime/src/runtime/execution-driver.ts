@@ -303,6 +303,11 @@ export class ExecutionDriver implements DriverScope {
     this.interrupt();
   }
 
+  durableSoon(): void {
+    // Swallowed here only: the journal keeps the failure and every later flush rejects with it.
+    this.journal.flush().catch(() => {});
+  }
+
   private context(): FlowContext {
     const abort = this.abort;
     return {

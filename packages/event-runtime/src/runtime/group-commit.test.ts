@@ -173,6 +173,42 @@ describe.each(backends)('group commit on %s', (_name, open) => {
     }
   });
 
+  it("parallel steps' early outcomes are group-committed too: 20 runs, one write for their fast steps", async () => {
+    const { harness, store } = await openCounting();
+    try {
+      const runtime = make(store, harness);
+      const gate = deferred<void>();
+      const flow: Flow<{ n: number }, number[]> = {
+        name: 'gc-siblings',
+        run: async (ctx, input) =>
+          Promise.all([
+            ctx.step('fast', () => input.n),
+            ctx.step('slow', async () => {
+              await gate.promise;
+              return input.n * 2;
+            }),
+          ]),
+      };
+      const handles = await Promise.all(
+        Array.from({ length: 20 }, (_, n) =>
+          runtime.start(flow, { n }, { executionId: `gs-${n}` }),
+        ),
+      );
+      // Every 'fast' outcome is written while its 'slow' sibling runs, all 20 in one write.
+      await until(() => store.counts.appends === 40, "the 20 'fast' outcomes written", 10_000);
+      expect(store.counts.batches).toBe(2);
+      gate.resolve();
+      expect(await Promise.all(handles.map((handle) => handle.result()))).toEqual(
+        Array.from({ length: 20 }, (_, n) => [n, n * 2]),
+      );
+      expect(store.counts.appends).toBe(60);
+      expect(store.counts.batches).toBe(3);
+      expect(store.counts.batchedAppends).toBe(60);
+    } finally {
+      await finish(harness);
+    }
+  });
+
   it('maxBatch bounds a write: 20 runs at maxBatch 8 take 3 writes per turn', async () => {
     const { harness, store } = await openCounting();
     try {

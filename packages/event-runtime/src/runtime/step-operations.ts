@@ -140,6 +140,7 @@ export class StepOperations {
         }
         journal.record(EventType.stepCompleted, payload as JsonValue, text);
         this.completed(claim, text);
+        this.settledBesideOthers();
         if (releaseLane !== undefined) {
           // The next interrupted step may crash the process: this completion is durable first.
           await this.scope.barrier();
@@ -314,7 +315,21 @@ export class StepOperations {
     }
     journal.record(EventType.stepFailed, payload as never);
     state.steps[claim.index] = record;
+    this.settledBesideOthers();
     return stepFailed(executionId, claim.index, claim.name, error, thrown, attempts ?? 1);
+  }
+
+  /**
+   * A step's outcome recorded while another effect of the execution still runs (parallel steps)
+   * goes in this turn's write instead of waiting for the next barrier: a crash inside the other
+   * effect must not cost an outcome that had returned, which would run its effect again (for an
+   * agent's tool, ask a person about a call that had finished). The flow gets the result without
+   * waiting for the write: the journal appends in order, so any later barrier covers it. A lone
+   * step's outcome still waits for the next barrier, so a sequential flow keeps its n + 1 appends
+   * (ADR 0045).
+   */
+  private settledBesideOthers(): void {
+    if (this.scope.suspension.othersInFlight) this.scope.durableSoon();
   }
 
   private completed(claim: Claim, text: string): void {

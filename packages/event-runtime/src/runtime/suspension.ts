@@ -44,6 +44,14 @@ export class Suspension {
     this.inFlight++;
   }
 
+  /**
+   * True when an effect, inline wait or lookup other than the caller's own is in flight (the
+   * caller counts as one: ask from inside a `beginInFlight` … `settleInFlight` pair).
+   */
+  get othersInFlight(): boolean {
+    return this.inFlight > 1;
+  }
+
   /** The effect, inline wait or lookup ended: the execution may suspend now. */
   settleInFlight(): void {
     this.inFlight--;

@@ -203,6 +203,45 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         expect(await harness.countRows(handle.executionId)).toBe(8);
       });
 
+      it("a parallel step's outcome is durable while its sibling's effect still runs", async () => {
+        const counting = new CountingEventStore(harness.store);
+        const created = runtime({ store: counting });
+        const id = freshId('sibling');
+        const gate = deferred();
+        const flow: Flow<null, (number | string)[]> = {
+          name: 'finished-sibling',
+          run: async (ctx) =>
+            Promise.all([
+              ctx.step('fast', () => 1),
+              ctx
+                .step('fails', () => {
+                  throw new TypeError('kaput');
+                })
+                .catch((error: LoomError) => error.code),
+              ctx.step('slow', async () => {
+                await gate.promise;
+                return 3;
+              }),
+            ]),
+        };
+        const handle = await created.start(flow, null, { executionId: id });
+        // Both outcomes reach the log while 'slow' runs: a crash now must not re-run them.
+        const settled = async () => {
+          const events = await harness.store.read(id);
+          const names = (type: string) =>
+            events
+              .filter((event) => event.type === type)
+              .map((event) => (event.payload as { name: string }).name);
+          return names('step.completed').includes('fast') && names('step.failed').includes('fails');
+        };
+        await until(settled, "'fast' completed and 'fails' failed in the log", 10_000);
+        gate.resolve();
+        expect(await handle.result()).toEqual([1, ErrorCode.STEP_FAILED, 3]);
+        // Started with the three step.started; the two outcomes of one turn; 'slow' with the end.
+        expect(counting.counts.appends).toBe(3);
+        expect(await harness.countRows(id)).toBe(8);
+      });
+
       it('effects get a stable idempotency key', async () => {
         const created = runtime();
         const keys: string[] = [];
