@@ -132,13 +132,17 @@ export class LocalExecutions {
 
   /** A journal for `executionId` from `nextSequence` under fence `epoch`, on the node's group commit. */
   private journalFor(executionId: string, nextSequence: number, epoch: number): ExecutionJournal {
-    return new ExecutionJournal(
-      this.kernel.commits,
-      executionId,
-      nextSequence,
-      epoch,
-      this.kernel.clock,
-    );
+    const { kernel } = this;
+    return new ExecutionJournal(kernel.commits, executionId, nextSequence, epoch, kernel.clock, {
+      settings: kernel.settings.storeRetry,
+      retrying: (attempt, error) =>
+        kernel.events.emit('append:retried', {
+          nodeId: kernel.nodeId,
+          executionId,
+          attempt,
+          error,
+        }),
+    });
   }
 
   /** Stops driving executions whose lease this node lost (`OWNERSHIP_LOST`). */
