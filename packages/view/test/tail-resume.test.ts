@@ -221,6 +221,48 @@ describe.each(targets)(
       }
     });
 
+    it('resume of a run whose driver hangs holding its lease: another runtime takes it at its next poll', async () => {
+      let release: () => void = () => {};
+      const hanging = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let calls = 0;
+      const stuck = defineFlow({ name: 'stuck-leased' }, async (ctx) =>
+        ctx.step('call', async () => {
+          calls += 1;
+          if (calls === 1) await hanging;
+          return `done on call ${calls}`;
+        }),
+      );
+      // The owner leases at once and keeps renewing while its call hangs; it never polls.
+      const owner = createRuntime({
+        backend: await open(),
+        flows: [stuck],
+        leaseMode: 'eager',
+        timerPollMs: 0,
+        renewEveryMs: 100,
+      });
+      const rescuer = createRuntime({ backend: await open(), flows: [stuck], timerPollMs: 50 });
+      try {
+        const handle = await owner.start(stuck, null, { executionId: 'stuck-leased-1' });
+        await eventually(async () => (calls === 1 ? true : undefined), 'the first call to start');
+        const resumed = await loom(['resume', 'stuck-leased-1', '--json'], env);
+        expect(JSON.parse(resumed.stdout)).toMatchObject({ was: 'running' });
+        expect(
+          await within(
+            rescuer.attach('stuck-leased-1').result(),
+            'stuck-leased-1 to finish on the rescuer (the owner holds a lease for its hung call)',
+          ),
+        ).toBe('done on call 2');
+        release();
+        await handle.result().catch(() => undefined);
+      } finally {
+        release();
+        await owner.shutdown();
+        await rescuer.shutdown();
+      }
+    });
+
     it('resume of an ended run is refused with what to do instead', async () => {
       const out = await loom(['resume', 'old-1'], env);
       expect(out.code).toBe(4);
