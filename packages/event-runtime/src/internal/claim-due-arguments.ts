@@ -46,12 +46,20 @@ export function checkClaimDue(
   return claimFlows(options?.flows);
 }
 
-function claimFlows(flows: readonly FlowKey[] | undefined): readonly FlowKey[] | undefined {
+/**
+ * Checks a claim's flow filter (`claimDue`'s and a queue claim's `flows`): at most
+ * `Limits.claimFlowsMax` `{ name, version }` pairs. `path` names the option in the error.
+ * Throws `INVALID_ARGUMENT`.
+ */
+export function claimFlows(
+  flows: readonly FlowKey[] | undefined,
+  operation = 'claimDue',
+): readonly FlowKey[] | undefined {
   if (flows === undefined) return undefined;
   if (!Array.isArray(flows) || flows.length > Limits.claimFlowsMax) {
     throw new LoomError(
       ErrorCode.INVALID_ARGUMENT,
-      `claimDue's options.flows must be an array of at most claimFlowsMax (${Limits.claimFlowsMax}) ` +
+      `${operation}'s options.flows must be an array of at most claimFlowsMax (${Limits.claimFlowsMax}) ` +
         'flows',
       { path: 'options.flows', limit: 'claimFlowsMax' },
     );
@@ -61,7 +69,7 @@ function claimFlows(flows: readonly FlowKey[] | undefined): readonly FlowKey[] |
     if (!named || (flow.version !== null && typeof flow.version !== 'string')) {
       throw new LoomError(
         ErrorCode.INVALID_ARGUMENT,
-        `claimDue's options.flows[${index}] must be { name: string, version: string | null }`,
+        `${operation}'s options.flows[${index}] must be { name: string, version: string | null }`,
         { path: `options.flows[${index}]` },
       );
     }
