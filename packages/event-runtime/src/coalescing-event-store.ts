@@ -1,6 +1,7 @@
 import { type Clock, systemClock } from './clock.js';
 import type {
   AppendGuard,
+  ClaimDueOptions,
   EventEnvelope,
   FindExecutionsOptions,
   ReadAllOptions,
@@ -199,8 +200,8 @@ export class CoalescingEventStore implements EventStore {
     return this.inner.readSignals(executionId, options);
   }
 
-  claimDue(nowMs: number, limit: number) {
-    return this.inner.claimDue(nowMs, limit);
+  claimDue(nowMs: number, limit: number, options?: ClaimDueOptions) {
+    return this.inner.claimDue(nowMs, limit, options);
   }
 
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {

@@ -173,6 +173,22 @@ export interface StoredSignal {
   at: number;
 }
 
+/** A flow by name and version (null for an unversioned flow), as the execution index keeps it. */
+export interface FlowKey {
+  readonly name: string;
+  readonly version: string | null;
+}
+
+/** What `claimDue` may claim. */
+export interface ClaimDueOptions {
+  /**
+   * Claim only executions of these flows (and those whose flow the index does not know): a node
+   * claims what it can run and leaves the rest due for a node that can (a rolling upgrade, a
+   * placement). Omitted: every due execution. At most `Limits.claimFlowsMax` entries.
+   */
+  readonly flows?: readonly FlowKey[];
+}
+
 export interface ReadSignalsOptions {
   /** Signals after this id (exclusive). Default 0. */
   afterSignalId?: number;

@@ -1,5 +1,6 @@
 import type {
   AppendGuard,
+  ClaimDueOptions,
   EventEnvelope,
   ExecutionSummary,
   FindExecutionsOptions,
@@ -94,9 +95,11 @@ export interface EventStore {
   readSignals(executionId: string, options?: ReadSignalsOptions): Promise<StoredSignal[]>;
   /**
    * Claim suspended executions that are due (`wakeAtMs <= nowMs`): each is flipped to `running`
-   * atomically, so of several nodes claiming at once exactly one gets it. Returns the ids.
+   * atomically, so of several nodes claiming at once exactly one gets it. Returns the ids. With
+   * `options.flows`, only executions of those flows (or of a flow the index does not know) are
+   * claimed; the others stay due. Throws `INVALID_ARGUMENT`, store errors.
    */
-  claimDue(nowMs: number, limit: number): Promise<string[]>;
+  claimDue(nowMs: number, limit: number, options?: ClaimDueOptions): Promise<string[]>;
   /** Deliver events as they are appended, after catching up from the given cursor. */
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription;
   /** Recompute the execution's hash chain from its stored events. */

@@ -1,5 +1,6 @@
 import type {
   AppendGuard,
+  ClaimDueOptions,
   EventEnvelope,
   FindExecutionsOptions,
   ReadAllOptions,
@@ -155,8 +156,8 @@ export class ForwardingEventStore implements EventStore {
     return this.inner.readSignals(executionId, options);
   }
 
-  claimDue(nowMs: number, limit: number) {
-    return this.inner.claimDue(nowMs, limit);
+  claimDue(nowMs: number, limit: number, options?: ClaimDueOptions) {
+    return this.inner.claimDue(nowMs, limit, options);
   }
 
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {

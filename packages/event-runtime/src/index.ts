@@ -9,11 +9,13 @@ export {
 } from './coalescing-event-store.js';
 export type {
   AppendGuard,
+  ClaimDueOptions,
   DetailedExecutionStatus,
   EventEnvelope,
   ExecutionStatus,
   ExecutionSummary,
   FindExecutionsOptions,
+  FlowKey,
   JsonValue,
   ReadAllOptions,
   ReadOptions,

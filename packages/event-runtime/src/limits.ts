@@ -17,6 +17,8 @@ export const Limits = {
   signalNameLengthMax: 200,
   /** Rows one `read` / `readAll` call returns when no `limit` is given, and the most it may ask. */
   readLimitMax: 10_000,
+  /** Flows one `claimDue` may name (`options.flows`). Bounds the claim's filter. */
+  claimFlowsMax: 1000,
   /** Execution ids in one `acquireMany` / `renewMany` / `releaseMany`. Bounds one statement and one transaction. */
   leaseBatchMax: 10_000,
   /** Bytes of one snapshot's state in its stored JSON form (UTF-8). 16 MiB: a bigger state is a design smell. */

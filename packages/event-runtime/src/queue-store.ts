@@ -1,4 +1,4 @@
-import type { JsonValue } from './envelope.js';
+import type { FlowKey, JsonValue } from './envelope.js';
 
 /** Where a queue item stands: waiting, claimed by a worker, or finished. */
 export type QueueItemStatus = 'pending' | 'running' | 'done';
@@ -103,6 +103,12 @@ export interface ClaimOptions {
   rate?: QueueRate;
   /** A claim not renewed or completed within this many ms becomes claimable again. */
   claimTtlMs: number;
+  /**
+   * Claim only items of these flows (name and version): a worker takes what its runtime can run
+   * and leaves the rest for a worker that can (a rolling upgrade). Omitted: every flow. At most
+   * `Limits.claimFlowsMax` entries.
+   */
+  flows?: readonly FlowKey[];
 }
 
 /**

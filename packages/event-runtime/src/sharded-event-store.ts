@@ -1,5 +1,6 @@
 import type {
   AppendGuard,
+  ClaimDueOptions,
   EventEnvelope,
   ExecutionSummary,
   FindExecutionsOptions,
@@ -393,15 +394,15 @@ export class ShardedEventStore implements BatchAppendingEventStore {
    * Claims from one shard after another until `limit` are claimed; each call starts at the next
    * shard, so no shard's due executions wait behind another's.
    */
-  async claimDue(nowMs: number, limit: number): Promise<string[]> {
-    checkClaimDue(nowMs, limit);
+  async claimDue(nowMs: number, limit: number, options?: ClaimDueOptions): Promise<string[]> {
+    checkClaimDue(nowMs, limit, options);
     const count = this.shards.length;
     const start = this.claimStart;
     this.claimStart = (start + 1) % count;
     const claimed: string[] = [];
     for (let step = 0; step < count && claimed.length < limit; step++) {
       const store = this.shards[(start + step) % count] as EventStore;
-      claimed.push(...(await store.claimDue(nowMs, limit - claimed.length)));
+      claimed.push(...(await store.claimDue(nowMs, limit - claimed.length, options)));
     }
     return claimed;
   }

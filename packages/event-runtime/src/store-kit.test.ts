@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   type AppendGuard,
+  type ClaimDueOptions,
   type Clock,
   type EventEnvelope,
   type EventStore,
@@ -177,11 +178,20 @@ class MapEventStore implements EventStore {
       .map(({ payloadText, ...signal }) => ({ ...signal, payload: decodePayload(payloadText) }));
   }
 
-  async claimDue(nowMs: number, limit: number): Promise<string[]> {
+  async claimDue(nowMs: number, limit: number, options?: ClaimDueOptions): Promise<string[]> {
     this.assertOpen();
-    checkClaimDue(nowMs, limit);
+    const flows = checkClaimDue(nowMs, limit, options);
+    const runs = (flow: string | null, version: string | null) =>
+      flows === undefined ||
+      flow === null ||
+      flows.some((key) => key.name === flow && key.version === version);
     const due = [...this.index]
-      .filter(([, entry]) => entry.status === 'suspended' && (entry.wakeAtMs ?? nowMs + 1) <= nowMs)
+      .filter(
+        ([, entry]) =>
+          entry.status === 'suspended' &&
+          (entry.wakeAtMs ?? nowMs + 1) <= nowMs &&
+          runs(entry.flow, entry.version),
+      )
       .sort((a, b) => (a[1].wakeAtMs as number) - (b[1].wakeAtMs as number))
       .slice(0, limit);
     const updatedAtMs = this.clock.now();

@@ -3,6 +3,7 @@ import {
   type AppendOutcome,
   type AppendRequest,
   type BatchAppendingEventStore,
+  type ClaimDueOptions,
   canAppendBatch,
   type EventEnvelope,
   type EventStore,
@@ -161,8 +162,8 @@ export class SimEventStore implements BatchAppendingEventStore {
     return this.link.call('readSignals', () => this.inner.readSignals(executionId, options));
   }
 
-  claimDue(nowMs: number, limit: number): Promise<string[]> {
-    return this.link.write('claimDue', () => this.inner.claimDue(nowMs, limit));
+  claimDue(nowMs: number, limit: number, options?: ClaimDueOptions): Promise<string[]> {
+    return this.link.write('claimDue', () => this.inner.claimDue(nowMs, limit, options));
   }
 
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {

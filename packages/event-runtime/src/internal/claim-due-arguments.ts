@@ -1,3 +1,4 @@
+import type { ClaimDueOptions, FlowKey } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { Limits } from '../limits.js';
 
@@ -6,7 +7,22 @@ import { Limits } from '../limits.js';
  * negative LIMIT would be an opaque `STORE_FAILURE`). `limit` is bounded like every read: one
  * claim is one statement and one transaction holding its row locks. Throws `INVALID_ARGUMENT`.
  */
-export function checkClaimDue(nowMs: number, limit: number): void {
+export function checkClaimDue(nowMs: number, limit: number): void;
+/**
+ * The same checks, and `options.flows` (at most `Limits.claimFlowsMax` name/version pairs of
+ * strings, version null for an unversioned flow); returns the flows to filter by, or undefined
+ * for every due execution. Throws `INVALID_ARGUMENT`.
+ */
+export function checkClaimDue(
+  nowMs: number,
+  limit: number,
+  options: ClaimDueOptions | undefined,
+): readonly FlowKey[] | undefined;
+export function checkClaimDue(
+  nowMs: number,
+  limit: number,
+  options?: ClaimDueOptions,
+): readonly FlowKey[] | undefined {
   if (typeof nowMs !== 'number' || !Number.isSafeInteger(nowMs) || nowMs < 0) {
     throw new LoomError(
       ErrorCode.INVALID_ARGUMENT,
@@ -27,4 +43,36 @@ export function checkClaimDue(nowMs: number, limit: number): void {
       { path: 'limit', limit: 'readLimitMax', actual: limit },
     );
   }
+  return claimFlows(options?.flows);
+}
+
+/**
+ * Checks a claim's flow filter (`claimDue`'s and a queue claim's `flows`): at most
+ * `Limits.claimFlowsMax` `{ name, version }` pairs. `path` names the option in the error.
+ * Throws `INVALID_ARGUMENT`.
+ */
+export function claimFlows(
+  flows: readonly FlowKey[] | undefined,
+  operation = 'claimDue',
+): readonly FlowKey[] | undefined {
+  if (flows === undefined) return undefined;
+  if (!Array.isArray(flows) || flows.length > Limits.claimFlowsMax) {
+    throw new LoomError(
+      ErrorCode.INVALID_ARGUMENT,
+      `${operation}'s options.flows must be an array of at most claimFlowsMax (${Limits.claimFlowsMax}) ` +
+        'flows',
+      { path: 'options.flows', limit: 'claimFlowsMax' },
+    );
+  }
+  for (const [index, flow] of flows.entries()) {
+    const named = typeof flow === 'object' && flow !== null && typeof flow.name === 'string';
+    if (!named || (flow.version !== null && typeof flow.version !== 'string')) {
+      throw new LoomError(
+        ErrorCode.INVALID_ARGUMENT,
+        `${operation}'s options.flows[${index}] must be { name: string, version: string | null }`,
+        { path: `options.flows[${index}]` },
+      );
+    }
+  }
+  return flows;
 }

@@ -1,4 +1,4 @@
-import type { JsonValue } from '../envelope.js';
+import type { FlowKey, JsonValue } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { type LimitName, Limits } from '../limits.js';
 import type {
@@ -7,6 +7,7 @@ import type {
   ListQueuesOptions,
   QueueItemOutcome,
 } from '../queue-store.js';
+import { claimFlows } from './claim-due-arguments.js';
 import { encodePayload } from './json-codec.js';
 import { checkLeaseOwner, leaseExpiry } from './lease-input.js';
 import { mintId } from './mint-id.js';
@@ -148,6 +149,8 @@ export interface PreparedClaim {
   windowStartMs: number | null;
   nowMs: number;
   claimExpiresAtMs: number;
+  /** Only items of these flows; undefined for every flow. */
+  flows: readonly FlowKey[] | undefined;
 }
 
 /** Validates a claim. Throws `INVALID_ARGUMENT`, `LIMIT_EXCEEDED`. */
@@ -190,6 +193,7 @@ export function prepareClaim(queue: unknown, options: ClaimOptions, nowMs: numbe
     windowStartMs,
     nowMs,
     claimExpiresAtMs,
+    flows: claimFlows(options.flows, 'claim'),
   };
 }
 

@@ -6,6 +6,7 @@ import type {
   JsonValue,
   StoredEvent,
 } from '../envelope.js';
+import { ErrorCode, isLoomError } from '../errors.js';
 import type { AppendRequest, TransactionalEventStore } from '../event-store.js';
 import {
   type EncodedEnvelope,
@@ -14,7 +15,22 @@ import {
 } from '../internal/encoded-payloads.js';
 import { Limits } from '../limits.js';
 import type { GroupCommit, GroupCommitMember } from './group-commit.js';
-import { isTransientStoreError } from './store-retry.js';
+import { isTransientStoreError, retryDelayMs, type StoreRetrySettings } from './store-retry.js';
+
+/**
+ * Busy refusals of one append in a row before the journal breaks (then the execution is resumed
+ * from the log, as after any store failure). With the default backoff (100 ms doubling, 5 s cap)
+ * that is about 16 s of waiting beside the store's own busy timeout per attempt: longer than a
+ * lock held by a migration or a backup step, short enough for a shutdown not to hang on it.
+ */
+export const busyAppendAttemptsMax = 8;
+
+/** How a journal sends an append again that the store refused as busy (see `failed`). */
+export interface JournalBusyRetry {
+  readonly settings: StoreRetrySettings;
+  /** Told before each new attempt (1-based), with the error the last one failed with. */
+  retrying(attempt: number, error: unknown): void;
+}
 
 interface Waiter {
   /** Durable once every event up to this sequence is in the log. */
@@ -44,6 +60,10 @@ export class ExecutionJournal implements GroupCommitMember {
   private durableUpTo: number;
   /** The last sequence of the append in flight. */
   private sentUpTo = -1;
+  /** The append in flight, kept to be sent again if the store refuses it as busy. */
+  private sent: AppendRequest | undefined;
+  /** Busy refusals of the append in flight in a row (0 once one commits). */
+  private busyAttempts = 0;
   private nextSequence: number;
   private pendingStatus:
     | { status: ExecutionStatus; wakeAtMs: number | null; wakeOnSignalsAfter?: number }
@@ -57,8 +77,10 @@ export class ExecutionJournal implements GroupCommitMember {
     readonly executionId: string,
     nextSequence: number,
     private fenceEpoch: number,
-    /** The runtime's clock: stamps events. */
+    /** The runtime's clock: stamps events, and times a busy append's next attempt. */
     readonly clock: Clock,
+    /** Sends a busy append again (bounded, backing off); without it the journal breaks at once. */
+    private readonly busyRetry?: JournalBusyRetry,
   ) {
     this.nextSequence = nextSequence;
     this.durableUpTo = nextSequence - 1;
@@ -153,7 +175,8 @@ export class ExecutionJournal implements GroupCommitMember {
     }
     this.inFlight = true;
     this.sentUpTo = (batch[batch.length - 1] as EventEnvelope).sequence;
-    return { envelopes: batch, guard };
+    this.sent = { envelopes: batch, guard };
+    return this.sent;
   }
 
   /**
@@ -162,6 +185,8 @@ export class ExecutionJournal implements GroupCommitMember {
    */
   appended(stored: StoredEvent[]): void {
     this.inFlight = false;
+    this.sent = undefined;
+    this.busyAttempts = 0;
     this.durableUpTo = this.sentUpTo;
     try {
       this.onAppended?.(stored);
@@ -171,13 +196,53 @@ export class ExecutionJournal implements GroupCommitMember {
     }
   }
 
-  /** The append taken last failed: the journal is broken, every waiter hears why. */
+  /**
+   * The append taken last failed: the journal is broken, every waiter hears why. Unless the store
+   * refused it as busy (`STORE_BUSY`: SQLITE_BUSY past the busy timeout, a Postgres deadlock or
+   * serialization failure; the transaction rolled back, nothing of it is in the log): then the
+   * same events go again after a backoff on the clock, up to `busyAppendAttemptsMax` times in a
+   * row (and never more than `storeRetriesMax`), so
+   * a returned result is not turned into an unknown outcome by a lock another process held.
+   */
   failed(error: unknown): void {
     this.inFlight = false;
+    const sent = this.sent;
+    this.sent = undefined;
+    const retry = this.busyRetry;
+    if (
+      retry !== undefined &&
+      sent !== undefined &&
+      isLoomError(error, ErrorCode.STORE_BUSY) &&
+      this.busyAttempts < Math.min(busyAppendAttemptsMax, retry.settings.storeRetriesMax)
+    ) {
+      this.sendAgain(sent, retry, error);
+      return;
+    }
     this.broken = error;
     const waiters = this.waiters;
     this.waiters = [];
     for (const waiter of waiters) waiter.reject(error);
+  }
+
+  /** Puts `sent` back in front of what is pending and asks for a turn after the backoff. */
+  private sendAgain(sent: AppendRequest, retry: JournalBusyRetry, error: unknown): void {
+    this.pending.unshift(...sent.envelopes);
+    const guard: AppendGuard = sent.guard ?? {};
+    // The status rode with the last events; a newer one recorded meanwhile supersedes it.
+    if (guard.status !== undefined && this.pendingStatus === undefined) {
+      this.pendingStatus = { status: guard.status, wakeAtMs: guard.wakeAtMs ?? null };
+      if (guard.wakeOnSignalsAfter !== undefined) {
+        this.pendingStatus.wakeOnSignalsAfter = guard.wakeOnSignalsAfter;
+      }
+    }
+    const attempt = this.busyAttempts++;
+    retry.retrying(attempt + 1, error);
+    this.clock.setTimer(
+      () => {
+        if (this.broken === undefined && !this.inFlight) this.pump();
+      },
+      retryDelayMs(retry.settings, attempt),
+    );
   }
 
   /**

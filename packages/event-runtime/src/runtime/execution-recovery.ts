@@ -28,7 +28,15 @@ export class ExecutionRecovery {
   /** Claims up to `limit` due suspended executions and resumes them; returns the ids resumed. */
   async wakeDue(limit: number = wakeDueLimitDefault): Promise<string[]> {
     const { store, clock } = this.kernel;
-    const claimed = await store.claimDue(clock.now(), limit);
+    // Only what this node can run: an execution of a flow it lacks (a rolling upgrade, a
+    // placement) stays due for a node that has it, instead of being claimed and stranded here.
+    // (Past claimFlowsMax flows a claim takes every due execution, as before the filter.)
+    const flows = this.kernel.flows.runnable();
+    const claimed = await store.claimDue(
+      clock.now(),
+      limit,
+      flows.length > Limits.claimFlowsMax ? {} : { flows },
+    );
     if (claimed.length === 0) return [];
     const { events, nodeId } = this.kernel;
     for (const executionId of claimed) events.emit('timer:fired', { nodeId, executionId });
@@ -105,8 +113,9 @@ export class ExecutionRecovery {
     for (const summary of page) {
       const { executionId } = summary;
       if (executions.has(executionId)) continue;
-      // A flow other nodes run on purpose (placement): theirs to recover, not ours.
-      if (summary.flow !== null && flows.isDeclined(summary.flow, summary.version)) continue;
+      // A flow this node cannot run (placement, or a node of a rolling upgrade without it):
+      // theirs to recover, not ours. Leasing it here would only hold it away from them.
+      if (summary.flow !== null && !flows.runs(summary.flow, summary.version)) continue;
       const lease: Lease | undefined = await leaseStore?.get(executionId);
       if (lease === undefined) {
         if (summary.lastEventAt <= nowMs - recoverQuietMs || (await alone.isAlone())) {

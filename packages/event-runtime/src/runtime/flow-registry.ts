@@ -1,3 +1,4 @@
+import type { FlowKey } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import type { ExecutionState } from './execution-state.js';
 import { checkFlow, type Flow } from './flow.js';
@@ -11,12 +12,31 @@ export class FlowRegistry {
   private readonly flows = new Map<string, Map<string | null, Flow<never, unknown>>>();
   /** Flows (name, then versions) whose executions other nodes run: recovery here skips them. */
   private readonly declined = new Map<string, Set<string | null>>();
+  /** What `runnable()` returned, until the next registration changes it. */
+  private keys: readonly FlowKey[] | undefined;
 
   /** Make a flow resumable by name (and version), replacing one registered before. Throws `INVALID_FLOW`. */
   register(flow: Flow<never, unknown>): void {
     checkFlow(flow);
     this.versionsOf(flow.name).set(flow.version ?? null, flow);
     this.declined.get(flow.name)?.delete(flow.version ?? null);
+    this.keys = undefined;
+  }
+
+  /** True when an execution of this flow (name and version) can run here. */
+  runs(name: string, version: string | null): boolean {
+    return this.flows.get(name)?.has(version) === true;
+  }
+
+  /**
+   * The flows (name and version) this runtime can run: what its timer claims are kept to, so an
+   * execution of a flow it lacks stays due for a node that has it (a rolling upgrade).
+   */
+  runnable(): readonly FlowKey[] {
+    this.keys ??= [...this.flows].flatMap(([name, versions]) =>
+      [...versions.keys()].map((version) => ({ name, version })),
+    );
+    return this.keys;
   }
 
   /**
@@ -44,7 +64,10 @@ export class FlowRegistry {
     checkFlow(flow);
     const versions = this.versionsOf(flow.name);
     const version = flow.version ?? null;
-    if (!versions.has(version)) versions.set(version, flow);
+    if (!versions.has(version)) {
+      versions.set(version, flow);
+      this.keys = undefined;
+    }
   }
 
   /** The flow `state`'s execution runs. Throws `FLOW_NOT_REGISTERED`. */

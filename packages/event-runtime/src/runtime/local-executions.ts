@@ -132,13 +132,17 @@ export class LocalExecutions {
 
   /** A journal for `executionId` from `nextSequence` under fence `epoch`, on the node's group commit. */
   private journalFor(executionId: string, nextSequence: number, epoch: number): ExecutionJournal {
-    return new ExecutionJournal(
-      this.kernel.commits,
-      executionId,
-      nextSequence,
-      epoch,
-      this.kernel.clock,
-    );
+    const { kernel } = this;
+    return new ExecutionJournal(kernel.commits, executionId, nextSequence, epoch, kernel.clock, {
+      settings: kernel.settings.storeRetry,
+      retrying: (attempt, error) =>
+        kernel.events.emit('append:retried', {
+          nodeId: kernel.nodeId,
+          executionId,
+          attempt,
+          error,
+        }),
+    });
   }
 
   /** Stops driving executions whose lease this node lost (`OWNERSHIP_LOST`). */
@@ -271,10 +275,24 @@ export class LocalExecutions {
     const { store, leases } = this.kernel;
     const local = this.running.get(executionId);
     if (local !== undefined) {
-      if (!local.driver.suspending) return;
-      // It is suspending while a signal (or a child's end) claimed it: let the suspension become
-      // durable and this driver go, then wake the execution here.
-      await local.driver.done;
+      if (!local.driver.suspending) {
+        // Driven here under the current fence: it drives. A driver whose fence another writer
+        // moved (an operator's resume, a takeover) can append nothing more, and may sit in a
+        // call that never returns: stop it and drive the execution again from its log here,
+        // rather than answer that it runs while nobody can make it progress.
+        if (!(await this.fencedOut(local.driver))) return;
+        local.driver.stop(
+          new LoomError(
+            ErrorCode.OWNERSHIP_LOST,
+            `the fence of execution ${executionId} moved past this node's driver (epoch ` +
+              `${local.driver.journal.epoch}): it stops, and the execution is driven again from its log`,
+            { executionId },
+          ),
+        );
+      }
+      // Suspending while a signal (or a child's end) claimed it, or stopped just now: let the
+      // suspension become durable and this driver go (its lease released), then wake it here.
+      await local.ended;
     }
     const loaded = await loadState(store, this.kernel.snapshots, executionId);
     const state = loaded.state;
@@ -298,6 +316,12 @@ export class LocalExecutions {
     // A suspended execution woken by hand (not claimed) is running again from its next append.
     journal.setStatus('running');
     this.drive(flow, state, journal, loaded.snapshotSequence ?? -1);
+  }
+
+  /** True when the execution's fence moved past `driver`'s epoch: it can never append again. */
+  private async fencedOut(driver: ExecutionDriver): Promise<boolean> {
+    const current = await this.kernel.store.fences.current(driver.executionId);
+    return current > driver.journal.epoch;
   }
 
   /**

@@ -12,6 +12,9 @@
  * - `execution:recovered`: `recover()` found an execution nobody drove and resumed it here.
  * - `timer:fired`: `wakeDue` claimed a suspended execution whose timer came due (or that got a
  *   signal); it is resumed next.
+ * - `append:retried`: an execution's append failed with `STORE_BUSY` (the database was locked past
+ *   its timeout: nothing of it was written) and is sent again after `attempt`'s backoff, with the
+ *   same events: a result an effect returned is not lost to a lock.
  * - `store:error`: a background store call failed (a lease renewal, a snapshot, a timer poll, a
  *   recovery round). Nothing was lost: the next round tries again. Also reported to `onError`.
  */
@@ -27,6 +30,7 @@ export interface RuntimeEventMap {
   'execution:recovered': { nodeId: string; executionId: string };
   'timer:fired': { nodeId: string; executionId: string };
   'store:error': { nodeId: string; error: unknown };
+  'append:retried': { nodeId: string; executionId: string; attempt: number; error: unknown };
 }
 
 /** The name of an event of {@link RuntimeEventMap}. */

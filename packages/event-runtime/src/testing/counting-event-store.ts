@@ -1,5 +1,6 @@
 import type {
   AppendGuard,
+  ClaimDueOptions,
   EventEnvelope,
   FindExecutionsOptions,
   ReadAllOptions,
@@ -134,8 +135,8 @@ export class CountingEventStore implements EventStore {
     return this.inner.readSignals(executionId, options);
   }
 
-  claimDue(nowMs: number, limit: number) {
-    return this.inner.claimDue(nowMs, limit);
+  claimDue(nowMs: number, limit: number, options?: ClaimDueOptions) {
+    return this.inner.claimDue(nowMs, limit, options);
   }
 
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler) {

@@ -914,6 +914,74 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
       });
     });
 
+    describe('claimDue kept to the flows a node runs (options.flows)', () => {
+      /** Sequence 0 of an execution of `flow` (version `version`), suspended due at 1 000. */
+      const startedDue = (id: string, flow: string, version: string | null) =>
+        store.append(
+          [
+            {
+              executionId: id,
+              sequence: 0,
+              type: 'execution.started',
+              payload: { flow, version, input: null },
+            },
+          ],
+          { status: 'suspended', wakeAtMs: 1_000 },
+        );
+
+      it('claims only executions of the named flows and versions (and of flows the index does not know); the rest stay due', async () => {
+        const mine = freshId('claim-mine');
+        const mineV2 = freshId('claim-mine-v2');
+        const unversioned = freshId('claim-plain');
+        const theirs = freshId('claim-theirs');
+        const unknown = freshId('claim-unknown');
+        const ids = [mine, mineV2, unversioned, theirs, unknown];
+        await startedDue(mine, 'billing', '1');
+        await startedDue(mineV2, 'billing', '2');
+        await startedDue(unversioned, 'plain', null);
+        await startedDue(theirs, 'render', null);
+        // Not started by an execution.started: the index knows no flow for it.
+        await store.append([env(unknown, 0)], { status: 'suspended', wakeAtMs: 1_000 });
+        const flows = [
+          { name: 'billing', version: '1' },
+          { name: 'plain', version: null },
+        ];
+        const claimed = (await store.claimDue(5_000, 100, { flows })).filter((id) =>
+          ids.includes(id),
+        );
+        expect(claimed.sort()).toEqual([mine, unversioned, unknown].sort());
+        const due = await store.findExecutions({ status: 'suspended', dueAtOrBeforeMs: 5_000 });
+        expect(
+          due
+            .map((row) => row.executionId)
+            .filter((id) => ids.includes(id))
+            .sort(),
+        ).toEqual([mineV2, theirs].sort());
+        // Nothing named: nothing of a known flow is claimed. Unfiltered: the rest.
+        expect(
+          (await store.claimDue(5_000, 100, { flows: [] })).filter((id) => ids.includes(id)),
+        ).toEqual([]);
+        const rest = (await store.claimDue(5_000, 100)).filter((id) => ids.includes(id));
+        expect(rest.sort()).toEqual([mineV2, theirs].sort());
+      });
+
+      it('refuses a malformed or oversized flows filter with INVALID_ARGUMENT', async () => {
+        const bad: unknown[] = [
+          'billing',
+          [{ name: 1, version: null }],
+          [{ name: 'billing' }],
+          Array.from({ length: Limits.claimFlowsMax + 1 }, (_, i) => ({
+            name: `f${i}`,
+            version: null,
+          })),
+        ];
+        const codes = [];
+        for (const flows of bad)
+          codes.push(await codeOf(store.claimDue(5_000, 10, { flows } as never)));
+        expect(codes).toEqual(bad.map(() => ErrorCode.INVALID_ARGUMENT));
+      });
+    });
+
     describe('a suspension guarded by the signals its writer saw (wakeOnSignalsAfter)', () => {
       /** The rows of `ids` due by `atMs`, sorted. */
       const dueOf = async (ids: readonly string[], atMs: number) =>

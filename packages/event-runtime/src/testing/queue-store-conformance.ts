@@ -144,6 +144,31 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
       });
     });
 
+    describe('claims kept to the flows a worker runs (flows)', () => {
+      it('claims only items of the named flows and versions; the others stay pending for another worker', async () => {
+        await put('mine', { flow: 'billing', version: '1' });
+        await put('mine-v2', { flow: 'billing', version: '2' });
+        await put('plain', { flow: 'plain' });
+        await put('theirs', { flow: 'render' });
+        const flows = [
+          { name: 'billing', version: '1' },
+          { name: 'plain', version: null },
+        ];
+        expect(ids(await claimAll('old-node', { flows })).sort()).toEqual(['mine', 'plain']);
+        expect((await store.get(queue, 'theirs'))?.status).toBe('pending');
+        expect(ids(await claimAll('old-node', { flows: [] }))).toEqual([]);
+        expect(ids(await claimAll('new-node')).sort()).toEqual(['mine-v2', 'theirs']);
+      });
+
+      it('refuses a malformed flows filter with INVALID_ARGUMENT', async () => {
+        const codes = [];
+        for (const flows of ['billing', [{ name: 'billing' }]]) {
+          codes.push(await codeOf(claimAll('n', { flows } as never)));
+        }
+        expect(codes).toEqual([ErrorCode.INVALID_ARGUMENT, ErrorCode.INVALID_ARGUMENT]);
+      });
+    });
+
     describe('dedupe', () => {
       it('an item id is a duplicate forever; nothing is written for it', async () => {
         await put('a', { input: 1 });

@@ -26,7 +26,7 @@ export function sameProcessPeer(store: EventStore): EventStore {
     findExecutions: (options) => guard(() => store.findExecutions(options)),
     sendSignal: (signal) => guard(() => store.sendSignal(signal)),
     readSignals: (id, options) => guard(() => store.readSignals(id, options)),
-    claimDue: (nowMs, limit) => guard(() => store.claimDue(nowMs, limit)),
+    claimDue: (nowMs, limit, options) => guard(() => store.claimDue(nowMs, limit, options)),
     subscribe: (options, handler) => store.subscribe(options, handler),
     verify: (id) => guard(() => store.verify(id)),
     close: async () => {

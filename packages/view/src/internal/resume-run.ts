@@ -14,8 +14,8 @@ export interface ResumeResult {
 }
 
 /**
- * `Operator.resume`: takes the run's fence (a process still driving it stops at its next append)
- * and appends `execution.suspended` due now, so the next timer poll of any runtime running its
+ * `Operator.resume`: takes the run's fence (a process still driving it stops at its next append),
+ * gives up the lease its owner holds (it stops at its next renewal), and appends `execution.suspended` due now, so the next timer poll of any runtime running its
  * flow claims it and replays it from the log. A step that was in flight runs again there.
  */
 export async function resumeRun(
@@ -34,6 +34,11 @@ export async function resumeRun(
       );
     }
     const fenceEpoch = await events.fences.advance(executionId);
+    // The fenced-out owner may live on and keep renewing its lease (its call hangs): give the
+    // lease up for it before the run is due, so the runtime whose poll claims the wake-up can
+    // lease it and drive it. The owner hears at its next renewal that it lost the lease, and stops.
+    const lease = await backend.leases.get(executionId);
+    if (lease !== undefined) await backend.leases.releaseMany(lease.owner, [executionId]);
     const after = await indexRow(events, executionId);
     if (after.status === 'settled') continue;
     try {

@@ -5,6 +5,7 @@ import type {
   EventStore,
   ExecutionHandle,
   ExecutionState,
+  FlowKey,
   JsonValue,
   LeaseStore,
   ListQueuesOptions,
@@ -660,6 +661,7 @@ export class Runtime {
         kernel: this.kernel,
         queues,
         lookup: (name, version) => this.lookup(name, version),
+        runnable: () => this.runnable(),
         onError: this.onError,
       },
       queue,
@@ -720,6 +722,16 @@ export class Runtime {
   ): Promise<{ flow?: string; version?: string | null } | undefined> {
     const [started] = await this.kernel.store.read(executionId, { limit: 1 });
     return started?.payload as { flow?: string; version?: string | null } | undefined;
+  }
+
+  /** The flows this node runs (registered, and placeable here): what its queue workers claim. */
+  private runnable(): FlowKey[] {
+    const keys: FlowKey[] = [];
+    for (const flow of this.registry.values()) {
+      if (this.placeable(flow as never))
+        keys.push({ name: flow.name, version: flow.version ?? null });
+    }
+    return keys;
   }
 
   private lookup(name: string, version: string | null): AnyFlow {

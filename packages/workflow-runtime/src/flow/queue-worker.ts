@@ -1,6 +1,8 @@
 import {
+  type FlowKey,
   isLoomError,
   ErrorCode as KernelErrorCode,
+  Limits,
   type QueueItem,
   type QueueItemOutcome,
   type QueueRate,
@@ -74,6 +76,11 @@ export interface QueueWorkerDeps {
   kernel: KernelRuntime;
   queues: QueueStore;
   lookup: (name: string, version: string | null) => WorkflowDefinition<unknown, unknown>;
+  /**
+   * The flows this runtime can run: a worker claims only their items and leaves the rest for a
+   * worker whose runtime has them (a rolling upgrade, a placement).
+   */
+  runnable: () => readonly FlowKey[];
   onError: (error: unknown) => void;
 }
 
@@ -185,10 +192,12 @@ export class QueueWorkerLoop implements QueueWorker {
       (this.options.workerConcurrencyMax ?? defaultWorkerConcurrencyMax) - this.running.size;
     if (room <= 0) return;
     const { concurrencyMax, partitionConcurrencyMax, rate } = this.options;
+    const flows = this.deps.runnable();
     const items = await this.deps.queues.claim(this.queue, {
       owner: this.owner,
       limit: Math.min(room, 1_000),
       claimTtlMs: this.claimTtlMs,
+      ...(flows.length > Limits.claimFlowsMax ? {} : { flows }),
       ...(concurrencyMax === undefined ? {} : { concurrencyMax }),
       ...(partitionConcurrencyMax === undefined ? {} : { partitionConcurrencyMax }),
       ...(rate === undefined ? {} : { rate }),

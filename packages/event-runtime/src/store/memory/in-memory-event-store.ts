@@ -2,9 +2,11 @@ import type { Clock } from '../../clock.js';
 import { systemClock } from '../../clock.js';
 import type {
   AppendGuard,
+  ClaimDueOptions,
   EventEnvelope,
   ExecutionSummary,
   FindExecutionsOptions,
+  FlowKey,
   ReadAllOptions,
   ReadOptions,
   ReadSignalsOptions,
@@ -234,12 +236,20 @@ export class InMemoryEventStore implements BatchAppendingEventStore {
     }));
   }
 
-  async claimDue(nowMs: number, limit: number): Promise<string[]> {
+  async claimDue(nowMs: number, limit: number, options?: ClaimDueOptions): Promise<string[]> {
     this.assertOpen();
-    checkClaimDue(nowMs, limit);
+    const flows = checkClaimDue(nowMs, limit, options);
+    const runnable = flows === undefined ? undefined : flowsByName(flows);
     const due: Array<[string, number]> = [];
     for (const [executionId, entry] of this.index) {
-      if (entry.status === 'suspended' && entry.wakeAtMs !== null && entry.wakeAtMs <= nowMs) {
+      if (
+        entry.status === 'suspended' &&
+        entry.wakeAtMs !== null &&
+        entry.wakeAtMs <= nowMs &&
+        (runnable === undefined ||
+          entry.flow === null ||
+          runnable.get(entry.flow)?.has(entry.version) === true)
+      ) {
         due.push([executionId, entry.wakeAtMs]);
       }
     }
@@ -282,4 +292,15 @@ export class InMemoryEventStore implements BatchAppendingEventStore {
   private assertOpen(): void {
     if (this.closed) throw storeClosed(this.backend);
   }
+}
+
+/** Versions by flow name, for claimDue's filter. */
+function flowsByName(flows: readonly FlowKey[]): Map<string, Set<string | null>> {
+  const byName = new Map<string, Set<string | null>>();
+  for (const { name, version } of flows) {
+    const versions = byName.get(name) ?? new Set<string | null>();
+    versions.add(version);
+    byName.set(name, versions);
+  }
+  return byName;
 }

@@ -127,8 +127,10 @@ export class InMemoryQueueStore implements QueueStore {
     const candidates = rows
       .filter(
         (row) =>
-          row.status === 'pending' ||
-          (row.status === 'running' && (row.claimExpiresAtMs ?? 0) <= nowMs),
+          (row.status === 'pending' ||
+            (row.status === 'running' && (row.claimExpiresAtMs ?? 0) <= nowMs)) &&
+          (claim.flows === undefined ||
+            claim.flows.some((flow) => flow.name === row.flow && flow.version === row.version)),
       )
       .sort((a, b) => b.priority - a.priority || a.seq - b.seq)
       .slice(0, Limits.queueClaimScanMax);

@@ -13,6 +13,11 @@ import { type PgStatement, statementName } from './pg-statement.js';
  * sequential scan of the whole index table against the candidates, and nothing would forbid a
  * plan that re-runs a LIMIT … SKIP LOCKED subquery (which could claim more than `$3`).
  *
+ * `$4`/`$5` (flow names and versions, side by side; null for every flow) keep to the executions
+ * of flows the claimer runs, and to those whose flow the index does not know: a node never claims
+ * what it cannot run, so the execution stays due for one that can. `IS NOT DISTINCT FROM`
+ * matches an unversioned flow's null version.
+ *
  * Serves: executions_status_wake_idx (candidates, in wake order, no sort; see migration 3), then
  * executions_pkey or executions_status_id_idx (the update's `execution_id = ANY`).
  */
@@ -24,6 +29,9 @@ SET status = 'running', wake_at_ms = NULL, updated_at_ms = $1::bigint
 WHERE x.execution_id = ANY (ARRAY(
     SELECT d.execution_id FROM ${quotedSchema}.executions d
     WHERE d.status = 'suspended' AND d.wake_at_ms <= $2::bigint
+      AND ($4::text[] IS NULL OR d.flow IS NULL OR EXISTS (
+        SELECT 1 FROM unnest($4::text[], $5::text[]) AS f(name, version)
+        WHERE f.name = d.flow AND f.version IS NOT DISTINCT FROM d.version))
     ORDER BY d.wake_at_ms
     LIMIT $3::bigint
     FOR UPDATE SKIP LOCKED

@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import type {
   AppendGuard,
+  ClaimDueOptions,
   EventEnvelope,
   ExecutionSummary,
   FindExecutionsOptions,
@@ -449,13 +450,20 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
    * `INVALID_ARGUMENT`, `STORE_READ_ONLY`, `SCHEMA_NOT_MIGRATED` (below schema version 3),
    * `STORE_*`.
    */
-  async claimDue(nowMs: number, limit: number): Promise<string[]> {
+  async claimDue(nowMs: number, limit: number, options?: ClaimDueOptions): Promise<string[]> {
     this.assertWritable('claim due executions');
-    checkClaimDue(nowMs, limit);
-    await this.requireSchema(signalsSchemaVersion);
+    const flows = checkClaimDue(nowMs, limit, options);
+    // The filter reads the index's flow columns (schema version 5).
+    await this.requireSchema(flows === undefined ? signalsSchemaVersion : indexSchemaVersion);
     const rows = await this.run<{ execution_id: string }>(
       this.sql.claimDue,
-      [this.options.clock.now(), nowMs, limit],
+      [
+        this.options.clock.now(),
+        nowMs,
+        limit,
+        flows === undefined ? null : flows.map((flow) => flow.name),
+        flows === undefined ? null : flows.map((flow) => flow.version),
+      ],
       'claimDue',
     );
     return rows.map((row) => row.execution_id);

@@ -160,6 +160,8 @@ export class PostgresQueueStore implements QueueStore {
         claim.rateCount,
         claim.windowStartMs,
         Limits.queueClaimScanMax,
+        claim.flows === undefined ? null : claim.flows.map((flow) => flow.name),
+        claim.flows === undefined ? null : claim.flows.map((flow) => flow.version),
       ]);
     });
     return byClaimOrder(rows).map(queueItemFromRow);

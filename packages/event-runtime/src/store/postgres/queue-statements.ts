@@ -58,7 +58,8 @@ function lockQueueStatement(q: string, schema: string): PgStatement {
 /**
  * The claim, under the queue's row lock. `$1` queue, `$2` owner, `$3` now, `$4` claim expiry,
  * `$5` limit, `$6` concurrencyMax, `$7` partitionConcurrencyMax, `$8` rate count, `$9` window
- * start (now - windowMs): `$6`…`$9` may be NULL, and LEAST ignores the NULL terms. Live claims
+ * start (now - windowMs): `$6`…`$9` may be NULL, and LEAST ignores the NULL terms. `$10` the scan
+ * limit; `$11`/`$12` the flows to claim (names and versions side by side), NULL for every flow. Live claims
  * (`running`) and claims started in the window set the budget; candidates (pending, or running
  * with an expired claim) are scanned best first via queue_items_ready_idx, locked SKIP LOCKED,
  * ranked within their partition, and a candidate is taken while its partition's live claims plus
@@ -83,6 +84,9 @@ candidates AS MATERIALIZED (
   SELECT c.item_id, c.partition_key, c.priority, c.seq FROM ${q}.queue_items AS c
   WHERE c.queue = $1::text AND c.status <> 'done'
     AND (c.status = 'pending' OR c.claim_expires_at_ms <= $3::bigint)
+    AND ($11::text[] IS NULL OR EXISTS (
+      SELECT 1 FROM unnest($11::text[], $12::text[]) AS f(name, version)
+      WHERE f.name = c.flow AND f.version IS NOT DISTINCT FROM c.version))
   ORDER BY c.priority DESC, c.seq
   LIMIT $10::int
   FOR UPDATE SKIP LOCKED

@@ -3,6 +3,7 @@ import type { Clock } from '../../clock.js';
 import { systemClock } from '../../clock.js';
 import type {
   AppendGuard,
+  ClaimDueOptions,
   EventEnvelope,
   ExecutionSummary,
   FindExecutionsOptions,
@@ -490,11 +491,19 @@ export class SqliteEventStore implements TransactionalEventStore, BatchAppending
     }
   }
 
-  async claimDue(nowMs: number, limit: number): Promise<string[]> {
+  async claimDue(nowMs: number, limit: number, options?: ClaimDueOptions): Promise<string[]> {
     const statements = this.ready('claim due executions');
-    checkClaimDue(nowMs, limit);
+    const flows = checkClaimDue(nowMs, limit, options);
     try {
-      const rows = statements.claimDue.all(this.clock.now(), nowMs, limit);
+      const rows = statements.claimDue.all({
+        claimedAtMs: this.clock.now(),
+        nowMs,
+        flows:
+          flows === undefined
+            ? null
+            : JSON.stringify(flows.map((flow) => [flow.name, flow.version])),
+        limit,
+      });
       return rows.map((row) => row.execution_id);
     } catch (error) {
       throw mapSqliteError(error, 'claimDue');

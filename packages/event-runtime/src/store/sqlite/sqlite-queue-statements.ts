@@ -26,11 +26,16 @@ export const runningSql = `
 export const startedSql = `
   SELECT count(*) FROM loom_queue_items WHERE queue = ? AND started_at_ms > ?`;
 
-/** Claimable items of a queue: pending or with an expired claim, by priority then age. */
+/**
+ * Claimable items of a queue: pending or with an expired claim, by priority then age; with
+ * `@flows` (JSON `[[name, version], …]`), only items of those flows (`IS`: a null version matches).
+ */
 export const candidatesSql = `
   SELECT item_id AS itemId, partition_key AS partitionKey FROM loom_queue_items
-  WHERE queue = ? AND status <> 'done' AND (status = 'pending' OR claim_expires_at_ms <= ?)
-  ORDER BY priority DESC, seq LIMIT ?`;
+  WHERE queue = @queue AND status <> 'done' AND (status = 'pending' OR claim_expires_at_ms <= @nowMs)
+    AND (@flows IS NULL OR EXISTS (SELECT 1 FROM json_each(@flows) f
+      WHERE json_extract(f.value, '$[0]') = flow AND json_extract(f.value, '$[1]') IS version))
+  ORDER BY priority DESC, seq LIMIT @limit`;
 
 /** Claims the chosen items for an owner and returns them. */
 export const takeSql = `

@@ -56,7 +56,10 @@ function prepareStatements(db: Database.Database) {
     existing: db.prepare(existingSql).pluck(),
     running: db.prepare<[string, number], { partition_key: string | null; n: number }>(runningSql),
     started: db.prepare<[string, number], number>(startedSql).pluck(),
-    candidates: db.prepare<[string, number, number], ClaimCandidate>(candidatesSql),
+    candidates: db.prepare<
+      [{ queue: string; nowMs: number; flows: string | null; limit: number }],
+      ClaimCandidate
+    >(candidatesSql),
     take: db.prepare<[Record<string, unknown>], QueueItemRow>(takeSql),
     renew: db.prepare(renewSql).pluck(),
     complete: db.prepare(completeSql),
@@ -142,7 +145,15 @@ export class SqliteQueueStore implements QueueStore {
         claim.windowStartMs === null ? 0 : (s.started.get(claim.queue, claim.windowStartMs) ?? 0);
       const budget = claimBudget(claim, running, started);
       if (budget === 0) return [];
-      const candidates = s.candidates.all(claim.queue, claim.nowMs, Limits.queueClaimScanMax);
+      const candidates = s.candidates.all({
+        queue: claim.queue,
+        nowMs: claim.nowMs,
+        flows:
+          claim.flows === undefined
+            ? null
+            : JSON.stringify(claim.flows.map((flow) => [flow.name, flow.version])),
+        limit: Limits.queueClaimScanMax,
+      });
       const ids = pickClaims(candidates, budget, runningByPartition, claim.partitionConcurrencyMax);
       if (ids.length === 0) return [];
       return s.take.all({
