@@ -97,6 +97,13 @@ export const ErrorCode = {
    * had no node identity); give each process its own `nodeId`, or leave it unset.
    */
   NODE_ID_IN_USE: 'NODE_ID_IN_USE',
+  /**
+   * This runtime's claim on its `nodeId` ended while it lives (its Postgres claim session was
+   * terminated, timed out, or lost its server), reported through `onError` and the
+   * `node:claim_lost` event: other nodes read it as dead meanwhile. It claims again with backoff
+   * (`node:claimed` once it holds the id again) and takes no new work until then.
+   */
+  NODE_CLAIM_LOST: 'NODE_CLAIM_LOST',
   /** The runtime was shut down; the execution stays in the log for another node to resume. */
   RUNTIME_SHUT_DOWN: 'RUNTIME_SHUT_DOWN',
   /** A transactional step was asked of a store that cannot run one. */

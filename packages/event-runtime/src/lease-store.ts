@@ -16,6 +16,13 @@ export interface NodeClaim {
   readonly nodeId: string;
   /** Gives the id up (clean shutdown): it reads as dead at once. Idempotent. */
   release(): Promise<void>;
+  /**
+   * Resolves if the claim ends while this process lives and did not release it (the Postgres
+   * session that holds it was terminated, timed out or lost its server): others now read the node
+   * as dead, and its holder must claim again. Absent when the claim cannot end that way (a lock
+   * file held by the process itself, an in-memory claim).
+   */
+  readonly lost?: Promise<void>;
 }
 
 /**

@@ -84,7 +84,11 @@ export interface Operator {
  */
 export async function openOperator(options: { db: string }): Promise<Operator> {
   const backend = await openBackend(parseDbUrl(options.db), false);
-  const flows = createRuntime({ backend, timerPollMs: 0 });
+  // It registers no flow, so it must drive nothing: no timer poll, no recovery round (one would
+  // take a dead worker's leases it cannot run, and hold them as a live owner while the restarted
+  // worker waits them out), and so no node claim (it would count as a live worker, which makes
+  // workers wait `recoverQuietMs` for unleased executions of a dead one).
+  const flows = createRuntime({ backend, timerPollMs: 0, recoverEveryMs: 0 });
   const agents = createAgentRuntime({ flows, agents: [] });
   return {
     signal: (executionId, name, payload, signalOptions) =>

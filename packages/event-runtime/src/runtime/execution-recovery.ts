@@ -1,3 +1,4 @@
+import type { CancelTimer } from '../clock.js';
 import type { Lease } from '../lease-store.js';
 import { Limits } from '../limits.js';
 import type { KernelContext } from './kernel-context.js';
@@ -7,6 +8,16 @@ export const wakeDueLimitDefault = 100;
 
 /** Running executions read per page of a recovery round. */
 const recoverPageSize = 500;
+
+/**
+ * How long a node this one has seen alive must keep reading as dead before its executions are
+ * taken over: a live node whose claim session ended claims its id again within this (ADR 0044).
+ * A node never seen alive here (the crashed incarnation a restart finds) is taken at once.
+ */
+export const deadNodeConfirmMs = 2_000;
+
+/** Node ids remembered as seen alive (the oldest are forgotten first). */
+const seenLiveMax = 1_024;
 
 /**
  * Finds executions in the log that no node is driving — suspended ones that came due, running
@@ -22,12 +33,21 @@ const recoverPageSize = 500;
  */
 export class ExecutionRecovery {
   private round: Promise<string[]> | undefined;
+  /** Owners of leases this node found alive, oldest first. */
+  private readonly seenLive = new Set<string>();
+  /** Of those, the ones that read as dead since (clock ms): not yet confirmed dead. */
+  private readonly deadSinceMs = new Map<string, number>();
+  /** When this node last counted another live node (clock ms). */
+  private crowdedAtMs: number | undefined;
+  private confirmTimer: CancelTimer | undefined;
 
   constructor(private readonly kernel: KernelContext) {}
 
   /** Claims up to `limit` due suspended executions and resumes them; returns the ids resumed. */
   async wakeDue(limit: number = wakeDueLimitDefault): Promise<string[]> {
     const { store, clock } = this.kernel;
+    // Others read this node as dead while its claim is lost: it takes no new work (ADR 0044).
+    if (this.kernel.presence?.lost === true) return [];
     // Only what this node can run: an execution of a flow it lacks (a rolling upgrade, a
     // placement) stays due for a node that has it, instead of being claimed and stranded here.
     // (Past claimFlowsMax flows a claim takes every due execution, as before the filter.)
@@ -72,10 +92,11 @@ export class ExecutionRecovery {
   }
 
   private async recoverOnce(): Promise<string[]> {
+    if (this.kernel.presence?.lost === true) return [];
     const claimed = this.kernel.presence?.ready();
     if (claimed !== undefined) await claimed;
     const nowMs = this.kernel.clock.now();
-    const alone = new Alone(this.kernel);
+    const alone = new Alone(this.kernel, (live) => this.aloneWith(live, nowMs));
     const resumed: string[] = [];
     let after = '';
     for (;;) {
@@ -141,7 +162,11 @@ export class ExecutionRecovery {
         const batch = owners.slice(start, start + Limits.leaseBatchMax);
         const live = await leaseStore.liveNodes(batch);
         for (const owner of batch) {
-          if (live.has(owner)) continue;
+          if (live.has(owner)) {
+            this.sawLive(owner);
+            continue;
+          }
+          if (!this.confirmedDead(owner, nowMs)) continue;
           const ids = byOwner.get(owner) as string[];
           // A dead node renews nothing: give its leases up for it so they can be taken now.
           for (let from = 0; from < ids.length; from += Limits.leaseBatchMax) {
@@ -152,6 +177,65 @@ export class ExecutionRecovery {
       }
     }
     return orphans;
+  }
+
+  private sawLive(owner: string): void {
+    this.deadSinceMs.delete(owner);
+    this.seenLive.delete(owner);
+    this.seenLive.add(owner);
+    if (this.seenLive.size > seenLiveMax) {
+      const oldest = this.seenLive.values().next().value as string;
+      this.seenLive.delete(oldest);
+    }
+  }
+
+  /**
+   * True when `owner`, which reads as dead now, is to be taken for dead: never seen alive here,
+   * or reading as dead for `deadNodeConfirmMs`. Otherwise a round is due once that has passed.
+   */
+  private confirmedDead(owner: string, nowMs: number): boolean {
+    if (!this.seenLive.has(owner)) return true;
+    const sinceMs = this.deadSinceMs.get(owner);
+    if (sinceMs === undefined) this.deadSinceMs.set(owner, nowMs);
+    if (sinceMs === undefined || nowMs - sinceMs < deadNodeConfirmMs) {
+      this.confirmLater();
+      return false;
+    }
+    this.deadSinceMs.delete(owner);
+    this.seenLive.delete(owner);
+    return true;
+  }
+
+  /**
+   * Whether `live` claims (this node's among them) mean no other node lives: one that was
+   * counted within `deadNodeConfirmMs` may only have lost its claim session for a moment.
+   */
+  private aloneWith(live: number, nowMs: number): boolean {
+    if (live > 1) {
+      this.crowdedAtMs = nowMs;
+      return false;
+    }
+    if (this.crowdedAtMs !== undefined && nowMs - this.crowdedAtMs < deadNodeConfirmMs) {
+      this.confirmLater();
+      return false;
+    }
+    return true;
+  }
+
+  /** Runs a recovery round once `deadNodeConfirmMs` passed (one such round pending at a time). */
+  private confirmLater(): void {
+    if (this.confirmTimer !== undefined) return;
+    this.confirmTimer = this.kernel.clock.setTimer(() => {
+      this.confirmTimer = undefined;
+      if (this.kernel.shuttingDown) return;
+      void this.recover().catch((error) => this.kernel.report(error));
+    }, deadNodeConfirmMs);
+  }
+
+  /** Cancels a pending confirmation round (shutdown). */
+  stop(): void {
+    this.confirmTimer?.();
+    this.confirmTimer = undefined;
   }
 
   /**
@@ -199,12 +283,16 @@ export class ExecutionRecovery {
 class Alone {
   private answer: Promise<boolean> | undefined;
 
-  constructor(private readonly kernel: KernelContext) {}
+  /** @param judge whether a count of live claims (this node's included) means alone */
+  constructor(
+    private readonly kernel: KernelContext,
+    private readonly judge: (live: number) => boolean,
+  ) {}
 
   isAlone(): Promise<boolean> {
     const { leaseStore, presence } = this.kernel;
     if (leaseStore === undefined || presence?.claimed !== true) return Promise.resolve(false);
-    this.answer ??= leaseStore.countLiveNodes().then((live) => live <= 1);
+    this.answer ??= leaseStore.countLiveNodes().then(this.judge);
     return this.answer;
   }
 }

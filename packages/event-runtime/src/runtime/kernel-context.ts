@@ -129,7 +129,13 @@ export class Kernel implements KernelContext {
     this.presence =
       this.leases === undefined || this.leaseStore === undefined
         ? undefined
-        : new NodePresence(this.leaseStore, this.nodeId, (error) => this.report(error));
+        : new NodePresence({
+            leaseStore: this.leaseStore,
+            nodeId: this.nodeId,
+            clock: this.clock,
+            events: this.events,
+            report: (error) => this.report(error),
+          });
     this.commits = new GroupCommit(this.store, this.clock, this.settings.groupCommitMax, (error) =>
       this.report(error),
     );

@@ -94,7 +94,11 @@ export class LocalExecutions {
     // Claim the node id before the first write: an execution of a node others cannot see as
     // alive could be taken over at once.
     const claimed = this.kernel.presence?.ready();
-    if (claimed !== undefined) await claimed;
+    if (claimed !== undefined) {
+      await claimed;
+      // A start that waited for a lost claim to come back may outlive the runtime.
+      this.kernel.assertRunning();
+    }
     this.kernel.flows.registerIfAbsent(flow);
     const executionId = requestedId === undefined ? mintId() : checkExecutionId(requestedId);
     // The started event is encoded once, here, and the append stores that text. The flow runs

@@ -15,6 +15,11 @@
  * - `append:retried`: an execution's append failed with `STORE_BUSY` (the database was locked past
  *   its timeout: nothing of it was written) and is sent again after `attempt`'s backoff, with the
  *   same events: a result an effect returned is not lost to a lock.
+ * - `node:claim_lost`: this node's claim on its id ended while it lives (`NODE_CLAIM_LOST`):
+ *   others read it as dead; it takes no new work (starts wait, recovery rounds, timer polls and
+ *   queue claims are skipped) until it claims the id again.
+ * - `node:claimed`: this node holds its id again after a `node:claim_lost` (`attempts` claims
+ *   it took).
  * - `store:error`: a background store call failed (a lease renewal, a snapshot, a timer poll, a
  *   recovery round). Nothing was lost: the next round tries again. Also reported to `onError`.
  */
@@ -29,6 +34,8 @@ export interface RuntimeEventMap {
   };
   'execution:recovered': { nodeId: string; executionId: string };
   'timer:fired': { nodeId: string; executionId: string };
+  'node:claim_lost': { nodeId: string; error: unknown };
+  'node:claimed': { nodeId: string; attempts: number };
   'store:error': { nodeId: string; error: unknown };
   'append:retried': { nodeId: string; executionId: string; attempt: number; error: unknown };
 }

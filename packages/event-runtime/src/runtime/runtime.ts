@@ -105,6 +105,14 @@ export class KernelRuntime {
     this.kernel.flows.decline(name, version);
   }
 
+  /**
+   * True while this node's claim on its id is lost (`node:claim_lost`) and not yet made again:
+   * others read it as dead, so it takes no new work. Queue workers skip their claims meanwhile.
+   */
+  get claimLost(): boolean {
+    return this.kernel.presence?.lost === true;
+  }
+
   /** Executions this node is driving right now. */
   get activeExecutions(): string[] {
     return this.kernel.executions.ids;
@@ -284,6 +292,7 @@ export class KernelRuntime {
     for (const stop of this.pollers) stop();
     // A recovery round in flight (the boot round) finishes first, so what it resumed is stopped
     // below with the rest rather than left running after shutdown.
+    this.kernel.recovery.stop();
     await this.kernel.recovery.settle();
     await this.kernel.executions.stopAll(
       (executionId) =>

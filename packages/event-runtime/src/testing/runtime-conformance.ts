@@ -4,6 +4,7 @@ import { ErrorCode, type LoomError } from '../errors.js';
 import { type EventStore, isTransactional } from '../event-store.js';
 import type { LeaseStore } from '../lease-store.js';
 import { Limits } from '../limits.js';
+import { deadNodeConfirmMs } from '../runtime/execution-recovery.js';
 import type { Flow, FlowContext } from '../runtime/flow.js';
 import { LeaseManager } from '../runtime/lease-manager.js';
 import { loadState } from '../runtime/load-state.js';
@@ -738,7 +739,16 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         // Alive (its claim held): its lease is respected.
         expect(await rescuer.recover()).toEqual([]);
         await ghost?.release();
-        expect(await rescuer.recover()).toEqual([id]);
+        // Seen alive here a moment ago: its death is confirmed first (a claim session may only
+        // have dropped: ADR 0044), by a round the rescuer runs once deadNodeConfirmMs passed.
+        const recovered: string[] = [];
+        rescuer.events.on('execution:recovered', (event) => recovered.push(event.executionId));
+        expect(await rescuer.recover()).toEqual([]);
+        await harness.clock.advance(deadNodeConfirmMs - 1);
+        expect(recovered).toEqual([]);
+        await harness.clock.advance(1);
+        await rescuer.recover();
+        expect(recovered).toEqual([id]);
         expect((await harness.leases.get(id))?.owner).toBe('rescuer');
         hang.resolve();
         expect(await rescuer.attach(id).result()).toBe('recovered');
@@ -803,7 +813,16 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         // Another node is alive and could be driving it (a lazy start not leased yet).
         expect(await rescuer.recover()).toEqual([]);
         await sibling?.release();
-        expect(await rescuer.recover()).toEqual([id]);
+        // Counted alive a moment ago: alone only once deadNodeConfirmMs passed (ADR 0044), in
+        // the round the rescuer runs then.
+        const recovered: string[] = [];
+        rescuer.events.on('execution:recovered', (event) => recovered.push(event.executionId));
+        expect(await rescuer.recover()).toEqual([]);
+        await harness.clock.advance(deadNodeConfirmMs - 1);
+        expect(recovered).toEqual([]);
+        await harness.clock.advance(1);
+        await rescuer.recover();
+        expect(recovered).toEqual([id]);
         hang.resolve();
         expect(await rescuer.attach(id).result()).toBe('recovered');
       });

@@ -1,6 +1,7 @@
 // Connection kills under load: pg_terminate_backend of the store's own backends (found by the
 // application_name the worker connects with), from a separate admin connection, three rounds
-// while hundreds of executions are in flight. The worker must neither exit nor strand anything.
+// while hundreds of executions are in flight. The worker must neither exit nor strand anything,
+// and must claim its node id again each time its claim session is killed.
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { migrate } from '../../src/postgres.js';
@@ -52,6 +53,11 @@ for (const [mode, eventsPerExecution] of [
       const exit = await run.exit;
       await expectNothingStranded(db.admin, schema, exit, execs);
       expect(killed).toBeGreaterThan(0);
+      // Its node claim's session was among those killed: each loss was reported and the claim
+      // made again (ADR 0044), so no peer would have read this live worker as dead for long.
+      expect(exit.result?.claimsLost, exit.output).toBeGreaterThan(0);
+      expect(exit.result?.claimsRegained).toBe(exit.result?.claimsLost);
+      expect(exit.result?.claimLostAtEnd).toBe(false);
       expect(await resumedCount(db.admin, schema)).toBeGreaterThan(0);
       if (mode === 'transactional') {
         const side = await db.admin.query(`SELECT count(*)::int AS n FROM "${schema}".fault_side`);

@@ -12,6 +12,11 @@ export interface FaultResult {
   timedOut: boolean;
   stillRunning: number;
   errors: string[];
+  /** Times the worker's node claim ended under it (`node:claim_lost`), and was made again. */
+  claimsLost: number;
+  claimsRegained: number;
+  /** Whether the claim was lost still when the worker ended. */
+  claimLostAtEnd: boolean;
   /** Up to 5 executions whose handle never settled: driven here?, their events. */
   stranded: Array<{ id: string; driving: boolean; events: string[] }>;
 }

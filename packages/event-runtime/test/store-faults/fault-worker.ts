@@ -60,6 +60,11 @@ const runtime = createKernelRuntime({
   onError: (error) => errors.push(String((error as { code?: string }).code ?? error)),
 });
 
+let claimsLost = 0;
+let claimsRegained = 0;
+runtime.events.on('node:claim_lost', () => claimsLost++);
+runtime.events.on('node:claimed', () => claimsRegained++);
+
 /** start(), again with the same id while the store is unavailable (idempotent start). */
 async function startWithRetry(index: number): Promise<{ done: Promise<number> }> {
   const executionId = `fault-${index}`;
@@ -116,7 +121,7 @@ const stranded = await Promise.all(
   })),
 );
 process.stdout.write(
-  `result ${JSON.stringify({ execs, settled, failed, timedOut, stillRunning, errors: errors.slice(0, 10), stranded })}\n`,
+  `result ${JSON.stringify({ execs, settled, failed, timedOut, stillRunning, claimsLost, claimsRegained, claimLostAtEnd: runtime.claimLost, errors: errors.slice(0, 10), stranded })}\n`,
 );
 await runtime.shutdown();
 await store.close();

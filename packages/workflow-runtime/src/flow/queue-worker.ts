@@ -188,6 +188,8 @@ export class QueueWorkerLoop implements QueueWorker {
   }
 
   private async claimAndStart(): Promise<void> {
+    // Others read this node as dead while its claim is lost: it takes no new work (ADR 0044).
+    if (this.deps.kernel.claimLost) return;
     const room =
       (this.options.workerConcurrencyMax ?? defaultWorkerConcurrencyMax) - this.running.size;
     if (room <= 0) return;

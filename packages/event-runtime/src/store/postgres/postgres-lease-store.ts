@@ -211,7 +211,8 @@ export class PostgresLeaseStore implements LeaseStore {
    * Claims `nodeId` with a session advisory lock on a connection of its own (opened with the
    * pool's settings, outside the pool, so it never takes a pooled connection), held until
    * `release()` or until the session ends: a killed process reads as dead once Postgres sees its
-   * socket close. Resolves undefined when a live session holds it. Throws `INVALID_ARGUMENT`,
+   * socket close. A session that ends under a live process (terminated, idle timeout, failover)
+   * resolves the claim's `lost`. Resolves undefined when a live session holds it. Throws `INVALID_ARGUMENT`,
    * `STORE_CLOSED`, `STORE_UNAVAILABLE`, `STORE_FAILURE`.
    */
   async claimNode(nodeId: string): Promise<NodeClaim | undefined> {
@@ -219,9 +220,17 @@ export class PostgresLeaseStore implements LeaseStore {
     checkLeaseOwner(nodeId, 'nodeId');
     const [schemaKey, nodeKey] = nodeLockKeys(this.schema, nodeId);
     const client = new pg.Client(this.pool.options);
-    // A claim connection that breaks only ends the claim (the node then reads as dead); it must
-    // never surface as an unhandled 'error' event in the user's process.
-    client.on('error', () => undefined);
+    // A claim connection that breaks ends the claim (the node then reads as dead to others): it
+    // is reported through `lost`, never as an unhandled 'error' event in the user's process.
+    let released = false;
+    let markLost: () => void = () => undefined;
+    const lost = new Promise<void>((resolve) => {
+      markLost = () => {
+        if (!released) resolve();
+      };
+    });
+    client.on('error', () => markLost());
+    client.on('end', () => markLost());
     let claimed: boolean;
     try {
       await client.connect();
@@ -247,9 +256,9 @@ export class PostgresLeaseStore implements LeaseStore {
     (
       client as unknown as { connection?: { stream?: { unref?: () => void } } }
     ).connection?.stream?.unref?.();
-    let released = false;
     return {
       nodeId,
+      lost,
       release: async () => {
         if (released) return;
         released = true;
