@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const worker = join(import.meta.dirname, 'kill-worker.ts');
-const lifeTimeoutMs = 60_000;
+const lifeTimeoutMs = 25_000;
 
 export interface Life {
   /** 'SIGKILL' when the worker killed itself, else null. */
