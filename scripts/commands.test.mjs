@@ -267,3 +267,55 @@ test('`pnpm demo:flow` still runs the flow demo: SIGKILLed mid-step, resumed, ve
   assert.match(output, /result: order order-42 done: 5 steps/);
   assert.match(output, /^verify: hash chain intact over \d+ events$/m);
 });
+
+test('test-summary.mjs prints the slowest tests with their package and each package its test time', () => {
+  const tree = join(scratch, 'summary');
+  const report = (dir, startTime, files) => {
+    const full = join(tree, dir);
+    cpSync(join(root, 'package.json'), join(full, 'package.json'));
+    const testResults = files.map(([file, endTime, durations]) => ({
+      name: join(full, file),
+      startTime,
+      endTime,
+      assertionResults: durations.map((duration, index) => ({
+        fullName: `case ${index}`,
+        duration,
+        status: 'passed',
+      })),
+    }));
+    const count = testResults.reduce((sum, file) => sum + file.assertionResults.length, 0);
+    writeFileSync(
+      join(full, '.vitest-report.json'),
+      JSON.stringify({
+        numPassedTests: count,
+        numFailedTests: 0,
+        numPendingTests: 0,
+        numTodoTests: 0,
+        startTime,
+        testResults,
+      }),
+    );
+  };
+  report('packages/slow', 1_000, [
+    ['src/a.test.ts', 91_000, [40_000, 5]],
+    ['test/b.test.ts', 61_000, [50_000]],
+  ]);
+  report('plugins/quick', 5_000, [
+    ['src/c.test.ts', 7_500, Array.from({ length: 25 }, (_, i) => i)],
+  ]);
+  const output = execFileSync('node', [join(root, 'scripts/test-summary.mjs')], {
+    cwd: tree,
+    encoding: 'utf8',
+  });
+  const lines = output.trimEnd().split('\n');
+  assert.equal(lines.at(-1), '28 passed, 0 failed');
+  assert.equal(
+    lines.at(-2),
+    'test summary by package (passed, test time): packages/slow: 3 in 90.0 s, plugins/quick: 25 in 2.5 s',
+  );
+  assert.equal(lines[0], 'slowest 20 tests:');
+  assert.match(lines[1], /^ +50\.0 s {2}packages\/slow {2}test\/b\.test\.ts > case 0$/);
+  assert.match(lines[2], /^ +40\.0 s {2}packages\/slow {2}src\/a\.test\.ts > case 0$/);
+  assert.match(lines[3], /^ +0\.0 s {2}plugins\/quick {2}src\/c\.test\.ts > case 24$/);
+  assert.equal(lines.length, 1 + 20 + 2);
+});

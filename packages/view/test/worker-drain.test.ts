@@ -9,7 +9,7 @@ import type { Backend } from '@loom/event-runtime';
 import { createRuntime, type WorkflowDefinition } from '@loom/workflow-runtime';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DbTarget, dbTargets, pgUrl } from './db-targets.js';
 import { loom } from './fixture.js';
 import { parseDrained, spawnLoomWorker, workerFlows } from './worker/loom-worker.js';
@@ -26,7 +26,7 @@ const { job, napper, render } = (await import(workerFlows)) as {
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Polls `check` every 50 ms until it is true; throws naming `what` after `ms`. */
-async function until(what: string, check: () => Promise<boolean> | boolean, ms = 60_000) {
+async function until(what: string, check: () => Promise<boolean> | boolean, ms = 40_000) {
   for (const deadline = Date.now() + ms; !(await check()); await pause(50)) {
     if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
   }
@@ -169,7 +169,7 @@ describe.each(targets)('loom worker on $name', (target) => {
       async () =>
         (await reader.queueStats('handback')).completed === items &&
         (await reader.status('nap-1')) === 'completed',
-      60_000,
+      40_000,
     );
     second.child.kill('SIGTERM');
     expect((await second.exit).code).toBe(0);
@@ -191,7 +191,7 @@ describe.each(targets)('loom worker on $name', (target) => {
     expect(distinct.size).toBe(3 * items + 2);
     expect(runs.length - distinct.size).toBeLessThanOrEqual(drained.handedBack);
     await backend.close();
-  }, 120_000);
+  }, 60_000);
 
   // SIGINT (Ctrl-C) on SQLite, SIGTERM on Postgres: both drain.
   const stopSignal = target.name === 'sqlite' ? 'SIGINT' : 'SIGTERM';
@@ -234,7 +234,7 @@ describe.each(targets)('loom worker on $name', (target) => {
     expect(stats.completed).toBeGreaterThanOrEqual(drained.finished);
     expect(stats.completed + stats.depth).toBe(30);
     await reader.shutdown();
-  }, 120_000);
+  }, 60_000);
 });
 
 describe('loom worker --tags', () => {
@@ -288,50 +288,55 @@ describe('loom worker --tags', () => {
     ]);
     await seed.shutdown();
     await backend.close();
-  }, 120_000);
+  }, 60_000);
 });
 
 describe('loom worker: bad flags and modules', () => {
   const sqlite = targets.find((target) => target.name === 'sqlite') as DbTarget;
 
-  it('refuses them with a typed error and exit code 2 (5 for a database without the schema)', async () => {
+  // One test per refusal: each spawns one CLI process, so none waits on all of them.
+  const run = (args: string[]) => loom(['worker', '--json', ...args]);
+  const code = (stderr: string) =>
+    (JSON.parse(stderr.slice(stderr.indexOf('{'))) as { error: { code: string } }).error.code;
+  beforeAll(async () => {
     await (await sqlite.open()).close();
-    const run = (args: string[]) => loom(['worker', '--json', ...args]);
-    const code = (stderr: string) =>
-      (JSON.parse(stderr.slice(stderr.indexOf('{'))) as { error: { code: string } }).error.code;
+  });
 
+  it('refuses no --flows with exit code 2', async () => {
     const noFlows = await run(['--db', sqlite.db]);
     expect(noFlows.code).toBe(2);
     expect(noFlows.stderr).toContain('--flows');
+  });
 
+  it('refuses a flows module that is missing or exports no flow: INVALID_ARGUMENT, exit code 2', async () => {
     const missing = await run(['--db', sqlite.db, '--flows', join(dir, 'nope.mjs')]);
     expect(missing.code).toBe(2);
     expect(code(missing.stderr)).toBe('INVALID_ARGUMENT');
-
     const none = join(dir, 'none.mjs');
     writeFileSync(none, 'export const answer = 42;\n');
     const empty = await run(['--db', sqlite.db, '--flows', none]);
     expect(empty.code).toBe(2);
     expect(code(empty.stderr)).toBe('INVALID_ARGUMENT');
+  });
 
-    for (const flag of [
-      ['--drain-timeout', 'soon'],
-      ['--drain-timeout', '-1'],
-      ['--lease-ttl', '0'],
-      ['--concurrency', '2.5'],
-      ['--queues', 'a,,b'],
-      ['--tags', 'gpu,'],
-    ]) {
-      const bad = await run(['--db', sqlite.db, '--flows', workerFlows, ...flag]);
-      expect(bad.code, flag.join(' ')).toBe(2);
-      expect(code(bad.stderr), flag.join(' ')).toBe('INVALID_ARGUMENT');
-      expect(bad.stderr, flag.join(' ')).toContain(flag[0]);
-    }
+  it.each([
+    ['--drain-timeout', 'soon'],
+    ['--drain-timeout', '-1'],
+    ['--lease-ttl', '0'],
+    ['--concurrency', '2.5'],
+    ['--queues', 'a,,b'],
+    ['--tags', 'gpu,'],
+  ])('refuses %s %s: INVALID_ARGUMENT naming the flag, exit code 2', async (...flag) => {
+    const bad = await run(['--db', sqlite.db, '--flows', workerFlows, ...flag]);
+    expect(bad.code).toBe(2);
+    expect(code(bad.stderr)).toBe('INVALID_ARGUMENT');
+    expect(bad.stderr).toContain(flag[0]);
+  });
 
+  it('refuses no --db (INVALID_DB_URL, exit code 2) and a database without the schema (SCHEMA_NOT_MIGRATED, exit code 5)', async () => {
     const noDb = await run(['--flows', workerFlows]);
     expect(noDb.code).toBe(2);
     expect(code(noDb.stderr)).toBe('INVALID_DB_URL');
-
     const bare = join(dir, 'bare.db');
     writeFileSync(bare, '');
     const unmigrated = await run(['--db', `sqlite:${bare}`, '--flows', workerFlows]);

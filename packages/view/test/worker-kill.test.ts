@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { pgUrl } from './db-targets.js';
-import { describeFleet, runWorkerFleet } from './worker/fleet.js';
+import { describeFleet, type FleetReport, runWorkerFleet } from './worker/fleet.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'loom-worker-kill-'));
 const schema = `worker_kill_${process.pid}`;
@@ -21,12 +21,25 @@ afterAll(async () => {
 });
 
 describe('loom worker kill campaign on postgres', () => {
-  it('4 workers, 300 executions, SIGKILLs every second: none lost, none ended twice, re-runs within the work held', async () => {
+  // Three steps, each within a test timeout: the workers boot, the kills land, then everything
+  // settles and is checked.
+  let kills: Promise<number> | undefined;
+  let fleet: Promise<FleetReport> | undefined;
+
+  it('4 workers boot on one schema with 300 executions on a queue', async () => {
     const seed = Number(process.env.LOOM_CRASH_SEED ?? Math.floor(Math.random() * 2 ** 31));
     console.log(
       `worker kill campaign seed ${seed} (rerun: pnpm --filter @loom/view campaign:workers --execs 300 --kills 6 --kill-gap 400,1200 --seed ${seed})`,
     );
-    const report = await runWorkerFleet({
+    let killsDone: (kills: number) => void = () => {};
+    kills = new Promise<number>((resolve) => {
+      killsDone = resolve;
+    });
+    let workersReady: () => void = () => {};
+    const ready = new Promise<void>((resolve) => {
+      workersReady = resolve;
+    });
+    const running = runWorkerFleet({
       pgUrl,
       schema,
       execs: 300,
@@ -40,9 +53,26 @@ describe('loom worker kill campaign on postgres', () => {
       concurrency: 8,
       stepMs: 30,
       directory,
-      settleDeadlineMs: 90_000,
+      settleDeadlineMs: 45_000,
+      onWorkersReady: workersReady,
+      onKillsDone: killsDone,
       log: (line) => console.log(line),
     });
+    fleet = running;
+    running.catch(() => undefined);
+    // A run that fails early fails this test (and the next ones) with its error.
+    await Promise.race([ready, running]);
+  });
+
+  it('the SIGKILLs land while work is in flight, and the killed workers come back', async () => {
+    if (fleet === undefined || kills === undefined)
+      throw new Error('nothing started (see the test before)');
+    expect(await Promise.race([kills, fleet.then(() => -1)])).toBeGreaterThanOrEqual(3);
+  });
+
+  it('after the kills: none lost, none ended twice, re-runs within the work held, every worker drains', async () => {
+    if (fleet === undefined) throw new Error('the fleet did not start (see the test before)');
+    const report = await fleet;
     console.log(describeFleet(report));
     expect(report.kills.length).toBeGreaterThanOrEqual(3);
     // The kills landed on work in flight.
@@ -54,5 +84,5 @@ describe('loom worker kill campaign on postgres', () => {
     expect(report.queueNotDone).toBe(0);
     expect(report.reruns).toBeLessThanOrEqual(report.rerunBound);
     expect(report.drainExitCodes).toEqual([0, 0, 0, 0]);
-  }, 180_000);
+  });
 });

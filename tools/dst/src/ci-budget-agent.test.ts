@@ -1,9 +1,8 @@
-import { expect, it } from 'vitest';
+import { expect } from 'vitest';
 import { agentScenario } from './agent-scenario.js';
-import { ciAgentSeeds, runCiBudget } from './internal/ci-budget.js';
+import { ciAgentSeeds, ciBudgetTests } from './internal/ci-budget.js';
 
-it(`seeds 1..${ciAgentSeeds} of the agent scenario keep every invariant`, async () => {
-  const stats = await runCiBudget(1, ciAgentSeeds, agentScenario);
+ciBudgetTests(1, ciAgentSeeds, agentScenario, (stats) => {
   // The seeds reach what the agent invariants are about: operators approve and reject tool
   // calls, crashes leave must-not-run-twice calls interrupted and a person re-runs or records
   // them, model calls are repeated mid-call (at-least-once) but never for a recorded decision.

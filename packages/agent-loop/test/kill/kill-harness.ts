@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { StoredEvent } from '@loom/event-runtime';
 
 const worker = join(import.meta.dirname, 'kill-worker.ts');
-const lifeTimeoutMs = 60_000;
+const lifeTimeoutMs = 25_000;
 
 export interface Life {
   /** 'SIGKILL' when the worker killed itself, else null. */

@@ -49,6 +49,10 @@ export class LeaseManager {
   /** Pending ids released before their acquire answered: a grant is given straight back. */
   private readonly cancelled = new Set<string>();
   private readonly releasing = new Set<string>();
+  /** The `releaseMany` calls in flight (one flush), and the ids they carry. */
+  private flushing: Batch<void> | undefined;
+  /** Ids whose acquire waits for the release of the same lease in flight. */
+  private readonly afterFlush = new Set<string>();
   private stopTimer: (() => void) | undefined;
   private ticking: Promise<void> | undefined;
   /** Counts of store calls, for tests and benchmarks. */
@@ -75,12 +79,23 @@ export class LeaseManager {
    * recovery leases a whole page of executions in one batch before it resumes them one by one.
    * Rejects with the store's error if the `acquireMany` carrying this id failed. A `release` of
    * the id before the store answered wins: the lease is given back and this resolves false.
+   * An id whose release this node is still sending (the tick's `releaseMany` in flight) is
+   * acquired once that call is done: sent beside it, the release could land after the acquire and
+   * delete the fresh lease, and the next renewal would stop the execution's driver as lost.
    */
   async acquire(executionId: string): Promise<boolean> {
     this.lazy.delete(executionId);
     this.releasing.delete(executionId);
     this.cancelled.delete(executionId);
     if (this.held.has(executionId)) return true;
+    const flushing = this.flushing;
+    if (flushing?.ids.has(executionId) === true) {
+      this.afterFlush.add(executionId);
+      await flushing.done;
+      this.afterFlush.delete(executionId);
+      if (this.cancelled.delete(executionId)) return false;
+      if (this.held.has(executionId)) return true;
+    }
     this.pending.add(executionId);
     if (this.acquiring === undefined) {
       const ids = new Set<string>();
@@ -146,16 +161,29 @@ export class LeaseManager {
   release(executionId: string): void {
     this.lazy.delete(executionId);
     if (this.held.delete(executionId)) this.releasing.add(executionId);
-    else if (this.pending.has(executionId)) this.cancelled.add(executionId);
+    else if (this.pending.has(executionId) || this.afterFlush.has(executionId)) {
+      this.cancelled.add(executionId);
+    }
   }
 
   private async flushReleases(): Promise<void> {
     if (this.releasing.size === 0) return;
     const ids = [...this.releasing];
     this.releasing.clear();
-    for (const chunk of chunks(ids)) {
-      this.calls.releaseMany += 1;
-      await this.options.store.releaseMany(this.options.nodeId, chunk);
+    const done = (async () => {
+      for (const chunk of chunks(ids)) {
+        this.calls.releaseMany += 1;
+        await this.options.store.releaseMany(this.options.nodeId, chunk);
+      }
+    })();
+    // An acquire waiting on this flush goes on however it ends (a failed release left the row
+    // this node's, which the acquire takes again).
+    const flushing: Batch<void> = { ids: new Set(ids), done: done.catch(() => undefined) };
+    this.flushing = flushing;
+    try {
+      await done;
+    } finally {
+      if (this.flushing === flushing) this.flushing = undefined;
     }
   }
 

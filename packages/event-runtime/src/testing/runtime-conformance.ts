@@ -1803,6 +1803,116 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
         expect(errors).toEqual([]);
       });
 
+      it('an acquire while the release of the same lease is in flight keeps the lease: the release lands first', async () => {
+        // A suspended execution's lease is released with the next tick; a timer wakes it on this
+        // node during that tick. The release's delete must not land after the wake's acquire, or
+        // the renewal that follows finds the lease gone and stops the driver (a cron fire lost).
+        let releasesSent = 0;
+        let letReleasesGo = () => {};
+        const releasesGo = new Promise<void>((resolve) => {
+          letReleasesGo = resolve;
+        });
+        const acquires: Array<Promise<unknown>> = [];
+        const leases: LeaseStore = {
+          acquireMany: (...args) => {
+            const call = harness.leases.acquireMany(...args);
+            acquires.push(call.catch(() => undefined));
+            return call;
+          },
+          renewMany: (...args) => harness.leases.renewMany(...args),
+          // Held until the test lets it go, then sent after every acquire already sent: the
+          // order in which an unordered pair of calls can reach the store.
+          releaseMany: async (...args) => {
+            releasesSent += 1;
+            await releasesGo;
+            await Promise.all(acquires);
+            return harness.leases.releaseMany(...args);
+          },
+          get: (id) => harness.leases.get(id),
+          claimNode: (id) => harness.leases.claimNode(id),
+          liveNodes: (ids) => harness.leases.liveNodes(ids),
+          countLiveNodes: () => harness.leases.countLiveNodes(),
+          close: async () => undefined,
+        };
+        const lost: string[] = [];
+        const errors: unknown[] = [];
+        const manager = new LeaseManager({
+          store: leases,
+          nodeId: 'rewoken',
+          clock: harness.clock,
+          ttlMs: 30_000,
+          renewEveryMs: 10_000,
+          lazyGraceMs: 10_000,
+          events: new RuntimeEvents(() => undefined),
+          onLost: (ids) => lost.push(...ids),
+          onError: (error) => errors.push(error),
+        });
+        const id = freshId('rewoken');
+        expect(await manager.acquire(id)).toBe(true);
+        manager.release(id);
+        const flushed = manager.tick();
+        await until(async () => releasesSent === 1, 'the tick sending the release');
+        const again = manager.acquire(id);
+        // Two turns: an acquire sent at once (batched to the next turn) has reached the store.
+        for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
+        letReleasesGo();
+        await flushed;
+        expect(await again).toBe(true);
+        expect(await harness.leases.get(id)).toMatchObject({ owner: 'rewoken' });
+        await harness.clock.advance(20_000);
+        await manager.tick();
+        expect(lost).toEqual([]);
+        expect(manager.holds(id)).toBe(true);
+        await manager.shutdown();
+        expect(errors).toEqual([]);
+      });
+
+      it('a release of a lease whose acquire waits for the release in flight wins', async () => {
+        let releasesSent = 0;
+        let letReleasesGo = () => {};
+        const releasesGo = new Promise<void>((resolve) => {
+          letReleasesGo = resolve;
+        });
+        const leases: LeaseStore = {
+          acquireMany: (...args) => harness.leases.acquireMany(...args),
+          renewMany: (...args) => harness.leases.renewMany(...args),
+          releaseMany: async (...args) => {
+            releasesSent += 1;
+            await releasesGo;
+            return harness.leases.releaseMany(...args);
+          },
+          get: (id) => harness.leases.get(id),
+          claimNode: (id) => harness.leases.claimNode(id),
+          liveNodes: (ids) => harness.leases.liveNodes(ids),
+          countLiveNodes: () => harness.leases.countLiveNodes(),
+          close: async () => undefined,
+        };
+        const manager = new LeaseManager({
+          store: leases,
+          nodeId: 'regretful',
+          clock: harness.clock,
+          ttlMs: 30_000,
+          renewEveryMs: 10_000,
+          lazyGraceMs: 10_000,
+          events: new RuntimeEvents(() => undefined),
+          onLost: () => undefined,
+          onError: () => undefined,
+        });
+        const id = freshId('regretful');
+        expect(await manager.acquire(id)).toBe(true);
+        manager.release(id);
+        const flushed = manager.tick();
+        await until(async () => releasesSent === 1, 'the tick sending the release');
+        const again = manager.acquire(id);
+        manager.release(id);
+        letReleasesGo();
+        await flushed;
+        expect(await again).toBe(false);
+        expect(manager.holds(id)).toBe(false);
+        expect(await harness.leases.get(id)).toBeUndefined();
+        await manager.shutdown();
+      });
+
       const hangingFlow = (hang: Promise<void>): Flow<null, string> => ({
         name: 'batch-recover',
         run: async (ctx) => {

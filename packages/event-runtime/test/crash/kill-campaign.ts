@@ -41,6 +41,13 @@ export interface CampaignOptions {
   schema?: string;
   /** Deadline for all executions to end once the kills are over. */
   settleDeadlineMs?: number;
+  /** Called once every worker has booted (said it is ready), before the first kill. */
+  onWorkersReady?: () => void;
+  /**
+   * Called once the kills are over and the killed workers are back, with the kills that landed:
+   * a test can take the kills and the settling as two steps, each within its timeout.
+   */
+  onKillsDone?: (kills: number) => void;
   log?: (line: string) => void;
 }
 
@@ -365,14 +372,15 @@ export async function runKillCampaign(options: CampaignOptions): Promise<Campaig
   }
   await Promise.all(slots.map((slot) => slot.booting));
   log(`${options.backend}: ${options.workers} workers ready`);
+  options.onWorkersReady?.();
 
   const pending: PendingKill[] = [];
   const restarts: Promise<void>[] = [];
   for (let kill = 0; kill < options.kills; kill++) {
     await pause(between(options.killGapMs));
     // Every worker dead: the next kill waits for one to be back.
-    for (const waitUntil = Date.now() + 120_000; !slots.some((slot) => slot.live); ) {
-      if (Date.now() > waitUntil) throw new Error('no worker came back within 120 s');
+    for (const waitUntil = Date.now() + 30_000; !slots.some((slot) => slot.live); ) {
+      if (Date.now() > waitUntil) throw new Error('no worker came back within 30 s');
       await pause(20);
     }
     if ((await inspector.terminalCount()) >= options.execs) break;
@@ -399,6 +407,7 @@ export async function runKillCampaign(options: CampaignOptions): Promise<Campaig
     restarts.push(pause(delay).then(() => boot(slot)));
   }
   await Promise.all(restarts);
+  options.onKillsDone?.(pending.length);
   const deadline = Date.now() + (options.settleDeadlineMs ?? 300_000);
   while ((await inspector.terminalCount()) < options.execs) {
     for (const slot of slots) {

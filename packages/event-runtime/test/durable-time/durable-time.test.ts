@@ -53,13 +53,15 @@ describe('durable time and signals across real processes (SQLite)', () => {
     first.child.kill('SIGKILL');
     await first.exited;
     const second = node(['serve', db, 'sleep-1']);
-    const { result } = (await second.waitFor('result')) as {
+    const { result, timerFired } = (await second.waitFor('result')) as {
       result: { wakeAtMs: number; wokeAtMs: number };
+      timerFired: number;
     };
     expect(await second.exited).toBe(0);
     expect(result.wokeAtMs).toBeGreaterThanOrEqual(result.wakeAtMs);
-    // On time: woken by the new process's timer service, not by a later manual step.
-    expect(result.wokeAtMs - result.wakeAtMs).toBeLessThan(5_000);
+    // Woken by the new process's timer service when due (one claim), not by a later manual
+    // step. (Counted, not timed: under load the wake-up may come seconds after its time.)
+    expect(timerFired).toBe(1);
   }, 60_000);
 
   it('a signal sent from a second process wakes a suspended execution on the first', async () => {

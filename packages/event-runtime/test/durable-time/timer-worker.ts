@@ -54,8 +54,13 @@ if (mode === 'sleep-start') {
   say({ fact: 'suspended' });
   await new Promise(() => undefined);
 } else if (mode === 'serve') {
+  // How it was woken: this process's timer service claiming it when due (`timer:fired`).
+  let timerFired = 0;
+  runtime.events.on('timer:fired', (event) => {
+    if (event.executionId === executionId) timerFired += 1;
+  });
   await runtime.recover();
-  say({ fact: 'result', result: await runtime.attach(executionId).result() });
+  say({ fact: 'result', result: await runtime.attach(executionId).result(), timerFired });
 } else if (mode === 'wait-start') {
   const handle = await runtime.start(waiter, null, { executionId });
   await suspended();

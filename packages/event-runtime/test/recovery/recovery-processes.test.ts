@@ -14,7 +14,7 @@ import { SqliteEventStore, SqliteLeaseStore } from '../../src/sqlite.js';
 import { pgTestUrl } from '../support/throwaway-schemas.js';
 
 const worker = join(import.meta.dirname, 'recovery-worker.ts');
-const testTimeoutMs = 90_000;
+const testTimeoutMs = 60_000;
 /** Longest wait for one thing a worker does (well under the ten-minute lease). */
 const waitMs = 45_000;
 const tenMinutesMs = 600_000;

@@ -157,7 +157,7 @@ describe.each(backends)(
         result: { by: 'test' },
       });
       expect((await second.ended).code).toBe(0);
-    }, 90_000);
+    }, 60_000);
 
     it("a child that ends while its parent's suspension is held: the parent is due, a new process finishes it", async () => {
       const { env, store } = await open();
@@ -188,6 +188,6 @@ describe.each(backends)(
         result: { parent: { child: 'released' } },
       });
       expect((await second.ended).code).toBe(0);
-    }, 90_000);
+    }, 60_000);
   },
 );

@@ -18,7 +18,7 @@ const flow: Flow<null, string> = {
       say({ fact: 'effect-started', key: effect.idempotencyKey });
       if (role === 'rescuer') return 'rescued';
       return new Promise<string>((_, reject) => {
-        const timer = setTimeout(() => reject(new Error('no abort within 60 s')), 60_000);
+        const timer = setTimeout(() => reject(new Error('no abort within 45 s')), 45_000);
         effect.signal.addEventListener('abort', () => {
           clearTimeout(timer);
           say({

@@ -126,4 +126,4 @@ it('a zombie owner (SIGSTOP past its lease, then SIGCONT) appends nothing and se
   expect(await owner.waitFor('result')).toMatchObject({ result: 'rescued by rescuer' });
   expect(await owner.exited).toBe(0);
   expect(await rowsOf('zombie-1')).toEqual(finished);
-}, 90_000);
+}, 60_000);

@@ -38,6 +38,13 @@ export interface FleetOptions {
   directory: string;
   /** Deadline for every execution to end once the kills are over. */
   settleDeadlineMs: number;
+  /** Called once every worker has booted (said it is ready), before the first kill. */
+  onWorkersReady?: () => void;
+  /**
+   * Called once the kills are over and the killed workers are back, with the kills that landed:
+   * a test can take the kills and the settling as two steps, each within its timeout.
+   */
+  onKillsDone?: (kills: number) => void;
   log?: (line: string) => void;
 }
 
@@ -197,13 +204,14 @@ export async function runWorkerFleet(options: FleetOptions): Promise<FleetReport
     }
     await Promise.all(slots.map((slot) => slot.booting));
     log(`${options.workers} workers ready`);
+    options.onWorkersReady?.();
 
     const kills: FleetKill[] = [];
     const restarts: Promise<void>[] = [];
     for (let kill = 0; kill < options.kills; kill++) {
       await pause(between(options.killGapMs));
-      for (const waitUntil = Date.now() + 120_000; !slots.some((slot) => slot.live); ) {
-        if (Date.now() > waitUntil) throw new Error('no worker came back within 120 s');
+      for (const waitUntil = Date.now() + 30_000; !slots.some((slot) => slot.live); ) {
+        if (Date.now() > waitUntil) throw new Error('no worker came back within 30 s');
         await pause(20);
       }
       if ((await terminalCount()) >= options.execs) break;
@@ -227,6 +235,7 @@ export async function runWorkerFleet(options: FleetOptions): Promise<FleetReport
       restarts.push(pause(between(options.restartDelayMs)).then(() => boot(slot)));
     }
     await Promise.all(restarts);
+    options.onKillsDone?.(kills.length);
     const deadline = Date.now() + options.settleDeadlineMs;
     const queueNotDone = async () =>
       (

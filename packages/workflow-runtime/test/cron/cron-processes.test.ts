@@ -8,6 +8,8 @@ import { afterAll, expect, it } from 'vitest';
 const directory = mkdtempSync(join(tmpdir(), 'loom-cron-processes-'));
 const worker = join(import.meta.dirname, 'cron-worker.ts');
 const children: ChildProcess[] = [];
+/** A worker that has not said 'ready' by then is stuck: the test fails naming it. */
+const readyDeadlineMs = 20_000;
 afterAll(() => {
   for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
   rmSync(directory, { recursive: true, force: true });
@@ -23,10 +25,19 @@ function startWorker(
   children.push(child);
   const exited = new Promise((resolve) => child.on('exit', resolve));
   const ready = new Promise<void>((resolve, reject) => {
-    child.stdout?.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && resolve());
-    child.on('exit', (code) =>
-      reject(new Error(`cron worker exited with ${code} before it was ready`)),
+    const deadline = setTimeout(
+      () => reject(new Error(`cron worker ${child.pid} not ready within ${readyDeadlineMs} ms`)),
+      readyDeadlineMs,
     );
+    child.stdout?.on('data', (chunk: Buffer) => {
+      if (!chunk.toString().includes('ready')) return;
+      clearTimeout(deadline);
+      resolve();
+    });
+    child.on('exit', (code) => {
+      clearTimeout(deadline);
+      reject(new Error(`cron worker exited with ${code} before it was ready`));
+    });
   });
   return { child, ready, exited };
 }
@@ -88,4 +99,4 @@ it('three processes, one schedule, a restart during a due time: every occurrence
   const repeats = [...perRun.values()].reduce((sum, count) => sum + count - 1, 0);
   expect(repeats).toBeLessThanOrEqual(1);
   for (const id of perRun.keys()) expect(id).toMatch(/^cron:every-second:\d+$/);
-}, 120_000);
+}, 60_000);

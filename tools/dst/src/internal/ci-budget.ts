@@ -1,4 +1,4 @@
-import { expect } from 'vitest';
+import { expect, it } from 'vitest';
 import { totalFaults } from '../faults.js';
 import { mixedScenario } from '../mixed-scenario.js';
 import { runSeed } from '../run-seed.js';
@@ -15,38 +15,72 @@ export const ciSeedsPerFile = 120;
 /** Seeds of the agent scenario in CI (one file); a seed costs about what a mixed one does. */
 export const ciAgentSeeds = 80;
 
-/**
- * Runs `count` seeds from `first`; fails listing each failing seed's violations and repro line.
- * Returns the scenario's workload counts summed over the seeds.
- */
-export async function runCiBudget(
+/** Seeds per test of a CI file: one test stays well inside the 60 s test timeout under load. */
+export const ciSeedsPerTest = 20;
+
+/** What a run of seeds found and did, summed over its seeds. */
+interface SeedTotals {
+  failures: string[];
+  faults: number;
+  tears: number;
+  events: number;
+  stats: Record<string, number>;
+}
+
+async function runSeeds(
   first: number,
   count: number,
-  scenario: Scenario = mixedScenario,
-): Promise<Record<string, number>> {
+  scenario: Scenario,
+  totals: SeedTotals,
+): Promise<void> {
   const failures: string[] = [];
-  let faults = 0;
-  let tears = 0;
-  let events = 0;
-  const stats: Record<string, number> = {};
   for (let seed = first; seed < first + count; seed++) {
     const report = await runSeed(seed, scenario);
-    events += report.events;
-    faults += totalFaults(report.faults);
-    tears += report.faults.tornConnections;
-    for (const [name, n] of Object.entries(report.stats)) stats[name] = (stats[name] ?? 0) + n;
+    totals.events += report.events;
+    totals.faults += totalFaults(report.faults);
+    totals.tears += report.faults.tornConnections;
+    for (const [name, n] of Object.entries(report.stats)) {
+      totals.stats[name] = (totals.stats[name] ?? 0) + n;
+    }
     for (const violation of report.violations) {
       failures.push(
         `seed ${seed} ${violation.invariant}${violation.executionId ? ` ${violation.executionId}` : ''}: ${violation.detail}; repro: ${report.repro}`,
       );
     }
   }
-  console.log(
-    `dst: ${scenario.name} seeds ${first}..${first + count - 1}: ${events} events, ${faults} faults injected (${tears} torn connections), ${failures.length} violations` +
-      (Object.keys(stats).length === 0 ? '' : `; ${JSON.stringify(stats)}`),
-  );
+  totals.failures.push(...failures);
   expect(failures).toEqual([]);
-  expect(faults).toBeGreaterThan(count);
-  expect(tears).toBeGreaterThan(0);
-  return stats;
+}
+
+/**
+ * Registers the tests of `count` seeds from `first`: one per `ciSeedsPerTest` seeds (each fails
+ * listing its failing seeds' violations and repro lines), then one that checks the faults were
+ * injected (more than one per seed, some torn connections) and hands `check` the scenario's
+ * workload counts summed over all the seeds.
+ */
+export function ciBudgetTests(
+  first: number,
+  count: number,
+  scenario: Scenario = mixedScenario,
+  check: (stats: Record<string, number>) => void = () => {},
+): void {
+  const totals: SeedTotals = { failures: [], faults: 0, tears: 0, events: 0, stats: {} };
+  let ran = 0;
+  for (let from = first; from < first + count; from += ciSeedsPerTest) {
+    const size = Math.min(ciSeedsPerTest, first + count - from);
+    it(`seeds ${from}..${from + size - 1} of the ${scenario.name} scenario keep every invariant`, async () => {
+      await runSeeds(from, size, scenario, totals);
+      ran += size;
+    });
+  }
+  it(`seeds ${first}..${first + count - 1} of the ${scenario.name} scenario met the faults and the workload they are about`, () => {
+    console.log(
+      `dst: ${scenario.name} seeds ${first}..${first + count - 1}: ${totals.events} events, ${totals.faults} faults injected (${totals.tears} torn connections), ${totals.failures.length} violations` +
+        (Object.keys(totals.stats).length === 0 ? '' : `; ${JSON.stringify(totals.stats)}`),
+    );
+    expect(ran).toBe(count);
+    expect(totals.faults).toBeGreaterThan(count);
+    expect(totals.tears).toBeGreaterThan(0);
+    check(totals.stats);
+  });
 }
