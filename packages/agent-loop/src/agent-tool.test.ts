@@ -1,17 +1,9 @@
-// Agents as tools: a parent agent's call runs another agent as a durable child run of the flow
-// runtime, on a SQLite file and on Postgres. The parent observes the child's result; the child
-// is its own execution, linked to its parent; the child agent is registered with its parent.
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type EventStore, EventType } from '@loom/event-runtime';
-import { PostgresEventStore } from '@loom/event-runtime/postgres';
-import { SqliteEventStore } from '@loom/event-runtime/sqlite';
+import { EventType } from '@loom/event-runtime';
 import type { ModelRequest } from '@loom/reasoning';
 import { createRuntime } from '@loom/workflow-runtime';
-import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { shown, stubBy } from './agent.test-support.js';
+import { durableBackends } from './durable-backends.test-support.js';
 import {
   type Agent,
   type AgentEvent,
@@ -22,35 +14,7 @@ import {
   isLoomError,
 } from './index.js';
 
-const pgUrl = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
-const schemaPrefix = `h_agent_iso_at_${process.pid}_${Date.now().toString(36)}`;
-const schemas: string[] = [];
-const dir = mkdtempSync(join(tmpdir(), 'loom-agent-tool-'));
-
-afterAll(async () => {
-  if (schemas.length === 0) return;
-  const client = new pg.Client({ connectionString: pgUrl });
-  await client.connect();
-  for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await client.end();
-});
-
-const backends: [string, (name: string) => Promise<EventStore>][] = [
-  [
-    'a SQLite file',
-    async (name) => SqliteEventStore.open({ path: join(dir, `${name}.db`), migrate: true }),
-  ],
-  [
-    'Postgres',
-    async () => {
-      const schema = `${schemaPrefix}_${schemas.length}`;
-      schemas.push(schema);
-      const store = await PostgresEventStore.open({ connectionString: pgUrl, schema });
-      await store.migrate();
-      return store;
-    },
-  ],
-];
+const { backends } = durableBackends('agent_tool');
 
 /** A child agent that looks a word up with its own tool, then answers with what it found. */
 function helperAgent(requests: ModelRequest[], calls: { lookups: number }): Agent {

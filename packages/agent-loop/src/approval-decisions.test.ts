@@ -3,16 +3,13 @@
 // a decision sent straight as a signal is listed as the run decided it; deciding on a run that
 // has ended is APPROVAL_NOT_PENDING with the run's state. Real calls are counted in a file the
 // tool writes.
-import { appendFileSync, existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type EventStore, EventType } from '@loom/event-runtime';
-import { PostgresEventStore } from '@loom/event-runtime/postgres';
-import { SqliteEventStore } from '@loom/event-runtime/sqlite';
 import { createRuntime, type Runtime } from '@loom/workflow-runtime';
-import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { eventually, stubBy } from './agent.test-support.js';
+import { callsIn, durableBackends } from './durable-backends.test-support.js';
 import {
   type Agent,
   type AgentRuntime,
@@ -24,43 +21,8 @@ import {
   type Policy,
 } from './index.js';
 
-const pgUrl = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
-const schemaPrefix = `h_decisions_${process.pid}_${Date.now().toString(36)}`;
-const schemas: string[] = [];
-const dir = mkdtempSync(join(tmpdir(), 'loom-decisions-'));
+const { dir, backends } = durableBackends('decisions');
 let cases = 0;
-
-afterAll(async () => {
-  if (schemas.length === 0) return;
-  const client = new pg.Client({ connectionString: pgUrl });
-  await client.connect();
-  for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await client.end();
-});
-
-const backends: [string, (name: string) => Promise<EventStore>][] = [
-  [
-    'a SQLite file',
-    async (name) => SqliteEventStore.open({ path: join(dir, `${name}.db`), migrate: true }),
-  ],
-  [
-    'Postgres',
-    async () => {
-      const schema = `${schemaPrefix}_${schemas.length}`;
-      schemas.push(schema);
-      const store = await PostgresEventStore.open({ connectionString: pgUrl, schema });
-      await store.migrate();
-      return store;
-    },
-  ],
-];
-
-function callsIn(file: string): number {
-  if (!existsSync(file)) return 0;
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((line) => line !== '').length;
-}
 
 /** A refund agent whose tool writes each call to `file`; while `hang()`, a call never returns. */
 function refundAgent(file: string, hang: () => boolean, policy?: Policy): Agent {

@@ -3,16 +3,13 @@
 // side effect, or runs past its timeoutMs (its outcome unknown), is called exactly once; a
 // read_only tool retries as the agent's `toolRetry` says. Calls are counted in a file the tool
 // writes. On a SQLite file and on Postgres.
-import { appendFileSync, existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type EventStore, EventType } from '@loom/event-runtime';
-import { PostgresEventStore } from '@loom/event-runtime/postgres';
-import { SqliteEventStore } from '@loom/event-runtime/sqlite';
 import { createRuntime } from '@loom/workflow-runtime';
-import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { stubBy } from './agent.test-support.js';
+import { callsIn, durableBackends } from './durable-backends.test-support.js';
 import {
   type Agent,
   createAgentRuntime,
@@ -23,44 +20,8 @@ import {
   type Tool,
 } from './index.js';
 
-const pgUrl = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
-const schemaPrefix = `h_tool_retry_${process.pid}_${Date.now().toString(36)}`;
-const schemas: string[] = [];
-const dir = mkdtempSync(join(tmpdir(), 'loom-tool-retry-'));
+const { dir, backends } = durableBackends('tool_retry');
 let cases = 0;
-
-afterAll(async () => {
-  if (schemas.length === 0) return;
-  const client = new pg.Client({ connectionString: pgUrl });
-  await client.connect();
-  for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await client.end();
-});
-
-const backends: [string, (name: string) => Promise<EventStore>][] = [
-  [
-    'a SQLite file',
-    async (name) => SqliteEventStore.open({ path: join(dir, `${name}.db`), migrate: true }),
-  ],
-  [
-    'Postgres',
-    async () => {
-      const schema = `${schemaPrefix}_${schemas.length}`;
-      schemas.push(schema);
-      const store = await PostgresEventStore.open({ connectionString: pgUrl, schema });
-      await store.migrate();
-      return store;
-    },
-  ],
-];
-
-/** Lines in the file a tool appends one line to per call. */
-function callsIn(file: string): number {
-  if (!existsSync(file)) return 0;
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((line) => line !== '').length;
-}
 
 /** A tool that writes its call to `file`, then fails: by throwing, or by outliving its timeout. */
 function sideEffectThenFail(
