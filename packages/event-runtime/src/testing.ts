@@ -20,6 +20,7 @@ export {
   type LeaseStoreHarness,
   leaseStoreConformance,
 } from './testing/lease-store-conformance.js';
+export { logTails } from './testing/log-tails.js';
 export { ManualClock, type TestClock } from './testing/manual-clock.js';
 export {
   type QueueStoreHarness,
