@@ -2,6 +2,7 @@
 // real PostgreSQL servers: the shared test server and two throwaway clusters this file starts.
 import { describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/backend.js';
+import type { EventEnvelope } from '../../src/envelope.js';
 import { ErrorCode, type LoomError } from '../../src/errors.js';
 import { openSharded, type ShardedBackend } from '../../src/open-sharded.js';
 import { ShardCursor, ShardedEventStore, shardOf } from '../../src/sharded-event-store.js';
@@ -11,6 +12,7 @@ import { backendConformance } from '../../src/testing/backend-conformance.js';
 import { eventStoreConformance, freshId } from '../../src/testing/event-store-conformance.js';
 import { ManualClock } from '../../src/testing/manual-clock.js';
 import { runtimeConformance } from '../../src/testing/runtime-conformance.js';
+import { until } from '../../src/testing/until.js';
 import { type ShardServer, useShardServers } from '../support/shard-servers.js';
 
 const shardServers = useShardServers(2);
@@ -133,7 +135,13 @@ describe('sharded over 3 postgres servers', () => {
         const rows = await server.admin.query(`SELECT execution_id FROM "${schema}".events`);
         expect(rows.rows.map((row) => row.execution_id)).toEqual([ids[shard]]);
       }
-      const events = await backend.events.readAll({ after: ShardCursor.start(shardCount) });
+      // readAll holds a row back until every older transaction on its server ended (a reader's
+      // cursor must never pass a row that commits later), and the servers are shared: wait.
+      let events: EventEnvelope[] = [];
+      await until(async () => {
+        events = await backend.events.readAll({ after: ShardCursor.start(shardCount) });
+        return events.length >= ids.length;
+      }, 'readAll to see the three executions');
       expect(events.map((event) => event.executionId).sort()).toEqual([...ids].sort());
       expect(ShardCursor.start(shardCount).advance(events).toString()).toBe('1.1.1');
     } finally {
