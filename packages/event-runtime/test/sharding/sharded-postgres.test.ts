@@ -2,7 +2,7 @@
 // real PostgreSQL servers: the shared test server and two throwaway clusters this file starts.
 import { describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/backend.js';
-import type { EventEnvelope } from '../../src/envelope.js';
+import type { StoredEvent } from '../../src/envelope.js';
 import { ErrorCode, type LoomError } from '../../src/errors.js';
 import { openSharded, type ShardedBackend } from '../../src/open-sharded.js';
 import { ShardCursor, ShardedEventStore, shardOf } from '../../src/sharded-event-store.js';
@@ -137,7 +137,7 @@ describe('sharded over 3 postgres servers', () => {
       }
       // readAll holds a row back until every older transaction on its server ended (a reader's
       // cursor must never pass a row that commits later), and the servers are shared: wait.
-      let events: EventEnvelope[] = [];
+      let events: StoredEvent[] = [];
       await until(async () => {
         events = await backend.events.readAll({ after: ShardCursor.start(shardCount) });
         return events.length >= ids.length;
