@@ -1,6 +1,13 @@
 export { bucketOf, channelName } from './store/postgres/notify-bucket.js';
 export { backendConformance } from './testing/backend-conformance.js';
 export {
+  type ConformanceSections,
+  type EventStoreSection,
+  eventStoreSections,
+  type RuntimeSection,
+  runtimeSections,
+} from './testing/conformance-sections.js';
+export {
   CountingEventStore,
   type CountingEventStoreOptions,
   type StoreCallCounts,
@@ -15,6 +22,12 @@ export {
   freshId,
 } from './testing/event-store-conformance.js';
 export { FlakyEventStore, type FlakyPlan } from './testing/flaky-event-store.js';
+export {
+  type EventStoreOperation,
+  eventStoreOperations,
+  type ForwardingConformanceOptions,
+  forwardingConformance,
+} from './testing/forwarding-conformance.js';
 export { type LeaseCallCounts, leaseCalls, tickLeases } from './testing/lease-calls.js';
 export {
   type LeaseStoreHarness,

@@ -6,7 +6,13 @@
 // hash over the payload as given, and the chain covers the stored form (ADR 0037).
 import { CoalescingEventStore, type EventStore, InMemoryEventStore } from '@loom/event-runtime';
 import { PostgresEventStore } from '@loom/event-runtime/postgres';
-import { eventStoreConformance, sameProcessPeer, storedRows } from '@loom/event-runtime/testing';
+import {
+  type EventStoreSection,
+  eventStoreConformance,
+  forwardingConformance,
+  sameProcessPeer,
+  storedRows,
+} from '@loom/event-runtime/testing';
 import { sqliteEventStoreHarness } from '@loom/event-runtime/testing/sqlite';
 import { describe, expect, it } from 'vitest';
 import { cachingContentStore } from './caching-content-store.js';
@@ -64,65 +70,96 @@ eventStoreConformance('content decorators over memory', async () => {
   };
 });
 
+// The decorators change only the calls that carry payloads (the externalizing one: append,
+// appendBatch, transact; the resolving one: those and read, readAll, subscribe): every other call is
+// proven forwarded, and past the whole suite over memory and SQLite, the runs over Postgres and
+// under a CoalescingEventStore (every append an appendBatch) take the sections that move payloads.
+forwardingConformance('externalizingEventStore', {
+  wrap: (inner) => externalizingEventStore(inner, new InMemoryContentStore(), { thresholdBytes }),
+  changes: ['append', 'appendBatch', 'transact'],
+});
+forwardingConformance('contentResolvingEventStore', {
+  wrap: (inner) => contentResolvingEventStore(inner, new InMemoryContentStore()),
+  changes: ['append', 'appendBatch', 'transact', 'read', 'readAll', 'subscribe'],
+});
+const payloadSections: EventStoreSection[] = [
+  'append and read',
+  'readAll',
+  'subscribe',
+  'hash chain',
+  'round-trip fidelity',
+  'bad input',
+  'ill-formed text in ids, types and names',
+];
+const batchSections: EventStoreSection[] = ['append and read', 'round-trip fidelity', 'bad input'];
+
 for (const coalesced of [false, true]) {
   const over = coalesced ? 'coalescing over content decorators' : 'content decorators';
-  eventStoreConformance(`${over} over sqlite (content cached, no getMany)`, async () => {
-    const path = spare.freshPath('.db');
-    const content = tallied(
-      'sqlite',
-      cachingContentStore(
-        new SlowContentStore(new InMemoryContentStore(), { withGetMany: false }),
-        {
-          bytesMax: 1024 * 1024,
-        },
-      ),
-    );
-    return sqliteEventStoreHarness(path, {
-      wrap: (inner) => wire('sqlite', inner, content, coalesced),
-    });
-  });
-
-  eventStoreConformance(`${over} over postgres`, async () => {
-    const schema = spare.freshSchema();
-    const content = tallied('postgres', new InMemoryContentStore());
-    const open = async () => {
-      const inner = await PostgresEventStore.open({
-        connectionString: pgTestUrl,
-        schema,
-        pollIntervalMs: 200,
+  eventStoreConformance(
+    `${over} over sqlite (content cached, no getMany)`,
+    async () => {
+      const path = spare.freshPath('.db');
+      const content = tallied(
+        'sqlite',
+        cachingContentStore(
+          new SlowContentStore(new InMemoryContentStore(), { withGetMany: false }),
+          {
+            bytesMax: 1024 * 1024,
+          },
+        ),
+      );
+      return sqliteEventStoreHarness(path, {
+        wrap: (inner) => wire('sqlite', inner, content, coalesced),
       });
-      return inner;
-    };
-    const first = await open();
-    await first.migrate();
-    const store = wire('postgres', first, content, coalesced);
-    const peers: EventStore[] = [];
-    return {
-      store,
-      openPeer: async () => {
-        const peer = wire('postgres', await open(), content, coalesced);
-        peers.push(peer);
-        return peer;
-      },
-      countRows: async (executionId) =>
-        (
+    },
+    coalesced ? { sections: batchSections } : {},
+  );
+
+  eventStoreConformance(
+    `${over} over postgres`,
+    async () => {
+      const schema = spare.freshSchema();
+      const content = tallied('postgres', new InMemoryContentStore());
+      const open = async () => {
+        const inner = await PostgresEventStore.open({
+          connectionString: pgTestUrl,
+          schema,
+          pollIntervalMs: 200,
+        });
+        return inner;
+      };
+      const first = await open();
+      await first.migrate();
+      const store = wire('postgres', first, content, coalesced);
+      const peers: EventStore[] = [];
+      return {
+        store,
+        openPeer: async () => {
+          const peer = wire('postgres', await open(), content, coalesced);
+          peers.push(peer);
+          return peer;
+        },
+        countRows: async (executionId) =>
+          (
+            await spare.admin.query(
+              `SELECT count(*)::int AS n FROM "${schema}".events WHERE execution_id = $1`,
+              [executionId],
+            )
+          ).rows[0].n as number,
+        tamper: async (executionId, sequence, payloadText) => {
           await spare.admin.query(
-            `SELECT count(*)::int AS n FROM "${schema}".events WHERE execution_id = $1`,
-            [executionId],
-          )
-        ).rows[0].n as number,
-      tamper: async (executionId, sequence, payloadText) => {
-        await spare.admin.query(
-          `UPDATE "${schema}".events SET payload = $3 WHERE execution_id = $1 AND sequence = $2`,
-          [executionId, sequence, payloadText],
-        );
-      },
-      close: async () => {
-        await Promise.all([store.close(), ...peers.map((peer) => peer.close())]);
-        await spare.dropSchema(schema);
-      },
-    };
-  });
+            `UPDATE "${schema}".events SET payload = $3 WHERE execution_id = $1 AND sequence = $2`,
+            [executionId, sequence, payloadText],
+          );
+        },
+        close: async () => {
+          await Promise.all([store.close(), ...peers.map((peer) => peer.close())]);
+          await spare.dropSchema(schema);
+        },
+      };
+    },
+    { sections: coalesced ? batchSections : payloadSections },
+  );
 }
 
 describe('the conformance runs above', () => {

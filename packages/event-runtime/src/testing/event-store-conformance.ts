@@ -5,6 +5,12 @@ import type { EventEnvelope, JsonValue, StoredEvent } from '../envelope.js';
 import { ErrorCode, type LoomError } from '../errors.js';
 import type { EventStore } from '../event-store.js';
 import { Limits } from '../limits.js';
+import {
+  type ConformanceSections,
+  conformanceSections,
+  type EventStoreSection,
+  eventStoreSections,
+} from './conformance-sections.js';
 
 /** What a backend hands the conformance suite for one test. */
 export interface ConformanceHarness {
@@ -174,8 +180,17 @@ const jsonArbitrary: fc.Arbitrary<JsonValue> = fc.letrec<{ value: JsonValue }>((
  * @example
  * eventStoreConformance('memory', async () => { const store = new InMemoryEventStore(); … });
  */
-export function eventStoreConformance(name: string, open: () => Promise<ConformanceHarness>): void {
-  describe(`EventStore conformance: ${name}`, () => {
+export function eventStoreConformance(
+  name: string,
+  open: () => Promise<ConformanceHarness>,
+  options: ConformanceSections<EventStoreSection> = {},
+): void {
+  const { section, suffix } = conformanceSections(
+    'EventStore',
+    eventStoreSections,
+    options.sections,
+  );
+  describe(`EventStore conformance: ${name}${suffix}`, () => {
     let harness: ConformanceHarness;
     let store: EventStore;
 
@@ -187,7 +202,7 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
       await harness.close();
     });
 
-    describe('append and read', () => {
+    section('append and read', () => {
       it('stores envelopes in sequence order with positions and a hash chain', async () => {
         const id = freshId();
         const stored = await store.append(range(id, 0, 3));
@@ -245,7 +260,7 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
       });
     });
 
-    describe('sequence rules', () => {
+    section('sequence rules', () => {
       it('a second sequence 0 fails with EXECUTION_ALREADY_STARTED and changes nothing', async () => {
         const id = freshId();
         await store.append([env(id, 0, { original: true })]);
@@ -348,7 +363,7 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
       });
     });
 
-    describe('fences', () => {
+    section('fences', () => {
       it('starts at epoch 0 and advances by one', async () => {
         const id = freshId();
         expect(await store.fences.current(id)).toBe(0);
@@ -414,7 +429,7 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
       });
     });
 
-    describe('readAll', () => {
+    section('readAll', () => {
       it('returns every execution in commit order and pages without loss', async () => {
         const ids = [freshId('a'), freshId('b'), freshId('c')];
         const expected: string[] = [];
@@ -449,7 +464,7 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
       });
     });
 
-    describe('execution index', () => {
+    section('execution index', () => {
       it('records status with the append that changes it, and finds by status', async () => {
         const running = freshId('idx-run');
         const suspended = freshId('idx-sus');
@@ -538,7 +553,7 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
       });
     });
 
-    describe('finding executions', () => {
+    section('finding executions', () => {
       /** Appends a runtime-shaped log: started at `createdAtMs`, then how it stands at `atMs`. */
       async function execution(
         id: string,
@@ -787,7 +802,7 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
       });
     });
 
-    describe('signals and due executions', () => {
+    section('signals and due executions', () => {
       it('keeps signals in arrival order and delivers an idempotency key once', async () => {
         const id = freshId('sig');
         await store.append([env(id, 0)], { status: 'running' });
@@ -914,7 +929,7 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
       });
     });
 
-    describe('claimDue kept to the flows a node runs (options.flows)', () => {
+    section('claimDue kept to the flows a node runs (options.flows)', () => {
       /** Sequence 0 of an execution of `flow` (version `version`), suspended due at 1 000. */
       const startedDue = (id: string, flow: string, version: string | null) =>
         store.append(
@@ -982,7 +997,7 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
       });
     });
 
-    describe('a suspension guarded by the signals its writer saw (wakeOnSignalsAfter)', () => {
+    section('a suspension guarded by the signals its writer saw (wakeOnSignalsAfter)', () => {
       /** The rows of `ids` due by `atMs`, sorted. */
       const dueOf = async (ids: readonly string[], atMs: number) =>
         (await store.findExecutions({ status: 'suspended', dueAtOrBeforeMs: atMs }))
@@ -1095,7 +1110,7 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
       });
     });
 
-    describe('subscribe', () => {
+    section('subscribe', () => {
       it('catches up, then delivers live appends in order', async () => {
         const id = freshId();
         await store.append(range(id, 0, 3));
@@ -1174,7 +1189,7 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
       });
     });
 
-    describe('hash chain', () => {
+    section('hash chain', () => {
       it('verify accepts an untouched log and finds an edited event', async () => {
         const id = freshId();
         await store.append(range(id, 0, 4));
@@ -1210,7 +1225,7 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
       });
     });
 
-    describe('round-trip fidelity', () => {
+    section('round-trip fidelity', () => {
       it('edge cases come back exactly', async () => {
         let nested: JsonValue = 'bottom';
         for (let depth = 0; depth < 200; depth++) nested = { d: [nested] };
@@ -1256,7 +1271,7 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
       });
     });
 
-    describe('bad input', () => {
+    section('bad input', () => {
       const badPayloads: Array<[string, () => unknown]> = [
         ['a function', () => ({ f: () => 1 })],
         ['undefined', () => ({ u: undefined })],
@@ -1432,7 +1447,7 @@ export function eventStoreConformance(name: string, open: () => Promise<Conforma
       });
     });
 
-    describe('ill-formed text in ids, types and names', () => {
+    section('ill-formed text in ids, types and names', () => {
       for (const [what, bad, position] of illFormedTexts) {
         it(`${what} in an id, a type or a signal name is refused and writes nothing`, async () => {
           const id = freshId('text');

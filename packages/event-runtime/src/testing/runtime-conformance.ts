@@ -16,6 +16,12 @@ import {
 import { RuntimeEvents } from '../runtime/runtime-events.js';
 import { runtimeDefaults } from '../runtime/runtime-options.js';
 import type { SnapshotStore } from '../snapshot-store.js';
+import {
+  type ConformanceSections,
+  conformanceSections,
+  type RuntimeSection,
+  runtimeSections,
+} from './conformance-sections.js';
 import { CountingEventStore } from './counting-event-store.js';
 import { CountingSnapshotStore } from './counting-snapshot-store.js';
 import { expectIllFormed, freshId, illFormedTexts } from './event-store-conformance.js';
@@ -117,8 +123,13 @@ function stepsFlow(
  * durability barriers (counted round trips), idempotent start, non-determinism, bad input,
  * cancel, leases, recovery and snapshots.
  */
-export function runtimeConformance(name: string, open: () => Promise<RuntimeHarness>): void {
-  describe(`runtime conformance: ${name}`, () => {
+export function runtimeConformance(
+  name: string,
+  open: () => Promise<RuntimeHarness>,
+  options: ConformanceSections<RuntimeSection> = {},
+): void {
+  const { section, suffix } = conformanceSections('runtime', runtimeSections, options.sections);
+  describe(`runtime conformance: ${name}${suffix}`, () => {
     let harness: RuntimeHarness;
     const runtimes: KernelRuntime[] = [];
     // A wait that times out says what the store held: the executions and their logs' tails.
@@ -147,12 +158,12 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       await harness.close();
     });
 
-    runtimeStoreFaults(() => harness, runtime);
-    runtimeRetries(() => harness, runtime);
-    runtimeLogChecks(() => harness, runtime);
-    runtimeEventsConformance(() => harness, runtime);
+    runtimeStoreFaults(() => harness, runtime, section);
+    runtimeRetries(() => harness, runtime, section);
+    runtimeLogChecks(() => harness, runtime, section);
+    runtimeEventsConformance(() => harness, runtime, section);
 
-    describe('steps and barriers', () => {
+    section('steps and barriers', () => {
       for (const steps of [0, 1, 3, 10]) {
         it(`a ${steps}-step flow writes 2n + 2 events in n + 1 appends`, async () => {
           const counting = new CountingEventStore(harness.store);
@@ -298,7 +309,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       });
     });
 
-    describe('replay and resume', () => {
+    section('replay and resume', () => {
       it('resume replays recorded steps without re-running their effects', async () => {
         const id = freshId('resume');
         const ran: string[] = [];
@@ -398,7 +409,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       });
     });
 
-    describe('idempotent start', () => {
+    section('idempotent start', () => {
       it('20 concurrent starts of one id: one execution, 19 handles to it', async () => {
         const created = runtime();
         const id = freshId('idem');
@@ -441,7 +452,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       });
     });
 
-    describe('bad input', () => {
+    section('bad input', () => {
       const failing: Array<[string, Flow<null, unknown>, string]> = [
         [
           'a flow that throws a non-Error',
@@ -514,7 +525,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       });
     });
 
-    describe('cancel', () => {
+    section('cancel', () => {
       it('a local cancel aborts the effect and ends the execution as cancelled', async () => {
         const created = runtime();
         let aborted = false;
@@ -569,7 +580,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       });
     });
 
-    describe('leases', () => {
+    section('leases', () => {
       it('lazy: a short execution never touches the lease store', async () => {
         const created = runtime({ leases: harness.leases });
         const handles = await Promise.all(
@@ -680,7 +691,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       });
     });
 
-    describe('recovery', () => {
+    section('recovery', () => {
       it('recovers an unleased execution only after it went quiet', async () => {
         const hang = deferred();
         const flow: Flow<null, string> = {
@@ -707,7 +718,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       });
     });
 
-    describe('recovery of dead nodes', () => {
+    section('recovery of dead nodes', () => {
       const hangingOn = (hang: Promise<void>): Flow<null, string> => ({
         name: 'dead-node',
         run: async (ctx) => {
@@ -928,7 +939,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       });
     });
 
-    describe('durable time, signals, values, versions, children, continue-as-new', () => {
+    section('durable time, signals, values, versions, children, continue-as-new', () => {
       const wait = until;
       const statusOf = async (id: string) => {
         for (const status of ['running', 'suspended', 'settled'] as const) {
@@ -1277,9 +1288,10 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       });
     });
 
-    describe('snapshots', () => {
+    section('snapshots', () => {
       // Whether the snapshot store reads the snapshot and the tail together through this store.
       let paired = true;
+      // biome-ignore lint/suspicious/noDuplicateTestHooks: section() is this section's own describe block
       beforeEach(() => {
         paired = harness.snapshotsPaired !== false;
       });
@@ -1558,7 +1570,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       });
     });
 
-    describe('ill-formed text at the runtime edges', () => {
+    section('ill-formed text at the runtime edges', () => {
       for (const [what, bad, position] of illFormedTexts) {
         it(`${what} in an id, a flow, a signal or a node id is refused before anything is written`, async () => {
           const created = runtime();
@@ -1640,7 +1652,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       }
     });
 
-    describe('flow registry keys', () => {
+    section('flow registry keys', () => {
       it("a flow named 'reg@1' and flow 'reg' version '1' each resume with their own code", async () => {
         const napper = (tag: string, extra: { version?: string } = {}) =>
           ({
@@ -1669,7 +1681,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       });
     });
 
-    describe('cancel without a reason', () => {
+    section('cancel without a reason', () => {
       const hanging = (): Flow<null, string> => ({
         name: 'hangs',
         run: async (ctx) =>
@@ -1739,7 +1751,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       });
     });
 
-    describe('lease batches', () => {
+    section('lease batches', () => {
       it('a node holding leaseBatchMax + 1 leases acquires and renews them in 2 calls each, losing none', async () => {
         const lost: string[] = [];
         const errors: unknown[] = [];
@@ -1988,7 +2000,7 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       });
     });
 
-    describe('durations judged by the runtime clock', () => {
+    section('durations judged by the runtime clock', () => {
       it('a sleep works when the injected clock is far from the wall clock', async () => {
         await harness.clock.advance(200 * 365 * 24 * 3_600_000);
         const created = runtime();
@@ -2028,512 +2040,517 @@ export function runtimeConformance(name: string, open: () => Promise<RuntimeHarn
       });
     });
 
-    describe('recorded values: limits, first run equals replay, closed contexts, hostile throws', () => {
-      /** Settles with `promise`, or rejects once `ms` passed: a wedged execution fails the test. */
-      const within = <T>(promise: Promise<T>, what: string, ms = 5_000): Promise<T> =>
-        Promise.race([
-          promise,
-          new Promise<T>((_, reject) => {
-            const timer = setTimeout(() => reject(new Error(`${what} did not settle`)), ms);
-            void promise.finally(() => clearTimeout(timer)).catch(() => undefined);
-          }),
-        ]);
-      const failureOf = async (promise: Promise<unknown>, what: string) =>
-        (await within(promise, what).then(
-          () => new Error(`${what} resolved`),
-          (caught) => caught,
-        )) as LoomError;
-      const wait = until;
-      const suspended = async (id: string) =>
-        (await harness.store.findExecutions({ status: 'suspended' })).some(
-          (summary) => summary.executionId === id,
-        );
-      const lastType = async (id: string) => {
-        const events = await harness.store.read(id);
-        return events[events.length - 1]?.type;
-      };
-      /** A string of JSON text `bytes` long (quotes included). */
-      const jsonString = (bytes: number) => 'x'.repeat(bytes - 2);
+    section(
+      'recorded values: limits, first run equals replay, closed contexts, hostile throws',
+      () => {
+        /** Settles with `promise`, or rejects once `ms` passed: a wedged execution fails the test. */
+        const within = <T>(promise: Promise<T>, what: string, ms = 5_000): Promise<T> =>
+          Promise.race([
+            promise,
+            new Promise<T>((_, reject) => {
+              const timer = setTimeout(() => reject(new Error(`${what} did not settle`)), ms);
+              void promise.finally(() => clearTimeout(timer)).catch(() => undefined);
+            }),
+          ]);
+        const failureOf = async (promise: Promise<unknown>, what: string) =>
+          (await within(promise, what).then(
+            () => new Error(`${what} resolved`),
+            (caught) => caught,
+          )) as LoomError;
+        const wait = until;
+        const suspended = async (id: string) =>
+          (await harness.store.findExecutions({ status: 'suspended' })).some(
+            (summary) => summary.executionId === id,
+          );
+        const lastType = async (id: string) => {
+          const events = await harness.store.read(id);
+          return events[events.length - 1]?.type;
+        };
+        /** A string of JSON text `bytes` long (quotes included). */
+        const jsonString = (bytes: number) => 'x'.repeat(bytes - 2);
 
-      it('a step result that fits alone but not in its event fails the step with LIMIT_EXCEEDED naming step and size', async () => {
-        const errors: unknown[] = [];
-        const created = runtime({ onError: (error) => errors.push(error) });
-        let runs = 0;
-        const flow: Flow<null, JsonValue> = {
-          name: 'big-result',
-          run: async (ctx) => {
-            try {
-              await ctx.step('big', () => {
-                runs += 1;
-                return jsonString(Limits.payloadBytesMax - 10);
-              });
-              return 'stored';
-            } catch (error) {
-              const failure = error as LoomError;
-              return { code: failure.code, inner: (failure.fields.error as { code: string }).code };
-            }
-          },
-        };
-        const handle = await created.start(flow, null, { executionId: freshId('big-result') });
-        expect(await within(handle.result(), 'result()')).toEqual({
-          code: ErrorCode.STEP_FAILED,
-          inner: ErrorCode.LIMIT_EXCEEDED,
-        });
-        const events = await harness.store.read(handle.executionId);
-        expect(events.map((event) => event.type)).toEqual([
-          'execution.started',
-          'step.started',
-          'step.failed',
-          'execution.completed',
-        ]);
-        const recorded = (events[2]?.payload as { error: { message: string; fields: JsonValue } })
-          ?.error as { message: string; fields: JsonValue };
-        expect(recorded.message).toMatch(/step 'big'/);
-        expect(recorded.message).toMatch(/\d+ bytes, over payloadBytesMax \(1048576\)/);
-        expect(recorded.fields).toMatchObject({ limit: 'payloadBytesMax', step: 'big' });
-        expect(runs).toBe(1);
-        expect(errors).toEqual([]);
-      });
-
-      it('a flow output over payloadBytesMax fails the execution with the same LIMIT_EXCEEDED with or without steps', async () => {
-        const created = runtime();
-        const big = jsonString(Limits.payloadBytesMax - 5);
-        const bare: Flow<null, string> = { name: 'big-output-bare', run: async () => big };
-        const stepped: Flow<null, string> = {
-          name: 'big-output-stepped',
-          run: async (ctx) => {
-            await ctx.step('first', () => 1);
-            return big;
-          },
-        };
-        const messages: string[] = [];
-        for (const flow of [bare, stepped]) {
-          const id = freshId('big-output');
-          const started = created.start(flow, null, { executionId: id });
-          const handle = await within(started, 'start()');
-          const error = await failureOf(handle.result(), 'result()');
-          expect(thrownCode(error)).toBe(ErrorCode.LIMIT_EXCEEDED);
-          expect(await lastType(id)).toBe('execution.failed');
-          messages.push(error.message.replaceAll(id, '<id>'));
-        }
-        expect(messages[0]).toMatch(/output of execution <id> is \d+ bytes, over payloadBytesMax/);
-        expect(messages[1]).toBe(messages[0]);
-      });
-
-      it('a transactional step result over payloadBytesMax rolls back and fails the step', async () => {
-        if (!isTransactional(harness.store)) return;
-        const created = runtime();
-        const flow: Flow<null, string> = {
-          name: 'big-transaction',
-          run: async (ctx) => {
-            try {
-              await ctx.transaction('big-tx', () => jsonString(Limits.payloadBytesMax - 10));
-              return 'stored';
-            } catch (error) {
-              return (error as LoomError).code;
-            }
-          },
-        };
-        const handle = await created.start(flow, null, { executionId: freshId('big-tx') });
-        expect(await within(handle.result(), 'result()')).toBe(ErrorCode.STEP_FAILED);
-        expect((await harness.store.read(handle.executionId)).map((event) => event.type)).toEqual([
-          'execution.started',
-          'step.started',
-          'step.failed',
-          'execution.completed',
-        ]);
-      });
-
-      it('a signal that fits the inbox but not the wait that receives it fails the wait with LIMIT_EXCEEDED', async () => {
-        const created = runtime();
-        const flow: Flow<null, JsonValue> = {
-          name: 'big-signal',
-          run: async (ctx) => {
-            try {
-              await ctx.waitForSignal('blob');
-              return 'received';
-            } catch (error) {
-              return (error as LoomError).code;
-            }
-          },
-        };
-        const id = freshId('big-signal');
-        const handle = await created.start(flow, null, { executionId: id });
-        await created.signal(id, 'blob', jsonString(Limits.payloadBytesMax - 20));
-        await wait(
-          async () => (await lastType(id)) !== 'signal.waiting' || (await suspended(id)),
-          'the wait',
-        );
-        if (await suspended(id)) await created.wakeDue();
-        expect(await within(handle.result(), 'result()')).toBe(ErrorCode.LIMIT_EXCEEDED);
-      });
-
-      it('child and continue-as-new inputs over payloadBytesMax fail with LIMIT_EXCEEDED, nothing wedges', async () => {
-        const child: Flow<string, number> = { name: 'small-child', run: async () => 1 };
-        const big = jsonString(Limits.payloadBytesMax);
-        const parent: Flow<null, string> = {
-          name: 'big-child-input',
-          run: async (ctx) => {
-            try {
-              await ctx.child(child, big);
-              return 'started';
-            } catch (error) {
-              return (error as LoomError).code;
-            }
-          },
-        };
-        const continuing: Flow<string, string> = {
-          name: 'big-continue',
-          run: async (ctx, input) => (input === 'go' ? ctx.continueAsNew(big) : 'continued'),
-        };
-        const created = runtime({
-          flows: [child, parent, continuing] as Flow<never, unknown>[],
-        });
-        const first = await created.start(parent, null);
-        expect(await within(first.result(), 'parent result()')).toBe(ErrorCode.LIMIT_EXCEEDED);
-        const second = await created.start(continuing, 'go');
-        expect(thrownCode(await failureOf(second.result(), 'continuing result()'))).toBe(
-          ErrorCode.LIMIT_EXCEEDED,
-        );
-        expect(await harness.store.findExecutions({ status: 'running' })).toEqual([]);
-      });
-
-      it("a child output that fits the child's log but not the parent's event fails the child durably", async () => {
-        const child: Flow<null, string> = {
-          name: 'big-output-child',
-          // {"output":<text>} is exactly payloadBytesMax: the child's own terminal fits.
-          run: async () => jsonString(Limits.payloadBytesMax - '{"output":}'.length),
-        };
-        const parent: Flow<null, JsonValue> = {
-          name: 'big-output-parent',
-          run: async (ctx) => {
-            try {
-              await ctx.child(child, null);
-              return 'received';
-            } catch (error) {
-              const failure = error as LoomError;
-              return [failure.code, (failure.fields.error as { code: string }).code];
-            }
-          },
-        };
-        const created = runtime({
-          timerPollMs: 5,
-          flows: [child, parent] as Flow<never, unknown>[],
-        });
-        const handle = await created.start(parent, null, { executionId: freshId('big-child') });
-        expect(await within(handle.result(), 'result()')).toEqual([
-          ErrorCode.CHILD_FAILED,
-          ErrorCode.LIMIT_EXCEEDED,
-        ]);
-        expect(await lastType(`${handle.executionId}.0`)).toBe('execution.completed');
-      });
-
-      it('the first run sees exactly the values its replay sees (steps, input, values, signals, children)', async () => {
-        const shared = { x: 1 };
-        const input = { tag: 'original' };
-        const seen: string[] = [];
-        const describeValue = (value: unknown): JsonValue =>
-          value === undefined
-            ? 'undefined'
-            : {
-                json: JSON.stringify(value),
-                proto:
-                  typeof value === 'object' && value !== null
-                    ? Object.getPrototypeOf(value) === null
-                      ? 'null'
-                      : Array.isArray(value)
-                        ? 'array'
-                        : 'object'
-                    : typeof value,
-                keys:
-                  typeof value === 'object' && value !== null
-                    ? Reflect.ownKeys(value).map(String)
-                    : [],
-              };
-        const child: Flow<null, JsonValue> = {
-          name: 'values-child',
-          run: async () => ({ from: 'child' }),
-        };
-        const transactional = isTransactional(harness.store);
-        const flow: Flow<{ tag: string }, string> = {
-          name: 'same-values',
-          run: async (ctx, flowInput) => {
-            const before = describeValue(flowInput);
-            const undef = await ctx.step('undefined', () => undefined);
-            const object = await ctx.step('object', () => {
-              // Changed after the step returned but before its append: the log keeps what was
-              // returned, the value the flow saw.
-              setImmediate(() => {
-                shared.x = 3;
-              });
-              return shared;
-            });
-            const array = await ctx.step('array', () => Object.assign([1, 2], { extra: 'e' }));
-            const bare = await ctx.step('null-proto', () =>
-              Object.assign(Object.create(null) as object, { k: 1 }),
-            );
-            const tx = transactional
-              ? await ctx.transaction('tx', () => Object.assign([3], { extra: 'e' }))
-              : null;
-            const signal = await ctx.waitForSignal('note');
-            const payload = signal.received ? signal.payload : null;
-            const fromChild = await ctx.child(child, null);
-            const values = [ctx.now(), ctx.random(), ctx.uuid()];
-            const view = JSON.stringify({
-              before,
-              undef: describeValue(undef),
-              object: describeValue(object),
-              array: describeValue(array),
-              bare: describeValue(bare),
-              tx: describeValue(tx),
-              payload: describeValue(payload),
-              child: describeValue(fromChild),
-              values,
-            });
-            // Mutate everything the flow was handed: none of it may reach the log.
-            (payload as { n: number }).n = -1;
-            (fromChild as { from: string }).from = 'mutated';
-            (object as { x: number }).x = -1;
-            await ctx.step('mutate', () => {
-              shared.x = 2;
-              input.tag = 'changed';
-              return null;
-            });
-            const after = JSON.stringify([describeValue(object), describeValue(flowInput)]);
-            seen.push(`${view} ${after}`);
-            await ctx.sleep(1_000);
-            return `${view} ${after}`;
-          },
-        };
-        const node = runtime({ timerPollMs: 5, flows: [flow, child] as Flow<never, unknown>[] });
-        const id = freshId('same-values');
-        const handle = await node.start(flow, input, { executionId: id });
-        await node.signal(id, 'note', { n: 1 });
-        // The signal usually lands while the flow runs its first steps, but a slow round trip
-        // (a shard's first connection on a loaded box) lets the flow suspend at its wait first.
-        // The signal then makes it due, and only a timer poll wakes it: the 5 ms poll runs on the
-        // harness clock, which stands still, so wake it here.
-        await wait(async () => {
-          if (seen.length === 0 && (await suspended(id))) await node.wakeDue();
-          return seen.length === 1 && (await suspended(id));
-        }, 'the first run');
-        await harness.clock.advance(1_000);
-        // The 5 ms poll runs on the harness clock; on a remote store the round that comes due
-        // may be skipped while the one before it still waits for the database: wake it here.
-        await node.wakeDue();
-        const output = await within(handle.result(), 'result()');
-        expect(seen).toHaveLength(2);
-        expect(seen[1]).toBe(seen[0]);
-        expect(output).toBe(seen[0]);
-        const view = JSON.parse((seen[0] as string).split(' ')[0] as string) as Record<
-          string,
-          JsonValue
-        >;
-        expect(view.undef).toEqual(describeValue(null));
-        expect(view.object).toEqual(describeValue({ x: 1 }));
-        expect(view.array).toEqual(describeValue([1, 2]));
-        expect(view.bare).toEqual(describeValue({ k: 1 }));
-        expect(view.tx).toEqual(describeValue(transactional ? [3] : null));
-        expect(view.payload).toEqual(describeValue({ n: 1 }));
-        expect(view.child).toEqual(describeValue({ from: 'child' }));
-        expect(view.before).toEqual(describeValue({ tag: 'original' }));
-      });
-
-      it('with snapshots, a flow that changes a replayed value does not change what later replays see', async () => {
-        const seen: string[] = [];
-        const flow: Flow<{ n: number }, string> = {
-          name: 'mutates-replayed',
-          run: async (ctx, input) => {
-            const object = await ctx.step('object', () => ({ x: 1 }));
-            const signal = await ctx.waitForSignal('note');
-            seen.push(JSON.stringify([object, input, signal]));
-            (object as { x: number }).x = -1;
-            input.n = -1;
-            for (const round of [1, 2]) await ctx.sleep(1_000, `sleep-${round}`);
-            return 'done';
-          },
-        };
-        const node = runtime({
-          snapshots: harness.snapshots,
-          snapshotEvery: 1,
-          flows: [flow as Flow<never, unknown>],
-        });
-        const handle = await node.start(flow, { n: 1 }, { executionId: freshId('mutates') });
-        await node.signal(handle.executionId, 'note', { s: 1 });
-        // It suspends at each sleep (and perhaps at the signal wait): wake it each time, after the
-        // suspension's snapshot is saved, so the next run starts from that snapshot.
-        await wait(async () => {
-          if (await suspended(handle.executionId)) {
-            await node.idle();
-            await harness.clock.advance(1_000);
-            await node.wakeDue();
-          }
-          return (await lastType(handle.executionId)) === 'execution.completed';
-        }, 'the execution to complete');
-        expect(await within(handle.result(), 'result()')).toBe('done');
-        // At least the first run and one replay per sleep; a poll round may add a spurious wake
-        // (a replay that suspends again), which must see the same values too.
-        expect(seen.length).toBeGreaterThanOrEqual(3);
-        expect(new Set(seen)).toEqual(new Set([seen[0]]));
-      });
-
-      it('an operation on a context whose flow ended fails with CONTEXT_CLOSED before anything runs', async () => {
-        let leaked: FlowContext | undefined;
-        const flow: Flow<null, string> = {
-          name: 'leaks-context',
-          run: async (ctx) => {
-            leaked = ctx;
-            await ctx.step('inside', () => 1);
-            return 'done';
-          },
-        };
-        const created = runtime();
-        const handle = await created.start(flow, null);
-        expect(await handle.result()).toBe('done');
-        const ctx = leaked as FlowContext;
-        const rows = await harness.countRows(handle.executionId);
-        let effects = 0;
-        const effect = () => {
-          effects += 1;
-          return 1;
-        };
-        const other: Flow<null, number> = { name: 'never-started', run: async () => 1 };
-        const operations: Array<[string, () => unknown]> = [
-          ['step', () => ctx.step('late', effect)],
-          ['transaction', () => ctx.transaction('late-tx', effect)],
-          ['sleep', () => ctx.sleep(10)],
-          ['sleepUntil', () => ctx.sleepUntil(harness.clock.now() + 10)],
-          ['waitForSignal', () => ctx.waitForSignal('late')],
-          ['child', () => ctx.child(other, null)],
-          ['continueAsNew', () => ctx.continueAsNew(null)],
-          ['now', () => ctx.now()],
-          ['random', () => ctx.random()],
-          ['uuid', () => ctx.uuid()],
-          ['patched', () => ctx.patched('late')],
-        ];
-        for (const [what, call] of operations) {
-          let code: string;
-          try {
-            const returned = call();
-            code = returned instanceof Promise ? await codeOf(returned) : 'returned';
-          } catch (error) {
-            code = (error as LoomError).code;
-          }
-          expect(`${what}: ${code}`).toBe(`${what}: ${ErrorCode.CONTEXT_CLOSED}`);
-        }
-        expect(effects).toBe(0);
-        expect(await harness.countRows(handle.executionId)).toBe(rows);
-        expect(await harness.store.findExecutions({ status: 'running' })).toEqual([]);
-      });
-
-      it('a step the flow never awaited does not run its effect once the flow has returned', async () => {
-        let effects = 0;
-        const flow: Flow<null, string> = {
-          name: 'forgets-await',
-          run: async (ctx) => {
-            void ctx.step('forgotten', () => {
-              effects += 1;
-              return 1;
-            });
-            return 'done';
-          },
-        };
-        const created = runtime();
-        const handle = await created.start(flow, null);
-        // The step's barrier and the terminal share one append; its waiter is settled first, so
-        // an effect that was going to run has been called by the time result() resolves.
-        expect(await handle.result()).toBe('done');
-        await created.idle();
-        expect(effects).toBe(0);
-        const types = (await harness.store.read(handle.executionId)).map((event) => event.type);
-        expect(types[types.length - 1]).toBe('execution.completed');
-      });
-
-      const hostile: Array<[string, () => unknown]> = [
-        [
-          'an object whose toString throws',
-          () => ({
-            toString: () => {
-              throw new Error('no');
+        it('a step result that fits alone but not in its event fails the step with LIMIT_EXCEEDED naming step and size', async () => {
+          const errors: unknown[] = [];
+          const created = runtime({ onError: (error) => errors.push(error) });
+          let runs = 0;
+          const flow: Flow<null, JsonValue> = {
+            name: 'big-result',
+            run: async (ctx) => {
+              try {
+                await ctx.step('big', () => {
+                  runs += 1;
+                  return jsonString(Limits.payloadBytesMax - 10);
+                });
+                return 'stored';
+              } catch (error) {
+                const failure = error as LoomError;
+                return {
+                  code: failure.code,
+                  inner: (failure.fields.error as { code: string }).code,
+                };
+              }
             },
-          }),
-        ],
-        [
-          'an Error whose message, name and stack getters throw',
-          () => {
-            const error = new Error('hidden');
-            for (const key of ['message', 'name', 'stack']) {
-              Object.defineProperty(error, key, {
-                get: () => {
-                  throw new Error(`${key} getter`);
-                },
-              });
-            }
-            return error;
-          },
-        ],
-        [
-          'a Proxy that throws on every access',
-          () =>
-            new Proxy(
-              {},
-              {
-                get: () => {
-                  throw new Error('get');
-                },
-                getPrototypeOf: () => {
-                  throw new Error('getPrototypeOf');
-                },
-                has: () => {
-                  throw new Error('has');
-                },
-                ownKeys: () => {
-                  throw new Error('ownKeys');
-                },
-                getOwnPropertyDescriptor: () => {
-                  throw new Error('descriptor');
-                },
-              },
-            ),
-        ],
-        [
-          'a revoked Proxy',
-          () => {
-            const { proxy, revoke } = Proxy.revocable(new Error('revoked'), {});
-            revoke();
-            return proxy;
-          },
-        ],
-        ['a Symbol', () => Symbol('thrown')],
-      ];
-      for (const [what, make] of hostile) {
-        for (const where of ['a step', 'the flow body'] as const) {
-          it(`${what} thrown from ${where} is recorded with a fixed description; result() settles`, async () => {
-            const created = runtime();
-            const flow: Flow<null, string> = {
-              name: 'hostile-throw',
-              run: async (ctx) => {
-                if (where === 'a step') {
-                  await ctx.step('throws', () => {
-                    throw make();
-                  });
-                } else {
-                  throw make();
-                }
-                return 'unreachable';
-              },
-            };
-            const handle = await created.start(flow, null);
-            const error = await failureOf(handle.result(), 'result()');
-            expect(thrownCode(error)).toBe(
-              where === 'a step' ? ErrorCode.STEP_FAILED : ErrorCode.EXECUTION_FAILED,
-            );
-            expect(typeof error.message).toBe('string');
-            expect(await lastType(handle.executionId)).toBe('execution.failed');
-            await within(created.shutdown(), 'shutdown()');
+          };
+          const handle = await created.start(flow, null, { executionId: freshId('big-result') });
+          expect(await within(handle.result(), 'result()')).toEqual({
+            code: ErrorCode.STEP_FAILED,
+            inner: ErrorCode.LIMIT_EXCEEDED,
           });
+          const events = await harness.store.read(handle.executionId);
+          expect(events.map((event) => event.type)).toEqual([
+            'execution.started',
+            'step.started',
+            'step.failed',
+            'execution.completed',
+          ]);
+          const recorded = (events[2]?.payload as { error: { message: string; fields: JsonValue } })
+            ?.error as { message: string; fields: JsonValue };
+          expect(recorded.message).toMatch(/step 'big'/);
+          expect(recorded.message).toMatch(/\d+ bytes, over payloadBytesMax \(1048576\)/);
+          expect(recorded.fields).toMatchObject({ limit: 'payloadBytesMax', step: 'big' });
+          expect(runs).toBe(1);
+          expect(errors).toEqual([]);
+        });
+
+        it('a flow output over payloadBytesMax fails the execution with the same LIMIT_EXCEEDED with or without steps', async () => {
+          const created = runtime();
+          const big = jsonString(Limits.payloadBytesMax - 5);
+          const bare: Flow<null, string> = { name: 'big-output-bare', run: async () => big };
+          const stepped: Flow<null, string> = {
+            name: 'big-output-stepped',
+            run: async (ctx) => {
+              await ctx.step('first', () => 1);
+              return big;
+            },
+          };
+          const messages: string[] = [];
+          for (const flow of [bare, stepped]) {
+            const id = freshId('big-output');
+            const started = created.start(flow, null, { executionId: id });
+            const handle = await within(started, 'start()');
+            const error = await failureOf(handle.result(), 'result()');
+            expect(thrownCode(error)).toBe(ErrorCode.LIMIT_EXCEEDED);
+            expect(await lastType(id)).toBe('execution.failed');
+            messages.push(error.message.replaceAll(id, '<id>'));
+          }
+          expect(messages[0]).toMatch(
+            /output of execution <id> is \d+ bytes, over payloadBytesMax/,
+          );
+          expect(messages[1]).toBe(messages[0]);
+        });
+
+        it('a transactional step result over payloadBytesMax rolls back and fails the step', async () => {
+          if (!isTransactional(harness.store)) return;
+          const created = runtime();
+          const flow: Flow<null, string> = {
+            name: 'big-transaction',
+            run: async (ctx) => {
+              try {
+                await ctx.transaction('big-tx', () => jsonString(Limits.payloadBytesMax - 10));
+                return 'stored';
+              } catch (error) {
+                return (error as LoomError).code;
+              }
+            },
+          };
+          const handle = await created.start(flow, null, { executionId: freshId('big-tx') });
+          expect(await within(handle.result(), 'result()')).toBe(ErrorCode.STEP_FAILED);
+          expect((await harness.store.read(handle.executionId)).map((event) => event.type)).toEqual(
+            ['execution.started', 'step.started', 'step.failed', 'execution.completed'],
+          );
+        });
+
+        it('a signal that fits the inbox but not the wait that receives it fails the wait with LIMIT_EXCEEDED', async () => {
+          const created = runtime();
+          const flow: Flow<null, JsonValue> = {
+            name: 'big-signal',
+            run: async (ctx) => {
+              try {
+                await ctx.waitForSignal('blob');
+                return 'received';
+              } catch (error) {
+                return (error as LoomError).code;
+              }
+            },
+          };
+          const id = freshId('big-signal');
+          const handle = await created.start(flow, null, { executionId: id });
+          await created.signal(id, 'blob', jsonString(Limits.payloadBytesMax - 20));
+          await wait(
+            async () => (await lastType(id)) !== 'signal.waiting' || (await suspended(id)),
+            'the wait',
+          );
+          if (await suspended(id)) await created.wakeDue();
+          expect(await within(handle.result(), 'result()')).toBe(ErrorCode.LIMIT_EXCEEDED);
+        });
+
+        it('child and continue-as-new inputs over payloadBytesMax fail with LIMIT_EXCEEDED, nothing wedges', async () => {
+          const child: Flow<string, number> = { name: 'small-child', run: async () => 1 };
+          const big = jsonString(Limits.payloadBytesMax);
+          const parent: Flow<null, string> = {
+            name: 'big-child-input',
+            run: async (ctx) => {
+              try {
+                await ctx.child(child, big);
+                return 'started';
+              } catch (error) {
+                return (error as LoomError).code;
+              }
+            },
+          };
+          const continuing: Flow<string, string> = {
+            name: 'big-continue',
+            run: async (ctx, input) => (input === 'go' ? ctx.continueAsNew(big) : 'continued'),
+          };
+          const created = runtime({
+            flows: [child, parent, continuing] as Flow<never, unknown>[],
+          });
+          const first = await created.start(parent, null);
+          expect(await within(first.result(), 'parent result()')).toBe(ErrorCode.LIMIT_EXCEEDED);
+          const second = await created.start(continuing, 'go');
+          expect(thrownCode(await failureOf(second.result(), 'continuing result()'))).toBe(
+            ErrorCode.LIMIT_EXCEEDED,
+          );
+          expect(await harness.store.findExecutions({ status: 'running' })).toEqual([]);
+        });
+
+        it("a child output that fits the child's log but not the parent's event fails the child durably", async () => {
+          const child: Flow<null, string> = {
+            name: 'big-output-child',
+            // {"output":<text>} is exactly payloadBytesMax: the child's own terminal fits.
+            run: async () => jsonString(Limits.payloadBytesMax - '{"output":}'.length),
+          };
+          const parent: Flow<null, JsonValue> = {
+            name: 'big-output-parent',
+            run: async (ctx) => {
+              try {
+                await ctx.child(child, null);
+                return 'received';
+              } catch (error) {
+                const failure = error as LoomError;
+                return [failure.code, (failure.fields.error as { code: string }).code];
+              }
+            },
+          };
+          const created = runtime({
+            timerPollMs: 5,
+            flows: [child, parent] as Flow<never, unknown>[],
+          });
+          const handle = await created.start(parent, null, { executionId: freshId('big-child') });
+          expect(await within(handle.result(), 'result()')).toEqual([
+            ErrorCode.CHILD_FAILED,
+            ErrorCode.LIMIT_EXCEEDED,
+          ]);
+          expect(await lastType(`${handle.executionId}.0`)).toBe('execution.completed');
+        });
+
+        it('the first run sees exactly the values its replay sees (steps, input, values, signals, children)', async () => {
+          const shared = { x: 1 };
+          const input = { tag: 'original' };
+          const seen: string[] = [];
+          const describeValue = (value: unknown): JsonValue =>
+            value === undefined
+              ? 'undefined'
+              : {
+                  json: JSON.stringify(value),
+                  proto:
+                    typeof value === 'object' && value !== null
+                      ? Object.getPrototypeOf(value) === null
+                        ? 'null'
+                        : Array.isArray(value)
+                          ? 'array'
+                          : 'object'
+                      : typeof value,
+                  keys:
+                    typeof value === 'object' && value !== null
+                      ? Reflect.ownKeys(value).map(String)
+                      : [],
+                };
+          const child: Flow<null, JsonValue> = {
+            name: 'values-child',
+            run: async () => ({ from: 'child' }),
+          };
+          const transactional = isTransactional(harness.store);
+          const flow: Flow<{ tag: string }, string> = {
+            name: 'same-values',
+            run: async (ctx, flowInput) => {
+              const before = describeValue(flowInput);
+              const undef = await ctx.step('undefined', () => undefined);
+              const object = await ctx.step('object', () => {
+                // Changed after the step returned but before its append: the log keeps what was
+                // returned, the value the flow saw.
+                setImmediate(() => {
+                  shared.x = 3;
+                });
+                return shared;
+              });
+              const array = await ctx.step('array', () => Object.assign([1, 2], { extra: 'e' }));
+              const bare = await ctx.step('null-proto', () =>
+                Object.assign(Object.create(null) as object, { k: 1 }),
+              );
+              const tx = transactional
+                ? await ctx.transaction('tx', () => Object.assign([3], { extra: 'e' }))
+                : null;
+              const signal = await ctx.waitForSignal('note');
+              const payload = signal.received ? signal.payload : null;
+              const fromChild = await ctx.child(child, null);
+              const values = [ctx.now(), ctx.random(), ctx.uuid()];
+              const view = JSON.stringify({
+                before,
+                undef: describeValue(undef),
+                object: describeValue(object),
+                array: describeValue(array),
+                bare: describeValue(bare),
+                tx: describeValue(tx),
+                payload: describeValue(payload),
+                child: describeValue(fromChild),
+                values,
+              });
+              // Mutate everything the flow was handed: none of it may reach the log.
+              (payload as { n: number }).n = -1;
+              (fromChild as { from: string }).from = 'mutated';
+              (object as { x: number }).x = -1;
+              await ctx.step('mutate', () => {
+                shared.x = 2;
+                input.tag = 'changed';
+                return null;
+              });
+              const after = JSON.stringify([describeValue(object), describeValue(flowInput)]);
+              seen.push(`${view} ${after}`);
+              await ctx.sleep(1_000);
+              return `${view} ${after}`;
+            },
+          };
+          const node = runtime({ timerPollMs: 5, flows: [flow, child] as Flow<never, unknown>[] });
+          const id = freshId('same-values');
+          const handle = await node.start(flow, input, { executionId: id });
+          await node.signal(id, 'note', { n: 1 });
+          // The signal usually lands while the flow runs its first steps, but a slow round trip
+          // (a shard's first connection on a loaded box) lets the flow suspend at its wait first.
+          // The signal then makes it due, and only a timer poll wakes it: the 5 ms poll runs on the
+          // harness clock, which stands still, so wake it here.
+          await wait(async () => {
+            if (seen.length === 0 && (await suspended(id))) await node.wakeDue();
+            return seen.length === 1 && (await suspended(id));
+          }, 'the first run');
+          await harness.clock.advance(1_000);
+          // The 5 ms poll runs on the harness clock; on a remote store the round that comes due
+          // may be skipped while the one before it still waits for the database: wake it here.
+          await node.wakeDue();
+          const output = await within(handle.result(), 'result()');
+          expect(seen).toHaveLength(2);
+          expect(seen[1]).toBe(seen[0]);
+          expect(output).toBe(seen[0]);
+          const view = JSON.parse((seen[0] as string).split(' ')[0] as string) as Record<
+            string,
+            JsonValue
+          >;
+          expect(view.undef).toEqual(describeValue(null));
+          expect(view.object).toEqual(describeValue({ x: 1 }));
+          expect(view.array).toEqual(describeValue([1, 2]));
+          expect(view.bare).toEqual(describeValue({ k: 1 }));
+          expect(view.tx).toEqual(describeValue(transactional ? [3] : null));
+          expect(view.payload).toEqual(describeValue({ n: 1 }));
+          expect(view.child).toEqual(describeValue({ from: 'child' }));
+          expect(view.before).toEqual(describeValue({ tag: 'original' }));
+        });
+
+        it('with snapshots, a flow that changes a replayed value does not change what later replays see', async () => {
+          const seen: string[] = [];
+          const flow: Flow<{ n: number }, string> = {
+            name: 'mutates-replayed',
+            run: async (ctx, input) => {
+              const object = await ctx.step('object', () => ({ x: 1 }));
+              const signal = await ctx.waitForSignal('note');
+              seen.push(JSON.stringify([object, input, signal]));
+              (object as { x: number }).x = -1;
+              input.n = -1;
+              for (const round of [1, 2]) await ctx.sleep(1_000, `sleep-${round}`);
+              return 'done';
+            },
+          };
+          const node = runtime({
+            snapshots: harness.snapshots,
+            snapshotEvery: 1,
+            flows: [flow as Flow<never, unknown>],
+          });
+          const handle = await node.start(flow, { n: 1 }, { executionId: freshId('mutates') });
+          await node.signal(handle.executionId, 'note', { s: 1 });
+          // It suspends at each sleep (and perhaps at the signal wait): wake it each time, after the
+          // suspension's snapshot is saved, so the next run starts from that snapshot.
+          await wait(async () => {
+            if (await suspended(handle.executionId)) {
+              await node.idle();
+              await harness.clock.advance(1_000);
+              await node.wakeDue();
+            }
+            return (await lastType(handle.executionId)) === 'execution.completed';
+          }, 'the execution to complete');
+          expect(await within(handle.result(), 'result()')).toBe('done');
+          // At least the first run and one replay per sleep; a poll round may add a spurious wake
+          // (a replay that suspends again), which must see the same values too.
+          expect(seen.length).toBeGreaterThanOrEqual(3);
+          expect(new Set(seen)).toEqual(new Set([seen[0]]));
+        });
+
+        it('an operation on a context whose flow ended fails with CONTEXT_CLOSED before anything runs', async () => {
+          let leaked: FlowContext | undefined;
+          const flow: Flow<null, string> = {
+            name: 'leaks-context',
+            run: async (ctx) => {
+              leaked = ctx;
+              await ctx.step('inside', () => 1);
+              return 'done';
+            },
+          };
+          const created = runtime();
+          const handle = await created.start(flow, null);
+          expect(await handle.result()).toBe('done');
+          const ctx = leaked as FlowContext;
+          const rows = await harness.countRows(handle.executionId);
+          let effects = 0;
+          const effect = () => {
+            effects += 1;
+            return 1;
+          };
+          const other: Flow<null, number> = { name: 'never-started', run: async () => 1 };
+          const operations: Array<[string, () => unknown]> = [
+            ['step', () => ctx.step('late', effect)],
+            ['transaction', () => ctx.transaction('late-tx', effect)],
+            ['sleep', () => ctx.sleep(10)],
+            ['sleepUntil', () => ctx.sleepUntil(harness.clock.now() + 10)],
+            ['waitForSignal', () => ctx.waitForSignal('late')],
+            ['child', () => ctx.child(other, null)],
+            ['continueAsNew', () => ctx.continueAsNew(null)],
+            ['now', () => ctx.now()],
+            ['random', () => ctx.random()],
+            ['uuid', () => ctx.uuid()],
+            ['patched', () => ctx.patched('late')],
+          ];
+          for (const [what, call] of operations) {
+            let code: string;
+            try {
+              const returned = call();
+              code = returned instanceof Promise ? await codeOf(returned) : 'returned';
+            } catch (error) {
+              code = (error as LoomError).code;
+            }
+            expect(`${what}: ${code}`).toBe(`${what}: ${ErrorCode.CONTEXT_CLOSED}`);
+          }
+          expect(effects).toBe(0);
+          expect(await harness.countRows(handle.executionId)).toBe(rows);
+          expect(await harness.store.findExecutions({ status: 'running' })).toEqual([]);
+        });
+
+        it('a step the flow never awaited does not run its effect once the flow has returned', async () => {
+          let effects = 0;
+          const flow: Flow<null, string> = {
+            name: 'forgets-await',
+            run: async (ctx) => {
+              void ctx.step('forgotten', () => {
+                effects += 1;
+                return 1;
+              });
+              return 'done';
+            },
+          };
+          const created = runtime();
+          const handle = await created.start(flow, null);
+          // The step's barrier and the terminal share one append; its waiter is settled first, so
+          // an effect that was going to run has been called by the time result() resolves.
+          expect(await handle.result()).toBe('done');
+          await created.idle();
+          expect(effects).toBe(0);
+          const types = (await harness.store.read(handle.executionId)).map((event) => event.type);
+          expect(types[types.length - 1]).toBe('execution.completed');
+        });
+
+        const hostile: Array<[string, () => unknown]> = [
+          [
+            'an object whose toString throws',
+            () => ({
+              toString: () => {
+                throw new Error('no');
+              },
+            }),
+          ],
+          [
+            'an Error whose message, name and stack getters throw',
+            () => {
+              const error = new Error('hidden');
+              for (const key of ['message', 'name', 'stack']) {
+                Object.defineProperty(error, key, {
+                  get: () => {
+                    throw new Error(`${key} getter`);
+                  },
+                });
+              }
+              return error;
+            },
+          ],
+          [
+            'a Proxy that throws on every access',
+            () =>
+              new Proxy(
+                {},
+                {
+                  get: () => {
+                    throw new Error('get');
+                  },
+                  getPrototypeOf: () => {
+                    throw new Error('getPrototypeOf');
+                  },
+                  has: () => {
+                    throw new Error('has');
+                  },
+                  ownKeys: () => {
+                    throw new Error('ownKeys');
+                  },
+                  getOwnPropertyDescriptor: () => {
+                    throw new Error('descriptor');
+                  },
+                },
+              ),
+          ],
+          [
+            'a revoked Proxy',
+            () => {
+              const { proxy, revoke } = Proxy.revocable(new Error('revoked'), {});
+              revoke();
+              return proxy;
+            },
+          ],
+          ['a Symbol', () => Symbol('thrown')],
+        ];
+        for (const [what, make] of hostile) {
+          for (const where of ['a step', 'the flow body'] as const) {
+            it(`${what} thrown from ${where} is recorded with a fixed description; result() settles`, async () => {
+              const created = runtime();
+              const flow: Flow<null, string> = {
+                name: 'hostile-throw',
+                run: async (ctx) => {
+                  if (where === 'a step') {
+                    await ctx.step('throws', () => {
+                      throw make();
+                    });
+                  } else {
+                    throw make();
+                  }
+                  return 'unreachable';
+                },
+              };
+              const handle = await created.start(flow, null);
+              const error = await failureOf(handle.result(), 'result()');
+              expect(thrownCode(error)).toBe(
+                where === 'a step' ? ErrorCode.STEP_FAILED : ErrorCode.EXECUTION_FAILED,
+              );
+              expect(typeof error.message).toBe('string');
+              expect(await lastType(handle.executionId)).toBe('execution.failed');
+              await within(created.shutdown(), 'shutdown()');
+            });
+          }
         }
-      }
-    });
+      },
+    );
   });
 }

@@ -1,8 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import type { LeaseStore } from '../lease-store.js';
 import type { Flow } from '../runtime/flow.js';
 import type { KernelRuntime, KernelRuntimeOptions } from '../runtime/runtime.js';
 import type { RuntimeEventMap, RuntimeEventName } from '../runtime/runtime-events.js';
+import type { RuntimeSection, SectionDescribe } from './conformance-sections.js';
 import { freshId } from './event-store-conformance.js';
 import { tickLeases } from './lease-calls.js';
 import type { RuntimeHarness } from './runtime-conformance.js';
@@ -43,8 +44,9 @@ function deferred() {
 export function runtimeEventsConformance(
   getHarness: () => RuntimeHarness,
   runtime: (options?: Partial<KernelRuntimeOptions>) => KernelRuntime,
+  section: SectionDescribe<RuntimeSection>,
 ): void {
-  describe('runtime events', () => {
+  section('runtime events', () => {
     const hanging = (name: string, hold: Promise<void>): Flow<null, string> => ({
       name,
       run: async (ctx) => {

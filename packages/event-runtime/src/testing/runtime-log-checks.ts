@@ -1,8 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import type { EventEnvelope, JsonValue } from '../envelope.js';
 import { ErrorCode, isLoomError } from '../errors.js';
 import { loadState } from '../runtime/load-state.js';
 import type { KernelRuntime, KernelRuntimeOptions } from '../runtime/runtime.js';
+import type { RuntimeSection, SectionDescribe } from './conformance-sections.js';
 import { freshId } from './event-store-conformance.js';
 import type { RuntimeHarness } from './runtime-conformance.js';
 
@@ -63,8 +64,9 @@ const malformed: Malformed[] = [
 export function runtimeLogChecks(
   getHarness: () => RuntimeHarness,
   runtime: (options?: Partial<KernelRuntimeOptions>) => KernelRuntime,
+  section: SectionDescribe<RuntimeSection>,
 ): void {
-  describe('folding checks what it reads', () => {
+  section('folding checks what it reads', () => {
     const write = async (id: string, events: Malformed['events'], startedPayload = started) => {
       const envelopes: EventEnvelope[] = [
         { executionId: id, sequence: 0, type: 'execution.started', payload: startedPayload },

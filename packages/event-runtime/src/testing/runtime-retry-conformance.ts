@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import type { JsonValue, StoredEvent } from '../envelope.js';
 import { ErrorCode, isLoomError, type LoomError } from '../errors.js';
 import type { ExecutionFailedFields } from '../runtime/execution-outcome.js';
@@ -10,6 +10,7 @@ import {
   type KernelRuntimeOptions,
 } from '../runtime/runtime.js';
 import type { StepRetryPolicy } from '../runtime/step-retry-policy.js';
+import type { RuntimeSection, SectionDescribe } from './conformance-sections.js';
 import { CountingEventStore } from './counting-event-store.js';
 import { freshId } from './event-store-conformance.js';
 import { ManualClock } from './manual-clock.js';
@@ -74,8 +75,9 @@ function types(events: StoredEvent[]): string[] {
 export function runtimeRetries(
   getHarness: () => RuntimeHarness,
   runtime: (options?: Partial<KernelRuntimeOptions>) => KernelRuntime,
+  section: SectionDescribe<RuntimeSection>,
 ): void {
-  describe('durable step retries', () => {
+  section('durable step retries', () => {
     it('each failed attempt is journaled with its error and next retry time; steps that do not fail still write two events', async () => {
       const harness = getHarness();
       const created = runtime({ inlineWaitMs: 1_000 });
@@ -305,7 +307,7 @@ export function runtimeRetries(
     });
   });
 
-  describe('an attempt after the first, interrupted (ADR 0031)', () => {
+  section('an attempt after the first, interrupted (ADR 0031)', () => {
     /**
      * A clock of its own for the node that "dies": it stands still unless the test moves it, so
      * the node never renews a lease or runs a lazy acquire while the survivor takes over.
@@ -429,7 +431,7 @@ export function runtimeRetries(
     });
   });
 
-  describe('retry(id)', () => {
+  section('retry(id)', () => {
     it('reruns the failed step with a fresh budget, replays completed steps, and records execution.retried', async () => {
       const harness = getHarness();
       const created = runtime({ inlineWaitMs: 1_000 });

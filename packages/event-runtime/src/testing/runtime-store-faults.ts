@@ -1,8 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { ErrorCode, LoomError } from '../errors.js';
 import { isTransactional } from '../event-store.js';
 import type { Flow } from '../runtime/flow.js';
 import type { KernelRuntime, KernelRuntimeOptions } from '../runtime/runtime.js';
+import type { RuntimeSection, SectionDescribe } from './conformance-sections.js';
 import { freshId } from './event-store-conformance.js';
 import { FlakyEventStore } from './flaky-event-store.js';
 import type { RuntimeHarness } from './runtime-conformance.js';
@@ -37,8 +38,9 @@ async function whileAdvancing<T>(harness: RuntimeHarness, promise: Promise<T>): 
 export function runtimeStoreFaults(
   getHarness: () => RuntimeHarness,
   runtime: (options?: Partial<KernelRuntimeOptions>) => KernelRuntime,
+  section: SectionDescribe<RuntimeSection>,
 ): void {
-  describe('transient store failures', () => {
+  section('transient store failures', () => {
     const flow = (ran: string[]): Flow<null, string[]> => ({
       name: 'flaky-steps',
       run: async (ctx) => {
