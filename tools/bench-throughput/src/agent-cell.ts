@@ -1,6 +1,7 @@
 // One cell of `bench:agents`: a fan-out of agent runs (P6) or one agent run of n turns (P7), on
 // a runtime of `@loom/workflow-runtime` over memory, a SQLite file or a Postgres schema.
 import { join } from 'node:path';
+import { GCProfiler, type GCProfilerResult, getHeapStatistics } from 'node:v8';
 import { createAgentRuntime, defineAgent, defineTool } from '@loom/agent-loop';
 import { type EventStore, InMemoryEventStore } from '@loom/event-runtime';
 import { StubModel } from '@loom/reasoning';
@@ -9,6 +10,33 @@ import { openPostgres } from '@loom/workflow-runtime/postgres';
 import { openSqlite } from '@loom/workflow-runtime/sqlite';
 import type { Backend } from './knobs.js';
 
+/**
+ * The Loom entry points a cell uses. The packages of this checkout by default; `bench:agents:profile`
+ * passes an older build's (`LOOM_BENCH_BASELINE`) to run the same cell on it side by side.
+ */
+export interface AgentLoom {
+  createAgentRuntime: typeof createAgentRuntime;
+  defineAgent: typeof defineAgent;
+  defineTool: typeof defineTool;
+  StubModel: typeof StubModel;
+  createRuntime: typeof createRuntime;
+  InMemoryEventStore: typeof InMemoryEventStore;
+  openSqlite: typeof openSqlite;
+  openPostgres: typeof openPostgres;
+}
+
+/** This checkout's packages. */
+export const currentLoom: AgentLoom = {
+  createAgentRuntime,
+  defineAgent,
+  defineTool,
+  StubModel,
+  createRuntime,
+  InMemoryEventStore,
+  openSqlite,
+  openPostgres,
+};
+
 /** Where a cell's runtime keeps its log. */
 export type AgentStore =
   | { kind: 'memory' }
@@ -16,14 +44,19 @@ export type AgentStore =
   | { kind: 'postgres'; url: string; schema: string };
 
 /** A fresh runtime on `store` (a new SQLite file per name; a shared Postgres schema). */
-export async function openAgentFlows(store: AgentStore): Promise<Runtime> {
-  if (store.kind === 'memory') return createRuntime({ store: new InMemoryEventStore() });
+export async function openAgentFlows(
+  store: AgentStore,
+  loom: AgentLoom = currentLoom,
+): Promise<Runtime> {
+  if (store.kind === 'memory') return loom.createRuntime({ store: new loom.InMemoryEventStore() });
   if (store.kind === 'sqlite') {
     const path = join(store.directory, `${store.name}.db`);
-    return createRuntime({ backend: openSqlite({ path, migrate: true, synchronous: 'FULL' }) });
+    return loom.createRuntime({
+      backend: loom.openSqlite({ path, migrate: true, synchronous: 'FULL' }),
+    });
   }
-  return createRuntime({
-    backend: await openPostgres({
+  return loom.createRuntime({
+    backend: await loom.openPostgres({
       connectionString: store.url,
       schema: store.schema,
       migrate: true,
@@ -42,6 +75,8 @@ export interface FanoutOptions {
   latencyMs: number;
   /** Called now and then with the runs finished so far. */
   onProgress?: (done: number) => void;
+  /** Also count the heap bytes the runs allocated (V8's GC profiler around the runs). */
+  countAllocation?: boolean;
 }
 
 export interface FanoutResult {
@@ -66,6 +101,28 @@ export interface FanoutResult {
   eventsPerRun: number;
   /** CPU time of this process (user + system, `process.cpuUsage`) per run, in ms. */
   cpuMsPerRun: number;
+  /** Turns the runs took, per run (`RunResult.turns`). */
+  turnsPerRun: number;
+  /** Heap bytes allocated per run (growth between collections, summed), when `countAllocation`. */
+  allocatedBytesPerRun?: number;
+}
+
+/**
+ * Heap bytes allocated between two readings of `heapUsed`, given the GC profiler's collections
+ * in between: what the heap grew by before each collection, summed, plus the growth after the last.
+ */
+export function allocatedBetween(
+  usedBefore: number,
+  collections: GCProfilerResult,
+  usedAfter: number,
+): number {
+  let bytes = 0;
+  let previous = usedBefore;
+  for (const gc of collections.statistics) {
+    bytes += Math.max(0, gc.beforeGC.heapStatistics.usedHeapSize - previous);
+    previous = gc.afterGC.heapStatistics.usedHeapSize;
+  }
+  return bytes + Math.max(0, usedAfter - previous);
 }
 
 function gc(): void {
@@ -86,10 +143,11 @@ export function fanoutIdealMs(runs: number, inFlight: number, latencyMs: number)
 export async function runFanoutCell(
   store: AgentStore,
   options: FanoutOptions,
+  loom: AgentLoom = currentLoom,
 ): Promise<FanoutResult> {
   const { runs, inFlight, latencyMs } = options;
   let toolCalls = 0;
-  const noop = defineTool({
+  const noop = loom.defineTool({
     name: 'noop',
     description: 'Does nothing',
     input: { type: 'object' },
@@ -99,33 +157,39 @@ export async function runFanoutCell(
       return 'ok';
     },
   });
-  const model = new StubModel({
+  const model = new loom.StubModel({
     latencyMs,
     script: (request) =>
       request.messages.some((message) => message.role === 'tool')
         ? { text: 'done' }
         : { toolCalls: [{ tool: 'noop', input: {} }] },
   });
-  const agent = defineAgent({
+  const agent = loom.defineAgent({
     name: 'fanout',
     model,
     instructions: 'Call noop, then finish.',
     tools: [noop],
   });
-  const flows = await openAgentFlows(store);
-  const agents = createAgentRuntime({ flows, agents: [agent] });
+  const flows = await openAgentFlows(store, loom);
+  const agents = loom.createAgentRuntime({ flows, agents: [agent] });
   try {
     const before = await countEvents(flows.store);
     gc();
     const heapBefore = process.memoryUsage().heapUsed;
     let peakHeap = heapBefore;
+    // V8's heap statistics, not process.memoryUsage(): the same heapUsed without reading the
+    // process's RSS, which cost a few % of the CPU a run is charged.
     const sampler = setInterval(() => {
-      peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed);
+      peakHeap = Math.max(peakHeap, getHeapStatistics().used_heap_size);
     }, 10);
     let started = 0;
     let finished = 0;
     let completed = 0;
     let maxInFlight = 0;
+    let turns = 0;
+    const allocation = options.countAllocation === true ? new GCProfiler() : undefined;
+    const usedBefore = process.memoryUsage().heapUsed;
+    allocation?.start();
     const cpuBefore = process.cpuUsage();
     const startMs = performance.now();
     const worker = async () => {
@@ -134,6 +198,7 @@ export async function runFanoutCell(
         maxInFlight = Math.max(maxInFlight, started - finished);
         const result = await agents.run(agent, 'go');
         finished++;
+        turns += result.turns;
         if (result.reason === 'goal_completed') completed++;
         if (finished % 500 === 0) options.onProgress?.(finished);
       }
@@ -141,6 +206,10 @@ export async function runFanoutCell(
     await Promise.all(Array.from({ length: Math.min(inFlight, runs) }, worker));
     const wallMs = performance.now() - startMs;
     const cpu = process.cpuUsage(cpuBefore);
+    const allocatedBytes =
+      allocation === undefined
+        ? undefined
+        : allocatedBetween(usedBefore, allocation.stop(), process.memoryUsage().heapUsed);
     clearInterval(sampler);
     peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed);
     gc();
@@ -160,6 +229,8 @@ export async function runFanoutCell(
       events,
       eventsPerRun: events / runs,
       cpuMsPerRun: (cpu.user + cpu.system) / 1000 / runs,
+      turnsPerRun: turns / runs,
+      ...(allocatedBytes === undefined ? {} : { allocatedBytesPerRun: allocatedBytes / runs }),
     };
     if (completed !== runs || model.calls !== 2 * runs || toolCalls !== runs) {
       throw new Error(

@@ -28,7 +28,7 @@ import { isRerunnable } from '../side-effect.js';
 import type { ToolRetry } from '../tool-retry.js';
 import type { AgentTransition } from '../transition.js';
 import { runChildCall } from './child-call.js';
-import type { TurnContext } from './flow-host.js';
+import type { StepOptions, TurnContext } from './flow-host.js';
 import type { LiveText } from './live-text.js';
 import { hashOf } from './request-hash.js';
 import { RunMemory, type RunOutput } from './run-memory.js';
@@ -56,6 +56,12 @@ const askHumanToolSpec: ToolSpec = {
     required: ['question'],
   },
 };
+
+/** The options of a record's step: never retried. */
+const recordOptions: StepOptions = Object.freeze({ retry: false });
+
+/** The options of a model call's step without a wall-time limit: the runtime's stepRetry applies. */
+const modelStepOptions: StepOptions = Object.freeze({});
 
 /** A policy verdict as the `policy:<turn>` step records it. */
 type Verdict =
@@ -87,7 +93,7 @@ function recordStep<T extends JsonValue | null>(
   name: string,
   fn: (effect: { signal: AbortSignal; nowMs: () => number }) => T | Promise<T>,
 ): Promise<T> {
-  return ctx.step(name, fn, { retry: false });
+  return ctx.step(name, fn, recordOptions);
 }
 
 /** Names of the records a run writes; `agent-runtime` reads approvals back by these. */
@@ -209,7 +215,9 @@ async function runTurns(
         // A model call changes nothing in the world: the runtime's stepRetry may repeat it, and
         // only the answer that returns is recorded. With a wall-time limit, each attempt is cut
         // off when the budget is spent.
-        budget === undefined ? {} : { timeoutMs: budget.stepTimeoutMs(turnStartMs as number) },
+        budget === undefined
+          ? modelStepOptions
+          : { timeoutMs: budget.stepTimeoutMs(turnStartMs as number) },
       )) as unknown as ModelResponse;
       if (!called && bugStrikes('forget-decisions')) {
         // Test-only bug: the recorded decision is not trusted, the model is asked again.

@@ -54,22 +54,49 @@ export interface StepOptions {
 /** Finds a registered flow by name, for `TurnContext.child`. */
 export type FlowLookup = (flowName: string) => HostedFlow | undefined;
 
+/** The flow runtime's options for a step that is never retried (the agent's records). */
+const recordOnce: { retry: false } = { retry: false };
+
+/**
+ * What a step's effect gets: the step's signal, read from the runtime's effect only when the
+ * effect asks for it (the runtime makes an AbortSignal only for a step that reads one, and most
+ * of a turn's steps are records that never do), and the runtime clock's time.
+ */
+class TurnEffect {
+  constructor(private readonly effect: { signal: AbortSignal; clock: { now(): number } }) {}
+
+  get signal(): AbortSignal {
+    return this.effect.signal;
+  }
+
+  readonly nowMs = (): number => this.effect.clock.now();
+}
+
 function turnContext(ctx: WorkflowContext, flowOf: FlowLookup): TurnContext {
   return {
     runId: ctx.executionId,
     step: (name, fn, options) => {
-      const stepOptions: {
+      let stepOptions: {
         timeout?: Duration;
         idempotent?: boolean;
         retry?: StepRetryPolicy | false;
-      } = {};
-      if (options.timeoutMs !== undefined) stepOptions.timeout = options.timeoutMs;
-      if (options.idempotent === true) stepOptions.idempotent = true;
-      if (options.retry !== undefined) stepOptions.retry = options.retry;
+      };
+      if (
+        options.retry === false &&
+        options.timeoutMs === undefined &&
+        options.idempotent !== true
+      ) {
+        stepOptions = recordOnce;
+      } else {
+        stepOptions = {};
+        if (options.timeoutMs !== undefined) stepOptions.timeout = options.timeoutMs;
+        if (options.idempotent === true) stepOptions.idempotent = true;
+        if (options.retry !== undefined) stepOptions.retry = options.retry;
+      }
       return ctx.step(
         name,
         ((effect: { signal: AbortSignal; clock: { now(): number } }) =>
-          fn({ signal: effect.signal, nowMs: () => effect.clock.now() })) as never,
+          fn(new TurnEffect(effect))) as never,
         stepOptions,
       ) as never;
     },

@@ -111,7 +111,9 @@ export class RunMemory {
     readonly runId: string,
     input: JsonValue,
   ) {
-    this.input = deepFreeze(structuredClone(input));
+    // A string or number input (the common case) is its own frozen copy: no clone to make.
+    this.input =
+      typeof input === 'object' && input !== null ? deepFreeze(structuredClone(input)) : input;
   }
 
   /**

@@ -202,21 +202,45 @@ export function stopOnTerminal<P extends StepRetryPolicy | false>(policy: P): P 
   };
 }
 
+/**
+ * Timeout middleware by its ms, shared by every step with that timeout (it keeps nothing between
+ * calls): an agent's tool steps all pass the tool's timeout, and building the middleware (its
+ * options checked, its clock resolved) per call was a cost per turn. Bounded: a flow that makes
+ * up a new timeout per step gets a fresh middleware past {@link timeoutsCachedMax}.
+ */
+const timeoutsByMs = new Map<number, EffectMiddleware>();
+const timeoutsCachedMax = 256;
+
+function timeoutOf(ms: number): EffectMiddleware {
+  let timeout = timeoutsByMs.get(ms);
+  if (timeout === undefined) {
+    timeout = timeoutMiddleware({ ms });
+    if (timeoutsByMs.size < timeoutsCachedMax) timeoutsByMs.set(ms, timeout);
+  }
+  return timeout;
+}
+
 function stepMiddleware(
   name: string,
   options: StepOptions | undefined,
 ): EffectMiddleware | undefined {
   if (options === undefined) return undefined;
+  const { middleware, timeout } = options;
+  if (timeout === undefined && (middleware === undefined || middleware.length === 0)) {
+    return undefined;
+  }
   // The kernel retries (durably) around this chain, so the step's own middleware (logging,
   // timing, tracing, rate limits) runs once per attempt and sees each attempt's error; the
   // timeout innermost, so each attempt gets the whole timeout and the middleware sees a TIMEOUT
   // like any other failure.
-  const chain: EffectMiddleware[] = [...(options.middleware ?? [])];
-  if (options.timeout !== undefined)
-    chain.push(
-      timeoutMiddleware({ ms: parseDuration(options.timeout, `timeout of step '${name}'`) }),
-    );
-  return chain.length === 0 ? undefined : composeMiddleware(...chain);
+  const timeoutLast =
+    timeout === undefined
+      ? undefined
+      : timeoutOf(parseDuration(timeout, `timeout of step '${name}'`));
+  if (middleware === undefined || middleware.length === 0) return timeoutLast;
+  return timeoutLast === undefined
+    ? composeMiddleware(...middleware)
+    : composeMiddleware(...middleware, timeoutLast);
 }
 
 function instant(at: Date | number): number {
