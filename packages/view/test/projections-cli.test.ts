@@ -63,18 +63,23 @@ describe.each(targets.map((t) => [t.name, t] as const))(
       await populate(running, backend);
       const results = await spend(running.flows, 2);
       await running.flows.idle();
-      // Enough events that the projector is killed long before the end: 600 runs of 10 events.
-      for (let i = 0; i < 600; i += 1) {
-        await backend.events.append(
-          Array.from({ length: 10 }, (_, sequence) => ({
-            executionId: `bulk-${String(i).padStart(4, '0')}`,
-            sequence,
-            type: sequence === 0 ? 'execution.started' : 'step.started',
-            payload:
-              sequence === 0
-                ? { flow: 'bulk', version: '1', input: i }
-                : { index: sequence, name: `s${sequence}` },
-          })),
+      // Enough events that the projector is killed long before the end: 600 runs of 10 events,
+      // appended 50 runs at a time (one commit each, not 600 in a row).
+      for (let first = 0; first < 600; first += 50) {
+        await Promise.all(
+          Array.from({ length: 50 }, (_, offset) =>
+            backend.events.append(
+              Array.from({ length: 10 }, (_, sequence) => ({
+                executionId: `bulk-${String(first + offset).padStart(4, '0')}`,
+                sequence,
+                type: sequence === 0 ? 'execution.started' : 'step.started',
+                payload:
+                  sequence === 0
+                    ? { flow: 'bulk', version: '1', input: first + offset }
+                    : { index: sequence, name: `s${sequence}` },
+              })),
+            ),
+          ),
         );
       }
       // The log's length from each run's own log; a Postgres readAll stops below the oldest open
