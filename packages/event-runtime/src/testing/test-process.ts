@@ -76,6 +76,8 @@ export interface TestProcess {
   exited(): boolean;
   /** Its exit and output, within `timeoutMs`; at the deadline it is SIGKILLed and this rejects. */
   ended(timeoutMs?: number): Promise<ProcessEnd>;
+  /** Like {@link TestProcess.ended}, and rejects (with the output) unless it exited with code 0. */
+  succeeded(timeoutMs?: number): Promise<ProcessEnd>;
   /** Sends `signal` (SIGKILL unless given) if it is alive, and awaits its exit (bounded). */
   kill(signal?: NodeJS.Signals): Promise<ProcessExit>;
 }
@@ -292,6 +294,12 @@ export function spawnTestCommand(command: string, options: TestProcessOptions = 
         throw new Error(`${label()} still ran after ${timeoutMs} ms (SIGKILLed); ${quoted()}`);
       }
       return { ...first, stdout, stderr, output };
+    },
+    succeeded: async (timeoutMs) => {
+      const end = await created.ended(timeoutMs);
+      if (end.code !== 0)
+        throw new Error(`${label()} exited (${ending(end)}), not with code 0; ${quoted()}`);
+      return end;
     },
     kill: async (signal = 'SIGKILL') => {
       if (closed !== undefined) return closed;
