@@ -2,10 +2,10 @@
 // (demo/demo-openai.ts) run end to end as real processes (the driver spawns the workers and the
 // approver and SIGKILLs the first worker), and what they print is checked against the SQLite
 // file and the side channel they leave behind.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { killTestProcesses, spawnTestProcess } from '@loom/event-runtime/testing';
 import { openSqlite } from '@loom/workflow-runtime/sqlite';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ChatCompletionsServer } from './chat-completions-server.test-support.js';
@@ -15,39 +15,25 @@ import { demoRunId } from './support-agent.js';
 
 const packageDir = join(import.meta.dirname, '..');
 const scratch = mkdtempSync(join(tmpdir(), 'loom-agent-demo-'));
-afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+afterAll(async () => {
+  await killTestProcesses();
+  rmSync(scratch, { recursive: true, force: true });
+});
 /** The whole demo, three child processes included, must end within this. */
 const demoDeadlineMs = 120_000;
 
 /** Runs a demo entry to its exit (killed at the deadline): exit code and stdout + stderr. */
-function runEntry(
+async function runEntry(
   entry: string,
   env: Record<string, string | undefined>,
 ): Promise<{ code: number | null; output: string }> {
-  const childEnv: Record<string, string | undefined> = { ...process.env, ...env };
-  for (const [name, value] of Object.entries(env)) if (value === undefined) delete childEnv[name];
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join('demo', entry)], {
-      cwd: packageDir,
-      env: childEnv,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`${entry} ran over ${demoDeadlineMs} ms:\n${output}`));
-    }, demoDeadlineMs);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, output });
-    });
+  const run = spawnTestProcess(join('demo', entry), {
+    cwd: packageDir,
+    env,
+    deadlineMs: demoDeadlineMs + 5_000,
   });
+  const { code, output } = await run.ended(demoDeadlineMs);
+  return { code, output };
 }
 
 const noOpenAi = Object.fromEntries(openAiSettings.map(([name]) => [name, undefined]));

@@ -1,18 +1,14 @@
-import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
+import { spawnTestProcess } from '@loom/event-runtime/testing';
 import { expect, it } from 'vitest';
 
-const run = promisify(execFile);
 const directory = join(import.meta.dirname, '../examples');
 
 // The README and docs/agents.md show this file: it must run (on the built package) and print what they say.
 it('example approve-refund.ts asks for approval, refunds once after it, and completes', async () => {
-  const { stdout } = await run(
-    process.execPath,
-    ['--import', 'tsx', join(directory, 'approve-refund.ts')],
-    { cwd: directory },
-  );
+  const { stdout } = await spawnTestProcess(join(directory, 'approve-refund.ts'), {
+    cwd: directory,
+  }).succeeded();
   expect(stdout).toContain("approval asked: tool_call refund { id: 'A-17' }");
   expect(stdout).toContain(
     'result: goal_completed - Order A-17 was never delivered; I refunded it. (3 turns)',

@@ -1,10 +1,10 @@
 // Isolated tools, with real child processes on a SQLite file: a call's result comes back from
 // the child; a child that dies is a tool error the run goes on from; a timeout kills the child;
 // warm children are spawned ahead and used by the first call; close() leaves no process behind.
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { spawnTestProcess } from '@loom/event-runtime/testing';
 import type { ModelRequest, StubTurn } from '@loom/reasoning';
 import { createRuntime, type Runtime } from '@loom/workflow-runtime';
 import { openSqlite } from '@loom/workflow-runtime/sqlite';
@@ -250,37 +250,20 @@ describe('isolated tools', () => {
 
   it('warm children exit when their parent process is SIGKILLed (no orphan)', async () => {
     const log = join(dir, 'orphan-spawns.log');
-    const parent = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        new URL('../test/isolate/isolate-parent-worker.ts', import.meta.url).pathname,
-      ],
-      {
-        env: { ...process.env, LOOM_ISOLATE_SPAWN_LOG: log },
-        stdio: ['ignore', 'pipe', 'inherit'],
-      },
+    const parent = spawnTestProcess(
+      new URL('../test/isolate/isolate-parent-worker.ts', import.meta.url).pathname,
+      { env: { LOOM_ISOLATE_SPAWN_LOG: log } },
     );
     try {
-      let printed = '';
-      parent.stdout.on('data', (chunk: Buffer) => {
-        printed += chunk.toString();
-      });
-      const spares = await eventually(
-        async () => {
-          const line = /^spares (.*)$/m.exec(printed);
-          return line === null ? undefined : (line[1] as string).split(',').map(Number);
-        },
-        'the parent to warm its tool',
-        60_000,
-      ); // a tsx process that spawns two more: slow on a loaded box
+      // A tsx process that spawns two more: slow on a loaded box.
+      const line = await parent.match(/^spares (.*)$/, 'the parent to warm its tool', 60_000);
+      const spares = (line[1] as string).split(',').map(Number);
       expect(spares).toHaveLength(2);
       for (const pid of spares) process.kill(pid, 0); // alive while the parent lives
-      parent.kill('SIGKILL');
+      parent.child.kill('SIGKILL');
       for (const pid of spares) await gone(pid);
     } finally {
-      parent.kill('SIGKILL');
+      await parent.kill();
     }
   });
 

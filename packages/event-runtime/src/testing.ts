@@ -46,4 +46,15 @@ export {
   snapshotStoreConformance,
 } from './testing/snapshot-store-conformance.js';
 export { listenerProcessId, listeningChannels, storedRows } from './testing/store-hooks.js';
+export {
+  killTestProcesses,
+  type ProcessEnd,
+  type ProcessExit,
+  spawnTestCommand,
+  spawnTestProcess,
+  type TestProcess,
+  type TestProcessOptions,
+  testProcessDeadlineMs,
+  testProcessWaitMs,
+} from './testing/test-process.js';
 export { until } from './testing/until.js';

@@ -2,13 +2,13 @@
 // in this process that keeps serving them, the dashboard on 127.0.0.1, and Debian's Chromium
 // (headless, driven by playwright-core) clicking its buttons. Plus the guards over plain HTTP,
 // read-only mode, the bind rule, and `loom serve` as a child process.
-import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Backend } from '@loom/event-runtime';
 import { openSqlite } from '@loom/event-runtime/sqlite';
+import { killTestProcesses, spawnTestProcess } from '@loom/event-runtime/testing';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Dashboard, openView, startDashboard, type View } from '../src/index.js';
@@ -45,6 +45,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await killTestProcesses();
   await view?.close();
   await running?.flows.shutdown();
   rmSync(dir, { recursive: true, force: true });
@@ -431,44 +432,43 @@ describe('where the dashboard listens', () => {
  * Runs `loom serve --db <db> …` as a child. With `whileUp`, waits for the printed JSON line, runs
  * `whileUp` against it, then sends SIGTERM; without, waits for the child to exit by itself.
  */
-function serve(
+async function serve(
   args: string[],
   env: Record<string, string> = {},
   whileUp?: (printed: { url: string; token: string }) => Promise<void>,
 ): Promise<{ code: number | null; stderr: string }> {
   if (!existsSync(bin)) throw new Error(`${bin} is missing: run pnpm build first`);
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, 'serve', '--db', db, ...args], {
-      env: { PATH: process.env.PATH ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    let checked: Promise<void> | undefined;
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-      if (whileUp === undefined || checked !== undefined) return;
-      const line = stdout.split('\n').find((l) => l.trim().startsWith('{'));
-      if (line === undefined) return;
-      try {
-        JSON.parse(stdout);
-      } catch {
-        return; // the document is not complete yet
-      }
-      checked = whileUp(JSON.parse(stdout) as { url: string; token: string }).finally(() =>
-        child.kill('SIGTERM'),
-      );
-      checked.catch(() => undefined);
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      if (checked === undefined) resolve({ code, stderr });
-      else checked.then(() => resolve({ code, stderr }), reject);
-    });
+  const server = spawnTestProcess(bin, {
+    args: ['serve', '--db', db, ...args],
+    nodeArgs: [],
+    inheritEnv: false,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    name: 'loom serve',
   });
+  const printed =
+    whileUp === undefined
+      ? undefined
+      : await server
+          .waitFor(
+            () => {
+              const stdout = server.stdout();
+              if (!stdout.split('\n').some((l) => l.trim().startsWith('{'))) return undefined;
+              try {
+                return JSON.parse(stdout) as { url: string; token: string };
+              } catch {
+                return undefined; // the document is not complete yet
+              }
+            },
+            'the printed JSON document',
+            60_000,
+          )
+          .catch(() => undefined); // it ended without one: its code and stderr say why
+  const checked =
+    printed === undefined || whileUp === undefined
+      ? undefined
+      : whileUp(printed).finally(() => server.child.kill('SIGTERM'));
+  checked?.catch(() => undefined);
+  const { code } = await server.exit;
+  await checked;
+  return { code, stderr: server.stderr() };
 }

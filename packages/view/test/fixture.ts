@@ -1,9 +1,9 @@
 // A store populated by real flows and a real agent run, for the view and CLI tests.
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { type AgentRuntime, createAgentRuntime, defineAgent, defineTool } from '@loom/agent-loop';
 import type { Backend } from '@loom/event-runtime';
+import { spawnTestProcess } from '@loom/event-runtime/testing';
 import { StubModel } from '@loom/reasoning';
 import { createRuntime, defineFlow, type Runtime, terminalError } from '@loom/workflow-runtime';
 
@@ -140,31 +140,22 @@ export async function populate({ flows, agents }: Running, backend: Backend): Pr
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 
 /** The built `loom` binary, run as a child process. */
-export function loom(
+export async function loom(
   args: readonly string[],
   env: Record<string, string> = {},
   onStdout?: (stdoutSoFar: string) => void,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   if (!existsSync(bin)) throw new Error(`${bin} is missing: run pnpm build first`);
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], {
-      env: { PATH: process.env.PATH ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-      onStdout?.(stdout);
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
+  const run = spawnTestProcess(bin, {
+    args,
+    nodeArgs: [],
+    inheritEnv: false,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    name: 'loom',
+    deadlineMs: 30_000,
   });
+  // The harness's own listener came first: stdout() already holds the chunk.
+  if (onStdout !== undefined) run.child.stdout?.on('data', () => onStdout(run.stdout()));
+  const { code } = await run.exit;
+  return { code, stdout: run.stdout(), stderr: run.stderr() };
 }

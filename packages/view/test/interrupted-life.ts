@@ -1,43 +1,25 @@
 // Lives of the interrupted agent worker (interrupted-worker.ts) as child processes, and its side
 // channel: what the approve-resolution tests (CLI and dashboard) drive.
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Approval } from '@loom/agent-loop';
+import { spawnTestProcess } from '@loom/event-runtime/testing';
 import { expect } from 'vitest';
 import { loom } from './fixture.js';
 
 const worker = fileURLToPath(new URL('./interrupted-worker.ts', import.meta.url));
 
 /** One life of the worker: its exit signal and the line it printed (deadline 60 s). */
-export function life(
+export async function life(
   env: Record<string, string>,
 ): Promise<{ signal: NodeJS.Signals | null; code: number | null; line: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', worker], {
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      // Only the life told to die may end by SIGKILL; any other was killed at its deadline.
-      if (code !== 0 && (signal !== 'SIGKILL' || env.DIE !== '1')) {
-        reject(new Error(`worker exited ${code} (${signal}): ${stderr}`));
-        return;
-      }
-      resolve({ code, signal, line: stdout.trim() });
-    });
-  });
+  const child = spawnTestProcess(worker, { env, deadlineMs: 60_000 });
+  const { code, signal } = await child.exit;
+  // Only the life told to die may end by SIGKILL; any other was killed at its deadline.
+  if (code !== 0 && (signal !== 'SIGKILL' || env.DIE !== '1')) {
+    throw new Error(`worker exited ${code} (${signal}): ${child.stderr()}`);
+  }
+  return { code, signal, line: child.stdout().trim() };
 }
 
 /** The tool's real calls so far: one idempotency key per line. */

@@ -2,16 +2,19 @@
 // util-linux `script`) long commands write `label… <done> (<s> s)` to stderr, rewritten in place
 // and erased at the end; piped, or with --json, they write none. The 1 s threshold is moved to 0
 // with LOOM_PROGRESS_AFTER_MS (test-only), so the lines' content is asserted, not their timing.
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { EventEnvelope } from '@loom/event-runtime';
+import { killTestProcesses, spawnTestCommand } from '@loom/event-runtime/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dbTargets } from './db-targets.js';
 import { loom } from './fixture.js';
 import { seedRuns } from './many-runs.js';
 
 const { targets, cleanup } = dbTargets('view-progress');
-afterAll(cleanup);
+afterAll(async () => {
+  await killTestProcesses();
+  await cleanup();
+});
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 /** Events of the one long run (three pages of the store's 10,000). */
@@ -28,30 +31,27 @@ const count = (n: number) => n.toLocaleString('en-US');
 const quote = (arg: string) => `'${arg.replaceAll("'", "'\\''")}'`;
 
 /** The binary on a pseudo-terminal: stdout and stderr both arrive on it, in order. */
-function loomOnTty(
+async function loomOnTty(
   args: readonly string[],
   env: Record<string, string>,
   /** Stop it (SIGTERM to the terminal's session) once the output contains this. */
   until?: string,
 ): Promise<{ code: number | null; output: string }> {
   const command = [process.execPath, bin, ...args].map(quote).join(' ');
-  return new Promise((resolve, reject) => {
-    const child = spawn('script', ['-qec', command, '/dev/null'], {
-      env: { PATH: process.env.PATH ?? '', TERM: 'dumb', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      if (until !== undefined && output.includes(until)) child.kill('SIGTERM');
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, output });
-    });
+  const tty = spawnTestCommand('script', {
+    args: ['-qec', command, '/dev/null'],
+    inheritEnv: false,
+    env: { PATH: process.env.PATH ?? '', TERM: 'dumb', ...env },
+    name: `loom ${args[0]} on a terminal`,
   });
+  if (until !== undefined) {
+    await tty
+      .waitFor(() => tty.stdout().includes(until), until, 60_000)
+      .then(() => tty.child.kill('SIGTERM'))
+      .catch(() => undefined); // ended before (or stuck: then killed at its deadline)
+  }
+  const { code } = await tty.exit;
+  return { code, output: tty.stdout() };
 }
 
 describe.each(targets)('the progress line on $name', (target) => {

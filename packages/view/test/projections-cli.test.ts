@@ -1,8 +1,8 @@
 // The projection commands through the built `loom` binary, on a real SQLite file and the real
 // Postgres: init, a projector SIGKILLed mid-run and restarted (its tables then equal a fresh
 // rebuild from the log), spend, and the SPEND column of `loom runs`.
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { killTestProcesses, spawnTestProcess } from '@loom/event-runtime/testing';
 import { createRuntime } from '@loom/workflow-runtime';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ProjectorStats, SpendRow } from '../src/index.js';
@@ -13,7 +13,10 @@ import { eventually, loom, populate, runtimeOn } from './fixture.js';
 import { projectionRows, projectionTargets, spend } from './projection-support.js';
 
 const { targets, cleanup } = projectionTargets('view-proj-cli');
-afterAll(cleanup);
+afterAll(async () => {
+  await killTestProcesses();
+  await cleanup();
+});
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 
@@ -21,37 +24,29 @@ const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
  * `loom projections run --batch 10 --progress` as a child, SIGKILLed once it reported `flushes`
  * transactions. Resolves with the progress lines it printed and how it ended.
  */
-function killMidRun(
+async function killMidRun(
   db: string,
   flushes: number,
 ): Promise<{ lines: string[]; signal: string | null }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [bin, 'projections', 'run', '--batch', '10', '--progress', '--db', db],
-      {
-        env: { PATH: process.env.PATH ?? '' },
-        stdio: ['ignore', 'ignore', 'pipe'],
-      },
-    );
-    const lines: string[] = [];
-    let buffered = '';
-    const deadline = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.stderr.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString();
-      const parts = buffered.split('\n');
-      buffered = parts.pop() ?? '';
-      for (const line of parts) {
-        if (line.startsWith('flushed ')) lines.push(line);
-      }
-      if (lines.length >= flushes) child.kill('SIGKILL');
-    });
-    child.on('error', reject);
-    child.on('exit', (_code, signal) => {
-      clearTimeout(deadline);
-      resolve({ lines, signal });
-    });
+  const projector = spawnTestProcess(bin, {
+    args: ['projections', 'run', '--batch', '10', '--progress', '--db', db],
+    nodeArgs: [],
+    inheritEnv: false,
+    env: { PATH: process.env.PATH ?? '' },
+    name: 'loom projections run',
   });
+  const flushed = () =>
+    projector
+      .stderr()
+      .split('\n')
+      .slice(0, -1)
+      .filter((line) => line.startsWith('flushed '));
+  await projector
+    .waitFor(() => flushed().length >= flushes, `${flushes} flushes`, 60_000)
+    .then(() => projector.child.kill('SIGKILL'))
+    .catch(() => undefined); // ended before (or stuck: then killed at its deadline)
+  const { signal } = await projector.exit;
+  return { lines: flushed(), signal };
 }
 
 describe.each(targets.map((t) => [t.name, t] as const))(

@@ -5,11 +5,15 @@
 // docs/getting-started.md promises: an operator registers no flow and drives nothing, so it must
 // neither take the dead worker's leases (it cannot run them, and a lease it holds reads as a live
 // owner's) nor count as a live node. SQLite file and Postgres; real child processes and SIGKILL.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Approval } from '@loom/agent-loop';
-import { until } from '@loom/event-runtime/testing';
+import {
+  killTestProcesses,
+  spawnTestProcess,
+  type TestProcess,
+  until,
+} from '@loom/event-runtime/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openOperator, openView } from '../src/index.js';
 import { dbTargets } from './db-targets.js';
@@ -17,32 +21,13 @@ import { calls } from './interrupted-life.js';
 
 const worker = fileURLToPath(new URL('./refund-worker.ts', import.meta.url));
 const { dir, targets, cleanup } = dbTargets('view-restart');
-afterAll(cleanup);
+afterAll(async () => {
+  await killTestProcesses();
+  await cleanup();
+});
 
-function spawnWorker(env: Record<string, string>): {
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-} {
-  const child = spawn(process.execPath, ['--import', 'tsx', worker], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  const timer = setTimeout(() => child.kill('SIGKILL'), 50_000);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal });
-    }),
-  );
-  return { child, output: () => output, exited };
+function spawnWorker(env: Record<string, string>): TestProcess {
+  return spawnTestProcess(worker, { env, deadlineMs: 50_000 });
 }
 
 describe.each(targets)('a worker restarted with a dashboard open on $name', (target) => {
@@ -74,13 +59,13 @@ describe.each(targets)('a worker restarted with a dashboard open on $name', (tar
     await approver.close();
     await until(() => calls(sideChannel).length === 1, 'the refund to start', 20_000);
     first.child.kill('SIGKILL');
-    expect((await first.exited).signal).toBe('SIGKILL');
+    expect((await first.exit).signal).toBe('SIGKILL');
 
     // The user opens the dashboard to look at the crash, and restarts the worker at once.
     const dashboard = await openOperator({ db: target.db });
     try {
       const second = spawnWorker({ ...env, LIFE: 'boot' });
-      expect((await second.exited).code, second.output()).toBe(0);
+      expect((await second.ended()).code, second.output()).toBe(0);
       const line = /^boot (.*)$/m.exec(second.output());
       expect(line, second.output()).not.toBeNull();
       const boot = JSON.parse((line as RegExpExecArray)[1] as string) as {

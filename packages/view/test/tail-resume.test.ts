@@ -1,9 +1,9 @@
 // `loom tail` without an id (every run's new events, until interrupted), `loom resume` (a
 // suspended run woken now; a run whose driver hangs taken over by another runtime) and colour in
 // the runs table. The built binary against a SQLite file and Postgres.
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { StoredEvent } from '@loom/event-runtime';
+import { killTestProcesses, spawnTestProcess } from '@loom/event-runtime/testing';
 import { createRuntime, defineFlow } from '@loom/workflow-runtime';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type RunDetail, runCli } from '../src/index.js';
@@ -25,7 +25,10 @@ async function within<T>(work: Promise<T>, what: string): Promise<T> {
 
 const { targets, cleanup } = dbTargets('view-tail-resume');
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
-afterAll(cleanup);
+afterAll(async () => {
+  await killTestProcesses();
+  await cleanup();
+});
 
 const hello = defineFlow({ name: 'hello' }, async (ctx, input: { who: string }) =>
   ctx.step('greet', () => `hello ${input.who}`),
@@ -49,24 +52,17 @@ describe.each(targets)(
       } finally {
         await before.shutdown();
       }
-      const child = spawn(process.execPath, [bin, 'tail', '--json'], {
+      const tail = spawnTestProcess(bin, {
+        args: ['tail', '--json'],
+        nodeArgs: [],
+        inheritEnv: false,
         env: { PATH: process.env.PATH ?? '', ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
+        name: 'loom tail',
       });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (chunk: Buffer) => {
-        stdout += chunk.toString();
-      });
-      child.stderr.on('data', (chunk: Buffer) => {
-        stderr += chunk.toString();
-      });
-      const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
-      const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
       try {
         await eventually(
           async () =>
-            stderr.includes('following every run after log position') ? true : undefined,
+            tail.stderr().includes('following every run after log position') ? true : undefined,
           'tail to start following',
         );
         const runtime = createRuntime({ backend: await open(), flows: [hello] });
@@ -76,7 +72,8 @@ describe.each(targets)(
           await runtime.shutdown();
         }
         const lines = await eventually(async () => {
-          const parsed = stdout
+          const parsed = tail
+            .stdout()
             .trim()
             .split('\n')
             .filter(Boolean)
@@ -90,11 +87,10 @@ describe.each(targets)(
           'step.completed',
           'execution.completed',
         ]);
-        child.kill('SIGTERM');
-        expect(await exited).toBe(0);
+        tail.child.kill('SIGTERM');
+        expect((await tail.ended()).code).toBe(0);
       } finally {
-        clearTimeout(killer);
-        child.kill('SIGKILL');
+        await tail.kill();
       }
     });
 

@@ -6,6 +6,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Backend } from '@loom/event-runtime';
+import { killTestProcesses } from '@loom/event-runtime/testing';
 import { createRuntime, type WorkflowDefinition } from '@loom/workflow-runtime';
 import Database from 'better-sqlite3';
 import pg from 'pg';
@@ -15,7 +16,10 @@ import { loom } from './fixture.js';
 import { parseDrained, spawnLoomWorker, workerFlows } from './worker/loom-worker.js';
 
 const { dir, targets, cleanup } = dbTargets('worker-drain');
-afterAll(cleanup);
+afterAll(async () => {
+  await killTestProcesses();
+  await cleanup();
+});
 
 const { job, napper, render } = (await import(workerFlows)) as {
   job: WorkflowDefinition<{ n: number }, number>;

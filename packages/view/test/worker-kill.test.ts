@@ -5,6 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { killTestProcesses } from '@loom/event-runtime/testing';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { pgUrl } from './db-targets.js';
@@ -13,6 +14,7 @@ import { describeFleet, type FleetReport, runWorkerFleet } from './worker/fleet.
 const directory = mkdtempSync(join(tmpdir(), 'loom-worker-kill-'));
 const schema = `worker_kill_${process.pid}`;
 afterAll(async () => {
+  await killTestProcesses();
   rmSync(directory, { recursive: true, force: true });
   const client = new pg.Client({ connectionString: pgUrl });
   await client.connect();

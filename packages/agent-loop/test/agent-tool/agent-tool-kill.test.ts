@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { type EventStore, EventType } from '@loom/event-runtime';
 import { PostgresEventStore } from '@loom/event-runtime/postgres';
 import { SqliteEventStore } from '@loom/event-runtime/sqlite';
+import { killTestProcesses } from '@loom/event-runtime/testing';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { life } from '../kill/kill-harness.js';
@@ -19,6 +20,7 @@ const schemaPrefix = `h_agent_iso_atk_${process.pid}_${Date.now().toString(36)}`
 const schemas: string[] = [];
 
 afterAll(async () => {
+  await killTestProcesses();
   if (schemas.length === 0) return;
   const client = new pg.Client({ connectionString: pgUrl });
   await client.connect();

@@ -1,9 +1,9 @@
 // A second process follows a run by id: the test process spawns follow-worker.ts, which drives
 // the run, and follows it through the same store. Shared by the SQLite and Postgres tests.
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type EventStore, EventType } from '@loom/event-runtime';
+import { spawnTestProcess } from '@loom/event-runtime/testing';
 import { createRuntime } from '@loom/workflow-runtime';
 import { expect } from 'vitest';
 import { type AgentEvent, createAgentRuntime } from '../../src/index.js';
@@ -13,29 +13,9 @@ const deadlineMs = 60_000;
 
 /** The worker's run, to its exit; resolves with what it printed. */
 function drive(env: Record<string, string>): { exited: Promise<string>; kill(): void } {
-  const child = spawn(process.execPath, ['--import', 'tsx', worker], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  const exited = new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`the worker took over ${deadlineMs} ms:\n${output}`));
-    }, deadlineMs);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      if (code === 0) resolve(output);
-      else reject(new Error(`the worker exited with ${code}:\n${output}`));
-    });
-  });
-  return { exited, kill: () => child.kill('SIGKILL') };
+  const child = spawnTestProcess(worker, { env, deadlineMs: deadlineMs + 5_000 });
+  const exited = child.succeeded(deadlineMs).then(({ output }) => output);
+  return { exited, kill: () => child.child.kill('SIGKILL') };
 }
 
 /** Polls the log (bounded) until `wait_gate`'s tool step has started in the worker. */

@@ -5,11 +5,13 @@
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { killTestProcesses } from '@loom/event-runtime/testing';
+import { afterAll, describe, expect, it } from 'vitest';
 import { eventually } from '../../src/agent.test-support.js';
 import { life } from '../kill/kill-harness.js';
 
 const worker = join(import.meta.dirname, 'isolate-kill-worker.ts');
+afterAll(killTestProcesses);
 const dir = mkdtempSync(join(tmpdir(), 'loom-agent-isolate-kill-'));
 
 /** `<idempotency key> <pid>` per call of the tool's module. */

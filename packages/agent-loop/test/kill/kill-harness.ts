@@ -1,9 +1,9 @@
 // Spawns lives of kill-worker.ts and reads what they did. Shared by the SQLite and Postgres
 // kill matrices.
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { StoredEvent } from '@loom/event-runtime';
+import { spawnTestProcess } from '@loom/event-runtime/testing';
 
 const worker = join(import.meta.dirname, 'kill-worker.ts');
 const lifeTimeoutMs = 25_000;
@@ -26,37 +26,20 @@ export interface RunningLife {
 
 /** Starts one life of the worker (kill-worker.ts unless `script`); it is killed at its deadline. */
 export function spawnLife(env: Record<string, string>, script = worker): RunningLife {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const child = spawnTestProcess(script, { env, deadlineMs: lifeTimeoutMs + 5_000 });
+  const ended = child.ended(lifeTimeoutMs).then(({ code, signal, output }): Life => {
+    const match = /^(result|approval) (.*)$/m.exec(output);
+    return {
+      code,
+      signal,
+      output,
+      line:
+        match === null
+          ? undefined
+          : { kind: match[1] as 'result' | 'approval', value: JSON.parse(match[2] as string) },
+    };
   });
-  const ended = new Promise<Life>((resolve, reject) => {
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`a worker life took over ${lifeTimeoutMs} ms:\n${output}`));
-    }, lifeTimeoutMs);
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      const match = /^(result|approval) (.*)$/m.exec(output);
-      resolve({
-        code,
-        signal,
-        output,
-        line:
-          match === null
-            ? undefined
-            : { kind: match[1] as 'result' | 'approval', value: JSON.parse(match[2] as string) },
-      });
-    });
-  });
-  return { kill: () => child.kill('SIGKILL'), ended };
+  return { kill: () => child.child.kill('SIGKILL'), ended };
 }
 
 /** Runs one life of the worker (kill-worker.ts unless `script`) to its end (exit or SIGKILL), within a deadline. */

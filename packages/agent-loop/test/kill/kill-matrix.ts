@@ -4,8 +4,8 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { until } from '@loom/event-runtime/testing';
-import { expect, it } from 'vitest';
+import { killTestProcesses, until } from '@loom/event-runtime/testing';
+import { afterAll, expect, it } from 'vitest';
 import { isRerunnable, type SideEffect, sideEffects } from '../../src/index.js';
 import { callsIn, invocationsIn, life, openLog, spawnLife } from './kill-harness.js';
 
@@ -37,6 +37,7 @@ const redriving = JSON.stringify({
 
 export function killMatrix(backendEnv: (caseName: string) => Record<string, string>): void {
   const dir = mkdtempSync(join(tmpdir(), 'loom-agent-kill-'));
+  afterAll(killTestProcesses);
   for (const sideEffect of sideEffects) {
     for (const killAt of killPoints) {
       it(`${sideEffect}, killed at ${killAt}: the contract holds`, async () => {

@@ -4,11 +4,13 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { killTestProcesses } from '@loom/event-runtime/testing';
+import { afterAll, describe, expect, it } from 'vitest';
 import { life } from '../kill/kill-harness.js';
 import { sideChannelLines } from './mcp-test-support.js';
 
 const worker = join(import.meta.dirname, 'mcp-kill-worker.ts');
+afterAll(killTestProcesses);
 const dir = mkdtempSync(join(tmpdir(), 'loom-mcp-kill-'));
 
 function caseEnv(name: string, tool: string): Record<string, string> {

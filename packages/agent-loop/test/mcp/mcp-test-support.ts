@@ -1,8 +1,8 @@
 // Starts the real MCP test server (mcp-test-server.ts) for the MCP tests: as a stdio child of a
 // connected SDK Client, or as a streamable HTTP server in its own child process.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { spawnTestProcess, type TestProcess } from '@loom/event-runtime/testing';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -30,33 +30,19 @@ export async function stdioClient(
 /** A streamable HTTP server in its own child process, on 127.0.0.1 at a random port. */
 export async function httpServer(
   env: Record<string, string>,
-): Promise<{ url: URL; server: ChildProcess }> {
-  const server = spawn(process.execPath, ['--import', 'tsx', serverScript, '--http'], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
+): Promise<{ url: URL; server: TestProcess }> {
+  const server = spawnTestProcess(serverScript, {
+    args: ['--http'],
+    env,
+    name: 'the HTTP MCP server',
   });
-  const port = await new Promise<number>((resolve, reject) => {
-    let output = '';
-    const timer = setTimeout(() => {
-      server.kill('SIGKILL');
-      reject(
-        new Error(`the HTTP MCP server did not listen within ${startTimeoutMs} ms: ${output}`),
-      );
-    }, startTimeoutMs);
-    server.stdout?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /listening (\d+)/.exec(output);
-      if (match !== null) {
-        clearTimeout(timer);
-        resolve(Number(match[1]));
-      }
+  const listening = await server
+    .match(/listening (\d+)/, 'listening', startTimeoutMs)
+    .catch(async (error: unknown) => {
+      await server.kill();
+      throw error;
     });
-    server.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`the HTTP MCP server exited (${code}) before listening: ${output}`));
-    });
-  });
-  return { url: new URL(`http://127.0.0.1:${port}/mcp`), server };
+  return { url: new URL(`http://127.0.0.1:${Number(listening[1])}/mcp`), server };
 }
 
 /** A client connected to a streamable HTTP server. */
@@ -67,20 +53,12 @@ export async function httpClient(url: URL): Promise<Client> {
 }
 
 /** Kills a process and waits for its exit (bounded). */
-export function killAndWait(child: ChildProcess | number): Promise<void> {
+export async function killAndWait(child: TestProcess | number): Promise<void> {
   if (typeof child === 'number') {
     process.kill(child, 'SIGKILL');
     return waitGone(child);
   }
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('a killed server did not exit')), 10_000);
-    child.on('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.kill('SIGKILL');
-  });
+  await child.kill();
 }
 
 async function waitGone(pid: number): Promise<void> {

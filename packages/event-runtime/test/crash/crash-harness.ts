@@ -1,7 +1,7 @@
 // Runs a crash worker, kills it with SIGKILL at seeded random moments, restarts it, and
 // reports what happened. Shared by the crash tests of every backend.
 import { join } from 'node:path';
-import { startWorker } from '../support/worker-process.js';
+import { spawnTestProcess, testProcessDeadlineMs } from '../../src/testing.js';
 
 /** mulberry32: a tiny seeded PRNG, so a kill schedule reproduces from its seed. */
 export function seededRandom(seed: number): () => number {
@@ -36,9 +36,9 @@ export async function runWithKills(
   const random = seededRandom(seed);
   let kills = 0;
   for (let round = 0; round < killsWanted; round++) {
-    const run = startWorker(worker, env);
+    const run = spawnTestProcess(worker, { env });
     // A worker that finished everything before saying ready has nothing left to kill.
-    await run.line('ready').catch(() => undefined);
+    await run.line('ready', testProcessDeadlineMs).catch(() => undefined);
     const delayMs = 20 + Math.floor(random() * (maxDelayMs - 20));
     await new Promise((resolve) => setTimeout(resolve, delayMs));
     if (!run.exited() && run.child.kill('SIGKILL')) kills += 1;
@@ -46,7 +46,7 @@ export async function runWithKills(
     if (code !== null && code !== 0)
       throw new Error(`worker failed (exit ${code}):\n${run.output()}`);
   }
-  const last = startWorker(worker, env);
+  const last = spawnTestProcess(worker, { env });
   const { code } = await last.exit;
   if (code !== 0) throw new Error(`final worker failed (exit ${code}):\n${last.output()}`);
   return { seed, kills, finalOutput: last.output() };

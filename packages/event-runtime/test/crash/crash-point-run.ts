@@ -3,7 +3,7 @@
 // the next point; a last one finishes the last. Then each point's executions are checked.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startWorker } from '../support/worker-process.js';
+import { spawnTestProcess } from '../../src/testing.js';
 import { openCrashBackend } from './crash-backend.js';
 import { crashPoints } from './crash-points.js';
 import { crashStoreEnv, openInspector } from './kill-campaign.js';
@@ -78,7 +78,7 @@ export class CrashPointRun {
       throw new Error(`crash points run in order: point ${index} asked after ${this.died.length}`);
     }
     const prefix = `p${index}`;
-    const worker = startWorker(workerFile, this.env(point.name, prefix));
+    const worker = spawnTestProcess(workerFile, { env: this.env(point.name, prefix) });
     const previous = this.previous;
     // Whatever this worker did, the next one finishes this point's work.
     this.previous = prefix;
@@ -104,7 +104,7 @@ export class CrashPointRun {
 
   /** A last worker finishes the last point's work; then each point's executions are checked. */
   async outcomes(): Promise<PointOutcome[]> {
-    const last = startWorker(workerFile, this.env('', ''));
+    const last = spawnTestProcess(workerFile, { env: this.env('', '') });
     const deadline = setTimeout(() => last.child.kill('SIGTERM'), workerDeadlineMs);
     const ended = await last.exit;
     clearTimeout(deadline);

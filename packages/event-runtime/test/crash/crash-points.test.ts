@@ -8,13 +8,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { killTestProcesses } from '../../src/testing.js';
 import { pgTestUrl, useThrowawaySchemas } from '../support/throwaway-schemas.js';
 import { CrashPointRun } from './crash-point-run.js';
 import { crashPoints } from './crash-points.js';
 
 const schemas = useThrowawaySchemas();
 const directory = mkdtempSync(join(tmpdir(), 'loom-crash-points-'));
-afterAll(() => rmSync(directory, { recursive: true, force: true }));
+afterAll(async () => {
+  await killTestProcesses();
+  rmSync(directory, { recursive: true, force: true });
+});
 
 /**
  * Every point is asserted. Two of them used to lose a race: a signal reaching an execution

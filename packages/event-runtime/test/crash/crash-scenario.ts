@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import type { EventStore } from '../../src/index.js';
+import { killTestProcesses } from '../../src/testing.js';
 import { checkCrashRun } from './crash-checks.js';
 import { runWithKills } from './crash-harness.js';
 
@@ -24,7 +25,10 @@ export function crashScenario(
   openReader: (directory: string) => Promise<EventStore>,
 ): void {
   const directory = mkdtempSync(join(tmpdir(), `loom-crash-${backend}-`));
-  afterAll(() => rmSync(directory, { recursive: true, force: true }));
+  afterAll(async () => {
+    await killTestProcesses();
+    rmSync(directory, { recursive: true, force: true });
+  });
 
   it(`${backend}: ${execs} executions survive ${kills} SIGKILLs with exactly-once completion`, async () => {
     const seed = Number(process.env.LOOM_CRASH_SEED ?? Math.floor(Math.random() * 2 ** 31));

@@ -5,12 +5,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { killTestProcesses } from '../../src/testing.js';
 import { pgTestUrl, useThrowawaySchemas } from '../support/throwaway-schemas.js';
 import { type CampaignReport, runKillCampaign, summarize } from './kill-campaign.js';
 
 const schemas = useThrowawaySchemas();
 const directory = mkdtempSync(join(tmpdir(), 'loom-kill-campaign-'));
-afterAll(() => rmSync(directory, { recursive: true, force: true }));
+afterAll(async () => {
+  await killTestProcesses();
+  rmSync(directory, { recursive: true, force: true });
+});
 
 describe.each(['sqlite', 'postgres'] as const)('kill -9 campaign on %s', (backend) => {
   // Three steps, each within a test timeout: the workers boot, the kills land, then everything

@@ -14,12 +14,17 @@ import pg from 'pg';
 import type { EventStore } from '../../src/index.js';
 import { PostgresEventStore } from '../../src/postgres.js';
 import { SqliteEventStore } from '../../src/sqlite.js';
-import { startWorker, type WorkerProcess } from '../support/worker-process.js';
+import { spawnTestProcess, type TestProcess } from '../../src/testing.js';
 import { openCrashBackend } from './crash-backend.js';
 import { seededRandom } from './crash-harness.js';
 
 const workerFile = join(import.meta.dirname, 'kill-campaign-worker.ts');
 const terminalTypes = ['execution.completed', 'execution.failed', 'execution.cancelled'];
+/**
+ * A campaign worker lives through the whole campaign, which the CLI runs for minutes: SIGKILLed
+ * if still alive an hour after its start, past any campaign.
+ */
+const workerLifeMs = 3_600_000;
 
 export interface CampaignOptions {
   backend: 'sqlite' | 'postgres';
@@ -317,7 +322,7 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface Slot {
   index: number;
-  worker: WorkerProcess;
+  worker: TestProcess;
   nodeId: string;
   /** False while dead or booting. */
   live: boolean;
@@ -356,7 +361,11 @@ export async function runKillCampaign(options: CampaignOptions): Promise<Campaig
   const boots: number[] = [];
   const boot = (slot: Slot): Promise<void> => {
     const spawnedAt = Date.now();
-    slot.worker = startWorker(workerFile, env(slot.index), { stdin: true });
+    slot.worker = spawnTestProcess(workerFile, {
+      env: env(slot.index),
+      stdin: true,
+      deadlineMs: workerLifeMs,
+    });
     slot.booting = slot.worker.line('ready ').then((line) => {
       boots.push(Date.now() - spawnedAt);
       slot.nodeId = line.slice('ready '.length);

@@ -1,13 +1,16 @@
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { killTestProcesses, spawnTestProcess } from '../../src/testing.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'loom-tx-crash-'));
-afterAll(() => rmSync(directory, { recursive: true, force: true }));
+afterAll(async () => {
+  await killTestProcesses();
+  rmSync(directory, { recursive: true, force: true });
+});
 const worker = join(import.meta.dirname, 'transaction-worker.ts');
 
 const pgUrl = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
@@ -66,21 +69,21 @@ const postgres: Backend = {
 };
 
 function runWorker(backend: Backend, target: string, kill: string) {
-  return spawnSync(process.execPath, ['--import', 'tsx', worker, target, 'booking-1'], {
-    env: { ...process.env, LOOM_TX_KILL: kill, LOOM_TX_BACKEND: backend.name },
-    encoding: 'utf8',
-  });
+  return spawnTestProcess(worker, {
+    args: [target, 'booking-1'],
+    env: { LOOM_TX_KILL: kill, LOOM_TX_BACKEND: backend.name },
+  }).ended();
 }
 
 for (const backend of [sqlite, postgres]) {
   describe(`ctx.transaction on ${backend.name}: exactly once across a crash`, () => {
     it('a kill inside the transaction leaves neither the row nor step.completed; the rerun writes both once', async () => {
       const target = backend.target('inside');
-      const crashed = runWorker(backend, target, 'inside');
+      const crashed = await runWorker(backend, target, 'inside');
       expect(crashed.signal, crashed.stderr).toBe('SIGKILL');
       expect(await backend.facts(target)).toEqual({ bookings: 0, completions: ['quote'] });
-      const resumed = runWorker(backend, target, '');
-      expect(resumed.status, resumed.stderr).toBe(0);
+      const resumed = await runWorker(backend, target, '');
+      expect(resumed.code, resumed.stderr).toBe(0);
       expect(JSON.parse(resumed.stdout.trim())).toEqual({ result: 'booked 1' });
       expect(await backend.facts(target)).toEqual({
         bookings: 1,
@@ -90,11 +93,11 @@ for (const backend of [sqlite, postgres]) {
 
     it('a kill right after the commit does not run the transaction again', async () => {
       const target = backend.target('after');
-      const crashed = runWorker(backend, target, 'after');
+      const crashed = await runWorker(backend, target, 'after');
       expect(crashed.signal, crashed.stderr).toBe('SIGKILL');
       expect(await backend.facts(target)).toEqual({ bookings: 1, completions: ['quote', 'book'] });
-      const resumed = runWorker(backend, target, '');
-      expect(resumed.status, resumed.stderr).toBe(0);
+      const resumed = await runWorker(backend, target, '');
+      expect(resumed.code, resumed.stderr).toBe(0);
       expect(JSON.parse(resumed.stdout.trim())).toEqual({ result: 'booked 1' });
       expect(await backend.facts(target)).toEqual({
         bookings: 1,

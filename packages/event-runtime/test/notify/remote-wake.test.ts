@@ -1,20 +1,25 @@
 // ADR 0028: appends are announced after their commit, by the writer's notifier, folded across
 // appends. These tests prove, by counting, that another process's waiters are woken by those
 // announcements alone (their poll is off), and what the announcements look like on the wire.
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { EventEnvelope, StoredEvent } from '../../src/envelope.js';
 import { ErrorCode, type LoomError } from '../../src/errors.js';
 import type { Flow } from '../../src/index.js';
 import { createKernelRuntime } from '../../src/kernel.js';
 import { PostgresEventStore } from '../../src/postgres.js';
 import { bucketOf, channelName } from '../../src/store/postgres/notify-bucket.js';
-import { listenerProcessId, listeningChannels } from '../../src/testing/store-hooks.js';
+import {
+  killTestProcesses,
+  listenerProcessId,
+  listeningChannels,
+  spawnTestProcess,
+} from '../../src/testing.js';
 import { pgTestUrl, useThrowawaySchemas } from '../support/throwaway-schemas.js';
 
 const db = useThrowawaySchemas();
+afterEach(killTestProcesses);
 const writer = fileURLToPath(new URL('./notify-writer.ts', import.meta.url));
 const remoteNode = fileURLToPath(new URL('./remote-result-node.ts', import.meta.url));
 
@@ -37,32 +42,11 @@ interface WriterStats {
 }
 
 /** Runs notify-writer.ts in its own process and returns what it printed. */
-function runWriter(schema: string, prefix: string, executions: number, events: number) {
-  return new Promise<WriterStats>((resolve, reject) => {
-    const child = spawn(process.execPath, [
-      '--import',
-      'tsx',
-      writer,
-      pgTestUrl,
-      schema,
-      prefix,
-      `${executions}`,
-      `${events}`,
-    ]);
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (chunk) => {
-      out += chunk;
-    });
-    child.stderr.on('data', (chunk) => {
-      err += chunk;
-    });
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      if (code === 0) resolve(JSON.parse(out) as WriterStats);
-      else reject(new Error(`the writer exited with ${code}: ${err}`));
-    });
+async function runWriter(schema: string, prefix: string, executions: number, events: number) {
+  const writing = spawnTestProcess(writer, {
+    args: [pgTestUrl, schema, prefix, `${executions}`, `${events}`],
   });
+  return JSON.parse((await writing.succeeded()).stdout) as WriterStats;
 }
 
 async function migrated(): Promise<string> {
@@ -125,16 +109,7 @@ describe('Postgres notifications after commit (ADR 0028)', () => {
 
   it('a remote result() is woken by the other node’s announcement, not by a poll', async () => {
     const schema = await migrated();
-    const node = spawn(process.execPath, ['--import', 'tsx', remoteNode, pgTestUrl, schema]);
-    let out = '';
-    let err = '';
-    node.stdout.on('data', (chunk) => {
-      out += chunk;
-    });
-    node.stderr.on('data', (chunk) => {
-      err += chunk;
-    });
-    const exited = new Promise<number | null>((resolve) => node.on('exit', resolve));
+    const node = spawnTestProcess(remoteNode, { args: [pgTestUrl, schema], stdin: true });
     // pollIntervalMs 0: this node's subscriptions never poll.
     const store = await PostgresEventStore.open({
       connectionString: pgTestUrl,
@@ -148,15 +123,19 @@ describe('Postgres notifications after commit (ADR 0028)', () => {
       flows: [flow as Flow<never, unknown>],
     });
     try {
-      await waitFor(() => out.includes('started\n') || err.length > 0, 'the other node to start');
-      expect(err).toBe('');
+      await node.waitFor(
+        () => node.stdout().includes('started\n') || node.stderr().length > 0,
+        'the other node to start',
+        15_000,
+      );
+      expect(node.stderr()).toBe('');
       const result = runtime.attach('remote-1').result();
       // The wait is LISTENing (its bucket) before the other node is told to go.
       const bucket = channelName(schema, bucketOf('remote-1', 16));
       await waitFor(() => listenerProcessId(store) !== undefined, 'the listener');
       expect(await listeningChannels(store)).toContain(bucket);
       const heardBefore = store.stats.notifications;
-      node.stdin.end('go\n');
+      node.child.stdin?.end('go\n');
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error('result() was not woken within 15 s')), 15_000);
@@ -167,9 +146,9 @@ describe('Postgres notifications after commit (ADR 0028)', () => {
         clearTimeout(timer);
       }
       expect(store.stats.notifications).toBeGreaterThan(heardBefore);
-      expect(await exited).toBe(0);
+      expect((await node.ended()).code).toBe(0);
     } finally {
-      node.kill('SIGKILL');
+      await node.kill();
       await runtime.shutdown();
       await store.close();
     }

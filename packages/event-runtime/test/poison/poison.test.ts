@@ -2,7 +2,6 @@
 // time it runs. The test restarts the worker each time it dies. After `stepInterruptionsMax`
 // interrupted attempts the step fails with STEP_POISONED and the execution ends failed; the
 // executions that shared the worker with it all complete, each once.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,11 +9,15 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { EventStore, StoredEvent } from '../../src/index.js';
 import { PostgresEventStore } from '../../src/postgres.js';
 import { SqliteEventStore } from '../../src/sqlite.js';
+import { killTestProcesses, spawnTestProcess } from '../../src/testing.js';
 import { pgTestUrl } from '../support/throwaway-schemas.js';
 
 const worker = join(import.meta.dirname, 'poison-worker.ts');
 const directory = mkdtempSync(join(tmpdir(), 'loom-poison-'));
-afterAll(() => rmSync(directory, { recursive: true, force: true }));
+afterAll(async () => {
+  await killTestProcesses();
+  rmSync(directory, { recursive: true, force: true });
+});
 
 /** Interrupted attempts the poisoned step may have (the worker's `stepInterruptionsMax`). */
 const interruptionsMax = 3;
@@ -41,40 +44,24 @@ async function incarnation(
   env: Record<string, string>,
   done: () => Promise<boolean>,
 ): Promise<Ended> {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', worker], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal })),
-  );
+  // Its own deadline is later than the loop's, which fails naming what the worker printed.
+  const child = spawnTestProcess(worker, { env, deadlineMs: incarnationDeadlineMs + 10_000 });
   let killedByTest = false;
   const deadline = Date.now() + incarnationDeadlineMs;
-  let finished = false;
-  void exited.then(() => {
-    finished = true;
-  });
-  while (!finished) {
+  while (!child.exited()) {
     if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      await exited;
-      throw new Error(`a worker neither died nor finished in time; output:\n${output}`);
+      await child.kill();
+      throw new Error(`a worker neither died nor finished in time; output:\n${child.output()}`);
     }
-    if (output.includes('started') && (await done())) {
+    if (child.output().includes('started') && (await done())) {
       killedByTest = true;
-      child.kill('SIGKILL');
+      await child.kill();
       break;
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  return { output, ...(await exited), killedByTest };
+  const { code, signal } = await child.exit;
+  return { output: child.output(), code, signal, killedByTest };
 }
 
 /** The store the test reads, the worker's environment to open the same one, and cleanup. */

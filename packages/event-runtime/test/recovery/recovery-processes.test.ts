@@ -2,7 +2,6 @@
 // on a SQLite file and on Postgres. Every lease lasts ten minutes (recoveryTtlMs) and each test
 // has a deadline well under that: whatever is recovered here was recovered because its owner was
 // known dead, never because a lease ran out.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +10,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { EventStore, LeaseStore } from '../../src/index.js';
 import { PostgresEventStore, PostgresLeaseStore } from '../../src/postgres.js';
 import { SqliteEventStore, SqliteLeaseStore } from '../../src/sqlite.js';
+import { killTestProcesses, spawnTestProcess, type TestProcess } from '../../src/testing.js';
 import { pgTestUrl } from '../support/throwaway-schemas.js';
 
 const worker = join(import.meta.dirname, 'recovery-worker.ts');
@@ -19,70 +19,10 @@ const testTimeoutMs = 60_000;
 const waitMs = 45_000;
 const tenMinutesMs = 600_000;
 
-interface Worker {
-  child: ChildProcess;
-  output(): string;
-  /** Resolves with the first output line matching `pattern`; fails past the deadline. */
-  line(pattern: RegExp, what: string): Promise<RegExpMatchArray>;
-  kill(): Promise<void>;
-}
+afterEach(killTestProcesses);
 
-const live: Worker[] = [];
-afterEach(async () => {
-  await Promise.all(live.splice(0).map((w) => w.kill()));
-});
-
-function startWorker(env: Record<string, string>): Worker {
-  const child = spawn(process.execPath, ['--import', 'tsx', worker], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const listeners = new Set<() => void>();
-  const onData = (chunk: Buffer) => {
-    output += chunk.toString();
-    for (const listener of listeners) listener();
-  };
-  child.stdout?.on('data', onData);
-  child.stderr?.on('data', onData);
-  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  child.on('exit', () => {
-    for (const listener of listeners) listener();
-  });
-  const created: Worker = {
-    child,
-    output: () => output,
-    line: (pattern, what) =>
-      new Promise((resolve, reject) => {
-        const timer = setTimeout(() => {
-          listeners.delete(check);
-          reject(new Error(`timed out waiting for ${what}; worker output:\n${output}`));
-        }, waitMs);
-        const check = () => {
-          const found = output
-            .split('\n')
-            .map((l) => l.match(pattern))
-            .find((m) => m !== null);
-          if (found) {
-            clearTimeout(timer);
-            listeners.delete(check);
-            resolve(found);
-          } else if (child.exitCode !== null || child.signalCode !== null) {
-            clearTimeout(timer);
-            listeners.delete(check);
-            reject(new Error(`worker exited before ${what}; output:\n${output}`));
-          }
-        };
-        listeners.add(check);
-        check();
-      }),
-    kill: async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      await exited;
-    },
-  };
-  live.push(created);
-  return created;
+function startWorker(env: Record<string, string>): TestProcess {
+  return spawnTestProcess(worker, { env, waitMs });
 }
 
 /** Polls `check` every 50 ms until it holds; fails after `waitMs`. */
@@ -179,9 +119,12 @@ for (const [name, open] of backends) {
               LOOM_REC_HANG_PREFIX: 'own-',
               LOOM_REC_LEASE_MODE: mode,
             });
-            const [, node] = (await first.line(/^ready node=(\S+)/, 'the first ready')) as string[];
-            await first.line(/^effect own-a$/, 'own-a mid-step');
-            await first.line(/^effect own-b$/, 'own-b mid-step');
+            const [, node] = (await first.match(
+              /^ready node=(\S+)/,
+              'the first ready',
+            )) as string[];
+            await first.match(/^effect own-a$/, 'own-a mid-step');
+            await first.match(/^effect own-b$/, 'own-b mid-step');
             for (const id of ['own-a', 'own-b']) {
               const lease = await backend.leases.get(id);
               if (mode === 'eager') {
@@ -196,7 +139,7 @@ for (const [name, open] of backends) {
             expect(await status(backend.store, 'own-a')).toBe('running');
 
             const second = startWorker({ ...backend.env });
-            const [, node2, recovered] = (await second.line(
+            const [, node2, recovered] = (await second.match(
               /^ready node=(\S+) recovered=(\S*)$/,
               'the restart ready',
             )) as string[];
@@ -209,9 +152,9 @@ for (const [name, open] of backends) {
               'own-a and own-b to complete on the restarted process',
             );
             // Its stdout may reach this process after the store says completed: wait for it.
-            await second.line(/^effect own-a$/, 'own-a run again on the restarted process');
+            await second.match(/^effect own-a$/, 'own-a run again on the restarted process');
           } finally {
-            await Promise.all(live.splice(0).map((w) => w.kill()));
+            await killTestProcesses();
             await backend.close();
           }
         },
@@ -229,7 +172,7 @@ for (const [name, open] of backends) {
             LOOM_REC_START: 'sib-a',
             LOOM_REC_HANG_PREFIX: 'sib-',
           });
-          await sibling.line(/^effect sib-a$/, 'sib-a mid-step');
+          await sibling.match(/^effect sib-a$/, 'sib-a mid-step');
           const victim = startWorker({
             ...backend.env,
             LOOM_REC_START: 'vic-a',
@@ -237,12 +180,12 @@ for (const [name, open] of backends) {
             LOOM_REC_LEASE_MODE: 'eager',
           });
           // The victim's boot recovery ran while the sibling was alive: it took nothing of it.
-          const [, victimRecovered] = (await victim.line(
+          const [, victimRecovered] = (await victim.match(
             /^ready node=\S+ recovered=(\S*)$/,
             'the victim ready',
           )) as string[];
           expect(victimRecovered).toBe('');
-          await victim.line(/^effect vic-a$/, 'vic-a mid-step');
+          await victim.match(/^effect vic-a$/, 'vic-a mid-step');
           await victim.kill();
 
           // The sibling's periodic recovery (every 5 s by default) sees the victim's claim gone.
@@ -250,11 +193,11 @@ for (const [name, open] of backends) {
             async () => completed(backend.store, 'vic-a'),
             "the sibling to finish the dead victim's execution",
           );
-          await sibling.line(/^effect vic-a$/, "the victim's step run again on the sibling");
+          await sibling.match(/^effect vic-a$/, "the victim's step run again on the sibling");
 
           // A third process boots while the sibling lives: its recovery leaves sib-a alone.
           const third = startWorker({ ...backend.env });
-          const [, thirdRecovered] = (await third.line(
+          const [, thirdRecovered] = (await third.match(
             /^ready node=\S+ recovered=(\S*)$/,
             'the third ready',
           )) as string[];
@@ -262,7 +205,7 @@ for (const [name, open] of backends) {
           expect(await status(backend.store, 'sib-a')).toBe('running');
           expect(third.output()).not.toContain('effect sib-a');
         } finally {
-          await Promise.all(live.splice(0).map((w) => w.kill()));
+          await killTestProcesses();
           await backend.close();
         }
       },

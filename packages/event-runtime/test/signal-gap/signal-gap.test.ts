@@ -2,7 +2,6 @@
 // with SIGKILL right after its suspension is durable, before its own look at the inbox (ADR 0033):
 // the store must have made the suspension due at once, so another process finishes the execution.
 // Real processes, a real SQLite file and the real Postgres.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,62 +10,17 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { EventStore } from '../../src/index.js';
 import { PostgresEventStore } from '../../src/postgres.js';
 import { SqliteEventStore } from '../../src/sqlite.js';
+import { killTestProcesses, spawnTestProcess, type TestProcess } from '../../src/testing.js';
 import { pgTestUrl } from '../support/throwaway-schemas.js';
 
 const worker = join(import.meta.dirname, 'signal-gap-worker.ts');
 /** Longest wait for one thing a worker does. */
 const waitMs = 30_000;
 
-interface Worker {
-  child: ChildProcess;
-  /** The first fact named `fact` the worker printed; fails past the deadline or on exit. */
-  fact(fact: string): Promise<Record<string, unknown>>;
-  /** How the process ended: its exit code or the signal that killed it. */
-  ended: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
+afterEach(killTestProcesses);
 
-const live: ChildProcess[] = [];
-afterEach(() => {
-  for (const child of live.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
-});
-
-function startWorker(env: Record<string, string>): Worker {
-  const child = spawn(process.execPath, ['--import', 'tsx', worker], {
-    env: { ...process.env, ...env },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  live.push(child);
-  const facts: Array<Record<string, unknown>> = [];
-  let buffered = '';
-  let stderr = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString();
-    for (let newline = buffered.indexOf('\n'); newline >= 0; newline = buffered.indexOf('\n')) {
-      facts.push(JSON.parse(buffered.slice(0, newline)));
-      buffered = buffered.slice(newline + 1);
-    }
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  let exited = false;
-  const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('exit', (code, signal) => {
-      exited = true;
-      resolve({ code, signal });
-    }),
-  );
-  const fact = async (name: string) => {
-    const deadline = Date.now() + waitMs;
-    for (;;) {
-      const found = facts.find((candidate) => candidate.fact === name);
-      if (found !== undefined) return found;
-      if (exited) throw new Error(`worker exited before '${name}': ${stderr}`);
-      if (Date.now() > deadline) throw new Error(`worker never said '${name}': ${stderr}`);
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-  };
-  return { child, fact, ended };
+function startWorker(env: Record<string, string>): TestProcess {
+  return spawnTestProcess(worker, { env, stdin: true, waitMs });
 }
 
 /** Polls `check` every 20 ms until it holds; fails after `waitMs`. */
@@ -144,7 +98,7 @@ describe.each(backends)(
         await store.sendSignal({ executionId: id, name: 'go', payload: { by: 'test' } }),
       ).toEqual({ signalId: 1, duplicate: false });
       first.child.stdin?.write('append\n');
-      expect(await first.ended).toEqual({ code: null, signal: 'SIGKILL' });
+      expect(await first.exit).toEqual({ code: null, signal: 'SIGKILL' });
       // Died right after its suspension: nobody looked at the inbox since. The store did.
       const [row] = (await store.findExecutions({ status: 'suspended' })).filter(
         (summary) => summary.executionId === id,
@@ -156,7 +110,7 @@ describe.each(backends)(
         fact: 'result',
         result: { by: 'test' },
       });
-      expect((await second.ended).code).toBe(0);
+      expect((await second.ended()).code).toBe(0);
     }, 60_000);
 
     it("a child that ends while its parent's suspension is held: the parent is due, a new process finishes it", async () => {
@@ -180,14 +134,14 @@ describe.each(backends)(
         "the child's completion signal in the parent's inbox",
       );
       first.child.stdin?.write('append\n');
-      expect(await first.ended).toEqual({ code: null, signal: 'SIGKILL' });
+      expect(await first.exit).toEqual({ code: null, signal: 'SIGKILL' });
       expect(await dueNow(store, id)).toBe(true);
       const second = startWorker({ ...env, LOOM_GAP_MODE: 'serve', LOOM_GAP_ID: id });
       expect(await second.fact('result')).toEqual({
         fact: 'result',
         result: { parent: { child: 'released' } },
       });
-      expect((await second.ended).code).toBe(0);
+      expect((await second.ended()).code).toBe(0);
     }, 60_000);
   },
 );

@@ -5,7 +5,6 @@
 // once with the right output, no worker died of an error (a STORE_BUSY a call returned is a typed
 // error the worker retries; one the runtime meets in the background it retries itself),
 // `PRAGMA integrity_check` says ok and `verify` passes for every execution.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,12 +12,12 @@ import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { StoredEvent } from '../../src/index.js';
 import { SqliteEventStore } from '../../src/sqlite.js';
+import { killTestProcesses, spawnTestProcess, type TestProcess } from '../../src/testing.js';
 
 const worker = join(import.meta.dirname, 'two-process-worker.ts');
 const directory = mkdtempSync(join(tmpdir(), 'loom-two-processes-'));
-const children: ChildProcess[] = [];
-afterAll(() => {
-  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+afterAll(async () => {
+  await killTestProcesses();
   rmSync(directory, { recursive: true, force: true });
 });
 
@@ -35,42 +34,26 @@ interface Counts {
   reported: Record<string, number>;
 }
 
-function startWorker(db: string, name: string, peer: string) {
-  const child = spawn(process.execPath, ['--import', 'tsx', worker], {
+function startWorker(db: string, name: string, peer: string): TestProcess {
+  return spawnTestProcess(worker, {
+    name: `worker ${name}`,
     env: {
-      ...process.env,
       LOOM_TP_DB: db,
       LOOM_TP_NAME: name,
       LOOM_TP_PEER: peer,
       LOOM_TP_COUNT: String(perKind),
       LOOM_TP_BUSY_MS: String(busyTimeoutMs),
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  children.push(child);
-  const facts: Array<Record<string, unknown>> = [];
-  let buffered = '';
-  let stderr = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString();
-    for (let newline = buffered.indexOf('\n'); newline >= 0; newline = buffered.indexOf('\n')) {
-      facts.push(JSON.parse(buffered.slice(0, newline)));
-      buffered = buffered.slice(newline + 1);
-    }
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal })),
-  );
-  /** The newest counts the worker printed. */
-  const counts = (): Counts => {
-    const last = facts.filter((fact) => fact.fact === 'counts').at(-1);
-    return (last as unknown as Counts | undefined) ?? { startBusy: 0, signalBusy: 0, reported: {} };
-  };
-  const stderrText = () => stderr;
-  return { child, facts, exited, counts, stderrText };
+}
+
+/** The newest counts `worker` printed. */
+function countsOf(worker: TestProcess): Counts {
+  const last = worker
+    .facts()
+    .filter((fact) => fact.fact === 'counts')
+    .at(-1);
+  return (last as unknown as Counts | undefined) ?? { startBusy: 0, signalBusy: 0, reported: {} };
 }
 
 /** Polls `check` every 20 ms until it holds; fails after `deadlineMs`. */
@@ -114,10 +97,10 @@ describe('two processes on one SQLite file', () => {
       'a tenth of the executions to end',
     );
     const beforeKill = await endedCount();
-    const aCounts = a.counts();
+    const aCounts = countsOf(a);
     const killedAtMs = Date.now();
     a.child.kill('SIGKILL');
-    expect(await a.exited).toEqual({ code: null, signal: 'SIGKILL' });
+    expect(await a.exit).toEqual({ code: null, signal: 'SIGKILL' });
     const restarted = startWorker(db, 'a', 'b');
     const peek = new Database(db, { readonly: true });
     const stuck = async () => {
@@ -136,27 +119,27 @@ describe('two processes on one SQLite file', () => {
         lines.push(`${id}: ${log.join(' ')}; index ${JSON.stringify(row)}; signals ${relative}`);
       }
       const workers = [b, restarted].map(
-        (w) => `${JSON.stringify(w.counts())} ${w.child.exitCode} ${w.stderrText().slice(-2_000)}`,
+        (w) => `${JSON.stringify(countsOf(w))} ${w.child.exitCode} ${w.stderr().slice(-2_000)}`,
       );
       return `\n${lines.join('\n')}\n${workers.join('\n')}`;
     };
     await until(async () => (await endedCount()) === ids.length, 'every execution to end', stuck);
     await until(
-      () => restarted.facts.some((fact) => fact.fact === 'sent'),
+      () => restarted.facts().some((fact) => fact.fact === 'sent'),
       "the restarted worker's sends",
     );
-    await until(() => b.facts.some((fact) => fact.fact === 'sent'), "b's sends");
+    await until(() => b.facts().some((fact) => fact.fact === 'sent'), "b's sends");
 
     // Neither live worker died by itself (an unhandled STORE_BUSY would have ended it).
-    expect(b.child.exitCode, b.stderrText()).toBeNull();
-    expect(restarted.child.exitCode, restarted.stderrText()).toBeNull();
+    expect(b.child.exitCode, b.stderr()).toBeNull();
+    expect(restarted.child.exitCode, restarted.stderr()).toBeNull();
     b.child.kill('SIGTERM');
     restarted.child.kill('SIGTERM');
-    expect(await b.exited).toEqual({ code: 0, signal: null });
-    expect(await restarted.exited).toEqual({ code: 0, signal: null });
+    expect(await b.exit).toEqual({ code: 0, signal: null });
+    expect(await restarted.exit).toEqual({ code: 0, signal: null });
     // Only STORE_BUSY was reported in the background, and the runtime retried past it.
     for (const worker of [b, restarted]) {
-      for (const code of Object.keys(worker.counts().reported)) expect(code).toBe('STORE_BUSY');
+      for (const code of Object.keys(countsOf(worker).reported)) expect(code).toBe('STORE_BUSY');
     }
 
     for (const id of ids) {
@@ -189,8 +172,8 @@ describe('two processes on one SQLite file', () => {
     console.log(
       `two processes: ${ids.length} executions, ${beforeKill} ended before the SIGKILL; STORE_BUSY ` +
         `(calls retried by the caller / met by the runtime in the background): ` +
-        `a before the kill ${JSON.stringify(busy(aCounts))}, a restarted ${JSON.stringify(busy(restarted.counts()))}, ` +
-        `b ${JSON.stringify(busy(b.counts()))}`,
+        `a before the kill ${JSON.stringify(busy(aCounts))}, a restarted ${JSON.stringify(busy(countsOf(restarted)))}, ` +
+        `b ${JSON.stringify(busy(countsOf(b)))}`,
     );
   }, 60_000);
 });

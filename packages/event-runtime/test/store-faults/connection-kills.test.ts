@@ -3,11 +3,14 @@
 // while hundreds of executions are in flight. The worker must neither exit nor strand anything,
 // and must claim its node id again each time its claim session is killed.
 import { randomBytes } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { migrate } from '../../src/postgres.js';
+import { killTestProcesses } from '../../src/testing.js';
 import { pgTestUrl, useThrowawaySchemas } from '../support/throwaway-schemas.js';
 import { expectNothingStranded, resumedCount, waitForEvents } from './fault-checks.js';
 import { runFaultWorker } from './fault-harness.js';
+
+afterEach(killTestProcesses);
 
 const db = useThrowawaySchemas();
 const execs = 300;

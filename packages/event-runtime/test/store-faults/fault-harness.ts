@@ -1,6 +1,7 @@
 // Runs the fault worker and hands the test its stdout lines as they come.
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { spawnTestProcess } from '../../src/testing.js';
 
 const worker = join(import.meta.dirname, 'fault-worker.ts');
 
@@ -38,61 +39,26 @@ export interface FaultRun {
 const workerDeadlineMs = 50_000;
 
 export function runFaultWorker(env: Record<string, string>): FaultRun {
-  const child = spawn(process.execPath, ['--import', 'tsx', worker], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const run = spawnTestProcess(worker, { env, deadlineMs: workerDeadlineMs });
+  const exit = run.exit.then(({ code }) => {
+    const output = run.output();
+    const line = output.split('\n').find((candidate) => candidate.startsWith('result '));
+    return {
+      code,
+      result: line === undefined ? undefined : (JSON.parse(line.slice(7)) as FaultResult),
+      output,
+    };
   });
-  let output = '';
-  let exited = false;
-  const deadline = setTimeout(() => {
-    if (!exited) child.kill('SIGKILL');
-  }, workerDeadlineMs);
-  deadline.unref();
-  const watchers: Array<{ line: string; resolve: () => void; reject: (e: Error) => void }> = [];
-  const check = () => {
-    for (const watcher of [...watchers]) {
-      if (output.includes(`${watcher.line}\n`)) {
-        watchers.splice(watchers.indexOf(watcher), 1);
-        watcher.resolve();
-      }
-    }
-  };
-  child.stdout?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-    check();
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  const exit = new Promise<{
-    code: number | null;
-    result: FaultResult | undefined;
-    output: string;
-  }>((resolve) =>
-    child.on('exit', (code) => {
-      exited = true;
-      clearTimeout(deadline);
-      for (const watcher of watchers.splice(0)) {
-        watcher.reject(
-          new Error(`the worker exited (${code}) before printing ${watcher.line}:\n${output}`),
-        );
-      }
-      const line = output.split('\n').find((candidate) => candidate.startsWith('result '));
-      resolve({
-        code,
-        result: line === undefined ? undefined : (JSON.parse(line.slice(7)) as FaultResult),
-        output,
-      });
-    }),
-  );
   return {
-    child,
+    child: run.child,
     exit,
-    exited: () => exited,
-    printed: (line) =>
-      new Promise<void>((resolve, reject) => {
-        watchers.push({ line, resolve, reject });
-        check();
-      }),
+    exited: run.exited,
+    printed: async (line) => {
+      await run.waitFor(
+        () => run.output().includes(`${line}\n`),
+        `printing ${line}`,
+        workerDeadlineMs,
+      );
+    },
   };
 }

@@ -4,9 +4,12 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../src/postgres.js';
+import { killTestProcesses } from '../../src/testing.js';
 import { startThrowawayCluster, type ThrowawayCluster } from '../support/throwaway-cluster.js';
 import { expectNothingStranded, resumedCount, waitForEvents } from './fault-checks.js';
 import { runFaultWorker } from './fault-harness.js';
+
+afterAll(killTestProcesses);
 
 const execs = 200;
 const schema = 'loom_restart';

@@ -11,20 +11,14 @@ import { createKernelRuntime } from '../../src/kernel.js';
 import { PostgresEventStore } from '../../src/postgres.js';
 import { SqliteEventStore } from '../../src/sqlite.js';
 import { until } from '../../src/testing/until.js';
+import { killTestProcesses, spawnTestProcess } from '../../src/testing.js';
 import { pgTestUrl, useThrowawaySchemas } from '../support/throwaway-schemas.js';
-import { startWorker, type WorkerProcess } from '../support/worker-process.js';
 import { signalled } from './upgrade-flows.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'loom-upgrade-'));
 const worker = join(import.meta.dirname, 'upgrade-worker.ts');
 const schemas = useThrowawaySchemas();
-const workers: WorkerProcess[] = [];
-afterEach(async () => {
-  for (const process of workers.splice(0)) {
-    if (!process.exited()) process.child.kill('SIGKILL');
-    await process.exit;
-  }
-});
+afterEach(killTestProcesses);
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
 interface Target {
@@ -66,17 +60,20 @@ const targets: Target[] = [
 describe.each(targets)('a rolling upgrade across processes on $name', (target) => {
   it('the old build leaves a signalled execution of the new flow to the new build, which finishes it while the old one lives', async () => {
     const { env, open } = await target.prepare();
-    const old = startWorker(worker, {
-      ...env,
-      LOOM_UPGRADE_BUILD: 'old',
-      LOOM_UPGRADE_POLL_MS: '20',
+    const old = spawnTestProcess(worker, {
+      env: {
+        ...env,
+        LOOM_UPGRADE_BUILD: 'old',
+        LOOM_UPGRADE_POLL_MS: '20',
+      },
     });
-    const fresh = startWorker(worker, {
-      ...env,
-      LOOM_UPGRADE_BUILD: 'new',
-      LOOM_UPGRADE_POLL_MS: '200',
+    const fresh = spawnTestProcess(worker, {
+      env: {
+        ...env,
+        LOOM_UPGRADE_BUILD: 'new',
+        LOOM_UPGRADE_POLL_MS: '200',
+      },
     });
-    workers.push(old, fresh);
     await old.line('ready');
     await fresh.line('ready');
     // A short-lived client starts the execution and lets it suspend; it drives nothing later.

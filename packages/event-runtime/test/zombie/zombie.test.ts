@@ -1,67 +1,25 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, expect, it } from 'vitest';
+import { killTestProcesses, spawnTestProcess, type TestProcess } from '../../src/testing.js';
 
 const url = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
 const schema = `loom_zombie_${process.pid}_${Date.now().toString(36)}`;
 const worker = join(import.meta.dirname, 'zombie-worker.ts');
-const children: ChildProcess[] = [];
 
 afterAll(async () => {
-  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  await killTestProcesses();
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
   await client.end();
 });
 
-interface Node {
-  child: ChildProcess;
-  facts: Array<Record<string, unknown>>;
-  waitFor(fact: string, timeoutMs?: number): Promise<Record<string, unknown>>;
-  exited: Promise<number | null>;
-}
-
-function startNode(role: 'owner' | 'rescuer'): Node {
-  const child = spawn(process.execPath, ['--import', 'tsx', worker], {
-    env: {
-      ...process.env,
-      LOOM_ZOMBIE_ROLE: role,
-      LOOM_ZOMBIE_SCHEMA: schema,
-      LOOM_TEST_PG_URL: url,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+function startNode(role: 'owner' | 'rescuer'): TestProcess {
+  return spawnTestProcess(worker, {
+    name: `the ${role}`,
+    env: { LOOM_ZOMBIE_ROLE: role, LOOM_ZOMBIE_SCHEMA: schema, LOOM_TEST_PG_URL: url },
   });
-  children.push(child);
-  const facts: Array<Record<string, unknown>> = [];
-  let buffered = '';
-  let stderr = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString();
-    for (let newline = buffered.indexOf('\n'); newline >= 0; newline = buffered.indexOf('\n')) {
-      facts.push(JSON.parse(buffered.slice(0, newline)));
-      buffered = buffered.slice(newline + 1);
-    }
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
-  return {
-    child,
-    facts,
-    exited,
-    waitFor: async (fact, timeoutMs = 30_000) => {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const found = facts.find((candidate) => candidate.fact === fact);
-        if (found !== undefined) return found;
-        if (Date.now() > deadline) throw new Error(`${role} never said ${fact}; stderr: ${stderr}`);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    },
-  };
 }
 
 /** Resolves once the lease of `executionId` has expired by the wall clock (deadline 10 s). */
@@ -100,14 +58,14 @@ async function rowsOf(executionId: string): Promise<string[]> {
 
 it('a zombie owner (SIGSTOP past its lease, then SIGCONT) appends nothing and sees its abort', async () => {
   const owner = startNode('owner');
-  await owner.waitFor('effect-started');
+  await owner.fact('effect-started');
   expect(await rowsOf('zombie-1')).toEqual(['execution.started', 'step.started']);
   owner.child.kill('SIGSTOP');
   // Let the 2 s lease run out while the owner is frozen: wait for its expiry, not for a while.
   await leaseExpired('zombie-1');
   const rescuer = startNode('rescuer');
-  expect(await rescuer.waitFor('result')).toMatchObject({ result: 'rescued by rescuer' });
-  await rescuer.exited;
+  expect(await rescuer.fact('result')).toMatchObject({ result: 'rescued by rescuer' });
+  await rescuer.ended();
   const finished = await rowsOf('zombie-1');
   expect(finished).toEqual([
     'execution.started',
@@ -120,10 +78,10 @@ it('a zombie owner (SIGSTOP past its lease, then SIGCONT) appends nothing and se
     'execution.completed',
   ]);
   owner.child.kill('SIGCONT');
-  const aborted = await owner.waitFor('aborted');
+  const aborted = await owner.fact('aborted');
   expect(String(aborted.reason)).toMatch(/lease|took it over/);
   // The zombie learns the outcome from the log; it wrote nothing of its own.
-  expect(await owner.waitFor('result')).toMatchObject({ result: 'rescued by rescuer' });
-  expect(await owner.exited).toBe(0);
+  expect(await owner.fact('result')).toMatchObject({ result: 'rescued by rescuer' });
+  expect((await owner.ended()).code).toBe(0);
   expect(await rowsOf('zombie-1')).toEqual(finished);
 }, 60_000);

@@ -14,6 +14,8 @@ import { type LoomWorker, parseDrained, spawnLoomWorker, workerFlows } from './l
 
 export const campaignQueue = 'jobs';
 const terminalTypes = ['execution.completed', 'execution.failed', 'execution.cancelled'];
+/** A fleet worker lives through the whole campaign, which the CLI runs for minutes: an hour. */
+const workerLifeMs = 3_600_000;
 
 export interface FleetOptions {
   pgUrl: string;
@@ -188,7 +190,7 @@ export async function runWorkerFleet(options: FleetOptions): Promise<FleetReport
   const env = { LOOM_WORKER_EFFECTS: effects, LOOM_WORKER_STEP_MS: String(options.stepMs) };
   const args = workerArgs(options.pgUrl, options.schema, options);
   const boot = (slot: Slot): Promise<void> => {
-    slot.worker = spawnLoomWorker(args, env);
+    slot.worker = spawnLoomWorker(args, env, workerLifeMs);
     slot.booting = slot.worker.ready.then((nodeId) => {
       slot.nodeId = nodeId;
       slot.live = true;

@@ -1,10 +1,8 @@
-import { execFile } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
+import { spawnTestProcess } from '@loom/event-runtime/testing';
 import { expect, it } from 'vitest';
 
-const run = promisify(execFile);
 const directory = join(import.meta.dirname, '../../examples');
 const expected: Record<string, RegExp> = {
   'steps-and-retries.ts':
@@ -23,9 +21,9 @@ const expected: Record<string, RegExp> = {
 // docs/flows.md shows these files: each must run and print what the page says.
 for (const file of readdirSync(directory).filter((name) => name.endsWith('.ts'))) {
   it(`example ${file} runs`, async () => {
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', join(directory, file)], {
+    const { stdout } = await spawnTestProcess(join(directory, file), {
       cwd: directory,
-    });
+    }).succeeded();
     expect(stdout).toMatch(expected[file] ?? /^$/);
   }, 30_000);
 }

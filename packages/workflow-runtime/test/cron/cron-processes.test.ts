@@ -1,45 +1,29 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteEventStore } from '@loom/event-runtime/sqlite';
+import { killTestProcesses, spawnTestProcess, type TestProcess } from '@loom/event-runtime/testing';
 import { afterAll, expect, it } from 'vitest';
 
 const directory = mkdtempSync(join(tmpdir(), 'loom-cron-processes-'));
-const worker = join(import.meta.dirname, 'cron-worker.ts');
-const children: ChildProcess[] = [];
+const workerFile = join(import.meta.dirname, 'cron-worker.ts');
 /** A worker that has not said 'ready' by then is stuck: the test fails naming it. */
 const readyDeadlineMs = 20_000;
-afterAll(() => {
-  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+afterAll(async () => {
+  await killTestProcesses();
   rmSync(directory, { recursive: true, force: true });
 });
 
 function startWorker(
   db: string,
   effects: string,
-): { child: ChildProcess; ready: Promise<void>; exited: Promise<unknown> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', worker, db, effects], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  children.push(child);
-  const exited = new Promise((resolve) => child.on('exit', resolve));
-  const ready = new Promise<void>((resolve, reject) => {
-    const deadline = setTimeout(
-      () => reject(new Error(`cron worker ${child.pid} not ready within ${readyDeadlineMs} ms`)),
-      readyDeadlineMs,
-    );
-    child.stdout?.on('data', (chunk: Buffer) => {
-      if (!chunk.toString().includes('ready')) return;
-      clearTimeout(deadline);
-      resolve();
-    });
-    child.on('exit', (code) => {
-      clearTimeout(deadline);
-      reject(new Error(`cron worker exited with ${code} before it was ready`));
-    });
-  });
-  return { child, ready, exited };
+): { child: TestProcess['child']; ready: Promise<unknown>; exited: Promise<unknown> } {
+  const worker = spawnTestProcess(workerFile, { args: [db, effects], name: 'cron worker' });
+  return {
+    child: worker.child,
+    ready: worker.line(/ready/, readyDeadlineMs),
+    exited: worker.exit,
+  };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

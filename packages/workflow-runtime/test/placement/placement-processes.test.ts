@@ -1,10 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Backend, LoomError, StoredEvent } from '@loom/event-runtime';
+import { killTestProcesses, spawnTestProcess } from '@loom/event-runtime/testing';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import {
   createRuntime,
@@ -18,34 +18,21 @@ import { openSqlite } from '../../src/sqlite.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'loom-placement-'));
 const workerScript = join(import.meta.dirname, 'placement-worker.ts');
-const children: ChildProcess[] = [];
 const runtimes: Runtime[] = [];
 const drops: Array<() => Promise<void>> = [];
 let counter = 0;
 afterEach(async () => {
   for (const runtime of runtimes.splice(0)) await runtime.shutdown();
-  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+  await killTestProcesses();
   for (const drop of drops.splice(0)) await drop();
 });
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
 /** Starts placement-worker.ts with `args`; `ready` resolves with what it printed after "ready". */
 function startWorker(args: string[]) {
-  const child = spawn(process.execPath, ['--import', 'tsx', workerScript, ...args], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  children.push(child);
-  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  const ready = new Promise<string>((resolve, reject) => {
-    let seen = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      seen += chunk.toString();
-      const match = /ready (\S+)/.exec(seen);
-      if (match !== null) resolve(match[1] as string);
-    });
-    child.on('exit', (code) => reject(new Error(`worker exited with ${code} before ready`)));
-  });
-  return { child, ready, exited, pid: child.pid as number };
+  const worker = spawnTestProcess(workerScript, { args, name: 'placement worker' });
+  const ready = worker.match(/ready (\S+)/, 'ready').then((match) => match[1] as string);
+  return { child: worker.child, ready, exited: worker.exit, pid: worker.child.pid as number };
 }
 
 async function kill(worker: ReturnType<typeof startWorker>): Promise<void> {

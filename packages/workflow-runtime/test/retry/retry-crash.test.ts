@@ -1,19 +1,18 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { EventStore, LoomError, StoredEvent } from '@loom/event-runtime';
 import { PostgresEventStore } from '@loom/event-runtime/postgres';
 import { SqliteEventStore } from '@loom/event-runtime/sqlite';
+import { killTestProcesses, spawnTestProcess } from '@loom/event-runtime/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRuntime } from '../../src/index.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'loom-retry-crash-'));
 const worker = join(import.meta.dirname, 'retry-worker.ts');
 const pgUrl = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
-const children: ChildProcess[] = [];
-afterAll(() => {
-  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+afterAll(async () => {
+  await killTestProcesses();
   rmSync(directory, { recursive: true, force: true });
 });
 
@@ -22,18 +21,11 @@ const retryAttempts = 4;
 let counter = 0;
 
 function startWorker(target: string, attemptsFile: string, mode: string, wait: string) {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', worker, target, attemptsFile, mode, wait],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  children.push(child);
-  const exited = new Promise((resolve) => child.on('exit', resolve));
-  const ready = new Promise<void>((resolve, reject) => {
-    child.stdout?.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && resolve());
-    child.on('exit', (code) => reject(new Error(`retry worker exited with ${code} before ready`)));
+  const child = spawnTestProcess(worker, {
+    args: [target, attemptsFile, mode, wait],
+    name: 'retry worker',
   });
-  return { child, ready, exited };
+  return { child: child.child, ready: child.line(/ready/), exited: child.exit };
 }
 
 /** Polls `check` every 10 ms until it holds; fails after `deadlineMs`. */

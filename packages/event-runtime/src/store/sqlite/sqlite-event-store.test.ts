@@ -1,21 +1,22 @@
-import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ErrorCode, type LoomError } from '../../errors.js';
 import { eventStoreConformance, freshId } from '../../testing/event-store-conformance.js';
 import { sqliteEventStoreHarness } from '../../testing/sqlite-harness.js';
+import { killTestProcesses, spawnTestProcess } from '../../testing/test-process.js';
 import { SqliteEventStore } from './sqlite-event-store.js';
 import { sqliteSchemaVersion } from './sqlite-migrations.js';
 
-const run = promisify(execFile);
 const directory = mkdtempSync(join(tmpdir(), 'loom-sqlite-test-'));
 let fileCounter = 0;
 const freshPath = () => join(directory, `store-${++fileCounter}.db`);
-afterAll(() => rmSync(directory, { recursive: true, force: true }));
+afterAll(async () => {
+  await killTestProcesses();
+  rmSync(directory, { recursive: true, force: true });
+});
 
 eventStoreConformance('sqlite', async () => sqliteEventStoreHarness(freshPath()));
 
@@ -29,11 +30,10 @@ async function appendFromChild(
   label: string,
   raceAt: number,
 ): Promise<{ outcome: string; label: string }> {
-  const { stdout } = await run(
-    process.execPath,
-    ['--import', 'tsx', child, path, executionId, String(sequence), String(count), label],
-    { env: { ...process.env, LOOM_RACE_AT: String(raceAt) } },
-  );
+  const { stdout } = await spawnTestProcess(child, {
+    args: [path, executionId, String(sequence), String(count), label],
+    env: { LOOM_RACE_AT: String(raceAt) },
+  }).succeeded();
   return JSON.parse(stdout.trim());
 }
 

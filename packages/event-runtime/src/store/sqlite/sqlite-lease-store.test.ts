@@ -1,23 +1,24 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../errors.js';
 import { freshId } from '../../testing/event-store-conformance.js';
 import { leaseStoreConformance } from '../../testing/lease-store-conformance.js';
 import { ManualClock } from '../../testing/manual-clock.js';
+import { killTestProcesses, spawnTestProcess } from '../../testing/test-process.js';
 import { SqliteEventStore } from './sqlite-event-store.js';
 import { SqliteLeaseStore } from './sqlite-lease-store.js';
 import { sqliteMigrations, sqliteSchemaVersion } from './sqlite-migrations.js';
 
-const run = promisify(execFile);
 const directory = mkdtempSync(join(tmpdir(), 'loom-sqlite-lease-test-'));
 let fileCounter = 0;
 const freshPath = () => join(directory, `leases-${++fileCounter}.db`);
-afterAll(() => rmSync(directory, { recursive: true, force: true }));
+afterAll(async () => {
+  await killTestProcesses();
+  rmSync(directory, { recursive: true, force: true });
+});
 
 leaseStoreConformance('sqlite', async () => {
   const path = freshPath();
@@ -77,11 +78,10 @@ async function acquireFromChild(
   ids: readonly string[],
   raceAt: number,
 ): Promise<{ outcome: string; granted: string[] }> {
-  const { stdout } = await run(
-    process.execPath,
-    ['--import', 'tsx', child, path, owner, ids.join(',')],
-    { env: { ...process.env, LOOM_RACE_AT: String(raceAt) } },
-  );
+  const { stdout } = await spawnTestProcess(child, {
+    args: [path, owner, ids.join(',')],
+    env: { LOOM_RACE_AT: String(raceAt) },
+  }).succeeded();
   return JSON.parse(stdout.trim());
 }
 

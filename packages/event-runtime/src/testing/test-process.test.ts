@@ -1,0 +1,82 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { killTestProcesses, spawnTestCommand } from './test-process.js';
+
+const directory = mkdtempSync(join(tmpdir(), 'loom-test-process-'));
+afterAll(async () => {
+  await killTestProcesses();
+  rmSync(directory, { recursive: true, force: true });
+});
+
+/** A plain node script (no tsx: these tests are about the harness, not about the script). */
+function script(name: string, source: string): string {
+  const file = join(directory, `${name}.mjs`);
+  writeFileSync(file, source);
+  return file;
+}
+
+const node = (file: string, options: { deadlineMs?: number; waitMs?: number } = {}) =>
+  spawnTestCommand(process.execPath, { args: [file], name: 'the script', ...options });
+
+describe('the test-process harness', () => {
+  it('a line is awaited whole: a piece still growing does not count', async () => {
+    const file = script(
+      'growing',
+      "process.stdout.write('read'); setTimeout(() => process.stdout.write('y now\\nready 2\\n'), 200);",
+    );
+    const child = node(file);
+    expect(await child.line('ready')).toBe('ready now');
+    expect(await child.match(/^ready (\d)$/)).toMatchObject({ 1: '2' });
+    expect((await child.ended()).code).toBe(0);
+  });
+
+  it('every line printed before the exit is seen; a line never printed fails naming it', async () => {
+    const file = script('brief', "console.log('one'); console.error('oops'); console.log('two');");
+    const child = node(file);
+    await expect(child.line('three')).rejects.toThrow(
+      /the script \(pid \d+\) exited \(code 0\) before printing 'three'; output so far:\n[\s\S]*two/,
+    );
+    expect(await child.line('two')).toBe('two');
+    expect(child.stderr()).toBe('oops\n');
+  });
+
+  it('a wait past its deadline fails naming what it waited for, with the output so far', async () => {
+    const child = node(
+      script('quiet', 'console.log(\'{"fact":"hello"}\'); setInterval(() => {}, 1000);'),
+    );
+    // Started and printing first: a slow start on a loaded box is not what this test is about.
+    await child.fact('hello');
+    await expect(child.fact('done', 300)).rejects.toThrow(
+      /timed out after 300 ms waiting for the fact 'done'; output so far:\n\{"fact":"hello"\}/,
+    );
+    expect(await child.kill()).toEqual({ code: null, signal: 'SIGKILL' });
+  });
+
+  it('a process alive at its deadline is SIGKILLed, and its waits say so', async () => {
+    const child = node(script('stuck', 'setInterval(() => {}, 1000);'), { deadlineMs: 300 });
+    await expect(child.line('never', 10_000)).rejects.toThrow(
+      /exited \(SIGKILLed at its 300 ms deadline\) before printing 'never'/,
+    );
+    expect(await child.exit).toEqual({ code: null, signal: 'SIGKILL' });
+  });
+
+  it('JSON facts are read from whole lines; a line that is not JSON is named', async () => {
+    const child = node(
+      script('facts', "console.log(JSON.stringify({ fact: 'a', n: 1 })); console.log('nope');"),
+    );
+    expect(await child.fact('a')).toEqual({ fact: 'a', n: 1 });
+    await child.exit;
+    expect(() => child.facts()).toThrow(/printed a line that is not JSON: nope/);
+  });
+
+  it('killTestProcesses takes down every process still running', async () => {
+    const children = [1, 2].map(() => node(script('idle', 'setInterval(() => {}, 1000);')));
+    await killTestProcesses();
+    for (const child of children) {
+      expect(child.exited()).toBe(true);
+      expect((await child.exit).signal).toBe('SIGKILL');
+    }
+  });
+});
