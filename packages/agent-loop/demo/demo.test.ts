@@ -19,8 +19,8 @@ afterAll(async () => {
   await killTestProcesses();
   rmSync(scratch, { recursive: true, force: true });
 });
-/** The whole demo, three child processes included, must end within this. */
-const demoDeadlineMs = 120_000;
+/** The whole demo, three child processes included, must end within this (before the test's 60 s). */
+const demoDeadlineMs = 50_000;
 
 /** Runs a demo entry to its exit (killed at the deadline): exit code and stdout + stderr. */
 async function runEntry(
