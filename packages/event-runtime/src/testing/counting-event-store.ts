@@ -17,6 +17,7 @@ import type {
   TransactionalEventStore,
 } from '../event-store.js';
 import { canAppendBatch, isTransactional } from '../event-store.js';
+import type { LeaseStore } from '../lease-store.js';
 
 /** Calls made through a {@link CountingEventStore}. */
 export interface StoreCallCounts {
@@ -145,6 +146,10 @@ export class CountingEventStore implements EventStore {
 
   verify(executionId: string) {
     return this.inner.verify(executionId);
+  }
+
+  defaultLeaseStore(): LeaseStore | undefined {
+    return this.inner.defaultLeaseStore?.();
   }
 
   close() {

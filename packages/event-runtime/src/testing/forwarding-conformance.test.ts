@@ -10,7 +10,13 @@ import {
   eventStoreSections,
   runtimeSections,
 } from './conformance-sections.js';
+import { CountingEventStore } from './counting-event-store.js';
 import { forwardingConformance } from './forwarding-conformance.js';
+
+forwardingConformance('CountingEventStore', {
+  wrap: (inner) => new CountingEventStore(inner),
+  changes: [],
+});
 
 forwardingConformance('ForwardingEventStore', {
   wrap: (inner) => new ForwardingEventStore(inner),
