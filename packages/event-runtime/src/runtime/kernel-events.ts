@@ -112,6 +112,10 @@ export interface ExecutionContinuedAsNewPayload {
 export interface StepStartedPayload {
   index: number;
   name: string;
+  /** The step was declared idempotent (`KernelStepOptions.idempotent`). */
+  idempotent?: true;
+  /** A `ctx.transaction` step: its effect and `step.completed` commit together. */
+  transactional?: true;
 }
 
 export interface StepCompletedPayload {
