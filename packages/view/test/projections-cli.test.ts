@@ -2,6 +2,7 @@
 // Postgres: init, a projector SIGKILLed mid-run and restarted (its tables then equal a fresh
 // rebuild from the log), spend, and the SPEND column of `loom runs`.
 import { fileURLToPath } from 'node:url';
+import type { Backend } from '@loom/event-runtime';
 import { killTestProcesses, spawnTestProcess } from '@loom/event-runtime/testing';
 import { createRuntime } from '@loom/workflow-runtime';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -52,11 +53,22 @@ async function killMidRun(
 describe.each(targets.map((t) => [t.name, t] as const))(
   'loom projections on %s',
   (_name, target) => {
-    it('init, a projector killed mid-run and restarted, spend, runs with a SPEND column', async () => {
-      const backend = await target.open();
+    // One test per stage, in order (each needs the one before): a slow box shows which stage was
+    // slow, and no test waits for the whole chain.
+    let backend: Backend;
+    let results: Awaited<ReturnType<typeof spend>>;
+    let total = 0;
+    let db: string;
+    let atKill: { events: number };
+    afterAll(async () => {
+      await backend?.close();
+    });
+
+    it('stage 1: a log of agent runs with spend and 600 bulk runs, every event readable', async () => {
+      backend = await target.open();
       const running = runtimeOn(backend);
       await populate(running, backend);
-      const results = await spend(running.flows, 2);
+      results = await spend(running.flows, 2);
       await running.flows.idle();
       // Enough events that the projector is killed long before the end: 600 runs of 10 events,
       // appended 50 runs at a time (one commit each, not 600 in a row).
@@ -79,7 +91,6 @@ describe.each(targets.map((t) => [t.name, t] as const))(
       }
       // The log's length from each run's own log; a Postgres readAll stops below the oldest open
       // transaction of the cluster, so wait until it shows every event before projecting.
-      let total = 0;
       for (const row of await backend.events.findExecutions({ limit: 10_000 })) {
         total += (await backend.events.read(row.executionId, { limit: 10_000 })).length;
       }
@@ -95,8 +106,10 @@ describe.each(targets.map((t) => [t.name, t] as const))(
         }
         return seen === total ? true : undefined;
       }, 'readAll to show every event');
+    });
 
-      const db = target.db;
+    it('stage 2: spend needs the projection tables; init creates them once', async () => {
+      db = target.db;
       const before = await loom(['spend', '--db', db]);
       expect(before.code).toBe(5);
       expect(before.stderr).toContain('loom projections init');
@@ -107,13 +120,15 @@ describe.each(targets.map((t) => [t.name, t] as const))(
       expect(JSON.parse(init.stdout)).toEqual({ created: true });
       const again = await loom(['projections', 'init', '--db', db]);
       expect(again.stdout).toContain('exist already');
+    });
 
+    it('stage 3: a projector killed mid-run resumes at its checkpoint, nothing folded twice or missed', async () => {
       // A projector killed after 5 transactions of 10 events, with hundreds left to do.
       const killed = await killMidRun(db, 5);
       expect(killed.signal).toBe('SIGKILL');
       expect(killed.lines.length).toBeGreaterThanOrEqual(5);
       const probe = await openProjectionDb(parseDbUrl(db), true);
-      const atKill = (await projectionRows(probe)).checkpoint;
+      atKill = (await projectionRows(probe)).checkpoint;
       expect(atKill.events).toBeGreaterThanOrEqual(50);
       expect(atKill.events).toBeLessThan(total);
 
@@ -132,6 +147,9 @@ describe.each(targets.map((t) => [t.name, t] as const))(
       await catchUpProjections({ events: backend.events, projections: fresh });
       expect(kept).toEqual(await projectionRows(fresh));
       await fresh.close();
+    });
+
+    it('stage 4: status, spend by agent and by run, and runs with a SPEND column', async () => {
       const status = await loom(['projections', 'status', '--db', db, '--json']);
       expect(JSON.parse(status.stdout)).toMatchObject({
         checkpoint: { events: total },
@@ -161,7 +179,6 @@ describe.each(targets.map((t) => [t.name, t] as const))(
       const table = await loom(['runs', '--flow', 'agent:spender', '--db', db]);
       expect(table.stdout).toContain('SPEND');
       expect(table.stdout).toContain(`$${(results[0]?.usage.costUsd ?? 0).toFixed(4)}`);
-      await backend.close();
     });
   },
 );
