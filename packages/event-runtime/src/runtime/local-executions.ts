@@ -24,7 +24,8 @@ import {
 import { loadState } from './load-state.js';
 import { notFound } from './not-found.js';
 import { cancelRemotely } from './remote-cancel.js';
-import { isTransientStoreError, ResumeRetries } from './store-retry.js';
+import { ResumeRetries } from './resume-retries.js';
+import { isTransientStoreError } from './store-retry.js';
 
 /** Attempts of a retry while the execution's log keeps moving (another node retrying it too). */
 const retryRacesMax = 5;
