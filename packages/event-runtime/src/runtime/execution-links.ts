@@ -1,7 +1,7 @@
 import type { JsonValue, StoredSignal } from '../envelope.js';
 import { ErrorCode, isLoomError } from '../errors.js';
 import { settledOutcomeOrMissing } from './execution-handle.js';
-import type { ExecutionOutcome } from './execution-outcome.js';
+import { childMissing, type ExecutionOutcome } from './execution-outcome.js';
 import type { ExecutionState } from './execution-state.js';
 import type { Flow } from './flow.js';
 import type { KernelContext } from './kernel-context.js';
@@ -34,9 +34,6 @@ export function childEndedIn(inbox: readonly StoredSignal[], childId: string): b
     return typeof id === 'string' && (id === childId || id.startsWith(`${childId}#`));
   });
 }
-
-/** What `childOutcome` returns for a child with no log: recorded by its parent, never started. */
-export const childMissing: unique symbol = Symbol('child missing');
 
 export class ExecutionLinks {
   constructor(private readonly kernel: KernelContext) {}
