@@ -2,9 +2,9 @@ import { LoomError } from './errors.js';
 import { invalidTask, readScheduleOptions, scheduleAborted } from './internal/arguments.js';
 import { neverAborts } from './internal/never-aborts.js';
 import { runTask } from './internal/run-task.js';
+import type { Priority } from './priority.js';
 
-/** Order among waiting tasks: strict priority, then round-robin across keys, FIFO within a key. */
-export type Priority = 'high' | 'normal' | 'low';
+export type { Priority } from './priority.js';
 
 /**
  * A unit of work. It gets the caller's `signal`, or, when the caller passed none, a shared

@@ -21,6 +21,9 @@ import { openProjectionDb, type ProjectionDb, readCheckpoint } from './projectio
 import { type Projections, projectionsOn } from './projection/projections.js';
 import type { RunDetail } from './run-detail.js';
 import type { RunSummary } from './run-summary.js';
+import type { ScheduleSummary } from './schedule-summary.js';
+
+export type { ScheduleSummary } from './schedule-summary.js';
 
 /** Default page size of `view.runs()`: a screenful. */
 export const runsPageDefault = 50;
@@ -65,28 +68,6 @@ export interface VerifyAllResult {
   checked: number;
   /** Every execution whose chain does not check out (empty when all do). */
   broken: Extract<VerifyResult, { ok: false }>[];
-}
-
-/** A schedule that fires (its newest generation is not settled), as `view.schedules()` lists it. */
-export interface ScheduleSummary {
-  /** The name given to `runtime.schedule(…)`. */
-  name: string;
-  /** The generation that fires it now: `cron:<name>` or `cron:<name>#<n>`. */
-  executionId: string;
-  expression: string;
-  timezone: string;
-  /** The flow each occurrence runs, and its version (null: unversioned). */
-  flow: string;
-  version: string | null;
-  /**
-   * When it fires next (epoch ms): the generation's durable timer when it sleeps, else the next
-   * occurrence of the expression after its last firing (or after now, before the first).
-   */
-  nextFireAtMs: number;
-  /** Its last occurrence fired (epoch ms), or null before the first. */
-  lastFiredAtMs: number | null;
-  /** The run of its last fired occurrence, or null. */
-  lastRunId: string | null;
 }
 
 /** The flow name a schedule's executions run under (`@loom/workflow-runtime`'s cron chain). */

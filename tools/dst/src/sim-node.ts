@@ -1,10 +1,10 @@
+import type { NodeWorld } from './internal/node-world.js';
 import { StoreLink } from './internal/store-link.js';
 import { NodeClock } from './node-clock.js';
 import { createSimRuntime, type SimFlow, type SimRuntime } from './runtime-adapter.js';
 import { SimEventStore } from './sim-event-store.js';
 import { SimLeaseStore } from './sim-lease-store.js';
 import { SimQueueStore } from './sim-queue-store.js';
-import type { SimWorld } from './sim-world.js';
 
 /** What every node does when its process boots. */
 export interface NodeBoot {
@@ -34,7 +34,7 @@ export class SimNode {
 
   constructor(
     readonly name: string,
-    private readonly world: SimWorld,
+    private readonly world: NodeWorld,
     private readonly boot: NodeBoot,
   ) {
     this.start();

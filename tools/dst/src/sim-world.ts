@@ -6,7 +6,8 @@ import {
 } from '@loom/event-runtime';
 import { ManualClock } from '@loom/event-runtime/testing';
 import type { Faults } from './faults.js';
-import { SimClient } from './internal/client.js';
+import { type ClientWorld, SimClient } from './internal/client.js';
+import type { NodeWorld } from './internal/node-world.js';
 import { Recorder } from './internal/recorder.js';
 import type { SeededRandom } from './seeded-random.js';
 import { type NodeBoot, SimNode } from './sim-node.js';
@@ -25,7 +26,7 @@ export const simStartMs = 1_700_000_000_000;
  * Everything one seed runs in: the shared virtual clock (a `ManualClock`: it owns every timer),
  * the shared in-memory stores, the nodes, a client, and what the run saw.
  */
-export class SimWorld {
+export class SimWorld implements ClientWorld, NodeWorld {
   readonly clock = new ManualClock(simStartMs);
   readonly stores = {
     events: new InMemoryEventStore({ clock: this.clock }),

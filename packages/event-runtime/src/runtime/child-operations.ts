@@ -1,5 +1,6 @@
 import type { JsonValue } from '../envelope.js';
 import { decodePayload } from '../internal/json-codec.js';
+import type { ChildLinks } from './driver-node.js';
 import type { DriverScope } from './driver-scope.js';
 import {
   childFailed,
@@ -8,8 +9,8 @@ import {
   recordedValue,
   replayedValue,
 } from './driver-support.js';
-import { childEndedIn, childMissing, type ExecutionLinks } from './execution-links.js';
-import type { ExecutionOutcome } from './execution-outcome.js';
+import { childEndedIn } from './execution-links.js';
+import { childMissing, type ExecutionOutcome } from './execution-outcome.js';
 import type { StepRecord } from './execution-state.js';
 import type { Flow } from './flow.js';
 import { continuedAsNew } from './flow-unwind.js';
@@ -46,7 +47,7 @@ export class ChildOperations {
   }
 
   /** The child's outcome from its log; a transient store failure stops this driver (ADR 0010). */
-  private async childOutcome(childId: string): ReturnType<ExecutionLinks['childOutcome']> {
+  private async childOutcome(childId: string): ReturnType<ChildLinks['childOutcome']> {
     try {
       return await this.scope.kernel.links.childOutcome(childId);
     } catch (error) {

@@ -1,9 +1,9 @@
 import type { StoredSignal } from '../envelope.js';
 import type { LoomError } from '../errors.js';
+import type { DriverNode } from './driver-node.js';
 import type { ExecutionJournal } from './execution-journal.js';
 import type { ExecutionState, OperationKind, StepRecord } from './execution-state.js';
 import type { Flow } from './flow.js';
-import type { KernelContext } from './kernel-context.js';
 import type { LazyAbort } from './lazy-abort.js';
 import type { Suspension } from './suspension.js';
 
@@ -22,8 +22,8 @@ export interface DriverScope {
   readonly executionId: string;
   readonly state: ExecutionState;
   readonly journal: ExecutionJournal;
-  /** The node's kernel: clock, settings, store, links to other executions. */
-  readonly kernel: KernelContext;
+  /** What the operations use of the node: clock, settings, store, links to other executions. */
+  readonly kernel: DriverNode;
   readonly suspension: Suspension;
   /**
    * True when this node's own previous driver of the execution stopped on a transient store

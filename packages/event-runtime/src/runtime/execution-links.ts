@@ -1,18 +1,11 @@
 import type { JsonValue, StoredSignal } from '../envelope.js';
 import { ErrorCode, isLoomError } from '../errors.js';
 import { settledOutcomeOrMissing } from './execution-handle.js';
-import type { ExecutionOutcome } from './execution-outcome.js';
+import { childMissing, type ExecutionOutcome } from './execution-outcome.js';
 import type { ExecutionState } from './execution-state.js';
 import type { Flow } from './flow.js';
-import type { KernelContext } from './kernel-context.js';
-import type { ExecutionStartedPayload } from './kernel-events.js';
+import type { KernelContext, LinksPort, StartLinks } from './kernel-context.js';
 import { isTransientStoreError } from './store-retry.js';
-
-/** How a new execution is linked to others: its parent, or its continue-as-new predecessor. */
-export type StartLinks = Pick<
-  ExecutionStartedPayload,
-  'parent' | 'continuedFrom' | 'rootId' | 'generation'
->;
 
 /** The signal a settled child sends its parent (the parent reads the outcome from the child's log). */
 const childSignalName = 'loom.child.settled';
@@ -35,10 +28,7 @@ export function childEndedIn(inbox: readonly StoredSignal[], childId: string): b
   });
 }
 
-/** What `childOutcome` returns for a child with no log: recorded by its parent, never started. */
-export const childMissing: unique symbol = Symbol('child missing');
-
-export class ExecutionLinks {
+export class ExecutionLinks implements LinksPort {
   constructor(private readonly kernel: KernelContext) {}
 
   /** Starts a child execution of `parent` (idempotent on its id). */

@@ -12,6 +12,9 @@ export type ExecutionOutcome =
   | { status: 'suspended'; wakeAtMs: number | null }
   | { status: 'continued'; successorId: string };
 
+/** What `childOutcome` returns for a child with no log: recorded by its parent, never started. */
+export const childMissing: unique symbol = Symbol('child missing');
+
 /**
  * The fields of the `EXECUTION_FAILED` error `result()` rejects with: where the execution failed
  * and the error that failed it, as the log recorded it.

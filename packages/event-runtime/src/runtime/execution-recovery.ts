@@ -1,7 +1,7 @@
 import type { CancelTimer } from '../clock.js';
 import type { Lease } from '../lease-store.js';
 import { Limits } from '../limits.js';
-import type { KernelContext } from './kernel-context.js';
+import type { KernelContext, RecoveryPort } from './kernel-context.js';
 
 /** Due executions claimed per `wakeDue` round unless the caller says otherwise. */
 export const wakeDueLimitDefault = 100;
@@ -31,7 +31,7 @@ const seenLiveMax = 1_024;
  * waits as before: until its lease expires, or, unleased, until its log was quiet for
  * `recoverQuietMs`.
  */
-export class ExecutionRecovery {
+export class ExecutionRecovery implements RecoveryPort {
   private round: Promise<string[]> | undefined;
   /** Owners of leases this node found alive, oldest first. */
   private readonly seenLive = new Set<string>();

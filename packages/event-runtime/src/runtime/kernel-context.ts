@@ -1,25 +1,63 @@
-import { hostname } from 'node:os';
-import { type Clock, systemClock } from '../clock.js';
-import { ErrorCode, LoomError } from '../errors.js';
+import type { Clock } from '../clock.js';
 import type { EventStore } from '../event-store.js';
-import { checkLeaseOwner } from '../internal/lease-input.js';
-import { mintId } from '../internal/mint-id.js';
 import type { LeaseStore } from '../lease-store.js';
 import type { SnapshotStore } from '../snapshot-store.js';
-import { ExecutionLinks } from './execution-links.js';
-import { ExecutionRecovery } from './execution-recovery.js';
-import { FlowRegistry } from './flow-registry.js';
-import { GroupCommit } from './group-commit.js';
-import { LeaseManager } from './lease-manager.js';
-import { LocalExecutions } from './local-executions.js';
-import { NodePresence } from './node-presence.js';
-import { RuntimeEvents } from './runtime-events.js';
-import {
-  type KernelRuntimeOptions,
-  type RuntimeSettings,
-  resolveSettings,
-} from './runtime-options.js';
-import { SuspectLane } from './suspect-lane.js';
+import type { ChildLinks } from './driver-node.js';
+import type { ExecutionOutcome } from './execution-outcome.js';
+import type { ExecutionState } from './execution-state.js';
+import type { Flow } from './flow.js';
+import type { FlowRegistry } from './flow-registry.js';
+import type { GroupCommit } from './group-commit.js';
+import type { ExecutionStartedPayload } from './kernel-events.js';
+import type { LeaseManager } from './lease-manager.js';
+import type { NodePresence } from './node-presence.js';
+import type { RuntimeEvents } from './runtime-events.js';
+import type { RuntimeSettings } from './runtime-options.js';
+import type { SuspectLane } from './suspect-lane.js';
+
+/** How a new execution is linked to others: its parent, or its continue-as-new predecessor. */
+export type StartLinks = Pick<
+  ExecutionStartedPayload,
+  'parent' | 'continuedFrom' | 'rootId' | 'generation'
+>;
+
+/** What the pieces use of the executions this node drives (`LocalExecutions`). */
+export interface ExecutionsPort {
+  /** True while this node drives `executionId`. */
+  has(executionId: string): boolean;
+  /** The driver of `executionId` if this node drives it: `done` settles when it stops driving. */
+  driver(executionId: string): { readonly done: Promise<ExecutionOutcome> } | undefined;
+  /**
+   * Starts an execution of `flow` under `requestedId` or a minted id, linked as `links` says;
+   * resolves once sequence 0 is durable. `existing` is true when it already existed.
+   */
+  launch(
+    flow: Flow<never, unknown>,
+    input: unknown,
+    requestedId: string | undefined,
+    links: StartLinks,
+  ): Promise<{ executionId: string; existing: boolean }>;
+  /** Takes `executionId` over from its log and drives it here. */
+  resume(executionId: string): Promise<void>;
+  /** Cancels an execution, here or elsewhere; false if it had already settled. */
+  cancel(executionId: string, reason: string): Promise<boolean>;
+}
+
+/** What the pieces use of the links between executions (`ExecutionLinks`). */
+export interface LinksPort extends ChildLinks {
+  /** Wakes a parent waiting in `ctx.child`. */
+  notifyParent(parentId: string, childId: string): Promise<void>;
+  /** Resumes a suspended execution whose signal or child came while it was still running. */
+  wakeIfSignalled(state: ExecutionState): Promise<void>;
+  /** Cancels the running children of a cancelled parent (and theirs, recursively). */
+  cancelChildren(parent: ExecutionState, reason: string): Promise<void>;
+}
+
+/** What the pieces use of timer wake-ups and recovery (`ExecutionRecovery`). */
+export interface RecoveryPort {
+  /** Claims up to `limit` due suspended executions and resumes them; returns the ids resumed. */
+  wakeDue(limit?: number): Promise<string[]>;
+}
 
 /**
  * Everything the kernel's pieces on one node share, handed to each of them as one object: where
@@ -28,7 +66,9 @@ import { SuspectLane } from './suspect-lane.js';
  * (`context.executions.resume(id)`) instead of through closures its owner wired up.
  *
  * The pieces keep the context and read it only while they work, never while they are built:
- * that is what lets them refer to each other.
+ * that is what lets them refer to each other. They see one another through the narrow ports
+ * above, not their classes, and the class that builds them (`Kernel`) lives in
+ * `kernel-node.ts`: no piece imports another through this file (ADR 0046, step 1).
  */
 export interface KernelContext {
   /** This node's name in leases. */
@@ -48,11 +88,11 @@ export interface KernelContext {
   /** Sends the appends of every journal that flushed in one turn together (ADR 0040). */
   readonly commits: GroupCommit;
   /** The executions this node drives. */
-  readonly executions: LocalExecutions;
+  readonly executions: ExecutionsPort;
   /** Parent, child and continue-as-new links between executions. */
-  readonly links: ExecutionLinks;
+  readonly links: LinksPort;
   /** Timer wake-ups and recovery of executions nobody drives. */
-  readonly recovery: ExecutionRecovery;
+  readonly recovery: RecoveryPort;
   /** What this node tells its observers (`runtime.events`). */
   readonly events: RuntimeEvents;
   /** The one lane interrupted steps run their effects in again, one at a time (ADR 0031). */
@@ -71,101 +111,4 @@ export interface KernelContext {
   report(error: unknown): void;
   /** Throws `RUNTIME_SHUT_DOWN` once shutdown began. */
   assertRunning(): void;
-}
-
-/** The runtime's {@link KernelContext}: built once per runtime, its pieces built last. */
-export class Kernel implements KernelContext {
-  readonly nodeId: string;
-  readonly store: EventStore;
-  readonly snapshots: SnapshotStore | undefined;
-  readonly leaseStore: LeaseStore | undefined;
-  readonly clock: Clock;
-  readonly settings: RuntimeSettings;
-  readonly flows = new FlowRegistry();
-  readonly leases: LeaseManager | undefined;
-  readonly presence: NodePresence | undefined;
-  readonly commits: GroupCommit;
-  readonly executions: LocalExecutions;
-  readonly links: ExecutionLinks;
-  readonly recovery: ExecutionRecovery;
-  readonly events: RuntimeEvents;
-  readonly suspects: SuspectLane;
-  readonly storeRetried = new Set<string>();
-  private stopping = false;
-  private readonly onError: ((error: unknown) => void) | undefined;
-
-  /** Throws `INVALID_ARGUMENT` for bad options (see `resolveSettings`, `nodeId`). */
-  constructor(options: KernelRuntimeOptions) {
-    // Without a lease store of its own, a runtime uses its event store's (same database), so
-    // that recovery knows which nodes are alive; leaseMode 'off' still turns leases off.
-    this.leaseStore = options.leases ?? options.store.defaultLeaseStore?.();
-    this.settings = resolveSettings(
-      this.leaseStore === undefined ? options : { ...options, leases: this.leaseStore },
-    );
-    this.store = options.store;
-    this.snapshots = options.snapshots;
-    this.clock = options.clock ?? systemClock;
-    this.onError = options.onError;
-    this.events = new RuntimeEvents((error) => this.onError?.(error));
-    this.suspects = new SuspectLane(this.clock);
-    this.nodeId =
-      options.nodeId === undefined
-        ? `${hostname()}-${process.pid}-${mintId()}`
-        : checkLeaseOwner(options.nodeId, 'nodeId');
-    this.leases =
-      this.leaseStore === undefined || this.settings.leaseMode === 'off'
-        ? undefined
-        : new LeaseManager({
-            store: this.leaseStore,
-            nodeId: this.nodeId,
-            clock: this.clock,
-            ttlMs: this.settings.leaseTtlMs,
-            renewEveryMs: this.settings.renewEveryMs,
-            lazyGraceMs: this.settings.lazyGraceMs,
-            events: this.events,
-            onLost: (executionIds) => this.executions.leasesLost(executionIds),
-            onError: (error) => this.report(error),
-          });
-    this.presence =
-      this.leases === undefined || this.leaseStore === undefined
-        ? undefined
-        : new NodePresence({
-            leaseStore: this.leaseStore,
-            nodeId: this.nodeId,
-            clock: this.clock,
-            events: this.events,
-            report: (error) => this.report(error),
-          });
-    this.commits = new GroupCommit(this.store, this.clock, this.settings.groupCommitMax, (error) =>
-      this.report(error),
-    );
-    this.executions = new LocalExecutions(this);
-    this.links = new ExecutionLinks(this);
-    this.recovery = new ExecutionRecovery(this);
-  }
-
-  get shuttingDown(): boolean {
-    return this.stopping;
-  }
-
-  report(error: unknown): void {
-    this.events.emit('store:error', { nodeId: this.nodeId, error });
-    this.onError?.(error);
-  }
-
-  assertRunning(): void {
-    if (this.stopping) {
-      throw new LoomError(
-        ErrorCode.RUNTIME_SHUT_DOWN,
-        `the runtime on ${this.nodeId} is shut down`,
-      );
-    }
-  }
-
-  /** Marks the start of shutdown; false if it had already begun. */
-  beginShutdown(): boolean {
-    if (this.stopping) return false;
-    this.stopping = true;
-    return true;
-  }
 }

@@ -5,7 +5,6 @@ import { checkExecutionId } from '../internal/prepare-append.js';
 import { encodeRecorded, recordedValue } from './driver-support.js';
 import { ExecutionDriver } from './execution-driver.js';
 import { ExecutionJournal } from './execution-journal.js';
-import type { StartLinks } from './execution-links.js';
 import { type ExecutionOutcome, failureFields } from './execution-outcome.js';
 import {
   type ExecutionState,
@@ -15,7 +14,7 @@ import {
   reopen,
 } from './execution-state.js';
 import type { Flow } from './flow.js';
-import type { KernelContext } from './kernel-context.js';
+import type { ExecutionsPort, KernelContext, StartLinks } from './kernel-context.js';
 import {
   EventType,
   type ExecutionRetriedPayload,
@@ -24,7 +23,8 @@ import {
 import { loadState } from './load-state.js';
 import { notFound } from './not-found.js';
 import { cancelRemotely } from './remote-cancel.js';
-import { isTransientStoreError, ResumeRetries } from './store-retry.js';
+import { ResumeRetries } from './resume-retries.js';
+import { isTransientStoreError } from './store-retry.js';
 
 /** Attempts of a retry while the execution's log keeps moving (another node retrying it too). */
 const retryRacesMax = 5;
@@ -50,7 +50,7 @@ interface Running {
  * settles (lease release, waking a parent, cancelling children), with the background work that
  * starts.
  */
-export class LocalExecutions {
+export class LocalExecutions implements ExecutionsPort {
   private readonly running = new Map<string, Running>();
   private readonly resuming = new Map<string, Promise<void>>();
   private readonly background = new Set<Promise<unknown>>();

@@ -7,7 +7,7 @@ import { Limits } from '../limits.js';
 import { createHandle, type ExecutionHandle } from './execution-handle.js';
 import type { ExecutionState } from './execution-state.js';
 import type { Flow } from './flow.js';
-import { Kernel } from './kernel-context.js';
+import { Kernel } from './kernel-node.js';
 import { loadState } from './load-state.js';
 import { notFound } from './not-found.js';
 import { every, keepAlive } from './pollers.js';

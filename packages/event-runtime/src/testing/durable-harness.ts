@@ -1,6 +1,6 @@
 import type { EventStore } from '../event-store.js';
 import type { ManualClock } from './manual-clock.js';
-import type { RuntimeHarness } from './runtime-conformance.js';
+import type { RuntimeHarness } from './runtime-harness.js';
 
 /** What the durable harnesses take besides where the database is. */
 export interface DurableHarnessOptions<S extends EventStore> {

@@ -6,7 +6,7 @@ import type { RuntimeEventMap, RuntimeEventName } from '../runtime/runtime-event
 import type { RuntimeSection, SectionDescribe } from './conformance-sections.js';
 import { freshId } from './event-store-conformance.js';
 import { tickLeases } from './lease-calls.js';
-import type { RuntimeHarness } from './runtime-conformance.js';
+import type { RuntimeHarness } from './runtime-harness.js';
 import { until } from './until.js';
 
 type Seen = Array<{ [E in RuntimeEventName]: { event: E } & RuntimeEventMap[E] }[RuntimeEventName]>;

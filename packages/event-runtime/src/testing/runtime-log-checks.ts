@@ -5,7 +5,7 @@ import { loadState } from '../runtime/load-state.js';
 import type { KernelRuntime, KernelRuntimeOptions } from '../runtime/runtime.js';
 import type { RuntimeSection, SectionDescribe } from './conformance-sections.js';
 import { freshId } from './event-store-conformance.js';
-import type { RuntimeHarness } from './runtime-conformance.js';
+import type { RuntimeHarness } from './runtime-harness.js';
 
 const started = { flow: 'folded', version: null, input: null };
 

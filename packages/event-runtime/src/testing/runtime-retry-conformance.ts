@@ -14,7 +14,7 @@ import type { RuntimeSection, SectionDescribe } from './conformance-sections.js'
 import { CountingEventStore } from './counting-event-store.js';
 import { freshId } from './event-store-conformance.js';
 import { ManualClock } from './manual-clock.js';
-import type { RuntimeHarness } from './runtime-conformance.js';
+import type { RuntimeHarness } from './runtime-harness.js';
 import { until } from './until.js';
 
 /**

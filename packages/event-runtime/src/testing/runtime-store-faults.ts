@@ -6,7 +6,7 @@ import type { KernelRuntime, KernelRuntimeOptions } from '../runtime/runtime.js'
 import type { RuntimeSection, SectionDescribe } from './conformance-sections.js';
 import { freshId } from './event-store-conformance.js';
 import { FlakyEventStore } from './flaky-event-store.js';
-import type { RuntimeHarness } from './runtime-conformance.js';
+import type { RuntimeHarness } from './runtime-harness.js';
 
 const terminalTypes = new Set(['execution.completed', 'execution.failed', 'execution.cancelled']);
 

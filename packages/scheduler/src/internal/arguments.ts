@@ -1,6 +1,6 @@
 import { LoomError, SchedulerErrorCode } from '../errors.js';
 import { SchedulerLimits } from '../limits.js';
-import type { Priority } from '../schedule.js';
+import type { Priority } from '../priority.js';
 
 /** Rank of each priority in the fair queue; 0 is served first. */
 export const priorityRank = { high: 0, normal: 1, low: 2 } as const;

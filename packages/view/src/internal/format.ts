@@ -1,10 +1,10 @@
 import type { Approval } from '@loom/agent-loop';
 import type { QueueStats, StoredEvent } from '@loom/event-runtime';
 import Table from 'cli-table3';
-import type { ScheduleSummary } from '../open-view.js';
 import type { Spend } from '../projection/projections.js';
 import type { RunDetail } from '../run-detail.js';
 import type { RunSummary } from '../run-summary.js';
+import type { ScheduleSummary } from '../schedule-summary.js';
 
 /** Longest payload shown per line by `loom events` in the human format (`--json` shows all). */
 export const payloadPreviewCharsMax = 120;

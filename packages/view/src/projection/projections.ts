@@ -6,8 +6,8 @@ import { sql } from 'kysely';
 import { LoomError, ViewErrorCode } from '../errors.js';
 import { parseDbUrl } from '../internal/db-url.js';
 import { openBackend } from '../internal/open-backend.js';
-import type { ScheduleSummary } from '../open-view.js';
 import type { RunSummary } from '../run-summary.js';
+import type { ScheduleSummary } from '../schedule-summary.js';
 import {
   createProjectionTables,
   openProjectionDb,

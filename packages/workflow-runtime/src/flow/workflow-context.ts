@@ -13,11 +13,11 @@ import {
   wrapEffect,
 } from '@loom/middleware';
 import { LoomError, WorkflowErrorCode } from '../errors.js';
-import type { WorkflowDefinition } from './define-flow.js';
 import { isSignalDefinition, type SignalDefinition } from './define-signal.js';
 import { type Duration, parseDuration } from './duration.js';
 import type { Json } from './json.js';
 import { type InferOutput, type StandardSchemaV1, validate } from './standard-schema.js';
+import type { WorkflowDefinition } from './workflow-definition.js';
 
 /** Per-step policy: retries with backoff, a timeout, and any effect middleware. */
 export interface StepOptions {

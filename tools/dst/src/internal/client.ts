@@ -1,7 +1,6 @@
 import { isLoomError } from '@loom/event-runtime';
 import type { NodeClock } from '../node-clock.js';
 import type { SimNode } from '../sim-node.js';
-import type { SimWorld } from '../sim-world.js';
 
 /** Store errors a client retries: the call may or may not have happened. */
 const transientCodes: ReadonlySet<string> = new Set(['STORE_UNAVAILABLE', 'STORE_BUSY']);
@@ -15,12 +14,25 @@ const clientCallTimeoutMs = 10_000;
 const timedOut = Symbol('timed out');
 
 /**
+ * What a client uses of the world it calls into (`SimWorld` is the one there is): declared here,
+ * not imported, so that the world and its client do not import each other.
+ */
+export interface ClientWorld {
+  /** A node that runs now, drawn from the seed; undefined when all are paused. */
+  runningNode(): SimNode | undefined;
+  /** Resolves after `ms` of virtual time. */
+  sleep(ms: number): Promise<void>;
+  /** Records a broken invariant. */
+  violation(invariant: string, detail: string, executionId?: string): void;
+}
+
+/**
  * A client of the nodes (an API server, a CLI): it calls a running node, and calls again after a
  * transient store error or no answer, as a careful caller would (starts, signals and enqueues
  * are idempotent by id and key, so a retry after a lost acknowledgement is safe).
  */
 export class SimClient {
-  constructor(private readonly world: SimWorld) {}
+  constructor(private readonly world: ClientWorld) {}
 
   /** Calls any running node until the call succeeds; `classify` ends it on an expected error or retries it. */
   async retryAny(

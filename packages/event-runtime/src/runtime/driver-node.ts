@@ -1,0 +1,50 @@
+import type { Clock } from '../clock.js';
+import type { JsonValue } from '../envelope.js';
+import type { EventStore } from '../event-store.js';
+import type { childMissing, ExecutionOutcome } from './execution-outcome.js';
+import type { ExecutionState } from './execution-state.js';
+import type { Flow } from './flow.js';
+import type { RuntimeSettings } from './runtime-options.js';
+import type { SuspectLane } from './suspect-lane.js';
+
+/** What a driver's child operations use of the node's links (`ExecutionLinks`). */
+export interface ChildLinks {
+  /** Starts a child execution of `parent` (idempotent on its id). */
+  startChild(
+    flow: Flow<never, unknown>,
+    input: JsonValue,
+    childId: string,
+    parent: { executionId: string; index: number },
+  ): Promise<void>;
+  /**
+   * A child's outcome if it settled (following continue-as-new), undefined while it runs, and
+   * `childMissing` when it has no log at all (its parent recorded `child.started` and died before
+   * starting it).
+   */
+  childOutcome(childId: string): Promise<ExecutionOutcome | undefined | typeof childMissing>;
+  /** Starts the continue-as-new successor of `predecessor` (idempotent on its id). */
+  startSuccessor(
+    flow: Flow<never, unknown>,
+    input: JsonValue,
+    successorId: string,
+    predecessor: ExecutionState,
+  ): Promise<void>;
+}
+
+/**
+ * What the flow's operations (steps, waits, children) use of the node that drives them, through
+ * `DriverScope.kernel`: the settings, the clock, the store (a step's transaction, a wait's
+ * inbox), the links to other executions and the suspect lane. Narrower than the node's
+ * `KernelContext`, which satisfies it, and in a file of its own so that the operations do not
+ * import the node (ADR 0046, step 1).
+ */
+export interface DriverNode {
+  readonly settings: RuntimeSettings;
+  /** The one source of time and timers of everything the node does. */
+  readonly clock: Clock;
+  readonly store: EventStore;
+  /** Parent, child and continue-as-new links between executions. */
+  readonly links: ChildLinks;
+  /** The one lane interrupted steps run their effects in again, one at a time (ADR 0031). */
+  readonly suspects: SuspectLane;
+}
