@@ -63,12 +63,22 @@ describe('the test-process harness', () => {
   });
 
   it('JSON facts are read from whole lines; a line that is not JSON is named', async () => {
+    // One write: the fact and the line after it arrive together, and the wait still finds the
+    // fact (what came after it is not the wait's business; under load, two writes merge too).
     const child = node(
-      script('facts', "console.log(JSON.stringify({ fact: 'a', n: 1 })); console.log('nope');"),
+      script('facts', "process.stdout.write(JSON.stringify({ fact: 'a', n: 1 }) + '\\nnope\\n');"),
     );
     expect(await child.fact('a')).toEqual({ fact: 'a', n: 1 });
     await child.exit;
     expect(() => child.facts()).toThrow(/printed a line that is not JSON: nope/);
+  });
+
+  it('a line that is not JSON before the awaited fact fails the wait, naming the line', async () => {
+    const child = node(
+      script('facts-late', "console.log('nope'); console.log(JSON.stringify({ fact: 'a' }));"),
+    );
+    await expect(child.fact('a')).rejects.toThrow(/printed a line that is not JSON: nope/);
+    await child.exit;
   });
 
   it('killTestProcesses takes down every process still running', async () => {

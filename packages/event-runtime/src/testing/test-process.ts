@@ -235,14 +235,14 @@ export function spawnTestCommand(command: string, options: TestProcessOptions = 
       watcher();
     });
 
-  const facts = () =>
-    wholeLines().map((line) => {
-      try {
-        return JSON.parse(line) as Record<string, unknown>;
-      } catch {
-        throw new Error(`${label()} printed a line that is not JSON: ${line}; ${quoted()}`);
-      }
-    });
+  const factOf = (line: string) => {
+    try {
+      return JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      throw new Error(`${label()} printed a line that is not JSON: ${line}; ${quoted()}`);
+    }
+  };
+  const facts = () => wholeLines().map(factOf);
 
   const created: TestProcess = {
     child,
@@ -278,7 +278,14 @@ export function spawnTestCommand(command: string, options: TestProcessOptions = 
       ),
     fact: (factName, timeoutMs) =>
       waitFor(
-        () => facts().find((candidate) => candidate.fact === factName),
+        () => {
+          // In order, up to the fact: what the process printed after it is not this wait's.
+          for (const line of wholeLines()) {
+            const candidate = factOf(line);
+            if (candidate.fact === factName) return candidate;
+          }
+          return undefined;
+        },
         `the fact '${factName}'`,
         timeoutMs,
       ),
