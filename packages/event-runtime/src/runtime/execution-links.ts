@@ -1,5 +1,6 @@
 import type { JsonValue, StoredSignal } from '../envelope.js';
 import { ErrorCode, isLoomError } from '../errors.js';
+import { childSignalName } from './child-settled-signal.js';
 import { settledOutcomeOrMissing } from './execution-handle.js';
 import type { ExecutionOutcome } from './execution-outcome.js';
 import type { ExecutionState } from './execution-state.js';
@@ -13,9 +14,6 @@ export type StartLinks = Pick<
   ExecutionStartedPayload,
   'parent' | 'continuedFrom' | 'rootId' | 'generation'
 >;
-
-/** The signal a settled child sends its parent (the parent reads the outcome from the child's log). */
-const childSignalName = 'loom.child.settled';
 
 /**
  * The runtime's side of parent, child and continue-as-new links: starts children and successors
@@ -77,20 +75,13 @@ export class ExecutionLinks {
     await this.kernel.executions.launch(flow, input, successorId, links);
   }
 
-  /** Wakes a parent waiting in `ctx.child` (the parent reads the outcome from the child's log). */
-  async notifyParent(parentId: string, childId: string): Promise<void> {
-    try {
-      await this.kernel.store.sendSignal({
-        executionId: parentId,
-        name: childSignalName,
-        payload: { childId },
-      });
-    } catch (error) {
-      if (!isLoomError(error, ErrorCode.EXECUTION_SETTLED)) this.kernel.report(error);
-      return;
-    }
-    // A node that polls timers claims due executions: claim the parent now rather than a poll
-    // later (of several nodes, the claim decides which one resumes it).
+  /**
+   * Claims a parent its child's end made due. The child's terminal append already put the
+   * wake-up in the parent's inbox (`AppendGuard.notify`, ADR 0046), so a process that dies before
+   * this leaves the parent due for any node's timer poll: this only saves that poll's delay.
+   */
+  async claimWokenParent(): Promise<void> {
+    // Of several nodes, the claim decides which one resumes it.
     if (this.kernel.settings.timerPollMs > 0 && !this.kernel.shuttingDown) {
       await this.kernel.recovery.wakeDue().catch(() => undefined);
     }
