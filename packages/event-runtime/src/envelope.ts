@@ -67,6 +67,14 @@ export interface AppendGuard {
    * for a suspension no signal can end (timers only). ADR 0033.
    */
   wakeOnSignalsAfter?: number;
+  /**
+   * With `status: 'settled'`: a signal put in another execution's inbox in the same write, as
+   * `sendSignal` would (a repeated idempotency key is a no-op; a suspended target is made due),
+   * and skipped when that execution is missing or settled. A child that ends wakes its parent
+   * this way: a process that dies right after the child's terminal event cannot leave the parent
+   * waiting for a wake-up nobody will send. ADR 0047.
+   */
+  notify?: SignalInput;
 }
 
 /**

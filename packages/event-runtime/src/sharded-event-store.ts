@@ -24,6 +24,7 @@ import {
 } from './event-store.js';
 import { checkClaimDue } from './internal/claim-due-arguments.js';
 import { repeatedInBatch } from './internal/prepare-batch.js';
+import { prepareSignal } from './internal/prepare-signal.js';
 import { readAllOptions } from './internal/read-options.js';
 import { Limits } from './limits.js';
 
@@ -219,8 +220,43 @@ export class ShardedEventStore implements BatchAppendingEventStore {
   async append(envelopes: readonly EventEnvelope[], guard?: AppendGuard): Promise<StoredEvent[]> {
     const first = Array.isArray(envelopes) ? envelopes[0] : undefined;
     const shard = typeof first?.executionId === 'string' ? this.shardIndex(first.executionId) : 0;
-    const stored = await (this.shards[shard] as EventStore).append(envelopes, guard);
+    const across = this.notifyAcross(shard, guard);
+    const stored = await (this.shards[shard] as EventStore).append(
+      envelopes,
+      across?.guard ?? guard,
+    );
+    if (across !== undefined) await this.notifyAfter(across.notify);
     return this.mergedAll(stored, shard);
+  }
+
+  /**
+   * A guard whose `notify` names an execution on another shard: the guard without it, and the
+   * signal to send there after the append. One transaction cannot span two databases, so across
+   * shards the wake-up is a second write (a process that dies between the two leaves the target
+   * to be woken otherwise, as before ADR 0047); on one shard it stays in the same write.
+   */
+  private notifyAcross(
+    shard: number,
+    guard: AppendGuard | undefined,
+  ): { guard: AppendGuard; notify: SignalInput } | undefined {
+    const notify = guard?.notify;
+    // Anything but a settle's valid signal to another shard goes to the shard as it is, which
+    // writes it in the same transaction or refuses the guard.
+    if (notify === undefined || guard?.status !== 'settled') return undefined;
+    const target = prepareSignal(notify, 0).executionId;
+    if (this.shardIndex(target) === shard) return undefined;
+    const { notify: _, ...rest } = guard;
+    return { guard: rest, notify };
+  }
+
+  /**
+   * The cross-shard half of an append's `notify`, best effort: the append is durable by now, so
+   * a failure here must not make it look failed. A missing or settled target is skipped as on one
+   * shard; a store failure is left to the sender, which sends the same signal again after the
+   * append (the runtime does, with the same idempotency key).
+   */
+  private async notifyAfter(notify: SignalInput): Promise<void> {
+    await this.sendSignal(notify).catch(() => undefined);
   }
 
   /**
@@ -252,7 +288,12 @@ export class ShardedEventStore implements BatchAppendingEventStore {
     const settled = await Promise.allSettled(
       [...byShard].map(async ([shard, indexes]) => {
         const store = this.shards[shard] as EventStore;
-        const mine = indexes.map((index) => requests[index] as AppendRequest);
+        const across = indexes.map((index) => this.notifyAcross(shard, requests[index]?.guard));
+        const mine = indexes.map((index, at) => {
+          const request = requests[index] as AppendRequest;
+          const split = across[at];
+          return split === undefined ? request : { ...request, guard: split.guard };
+        });
         let answers: AppendOutcome[];
         try {
           answers = canAppendBatch(store)
@@ -261,6 +302,9 @@ export class ShardedEventStore implements BatchAppendingEventStore {
         } catch (error) {
           if (!isLoomError(error)) throw error;
           answers = mine.map(() => ({ ok: false, error }));
+        }
+        for (const [at, split] of across.entries()) {
+          if (split !== undefined && answers[at]?.ok === true) await this.notifyAfter(split.notify);
         }
         indexes.forEach((index, at) => {
           const answer = answers[at] as AppendOutcome;

@@ -31,6 +31,7 @@ import {
   type IndexUpdate,
   matchesIndexFilter,
   mergeIndexUpdate,
+  type PreparedSignal,
   prepareAppend,
   prepareSignal,
   readAllOptions,
@@ -104,6 +105,8 @@ class MapEventStore implements EventStore {
       this.log.push(row);
     });
     this.rows.set(id, rows);
+    // A settling append's signal to another execution, in the same (synchronous) write.
+    if (prepared.notify !== undefined) this.deliver(prepared.notify, true);
     if (prepared.status !== undefined) {
       const newest = this.inboxes.get(id)?.signals.length ?? 0;
       const wakeAtMs = guardedWakeAtMs(prepared.status, prepared.wakeOnSignalsAfter, newest);
@@ -151,15 +154,31 @@ class MapEventStore implements EventStore {
 
   async sendSignal(input: SignalInput): Promise<{ signalId: number; duplicate: boolean }> {
     this.assertOpen();
-    const signal = prepareSignal(input, this.clock.now());
+    return this.deliver(prepareSignal(input, this.clock.now()), false) as {
+      signalId: number;
+      duplicate: boolean;
+    };
+  }
+
+  /** `sendSignal`'s write; `quiet` (an append's notify) skips a missing or settled target. */
+  private deliver(
+    signal: PreparedSignal,
+    quiet: boolean,
+  ): { signalId: number; duplicate: boolean } | undefined {
     const id = signal.executionId;
-    if (!this.rows.has(id)) throw signalTargetMissing(id);
+    if (!this.rows.has(id)) {
+      if (quiet) return undefined;
+      throw signalTargetMissing(id);
+    }
     const entry = this.index.get(id);
     const inbox: Inbox = this.inboxes.get(id) ?? { signals: [], keys: new Map() };
     const key = signal.idempotencyKey;
     const existing = key === null ? undefined : inbox.keys.get(key);
     if (existing !== undefined) return { signalId: existing, duplicate: true };
-    if (entry?.status === 'settled') throw signalTargetSettled(id);
+    if (entry?.status === 'settled') {
+      if (quiet) return undefined;
+      throw signalTargetSettled(id);
+    }
     this.inboxes.set(id, inbox);
     const signalId = inbox.signals.length + 1;
     const { name, payloadText, idempotencyKey, at } = signal;

@@ -8,10 +8,14 @@ import type {
 } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { Limits } from '../limits.js';
+import { checkExecutionId } from './check-execution-id.js';
 import { encodedTextOf } from './encoded-payloads.js';
 import { eventHash } from './hash-chain.js';
 import { encodePayload } from './json-codec.js';
+import { type PreparedSignal, prepareSignal } from './prepare-signal.js';
 import { checkWellFormed } from './well-formed-text.js';
+
+export { checkExecutionId };
 
 /** One validated event, payload already in its stored text form. */
 export interface PreparedEvent {
@@ -35,6 +39,11 @@ export interface PreparedAppend {
    * the inbox has a newer signal (see {@link guardedWakeAtMs}). Undefined without one.
    */
   wakeOnSignalsAfter: number | undefined;
+  /**
+   * A settling append's signal to another execution (`AppendGuard.notify`), delivered in the same
+   * write and skipped when its target is missing or settled. Undefined without one.
+   */
+  notify: PreparedSignal | undefined;
 }
 
 /**
@@ -62,30 +71,11 @@ const terminalTypes: ReadonlyMap<string, SettledAs> = new Map([
 ]);
 
 const envelopeKeys = new Set(['executionId', 'sequence', 'type', 'payload', 'at']);
-const guardKeys = new Set(['fenceEpoch', 'status', 'wakeAtMs', 'wakeOnSignalsAfter']);
+const guardKeys = new Set(['fenceEpoch', 'status', 'wakeAtMs', 'wakeOnSignalsAfter', 'notify']);
 const statuses = new Set(['running', 'suspended', 'settled']);
 
 function invalid(message: string, fields: Record<string, unknown> = {}): never {
   throw new LoomError(ErrorCode.INVALID_ENVELOPE, message, fields);
-}
-
-/**
- * Validates an execution id (shared by every call that takes one). Throws `INVALID_ENVELOPE`
- * (not a non-empty string, a lone surrogate or NUL) or `LIMIT_EXCEEDED` (too long).
- */
-export function checkExecutionId(executionId: unknown): string {
-  if (typeof executionId !== 'string' || executionId.length === 0) {
-    invalid(`executionId must be a non-empty string, got ${describe(executionId)}`);
-  }
-  if (executionId.length > Limits.executionIdLengthMax) {
-    throw new LoomError(
-      ErrorCode.LIMIT_EXCEEDED,
-      `executionId is ${executionId.length} characters, over executionIdLengthMax ` +
-        `(${Limits.executionIdLengthMax})`,
-      { limit: 'executionIdLengthMax', actual: executionId.length },
-    );
-  }
-  return checkWellFormed(executionId, 'executionId', ErrorCode.INVALID_ENVELOPE);
 }
 
 /** Validates a sequence number (a non-negative safe integer). */
@@ -138,7 +128,23 @@ export function prepareAppend(
     fenceEpoch,
     status: indexUpdate(guarded, firstSequence, events),
     wakeOnSignalsAfter: checkSignalsGuard(guard),
+    notify: checkNotify(guard, executionId, nowMs),
   };
+}
+
+/** `guard.notify`: a valid signal to another execution, only with `status: 'settled'`. */
+function checkNotify(
+  guard: AppendGuard | undefined,
+  executionId: string,
+  nowMs: number,
+): PreparedSignal | undefined {
+  if (guard?.notify === undefined) return undefined;
+  if (guard.status !== 'settled') invalid('guard.notify is only meaningful with status settled');
+  const notify = prepareSignal(guard.notify, nowMs);
+  if (notify.executionId === executionId) {
+    invalid('guard.notify must name another execution than the one appended to', { executionId });
+  }
+  return notify;
 }
 
 /** `guard.wakeOnSignalsAfter`: a non-negative integer, only with `status: 'suspended'`. */

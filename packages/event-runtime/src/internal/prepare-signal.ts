@@ -1,8 +1,8 @@
 import type { ReadSignalsOptions, SignalInput } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { Limits } from '../limits.js';
+import { checkExecutionId } from './check-execution-id.js';
 import { encodePayload } from './json-codec.js';
-import { checkExecutionId } from './prepare-append.js';
 import { readOptions } from './read-options.js';
 import { checkWellFormed } from './well-formed-text.js';
 

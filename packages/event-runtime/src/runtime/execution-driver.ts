@@ -3,6 +3,7 @@ import type { JsonValue, StoredSignal } from '../envelope.js';
 import { ErrorCode, isLoomError, LoomError } from '../errors.js';
 import { decodePayload, encodePayload } from '../internal/json-codec.js';
 import { ChildOperations } from './child-operations.js';
+import { childSettledSignal } from './child-settled-signal.js';
 import type { Claim, DriverScope } from './driver-scope.js';
 import { encodeRecorded, recordedValue } from './driver-support.js';
 import type { ExecutionJournal } from './execution-journal.js';
@@ -224,7 +225,14 @@ export class ExecutionDriver implements DriverScope {
     if (this.stopped !== undefined) return this.finish({ status: 'stopped', error: this.stopped });
     if (terminal !== undefined) {
       this.journal.record(terminal.type, terminal.payload, terminal.payloadText);
-      this.journal.setStatus('settled');
+      // An ending child wakes its parent in the same write (ADR 0047); a continued one leaves
+      // that to its successor.
+      const parent = this.state.parent;
+      this.journal.setSettled(
+        parent === undefined || outcome.status === 'continued'
+          ? undefined
+          : childSettledSignal(parent.executionId, this.executionId),
+      );
       // State changes with the record (as for steps), so a snapshot taken when it is durable agrees.
       applyTerminal(this.state, outcome, this.journal.sequence);
     }

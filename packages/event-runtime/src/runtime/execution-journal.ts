@@ -4,6 +4,7 @@ import type {
   EventEnvelope,
   ExecutionStatus,
   JsonValue,
+  SignalInput,
   StoredEvent,
 } from '../envelope.js';
 import { ErrorCode, isLoomError } from '../errors.js';
@@ -66,7 +67,12 @@ export class ExecutionJournal implements GroupCommitMember {
   private busyAttempts = 0;
   private nextSequence: number;
   private pendingStatus:
-    | { status: ExecutionStatus; wakeAtMs: number | null; wakeOnSignalsAfter?: number }
+    | {
+        status: ExecutionStatus;
+        wakeAtMs: number | null;
+        wakeOnSignalsAfter?: number;
+        notify?: SignalInput;
+      }
     | undefined;
   /** Called after each successful append with the events as stored. */
   onAppended: ((events: StoredEvent[]) => void) | undefined;
@@ -140,6 +146,15 @@ export class ExecutionJournal implements GroupCommitMember {
       this.pendingStatus.wakeOnSignalsAfter = wakeOnSignalsAfter;
   }
 
+  /**
+   * Record the settle with the next append, and deliver `notify` (a child's end to its parent) in
+   * the same write (`AppendGuard.notify`, ADR 0047).
+   */
+  setSettled(notify: SignalInput | undefined): void {
+    this.pendingStatus = { status: 'settled', wakeAtMs: null };
+    if (notify !== undefined) this.pendingStatus.notify = notify;
+  }
+
   /** Resolves once everything recorded so far is durable; rejects if an append fails. */
   flush(): Promise<void> {
     if (this.broken !== undefined) return Promise.reject(this.broken);
@@ -171,6 +186,7 @@ export class ExecutionJournal implements GroupCommitMember {
       if (status.wakeOnSignalsAfter !== undefined) {
         guard.wakeOnSignalsAfter = status.wakeOnSignalsAfter;
       }
+      if (status.notify !== undefined) guard.notify = status.notify;
       this.pendingStatus = undefined;
     }
     this.inFlight = true;

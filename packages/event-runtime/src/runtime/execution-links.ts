@@ -1,14 +1,12 @@
 import type { JsonValue, StoredSignal } from '../envelope.js';
 import { ErrorCode, isLoomError } from '../errors.js';
+import { childSignalName } from './child-settled-signal.js';
 import { settledOutcomeOrMissing } from './execution-handle.js';
 import { childMissing, type ExecutionOutcome } from './execution-outcome.js';
 import type { ExecutionState } from './execution-state.js';
 import type { Flow } from './flow.js';
 import type { KernelContext, LinksPort, StartLinks } from './kernel-context.js';
 import { isTransientStoreError } from './store-retry.js';
-
-/** The signal a settled child sends its parent (the parent reads the outcome from the child's log). */
-const childSignalName = 'loom.child.settled';
 
 /**
  * The runtime's side of parent, child and continue-as-new links: starts children and successors
@@ -67,20 +65,13 @@ export class ExecutionLinks implements LinksPort {
     await this.kernel.executions.launch(flow, input, successorId, links);
   }
 
-  /** Wakes a parent waiting in `ctx.child` (the parent reads the outcome from the child's log). */
-  async notifyParent(parentId: string, childId: string): Promise<void> {
-    try {
-      await this.kernel.store.sendSignal({
-        executionId: parentId,
-        name: childSignalName,
-        payload: { childId },
-      });
-    } catch (error) {
-      if (!isLoomError(error, ErrorCode.EXECUTION_SETTLED)) this.kernel.report(error);
-      return;
-    }
-    // A node that polls timers claims due executions: claim the parent now rather than a poll
-    // later (of several nodes, the claim decides which one resumes it).
+  /**
+   * Claims a parent its child's end made due. The child's terminal append already put the
+   * wake-up in the parent's inbox (`AppendGuard.notify`, ADR 0047), so a process that dies before
+   * this leaves the parent due for any node's timer poll: this only saves that poll's delay.
+   */
+  async claimWokenParent(): Promise<void> {
+    // Of several nodes, the claim decides which one resumes it.
     if (this.kernel.settings.timerPollMs > 0 && !this.kernel.shuttingDown) {
       await this.kernel.recovery.wakeDue().catch(() => undefined);
     }

@@ -45,8 +45,11 @@ export interface ExecutionsPort {
 
 /** What the pieces use of the links between executions (`ExecutionLinks`). */
 export interface LinksPort extends ChildLinks {
-  /** Wakes a parent waiting in `ctx.child`. */
-  notifyParent(parentId: string, childId: string): Promise<void>;
+  /**
+   * Claims a parent its child's end made due (the wake-up itself rode the child's terminal
+   * append, ADR 0047): saves the timer poll's delay.
+   */
+  claimWokenParent(): Promise<void>;
   /** Resumes a suspended execution whose signal or child came while it was still running. */
   wakeIfSignalled(state: ExecutionState): Promise<void>;
   /** Cancels the running children of a cancelled parent (and theirs, recursively). */

@@ -466,9 +466,7 @@ export class LocalExecutions implements ExecutionsPort {
       outcome.status === 'completed' ||
       outcome.status === 'failed' ||
       outcome.status === 'cancelled';
-    if (ended && state.parent !== undefined) {
-      this.track(links.notifyParent(state.parent.executionId, executionId));
-    }
+    if (ended && state.parent !== undefined) this.track(links.claimWokenParent());
     if (outcome.status === 'cancelled') this.track(links.cancelChildren(state, outcome.reason));
     if (outcome.status === 'suspended') {
       this.track(

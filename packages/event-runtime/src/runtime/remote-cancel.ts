@@ -1,4 +1,5 @@
 import { ErrorCode, isLoomError, LoomError } from '../errors.js';
+import { childSettledSignal } from './child-settled-signal.js';
 import { foldEvent, isSettled } from './execution-state.js';
 import type { KernelContext } from './kernel-context.js';
 import { EventType } from './kernel-events.js';
@@ -40,7 +41,14 @@ export async function cancelRemotely(
             at: clock.now(),
           },
         ],
-        { fenceEpoch: epoch, status: 'settled' },
+        {
+          fenceEpoch: epoch,
+          status: 'settled',
+          // A cancelled child wakes its parent in the same write, as a child that ends does.
+          ...(state.parent === undefined
+            ? {}
+            : { notify: childSettledSignal(state.parent.executionId, executionId) }),
+        },
       );
       await context.links.cancelChildren(state, reason);
       return true;

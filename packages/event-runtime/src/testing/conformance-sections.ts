@@ -12,6 +12,7 @@ export const eventStoreSections = [
   'signals and due executions',
   'claimDue kept to the flows a node runs (options.flows)',
   'a suspension guarded by the signals its writer saw (wakeOnSignalsAfter)',
+  'a settling append that wakes another execution (notify)',
   'subscribe',
   'hash chain',
   'round-trip fidelity',

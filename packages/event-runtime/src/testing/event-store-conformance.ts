@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { EventEnvelope, JsonValue, StoredEvent } from '../envelope.js';
 import { ErrorCode, type LoomError } from '../errors.js';
-import type { EventStore } from '../event-store.js';
+import { canAppendBatch, type EventStore } from '../event-store.js';
 import { Limits } from '../limits.js';
 import {
   type ConformanceSections,
@@ -1107,6 +1107,130 @@ export function eventStoreConformance(
         } finally {
           await peer.close();
         }
+      });
+    });
+
+    section('a settling append that wakes another execution (notify)', () => {
+      const inboxOf = async (id: string) =>
+        (await store.readSignals(id)).map((signal) => [
+          signal.signalId,
+          signal.name,
+          signal.payload,
+        ]);
+      const wakeOf = async (id: string) =>
+        (await store.findExecutions({ limit: 1_000 })).find((row) => row.executionId === id)
+          ?.wakeAtMs;
+
+      it('puts the signal in the target inbox in the write that settles, waking a suspended target', async () => {
+        const at = 1_700_000_000_000;
+        const parent = freshId('notify-parent');
+        const child = freshId('notify-child');
+        await store.append([env(parent, 0)], { status: 'running' });
+        await store.append([{ ...env(parent, 1), at }], {
+          status: 'suspended',
+          wakeOnSignalsAfter: 0,
+        });
+        await store.append([env(child, 0)], { status: 'running' });
+        expect(await wakeOf(parent)).toBeNull();
+        await store.append([{ ...env(child, 1), at: at + 5 }], {
+          status: 'settled',
+          notify: { executionId: parent, name: 'child.done', payload: { childId: child } },
+        });
+        expect(await inboxOf(parent)).toEqual([[1, 'child.done', { childId: child }]]);
+        expect(await wakeOf(parent)).not.toBeNull();
+        expect(await store.claimDue(Date.now() + 60_000, 1_000)).toContain(parent);
+      });
+
+      it('leaves a running target due at its guarded suspension, as a signal does', async () => {
+        const parent = freshId('notify-running');
+        const child = freshId('notify-child');
+        await store.append([env(parent, 0)], { status: 'running' });
+        await store.append([env(child, 0)], { status: 'running' });
+        await store.append([env(child, 1)], {
+          status: 'settled',
+          notify: { executionId: parent, name: 'child.done', payload: null },
+        });
+        // The parent looked at its inbox before the child ended: its guard saw nothing.
+        await store.append([env(parent, 1)], { status: 'suspended', wakeOnSignalsAfter: 0 });
+        expect(await wakeOf(parent)).not.toBeNull();
+      });
+
+      it('skips a missing or settled target; the append still commits', async () => {
+        const settled = freshId('notify-settled');
+        await store.append([env(settled, 0)], { status: 'running' });
+        await store.append([env(settled, 1)], { status: 'settled' });
+        for (const target of [settled, freshId('notify-missing')]) {
+          const child = freshId('notify-child');
+          await store.append([env(child, 0)], { status: 'running' });
+          await store.append([env(child, 1)], {
+            status: 'settled',
+            notify: { executionId: target, name: 'child.done', payload: null },
+          });
+          expect(await store.read(child)).toHaveLength(2);
+        }
+        expect(await inboxOf(settled)).toEqual([]);
+      });
+
+      it('delivers nothing when the append is refused (fence, sequence)', async () => {
+        const parent = freshId('notify-refused');
+        const child = freshId('notify-child');
+        await store.append([env(parent, 0)], { status: 'running' });
+        await store.append([env(child, 0)], { status: 'running' });
+        const epoch = await store.fences.advance(child);
+        const notify = { executionId: parent, name: 'child.done', payload: null };
+        const codes = [
+          await codeOf(
+            store.append([env(child, 1)], { fenceEpoch: epoch - 1, status: 'settled', notify }),
+          ),
+          await codeOf(store.append([env(child, 5)], { status: 'settled', notify })),
+        ];
+        expect(codes).toEqual([ErrorCode.FENCE_STALE, ErrorCode.SEQUENCE_CONFLICT]);
+        expect(await inboxOf(parent)).toEqual([]);
+      });
+
+      it('is delivered by appendBatch too, beside requests without one', async () => {
+        if (!canAppendBatch(store)) return;
+        const parent = freshId('notify-batch');
+        const child = freshId('notify-child');
+        const other = freshId('notify-other');
+        await store.append([env(parent, 0)], { status: 'running' });
+        await store.append([env(parent, 1)], { status: 'suspended', wakeOnSignalsAfter: 0 });
+        await store.append([env(child, 0)], { status: 'running' });
+        const outcomes = await store.appendBatch([
+          { envelopes: [env(other, 0)] },
+          {
+            envelopes: [env(child, 1)],
+            guard: {
+              status: 'settled',
+              notify: { executionId: parent, name: 'child.done', payload: 7 },
+            },
+          },
+        ]);
+        expect(outcomes.map((outcome) => outcome.ok)).toEqual([true, true]);
+        expect(await inboxOf(parent)).toEqual([[1, 'child.done', 7]]);
+        expect(await wakeOf(parent)).not.toBeNull();
+        expect(await store.read(other)).toHaveLength(1);
+      });
+
+      it('refuses a notify without a settle, to the execution itself, or not a signal, writing nothing', async () => {
+        const id = freshId('notify-bad');
+        const target = freshId('notify-target');
+        await store.append([env(id, 0)], { status: 'running' });
+        await store.append([env(target, 0)], { status: 'running' });
+        const signal = { executionId: target, name: 'x', payload: null };
+        const bad: unknown[] = [
+          { notify: signal },
+          { status: 'suspended', notify: signal },
+          { status: 'settled', notify: { ...signal, executionId: id } },
+          { status: 'settled', notify: { executionId: target, payload: null } },
+          { status: 'settled', notify: { ...signal, extra: 1 } },
+        ];
+        const codes = [];
+        for (const guard of bad)
+          codes.push(await codeOf(store.append([env(id, 1)], guard as never)));
+        expect(codes).toEqual(bad.map(() => ErrorCode.INVALID_ENVELOPE));
+        expect(await store.read(id)).toHaveLength(1);
+        expect(await inboxOf(target)).toEqual([]);
       });
     });
 

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { EventEnvelope, JsonValue } from '../envelope.js';
-import { ErrorCode, type LoomError } from '../errors.js';
-import { type EventStore, isTransactional } from '../event-store.js';
+import { ErrorCode, LoomError } from '../errors.js';
+import { type AppendRequest, type EventStore, isTransactional } from '../event-store.js';
 import type { LeaseStore } from '../lease-store.js';
 import { Limits } from '../limits.js';
 import { deadNodeConfirmMs } from '../runtime/execution-recovery.js';
@@ -1202,6 +1202,69 @@ export function runtimeConformance(
         expect(started?.payload).toMatchObject({
           parent: { executionId: handle.executionId, index: 0 },
         });
+      });
+
+      it("a child's end wakes its waiting parent even when its node dies right after the child's terminal append", async () => {
+        // The crash-point enumeration found it ('after execution.suspended' on a loaded box): the
+        // parent suspended on its child, the child completed, and the process died before the
+        // separate signal that was to wake the parent: suspended with no wake time, for good.
+        const gate = deferred();
+        const child: Flow<null, number> = {
+          name: 'gated-child',
+          run: (ctx) =>
+            ctx.step('work', async () => {
+              await gate.promise;
+              return 2;
+            }),
+        };
+        const parent: Flow<null, number> = {
+          name: 'child-waiting-parent',
+          run: async (ctx) => (await ctx.child(child, null)) + 1,
+        };
+        const flows = [parent as Flow<never, unknown>, child as Flow<never, unknown>];
+        const parentId = freshId('orphaned-parent');
+        const childId = `${parentId}.0`;
+        // The dying node's view of the store: once the child's terminal append has committed,
+        // the process is gone, and nothing it would write or read after that reaches the store.
+        let dead = false;
+        const gone = () =>
+          Promise.reject(new LoomError(ErrorCode.STORE_CLOSED, 'the node died (test)'));
+        const ends = (envelopes: readonly EventEnvelope[]) =>
+          envelopes.some(
+            (envelope) =>
+              envelope.executionId === childId && envelope.type === 'execution.completed',
+          );
+        const dying = new Proxy(harness.store, {
+          get(inner, property) {
+            const value = Reflect.get(inner, property, inner);
+            if (typeof value !== 'function') return value;
+            return (...args: unknown[]) => {
+              if (dead) return gone();
+              const result = value.apply(inner, args);
+              const appended =
+                property === 'append'
+                  ? ends(args[0] as EventEnvelope[])
+                  : property === 'appendBatch' &&
+                    (args[0] as AppendRequest[]).some((request) => ends(request.envelopes));
+              if (!appended) return result;
+              return (result as Promise<unknown>).then(() => {
+                dead = true;
+                return gone();
+              });
+            };
+          },
+        });
+        const doomed = runtime({ nodeId: 'doomed', store: dying, flows });
+        await doomed.start(parent, null, { executionId: parentId });
+        await wait(async () => (await statusOf(parentId)) === 'suspended', 'parent suspension');
+        gate.resolve();
+        await wait(async () => (await statusOf(childId)) === 'settled', "the child's end");
+        await wait(() => dead, 'the node to die');
+        // Another node: nothing is running, so recovery has nothing to do; the parent must be due.
+        const survivor = runtime({ nodeId: 'survivor', flows });
+        expect(await survivor.recover()).toEqual([]);
+        expect(await survivor.wakeDue()).toEqual([parentId]);
+        expect(await survivor.attach(parentId).result()).toBe(3);
       });
 
       it('cancelling a parent cancels its running child', async () => {

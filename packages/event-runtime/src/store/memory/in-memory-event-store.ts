@@ -39,6 +39,7 @@ import {
 } from '../../internal/prepare-append.js';
 import { prepareBatch } from '../../internal/prepare-batch.js';
 import {
+  type PreparedSignal,
   prepareSignal,
   readSignalsOptions,
   signalTargetMissing,
@@ -144,6 +145,8 @@ export class InMemoryEventStore implements BatchAppendingEventStore {
       this.log.push(row);
     }
     if (rows === undefined) this.executions.set(executionId, target);
+    // Nothing can fail past the admission above: the notify lands in the same (synchronous) write.
+    if (prepared.notify !== undefined) this.deliver(prepared.notify, true);
     if (prepared.status !== undefined) {
       // A guarded suspension is due at once when the inbox has a signal it has not seen (ADR 0033).
       const newest = this.inboxes.get(executionId)?.length ?? 0;
@@ -197,9 +200,25 @@ export class InMemoryEventStore implements BatchAppendingEventStore {
 
   async sendSignal(input: SignalInput): Promise<{ signalId: number; duplicate: boolean }> {
     this.assertOpen();
-    const prepared = prepareSignal(input, this.clock.now());
+    return this.deliver(prepareSignal(input, this.clock.now()), false) as {
+      signalId: number;
+      duplicate: boolean;
+    };
+  }
+
+  /**
+   * Puts a signal in its execution's inbox (`sendSignal`); `quiet` (an append's `notify`) skips a
+   * missing or settled target instead of throwing, returning undefined.
+   */
+  private deliver(
+    prepared: PreparedSignal,
+    quiet: boolean,
+  ): { signalId: number; duplicate: boolean } | undefined {
     const { executionId } = prepared;
-    if (!this.executions.has(executionId)) throw signalTargetMissing(executionId);
+    if (!this.executions.has(executionId)) {
+      if (quiet) return undefined;
+      throw signalTargetMissing(executionId);
+    }
     const entry = this.index.get(executionId);
     const key =
       prepared.idempotencyKey === null
@@ -208,7 +227,10 @@ export class InMemoryEventStore implements BatchAppendingEventStore {
     // The key first: a signal sent again after its target settled is still the duplicate it is.
     const existing = key === undefined ? undefined : this.signalKeys.get(key);
     if (existing !== undefined) return { signalId: existing, duplicate: true };
-    if (entry?.status === 'settled') throw signalTargetSettled(executionId);
+    if (entry?.status === 'settled') {
+      if (quiet) return undefined;
+      throw signalTargetSettled(executionId);
+    }
     const inbox = this.inboxes.get(executionId) ?? [];
     const signalId = inbox.length + 1;
     inbox.push({

@@ -1,4 +1,4 @@
-import type { Pool } from 'pg';
+import type { ClientBase, Pool } from 'pg';
 import type {
   AppendGuard,
   ClaimDueOptions,
@@ -31,7 +31,11 @@ import {
   type PreparedAppend,
   prepareAppend,
 } from '../../internal/prepare-append.js';
-import { prepareSignal, readSignalsOptions } from '../../internal/prepare-signal.js';
+import {
+  type PreparedSignal,
+  prepareSignal,
+  readSignalsOptions,
+} from '../../internal/prepare-signal.js';
 import { findExecutionsOptions, readAllOptions, readOptions } from '../../internal/read-options.js';
 import {
   alreadyStarted,
@@ -233,6 +237,17 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
   async append(envelopes: readonly EventEnvelope[], guard?: AppendGuard): Promise<StoredEvent[]> {
     this.assertWritable('append');
     const prepared = prepareAppend(envelopes, guard, this.options.clock.now());
+    // A signal to deliver in the same write (a child's end waking its parent): the append and the
+    // signal's statement in one transaction. Rare (one per child), so the hot path keeps its one
+    // statement.
+    if (prepared.notify !== undefined)
+      return (
+        await this.transact(
+          () => undefined,
+          () => envelopes,
+          guard,
+        )
+      ).stored;
     if (this.schemaVersion < signalMarkSchemaVersion)
       await this.requireSchema(signalMarkSchemaVersion);
     const stored = await this.writePrepared(prepared, async (statement, values) => {
@@ -269,7 +284,33 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
       appended: (stored) => this.appended(stored),
       batchOfOnePlain: () => this.batchOfOnePlain,
     };
-    return appendBatch(this.batchContext, requests);
+    // A request with a signal to deliver goes on its own (a transaction of its own, see `append`).
+    if (!requests.some((request) => request.guard?.notify !== undefined))
+      return appendBatch(this.batchContext, requests);
+    const plain = requests.filter((request) => request.guard?.notify === undefined);
+    const [batched, single] = await Promise.all([
+      plain.length === 0 ? [] : appendBatch(this.batchContext, plain),
+      Promise.all(
+        requests
+          .filter((request) => request.guard?.notify !== undefined)
+          .map((request) =>
+            this.append(request.envelopes, request.guard).then(
+              (stored): AppendOutcome => ({ ok: true, stored }),
+              (error: unknown): AppendOutcome => {
+                if (!isLoomError(error)) throw error;
+                return { ok: false, error };
+              },
+            ),
+          ),
+      ),
+    ]);
+    let nextBatched = 0;
+    let nextSingle = 0;
+    return requests.map((request) =>
+      request.guard?.notify === undefined
+        ? (batched[nextBatched++] as AppendOutcome)
+        : (single[nextSingle++] as AppendOutcome),
+    );
   }
 
   /**
@@ -312,6 +353,7 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
         return (await client.query({ name: statement.name, text: statement.text, values }))
           .rows as AppendedRow[];
       });
+      if (prepared.notify !== undefined) await this.notifyIn(client, prepared.notify);
       this.count('commit');
       await client.query('COMMIT');
       this.appended(stored);
@@ -423,6 +465,28 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
       `sendSignal to execution ${signal.executionId} lost ${sendSignalAttemptsMax} times in a ` +
         'row to other senders to the same execution: its inbox is being flooded; retry later',
       { executionId: signal.executionId, operation: 'sendSignal', limit: 'sendSignalAttemptsMax' },
+    );
+  }
+
+  /**
+   * An append's `notify`, inside its transaction: `sendSignal`'s statement on the transaction's
+   * connection (sent again while it races another sender, as `sendSignal` is), a missing or
+   * settled target skipped. Throws `STORE_BUSY` (out of attempts) and the connection's errors.
+   */
+  private async notifyIn(client: ClientBase, signal: PreparedSignal): Promise<void> {
+    const values = sendSignalValues(signal);
+    const statement = this.sql.sendSignal;
+    for (let attempt = 1; attempt <= sendSignalAttemptsMax; attempt++) {
+      this.count(statement.name);
+      const { rows } = await client.query({ name: statement.name, text: statement.text, values });
+      const outcome = (rows[0] as PgSentSignalRow | undefined)?.outcome;
+      if (outcome !== 'raced') return;
+    }
+    throw new LoomError(
+      ErrorCode.STORE_BUSY,
+      `the signal to execution ${signal.executionId} carried by an append lost ` +
+        `${sendSignalAttemptsMax} times in a row to other senders: its inbox is being flooded; retry later`,
+      { executionId: signal.executionId, operation: 'append', limit: 'sendSignalAttemptsMax' },
     );
   }
 

@@ -38,6 +38,7 @@ import {
 } from '../../internal/prepare-append.js';
 import { prepareBatch } from '../../internal/prepare-batch.js';
 import {
+  type PreparedSignal,
   prepareSignal,
   readSignalsOptions,
   signalTargetMissing,
@@ -347,6 +348,7 @@ export class SqliteEventStore implements TransactionalEventStore, BatchAppending
         prepared.wakeOnSignalsAfter ?? null,
       );
     }
+    if (prepared.notify !== undefined) this.signalInTransaction(statements, prepared.notify, true);
     return stored;
   }
 
@@ -441,35 +443,56 @@ export class SqliteEventStore implements TransactionalEventStore, BatchAppending
   async sendSignal(input: SignalInput): Promise<{ signalId: number; duplicate: boolean }> {
     const statements = this.ready('send a signal');
     const signal = prepareSignal(input, this.clock.now());
-    const { executionId } = signal;
     try {
       return this.database
-        .transaction(() => {
-          if (statements.started.get(executionId) === undefined)
-            throw signalTargetMissing(executionId);
-          const status = statements.status.get(executionId)?.status;
-          // The key first: a signal sent again after its target settled is still a duplicate.
-          if (signal.idempotencyKey !== null) {
-            const existing = statements.signalByKey.get(executionId, signal.idempotencyKey);
-            if (existing !== undefined) return { signalId: existing.signal_id, duplicate: true };
-          }
-          if (status === 'settled') throw signalTargetSettled(executionId);
-          const signalId = (statements.nextSignalId.get(executionId) as { next: number }).next;
-          statements.insertSignal.run(
-            executionId,
-            signalId,
-            signal.name,
-            signal.payloadText,
-            signal.idempotencyKey,
-            signal.at,
-          );
-          if (status === 'suspended') statements.wakeSuspended.run(signal.at, executionId);
-          return { signalId, duplicate: false };
-        })
+        .transaction(
+          () =>
+            this.signalInTransaction(statements, signal, false) as {
+              signalId: number;
+              duplicate: boolean;
+            },
+        )
         .immediate();
     } catch (error) {
       throw isLoomError(error) ? error : mapSqliteError(error, 'sendSignal');
     }
+  }
+
+  /**
+   * `sendSignal`'s write, inside the caller's transaction; `quiet` (an append's `notify`) skips a
+   * missing or settled target instead of throwing, returning undefined.
+   */
+  private signalInTransaction(
+    statements: SqliteEventStatements,
+    signal: PreparedSignal,
+    quiet: boolean,
+  ): { signalId: number; duplicate: boolean } | undefined {
+    const { executionId } = signal;
+    if (statements.started.get(executionId) === undefined) {
+      if (quiet) return undefined;
+      throw signalTargetMissing(executionId);
+    }
+    const status = statements.status.get(executionId)?.status;
+    // The key first: a signal sent again after its target settled is still a duplicate.
+    if (signal.idempotencyKey !== null) {
+      const existing = statements.signalByKey.get(executionId, signal.idempotencyKey);
+      if (existing !== undefined) return { signalId: existing.signal_id, duplicate: true };
+    }
+    if (status === 'settled') {
+      if (quiet) return undefined;
+      throw signalTargetSettled(executionId);
+    }
+    const signalId = (statements.nextSignalId.get(executionId) as { next: number }).next;
+    statements.insertSignal.run(
+      executionId,
+      signalId,
+      signal.name,
+      signal.payloadText,
+      signal.idempotencyKey,
+      signal.at,
+    );
+    if (status === 'suspended') statements.wakeSuspended.run(signal.at, executionId);
+    return { signalId, duplicate: false };
   }
 
   async readSignals(executionId: string, options?: ReadSignalsOptions): Promise<StoredSignal[]> {
