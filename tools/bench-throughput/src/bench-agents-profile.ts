@@ -19,10 +19,10 @@ import { type AgentLoom, type AgentStore, currentLoom, runFanoutCell } from './a
 import { dropPostgres, type PgTarget, reachPostgres } from './bench-backend.js';
 import { collectGarbage } from './closed-loop.js';
 import { rotatingOrder } from './interleave.js';
+import type { Backend } from './knobs.js';
 import { markdownTable } from './markdown-table.js';
+import { backendsKnob, formatNumber, intKnob, profileKnob } from './script-knobs.js';
 import { median, summarize } from './stats.js';
-
-type Backend = 'memory' | 'sqlite' | 'postgres';
 
 interface Variant {
   name: string;
@@ -39,23 +39,6 @@ interface Cell {
   bytesPerRun: number;
   eventsPerRun: number;
   turnsPerRun: number;
-}
-
-function intKnob(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value <= 0) {
-    throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
-  }
-  return value;
-}
-
-function formatNumber(value: number, digits: number): string {
-  return value.toLocaleString('en-US', {
-    minimumFractionDigits: digits,
-    maximumFractionDigits: digits,
-  });
 }
 
 /** An older checkout's built packages, loaded from its own tree (its own dependencies too). */
@@ -299,19 +282,8 @@ async function main(): Promise<void> {
   const durableRuns = intKnob('LOOM_BENCH_DURABLE_EXECS', 1_000);
   const repeats = intKnob('LOOM_BENCH_REPEATS', 5);
   const inFlight = intKnob('LOOM_BENCH_IN_FLIGHT', 256);
-  const backends = (process.env.LOOM_BENCH_BACKENDS || 'memory').split(',').map((name) => {
-    const backend = name.trim();
-    if (backend !== 'memory' && backend !== 'sqlite' && backend !== 'postgres') {
-      throw new Error(`LOOM_BENCH_BACKENDS lists memory, sqlite, postgres; got ${name}`);
-    }
-    return backend as Backend;
-  });
-  const profile = process.env.LOOM_BENCH_AGENT_PROFILE;
-  if (profile !== undefined && profile !== '' && profile !== 'cpu' && profile !== 'alloc') {
-    throw new Error(
-      `LOOM_BENCH_AGENT_PROFILE must be cpu or alloc, got ${JSON.stringify(profile)}`,
-    );
-  }
+  const backends = backendsKnob();
+  const profile = profileKnob('LOOM_BENCH_AGENT_PROFILE');
   if (repeats < 5) {
     process.stderr.write(
       `note: LOOM_BENCH_REPEATS=${repeats}: PERFORMANCE.md asks for at least 5; a smoke run\n`,

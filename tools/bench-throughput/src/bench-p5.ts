@@ -24,7 +24,9 @@ import pg from 'pg';
 import { benchFlow, payload256 } from './bench-flows.js';
 import { closedLoop, collectGarbage } from './closed-loop.js';
 import { rotatingOrder } from './interleave.js';
+import type { Backend } from './knobs.js';
 import { markdownTable } from './markdown-table.js';
+import { backendsKnob, formatNumber, intKnob, listKnob, profileKnob } from './script-knobs.js';
 import { median, summarize } from './stats.js';
 
 interface Variant {
@@ -34,8 +36,6 @@ interface Variant {
   SqliteEventStore: typeof currentSqlite.SqliteEventStore;
   PostgresEventStore: typeof currentPostgres.PostgresEventStore;
 }
-
-type Backend = 'memory' | 'sqlite' | 'postgres';
 
 /** Where the durable cells write: a temporary directory, and Postgres when reachable. */
 interface Places {
@@ -55,35 +55,6 @@ interface Cell {
   cpuUsPerExec: number;
   bytesPerExec: number;
   nodePgMsPerExec: number | null;
-}
-
-function formatNumber(value: number, digits: number): string {
-  return value.toLocaleString('en-US', {
-    minimumFractionDigits: digits,
-    maximumFractionDigits: digits,
-  });
-}
-
-function intKnob(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value <= 0) {
-    throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
-  }
-  return value;
-}
-
-function listKnob(name: string, fallback: number[]): number[] {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  return raw.split(',').map((part) => {
-    const value = Number(part.trim());
-    if (!Number.isSafeInteger(value) || value <= 0) {
-      throw new Error(`${name} must list positive integers, got ${JSON.stringify(raw)}`);
-    }
-    return value;
-  });
 }
 
 async function loadVariants(): Promise<Variant[]> {
@@ -333,17 +304,8 @@ async function main(): Promise<void> {
   const repeats = intKnob('LOOM_BENCH_REPEATS', 5);
   const concs = listKnob('LOOM_BENCH_CONCS', [64]);
   const stepsList = listKnob('LOOM_BENCH_STEPS', [1]);
-  const backends = (process.env.LOOM_BENCH_BACKENDS || 'memory').split(',').map((name) => {
-    const backend = name.trim();
-    if (backend !== 'memory' && backend !== 'sqlite' && backend !== 'postgres') {
-      throw new Error(`LOOM_BENCH_BACKENDS lists memory, sqlite, postgres; got ${name}`);
-    }
-    return backend as Backend;
-  });
-  const profile = process.env.LOOM_BENCH_P5_PROFILE;
-  if (profile !== undefined && profile !== '' && profile !== 'cpu' && profile !== 'alloc') {
-    throw new Error(`LOOM_BENCH_P5_PROFILE must be cpu or alloc, got ${JSON.stringify(profile)}`);
-  }
+  const backends = backendsKnob();
+  const profile = profileKnob('LOOM_BENCH_P5_PROFILE');
   const variants = await loadVariants();
   const places: Places = {
     directory: mkdtempSync(join(tmpdir(), 'loom-p5-')),
