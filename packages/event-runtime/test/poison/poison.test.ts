@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventStore, StoredEvent } from '../../src/index.js';
 import { PostgresEventStore } from '../../src/postgres.js';
 import { SqliteEventStore } from '../../src/sqlite.js';
@@ -21,15 +21,8 @@ afterAll(async () => {
 
 /** Interrupted attempts the poisoned step may have (the worker's `stepInterruptionsMax`). */
 const interruptionsMax = 3;
-/** Incarnations the test allows before it calls the execution a loop (the budget + slack). */
-const incarnationsMax = interruptionsMax + 4;
-/** Longest one incarnation may live before the test gives up on it. */
+/** Longest one incarnation may live before the test gives up on it (each is its own test). */
 const incarnationDeadlineMs = 45_000;
-/**
- * Longest one test may run: up to incarnationsMax worker starts of a few seconds each, far more
- * on a loaded box (60 s, vitest's default here, was not enough at a load average of 40).
- */
-const testDeadlineMs = 300_000;
 
 interface Ended {
   output: string;
@@ -40,7 +33,7 @@ interface Ended {
 }
 
 /** Runs one worker until it dies, or until `done()` holds (then kills it). */
-async function incarnation(
+async function runIncarnation(
   env: Record<string, string>,
   done: () => Promise<boolean>,
 ): Promise<Ended> {
@@ -110,37 +103,58 @@ const backends: ReadonlyArray<readonly [string, () => Promise<Opened>]> = [
   ],
 ];
 
-/** Runs the worker, restarting it after each death, until every execution has ended. */
-async function untilAllEnded(
-  store: EventStore,
-  ids: string[],
-  env: Record<string, string>,
-  culprit: string,
-): Promise<Ended[]> {
+/** Every execution in `ids` has ended (completed, failed or cancelled). */
+async function allEnded(store: EventStore, ids: string[]): Promise<boolean> {
   const terminal = (events: StoredEvent[]) =>
     events.some((event) =>
       ['execution.completed', 'execution.failed', 'execution.cancelled'].includes(event.type),
     );
-  const allEnded = async () => {
-    for (const id of ids) if (!terminal(await store.read(id))) return false;
-    return true;
-  };
-  const deaths: Ended[] = [];
-  let incarnations = 0;
-  while (!(await allEnded())) {
-    incarnations += 1;
-    if (incarnations > incarnationsMax) {
-      throw new Error(
-        `still not ended after ${incarnationsMax} incarnations (${deaths.length} deaths in ${culprit}'s step)`,
-      );
-    }
-    const ended = await incarnation(
-      incarnations === 1 ? { ...env, LOOM_POISON_START: ids.join(',') } : env,
-      allEnded,
+  for (const id of ids) if (!terminal(await store.read(id))) return false;
+  return true;
+}
+
+/**
+ * One poison scenario as a sequence of tests, one per worker incarnation (each under a minute):
+ * the culprit's step kills the first `interruptionsMax + 1` incarnations, each in that step; the
+ * next one ends every execution. A test per incarnation keeps each wait short and says which
+ * incarnation went wrong.
+ */
+function incarnations(
+  open: () => Promise<Opened>,
+  ids: () => string[],
+  culprit: string,
+  expectDeath: (death: Ended) => void,
+  expectEnd: (store: EventStore) => Promise<void>,
+): void {
+  let opened: Opened;
+  let env: Record<string, string>;
+  beforeAll(async () => {
+    opened = await open();
+    env = { ...opened.env, LOOM_POISON_MAX: String(interruptionsMax) };
+  });
+  afterAll(async () => {
+    await opened?.drop();
+    await opened?.store.close();
+  });
+  const deaths = Array.from({ length: interruptionsMax + 1 }, (_, index) => index + 1);
+  it.each(deaths)(`incarnation %i dies in ${culprit}'s step`, async (incarnation) => {
+    const first = incarnation === 1;
+    const ended = await runIncarnation(
+      first ? { ...env, LOOM_POISON_START: ids().join(',') } : env,
+      () => allEnded(opened.store, ids()),
     );
-    if (!ended.killedByTest && ended.output.includes(`effect ${culprit} `)) deaths.push(ended);
-  }
-  return deaths;
+    expect(ended.killedByTest, `every execution ended early; output:\n${ended.output}`).toBe(false);
+    expect(ended.output, 'the worker died elsewhere than in the step').toContain(
+      `effect ${culprit} `,
+    );
+    expectDeath(ended);
+  });
+  it(`incarnation ${interruptionsMax + 2} ends every execution and lives on`, async () => {
+    const ended = await runIncarnation(env, () => allEnded(opened.store, ids()));
+    expect(ended.killedByTest, `the worker died; output:\n${ended.output}`).toBe(true);
+    expect(ended.output).not.toContain(`effect ${culprit} `);
+    await expectEnd(opened.store);
+  });
 }
 
 /** Each healthy execution completed exactly once, both steps once, its log intact. */
@@ -159,22 +173,21 @@ async function expectHealthy(store: EventStore, healthy: string[]): Promise<void
 }
 
 describe.each(backends)('a step that kills its worker every time: %s', (_name, open) => {
-  it(
-    `ends after ${interruptionsMax} interrupted attempts with STEP_POISONED; the other executions complete`,
+  const healthy = Array.from({ length: 20 }, (_, index) => `healthy-${index}`);
+  let how: Partial<Ended> = {};
+  incarnations(
     async () => {
-      const { store, env: storeEnv, drop } = await open();
-      const healthy = Array.from({ length: 20 }, (_, index) => `healthy-${index}`);
-      const env: Record<string, string> = {
-        ...storeEnv,
-        LOOM_POISON_MAX: String(interruptionsMax),
-      };
-      const deaths = await untilAllEnded(store, [...healthy, 'poison-1'], env, 'poison-1');
-
-      // The poisoned step ran once, then once per interruption: each run killed its worker.
-      expect(deaths).toHaveLength(interruptionsMax + 1);
-      const how =
-        env.LOOM_POISON_HOW === 'exit' ? { code: 1, signal: null } : { signal: 'SIGKILL' };
-      for (const death of deaths) expect(death).toMatchObject(how);
+      const opened = await open();
+      how =
+        opened.env.LOOM_POISON_HOW === 'exit' ? { code: 1, signal: null } : { signal: 'SIGKILL' };
+      return opened;
+    },
+    () => [...healthy, 'poison-1'],
+    'poison-1',
+    (death) => expect(death).toMatchObject(how),
+    async (store) => {
+      // The poisoned step ran once, then once per interruption: each run killed its worker; the
+      // step then failed STEP_POISONED without running again.
       const poison = await store.read('poison-1');
       const types = poison.map((event) => event.type);
       expect(types.filter((type) => type === 'step.interrupted')).toHaveLength(interruptionsMax);
@@ -189,57 +202,48 @@ describe.each(backends)('a step that kills its worker every time: %s', (_name, o
       expect(types[types.length - 1]).toBe('execution.failed');
       expect((await store.verify('poison-1')).ok).toBe(true);
       await expectHealthy(store, healthy);
-      await drop();
-      await store.close();
     },
-    testDeadlineMs,
   );
 });
 
 const killing = backends.filter(([name]) => name.includes('SIGKILL'));
 
-describe.each(killing)('a retried step that kills its worker: %s', (_name, open) => {
-  // ADR 0031 left this uncounted: the log of a crash in attempt 2 ended with the first attempt's
-  // `step.attempt_failed`, which a wake-up after the backoff also shows, so it looped forever.
-  it(
-    `a retried step whose second attempt kills its worker ends after ${interruptionsMax} interruptions too`,
-    async () => {
-      const { store, env: storeEnv, drop } = await open();
-      const healthy = Array.from({ length: 5 }, (_, index) => `healthy-r-${index}`);
-      const culprit = 'retried-1';
-      const env: Record<string, string> = {
-        ...storeEnv,
-        LOOM_POISON_MAX: String(interruptionsMax),
-      };
-      const deaths = await untilAllEnded(store, [...healthy, culprit], env, culprit);
-
+// ADR 0031 left this uncounted: the log of a crash in attempt 2 ended with the first attempt's
+// `step.attempt_failed`, which a wake-up after the backoff also shows, so it looped forever.
+describe.each(killing)(
+  'a retried step whose second attempt kills its worker: %s',
+  (_name, open) => {
+    const healthy = Array.from({ length: 5 }, (_, index) => `healthy-r-${index}`);
+    const culprit = 'retried-1';
+    incarnations(
+      open,
+      () => [...healthy, culprit],
+      culprit,
       // Attempt 1 threw (no death); attempt 2 ran once, then once per interruption.
-      expect(deaths).toHaveLength(interruptionsMax + 1);
-      for (const death of deaths) {
+      (death) => {
         expect(death).toMatchObject({ signal: 'SIGKILL' });
         expect(death.output).toContain(`effect ${culprit} attempt 2`);
         expect(death.output).not.toContain(`effect ${culprit} attempt 3`);
-      }
-      const events = await store.read(culprit);
-      const types = events.map((event) => event.type);
-      expect(types.filter((type) => type === 'step.attempt_failed')).toHaveLength(1);
-      expect(types.filter((type) => type === 'step.attempt_started')).toHaveLength(1);
-      expect(types.filter((type) => type === 'step.interrupted')).toHaveLength(interruptionsMax);
-      const failedStep = events.find((event) => event.type === 'step.failed');
-      expect(failedStep?.payload).toMatchObject({
-        name: 'second',
-        attempts: 2,
-        error: {
-          code: 'STEP_POISONED',
-          fields: { interruptions: interruptionsMax, step: 'second' },
-        },
-      });
-      expect(types[types.length - 1]).toBe('execution.failed');
-      expect((await store.verify(culprit)).ok).toBe(true);
-      await expectHealthy(store, healthy);
-      await drop();
-      await store.close();
-    },
-    testDeadlineMs,
-  );
-});
+      },
+      async (store) => {
+        const events = await store.read(culprit);
+        const types = events.map((event) => event.type);
+        expect(types.filter((type) => type === 'step.attempt_failed')).toHaveLength(1);
+        expect(types.filter((type) => type === 'step.attempt_started')).toHaveLength(1);
+        expect(types.filter((type) => type === 'step.interrupted')).toHaveLength(interruptionsMax);
+        const failedStep = events.find((event) => event.type === 'step.failed');
+        expect(failedStep?.payload).toMatchObject({
+          name: 'second',
+          attempts: 2,
+          error: {
+            code: 'STEP_POISONED',
+            fields: { interruptions: interruptionsMax, step: 'second' },
+          },
+        });
+        expect(types[types.length - 1]).toBe('execution.failed');
+        expect((await store.verify(culprit)).ok).toBe(true);
+        await expectHealthy(store, healthy);
+      },
+    );
+  },
+);
