@@ -18,16 +18,27 @@ export interface PeerCellSpec {
 
 /** What a DBOS cell measured, and what the system database recorded for it. */
 export interface DbosCellResult extends ClosedLoopResult {
-  /** Rows with status SUCCESS in `dbos.workflow_status` whose id belongs to the cell. */
+  /** Rows with status SUCCESS in DBOS's `workflow_status` whose id belongs to the cell. */
   workflowsRecorded: number;
-  /** Step checkpoints in `dbos.operation_outputs` written by the cell's workflows. */
+  /** Step checkpoints in DBOS's `operation_outputs` written by the cell's workflows. */
   stepsRecorded: number;
 }
 
-/** DBOS Transact launched on its own database; `DBOS` is a singleton, so one per process. */
+/**
+ * Where DBOS keeps its system tables: a database of its own (the bench: DBOS's default layout),
+ * or a schema in the database `serverUrl` names (the test). A test must not create and drop
+ * databases on a shared server: DROP DATABASE holds a transaction id while it waits for a
+ * checkpoint (seconds), and every Loom `readAll` on that server waits for the oldest open
+ * transaction id (a conformance run beside it saw nothing for 5 s and failed).
+ */
+export type DbosHome = { database: string } | { schema: string };
+
+/** DBOS Transact launched on its own database or schema; `DBOS` is a singleton, so one per process. */
 export interface DbosPeer {
-  /** The database DBOS owns for this run (dropped and created at launch, dropped at close). */
+  /** The database DBOS uses for this run. */
   databaseUrl: string;
+  /** DBOS's system schema there (`dbos` in a database of its own). */
+  schema: string;
   /** The version of `@dbos-inc/dbos-sdk` running. */
   version: string;
   runCell(spec: PeerCellSpec, onProgress?: (done: number) => void): Promise<DbosCellResult>;
@@ -42,25 +53,34 @@ export function withDatabase(url: string, database: string): string {
 }
 
 /**
- * Drops and creates `database` on the server of `serverUrl` (through the database `serverUrl`
- * names), registers one workflow per step count (each step `DBOS.runStep` of a function that
+ * Drops and creates DBOS's home on the server of `serverUrl` (a database, through the database
+ * `serverUrl` names; or a schema in that database), registers one workflow per step count (each step `DBOS.runStep` of a function that
  * returns null at once, as Loom's bench flow does), and launches DBOS with its default
  * configuration apart from the name and the system database URL. Workflows take the same
  * 256-byte input as Loom's cells. Throws what DBOS throws when it cannot launch.
  */
-export async function launchDbosPeer(serverUrl: string, database: string): Promise<DbosPeer> {
-  if (!/^[a-z_][a-z0-9_]*$/.test(database)) {
-    throw new Error(`the DBOS database name must be a plain identifier, got '${database}'`);
+export async function launchDbosPeer(serverUrl: string, home: DbosHome): Promise<DbosPeer> {
+  const name = 'database' in home ? home.database : home.schema;
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) {
+    throw new Error(`the DBOS database or schema name must be a plain identifier, got '${name}'`);
   }
-  const server = new pg.Pool({ connectionString: serverUrl, max: 1 });
-  server.on('error', () => {});
-  try {
-    await server.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await server.query(`CREATE DATABASE ${database}`);
-  } finally {
-    await server.end();
-  }
-  const databaseUrl = withDatabase(serverUrl, database);
+  const drop =
+    'database' in home
+      ? `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`
+      : `DROP SCHEMA IF EXISTS ${name} CASCADE`;
+  const onServer = async (statements: string[]) => {
+    const server = new pg.Pool({ connectionString: serverUrl, max: 1 });
+    server.on('error', () => {});
+    try {
+      for (const statement of statements) await server.query(statement);
+    } finally {
+      await server.end();
+    }
+  };
+  if ('database' in home) await onServer([drop, `CREATE DATABASE ${name}`]);
+  else await onServer([drop]);
+  const databaseUrl = 'database' in home ? withDatabase(serverUrl, name) : serverUrl;
+  const schema = 'database' in home ? 'dbos' : name;
   const workflows = new Map<PeerSteps, (input: unknown) => Promise<null>>();
   for (const steps of peerStepCounts) {
     const names = Array.from({ length: steps }, (_, index) => `step-${index}`);
@@ -75,7 +95,11 @@ export async function launchDbosPeer(serverUrl: string, database: string): Promi
       ),
     );
   }
-  DBOS.setConfig({ name: 'loom-bench-peers', systemDatabaseUrl: databaseUrl });
+  DBOS.setConfig({
+    name: 'loom-bench-peers',
+    systemDatabaseUrl: databaseUrl,
+    ...('schema' in home ? { systemDatabaseSchemaName: schema } : {}),
+  });
   await DBOS.launch();
   const admin = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   admin.on('error', () => {});
@@ -83,6 +107,7 @@ export async function launchDbosPeer(serverUrl: string, database: string): Promi
   const version = await sdkVersion();
   return {
     databaseUrl,
+    schema,
     version,
     async runCell(spec, onProgress) {
       const workflow = workflows.get(spec.steps);
@@ -100,12 +125,12 @@ export async function launchDbosPeer(serverUrl: string, database: string): Promi
       const pattern = `${spec.cellId}-%`;
       const workflowsRecorded = await count(
         admin,
-        `SELECT count(*)::int AS n FROM dbos.workflow_status WHERE workflow_uuid LIKE $1 AND status = 'SUCCESS'`,
+        `SELECT count(*)::int AS n FROM ${schema}.workflow_status WHERE workflow_uuid LIKE $1 AND status = 'SUCCESS'`,
         pattern,
       );
       const stepsRecorded = await count(
         admin,
-        'SELECT count(*)::int AS n FROM dbos.operation_outputs WHERE workflow_uuid LIKE $1',
+        `SELECT count(*)::int AS n FROM ${schema}.operation_outputs WHERE workflow_uuid LIKE $1`,
         pattern,
       );
       if (workflowsRecorded !== spec.executions || stepsRecorded !== spec.executions * spec.steps) {
@@ -120,13 +145,7 @@ export async function launchDbosPeer(serverUrl: string, database: string): Promi
     async close() {
       await admin.end();
       await DBOS.shutdown();
-      const again = new pg.Pool({ connectionString: serverUrl, max: 1 });
-      again.on('error', () => {});
-      try {
-        await again.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-      } finally {
-        await again.end();
-      }
+      await onServer([drop]);
     },
   };
 }

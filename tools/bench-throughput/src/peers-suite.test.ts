@@ -12,8 +12,9 @@ import {
 } from './peers-suite.js';
 
 const url = process.env.LOOM_BENCH_PG_URL || defaultPgUrl;
-// DBOS is a process-wide singleton: one launch for the file, on a database of its own.
-const dbosDatabase = `h_peers_test_${process.pid}`;
+// DBOS is a process-wide singleton: one launch for the file, in a schema of its own (not a
+// database: see DbosHome).
+const dbosSchema = `h_peers_dbos_${process.pid}`;
 let target: PgTarget;
 let sides: PeerSides;
 
@@ -21,7 +22,7 @@ beforeAll(async () => {
   const reached = await reachPostgres(url);
   if (typeof reached === 'string') throw new Error(`Postgres at ${url}: ${reached}`);
   target = reached;
-  sides = await openPeerSides(target, dbosDatabase);
+  sides = await openPeerSides(target, { schema: dbosSchema });
 }, 60_000);
 
 afterAll(async () => {
@@ -68,6 +69,15 @@ describe('bench:peers cells (counts, not times)', () => {
     expect(pairedRatios(cells, 'Loom', 3, 4)).toHaveLength(1);
     expect(peersTable(cells, [4]).split('\n')).toHaveLength(2 + 6);
   }, 60_000);
+
+  it("DBOS's tables are in a schema of the test database: the test made no database of its own", async () => {
+    expect(sides.dbos.databaseUrl).toBe(target.url);
+    const tables = await target.admin.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'workflow_status'`,
+      [dbosSchema],
+    );
+    expect(tables.rows[0]?.n).toBe(1);
+  });
 
   it('a DBOS cell checks its count in the system database: a rerun of used ids is refused', async () => {
     const spec = { cellId: 't-dbos-again', steps: 1 as const, concurrency: 2, executions: 4 };

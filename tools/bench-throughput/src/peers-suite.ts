@@ -2,7 +2,13 @@
 import { CoalescingEventStore } from '@loom/event-runtime';
 import { type BenchBackend, openPostgres, type PgTarget } from './bench-backend.js';
 import type { RunContext, SectionReport } from './bench-run.js';
-import { type DbosPeer, launchDbosPeer, type PeerSteps, peerStepCounts } from './dbos-peer.js';
+import {
+  type DbosHome,
+  type DbosPeer,
+  launchDbosPeer,
+  type PeerSteps,
+  peerStepCounts,
+} from './dbos-peer.js';
 import { runExecutionCell } from './execution-cell.js';
 import { formatCount, formatMs, formatRatio, formatSummary } from './format-number.js';
 import { interleavedSchedule } from './interleave.js';
@@ -28,15 +34,15 @@ export interface PeerSides {
 
 /**
  * Opens Loom's Postgres store (pool of 10, as DBOS's default system-database pool) on the run's
- * schema, the same store behind a `CoalescingEventStore` (maxBatch 64), and DBOS on
- * `dbosDatabase` (dropped and created).
+ * schema, the same store behind a `CoalescingEventStore` (maxBatch 64), and DBOS in `dbosHome`
+ * (dropped and created).
  */
-export async function openPeerSides(target: PgTarget, dbosDatabase: string): Promise<PeerSides> {
+export async function openPeerSides(target: PgTarget, dbosHome: DbosHome): Promise<PeerSides> {
   const loom = await openPostgres(target);
   const coalescing = new CoalescingEventStore(loom.events, { maxBatch: 64 });
   let dbos: DbosPeer;
   try {
-    dbos = await launchDbosPeer(target.url, dbosDatabase);
+    dbos = await launchDbosPeer(target.url, dbosHome);
   } catch (error) {
     await coalescing.close();
     await loom.close();
@@ -155,7 +161,7 @@ export async function peersSuite(context: RunContext): Promise<SectionReport> {
     return { id: 'peers', title, markdown: '', cells: [], skipped: [context.pg] };
   }
   const concurrencies = knobs.concs ?? [...peerConcurrencies];
-  const sides = await openPeerSides(context.pg, knobs.dbosDatabase);
+  const sides = await openPeerSides(context.pg, { database: knobs.dbosDatabase });
   const cells: PeerCell[] = [];
   try {
     progress.note(`DBOS Transact ${sides.dbos.version} on ${knobs.dbosDatabase}: warming up`);
