@@ -57,4 +57,5 @@ export {
   testProcessDeadlineMs,
   testProcessWaitMs,
 } from './testing/test-process.js';
+export { testScriptArgs } from './testing/test-script-bundle.js';
 export { until } from './testing/until.js';

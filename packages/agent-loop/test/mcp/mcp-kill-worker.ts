@@ -6,6 +6,7 @@
 // it first decides the run's pending interrupted_side_effect approval (`{ kind: 'rerun' }`).
 // It prints one line, as kill-worker.ts does: `result <json>` or `approval <json>`.
 import type { JsonValue } from '@loom/event-runtime';
+import { testScriptArgs } from '@loom/event-runtime/testing';
 import { StubModel } from '@loom/reasoning';
 import { createRuntime } from '@loom/workflow-runtime';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -36,7 +37,7 @@ client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) =
 await client.connect(
   new StdioClientTransport({
     command: process.execPath,
-    args: ['--import', 'tsx', serverScript],
+    args: testScriptArgs(serverScript),
     env: {
       ...(process.env as Record<string, string>),
       MCP_SIDE_CHANNEL: env.MCP_SIDE_CHANNEL as string,

@@ -2,7 +2,7 @@
 // connected SDK Client, or as a streamable HTTP server in its own child process.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { spawnTestProcess, type TestProcess } from '@loom/event-runtime/testing';
+import { spawnTestProcess, type TestProcess, testScriptArgs } from '@loom/event-runtime/testing';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -16,7 +16,7 @@ export async function stdioClient(
 ): Promise<{ client: Client; serverPid: number }> {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: ['--import', 'tsx', serverScript],
+    args: testScriptArgs(serverScript),
     env: { ...(process.env as Record<string, string>), ...env },
     stderr: 'inherit',
   });

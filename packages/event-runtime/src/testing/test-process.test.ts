@@ -1,8 +1,8 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { killTestProcesses, spawnTestCommand } from './test-process.js';
+import { killTestProcesses, spawnTestCommand, spawnTestProcess } from './test-process.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'loom-test-process-'));
 afterAll(async () => {
@@ -88,5 +88,71 @@ describe('the test-process harness', () => {
       expect(child.exited()).toBe(true);
       expect((await child.exit).signal).toBe('SIGKILL');
     }
+  });
+});
+
+describe('TypeScript scripts run as their bundle', () => {
+  // A package of its own in the temporary folder: the bundle goes to its .test-scripts folder.
+  const home = join(directory, 'pkg');
+  mkdirSync(join(home, 'lib'), { recursive: true });
+  writeFileSync(join(home, 'package.json'), '{ "type": "module" }');
+  const main = join(home, 'main.ts');
+  writeFileSync(
+    main,
+    [
+      "import { value, where } from './lib/where.js';",
+      'const self: string = import.meta.filename;',
+      'console.log(JSON.stringify({ script: process.argv[1], self, where, value }));',
+    ].join('\n'),
+  );
+  const library = (value: number) =>
+    writeFileSync(
+      join(home, 'lib', 'where.ts'),
+      `export const where: string = import.meta.dirname;\nexport const value: number = ${value};\n`,
+    );
+  const run = async () => {
+    const child = spawnTestProcess(main);
+    const ran = JSON.parse(await child.line('{')) as Record<string, unknown>;
+    expect((await child.ended()).code).toBe(0);
+    return ran;
+  };
+
+  it('a script and the TypeScript it imports run without a loader, each seeing its own import.meta', async () => {
+    library(1);
+    const ran = await run();
+    expect(ran.script).toMatch(/pkg\/\.test-scripts\/main-\w+\.mjs$/);
+    expect(ran).toMatchObject({ self: main, where: join(home, 'lib'), value: 1 });
+  });
+
+  it('a change to an imported file is bundled again before the next spawn', async () => {
+    library(1);
+    expect((await run()).value).toBe(1);
+    library(22);
+    expect((await run()).value).toBe(22);
+  });
+
+  it('a script named relative to the cwd it is spawned in is found there', async () => {
+    library(4);
+    const child = spawnTestProcess('main.ts', { cwd: home });
+    expect(JSON.parse(await child.line('{'))).toMatchObject({ self: main, value: 4 });
+    expect((await child.ended()).code).toBe(0);
+  });
+
+  it('LOOM_TEST_SCRIPTS=tsx runs the script itself under tsx', async () => {
+    library(3);
+    process.env.LOOM_TEST_SCRIPTS = 'tsx';
+    try {
+      expect(await run()).toMatchObject({ script: main, value: 3 });
+    } finally {
+      delete process.env.LOOM_TEST_SCRIPTS;
+    }
+  });
+
+  it('a script that does not compile is an error naming it, before anything is spawned', () => {
+    const broken = join(home, 'broken.ts');
+    writeFileSync(broken, 'const x: number = ;\n');
+    expect(() => spawnTestProcess(broken)).toThrow(
+      /could not bundle the test script .*broken\.ts: .*broken\.ts:1:\d+: ERROR: Unexpected ";"/s,
+    );
   });
 });

@@ -4,7 +4,8 @@
 // deadline is SIGKILLed; `killTestProcesses` (in an afterEach/afterAll) and this process's exit
 // take down whatever a failing test left running.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { basename } from 'node:path';
+import { basename, resolve } from 'node:path';
+import { bundledTestScript } from './test-script-bundle.js';
 
 /** Longest a spawned process lives unless told otherwise: the tests' 60 s cap. */
 export const testProcessDeadlineMs = 60_000;
@@ -40,7 +41,11 @@ export interface TestProcessOptions {
   cwd?: string;
   /** Pipe stdin (write to `child.stdin`); otherwise it is ignored. */
   stdin?: boolean;
-  /** Node's flags before the script; `['--import', 'tsx']` unless given (`[]` for built JS). */
+  /**
+   * Node's flags before the script. Unless given, a TypeScript script runs as its esbuild bundle
+   * (built once into its package's `.test-scripts` folder, see test-script-bundle.ts), or under
+   * `--import tsx` where esbuild is not installed or LOOM_TEST_SCRIPTS=tsx.
+   */
   nodeArgs?: readonly string[];
   /** What errors call it; the script's file name unless given. */
   name?: string;
@@ -108,7 +113,8 @@ export async function killTestProcesses(): Promise<void> {
 }
 
 /**
- * Spawns `node --import tsx <file> [args]` as a test's child process.
+ * Spawns `node <file> [args]` as a test's child process; a TypeScript `file` runs as its bundle
+ * (or under tsx: see {@link TestProcessOptions.nodeArgs}).
  *
  * @example
  * ```ts
@@ -121,11 +127,16 @@ export async function killTestProcesses(): Promise<void> {
  * ```
  */
 export function spawnTestProcess(file: string, options: TestProcessOptions = {}): TestProcess {
-  const nodeArgs = options.nodeArgs ?? ['--import', 'tsx'];
+  const bundle =
+    options.nodeArgs === undefined
+      ? bundledTestScript(resolve(options.cwd ?? process.cwd(), file))
+      : undefined;
+  const script = bundle ?? file;
+  const nodeArgs = options.nodeArgs ?? (bundle === undefined ? ['--import', 'tsx'] : []);
   return spawnTestCommand(process.execPath, {
     ...options,
     name: options.name ?? basename(file),
-    args: [...nodeArgs, file, ...(options.args ?? [])],
+    args: [...nodeArgs, script, ...(options.args ?? [])],
   });
 }
 
