@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { bundleTestScript } from './bundle-test-script.js';
 import { killTestProcesses, spawnTestCommand, spawnTestProcess } from './test-process.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'loom-test-process-'));
@@ -129,6 +130,18 @@ describe('TypeScript scripts run as their bundle', () => {
     expect((await run()).value).toBe(1);
     library(22);
     expect((await run()).value).toBe(22);
+  });
+
+  it('bundleTestScript lists every file it bundled, and a second bundle replaces the first whole', async () => {
+    library(5);
+    const out = join(home, 'out', 'main.mjs');
+    const inputs = await bundleTestScript(main, out);
+    expect(inputs.map((input) => input.path).sort()).toEqual([join(home, 'lib', 'where.ts'), main]);
+    library(6);
+    await bundleTestScript(main, out);
+    const ran = spawnTestCommand(process.execPath, { args: [out] });
+    expect(JSON.parse(await ran.line('{'))).toMatchObject({ script: out, value: 6 });
+    await expect(bundleTestScript(join(home, 'missing.ts'), out)).rejects.toThrow(/missing\.ts/);
   });
 
   it('a script named relative to the cwd it is spawned in is found there', async () => {

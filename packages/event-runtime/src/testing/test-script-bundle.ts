@@ -9,12 +9,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-
-interface BundleInput {
-  path: string;
-  size: number;
-  mtimeMs: number;
-}
+import type { BundleInput } from './bundle-test-script.js';
 
 /** Whether esbuild can be loaded from here (an optional peer of the testing helpers). */
 let esbuildFound: boolean | undefined;
