@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { migrate } from '../../src/postgres.js';
 import { killTestProcesses } from '../../src/testing.js';
 import { pgTestUrl, useThrowawaySchemas } from '../support/throwaway-schemas.js';
-import { expectNothingStranded, resumedCount, waitForEvents } from './fault-checks.js';
+import { expectNothingStranded, waitForEvents } from './fault-checks.js';
 import { runFaultWorker } from './fault-harness.js';
 
 afterEach(killTestProcesses);
@@ -15,14 +15,29 @@ afterEach(killTestProcesses);
 const db = useThrowawaySchemas();
 const execs = 300;
 
-/** Terminates every backend of `appName` (the worker's pool and listener); returns how many. */
-async function killBackends(appName: string): Promise<number> {
-  const rows = await db.admin.query(
-    `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))::int AS killed
-       FROM pg_stat_activity WHERE application_name = $1`,
-    [appName],
-  );
-  return rows.rows[0].killed as number;
+/**
+ * Terminates every backend of `appName` (the worker's pool, listener and claim session), and
+ * again every few ms until a round caught a statement in flight (a backend not idle): a kill that
+ * finds every connection idle disturbs no execution (a starved worker on a loaded box had no
+ * statement in flight at any of its three kills, and the test proved nothing). Fails after 15 s.
+ * Returns the backends killed.
+ */
+async function killInFlight(appName: string): Promise<number> {
+  let killed = 0;
+  for (const deadline = Date.now() + 15_000; ; ) {
+    const rows = await db.admin.query(
+      `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))::int AS killed,
+              count(*) FILTER (WHERE state <> 'idle')::int AS busy
+         FROM pg_stat_activity WHERE application_name = $1`,
+      [appName],
+    );
+    killed += rows.rows[0].killed as number;
+    if ((rows.rows[0].busy as number) > 0) return killed;
+    if (Date.now() > deadline) {
+      throw new Error(`no kill caught a statement of ${appName} in flight within 15 s`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
 }
 
 for (const [mode, eventsPerExecution] of [
@@ -46,7 +61,7 @@ for (const [mode, eventsPerExecution] of [
       try {
         for (const fraction of [0.15, 0.4, 0.65]) {
           await waitForEvents(db.admin, schema, Math.floor(total * fraction), run.exited);
-          killed += await killBackends(appName);
+          killed += await killInFlight(appName);
         }
       } catch (error) {
         run.child.kill('SIGKILL');
@@ -61,7 +76,9 @@ for (const [mode, eventsPerExecution] of [
       expect(exit.result?.claimsLost, exit.output).toBeGreaterThan(0);
       expect(exit.result?.claimsRegained).toBe(exit.result?.claimsLost);
       expect(exit.result?.claimLostAtEnd).toBe(false);
-      expect(await resumedCount(db.admin, schema)).toBeGreaterThan(0);
+      // No count of resumes is asserted: a statement killed in flight may be a read or the
+      // notify, retried without a resume; whether any append died with it is the scheduler's
+      // choice (a loaded box once resumed none). What must hold is above: none lost, no exit.
       if (mode === 'transactional') {
         const side = await db.admin.query(`SELECT count(*)::int AS n FROM "${schema}".fault_side`);
         expect(side.rows[0].n).toBe(execs);
