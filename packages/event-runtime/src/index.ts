@@ -61,15 +61,8 @@ export type {
   QueueStats,
   QueueStore,
 } from './queue-store.js';
-export type { ExecutionFailedFields } from './runtime/execution-outcome.js';
-export type { ExecutionState, StepRecord } from './runtime/execution-state.js';
-export type {
-  Flow,
-  FlowContext,
-  KernelStepOptions,
-  StepEffectContext,
-  TransactionHandle,
-} from './runtime/flow.js';
+export type { ExecutionFailedFields } from './runtime/core/execution-outcome.js';
+export type { ExecutionState, StepRecord } from './runtime/core/execution-state.js';
 export {
   EventType,
   type ExecutionRetriedPayload,
@@ -78,7 +71,19 @@ export {
   type StepAttemptFailedPayload,
   type StepAttemptStartedPayload,
   type StepFailedPayload,
-} from './runtime/kernel-events.js';
+} from './runtime/core/kernel-events.js';
+export {
+  type StepBackoff,
+  type StepRetryPolicy,
+  stepAttemptsMax,
+} from './runtime/core/step-retry-policy.js';
+export type {
+  Flow,
+  FlowContext,
+  KernelStepOptions,
+  StepEffectContext,
+  TransactionHandle,
+} from './runtime/flow.js';
 export { type LoadedState, loadState } from './runtime/load-state.js';
 export type { ExecutionHandle, LeaseMode, StartOptions } from './runtime/runtime.js';
 export {
@@ -87,11 +92,6 @@ export {
   type RuntimeEventName,
   RuntimeEvents,
 } from './runtime/runtime-events.js';
-export {
-  type StepBackoff,
-  type StepRetryPolicy,
-  stepAttemptsMax,
-} from './runtime/step-retry-policy.js';
 export {
   ShardCursor,
   ShardedEventStore,

@@ -1,21 +1,21 @@
 import type { JsonValue } from '../envelope.js';
 import { decodePayload } from '../internal/json-codec.js';
-import type { ChildLinks } from './driver-node.js';
-import type { DriverScope } from './driver-scope.js';
+import { childMissing, type ExecutionOutcome } from './core/execution-outcome.js';
+import type { StepRecord } from './core/execution-state.js';
+import { continuedAsNew } from './core/flow-unwind.js';
+import { EventType, type RecordedError } from './core/kernel-events.js';
+import { recordError } from './core/recorded-error.js';
 import {
   childFailed,
   encodeRecorded,
-  never,
   recordedValue,
   replayedValue,
-} from './driver-support.js';
+} from './core/recorded-values.js';
+import type { ChildLinks } from './driver-node.js';
+import type { DriverScope } from './driver-scope.js';
+import { never } from './driver-support.js';
 import { childEndedIn } from './execution-links.js';
-import { childMissing, type ExecutionOutcome } from './execution-outcome.js';
-import type { StepRecord } from './execution-state.js';
 import type { Flow } from './flow.js';
-import { continuedAsNew } from './flow-unwind.js';
-import { EventType, type RecordedError } from './kernel-events.js';
-import { recordError } from './recorded-error.js';
 import { isTransientStoreError } from './store-retry.js';
 
 /**

@@ -3,8 +3,8 @@ import type { JsonValue } from '../envelope.js';
 import { ErrorCode, isLoomError } from '../errors.js';
 import { InMemoryEventStore } from '../store/memory/in-memory-event-store.js';
 import { ManualClock } from '../testing/manual-clock.js';
+import { isFlowUnwind } from './core/flow-unwind.js';
 import type { Flow } from './flow.js';
-import { isFlowUnwind } from './flow-unwind.js';
 import { createKernelRuntime } from './runtime.js';
 
 /** A runtime on the memory store that suspends every sleep, so a wake replays from the log. */

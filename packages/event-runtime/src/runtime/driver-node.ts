@@ -1,8 +1,8 @@
 import type { Clock } from '../clock.js';
 import type { JsonValue } from '../envelope.js';
 import type { EventStore } from '../event-store.js';
-import type { childMissing, ExecutionOutcome } from './execution-outcome.js';
-import type { ExecutionState } from './execution-state.js';
+import type { childMissing, ExecutionOutcome } from './core/execution-outcome.js';
+import type { ExecutionState } from './core/execution-state.js';
 import type { Flow } from './flow.js';
 import type { RuntimeSettings } from './runtime-options.js';
 import type { SuspectLane } from './suspect-lane.js';

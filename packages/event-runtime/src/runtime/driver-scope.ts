@@ -1,8 +1,8 @@
 import type { StoredSignal } from '../envelope.js';
 import type { LoomError } from '../errors.js';
+import type { ExecutionState, OperationKind, StepRecord } from './core/execution-state.js';
 import type { DriverNode } from './driver-node.js';
 import type { ExecutionJournal } from './execution-journal.js';
-import type { ExecutionState, OperationKind, StepRecord } from './execution-state.js';
 import type { Flow } from './flow.js';
 import type { LazyAbort } from './lazy-abort.js';
 import type { Suspension } from './suspension.js';

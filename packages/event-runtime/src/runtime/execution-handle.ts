@@ -8,8 +8,8 @@ import {
   outcomeOfState,
   resultOf,
   type SettledOutcome,
-} from './execution-outcome.js';
-import { foldEvent } from './execution-state.js';
+} from './core/execution-outcome.js';
+import { foldEvent } from './core/execution-state.js';
 import type { KernelContext } from './kernel-context.js';
 import { loadState } from './load-state.js';
 import { notFound } from './not-found.js';

@@ -1,9 +1,9 @@
 import type { JsonValue, StoredSignal } from '../envelope.js';
 import { ErrorCode, isLoomError } from '../errors.js';
 import { childSignalName } from './child-settled-signal.js';
+import { childMissing, type ExecutionOutcome } from './core/execution-outcome.js';
+import type { ExecutionState } from './core/execution-state.js';
 import { settledOutcomeOrMissing } from './execution-handle.js';
-import { childMissing, type ExecutionOutcome } from './execution-outcome.js';
-import type { ExecutionState } from './execution-state.js';
 import type { Flow } from './flow.js';
 import type { KernelContext, LinksPort, StartLinks } from './kernel-context.js';
 import { isTransientStoreError } from './store-retry.js';

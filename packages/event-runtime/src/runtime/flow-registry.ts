@@ -1,6 +1,6 @@
 import type { FlowKey } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
-import type { ExecutionState } from './execution-state.js';
+import type { ExecutionState } from './core/execution-state.js';
 import { checkFlow, type Flow } from './flow.js';
 
 /**

@@ -2,7 +2,7 @@ import type { Clock } from '../clock.js';
 import type { JsonValue } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { checkWellFormed } from '../internal/well-formed-text.js';
-import type { StepRetryPolicy } from './step-retry-policy.js';
+import type { StepRetryPolicy } from './core/step-retry-policy.js';
 
 /** What a step's effect receives. */
 export interface StepEffectContext {

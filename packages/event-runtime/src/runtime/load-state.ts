@@ -2,7 +2,7 @@ import type { StoredEvent } from '../envelope.js';
 import type { EventStore } from '../event-store.js';
 import { Limits } from '../limits.js';
 import type { SnapshotStore } from '../snapshot-store.js';
-import { type ExecutionState, foldEvent } from './execution-state.js';
+import { type ExecutionState, foldEvent } from './core/execution-state.js';
 
 /** An execution's state as loaded, and what the load cost. */
 export interface LoadedState {

@@ -2,24 +2,24 @@ import type { JsonValue } from '../envelope.js';
 import { ErrorCode, isLoomError, LoomError } from '../errors.js';
 import { mintId } from '../internal/mint-id.js';
 import { checkExecutionId } from '../internal/prepare-append.js';
-import { encodeRecorded, recordedValue } from './driver-support.js';
-import { ExecutionDriver } from './execution-driver.js';
-import { ExecutionJournal } from './execution-journal.js';
-import { type ExecutionOutcome, failureFields } from './execution-outcome.js';
+import { type ExecutionOutcome, failureFields } from './core/execution-outcome.js';
 import {
   type ExecutionState,
   foldEvent,
   initialState,
   isSettled,
   reopen,
-} from './execution-state.js';
-import type { Flow } from './flow.js';
-import type { ExecutionsPort, KernelContext, StartLinks } from './kernel-context.js';
+} from './core/execution-state.js';
 import {
   EventType,
   type ExecutionRetriedPayload,
   type ExecutionStartedPayload,
-} from './kernel-events.js';
+} from './core/kernel-events.js';
+import { encodeRecorded, recordedValue } from './core/recorded-values.js';
+import { ExecutionDriver } from './execution-driver.js';
+import { ExecutionJournal } from './execution-journal.js';
+import type { Flow } from './flow.js';
+import type { ExecutionsPort, KernelContext, StartLinks } from './kernel-context.js';
 import { loadState } from './load-state.js';
 import { notFound } from './not-found.js';
 import { cancelRemotely } from './remote-cancel.js';

@@ -1,8 +1,8 @@
 import { ErrorCode, isLoomError, LoomError } from '../errors.js';
 import { childSettledSignal } from './child-settled-signal.js';
-import { foldEvent, isSettled } from './execution-state.js';
+import { foldEvent, isSettled } from './core/execution-state.js';
+import { EventType } from './core/kernel-events.js';
 import type { KernelContext } from './kernel-context.js';
-import { EventType } from './kernel-events.js';
 import { loadState } from './load-state.js';
 import { notFound } from './not-found.js';
 

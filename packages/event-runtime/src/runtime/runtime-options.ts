@@ -3,9 +3,13 @@ import { ErrorCode, LoomError } from '../errors.js';
 import type { EventStore } from '../event-store.js';
 import type { LeaseStore } from '../lease-store.js';
 import type { SnapshotStore } from '../snapshot-store.js';
+import {
+  type ResolvedRetry,
+  resolveRetry,
+  type StepRetryPolicy,
+} from './core/step-retry-policy.js';
 import type { Flow } from './flow.js';
 import { groupCommitBatchDefault, groupCommitBatchMax } from './group-commit.js';
-import { type ResolvedRetry, resolveRetry, type StepRetryPolicy } from './step-retry-policy.js';
 import type { StoreRetrySettings } from './store-retry.js';
 
 /** How a runtime takes leases: not at all, before every first append, or only for long runs. */

@@ -2,24 +2,24 @@ import type { JsonValue } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { isTransactional } from '../event-store.js';
 import { decodePayload } from '../internal/json-codec.js';
-import type { Claim, DriverScope } from './driver-scope.js';
-import {
-  encodeRecorded,
-  never,
-  recordedValue,
-  replayedValue,
-  stepFailed,
-} from './driver-support.js';
-import type { StepRecord } from './execution-state.js';
-import type { KernelStepOptions, StepEffectContext, TransactionHandle } from './flow.js';
+import type { StepRecord } from './core/execution-state.js';
 import {
   EventType,
   type StepAttemptStartedPayload,
   type StepFailedPayload,
   type StepInterruptedPayload,
-} from './kernel-events.js';
-import { recordError } from './recorded-error.js';
-import { type ResolvedRetry, resolveRetry } from './step-retry-policy.js';
+} from './core/kernel-events.js';
+import { recordError } from './core/recorded-error.js';
+import {
+  encodeRecorded,
+  recordedValue,
+  replayedValue,
+  stepFailed,
+} from './core/recorded-values.js';
+import { type ResolvedRetry, resolveRetry } from './core/step-retry-policy.js';
+import type { Claim, DriverScope } from './driver-scope.js';
+import { never } from './driver-support.js';
+import type { KernelStepOptions, StepEffectContext, TransactionHandle } from './flow.js';
 
 /**
  * `ctx.step` and `ctx.transaction`: run an effect behind a durability barrier once, record its

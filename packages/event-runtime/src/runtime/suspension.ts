@@ -1,6 +1,6 @@
+import { EventType } from './core/kernel-events.js';
 import { never } from './driver-support.js';
 import type { ExecutionJournal } from './execution-journal.js';
-import { EventType } from './kernel-events.js';
 
 /**
  * Decides when a driver's execution suspends: once some wait is blocked (it cannot progress

@@ -1,11 +1,12 @@
 import type { JsonValue, StoredSignal } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { decodePayload } from '../internal/json-codec.js';
+import type { StepRecord } from './core/execution-state.js';
+import { EventType } from './core/kernel-events.js';
+import { encodeRecorded, recordedValue, replayedValue } from './core/recorded-values.js';
 import type { DriverScope } from './driver-scope.js';
-import { encodeRecorded, never, recordedValue, replayedValue } from './driver-support.js';
-import type { StepRecord } from './execution-state.js';
+import { never } from './driver-support.js';
 import type { SignalWait } from './flow.js';
-import { EventType } from './kernel-events.js';
 import { isTransientStoreError } from './store-retry.js';
 
 /**

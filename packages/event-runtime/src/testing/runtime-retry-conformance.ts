@@ -1,15 +1,15 @@
 import { expect, it } from 'vitest';
 import type { JsonValue, StoredEvent } from '../envelope.js';
 import { ErrorCode, isLoomError, type LoomError } from '../errors.js';
-import type { ExecutionFailedFields } from '../runtime/execution-outcome.js';
+import type { ExecutionFailedFields } from '../runtime/core/execution-outcome.js';
+import type { StepAttemptFailedPayload } from '../runtime/core/kernel-events.js';
+import type { StepRetryPolicy } from '../runtime/core/step-retry-policy.js';
 import type { Flow } from '../runtime/flow.js';
-import type { StepAttemptFailedPayload } from '../runtime/kernel-events.js';
 import {
   createKernelRuntime,
   type KernelRuntime,
   type KernelRuntimeOptions,
 } from '../runtime/runtime.js';
-import type { StepRetryPolicy } from '../runtime/step-retry-policy.js';
 import type { RuntimeSection, SectionDescribe } from './conformance-sections.js';
 import { CountingEventStore } from './counting-event-store.js';
 import { freshId } from './event-store-conformance.js';

@@ -1,5 +1,5 @@
-import type { JsonValue } from '../envelope.js';
-import { ErrorCode, LoomError } from '../errors.js';
+import type { JsonValue } from '../../envelope.js';
+import { ErrorCode, LoomError } from '../../errors.js';
 import type { ExecutionState } from './execution-state.js';
 import type { RecordedError } from './kernel-events.js';
 

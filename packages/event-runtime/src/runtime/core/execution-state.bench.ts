@@ -1,12 +1,14 @@
+import { existsSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { bench, describe } from 'vitest';
-import type { StoredEvent } from '../envelope.js';
+import type { StoredEvent } from '../../envelope.js';
 import { type ExecutionState, foldEvent } from './execution-state.js';
 
 /**
  * The fold of a log, this source's against an older build's when `LOOM_FOLD_BASELINE` names that
  * build's `dist` folder (`git worktree add /tmp/base <ref> && pnpm build` there, or a copy of a
- * `dist` taken before a change): both run in one process, side by side, on the same events.
+ * `dist` taken before a change): both run in one process, side by side, on the same events. A
+ * build from before ADR 0046's step 2 has the fold in `runtime/`, a later one in `runtime/core/`.
  */
 type Fold = typeof foldEvent;
 const baselineDist = process.env.LOOM_FOLD_BASELINE;
@@ -14,7 +16,12 @@ const baseline: Fold | undefined =
   baselineDist === undefined
     ? undefined
     : (
-        (await import(pathToFileURL(`${baselineDist}/runtime/execution-state.js`).href)) as {
+        (await import(
+          pathToFileURL(
+            [`${baselineDist}/runtime/core/execution-state.js`].find(existsSync) ??
+              `${baselineDist}/runtime/execution-state.js`,
+          ).href
+        )) as {
           foldEvent: Fold;
         }
       ).foldEvent;

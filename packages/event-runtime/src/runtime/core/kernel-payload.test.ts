@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { JsonValue, StoredEvent } from '../envelope.js';
-import { ErrorCode, isLoomError } from '../errors.js';
+import type { JsonValue, StoredEvent } from '../../envelope.js';
+import { ErrorCode, isLoomError } from '../../errors.js';
 import type { KernelEventType } from './kernel-events.js';
 import { checkPayload, compilePayloadChecks } from './kernel-payload.js';
 import { type FieldShape, payloadShapes } from './payload-shapes.js';

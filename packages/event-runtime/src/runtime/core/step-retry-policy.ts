@@ -1,4 +1,4 @@
-import { ErrorCode, LoomError } from '../errors.js';
+import { ErrorCode, LoomError } from '../../errors.js';
 
 /** Most attempts one step may have in one budget, the first included. */
 export const stepAttemptsMax = 100;

@@ -1,5 +1,5 @@
-import type { JsonValue } from '../envelope.js';
-import { encodePayload } from '../internal/json-codec.js';
+import type { JsonValue } from '../../envelope.js';
+import { encodePayload } from '../../internal/json-codec.js';
 import type { RecordedError } from './kernel-events.js';
 
 const messageLengthMax = 4_000;

@@ -1,5 +1,5 @@
-import type { StoredEvent } from '../envelope.js';
-import { ErrorCode, LoomError } from '../errors.js';
+import type { StoredEvent } from '../../envelope.js';
+import { ErrorCode, LoomError } from '../../errors.js';
 import type { KernelEventType } from './kernel-events.js';
 import {
   type FieldKind,

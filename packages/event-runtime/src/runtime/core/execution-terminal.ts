@@ -1,5 +1,5 @@
-import type { JsonValue } from '../envelope.js';
-import type { LoomError } from '../errors.js';
+import type { JsonValue } from '../../envelope.js';
+import type { LoomError } from '../../errors.js';
 import type { ExecutionOutcome } from './execution-outcome.js';
 import type { ExecutionState } from './execution-state.js';
 import { EventType, type RecordedError } from './kernel-events.js';

@@ -1,5 +1,5 @@
-import type { JsonValue, StoredEvent } from '../envelope.js';
-import { ErrorCode, LoomError } from '../errors.js';
+import type { JsonValue, StoredEvent } from '../../envelope.js';
+import { ErrorCode, LoomError } from '../../errors.js';
 import {
   EventType,
   type ExecutionRetriedPayload,

@@ -1,4 +1,4 @@
-import type { JsonValue } from '../envelope.js';
+import type { JsonValue } from '../../envelope.js';
 
 /**
  * The event types the kernel writes. A flow of n plain steps writes exactly 2n + 2 of them; a
