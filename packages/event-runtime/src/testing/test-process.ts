@@ -5,7 +5,7 @@
 // take down whatever a failing test left running.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { basename, resolve } from 'node:path';
-import { bundledTestScript } from './test-script-bundle.js';
+import { testScriptArgs } from './test-script-bundle.js';
 
 /** Longest a spawned process lives unless told otherwise: the tests' 60 s cap. */
 export const testProcessDeadlineMs = 60_000;
@@ -127,16 +127,14 @@ export async function killTestProcesses(): Promise<void> {
  * ```
  */
 export function spawnTestProcess(file: string, options: TestProcessOptions = {}): TestProcess {
-  const bundle =
+  const script =
     options.nodeArgs === undefined
-      ? bundledTestScript(resolve(options.cwd ?? process.cwd(), file))
-      : undefined;
-  const script = bundle ?? file;
-  const nodeArgs = options.nodeArgs ?? (bundle === undefined ? ['--import', 'tsx'] : []);
+      ? testScriptArgs(resolve(options.cwd ?? process.cwd(), file))
+      : [...options.nodeArgs, file];
   return spawnTestCommand(process.execPath, {
     ...options,
     name: options.name ?? basename(file),
-    args: [...nodeArgs, script, ...(options.args ?? [])],
+    args: [...script, ...(options.args ?? [])],
   });
 }
 

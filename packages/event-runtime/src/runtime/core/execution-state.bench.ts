@@ -18,8 +18,9 @@ const baseline: Fold | undefined =
     : (
         (await import(
           pathToFileURL(
-            [`${baselineDist}/runtime/core/execution-state.js`].find(existsSync) ??
-              `${baselineDist}/runtime/execution-state.js`,
+            existsSync(`${baselineDist}/runtime/core/execution-state.js`)
+              ? `${baselineDist}/runtime/core/execution-state.js`
+              : `${baselineDist}/runtime/execution-state.js`,
           ).href
         )) as {
           foldEvent: Fold;
