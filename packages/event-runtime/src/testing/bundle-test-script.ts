@@ -69,15 +69,31 @@ export async function bundleTestScript(entry: string, out: string): Promise<Bund
   return inputs;
 }
 
-// As a script: bundle argv's entry into argv's out, or print esbuild's message and exit 1.
-if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const [entry, out] = process.argv.slice(2);
+/**
+ * The script's work: bundles `args`' entry into its out (both relative to the cwd); returns the
+ * exit code, 0 when bundled, 2 for missing arguments (with a usage line), 1 with esbuild's message
+ * when the entry does not compile.
+ */
+export async function runBundleTestScript(
+  args: readonly string[],
+  stderr: (text: string) => void,
+): Promise<number> {
+  const [entry, out] = args;
   if (entry === undefined || out === undefined) {
-    process.stderr.write('usage: node bundle-test-script.js <entry.ts> <out.mjs>\n');
-    process.exit(2);
+    stderr('usage: node bundle-test-script.js <entry.ts> <out.mjs>\n');
+    return 2;
   }
-  await bundleTestScript(resolve(entry), resolve(out)).catch((error: Error) => {
-    process.stderr.write(`${error.message}\n`);
-    process.exit(1);
-  });
+  try {
+    await bundleTestScript(resolve(entry), resolve(out));
+    return 0;
+  } catch (error) {
+    stderr(`${(error as Error).message}\n`);
+    return 1;
+  }
+}
+
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  process.exitCode = await runBundleTestScript(process.argv.slice(2), (text) =>
+    process.stderr.write(text),
+  );
 }

@@ -1,9 +1,18 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { bundleTestScript } from './bundle-test-script.js';
+import { type BundleInput, bundleTestScript, runBundleTestScript } from './bundle-test-script.js';
 import { killTestProcesses, spawnTestCommand, spawnTestProcess } from './test-process.js';
+import { bundledTestScript, testScriptArgs } from './test-script-bundle.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'loom-test-process-'));
 afterAll(async () => {
@@ -159,6 +168,61 @@ describe('TypeScript scripts run as their bundle', () => {
     } finally {
       delete process.env.LOOM_TEST_SCRIPTS;
     }
+  });
+
+  it('a bundle is built again when it is gone, when its list of inputs is unreadable, or when an input vanished', () => {
+    library(7);
+    const out = bundledTestScript(main);
+    if (out === undefined) throw new Error('expected a bundle');
+    const inputsFile = `${out}.inputs.json`;
+    const builtAt = () => statSync(out).mtimeMs;
+    const inputs = () => JSON.parse(readFileSync(inputsFile, 'utf8')) as BundleInput[];
+    // Current: the same file, not bundled again.
+    const first = builtAt();
+    expect(bundledTestScript(main)).toBe(out);
+    expect(builtAt()).toBe(first);
+
+    rmSync(out);
+    expect(bundledTestScript(main)).toBe(out);
+    expect(existsSync(out)).toBe(true);
+
+    writeFileSync(inputsFile, 'not json');
+    bundledTestScript(main);
+    expect(inputs().map((input) => input.path)).toContain(main);
+
+    const vanished = join(home, 'lib', 'vanished.ts');
+    writeFileSync(inputsFile, JSON.stringify([{ path: vanished, size: 1, mtimeMs: 1 }, ...inputs()]));
+    bundledTestScript(main);
+    expect(inputs().map((input) => input.path)).not.toContain(vanished);
+  });
+
+  it('a file that is not TypeScript, or outside any package, runs as it is', () => {
+    const plain = join(home, 'plain.mjs');
+    writeFileSync(plain, "console.log('plain');\n");
+    expect(bundledTestScript(plain)).toBeUndefined();
+    expect(testScriptArgs(plain)).toEqual(['--import', 'tsx', plain]);
+    // The temporary folder's own root holds no package.json: no package to put a bundle in.
+    const loose = join(directory, 'loose.ts');
+    writeFileSync(loose, "console.log('loose');\n");
+    expect(bundledTestScript(loose)).toBeUndefined();
+    expect(testScriptArgs(main)).toEqual([bundledTestScript(main)]);
+  });
+
+  it('the bundler script: usage without its two arguments, esbuild\'s message when the entry fails', async () => {
+    const written: string[] = [];
+    const stderr = (text: string) => {
+      written.push(text);
+    };
+    expect(await runBundleTestScript([main], stderr)).toBe(2);
+    expect(written.join('')).toMatch(/^usage: node bundle-test-script\.js <entry\.ts> <out\.mjs>/);
+    written.length = 0;
+    const out = join(home, 'out', 'script.mjs');
+    expect(await runBundleTestScript([join(home, 'missing.ts'), out], stderr)).toBe(1);
+    expect(written.join('')).toMatch(/missing\.ts/);
+    library(8);
+    expect(await runBundleTestScript([main, out], stderr)).toBe(0);
+    const ran = spawnTestCommand(process.execPath, { args: [out] });
+    expect(JSON.parse(await ran.line('{'))).toMatchObject({ value: 8 });
   });
 
   it('a script that does not compile is an error naming it, before anything is spawned', () => {
