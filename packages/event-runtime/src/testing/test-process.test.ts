@@ -91,6 +91,61 @@ describe('the test-process harness', () => {
     await child.exit;
   });
 
+  it('a command that cannot be spawned ends at once, and its waits say it failed to spawn', async () => {
+    const child = spawnTestCommand(join(directory, 'no-such-program'), { name: 'ghost' });
+    await expect(child.line('ready')).rejects.toThrow(/ghost .*failed to spawn: spawn .*ENOENT/s);
+    expect(await child.kill()).toEqual({ code: null, signal: null });
+    expect(child.exited()).toBe(true);
+  });
+
+  it('the environment: inherited unless told not to, a variable set to undefined is removed, stdin piped on request', async () => {
+    process.env.LOOM_TEST_PROCESS_INHERITED = 'yes';
+    try {
+      const printEnv = script(
+        'env',
+        [
+          'const seen = { inherited: process.env.LOOM_TEST_PROCESS_INHERITED ?? null, own: process.env.OWN ?? null };',
+          "let input = ''; process.stdin.on('data', (chunk) => { input += chunk; });",
+          "process.stdin.on('end', () => console.log(JSON.stringify({ ...seen, input })));",
+        ].join('\n'),
+      );
+      const piped = spawnTestCommand(process.execPath, {
+        args: [printEnv],
+        env: { OWN: 'mine' },
+        stdin: true,
+      });
+      piped.child.stdin?.end('hello');
+      expect(JSON.parse(await piped.line('{'))).toEqual({
+        inherited: 'yes',
+        own: 'mine',
+        input: 'hello',
+      });
+      const removed = spawnTestCommand(process.execPath, {
+        args: [printEnv],
+        env: { LOOM_TEST_PROCESS_INHERITED: undefined },
+        stdin: true,
+      });
+      removed.child.stdin?.end();
+      expect(JSON.parse(await removed.line('{'))).toMatchObject({ inherited: null });
+      const bare = spawnTestCommand(process.execPath, {
+        args: [printEnv],
+        inheritEnv: false,
+        env: { OWN: 'only' },
+        stdin: true,
+      });
+      bare.child.stdin?.end();
+      expect(JSON.parse(await bare.line('{'))).toMatchObject({ inherited: null, own: 'only' });
+    } finally {
+      delete process.env.LOOM_TEST_PROCESS_INHERITED;
+    }
+  });
+
+  it('nodeArgs run the script with node arguments of its own, not as a bundle', async () => {
+    const file = script('args', 'console.log(JSON.stringify(process.execArgv));');
+    const child = spawnTestProcess(file, { nodeArgs: ['--no-warnings'] });
+    expect(JSON.parse(await child.line('['))).toEqual(['--no-warnings']);
+  });
+
   it('killTestProcesses takes down every process still running', async () => {
     const children = [1, 2].map(() => node(script('idle', 'setInterval(() => {}, 1000);')));
     await killTestProcesses();
@@ -191,7 +246,10 @@ describe('TypeScript scripts run as their bundle', () => {
     expect(inputs().map((input) => input.path)).toContain(main);
 
     const vanished = join(home, 'lib', 'vanished.ts');
-    writeFileSync(inputsFile, JSON.stringify([{ path: vanished, size: 1, mtimeMs: 1 }, ...inputs()]));
+    writeFileSync(
+      inputsFile,
+      JSON.stringify([{ path: vanished, size: 1, mtimeMs: 1 }, ...inputs()]),
+    );
     bundledTestScript(main);
     expect(inputs().map((input) => input.path)).not.toContain(vanished);
   });
@@ -208,7 +266,7 @@ describe('TypeScript scripts run as their bundle', () => {
     expect(testScriptArgs(main)).toEqual([bundledTestScript(main)]);
   });
 
-  it('the bundler script: usage without its two arguments, esbuild\'s message when the entry fails', async () => {
+  it("the bundler script: usage without its two arguments, esbuild's message when the entry fails", async () => {
     const written: string[] = [];
     const stderr = (text: string) => {
       written.push(text);
