@@ -84,14 +84,15 @@ module.exports = {
       name: 'core-is-pure',
       comment:
         'The execution core decides and never does: it imports only other core files and the ' +
-        "kernel's shared vocabulary (envelope, errors, limits, the JSON codec, encoded payloads); " +
-        'no clock, store, lease, node:* or shell file (ADR 0046 rules 2 and 3).',
+        "kernel's shared vocabulary (envelope, errors, limits, the JSON codec, encoded payloads, " +
+        'the well-formed text check); no clock, store, lease, node:* or shell file (ADR 0046 ' +
+        'rules 2 and 3).',
       severity: 'error',
       from: { path: '^packages/event-runtime/src/runtime/core/', pathNot: testFile },
       to: {
         pathNot:
           '^packages/event-runtime/src/(runtime/core/|envelope\\.ts$|errors\\.ts$|limits\\.ts$|' +
-          'internal/json-codec\\.ts$|internal/encoded-payloads\\.ts$)',
+          'internal/json-codec\\.ts$|internal/encoded-payloads\\.ts$|internal/well-formed-text\\.ts$)',
       },
     },
     {

@@ -1,18 +1,12 @@
 import type { StoredSignal } from '../envelope.js';
 import type { LoomError } from '../errors.js';
-import type { ExecutionState, OperationKind, StepRecord } from './core/execution-state.js';
+import type { Claim, ExecutionMachine } from './core/execution-machine.js';
+import type { ExecutionState, OperationKind } from './core/execution-state.js';
 import type { DriverNode } from './driver-node.js';
 import type { ExecutionJournal } from './execution-journal.js';
 import type { Flow } from './flow.js';
 import type { LazyAbort } from './lazy-abort.js';
 import type { Suspension } from './suspension.js';
-
-/** An operation's place in the log: its index, its checked name, and what the log has there. */
-export interface Claim {
-  index: number;
-  name: string;
-  recorded: StepRecord | undefined;
-}
 
 /**
  * What the flow's operations (steps, waits, children) may use of the driver that runs them.
@@ -25,6 +19,8 @@ export interface DriverScope {
   /** What the operations use of the node: clock, settings, store, links to other executions. */
   readonly kernel: DriverNode;
   readonly suspension: Suspension;
+  /** The execution's machine: what the operations decide without I/O, and what they record. */
+  readonly machine: ExecutionMachine;
   /**
    * True when this node's own previous driver of the execution stopped on a transient store
    * failure: a step it left in flight was not cut by a crash, so it is not counted as
@@ -62,11 +58,6 @@ export interface DriverScope {
   readInbox(): Promise<readonly StoredSignal[]>;
   /** Waits for a durability barrier; a failed append means this node stops driving. */
   barrier(): Promise<void>;
-  /**
-   * Asks for what is recorded so far to be written in this turn's write, without waiting for it.
-   * A failed append breaks the journal: the next barrier reports it, as if it had failed there.
-   */
-  durableSoon(): void;
   /** Turns a journal failure into the reason this node stopped. */
   stopError(error: unknown): LoomError;
   /** The flow being driven (for its continue-as-new successor). */

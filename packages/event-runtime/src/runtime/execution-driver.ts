@@ -1,18 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { JsonValue, StoredSignal } from '../envelope.js';
-import { ErrorCode, isLoomError, LoomError } from '../errors.js';
+import { ErrorCode, LoomError } from '../errors.js';
 import { decodePayload, encodePayload } from '../internal/json-codec.js';
 import { ChildOperations } from './child-operations.js';
 import { childSettledSignal } from './child-settled-signal.js';
+import { type Claim, ExecutionMachine } from './core/execution-machine.js';
 import type { ExecutionOutcome } from './core/execution-outcome.js';
 import type { ExecutionState, OperationKind } from './core/execution-state.js';
-import { applyTerminal, type Terminal, terminalFor } from './core/execution-terminal.js';
-import { continuedAsNew } from './core/flow-unwind.js';
-import { EventType } from './core/kernel-events.js';
-import { encodeRecorded, recordedValue } from './core/recorded-values.js';
-import type { Claim, DriverScope } from './driver-scope.js';
+import { applyTerminal, type Terminal } from './core/execution-terminal.js';
+import type { DriverScope } from './driver-scope.js';
 import type { ExecutionJournal } from './execution-journal.js';
-import { checkStepName, type Flow, type FlowContext } from './flow.js';
+import type { Flow, FlowContext } from './flow.js';
 import type { KernelContext } from './kernel-context.js';
 import { LazyAbort } from './lazy-abort.js';
 import { StepOperations } from './step-operations.js';
@@ -24,6 +22,8 @@ import { WaitOperations } from './wait-operations.js';
  * log, short-circuits recorded operations, runs new effects behind durability barriers, waits on
  * timers, signals and children (suspending the execution when nothing else can progress), and
  * writes the terminal event. One driver per execution per node; it never re-reads the log.
+ * What it decides without I/O (the cursor, the claim, the ending, recorded values, patches, the
+ * terminal) its {@link ExecutionMachine} decides; the driver carries out the machine's commands.
  */
 export class ExecutionDriver implements DriverScope {
   /** Its signal is made only when the flow or an effect reads one (see `LazyAbort`). */
@@ -31,16 +31,9 @@ export class ExecutionDriver implements DriverScope {
   readonly done: Promise<ExecutionOutcome>;
   readonly suspension: Suspension;
   readonly afterStoreFailure: boolean;
-  private cursor = 0;
-  private readonly names = new Set<string>();
-  /** A broken rule (non-determinism) that fails the execution even if the flow catches it. */
-  private fatal: LoomError | undefined;
-  /** Why this node stopped driving (ownership lost, shutdown, already started elsewhere). */
-  private stopped: LoomError | undefined;
-  private cancelReason: string | undefined;
+  readonly machine: ExecutionMachine;
   /** The flow function returned or threw: its context refuses every operation from now on. */
   private flowEnded = false;
-  private continuedTo: string | undefined;
   private resolveDone!: (outcome: ExecutionOutcome) => void;
   private resolveInterrupt!: () => void;
   private readonly interrupted: Promise<void>;
@@ -65,10 +58,9 @@ export class ExecutionDriver implements DriverScope {
     this.interrupted = new Promise((resolve) => {
       this.resolveInterrupt = resolve;
     });
-    this.suspension = new Suspension(
-      journal,
-      () => this.stopped !== undefined || this.cancelReason !== undefined,
-    );
+    const machine = new ExecutionMachine(state, kernel.settings);
+    this.machine = machine;
+    this.suspension = new Suspension(machine, journal);
     this.afterStoreFailure = kernel.storeRetried.delete(state.executionId);
     this.steps = new StepOperations(this);
   }
@@ -105,7 +97,7 @@ export class ExecutionDriver implements DriverScope {
 
   /** DriverScope: ends the execution as continued by `successorId`. */
   continueAs(successorId: string): void {
-    this.continuedTo = successorId;
+    this.machine.continueAs(successorId);
   }
 
   /** True once the driver decided to suspend (its suspension may not be durable yet). */
@@ -119,27 +111,16 @@ export class ExecutionDriver implements DriverScope {
 
   /** Stop driving without writing anything more (the log stays as it is for another node). */
   stop(error: LoomError): void {
-    if (this.stopped !== undefined) return;
-    this.stopped = error;
+    if (!this.machine.stop(error)) return;
     this.abort.abort(error);
     this.resolveInterrupt();
   }
 
   /** End the execution as cancelled: its effects see the abort, the terminal is written now. */
   cancel(reason: string): void {
-    if (this.cancelReason !== undefined || this.stopped !== undefined || this.suspension.suspending)
-      return;
-    this.cancelReason = reason;
-    this.abort.abort(
-      new LoomError(
-        ErrorCode.EXECUTION_CANCELLED,
-        `execution ${this.executionId} was cancelled: ${reason}`,
-        {
-          executionId: this.executionId,
-          reason,
-        },
-      ),
-    );
+    const cancelled = this.machine.cancel(reason);
+    if (cancelled === undefined) return;
+    this.abort.abort(cancelled);
     this.resolveInterrupt();
   }
 
@@ -154,9 +135,9 @@ export class ExecutionDriver implements DriverScope {
     ]);
     if (first.kind === 'suspended')
       return this.settle(undefined, { status: 'suspended', wakeAtMs: first.wakeAtMs });
-    const terminal = first.kind === 'finished' ? first.terminal : this.terminal(undefined);
+    const terminal = first.kind === 'finished' ? first.terminal : this.machine.threw(undefined);
     if (terminal === undefined)
-      return this.finish({ status: 'stopped', error: this.stopped as LoomError });
+      return this.finish({ status: 'stopped', error: this.machine.stoppedBy as LoomError });
     return this.settle(terminal, terminal.outcome);
   }
 
@@ -166,32 +147,10 @@ export class ExecutionDriver implements DriverScope {
       output = await flow.run(this.context(), this.flowInput() as never);
     } catch (thrown) {
       this.flowEnded = true;
-      return this.terminal(thrown);
+      return this.machine.threw(thrown);
     }
     this.flowEnded = true;
-    try {
-      this.interrupt();
-      if (this.cursor < this.state.steps.length) {
-        const recorded = this.state.steps[this.cursor];
-        throw this.nonDeterminism(
-          `the log has operation ${this.cursor} ('${recorded?.name}') but the flow completed without asking for it`,
-          recorded?.name ?? null,
-          null,
-        );
-      }
-      const payload = { output: output ?? null };
-      const text = encodeRecorded(payload, `the output of execution ${this.executionId}`, {
-        executionId: this.executionId,
-      });
-      return {
-        type: EventType.executionCompleted,
-        payload: payload as JsonValue,
-        payloadText: text,
-        outcome: { status: 'completed', output: recordedValue(payload.output, text, 'output') },
-      };
-    } catch (thrown) {
-      return this.terminal(thrown);
-    }
+    return this.machine.returned(output);
   }
 
   /**
@@ -222,7 +181,8 @@ export class ExecutionDriver implements DriverScope {
     terminal: Terminal | undefined,
     outcome: ExecutionOutcome,
   ): Promise<ExecutionOutcome> {
-    if (this.stopped !== undefined) return this.finish({ status: 'stopped', error: this.stopped });
+    const stopped = this.machine.stoppedBy;
+    if (stopped !== undefined) return this.finish({ status: 'stopped', error: stopped });
     if (terminal !== undefined) {
       this.journal.record(terminal.type, terminal.payload, terminal.payloadText);
       // An ending child wakes its parent in the same write (ADR 0047); a continued one leaves
@@ -245,60 +205,21 @@ export class ExecutionDriver implements DriverScope {
     return this.finish(outcome);
   }
 
-  private terminal(thrown: unknown): Terminal | undefined {
-    if (this.stopped !== undefined) return undefined;
-    const { continuedTo, cancelReason, fatal } = this;
-    return terminalFor(thrown, { continuedTo, cancelReason, fatal });
-  }
-
   private finish(outcome: ExecutionOutcome): ExecutionOutcome {
     this.resolveDone(outcome);
     return outcome;
   }
 
-  /** Turns a journal failure into the reason this node stopped. */
+  /** Turns a journal failure into the reason this node stopped, and stops. */
   stopError(error: unknown): LoomError {
-    if (this.stopped !== undefined) return this.stopped;
-    const stop =
-      isLoomError(error, ErrorCode.FENCE_STALE) || isLoomError(error, ErrorCode.SEQUENCE_CONFLICT)
-        ? new LoomError(
-            ErrorCode.OWNERSHIP_LOST,
-            `this node stopped driving execution ${this.executionId}: another writer took it over`,
-            { executionId: this.executionId },
-            error,
-          )
-        : isLoomError(error)
-          ? (error as LoomError)
-          : new LoomError(
-              ErrorCode.STORE_FAILURE,
-              String(error),
-              { executionId: this.executionId },
-              error,
-            );
+    const stop = this.machine.stopReason(error);
     this.stop(stop);
     return stop;
   }
 
   /** Throws if the execution must not go on (stopped, cancelled, continued, or a rule broken). */
   interrupt(): void {
-    if (this.stopped !== undefined) throw this.stopped;
-    if (this.fatal !== undefined) throw this.fatal;
-    if (this.cancelReason !== undefined) throw this.abort.reason;
-    if (this.continuedTo !== undefined) throw continuedAsNew(this.executionId, this.continuedTo);
-  }
-
-  private nonDeterminism(
-    message: string,
-    expected: string | null,
-    actual: string | null,
-  ): LoomError {
-    this.fatal ??= new LoomError(
-      ErrorCode.NON_DETERMINISM,
-      `execution ${this.executionId}: ${message}. The flow's code changed under a running ` +
-        'execution; pin a version or keep the old path with ctx.patched()',
-      { executionId: this.executionId, expected, actual },
-    );
-    return this.fatal;
+    this.machine.interrupt();
   }
 
   /** Waits for a durability barrier; a failed append means this node stops driving. */
@@ -309,11 +230,6 @@ export class ExecutionDriver implements DriverScope {
       throw this.stopError(error);
     }
     this.interrupt();
-  }
-
-  durableSoon(): void {
-    // Swallowed here only: the journal keeps the failure and every later flush rejects with it.
-    this.journal.flush().catch(() => {});
   }
 
   private context(): FlowContext {
@@ -337,88 +253,23 @@ export class ExecutionDriver implements DriverScope {
       uuid: () => this.recordValue('uuid', () => randomUUID()) as string,
       patched: (id) => {
         this.ensureOpen('patched', id);
-        return this.patched(id);
+        const patched = this.machine.patched(id);
+        this.machine.drain(this.journal);
+        return patched;
       },
     };
   }
 
-  /**
-   * Claims the next operation index for `name` of `kind`, checking the log's record there.
-   * Step names are unique per execution; other kinds share the index but not the name check.
-   */
+  /** Claims the next operation index for `name` of `kind` (see {@link ExecutionMachine.claim}). */
   claim(kind: OperationKind, name: unknown): Claim {
-    this.interrupt();
-    const checked = checkStepName(name, this.executionId);
-    if (kind === 'step') {
-      if (this.names.has(checked)) {
-        throw new LoomError(
-          ErrorCode.DUPLICATE_STEP_NAME,
-          `execution ${this.executionId} already has a step named '${checked}': step names must be ` +
-            'unique within an execution (add the loop index to the name)',
-          { executionId: this.executionId, step: checked },
-        );
-      }
-      this.names.add(checked);
-    }
-    const index = this.cursor++;
-    const recorded = this.state.steps[index];
-    if (
-      recorded !== undefined &&
-      ((recorded.kind ?? 'step') !== kind || recorded.name !== checked)
-    ) {
-      throw this.nonDeterminism(
-        `operation ${index} was ${describe(recorded.kind ?? 'step', recorded.name)} in the log but the flow asked for ${describe(kind, checked)}`,
-        recorded.name,
-        checked,
-      );
-    }
-    return { index, name: checked, recorded };
+    return this.machine.claim(kind, name);
   }
 
   /** `now`, `random`, `uuid`: recorded on first run, returned from the log on replay. */
   private recordValue(name: string, make: () => JsonValue): JsonValue {
     this.ensureOpen(name);
-    if (this.suspension.suspending) return make();
-    const claim = this.claim('value', name);
-    if (claim.recorded !== undefined) return claim.recorded.result ?? null;
-    const payload = { index: claim.index, name: claim.name, value: make() };
-    // Refused here (a clock that gives NaN), not by the append, which would wedge the execution.
-    const text = encodeRecorded(payload, `the value of ctx.${name}()`, {
-      executionId: this.executionId,
-    });
-    const value = recordedValue(payload.value, text, 'value');
-    this.journal.record(EventType.valueRecorded, payload, text);
-    this.state.steps[claim.index] = {
-      kind: 'value',
-      name: claim.name,
-      status: 'completed',
-      result: value,
-    };
+    const value = this.machine.recordValue(name, make);
+    this.machine.drain(this.journal);
     return value;
   }
-
-  /**
-   * True for executions that reach this point under code that has the patch: new executions,
-   * and old ones that had not got this far. False when replaying an execution whose log went on
-   * past this point without the marker (it ran the old code).
-   */
-  private patched(id: string): boolean {
-    if (this.suspension.suspending) return true;
-    this.interrupt();
-    const name = checkStepName(id, this.executionId);
-    const recorded = this.state.steps[this.cursor];
-    if (recorded?.kind === 'patch' && recorded.name === name) {
-      this.cursor++;
-      return true;
-    }
-    if (recorded !== undefined) return false;
-    const index = this.cursor++;
-    this.journal.record(EventType.patchMarked, { index, name });
-    this.state.steps[index] = { kind: 'patch', name, status: 'completed' };
-    return true;
-  }
-}
-
-function describe(kind: OperationKind, name: string): string {
-  return kind === 'step' ? `'${name}'` : `${kind} '${name}'`;
 }

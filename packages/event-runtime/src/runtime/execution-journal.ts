@@ -155,6 +155,15 @@ export class ExecutionJournal implements GroupCommitMember {
     if (notify !== undefined) this.pendingStatus.notify = notify;
   }
 
+  /**
+   * Asks for what is recorded so far to be written in this turn's write, without waiting for it
+   * (ADR 0045). A failed append breaks the journal: the next `flush` rejects with it.
+   */
+  flushSoon(): void {
+    // Swallowed here only: the journal keeps the failure and every later flush rejects with it.
+    this.flush().catch(() => {});
+  }
+
   /** Resolves once everything recorded so far is durable; rejects if an append fails. */
   flush(): Promise<void> {
     if (this.broken !== undefined) return Promise.reject(this.broken);

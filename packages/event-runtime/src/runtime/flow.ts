@@ -2,6 +2,7 @@ import type { Clock } from '../clock.js';
 import type { JsonValue } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { checkWellFormed } from '../internal/well-formed-text.js';
+import { nameLengthMax } from './core/operation-names.js';
 import type { StepRetryPolicy } from './core/step-retry-policy.js';
 
 /** What a step's effect receives. */
@@ -136,8 +137,6 @@ export interface Flow<I = unknown, O = unknown> {
   run(ctx: FlowContext, input: I): Promise<O>;
 }
 
-const nameLengthMax = 200;
-
 /**
  * Checks a flow definition; throws `INVALID_FLOW` naming the problem (a name or version with a
  * lone surrogate or NUL included: they are keys of the registry and columns of the log).
@@ -170,16 +169,4 @@ export function checkFlow(flow: Flow<never, unknown>): void {
   if (flow.version !== undefined) {
     checkWellFormed(flow.version, 'version', ErrorCode.INVALID_FLOW, { flow: flow.name });
   }
-}
-
-/** Checks a step name (1 to 200 characters, no lone surrogate, no NUL); throws `INVALID_STEP_NAME`. */
-export function checkStepName(name: unknown, executionId: string): string {
-  if (typeof name !== 'string' || name.length === 0 || name.length > nameLengthMax) {
-    throw new LoomError(
-      ErrorCode.INVALID_STEP_NAME,
-      `a step name must be a string of 1 to ${nameLengthMax} characters, got ${typeof name === 'string' ? JSON.stringify(name.slice(0, 40)) : typeof name}`,
-      { executionId },
-    );
-  }
-  return checkWellFormed(name, 'name', ErrorCode.INVALID_STEP_NAME, { executionId });
 }

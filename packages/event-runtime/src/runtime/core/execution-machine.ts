@@ -1,0 +1,622 @@
+// The pure half of driving one execution (ADR 0046): where the flow is in its log, what the log
+// says there, why the execution must stop, and which events to record. It never awaits and never
+// calls out: what it wants written it queues as commands, which the driver (the shell) carries out
+// in order. Steps 3 to 5 of the migration: the cursor, the claim, the ending, recorded values,
+// patches, the terminal, the decision to suspend, and every record of a step (its start, attempts,
+// interruptions, poison, outcome and replay); running a step's effect, and waits and children,
+// are still the driver's operations'.
+import type { ExecutionStatus, JsonValue } from '../../envelope.js';
+import { ErrorCode, isLoomError, LoomError } from '../../errors.js';
+import { decodePayload } from '../../internal/json-codec.js';
+import type { ExecutionState, OperationKind, StepRecord } from './execution-state.js';
+import { type Terminal, terminalFor } from './execution-terminal.js';
+import { continuedAsNew } from './flow-unwind.js';
+import {
+  EventType,
+  type KernelEventType,
+  type StepAttemptStartedPayload,
+  type StepFailedPayload,
+  type StepInterruptedPayload,
+} from './kernel-events.js';
+import { checkStepName } from './operation-names.js';
+import { recordError } from './recorded-error.js';
+import { encodeRecorded, recordedValue, replayedValue, stepFailed } from './recorded-values.js';
+import type { ResolvedRetry } from './step-retry-policy.js';
+
+/** An operation's place in the log: its index, its checked name, and what the log has there. */
+export interface Claim {
+  index: number;
+  name: string;
+  recorded: StepRecord | undefined;
+}
+
+/**
+ * What carries out the machine's commands (the execution's journal), one method per kind, called
+ * in the order the machine queued them by {@link ExecutionMachine.drain}.
+ */
+export interface CommandSink {
+  /** Record the event (`payloadText`, when given, is the payload as the log must store it). */
+  record(type: KernelEventType, payload: JsonValue, payloadText: string | undefined): unknown;
+  /**
+   * Set the execution's status in the next write (`wakeOnSignalsAfter`: a suspension's signal
+   * guard, ADR 0033).
+   */
+  setStatus(
+    status: ExecutionStatus,
+    wakeAtMs: number | null,
+    wakeOnSignalsAfter: number | undefined,
+  ): void;
+  /** Make what is recorded durable in this turn's write, with nobody waiting for it (ADR 0045). */
+  flushSoon(): void;
+}
+
+/** The kinds of queued commands, as stored in the queue. */
+const APPEND = 0;
+const STATUS = 1;
+const FLUSH_SOON = 2;
+/** Slots per command in the queue: its kind and up to three arguments. */
+const STRIDE = 4;
+
+/** The runtime's settings the machine decides with (the runtime's resolved settings fit). */
+export interface MachineSettings {
+  /** Snapshots are on: the state keeps results (decoded from their stored text). */
+  readonly keepResults: boolean;
+  /** Interruptions of one step's attempt in a row before it is poison (ADR 0031). */
+  readonly stepInterruptionsMax: number;
+}
+
+/**
+ * One execution's cursor over its folded state, and its ending. The state is the machine's: what
+ * it records it also applies to the state, so a snapshot taken once the record is durable agrees.
+ */
+export class ExecutionMachine {
+  /**
+   * The commands queued since the last drain, flat (kind and three arguments each), so queuing
+   * makes no object and the array keeps its room from one drain to the next.
+   */
+  private readonly queue: unknown[] = [];
+  private queueLength = 0;
+  private cursor = 0;
+  private readonly names = new Set<string>();
+  /** A broken rule (non-determinism) that fails the execution even if the flow catches it. */
+  private fatal: LoomError | undefined;
+  /** Why this node stopped driving (ownership lost, shutdown, already started elsewhere). */
+  private stopped: LoomError | undefined;
+  /** The error a cancelled execution's operations throw, and its reason. */
+  private cancelled: LoomError | undefined;
+  private cancelReason: string | undefined;
+  private continuedTo: string | undefined;
+  /** Effects, inline waits and lookups in progress: while any runs, the execution cannot suspend. */
+  private inFlight = 0;
+  private blockedWaits = 0;
+  private earliestWakeAtMs: number | null = null;
+  /**
+   * The fewest inbox signals a blocked signal or child wait had seen (the newest id it read):
+   * the suspension's guard, so the store makes it due at once if a newer signal came meanwhile
+   * (ADR 0033). Undefined while only timers block.
+   */
+  private signalsSeen: number | undefined;
+  private suspended = false;
+
+  constructor(
+    readonly state: ExecutionState,
+    private readonly settings: MachineSettings,
+  ) {}
+
+  get executionId(): string {
+    return this.state.executionId;
+  }
+
+  /** Why this node stopped driving, once it did. */
+  get stoppedBy(): LoomError | undefined {
+    return this.stopped;
+  }
+
+  /** True once the execution was stopped or cancelled: it must not suspend any more. */
+  get ending(): boolean {
+    return this.stopped !== undefined || this.cancelReason !== undefined;
+  }
+
+  /** True once the suspension is queued: operations the flow asks for after it never settle. */
+  get suspending(): boolean {
+    return this.suspended;
+  }
+
+  /** When a suspended execution is due (null: only a signal or a child's end wakes it). */
+  get wakeAtMs(): number | null {
+    return this.earliestWakeAtMs;
+  }
+
+  /** An effect, inline wait or lookup starts; pair with `settleInFlight`. */
+  beginInFlight(): void {
+    this.inFlight++;
+  }
+
+  /**
+   * True when an effect, inline wait or lookup other than the caller's own is in flight (the
+   * caller counts as one: ask from inside a `beginInFlight` … `settleInFlight` pair).
+   */
+  get othersInFlight(): boolean {
+    return this.inFlight > 1;
+  }
+
+  /**
+   * The effect, inline wait or lookup ended. True when the execution may suspend now: the shell
+   * then calls `endOfTurn` once this turn is over.
+   */
+  settleInFlight(): boolean {
+    this.inFlight--;
+    return this.maySuspend();
+  }
+
+  /**
+   * A wait cannot progress before `wakeAtMs` (null: before a signal or a child's end); for a wait a
+   * signal ends, `signalsSeen` is the newest inbox id it had read when it found nothing. True when
+   * the execution may suspend now (see `settleInFlight`).
+   */
+  block(wakeAtMs: number | null, signalsSeen?: number): boolean {
+    this.blockedWaits++;
+    if (signalsSeen !== undefined) {
+      this.signalsSeen = Math.min(signalsSeen, this.signalsSeen ?? signalsSeen);
+    }
+    if (wakeAtMs !== null && (this.earliestWakeAtMs === null || wakeAtMs < this.earliestWakeAtMs)) {
+      this.earliestWakeAtMs = wakeAtMs;
+    }
+    return this.maySuspend();
+  }
+
+  /**
+   * The end of a turn in which the execution might have come to rest (after it, a branch about to
+   * start another effect has claimed it). Suspends when some wait is blocked and nothing is in
+   * flight, unless the execution is ending: queues `execution.suspended` with the earliest wake
+   * and the status, and returns true (once).
+   */
+  endOfTurn(): boolean {
+    if (!this.maySuspend() || this.suspended || this.ending) return false;
+    this.suspended = true;
+    this.append(EventType.executionSuspended, { wakeAtMs: this.earliestWakeAtMs }, undefined);
+    this.enqueue(STATUS, 'suspended', this.earliestWakeAtMs, this.signalsSeen);
+    return true;
+  }
+
+  private maySuspend(): boolean {
+    return this.blockedWaits > 0 && this.inFlight === 0;
+  }
+
+  /** Stops driving without recording anything more; false when it had stopped already. */
+  stop(error: LoomError): boolean {
+    if (this.stopped !== undefined) return false;
+    this.stopped = error;
+    return true;
+  }
+
+  /**
+   * Ends the execution as cancelled; returns the error its effects and operations see, or
+   * undefined when it was stopped, cancelled or suspended already (nothing changes).
+   */
+  cancel(reason: string): LoomError | undefined {
+    if (this.cancelReason !== undefined || this.stopped !== undefined || this.suspended)
+      return undefined;
+    this.cancelReason = reason;
+    this.cancelled = new LoomError(
+      ErrorCode.EXECUTION_CANCELLED,
+      `execution ${this.executionId} was cancelled: ${reason}`,
+      { executionId: this.executionId, reason },
+    );
+    return this.cancelled;
+  }
+
+  /** Ends the execution as continued by `successorId`, whatever the flow does next. */
+  continueAs(successorId: string): void {
+    this.continuedTo = successorId;
+  }
+
+  /**
+   * The reason to stop for a journal failure: a stale fence or a taken sequence means another
+   * writer took the execution over (`OWNERSHIP_LOST`); any other error stops it as it is (a
+   * `LoomError`) or as a `STORE_FAILURE`. Once stopped, the first reason stays the reason.
+   */
+  stopReason(error: unknown): LoomError {
+    if (this.stopped !== undefined) return this.stopped;
+    return isLoomError(error, ErrorCode.FENCE_STALE) ||
+      isLoomError(error, ErrorCode.SEQUENCE_CONFLICT)
+      ? new LoomError(
+          ErrorCode.OWNERSHIP_LOST,
+          `this node stopped driving execution ${this.executionId}: another writer took it over`,
+          { executionId: this.executionId },
+          error,
+        )
+      : isLoomError(error)
+        ? (error as LoomError)
+        : new LoomError(
+            ErrorCode.STORE_FAILURE,
+            String(error),
+            { executionId: this.executionId },
+            error,
+          );
+  }
+
+  /** Throws if the execution must not go on (stopped, cancelled, continued, or a rule broken). */
+  interrupt(): void {
+    if (this.stopped !== undefined) throw this.stopped;
+    if (this.fatal !== undefined) throw this.fatal;
+    if (this.cancelled !== undefined) throw this.cancelled;
+    if (this.continuedTo !== undefined) throw continuedAsNew(this.executionId, this.continuedTo);
+  }
+
+  /**
+   * Claims the next operation index for `name` of `kind`, checking the log's record there.
+   * Step names are unique per execution; other kinds share the index but not the name check.
+   * Throws `INVALID_STEP_NAME`, `DUPLICATE_STEP_NAME`, `NON_DETERMINISM`, or why the execution
+   * must not go on.
+   */
+  claim(kind: OperationKind, name: unknown): Claim {
+    this.interrupt();
+    const checked = checkStepName(name, this.executionId);
+    if (kind === 'step') {
+      if (this.names.has(checked)) {
+        throw new LoomError(
+          ErrorCode.DUPLICATE_STEP_NAME,
+          `execution ${this.executionId} already has a step named '${checked}': step names must be ` +
+            'unique within an execution (add the loop index to the name)',
+          { executionId: this.executionId, step: checked },
+        );
+      }
+      this.names.add(checked);
+    }
+    const index = this.cursor++;
+    const recorded = this.state.steps[index];
+    if (
+      recorded !== undefined &&
+      ((recorded.kind ?? 'step') !== kind || recorded.name !== checked)
+    ) {
+      throw this.nonDeterminism(
+        `operation ${index} was ${describe(recorded.kind ?? 'step', recorded.name)} in the log but the flow asked for ${describe(kind, checked)}`,
+        recorded.name,
+        checked,
+      );
+    }
+    return { index, name: checked, recorded };
+  }
+
+  /**
+   * `ctx.now()`, `random()`, `uuid()` (`name`): the logged value on replay; otherwise `make()`'s,
+   * checked (a clock that gives NaN is refused here, not by the append, which would wedge the
+   * execution) and queued as `value.recorded`. Once suspending, `make()`'s, unrecorded: the flow
+   * never gets past its next operation.
+   */
+  recordValue(name: string, make: () => JsonValue): JsonValue {
+    if (this.suspended) return make();
+    const claim = this.claim('value', name);
+    if (claim.recorded !== undefined) return claim.recorded.result ?? null;
+    const payload = { index: claim.index, name: claim.name, value: make() };
+    const text = encodeRecorded(payload, `the value of ctx.${name}()`, {
+      executionId: this.executionId,
+    });
+    const value = recordedValue(payload.value, text, 'value');
+    this.append(EventType.valueRecorded, payload, text);
+    this.state.steps[claim.index] = {
+      kind: 'value',
+      name: claim.name,
+      status: 'completed',
+      result: value,
+    };
+    return value;
+  }
+
+  /**
+   * `ctx.patched(id)`: true for executions that reach this point under code that has the patch
+   * (new ones, and old ones that had not got this far; the marker is queued), false when the log
+   * went on past this point without the marker (the execution ran the old code). Once
+   * suspending, true and unrecorded.
+   */
+  patched(id: unknown): boolean {
+    if (this.suspended) return true;
+    this.interrupt();
+    const name = checkStepName(id, this.executionId);
+    const recorded = this.state.steps[this.cursor];
+    if (recorded?.kind === 'patch' && recorded.name === name) {
+      this.cursor++;
+      return true;
+    }
+    if (recorded !== undefined) return false;
+    const index = this.cursor++;
+    this.append(EventType.patchMarked, { index, name }, undefined);
+    this.state.steps[index] = { kind: 'patch', name, status: 'completed' };
+    return true;
+  }
+
+  /**
+   * A step (`claim`) the log has an outcome for: its result again (decoded afresh unless the state
+   * keeps it only for snapshots), or the `STEP_FAILED` it failed with.
+   */
+  replayStep(claim: Claim): JsonValue {
+    const recorded = this.state.steps[claim.index];
+    if (recorded?.status === 'failed') {
+      throw stepFailed(
+        this.executionId,
+        claim.index,
+        recorded.name,
+        recorded.error,
+        undefined,
+        recorded.attempts ?? 1,
+      );
+    }
+    return replayedValue(recorded?.result, this.settings.keepResults);
+  }
+
+  /** A new step starts: queues `step.started` (marked idempotent or transactional when it is). */
+  stepStarted(claim: Claim, mark: 'idempotent' | 'transactional' | undefined): void {
+    const payload: JsonValue =
+      mark === undefined
+        ? { index: claim.index, name: claim.name }
+        : { index: claim.index, name: claim.name, [mark]: true };
+    this.append(EventType.stepStarted, payload, undefined);
+    this.state.steps[claim.index] = { name: claim.name, status: 'started' };
+  }
+
+  /**
+   * A replayed step's attempt was in flight when the node before this one stopped (ADR 0031):
+   * queues one more `step.interrupted`, or, past `stepInterruptionsMax`, fails the step with
+   * `STEP_POISONED` and returns that error (its effect must not run again).
+   */
+  stepInterrupted(claim: Claim): LoomError | undefined {
+    const recorded = this.state.steps[claim.index] as StepRecord;
+    const interruptions = (recorded.interruptions ?? 0) + 1;
+    const max = this.settings.stepInterruptionsMax;
+    if (interruptions > max) {
+      return this.stepFailed(
+        claim,
+        new LoomError(
+          ErrorCode.STEP_POISONED,
+          `step '${claim.name}' of execution ${this.executionId} was interrupted ${max} ` +
+            'times in a row (its process died or lost the execution while the effect ran): it is ' +
+            'treated as poison and not run again. Fix the step, then runtime.retry(executionId)',
+          { executionId: this.executionId, step: claim.name, interruptions: max },
+        ),
+        // The interrupted attempt counts as made: a retried step's attempts so far, plus it.
+        recorded.attempts === undefined ? undefined : recorded.attempts + 1,
+      );
+    }
+    const payload: StepInterruptedPayload = { index: claim.index, name: claim.name, interruptions };
+    this.append(EventType.stepInterrupted, payload as never, undefined);
+    this.state.steps[claim.index] = { ...recorded, interruptions };
+    return undefined;
+  }
+
+  /**
+   * The attempt the step makes next: its number, queuing `step.attempt_started` first when the
+   * attempt is a retry's or the first after `runtime.retry`, so a crash inside it reads in the log
+   * as an attempt in flight (ADR 0031). Call once the step's backoff (`retryAtMs`), if any, passed.
+   */
+  nextAttempt(claim: Claim): number {
+    const record = this.state.steps[claim.index] as StepRecord;
+    const attempt = (record.attempts ?? 0) + 1;
+    if (record.retryAtMs !== undefined || record.reopened === true) {
+      const payload: StepAttemptStartedPayload = { index: claim.index, name: claim.name, attempt };
+      this.append(EventType.stepAttemptStarted, payload as never, undefined);
+      const { retryAtMs: _due, reopened: _reopened, ...rest } = record;
+      this.state.steps[claim.index] = rest;
+    }
+    return attempt;
+  }
+
+  /**
+   * Attempt `attempt` of a step threw `thrown`. With a retry policy (`retry`) that allows another
+   * attempt and `mayRetry` (the user's `retryable` said yes and nothing aborted), queues
+   * `step.attempt_failed` with the next attempt's time (`nowMs` + the policy's delay) and returns
+   * undefined; otherwise fails the step and returns the error the flow gets.
+   */
+  attemptThrew(
+    claim: Claim,
+    attempt: number,
+    thrown: unknown,
+    retry: ResolvedRetry | undefined,
+    mayRetry: boolean,
+    nowMs: number,
+  ): LoomError | undefined {
+    if (retry === undefined) return this.stepFailed(claim, thrown, undefined);
+    if (!mayRetry || attempt >= retry.attempts) return this.stepFailed(claim, thrown, attempt);
+    const retryAtMs = nowMs + retry.delayMs(attempt);
+    const { index, name } = claim;
+    const payload = { index, name, attempt, error: recordError(thrown), retryAtMs };
+    this.append(EventType.stepAttemptFailed, payload as never, undefined);
+    this.state.steps[index] = { name, status: 'started', attempts: attempt, retryAtMs };
+    return undefined;
+  }
+
+  /**
+   * Attempt `attempts` (undefined: a step without retries) of a step returned `result`: queues
+   * `step.completed` and returns the value the flow gets. A result the log cannot hold fails the
+   * step instead (durably, so a replay fails it the same way rather than run the effect again):
+   * throws that `STEP_FAILED`.
+   */
+  effectReturned(claim: Claim, result: unknown, attempts: number | undefined): JsonValue {
+    const payload = { index: claim.index, name: claim.name, result: (result ?? null) as JsonValue };
+    let text: string;
+    try {
+      text = this.encodeResult(claim, payload);
+    } catch (refused) {
+      throw this.stepFailed(claim, refused, attempts);
+    }
+    this.append(EventType.stepCompleted, payload, text);
+    this.stepCommitted(claim, text);
+    this.flushBesideOthers();
+    return recordedValue(payload.result, text, 'result');
+  }
+
+  /**
+   * A transaction's `step.completed`, for the store to commit with the work: the event, with the
+   * payload's text. Throws `PAYLOAD_NOT_JSON` or `LIMIT_EXCEEDED` (the work then rolls back).
+   */
+  transactionCompleted(
+    claim: Claim,
+    result: unknown,
+  ): { type: KernelEventType; payload: JsonValue; payloadText: string } {
+    const payload = { index: claim.index, name: claim.name, result: (result ?? null) as JsonValue };
+    return {
+      type: EventType.stepCompleted,
+      payload,
+      payloadText: this.encodeResult(claim, payload),
+    };
+  }
+
+  /** The step's `step.completed` (its payload text `text`) is recorded: the state has it too. */
+  stepCommitted(claim: Claim, text: string): void {
+    // The hot state keeps results only for snapshots: decoded, so the flow cannot change them.
+    this.state.steps[claim.index] = this.settings.keepResults
+      ? {
+          name: claim.name,
+          status: 'completed',
+          result: (decodePayload(text) as { result: JsonValue }).result,
+        }
+      : { name: claim.name, status: 'completed' };
+  }
+
+  /**
+   * Fails the step with what was thrown (and, for a retried step, the `attempts` it made): queues
+   * `step.failed` and returns the `STEP_FAILED` the flow gets.
+   */
+  stepFailed(claim: Claim, thrown: unknown, attempts: number | undefined): LoomError {
+    const error = recordError(thrown);
+    const payload: StepFailedPayload = { index: claim.index, name: claim.name, error };
+    const record: StepRecord = { name: claim.name, status: 'failed', error };
+    if (attempts !== undefined) {
+      payload.attempts = attempts;
+      record.attempts = attempts;
+    }
+    this.append(EventType.stepFailed, payload as never, undefined);
+    this.state.steps[claim.index] = record;
+    this.flushBesideOthers();
+    return stepFailed(this.executionId, claim.index, claim.name, error, thrown, attempts ?? 1);
+  }
+
+  /** Encodes a `step.completed` payload once; throws `PAYLOAD_NOT_JSON` or `LIMIT_EXCEEDED`. */
+  private encodeResult(claim: Claim, payload: { [key: string]: unknown }): string {
+    return encodeRecorded(payload, `the result of step '${claim.name}'`, {
+      executionId: this.executionId,
+      step: claim.name,
+      stepIndex: claim.index,
+    });
+  }
+
+  /**
+   * A step's outcome recorded while another effect of the execution still runs (parallel steps)
+   * goes in this turn's write instead of waiting for the next barrier: a crash inside the other
+   * effect must not cost an outcome that had returned, which would run its effect again (for an
+   * agent's tool, ask a person about a call that had finished). The flow gets the result without
+   * waiting for the write: the journal appends in order, so any later barrier covers it. A lone
+   * step's outcome still waits for the next barrier, so a sequential flow keeps its n + 1 appends
+   * (ADR 0045).
+   */
+  private flushBesideOthers(): void {
+    if (this.inFlight > 1) this.enqueue(FLUSH_SOON, undefined, undefined, undefined);
+  }
+
+  /**
+   * The terminal of a flow that returned `output`: completed, unless the execution must not go
+   * on or the log holds operations the flow never asked for (`NON_DETERMINISM`). Undefined when
+   * this node stopped driving (nothing more is recorded).
+   */
+  returned(output: unknown): Terminal | undefined {
+    try {
+      this.interrupt();
+      if (this.cursor < this.state.steps.length) {
+        const recorded = this.state.steps[this.cursor];
+        throw this.nonDeterminism(
+          `the log has operation ${this.cursor} ('${recorded?.name}') but the flow completed without asking for it`,
+          recorded?.name ?? null,
+          null,
+        );
+      }
+      const payload = { output: (output ?? null) as JsonValue };
+      const text = encodeRecorded(payload, `the output of execution ${this.executionId}`, {
+        executionId: this.executionId,
+      });
+      return {
+        type: EventType.executionCompleted,
+        payload: payload as JsonValue,
+        payloadText: text,
+        outcome: { status: 'completed', output: recordedValue(payload.output, text, 'output') },
+      };
+    } catch (thrown) {
+      return this.threw(thrown);
+    }
+  }
+
+  /**
+   * The terminal of a flow that threw `thrown` or was interrupted: continued, cancelled or failed
+   * (with the broken rule, if any, over what it threw). Undefined when this node stopped driving.
+   */
+  threw(thrown: unknown): Terminal | undefined {
+    if (this.stopped !== undefined) return undefined;
+    const { continuedTo, cancelReason, fatal } = this;
+    return terminalFor(thrown, { continuedTo, cancelReason, fatal });
+  }
+
+  /** True when commands are queued (the shell drains them after each call that may queue). */
+  get pending(): boolean {
+    return this.queueLength > 0;
+  }
+
+  /** Hands the queued commands to `sink`, in order, and empties the queue. */
+  drain(sink: CommandSink): void {
+    const queue = this.queue;
+    const length = this.queueLength;
+    this.queueLength = 0;
+    for (let at = 0; at < length; at += STRIDE) {
+      const kind = queue[at];
+      if (kind === APPEND) {
+        sink.record(
+          queue[at + 1] as KernelEventType,
+          queue[at + 2] as JsonValue,
+          queue[at + 3] as string | undefined,
+        );
+      } else if (kind === STATUS) {
+        sink.setStatus(
+          queue[at + 1] as ExecutionStatus,
+          queue[at + 2] as number | null,
+          queue[at + 3] as number | undefined,
+        );
+      } else {
+        sink.flushSoon();
+      }
+      // Not kept alive by the queue until the next command overwrites them.
+      queue[at + 1] = undefined;
+      queue[at + 2] = undefined;
+      queue[at + 3] = undefined;
+    }
+  }
+
+  private enqueue(kind: number, first: unknown, second: unknown, third: unknown): void {
+    const queue = this.queue;
+    const at = this.queueLength;
+    queue[at] = kind;
+    queue[at + 1] = first;
+    queue[at + 2] = second;
+    queue[at + 3] = third;
+    this.queueLength = at + STRIDE;
+  }
+
+  private append(type: KernelEventType, payload: JsonValue, payloadText: string | undefined): void {
+    this.enqueue(APPEND, type, payload, payloadText);
+  }
+
+  private nonDeterminism(
+    message: string,
+    expected: string | null,
+    actual: string | null,
+  ): LoomError {
+    this.fatal ??= new LoomError(
+      ErrorCode.NON_DETERMINISM,
+      `execution ${this.executionId}: ${message}. The flow's code changed under a running ` +
+        'execution; pin a version or keep the old path with ctx.patched()',
+      { executionId: this.executionId, expected, actual },
+    );
+    return this.fatal;
+  }
+}
+
+function describe(kind: OperationKind, name: string): string {
+  return kind === 'step' ? `'${name}'` : `${kind} '${name}'`;
+}
