@@ -1,9 +1,9 @@
 import type { Clock } from '../clock.js';
-import type { JsonValue } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { checkWellFormed } from '../internal/well-formed-text.js';
 import { nameLengthMax } from './core/operation-names.js';
 import type { StepRetryPolicy } from './core/step-retry-policy.js';
+import type { SignalWait } from './core/wait-records.js';
 
 /** What a step's effect receives. */
 export interface StepEffectContext {
@@ -50,9 +50,7 @@ export interface KernelStepOptions {
 export type TransactionHandle = unknown;
 
 /** What `waitForSignal` gives back: the signal's payload, or that the wait timed out. */
-export type SignalWait =
-  | { received: true; payload: JsonValue; signalId: number }
-  | { received: false };
+export type { SignalWait };
 
 /** What a flow function gets: durable steps, and facts about its execution. */
 export interface FlowContext {

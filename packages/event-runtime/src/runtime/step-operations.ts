@@ -3,6 +3,17 @@ import { isTransactional } from '../event-store.js';
 import type { Claim } from './core/execution-machine.js';
 import type { StepRecord } from './core/execution-state.js';
 import { recordedValue } from './core/recorded-values.js';
+import {
+  attemptThrew,
+  effectReturned,
+  failStep,
+  nextAttempt,
+  replayStep,
+  stepCommitted,
+  stepInterrupted,
+  stepStarted,
+  transactionCompleted,
+} from './core/step-records.js';
 import { type ResolvedRetry, resolveRetry } from './core/step-retry-policy.js';
 import type { DriverScope } from './driver-scope.js';
 import { never } from './driver-support.js';
@@ -32,7 +43,7 @@ export class StepOperations {
     const retry = this.retryOf(options);
     const claim = machine.claim('step', name);
     if (claim.recorded !== undefined && claim.recorded.status !== 'started')
-      return machine.replayStep(claim) as T;
+      return replayStep(machine, claim) as T;
     if (typeof fn !== 'function') {
       throw new LoomError(
         ErrorCode.INVALID_STEP_NAME,
@@ -57,7 +68,7 @@ export class StepOperations {
       releaseLane = await this.scope.kernel.suspects.acquire();
       try {
         this.scope.ensureOpen('step', name);
-        const poisoned = machine.stepInterrupted(claim);
+        const poisoned = stepInterrupted(machine, claim);
         this.carryOut();
         if (poisoned !== undefined) throw poisoned;
       } catch (error) {
@@ -82,7 +93,7 @@ export class StepOperations {
   ): Promise<T> {
     const { machine, state, suspension } = this.scope;
     if (claim.recorded === undefined) {
-      machine.stepStarted(claim, options?.idempotent === true ? 'idempotent' : undefined);
+      stepStarted(machine, claim, options?.idempotent === true ? 'idempotent' : undefined);
       this.carryOut();
     }
     for (;;) {
@@ -91,7 +102,7 @@ export class StepOperations {
         await this.scope.waitUntil(retryAtMs);
         this.scope.interrupt();
       }
-      const attempt = machine.nextAttempt(claim);
+      const attempt = nextAttempt(machine, claim);
       this.carryOut();
       suspension.beginInFlight();
       try {
@@ -105,7 +116,8 @@ export class StepOperations {
         } catch (thrown) {
           this.scope.interrupt();
           const mayRetry = retry !== undefined && this.retryable(retry, attempt, thrown);
-          const failed = machine.attemptThrew(
+          const failed = attemptThrew(
+            machine,
             claim,
             attempt,
             thrown,
@@ -123,7 +135,7 @@ export class StepOperations {
         this.scope.interrupt();
         let value: unknown;
         try {
-          value = machine.effectReturned(claim, result, retry === undefined ? undefined : attempt);
+          value = effectReturned(machine, claim, result, retry === undefined ? undefined : attempt);
         } finally {
           this.carryOut();
         }
@@ -169,7 +181,7 @@ export class StepOperations {
     if (machine.suspending) return never();
     const claim = machine.claim('step', name);
     if (claim.recorded !== undefined && claim.recorded.status !== 'started')
-      return machine.replayStep(claim) as T;
+      return replayStep(machine, claim) as T;
     const { store } = this.scope.kernel;
     if (!isTransactional(store)) {
       throw new LoomError(
@@ -181,7 +193,7 @@ export class StepOperations {
     suspension.beginInFlight();
     try {
       if (claim.recorded === undefined) {
-        machine.stepStarted(claim, 'transactional');
+        stepStarted(machine, claim, 'transactional');
         this.carryOut();
       }
       await this.scope.barrier();
@@ -193,7 +205,7 @@ export class StepOperations {
       try {
         raw = await journal.transact(store, work as (tx: unknown) => unknown, (result) => {
           // Thrown inside the store's transaction: the work rolls back with it.
-          const completed = machine.transactionCompleted(claim, result);
+          const completed = transactionCompleted(machine, claim, result);
           text = completed.payloadText;
           return completed;
         });
@@ -201,11 +213,11 @@ export class StepOperations {
         if (journal.failure !== undefined) throw this.scope.stopError(journal.failure);
         this.scope.interrupt();
         // The transaction rolled back: record the failure like any step's.
-        const failed = machine.stepFailed(claim, thrown, undefined);
+        const failed = failStep(machine, claim, thrown, undefined);
         this.carryOut();
         throw failed;
       }
-      machine.stepCommitted(claim, text);
+      stepCommitted(machine, claim, text);
       return recordedValue(raw ?? null, text, 'result') as T;
     } finally {
       suspension.settleInFlight();

@@ -1,9 +1,27 @@
 import { describe, expect, it } from 'vitest';
-import type { JsonValue, StoredEvent } from '../../envelope.js';
+import type { JsonValue, StoredEvent, StoredSignal } from '../../envelope.js';
 import { ErrorCode, LoomError } from '../../errors.js';
 import { type CommandSink, ExecutionMachine } from './execution-machine.js';
 import { type ExecutionState, foldEvent } from './execution-state.js';
 import { EventType } from './kernel-events.js';
+import {
+  attemptThrew,
+  effectReturned,
+  nextAttempt,
+  replayStep,
+  stepCommitted,
+  stepInterrupted,
+  stepStarted,
+  transactionCompleted,
+} from './step-records.js';
+import {
+  replaySignal,
+  SignalInbox,
+  signalOutcome,
+  signalTimeoutAt,
+  timerDue,
+  timerFired,
+} from './wait-records.js';
 
 // The machine alone: scripted calls in, commands and answers out, no store, no clock, no node.
 
@@ -332,13 +350,13 @@ describe("ExecutionMachine: a step's records", () => {
   it('a step that fails once and then returns: what is queued, folded, is the state kept, and a replay answers from it', () => {
     const live = machineOver(folded(), true);
     const claim = live.claim('step', 'charge');
-    live.stepStarted(claim, 'idempotent');
-    expect(live.nextAttempt(claim)).toBe(1);
-    expect(live.attemptThrew(claim, 1, new Error('503'), retry, true, 1_000)).toBeUndefined();
+    stepStarted(live, claim, 'idempotent');
+    expect(nextAttempt(live, claim)).toBe(1);
+    expect(attemptThrew(live, claim, 1, new Error('503'), retry, true, 1_000)).toBeUndefined();
     expect(live.state.steps[0]).toMatchObject({ attempts: 1, retryAtMs: 1_100 });
     // The retry's attempt is journaled as started before it runs.
-    expect(live.nextAttempt(claim)).toBe(2);
-    expect(live.effectReturned(claim, { id: 'ch_1' }, 2)).toEqual({ id: 'ch_1' });
+    expect(nextAttempt(live, claim)).toBe(2);
+    expect(effectReturned(live, claim, { id: 'ch_1' }, 2)).toEqual({ id: 'ch_1' });
     const appended = drained(live);
     expect(appended.map(([type]) => type)).toEqual([
       EventType.stepStarted,
@@ -356,27 +374,27 @@ describe("ExecutionMachine: a step's records", () => {
     const state = folded(appended);
     expect(state.steps).toEqual(live.state.steps);
     const replay = machineOver(state);
-    expect(replay.replayStep(replay.claim('step', 'charge'))).toEqual({ id: 'ch_1' });
+    expect(replayStep(replay, replay.claim('step', 'charge'))).toEqual({ id: 'ch_1' });
     expect(replay.pending).toBe(false);
   });
 
   it('a step fails when the policy has no attempt left, when the user said no, or without a policy; the replay throws the same STEP_FAILED', () => {
     const live = machineOver(folded());
     const noPolicy = live.claim('step', 'a');
-    live.stepStarted(noPolicy, undefined);
-    const failed = live.attemptThrew(noPolicy, 1, new Error('boom'), undefined, false, 0);
+    stepStarted(live, noPolicy, undefined);
+    const failed = attemptThrew(live, noPolicy, 1, new Error('boom'), undefined, false, 0);
     expect(failed).toMatchObject({
       code: ErrorCode.STEP_FAILED,
       fields: { step: 'a', stepIndex: 0, attempts: 1 },
     });
     const spent = live.claim('step', 'b');
-    live.stepStarted(spent, undefined);
-    expect(live.attemptThrew(spent, 3, new Error('again'), retry, true, 0)).toMatchObject({
+    stepStarted(live, spent, undefined);
+    expect(attemptThrew(live, spent, 3, new Error('again'), retry, true, 0)).toMatchObject({
       fields: { attempts: 3 },
     });
     const refused = live.claim('step', 'c');
-    live.stepStarted(refused, undefined);
-    expect(live.attemptThrew(refused, 1, new Error('400'), retry, false, 0)).toMatchObject({
+    stepStarted(live, refused, undefined);
+    expect(attemptThrew(live, refused, 1, new Error('400'), retry, false, 0)).toMatchObject({
       fields: { attempts: 1 },
     });
     const appended = drained(live);
@@ -386,10 +404,10 @@ describe("ExecutionMachine: a step's records", () => {
     const replay = machineOver(folded(appended));
     // The same error as the live run's, but for the cause (the thrown value is not in the log).
     const { message, fields } = failed as LoomError;
-    expect(() => replay.replayStep(replay.claim('step', 'a'))).toThrow(
+    expect(() => replayStep(replay, replay.claim('step', 'a'))).toThrow(
       expect.objectContaining({ message, fields }),
     );
-    expect(() => replay.replayStep(replay.claim('step', 'b'))).toThrow(
+    expect(() => replayStep(replay, replay.claim('step', 'b'))).toThrow(
       expect.objectContaining({ message: expect.stringContaining('failed after 3 attempts') }),
     );
   });
@@ -397,8 +415,8 @@ describe("ExecutionMachine: a step's records", () => {
   it('a result the log cannot hold fails the step durably; an outcome beside another running effect asks for a write this turn', () => {
     const live = machineOver(folded());
     const claim = live.claim('step', 'odd');
-    live.stepStarted(claim, undefined);
-    expect(() => live.effectReturned(claim, { at: Number.NaN }, undefined)).toThrow(
+    stepStarted(live, claim, undefined);
+    expect(() => effectReturned(live, claim, { at: Number.NaN }, undefined)).toThrow(
       expect.objectContaining({ code: ErrorCode.STEP_FAILED }),
     );
     expect(live.state.steps[0]).toMatchObject({
@@ -410,16 +428,16 @@ describe("ExecutionMachine: a step's records", () => {
     // Two effects in flight: the first to end queues its outcome and a write this turn.
     const first = live.claim('step', 'first');
     const second = live.claim('step', 'second');
-    live.stepStarted(first, undefined);
-    live.stepStarted(second, undefined);
+    stepStarted(live, first, undefined);
+    stepStarted(live, second, undefined);
     live.beginInFlight();
     live.beginInFlight();
     commandsOf(live);
-    live.effectReturned(first, 1, undefined);
+    effectReturned(live, first, 1, undefined);
     expect(commandsOf(live).map((command) => command.kind)).toEqual(['append', 'flushSoon']);
     live.settleInFlight();
     // The last one alone waits for the next barrier: no write of its own.
-    live.effectReturned(second, 2, undefined);
+    effectReturned(live, second, 2, undefined);
     expect(commandsOf(live).map((command) => command.kind)).toEqual(['append']);
   });
 
@@ -429,7 +447,7 @@ describe("ExecutionMachine: a step's records", () => {
       const again = machineOver(folded(log));
       const claim = again.claim('step', 'crashy');
       expect(claim.recorded?.status).toBe('started');
-      expect(again.stepInterrupted(claim)).toBeUndefined();
+      expect(stepInterrupted(again, claim)).toBeUndefined();
       const appended = drained(again);
       expect(appended).toEqual([
         [EventType.stepInterrupted, { index: 0, name: 'crashy', interruptions }],
@@ -437,7 +455,7 @@ describe("ExecutionMachine: a step's records", () => {
       log = [...log, ...appended];
     }
     const last = machineOver(folded(log));
-    const poisoned = last.stepInterrupted(last.claim('step', 'crashy'));
+    const poisoned = stepInterrupted(last, last.claim('step', 'crashy'));
     expect(poisoned).toMatchObject({
       code: ErrorCode.STEP_FAILED,
       fields: { error: { code: ErrorCode.STEP_POISONED } },
@@ -448,19 +466,133 @@ describe("ExecutionMachine: a step's records", () => {
   it("a transaction's completion is handed to the store, not queued; once committed the state has it", () => {
     const live = machineOver(folded(), true);
     const claim = live.claim('step', 'tx');
-    live.stepStarted(claim, 'transactional');
+    stepStarted(live, claim, 'transactional');
     drained(live);
-    const completed = live.transactionCompleted(claim, { rows: 2 });
+    const completed = transactionCompleted(live, claim, { rows: 2 });
     expect(completed).toEqual({
       type: EventType.stepCompleted,
       payload: { index: 0, name: 'tx', result: { rows: 2 } },
       payloadText: '{"index":0,"name":"tx","result":{"rows":2}}',
     });
     expect(live.pending).toBe(false);
-    live.stepCommitted(claim, completed.payloadText);
+    stepCommitted(live, claim, completed.payloadText);
     expect(live.state.steps[0]).toEqual({ name: 'tx', status: 'completed', result: { rows: 2 } });
-    expect(() => live.transactionCompleted(claim, 10n)).toThrow(
+    expect(() => transactionCompleted(live, claim, 10n)).toThrow(
       expect.objectContaining({ code: ErrorCode.PAYLOAD_NOT_JSON }),
     );
+  });
+});
+
+describe("ExecutionMachine: a wait's records", () => {
+  const signal = (signalId: number, name: string, at: number, payload: JsonValue = signalId) =>
+    ({ executionId, signalId, name, payload, idempotencyKey: null, at }) satisfies StoredSignal;
+
+  it('a timer is due ms after now, recorded once; a replay finds the logged time and its firing', () => {
+    const live = machineOver(folded());
+    const nap = live.claim('timer', 'nap');
+    expect(timerDue(live, nap, undefined, 5_000, 1_000)).toBe(6_000);
+    const until = live.claim('timer', 'until');
+    expect(timerDue(live, until, 9_000, undefined, 1_000)).toBe(9_000);
+    timerFired(live, nap);
+    const appended = drained(live);
+    expect(appended).toEqual([
+      [EventType.timerScheduled, { index: 0, name: 'nap', wakeAtMs: 6_000 }],
+      [EventType.timerScheduled, { index: 1, name: 'until', wakeAtMs: 9_000 }],
+      [EventType.timerFired, { index: 0, name: 'nap' }],
+    ]);
+    const state = folded(appended);
+    expect(state.steps).toEqual(live.state.steps);
+    const replay = machineOver(state);
+    expect(replay.claim('timer', 'nap').recorded?.status).toBe('completed');
+    // Later, on another clock: the logged time, not a new one.
+    expect(timerDue(replay, replay.claim('timer', 'until'), 9_000, undefined, 50_000)).toBe(9_000);
+    expect(replay.pending).toBe(false);
+  });
+
+  it('a time that is not whole milliseconds within 100 years is INVALID_ARGUMENT, and nothing is recorded', () => {
+    const live = machineOver(folded());
+    const century = 100 * 365 * 24 * 3_600_000;
+    for (const [atMs, ms] of [
+      [undefined, -1],
+      [undefined, 1.5],
+      [undefined, century + 1],
+      [undefined, Number.NaN],
+      [-5, undefined],
+      [1_000 + century + 1, undefined],
+    ] as const) {
+      expect(() =>
+        timerDue(live, live.claim('timer', `t${live.state.steps.length}`), atMs, ms, 1_000),
+      ).toThrow(expect.objectContaining({ code: ErrorCode.INVALID_ARGUMENT }));
+    }
+    expect(() => signalTimeoutAt(live, live.claim('signal', 's'), -1, 0)).toThrow(
+      expect.objectContaining({ code: ErrorCode.INVALID_ARGUMENT }),
+    );
+    expect(live.pending).toBe(false);
+  });
+
+  it('parallel waits take different signals of their name, never one the log says was taken', () => {
+    const live = machineOver(folded());
+    const inbox = new SignalInbox([1]);
+    inbox.add([
+      signal(1, 'go', 10),
+      signal(2, 'go', 20),
+      signal(3, 'other', 30),
+      signal(4, 'go', 40),
+    ]);
+    // Added again by a later read: kept once.
+    inbox.add([signal(4, 'go', 40)]);
+    expect(inbox.read.map((read) => read.signalId)).toEqual([1, 2, 3, 4]);
+    expect(inbox.newestSeen).toBe(4);
+    const first = live.claim('signal', 'go');
+    const second = live.claim('signal', 'go');
+    signalTimeoutAt(live, first, undefined, 0);
+    signalTimeoutAt(live, second, undefined, 0);
+    expect(signalOutcome(live, inbox, first, null, 100)).toEqual({
+      received: true,
+      payload: 2,
+      signalId: 2,
+    });
+    expect(signalOutcome(live, inbox, second, null, 100)).toMatchObject({ signalId: 4 });
+    const third = live.claim('signal', 'go');
+    signalTimeoutAt(live, third, undefined, 0);
+    // Nothing left for it and no deadline: it blocks.
+    expect(signalOutcome(live, inbox, third, null, 100)).toBeUndefined();
+
+    const appended = drained(live);
+    const state = folded(appended);
+    expect(state.consumedSignals).toEqual([2, 4]);
+    expect(state.steps.slice(0, 2)).toEqual(live.state.steps.slice(0, 2));
+    const replay = machineOver(state, true);
+    expect(replaySignal(replay, replay.claim('signal', 'go'))).toEqual({
+      received: true,
+      payload: 2,
+      signalId: 2,
+    });
+  });
+
+  it('a signal that came at or after the deadline times the wait out and stays for a later wait; a clock past the deadline times it out too', () => {
+    const live = machineOver(folded());
+    const inbox = new SignalInbox([]);
+    inbox.add([signal(7, 'reply', 2_000, { ok: true })]);
+    const waiting = live.claim('signal', 'reply');
+    expect(signalTimeoutAt(live, waiting, 1_000, 1_000)).toBe(2_000);
+    // This node's clock says 1,500: the signal's arrival proves the deadline passed anyway.
+    expect(signalOutcome(live, inbox, waiting, 2_000, 1_500)).toEqual({ received: false });
+    const later = live.claim('signal', 'reply');
+    signalTimeoutAt(live, later, undefined, 3_000);
+    expect(signalOutcome(live, inbox, later, null, 3_000)).toMatchObject({ signalId: 7 });
+
+    const clockPast = live.claim('signal', 'never');
+    signalTimeoutAt(live, clockPast, 10, 4_000);
+    expect(signalOutcome(live, inbox, clockPast, 4_010, 4_009)).toBeUndefined();
+    expect(signalOutcome(live, inbox, clockPast, 4_010, 4_010)).toEqual({ received: false });
+
+    const appended = drained(live);
+    expect(appended.filter(([type]) => type === EventType.signalTimedOut)).toEqual([
+      [EventType.signalTimedOut, { index: 0, name: 'reply', lateSignalId: 7 }],
+      [EventType.signalTimedOut, { index: 2, name: 'never' }],
+    ]);
+    const replay = machineOver(folded(appended));
+    expect(replaySignal(replay, replay.claim('signal', 'reply'))).toEqual({ received: false });
   });
 });

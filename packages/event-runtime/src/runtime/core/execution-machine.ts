@@ -1,27 +1,17 @@
 // The pure half of driving one execution (ADR 0046): where the flow is in its log, what the log
 // says there, why the execution must stop, and which events to record. It never awaits and never
-// calls out: what it wants written it queues as commands, which the driver (the shell) carries out
-// in order. Steps 3 to 5 of the migration: the cursor, the claim, the ending, recorded values,
-// patches, the terminal, the decision to suspend, and every record of a step (its start, attempts,
-// interruptions, poison, outcome and replay); running a step's effect, and waits and children,
-// are still the driver's operations'.
+// calls out: what it wants written it queues as commands, which the driver (the shell) drains into
+// the journal after each call. Here: the cursor, the claim, the ending, recorded values, patches,
+// the terminal and the decision to suspend; a step's records are `step-records.ts`, over this
+// machine. Running a step's effect, and waits and children, are still the driver's operations'.
 import type { ExecutionStatus, JsonValue } from '../../envelope.js';
 import { ErrorCode, isLoomError, LoomError } from '../../errors.js';
-import { decodePayload } from '../../internal/json-codec.js';
 import type { ExecutionState, OperationKind, StepRecord } from './execution-state.js';
 import { type Terminal, terminalFor } from './execution-terminal.js';
 import { continuedAsNew } from './flow-unwind.js';
-import {
-  EventType,
-  type KernelEventType,
-  type StepAttemptStartedPayload,
-  type StepFailedPayload,
-  type StepInterruptedPayload,
-} from './kernel-events.js';
+import { EventType, type KernelEventType } from './kernel-events.js';
 import { checkStepName } from './operation-names.js';
-import { recordError } from './recorded-error.js';
-import { encodeRecorded, recordedValue, replayedValue, stepFailed } from './recorded-values.js';
-import type { ResolvedRetry } from './step-retry-policy.js';
+import { encodeRecorded, recordedValue } from './recorded-values.js';
 
 /** An operation's place in the log: its index, its checked name, and what the log has there. */
 export interface Claim {
@@ -100,7 +90,7 @@ export class ExecutionMachine {
 
   constructor(
     readonly state: ExecutionState,
-    private readonly settings: MachineSettings,
+    readonly settings: MachineSettings,
   ) {}
 
   get executionId(): string {
@@ -174,7 +164,7 @@ export class ExecutionMachine {
   endOfTurn(): boolean {
     if (!this.maySuspend() || this.suspended || this.ending) return false;
     this.suspended = true;
-    this.append(EventType.executionSuspended, { wakeAtMs: this.earliestWakeAtMs }, undefined);
+    this.record(EventType.executionSuspended, { wakeAtMs: this.earliestWakeAtMs }, undefined);
     this.enqueue(STATUS, 'suspended', this.earliestWakeAtMs, this.signalsSeen);
     return true;
   }
@@ -294,7 +284,7 @@ export class ExecutionMachine {
       executionId: this.executionId,
     });
     const value = recordedValue(payload.value, text, 'value');
-    this.append(EventType.valueRecorded, payload, text);
+    this.record(EventType.valueRecorded, payload, text);
     this.state.steps[claim.index] = {
       kind: 'value',
       name: claim.name,
@@ -321,183 +311,9 @@ export class ExecutionMachine {
     }
     if (recorded !== undefined) return false;
     const index = this.cursor++;
-    this.append(EventType.patchMarked, { index, name }, undefined);
+    this.record(EventType.patchMarked, { index, name }, undefined);
     this.state.steps[index] = { kind: 'patch', name, status: 'completed' };
     return true;
-  }
-
-  /**
-   * A step (`claim`) the log has an outcome for: its result again (decoded afresh unless the state
-   * keeps it only for snapshots), or the `STEP_FAILED` it failed with.
-   */
-  replayStep(claim: Claim): JsonValue {
-    const recorded = this.state.steps[claim.index];
-    if (recorded?.status === 'failed') {
-      throw stepFailed(
-        this.executionId,
-        claim.index,
-        recorded.name,
-        recorded.error,
-        undefined,
-        recorded.attempts ?? 1,
-      );
-    }
-    return replayedValue(recorded?.result, this.settings.keepResults);
-  }
-
-  /** A new step starts: queues `step.started` (marked idempotent or transactional when it is). */
-  stepStarted(claim: Claim, mark: 'idempotent' | 'transactional' | undefined): void {
-    const payload: JsonValue =
-      mark === undefined
-        ? { index: claim.index, name: claim.name }
-        : { index: claim.index, name: claim.name, [mark]: true };
-    this.append(EventType.stepStarted, payload, undefined);
-    this.state.steps[claim.index] = { name: claim.name, status: 'started' };
-  }
-
-  /**
-   * A replayed step's attempt was in flight when the node before this one stopped (ADR 0031):
-   * queues one more `step.interrupted`, or, past `stepInterruptionsMax`, fails the step with
-   * `STEP_POISONED` and returns that error (its effect must not run again).
-   */
-  stepInterrupted(claim: Claim): LoomError | undefined {
-    const recorded = this.state.steps[claim.index] as StepRecord;
-    const interruptions = (recorded.interruptions ?? 0) + 1;
-    const max = this.settings.stepInterruptionsMax;
-    if (interruptions > max) {
-      return this.stepFailed(
-        claim,
-        new LoomError(
-          ErrorCode.STEP_POISONED,
-          `step '${claim.name}' of execution ${this.executionId} was interrupted ${max} ` +
-            'times in a row (its process died or lost the execution while the effect ran): it is ' +
-            'treated as poison and not run again. Fix the step, then runtime.retry(executionId)',
-          { executionId: this.executionId, step: claim.name, interruptions: max },
-        ),
-        // The interrupted attempt counts as made: a retried step's attempts so far, plus it.
-        recorded.attempts === undefined ? undefined : recorded.attempts + 1,
-      );
-    }
-    const payload: StepInterruptedPayload = { index: claim.index, name: claim.name, interruptions };
-    this.append(EventType.stepInterrupted, payload as never, undefined);
-    this.state.steps[claim.index] = { ...recorded, interruptions };
-    return undefined;
-  }
-
-  /**
-   * The attempt the step makes next: its number, queuing `step.attempt_started` first when the
-   * attempt is a retry's or the first after `runtime.retry`, so a crash inside it reads in the log
-   * as an attempt in flight (ADR 0031). Call once the step's backoff (`retryAtMs`), if any, passed.
-   */
-  nextAttempt(claim: Claim): number {
-    const record = this.state.steps[claim.index] as StepRecord;
-    const attempt = (record.attempts ?? 0) + 1;
-    if (record.retryAtMs !== undefined || record.reopened === true) {
-      const payload: StepAttemptStartedPayload = { index: claim.index, name: claim.name, attempt };
-      this.append(EventType.stepAttemptStarted, payload as never, undefined);
-      const { retryAtMs: _due, reopened: _reopened, ...rest } = record;
-      this.state.steps[claim.index] = rest;
-    }
-    return attempt;
-  }
-
-  /**
-   * Attempt `attempt` of a step threw `thrown`. With a retry policy (`retry`) that allows another
-   * attempt and `mayRetry` (the user's `retryable` said yes and nothing aborted), queues
-   * `step.attempt_failed` with the next attempt's time (`nowMs` + the policy's delay) and returns
-   * undefined; otherwise fails the step and returns the error the flow gets.
-   */
-  attemptThrew(
-    claim: Claim,
-    attempt: number,
-    thrown: unknown,
-    retry: ResolvedRetry | undefined,
-    mayRetry: boolean,
-    nowMs: number,
-  ): LoomError | undefined {
-    if (retry === undefined) return this.stepFailed(claim, thrown, undefined);
-    if (!mayRetry || attempt >= retry.attempts) return this.stepFailed(claim, thrown, attempt);
-    const retryAtMs = nowMs + retry.delayMs(attempt);
-    const { index, name } = claim;
-    const payload = { index, name, attempt, error: recordError(thrown), retryAtMs };
-    this.append(EventType.stepAttemptFailed, payload as never, undefined);
-    this.state.steps[index] = { name, status: 'started', attempts: attempt, retryAtMs };
-    return undefined;
-  }
-
-  /**
-   * Attempt `attempts` (undefined: a step without retries) of a step returned `result`: queues
-   * `step.completed` and returns the value the flow gets. A result the log cannot hold fails the
-   * step instead (durably, so a replay fails it the same way rather than run the effect again):
-   * throws that `STEP_FAILED`.
-   */
-  effectReturned(claim: Claim, result: unknown, attempts: number | undefined): JsonValue {
-    const payload = { index: claim.index, name: claim.name, result: (result ?? null) as JsonValue };
-    let text: string;
-    try {
-      text = this.encodeResult(claim, payload);
-    } catch (refused) {
-      throw this.stepFailed(claim, refused, attempts);
-    }
-    this.append(EventType.stepCompleted, payload, text);
-    this.stepCommitted(claim, text);
-    this.flushBesideOthers();
-    return recordedValue(payload.result, text, 'result');
-  }
-
-  /**
-   * A transaction's `step.completed`, for the store to commit with the work: the event, with the
-   * payload's text. Throws `PAYLOAD_NOT_JSON` or `LIMIT_EXCEEDED` (the work then rolls back).
-   */
-  transactionCompleted(
-    claim: Claim,
-    result: unknown,
-  ): { type: KernelEventType; payload: JsonValue; payloadText: string } {
-    const payload = { index: claim.index, name: claim.name, result: (result ?? null) as JsonValue };
-    return {
-      type: EventType.stepCompleted,
-      payload,
-      payloadText: this.encodeResult(claim, payload),
-    };
-  }
-
-  /** The step's `step.completed` (its payload text `text`) is recorded: the state has it too. */
-  stepCommitted(claim: Claim, text: string): void {
-    // The hot state keeps results only for snapshots: decoded, so the flow cannot change them.
-    this.state.steps[claim.index] = this.settings.keepResults
-      ? {
-          name: claim.name,
-          status: 'completed',
-          result: (decodePayload(text) as { result: JsonValue }).result,
-        }
-      : { name: claim.name, status: 'completed' };
-  }
-
-  /**
-   * Fails the step with what was thrown (and, for a retried step, the `attempts` it made): queues
-   * `step.failed` and returns the `STEP_FAILED` the flow gets.
-   */
-  stepFailed(claim: Claim, thrown: unknown, attempts: number | undefined): LoomError {
-    const error = recordError(thrown);
-    const payload: StepFailedPayload = { index: claim.index, name: claim.name, error };
-    const record: StepRecord = { name: claim.name, status: 'failed', error };
-    if (attempts !== undefined) {
-      payload.attempts = attempts;
-      record.attempts = attempts;
-    }
-    this.append(EventType.stepFailed, payload as never, undefined);
-    this.state.steps[claim.index] = record;
-    this.flushBesideOthers();
-    return stepFailed(this.executionId, claim.index, claim.name, error, thrown, attempts ?? 1);
-  }
-
-  /** Encodes a `step.completed` payload once; throws `PAYLOAD_NOT_JSON` or `LIMIT_EXCEEDED`. */
-  private encodeResult(claim: Claim, payload: { [key: string]: unknown }): string {
-    return encodeRecorded(payload, `the result of step '${claim.name}'`, {
-      executionId: this.executionId,
-      step: claim.name,
-      stepIndex: claim.index,
-    });
   }
 
   /**
@@ -509,7 +325,7 @@ export class ExecutionMachine {
    * step's outcome still waits for the next barrier, so a sequential flow keeps its n + 1 appends
    * (ADR 0045).
    */
-  private flushBesideOthers(): void {
+  flushBesideOthers(): void {
     if (this.inFlight > 1) this.enqueue(FLUSH_SOON, undefined, undefined, undefined);
   }
 
@@ -598,7 +414,8 @@ export class ExecutionMachine {
     this.queueLength = at + STRIDE;
   }
 
-  private append(type: KernelEventType, payload: JsonValue, payloadText: string | undefined): void {
+  /** Queues `type` to be recorded (`payloadText`: the payload as the log must store it). */
+  record(type: KernelEventType, payload: JsonValue, payloadText: string | undefined): void {
     this.enqueue(APPEND, type, payload, payloadText);
   }
 
