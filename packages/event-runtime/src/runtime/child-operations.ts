@@ -1,16 +1,13 @@
 import type { JsonValue } from '../envelope.js';
-import { decodePayload } from '../internal/json-codec.js';
-import { childMissing, type ExecutionOutcome } from './core/execution-outcome.js';
-import type { StepRecord } from './core/execution-state.js';
-import { continuedAsNew } from './core/flow-unwind.js';
-import { EventType, type RecordedError } from './core/kernel-events.js';
-import { recordError } from './core/recorded-error.js';
 import {
-  childFailed,
-  encodeRecorded,
-  recordedValue,
-  replayedValue,
-} from './core/recorded-values.js';
+  childEnded,
+  childIdOf,
+  childStarted,
+  replayChild,
+  successorOf,
+} from './core/child-records.js';
+import { childMissing, type ExecutionOutcome } from './core/execution-outcome.js';
+import { continuedAsNew } from './core/flow-unwind.js';
 import type { ChildLinks } from './driver-node.js';
 import type { DriverScope } from './driver-scope.js';
 import { never } from './driver-support.js';
@@ -20,7 +17,8 @@ import { isTransientStoreError } from './store-retry.js';
 
 /**
  * `ctx.child` and `ctx.continueAsNew`: operations that start another execution (idempotently,
- * behind a durability barrier) and, for a child, wait for its outcome.
+ * behind a durability barrier) and, for a child, wait for its outcome. What they record the
+ * machine decides (`core/child-records.ts`).
  */
 export class ChildOperations {
   constructor(private readonly scope: DriverScope) {}
@@ -61,40 +59,17 @@ export class ChildOperations {
     input: unknown,
     executionId: string | undefined,
   ): Promise<unknown> {
-    const { journal, state, suspension } = this.scope;
+    const { machine, suspension } = this.scope;
     const parentId = this.scope.executionId;
     this.scope.ensureOpen('child', flow?.name);
-    if (suspension.suspending) return never();
-    const claim = this.scope.claim('child', flow?.name);
+    if (machine.suspending) return never();
+    const claim = machine.claim('child', flow?.name);
     const recorded = claim.recorded;
-    if (recorded !== undefined && recorded.status !== 'started') {
-      if (recorded.status === 'failed') {
-        throw childFailed(
-          parentId,
-          recorded.childId ?? '',
-          recorded.cancelled === true ? 'cancelled' : 'failed',
-          recorded.error,
-        );
-      }
-      return replayedValue(recorded.result, this.scope.kernel.settings.keepResults);
-    }
-    const childId = recorded?.childId ?? executionId ?? `${parentId}.${claim.index}`;
+    if (recorded !== undefined && recorded.status !== 'started') return replayChild(machine, claim);
+    const childId = childIdOf(claim, executionId, parentId);
     if (recorded === undefined) {
-      // Refused before anything is recorded; the child's start checks its exact started event.
-      const checked = { input: input ?? null };
-      encodeRecorded(checked, `the input of child '${claim.name}'`, { executionId: parentId });
-      const inputValue = checked.input as JsonValue;
-      journal.record(EventType.childStarted, {
-        index: claim.index,
-        name: claim.name,
-        childId,
-      });
-      state.steps[claim.index] = {
-        kind: 'child',
-        name: claim.name,
-        status: 'started',
-        childId,
-      };
+      const inputValue = childStarted(machine, claim, childId, input);
+      this.carryOut();
       suspension.beginInFlight();
       try {
         await this.scope.barrier();
@@ -131,63 +106,21 @@ export class ChildOperations {
     }
     this.scope.interrupt();
     if (outcome === undefined) return suspension.block(null, signalsSeen);
-    const record = state.steps[claim.index] as StepRecord;
-    let refused: unknown;
-    if (outcome.status === 'completed') {
-      const payload = { index: claim.index, childId, status: 'completed', output: outcome.output };
-      try {
-        const text = encodeRecorded(payload, `the output of child ${childId}`, {
-          executionId: parentId,
-          childId,
-        });
-        journal.record(EventType.childCompleted, payload, text);
-        const output = recordedValue(outcome.output, text, 'output');
-        record.status = 'completed';
-        // A separate copy for the hot state (snapshots), so the flow cannot change it.
-        record.result = this.scope.kernel.settings.keepResults
-          ? (decodePayload(text) as { output: JsonValue }).output
-          : output;
-        return output;
-      } catch (error) {
-        // The child's output fits its own log but not this one's event: the child failed here,
-        // durably, so a replay fails it the same way.
-        refused = error;
-      }
-    }
-    const error: RecordedError =
-      outcome.status === 'failed'
-        ? outcome.error
-        : refused !== undefined
-          ? recordError(refused)
-          : {
-              name: 'Cancelled',
-              message: outcome.status === 'cancelled' ? outcome.reason : outcome.status,
-            };
-    const status = outcome.status === 'cancelled' ? 'cancelled' : 'failed';
-    journal.record(EventType.childCompleted, {
-      index: claim.index,
-      childId,
-      status,
-      error,
-    } as never);
-    record.status = 'failed';
-    record.error = error;
-    if (status === 'cancelled') record.cancelled = true;
-    throw childFailed(parentId, childId, status, error);
+    const ended = childEnded(machine, claim, childId, outcome);
+    this.carryOut();
+    if (!ended.ok) throw ended.error;
+    return ended.output;
   }
 
   /** `ctx.continueAsNew`: starts the successor, then ends this execution as continued. */
   async continueAsNew(input: unknown): Promise<never> {
-    const { executionId, state, suspension } = this.scope;
+    const { executionId, machine, state, suspension } = this.scope;
     this.scope.ensureOpen('continueAsNew');
-    if (suspension.suspending) return never();
+    if (machine.suspending) return never();
     this.scope.interrupt();
     const flow = this.scope.flow();
     // Refused before the successor starts; its start checks its exact started event.
-    const checked = { input: input ?? null };
-    encodeRecorded(checked, 'the continue-as-new input', { executionId });
-    const inputValue = checked.input as JsonValue;
-    const successorId = `${state.rootId}#${state.generation + 1}`;
+    const { successorId, input: inputValue } = successorOf(machine, input);
     suspension.beginInFlight();
     try {
       await this.scope.barrier();
@@ -198,5 +131,10 @@ export class ChildOperations {
     this.scope.continueAs(successorId);
     // Unwind the flow: the driver writes the terminal whatever the flow does with this.
     throw continuedAsNew(executionId, successorId);
+  }
+
+  /** Hands what the machine queued to the journal. */
+  private carryOut(): void {
+    this.scope.machine.drain(this.scope.journal);
   }
 }

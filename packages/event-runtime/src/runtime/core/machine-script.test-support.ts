@@ -1,0 +1,78 @@
+// Helpers of the machine's tests: a state folded from scripted events, a machine over it, and
+// what it queued, taken out of its queue. The machine alone: scripted calls in, commands and
+// answers out, no store, no clock, no node.
+import { expect } from 'vitest';
+import type { JsonValue, StoredEvent } from '../../envelope.js';
+import { type CommandSink, ExecutionMachine } from './execution-machine.js';
+import { type ExecutionState, foldEvent } from './execution-state.js';
+import { EventType } from './kernel-events.js';
+
+/** The id of the execution every scripted machine drives. */
+export const executionId = 'ex-1';
+
+/** The state folded from `execution.started` and then `events` (type and payload each). */
+export function folded(events: readonly [string, JsonValue][] = []): ExecutionState {
+  let state: ExecutionState | undefined;
+  const all: [string, JsonValue][] = [
+    [EventType.executionStarted, { flow: 'f', version: null, input: { n: 1 } }],
+    ...events,
+  ];
+  all.forEach(([type, payload], sequence) => {
+    const event: StoredEvent = {
+      executionId,
+      sequence,
+      type,
+      payload,
+      at: 0,
+      position: sequence,
+      prevHash: null,
+      hash: '',
+    };
+    state = foldEvent(state, event);
+  });
+  return state as ExecutionState;
+}
+
+const settings = { keepResults: false, stepInterruptionsMax: 2 };
+
+/** A machine over `state`, with results not kept and a step poisoned at its third interruption. */
+export function machineOver(state: ExecutionState, keepResults = false): ExecutionMachine {
+  return new ExecutionMachine(state, { ...settings, keepResults });
+}
+
+/** A command as the tests see it: its kind and its arguments. */
+export type Command =
+  | { kind: 'append'; type: string; payload: JsonValue; payloadText: string | undefined }
+  | {
+      kind: 'status';
+      status: string;
+      wakeAtMs: number | null;
+      wakeOnSignalsAfter: number | undefined;
+    }
+  | { kind: 'flushSoon' };
+
+/** The machine's queued commands, taken out of its queue. */
+export function commandsOf(machine: ExecutionMachine): Command[] {
+  const taken: Command[] = [];
+  const sink: CommandSink = {
+    record: (type, payload, payloadText) =>
+      taken.push({ kind: 'append', type, payload, payloadText }),
+    setStatus: (status, wakeAtMs, wakeOnSignalsAfter) =>
+      void taken.push({ kind: 'status', status, wakeAtMs, wakeOnSignalsAfter }),
+    flushSoon: () => void taken.push({ kind: 'flushSoon' }),
+  };
+  machine.drain(sink);
+  expect(machine.pending).toBe(false);
+  return taken;
+}
+
+/** The machine's queued commands, every one an append, as `[type, payload]` pairs. */
+export function drained(machine: ExecutionMachine): [string, JsonValue][] {
+  return commandsOf(machine).map((command) => {
+    if (command.kind !== 'append') throw new Error(`expected an append, got ${command.kind}`);
+    // A payload encoded once is stored as that text: it must be the payload's own JSON.
+    if (command.payloadText !== undefined)
+      expect(JSON.parse(command.payloadText)).toEqual(command.payload);
+    return [command.type, command.payload];
+  });
+}
