@@ -21,6 +21,7 @@ import { AgentEventStream } from './internal/agent-event-stream.js';
 import { agentRun, RecordName } from './internal/agent-flow.js';
 import { FlowHost, type HostedFlow, hostedFlow } from './internal/flow-host.js';
 import { LiveText } from './internal/live-text.js';
+import { RunCallsHandoff } from './internal/run-calls.js';
 import { callOfEvent, cancelledResult, type RunOutput } from './internal/run-memory.js';
 import type { Answer, Question } from './question.js';
 import type { ModelCallUsage, RunResult } from './run-result.js';
@@ -78,6 +79,7 @@ export class AgentRuntime {
   private readonly host: FlowHost;
   private readonly flows = new Map<string, HostedFlow>();
   private readonly live = new LiveText();
+  private readonly handoff = new RunCallsHandoff();
   private readonly isolated = new Set<ToolIsolate>();
 
   constructor(options: AgentRuntimeOptions) {
@@ -95,7 +97,12 @@ export class AgentRuntime {
           },
         );
       }
-      const flow = hostedFlow(name, agent.version, agentRun(agent, notify, this.live), flowOf);
+      const flow = hostedFlow(
+        name,
+        agent.version,
+        agentRun(agent, notify, this.live, this.handoff),
+        flowOf,
+      );
       this.flows.set(name, flow);
       this.host.register(flow);
       for (const tool of agent.tools.values()) {
@@ -376,13 +383,18 @@ export class AgentRuntime {
     const ended = async (): Promise<RunResult> => {
       let output: RunOutput | undefined;
       let cancelled: string | undefined;
+      this.handoff.want(runId);
       try {
         output = (await result()) as unknown as RunOutput;
       } catch (error) {
+        this.handoff.take(runId, undefined);
         if (!isKernelError(error, 'EXECUTION_CANCELLED')) throw error;
         cancelled = (error as Error).message;
       }
-      const calls = await this.callsOf(runId);
+      // The calls the flow handed over in this process, else from the log.
+      const calls =
+        (cancelled === undefined ? this.handoff.take(runId, output) : undefined) ??
+        (await this.callsOf(runId));
       return output === undefined
         ? cancelledResult(runId, cancelled as string, calls)
         : { runId, ...output, calls };

@@ -366,6 +366,29 @@ describe("a turn's store work", () => {
     return { ...store.counts };
   }
 
+  it('a result in the process that ran the run takes its calls from the flow and reads no log; attached elsewhere it reads them, the same', async () => {
+    const clock = new ManualClock();
+    const store = new CountingEventStore(new InMemoryEventStore({ clock }));
+    const model = new StubModel({
+      script: (_request, n) =>
+        n < 2 ? { toolCalls: [{ tool: 'lookup', input: { id: `o-${n}` } }] } : { text: 'done' },
+    });
+    const agent = defineAgent({ name: 'a', model, instructions: '', tools: [lookup] });
+    const flows = createRuntime({ store, clock });
+    const agents = createAgentRuntime({ flows, agents: [agent] });
+    const run = await agents.start(agent, 'go', { runId: 'r' });
+    const readsBefore = store.counts.reads;
+    const result = await run.result();
+    expect(result.calls.map((call) => call.turn)).toEqual([1, 2, 3]);
+    expect(store.counts.reads).toBe(readsBefore);
+
+    // Another runtime over the same store never ran it: it reads the calls from the log.
+    const other = createAgentRuntime({ flows: createRuntime({ store, clock }), agents: [agent] });
+    const attached = await other.attach('r').result();
+    expect(store.counts.reads).toBeGreaterThan(readsBefore);
+    expect(attached).toEqual(result);
+  });
+
   it('is the same per turn in a run of 10 turns as in one of 100', async () => {
     const base = await countsOf(0);
     const ten = await countsOf(10);

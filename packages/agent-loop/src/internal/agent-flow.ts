@@ -31,6 +31,7 @@ import { runChildCall } from './child-call.js';
 import type { StepOptions, TurnContext } from './flow-host.js';
 import type { LiveText } from './live-text.js';
 import { hashOf } from './request-hash.js';
+import type { RunCallsHandoff } from './run-calls.js';
 import { RunMemory, type RunOutput } from './run-memory.js';
 import { bugStrikes } from './test-bugs.js';
 import { WallBudget, waitBound } from './wall-budget.js';
@@ -142,6 +143,7 @@ export function agentRun(
   agent: Agent,
   notify: (transition: AgentTransition) => void,
   live: LiveText,
+  handoff: RunCallsHandoff,
 ): (ctx: TurnContext, input: JsonValue) => Promise<JsonValue> {
   const toolSpecs: ToolSpec[] = [...agent.tools.values()].map((tool) => ({
     name: tool.name,
@@ -150,7 +152,9 @@ export function agentRun(
   }));
   if (agent.askHuman) toolSpecs.push(askHumanToolSpec);
   return async (ctx, input) => {
-    const output = await runTurns(ctx, agent, toolSpecs, notify, live, input);
+    const run = new RunMemory(ctx.runId, input);
+    const output = await runTurns(ctx, agent, toolSpecs, notify, live, run);
+    handoff.offer(ctx.runId, run.calls);
     return output as unknown as JsonValue;
   };
 }
@@ -161,10 +165,9 @@ async function runTurns(
   toolSpecs: ToolSpec[],
   notify: (transition: AgentTransition) => void,
   live: LiveText,
-  input: JsonValue,
+  run: RunMemory,
 ): Promise<RunOutput> {
   const { runId } = ctx;
-  const run = new RunMemory(runId, input);
   const { limits } = agent;
   const budget = WallBudget.start(ctx, limits.wallTimeMsMax);
   for (let turn = 1; ; turn++) {

@@ -101,6 +101,8 @@ export function callUsageOf(turn: number, response: ModelResponse): ModelCallUsa
 export class RunMemory {
   private readonly turns: TurnView[] = [];
   private readonly usage: UsageTotals = noUsage();
+  /** Each model call's usage, in turn order: what the log's `decide:<t>` records say. */
+  readonly calls: ModelCallUsage[] = [];
   /** The agent's input, deep-frozen once per start or resume: no consumer can change it for another. */
   readonly input: JsonValue;
   private lastCall = '';
@@ -140,7 +142,9 @@ export class RunMemory {
 
   /** Counts one model call (the answer of `turn`). */
   addUsage(turn: number, response: ModelResponse): void {
-    addCall(this.usage, callUsageOf(turn, response));
+    const call = callUsageOf(turn, response);
+    addCall(this.usage, call);
+    this.calls.push(call);
   }
 
   /** Tokens (input + output) and known cost so far. */
