@@ -114,6 +114,161 @@ export function killMatrix(backendEnv: (caseName: string) => Record<string, stri
   it('two remote_mutation calls in a turn, killed while the second runs: only the second is asked about', async () => {
     await finishedSiblingKept(dir, backendEnv('finished-sibling'));
   });
+  it('a mixed turn, approved, then killed while the ungated call runs: the gated call ran once, only the ungated one is asked about', async () => {
+    await mixedTurnApprovedThenKilled(dir, backendEnv('mixed-approved'));
+  });
+  it('a mixed turn, killed as its answer is recorded, then rejected: the ungated call runs once after the decision, the gated one never', async () => {
+    await mixedTurnKilledThenRejected(dir, backendEnv('mixed-rejected'));
+  });
+}
+
+/**
+ * A mixed turn: the model asks for `act` twice ({ n: 1 }, { n: 2 }, both remote_mutation) and
+ * the policy gates n = 1. The turn records both verdicts and the approval, then waits: no call
+ * runs, the ungated one included, until every approval of the turn is decided.
+ */
+function mixedEnv(name: string, dir: string, backend: Record<string, string>) {
+  const runId = `run-${name}`;
+  const file = join(dir, `${name}.invocations`);
+  return {
+    runId,
+    file,
+    gated: `${runId}/1.0`,
+    ungated: `${runId}/1.1`,
+    env: {
+      ...backend,
+      KILL_RUN_ID: runId,
+      KILL_SIDE_EFFECT: 'remote_mutation',
+      KILL_INVOCATIONS: file,
+      KILL_PAIR: '1',
+      KILL_GATE: '1',
+    },
+  };
+}
+
+/** The first life: the run waits for the approval of the gated call, and nothing has run. */
+async function waitsForTheGatedCall(env: Record<string, string>, file: string, runId: string) {
+  const waiting = await life(env);
+  expect(waiting.code, waiting.output).toBe(0);
+  expect(waiting.line?.value, waiting.output).toMatchObject({
+    id: `${runId}~1.0`,
+    kind: 'tool_call',
+    status: 'pending',
+    request: { tool: 'act', input: { n: 1 } },
+  });
+  expect(callsIn(file)).toEqual([]);
+}
+
+async function mixedTurnApprovedThenKilled(dir: string, backend: Record<string, string>) {
+  const { runId, file, gated, ungated, env } = mixedEnv('mixed-approved', dir, backend);
+  const marker = join(dir, 'mixed-approved.ungated-started');
+  await waitsForTheGatedCall(env, file, runId);
+
+  // Approved: both calls run, in parallel; the ungated one runs until the test kills the worker.
+  const running = spawnLife({
+    ...env,
+    KILL_RESOLVE: JSON.stringify({ kind: 'approve' }),
+    KILL_RESOLVE_APPROVAL: 'tool_call',
+    KILL_BLOCK: marker,
+  });
+  let died = false;
+  void running.ended.then(() => {
+    died = true;
+  });
+  await until(
+    () => died || (callsIn(marker).length === 1 && callsIn(file).includes(gated)),
+    'the ungated call to start, and the gated call to be called',
+  );
+  expect(died, 'the worker died before the ungated call ran').toBe(false);
+  const log = await openLog(env);
+  try {
+    await until(
+      async () =>
+        (await log.read(runId)).some(
+          (event) =>
+            event.type === 'step.completed' &&
+            (event.payload as { name?: unknown }).name === 'tool:1.0',
+        ),
+      "the gated call's step.completed in the log",
+      10_000,
+    );
+    running.kill();
+    const killed = await running.ended;
+    expect(killed.signal, killed.output).toBe('SIGKILL');
+    expect(callsIn(file).sort()).toEqual([gated, ungated]);
+
+    // Restarted: only the ungated call's outcome is unknown; the gated one's result is kept.
+    const restarted = await life(env);
+    expect(restarted.line?.value, restarted.output).toMatchObject({
+      id: `${runId}~1.1.i`,
+      kind: 'interrupted_side_effect',
+      status: 'pending',
+      request: { tool: 'act', input: { n: 2 } },
+    });
+    expect(callsIn(file).sort()).toEqual([gated, ungated]);
+
+    const rerun = await life({
+      ...env,
+      KILL_RESOLVE: JSON.stringify({ kind: 'rerun' }),
+      KILL_RESOLVE_APPROVAL: 'interrupted_side_effect',
+    });
+    expect(rerun.line?.value, rerun.output).toMatchObject({
+      reason: 'goal_completed',
+      output: 'finished',
+      turns: 2,
+    });
+    // The gated call ran once, after its approval; the ungated one again, once, on the re-run.
+    expect(callsIn(file).sort()).toEqual([gated, ungated, ungated]);
+    const decided = (await log.read(runId)).flatMap((event) => {
+      const stepName = (event.payload as { name?: unknown }).name;
+      return event.type === 'step.completed' &&
+        typeof stepName === 'string' &&
+        stepName.startsWith('approval:')
+        ? [stepName]
+        : [];
+    });
+    expect(decided.sort()).toEqual(['approval:1.0', 'approval:1.1.i']);
+  } finally {
+    await log.close();
+  }
+}
+
+async function mixedTurnKilledThenRejected(dir: string, backend: Record<string, string>) {
+  const { runId, file, ungated, env } = mixedEnv('mixed-rejected', dir, backend);
+  // Killed once the model's answer is durable, before the verdicts are: the restart records the
+  // verdicts and the approval, and waits.
+  const killed = await life({ ...env, KILL_AT: 'decided' });
+  expect(killed.signal, killed.output).toBe('SIGKILL');
+  expect(callsIn(file)).toEqual([]);
+  await waitsForTheGatedCall(env, file, runId);
+
+  // Rejected without ending the run: the gated call is denied, the ungated one runs, once.
+  const decided = await life({
+    ...env,
+    KILL_RESOLVE: JSON.stringify({ kind: 'reject' }),
+    KILL_RESOLVE_APPROVAL: 'tool_call',
+  });
+  expect(decided.line?.value, decided.output).toMatchObject({
+    reason: 'goal_completed',
+    output: 'finished',
+    turns: 2,
+  });
+  expect(callsIn(file)).toEqual([ungated]);
+  const log = await openLog(env);
+  try {
+    const events = await log.read(runId);
+    const toolSteps = events.flatMap((event) => {
+      const stepName = (event.payload as { name?: unknown }).name;
+      return event.type === 'step.completed' &&
+        typeof stepName === 'string' &&
+        stepName.startsWith('tool:')
+        ? [stepName]
+        : [];
+    });
+    expect(toolSteps).toEqual(['tool:1.1']);
+  } finally {
+    await log.close();
+  }
 }
 
 /**

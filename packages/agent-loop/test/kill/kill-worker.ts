@@ -9,7 +9,9 @@
 // KILL_TOOL_THROWS=1 the tool throws after its side effect (what a stepRetry would repeat).
 // With KILL_PAIR set the model asks for two calls of the tool in one turn ({ n: 1 }, { n: 2 });
 // with KILL_BLOCK set too, the call with n = 2 writes that marker file and then never returns
-// (the test kills the process while it runs).
+// (the test kills the process while it runs). With KILL_GATE set the policy asks a person about
+// the call with n = 1 (a mixed turn); KILL_RESOLVE_APPROVAL picks the pending approval of that
+// kind for KILL_RESOLVE.
 // It prints one line: `result <json>` when the run ends, or `approval <json>` when it waits.
 import { appendFileSync } from 'node:fs';
 import type { EventStore } from '@loom/event-runtime';
@@ -83,8 +85,12 @@ const agent = defineAgent({
   model,
   instructions: 'Call act once, then say finished.',
   tools: [act],
-  // Every class runs without asking: this test is about crashes, not the default policy.
-  policy: () => ({ kind: 'allow' }),
+  // Every class runs without asking: this test is about crashes, not the default policy. With
+  // KILL_GATE set, the call with n = 1 waits for a person (a mixed turn).
+  policy: (request) =>
+    env.KILL_GATE !== undefined && (request.input as { n?: unknown }).n === 1
+      ? { kind: 'require_approval', reason: 'n = 1 needs a person' }
+      : { kind: 'allow' },
 });
 
 const { store, close } = await openStore();
@@ -99,7 +105,10 @@ const agents = createAgentRuntime({
   },
 });
 
-if (env.KILL_RESOLVE !== undefined) await decidePending(agents, runId, env.KILL_RESOLVE);
+if (env.KILL_RESOLVE !== undefined) {
+  const kind = env.KILL_RESOLVE_APPROVAL as 'tool_call' | 'interrupted_side_effect' | undefined;
+  await decidePending(agents, runId, env.KILL_RESOLVE, kind);
+}
 const outcome = await liveOneLife(flows, agents, agent, runId);
 process.stdout.write(`${outcome}\n`);
 await flows.shutdown();

@@ -10,13 +10,19 @@ import {
   type RunResult,
 } from '../../src/index.js';
 
-/** The run's pending approval, if any (none while the run is not in the log yet). */
+/**
+ * The run's pending approval (of `kind`, when given), if any (none while the run is not in the
+ * log yet).
+ */
 export async function pendingApproval(
   agents: AgentRuntime,
   runId: string,
+  kind?: Approval['kind'],
 ): Promise<Approval | undefined> {
   try {
-    return (await agents.approvals(runId)).find((a) => a.status === 'pending');
+    return (await agents.approvals(runId)).find(
+      (a) => a.status === 'pending' && (kind === undefined || a.kind === kind),
+    );
   } catch {
     return undefined;
   }
@@ -25,16 +31,22 @@ export async function pendingApproval(
 /**
  * `KILL_RESOLVE` (JSON): reject the pending approval (`{kind:'reject'}`), approve it without a
  * resolution (`{kind:'plain'}`: it must be refused with RESOLUTION_REQUIRED, printed as
- * `refused <code>`), or approve it with that resolution.
+ * `refused <code>`), approve a `tool_call` approval (`{kind:'approve'}`), or approve it with that
+ * resolution. `approvalKind`: decide the pending approval of that kind.
  */
 export async function decidePending(
   agents: AgentRuntime,
   runId: string,
   resolveJson: string,
+  approvalKind?: Approval['kind'],
 ): Promise<void> {
-  const pending = await pendingApproval(agents, runId);
+  const pending = await pendingApproval(agents, runId, approvalKind);
   if (pending === undefined) throw new Error('KILL_RESOLVE set but no approval is pending');
   const resolution = JSON.parse(resolveJson);
+  if (resolution.kind === 'approve') {
+    await agents.approve(pending.id, { by: 'kill-test', requestHash: pending.requestHash });
+    return;
+  }
   if (resolution.kind === 'plain') {
     try {
       await agents.approve(pending.id, { by: 'kill-test', requestHash: pending.requestHash });
