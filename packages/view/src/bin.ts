@@ -15,7 +15,7 @@ async function confirm(question: string): Promise<boolean> {
 /** Period of the idle timer that keeps `loom tail` alive (it does nothing when it fires). */
 const keepAliveIntervalMs = 60_000;
 
-process.exitCode = await runCli(process.argv.slice(2), {
+const code = await runCli(process.argv.slice(2), {
   stdout: (text) => process.stdout.write(`${text}\n`),
   stderr: (text) => process.stderr.write(text.startsWith('\r') ? text : `${text}\n`),
   env: process.env,
@@ -29,3 +29,15 @@ process.exitCode = await runCli(process.argv.slice(2), {
     return () => clearInterval(handle);
   },
 });
+
+/** Resolves once everything written to `stream` so far has been handed to the OS. */
+function flushed(stream: NodeJS.WriteStream): Promise<void> {
+  return new Promise((resolve) => stream.write('', () => resolve()));
+}
+
+// Every command has finished its work when runCli returns (a long-running one, such as `serve`,
+// `tail` or `worker`, only returns once it stops). A module the command loaded (`--flows`) may
+// leave a handle open (a timer, a pool): exit with the command's code all the same, once the
+// output is out, instead of waiting for the user's handles.
+await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+process.exit(code);

@@ -69,6 +69,14 @@ describe.each(targets)('loom replay on $name', (target) => {
     expect(await countEvents()).toBe(eventsBefore);
   });
 
+  it('a module that leaves a handle open (a timer) does not keep loom replay from exiting with its code', async () => {
+    const done = await replay(['order-1', '--flows', module('flows-v1-open-handle.mjs')]);
+    expect(done.code).toBe(0);
+    expect(done.report).toMatchObject({ executionId: 'order-1', ok: true });
+    const diverged = await replay(['order-1', '--flows', module('flows-v2-renamed.mjs')]);
+    expect(diverged.code).toBe(1);
+  });
+
   it('a renamed step is NON_DETERMINISM at the step, in a finished and in a waiting run: exit 1', async () => {
     for (const id of ['order-1', 'wait-1']) {
       const out = await replay([id, '--flows', module('flows-v2-renamed.mjs')]);
