@@ -77,6 +77,12 @@ describe.each(targets)('loom replay on $name', (target) => {
     expect(diverged.code).toBe(1);
   });
 
+  it('a TypeScript module (loaded through tsx, its .ts imports too) fits like the built one', async () => {
+    const done = await replay(['order-1', '--flows', module('flows-v1.ts')]);
+    expect(done.code, done.stderr).toBe(0);
+    expect(done.report).toMatchObject({ executionId: 'order-1', flow: 'order', ok: true });
+  });
+
   it('a renamed step is NON_DETERMINISM at the step, in a finished and in a waiting run: exit 1', async () => {
     for (const id of ['order-1', 'wait-1']) {
       const out = await replay([id, '--flows', module('flows-v2-renamed.mjs')]);
