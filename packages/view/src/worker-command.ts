@@ -1,5 +1,11 @@
+import { type AgentRuntime, agentFlowName, createAgentRuntime } from '@loom/agent-loop';
 import type { Backend } from '@loom/event-runtime';
-import { type DrainReport, startWorker, type WorkflowDefinition } from '@loom/workflow-runtime';
+import {
+  type DrainReport,
+  type Runtime,
+  startWorker,
+  type WorkflowDefinition,
+} from '@loom/workflow-runtime';
 import type { Command } from 'commander';
 import { LoomError, ViewErrorCode } from './errors.js';
 import { type DbTarget, parseDbUrl } from './internal/db-url.js';
@@ -122,19 +128,23 @@ export function addWorkerCommand(program: Command, deps: WorkerCommandDeps): voi
       // Listening before the boot: a SIGTERM that comes while it connects drains right after.
       const stopped = deps.untilStopped();
       const target = parseDbUrl(deps.db(command));
-      const { flows } = await deployedOf(flags.flows);
-      if (flows.length === 0) {
-        throw new LoomError(
-          ViewErrorCode.INVALID_ARGUMENT,
-          `--flows ${flags.flows} exports no flow: a worker runs defineFlow(...) values`,
-          { path: 'flows' },
-        );
-      }
+      // Flows, agents, or both (deployedOf refuses a module that exports neither).
+      const { flows, agents } = await deployedOf(flags.flows);
       if (flags.migrate === true) await migrate(target);
+      let agentRuntime: AgentRuntime | undefined;
       const backend: Backend = await openBackend(target, false);
       const worker = await startWorker({
         backend,
         flows: flows as unknown as WorkflowDefinition<never, unknown>[],
+        // The agents' flows are registered before the first recovery round, so a run a dead
+        // worker left is taken over at once, like a flow's execution.
+        ...(agents.length === 0
+          ? {}
+          : {
+              setup: (runtime: Runtime) => {
+                agentRuntime = createAgentRuntime({ flows: runtime, agents });
+              },
+            }),
         queues,
         tags,
         drainTimeoutMs,
@@ -149,10 +159,13 @@ export function addWorkerCommand(program: Command, deps: WorkerCommandDeps): voi
           deps.stderr(`loom: worker: ${error instanceof Error ? error.message : String(error)}`),
       });
       const { nodeId } = worker;
+      const names = [...flows.map((flow) => flow.name), ...agents.map(agentFlowName)];
+      const agentNames = agents.map((agent) => agent.name);
       deps.print(
-        { event: 'ready', nodeId, flows: flows.map((flow) => flow.name), queues, tags },
+        { event: 'ready', nodeId, flows: names, agents: agentNames, queues, tags },
         () =>
-          `loom: worker ${nodeId} ready: flows ${flows.map((flow) => flow.name).join(', ')}; ` +
+          `loom: worker ${nodeId} ready: flows ${names.join(', ')}; ` +
+          (agentNames.length === 0 ? '' : `agents ${agentNames.join(', ')}; `) +
           `queues ${queues.length === 0 ? '(none)' : queues.join(', ')}; ` +
           `tags ${tags.length === 0 ? '(none)' : tags.join(', ')}`,
       );
@@ -162,6 +175,8 @@ export function addWorkerCommand(program: Command, deps: WorkerCommandDeps): voi
         () => `loom: worker ${nodeId} draining (up to ${drainTimeoutMs} ms)`,
       );
       const report = await worker.drain();
+      // The isolated tools' child processes, if the agents have any.
+      await agentRuntime?.close();
       deps.print({ event: 'drained', nodeId, ...report }, () => describeDrain(nodeId, report));
     });
 }

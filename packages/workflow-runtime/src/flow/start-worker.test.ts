@@ -100,6 +100,29 @@ describe('startWorker', () => {
     await next.drain();
   });
 
+  it('setup registers flows before the first recovery: a queue item of a flow only setup knows runs from the start', async () => {
+    const path = await seeded('setup.db', 2);
+    gate = Promise.resolve();
+    const registered: string[] = [];
+    const worker = await startWorker({
+      backend: openSqlite({ path }),
+      flows: [],
+      setup: (runtime) => {
+        runtime.register(job as never);
+        registered.push(runtime.nodeId);
+      },
+      queues: ['jobs'],
+      work: { pollMs: 20 },
+    });
+    expect(registered).toEqual([worker.nodeId]);
+    await until(
+      'both completed',
+      async () => (await worker.runtime.queueStats('jobs')).completed === 2,
+    );
+    expect(await worker.runtime.attach('queue:jobs:j1').result()).toBe(3);
+    await worker.drain();
+  });
+
   it('refuses bad options with INVALID_ARGUMENT', async () => {
     const backend = openSqlite({ path: join(directory, 'bad.db'), migrate: true });
     const refused = async (options: Record<string, unknown>) => {

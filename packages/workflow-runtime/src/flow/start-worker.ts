@@ -10,8 +10,17 @@ export interface WorkerOptions extends Omit<RuntimeSettingsOptions, 'flows'> {
   backend: Backend;
   /** `drain()` closes the backend after the runtime stopped (default true). */
   closeBackend?: boolean;
-  /** Every flow this worker runs: started here, enqueued, resumed, woken by timers. */
+  /**
+   * Every flow this worker runs: started here, enqueued, resumed, woken by timers. May be empty
+   * when `setup` registers the flows (an agent runtime registers its agents' flows).
+   */
   flows: ReadonlyArray<WorkflowDefinition<never, unknown>>;
+  /**
+   * Called with the runtime once it is made, before the worker's first recovery round: register
+   * what else it runs there (`createAgentRuntime({ flows: runtime, agents })`), so executions of
+   * those flows left by a dead worker are taken over from the first round.
+   */
+  setup?: (runtime: Runtime) => void | Promise<void>;
   /** Queues whose items this worker claims and runs (`runtime.work`). Default: none. */
   queues?: readonly string[];
   /** How each queue is worked (the same for all; limits are global, see `WorkOptions`). */
@@ -91,12 +100,13 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
     drainTimeoutMs = defaultDrainTimeoutMs,
     timerPollMs = defaultTimerPollMs,
     recoverEveryMs = defaultRecoverEveryMs,
+    setup,
     ...settings
   } = options;
-  if (!Array.isArray(flows) || flows.length === 0) {
+  if (!Array.isArray(flows) || (flows.length === 0 && setup === undefined)) {
     throw new LoomError(
       WorkflowErrorCode.INVALID_ARGUMENT,
-      'startWorker needs the flows it runs: pass flows: [defineFlow(…), …]',
+      'startWorker needs the flows it runs: pass flows: [defineFlow(…), …] (or a setup that registers them)',
       { path: 'flows' },
     );
   }
@@ -133,6 +143,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
   });
   const report = (error: unknown) => settings.onError?.(error);
   try {
+    await setup?.(runtime);
     await runtime.recover();
   } catch (error) {
     await runtime.shutdown().catch(() => undefined);
