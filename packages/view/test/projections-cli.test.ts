@@ -57,6 +57,7 @@ describe.each(targets.map((t) => [t.name, t] as const))(
     // slow, and no test waits for the whole chain.
     let backend: Backend;
     let results: Awaited<ReturnType<typeof spend>>;
+    let foldedByAgent: SpendRow[] = [];
     let total = 0;
     let db: string;
     let atKill: { events: number };
@@ -108,12 +109,19 @@ describe.each(targets.map((t) => [t.name, t] as const))(
       }, 'readAll to show every event');
     });
 
-    it('stage 2: spend needs the projection tables; init creates them once', async () => {
+    it('stage 2: before the projection tables exist, spend folds the logs; init creates them once', async () => {
       db = target.db;
-      const before = await loom(['spend', '--db', db]);
-      expect(before.code).toBe(5);
-      expect(before.stderr).toContain('loom projections init');
-      expect(before.stderr).toContain('PROJECTIONS_NOT_INITIALIZED');
+      const before = await loom(['spend', '--by', 'agent', '--db', db, '--json']);
+      expect(before.code, before.stderr).toBe(0);
+      expect(before.stderr).toContain('folding the logs');
+      foldedByAgent = JSON.parse(before.stdout) as SpendRow[];
+      expect(foldedByAgent.find((r) => r.key === 'spender')).toMatchObject({
+        modelCalls: 2,
+        costUsd: results.reduce((a, r) => a + r.usage.costUsd, 0),
+      });
+      const byDay = await loom(['spend', '--db', db]);
+      expect(byDay.code, byDay.stderr).toBe(0);
+      expect(byDay.stdout).toMatch(/\d{4}-\d{2}-\d{2}/);
 
       const init = await loom(['projections', 'init', '--db', db, '--json']);
       expect(init.code).toBe(0);
@@ -158,7 +166,10 @@ describe.each(targets.map((t) => [t.name, t] as const))(
 
       const byAgent = await loom(['spend', '--by', 'agent', '--db', db, '--json']);
       expect(byAgent.code).toBe(0);
+      // From the projection now (current): the same rows the fold of the logs gave.
+      expect(byAgent.stderr).not.toContain('folding the logs');
       const rows = JSON.parse(byAgent.stdout) as SpendRow[];
+      expect(rows).toEqual(foldedByAgent);
       expect(rows.find((r) => r.key === 'spender')).toMatchObject({
         modelCalls: 2,
         costUsd: results.reduce((a, r) => a + r.usage.costUsd, 0),

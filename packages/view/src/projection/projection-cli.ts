@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import { formatTable } from '../internal/format.js';
+import { currentProjectionsOf, openView } from '../open-view.js';
 import {
   catchUpProjections,
   initProjections,
@@ -10,6 +11,7 @@ import {
   startProjector,
 } from './projections.js';
 import type { ProjectorStats } from './projector.js';
+import { spendFromLogs } from './run-spend.js';
 
 /** What the projection commands need from `runCli`. */
 export interface ProjectionCliContext {
@@ -145,7 +147,7 @@ export function addProjectionCommands(program: Command, cli: ProjectionCliContex
   program
     .command('spend')
     .description(
-      'model spend from the spend projection: by run, agent, UTC day or model (needs loom projections init and run)',
+      'model spend by run, agent, UTC day or model: from the spend projection when it is current, else folded from the logs',
     )
     .option('--by <group>', 'run, agent, day or model (default day)', group)
     .option('--agent <name>', "only this agent's runs")
@@ -156,18 +158,30 @@ export function addProjectionCommands(program: Command, cli: ProjectionCliContex
         options: { by?: SpendGroup; agent?: string; from?: string; to?: string },
         command: Command,
       ) => {
-        const opened = await openProjections({ db: cli.db(command) });
+        const by = options.by ?? 'day';
+        const query = {
+          by,
+          ...(options.agent === undefined ? {} : { agent: options.agent }),
+          ...(options.from === undefined ? {} : { fromDay: options.from }),
+          ...(options.to === undefined ? {} : { toDay: options.to }),
+        };
+        const view = await openView({ db: cli.db(command) });
         try {
-          const by = options.by ?? 'day';
-          const rows = await opened.spend({
-            by,
-            ...(options.agent === undefined ? {} : { agent: options.agent }),
-            ...(options.from === undefined ? {} : { fromDay: options.from }),
-            ...(options.to === undefined ? {} : { toDay: options.to }),
-          });
+          const projections = await currentProjectionsOf(view);
+          if (projections === undefined) {
+            // As `loom runs` does: a projection that is missing or behind never shows less than
+            // the log; folding every agent run's log is slower on a large database.
+            cli.stderr(
+              'loom: the spend projection is not initialised or not current: folding the logs (loom projections init, then run, to keep it current)',
+            );
+          }
+          const rows =
+            projections === undefined
+              ? await spendFromLogs(view, query)
+              : await projections.spend(query);
           cli.print(rows, () => formatSpendRows(by, rows));
         } finally {
-          await opened.close();
+          await view.close();
         }
       },
     );

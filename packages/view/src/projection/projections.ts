@@ -123,7 +123,8 @@ function limitOf(limit: number | undefined): number {
   return n;
 }
 
-function checkSpendQuery(query: SpendQuery): void {
+/** Throws `INVALID_ARGUMENT` for a spend query with a bad group or day. */
+export function checkSpendQuery(query: SpendQuery): void {
   if (!spendGroups.includes(query.by)) {
     throw invalid('by', `spend groups by ${spendGroups.join(', ')}; got ${query.by}`, query.by);
   }
@@ -214,7 +215,9 @@ export function projectionsOn(opened: ProjectionDb): Projections {
           eb.fn.count<number | string>('cost_usd').as('priced'),
           eb.fn.sum<number | string | null>('input_tokens').as('input_tokens'),
           eb.fn.sum<number | string | null>('output_tokens').as('output_tokens'),
-          eb.fn.sum<number | string | null>('cost_usd').as('cost_usd'),
+          // 0 for a group whose costs are all unknown (a SUM of nulls is NULL): Postgres sorts a
+          // NULL first in a descending order and SQLite last; 0 sorts the same on both.
+          eb.fn.coalesce(eb.fn.sum<number | string | null>('cost_usd'), sql.lit(0)).as('cost_usd'),
         ])
         .groupBy(key)
         .orderBy('cost_usd', 'desc')

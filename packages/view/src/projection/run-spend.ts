@@ -1,7 +1,8 @@
 import { callOfEvent } from '@loom/agent-loop';
 import { currentProjectionsOf, type View } from '../open-view.js';
 import type { RunSummary } from '../run-summary.js';
-import type { Spend } from './projections.js';
+import { utcDay } from './fold-batch.js';
+import { checkSpendQuery, type Spend, type SpendQuery, type SpendRow } from './projections.js';
 
 /** No model call: what a flow run (or an agent run before its first turn) spent. */
 export const noSpend: Readonly<Spend> = {
@@ -46,4 +47,62 @@ export async function spendOfRuns(
     out.set(id, spend);
   }
   return out;
+}
+
+/** Runs listed per page while `spendFromLogs` walks the execution index. */
+const runsPageSize = 500;
+
+/**
+ * `projections.spend(query)` without the projection: the same rows, folded from every agent run's
+ * log (the execution index paged, one paged read of each agent run's log). What `loom spend`
+ * shows when the spend projection is not initialised or is behind the log: slower on a large
+ * database, never older than the log.
+ *
+ * Error codes: `INVALID_ARGUMENT` (a bad group or day), store errors.
+ */
+export async function spendFromLogs(view: View, query: SpendQuery): Promise<SpendRow[]> {
+  checkSpendQuery(query);
+  const only = query.runIds === undefined ? undefined : new Set(query.runIds);
+  const groups = new Map<string, Spend>();
+  for (let after: string | undefined; ; ) {
+    const page = await view.runs({
+      limit: runsPageSize,
+      ...(query.agent === undefined ? {} : { flow: `agent:${query.agent}` }),
+      ...(after === undefined ? {} : { after }),
+    });
+    for (const run of page.runs) {
+      if (run.kind !== 'agent' || (only !== undefined && !only.has(run.id))) continue;
+      for (const event of await view.exportLog(run.id)) {
+        const call = callOfEvent(event);
+        if (call === undefined) continue;
+        const day = utcDay(event.at);
+        if (query.fromDay !== undefined && day < query.fromDay) continue;
+        if (query.toDay !== undefined && day > query.toDay) continue;
+        const key =
+          query.by === 'run'
+            ? run.id
+            : query.by === 'agent'
+              ? (run.agent ?? '')
+              : query.by === 'day'
+                ? day
+                : call.model;
+        let spend = groups.get(key);
+        if (spend === undefined) {
+          spend = { ...noSpend };
+          groups.set(key, spend);
+        }
+        spend.modelCalls += 1;
+        spend.inputTokens += call.inputTokens ?? 0;
+        spend.outputTokens += call.outputTokens ?? 0;
+        if (call.costUsd === null) spend.costUnknownCalls += 1;
+        else spend.costUsd += call.costUsd;
+      }
+    }
+    if (page.nextCursor === undefined) break;
+    after = page.nextCursor;
+  }
+  // As the projection orders them: the biggest cost first, then by key.
+  return [...groups.entries()]
+    .map(([key, spend]) => ({ key, ...spend }))
+    .sort((a, b) => b.costUsd - a.costUsd || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
 }
