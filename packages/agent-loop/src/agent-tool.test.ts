@@ -42,6 +42,70 @@ function helperAgent(requests: ModelRequest[], calls: { lookups: number }): Agen
 }
 
 describe.each(backends)('agent tools on %s', (_backend, openStore) => {
+  it('result maps what the parent model sees of the child; the stream keeps the whole result; a mapping that throws is a tool_error', async () => {
+    const store = await openStore('mapped');
+    const flows = createRuntime({ store });
+    try {
+      const helper = helperAgent([], { lookups: 0 });
+      const brief = agentTool(helper, {
+        name: 'brief',
+        result: (ended) => ({ answer: ended.output ?? null }),
+      });
+      const broken = agentTool(helper, {
+        name: 'broken',
+        result: () => {
+          throw new Error('no summary for you');
+        },
+      });
+      const parentRequests: ModelRequest[] = [];
+      const boss = defineAgent({
+        name: 'mapper',
+        model: stubBy((n, request) => {
+          parentRequests.push(request);
+          return n === 0
+            ? {
+                toolCalls: [
+                  { tool: 'brief', input: { task: 'What is a loom?' }, callId: 'a' },
+                  { tool: 'broken', input: { task: 'What is a loom?' }, callId: 'b' },
+                ],
+              }
+            : { text: 'done' };
+        }),
+        instructions: 'Delegate to the helper.',
+        tools: [brief, broken],
+      });
+      const agents = createAgentRuntime({ flows, agents: [boss] });
+      const result = await agents.run(boss, 'Explain looms', { runId: 'mapper-1' });
+      expect(result.reason).toBe('goal_completed');
+
+      const seen = shown(parentRequests[1]);
+      const toolMessage = parentRequests[1]?.messages.find(
+        (message) => message.role === 'tool' && message.callId === 'a',
+      ) as { content: string } | undefined;
+      expect(JSON.parse(toolMessage?.content ?? 'null')).toEqual({
+        answer: 'A loom weaves threads.',
+      });
+      expect(seen).not.toContain('mapper-1/1.0');
+      expect(seen).toContain("the result mapping of tool 'broken' threw: no summary for you");
+
+      const events: AgentEvent[] = [];
+      for await (const event of agents.stream('mapper-1')) events.push(event);
+      // The two children run in parallel: they end in either order.
+      const completed = events
+        .filter((e) => e.type === 'tool_completed')
+        .sort((x, y) => (x.callId < y.callId ? -1 : 1));
+      expect(completed).toMatchObject([
+        { callId: 'a', output: { runId: 'mapper-1/1.0', reason: 'goal_completed' } },
+        { callId: 'b', output: { runId: 'mapper-1/1.1', reason: 'goal_completed' } },
+      ]);
+      expect(() => agentTool(helper, { result: 'answer' as never })).toThrow(
+        /result must be a function/,
+      );
+    } finally {
+      await flows.shutdown();
+    }
+  });
+
   it('the parent observes the child run, which is its own execution linked to the parent', async () => {
     const store = await openStore('linked');
     const flows = createRuntime({ store });

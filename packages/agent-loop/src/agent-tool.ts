@@ -23,6 +23,14 @@ export interface AgentToolOptions {
    * `agents.start(agent, 'the task')` would take).
    */
   input?: ToolInput;
+  /**
+   * What the parent's model sees of the child run's end, instead of the whole
+   * {@link AgentToolResult} (say, only its `output`, or a summary). It runs again whenever the
+   * parent's turn is replayed (a restart, a resume), so it must be a pure function of the result:
+   * no clock, no I/O, the same JSON for the same result. A mapping that throws makes the call a
+   * `tool_error` the model sees. The run's stream (`tool_completed`) still carries the whole result.
+   */
+  result?: (result: AgentToolResult) => JsonValue;
 }
 
 /** What the model gets back from an agent tool: how the child run ended. */
@@ -43,6 +51,8 @@ export interface ChildAgentCall {
   readonly flowName: string;
   /** The child run's input from the validated arguments. */
   readonly inputOf: (args: JsonValue) => JsonValue;
+  /** What the parent's model sees of how the child ended (`AgentToolOptions.result`). */
+  readonly resultOf: ((result: AgentToolResult) => JsonValue) | undefined;
 }
 
 const defaultInput: ToolInput = {
@@ -89,6 +99,13 @@ export function agentTool(
     );
   }
   const name = options.name ?? agent.name.replaceAll('.', '_').slice(0, 64);
+  if (options.result !== undefined && typeof options.result !== 'function') {
+    throw new LoomError(
+      AgentErrorCode.INVALID_ARGUMENT,
+      `agentTool '${name}': result must be a function of the child's AgentToolResult`,
+      { tool: name },
+    );
+  }
   const tool = defineTool({
     name,
     description:
@@ -109,6 +126,7 @@ export function agentTool(
     flowName: agentFlowName(agent),
     inputOf:
       options.input === undefined ? (args) => (args as { task: string }).task : (args) => args,
+    resultOf: options.result,
   });
   return tool;
 }

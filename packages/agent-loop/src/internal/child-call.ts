@@ -50,13 +50,25 @@ export async function runChildCall(
     };
   }
   const result = agentToolResult(childId, ended);
+  let content: JsonValue = result as unknown as JsonValue;
+  if (call.resultOf !== undefined) {
+    try {
+      content = call.resultOf(result) ?? null;
+    } catch (error) {
+      return {
+        kind: 'observed',
+        observation: {
+          kind: 'tool_error',
+          callId: request.callId,
+          message: `the result mapping of tool '${request.tool}' threw: ${error instanceof Error ? error.message : String(error)}`,
+        },
+        failed: true,
+      };
+    }
+  }
   return {
     kind: 'observed',
-    observation: {
-      kind: 'tool_result',
-      callId: request.callId,
-      content: result as unknown as JsonValue,
-    },
+    observation: { kind: 'tool_result', callId: request.callId, content },
     failed: ended.reason !== 'goal_completed',
   };
 }
