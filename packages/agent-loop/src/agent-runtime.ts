@@ -288,28 +288,7 @@ export class AgentRuntime {
         runId,
       });
     }
-    const answers = new Map<string, Answer>();
-    for (const signal of await this.host.readSignals(runId)) {
-      if (!signal.name.startsWith(RecordName.answerPrefix) || answers.has(signal.name)) continue;
-      answers.set(signal.name, signal.payload as unknown as Answer);
-    }
-    const out: Question[] = [];
-    for (const event of events) {
-      if (event.type !== EventType.stepCompleted) continue;
-      const payload = event.payload as { name?: unknown; result?: unknown };
-      if (typeof payload.name !== 'string' || !payload.name.startsWith(RecordName.questionPrefix)) {
-        continue;
-      }
-      const key = payload.name.slice(RecordName.questionPrefix.length);
-      const question = payload.result as unknown as Omit<Question, 'status'>;
-      const answer = answers.get(RecordName.answerSignal(key));
-      out.push(
-        answer === undefined
-          ? { ...question, status: 'pending' }
-          : { ...question, status: 'answered', answer },
-      );
-    }
-    return out;
+    return questionsOf(events, await this.host.readSignals(runId));
   }
 
   /**
@@ -646,3 +625,42 @@ function isLate(atMs: unknown, deadlineAtMs: number | null): boolean {
 
 /** The prefix of an approval decision's signal name (`approval:<key>`). */
 export const approvalSignalPrefix = RecordName.approvalPrefix;
+
+/**
+ * A run's `ask_human` questions, pending and answered, from its log and its inbox signals (only
+ * those whose names start with {@link answerSignalPrefix} matter): what `questions()` returns,
+ * for a reader that has the events already (a view listing many runs).
+ *
+ * @example
+ * const pending = questionsOf(events, signals).filter((q) => q.status === 'pending');
+ */
+export function questionsOf(
+  events: readonly StoredEvent[],
+  signals: readonly StoredSignal[],
+): Question[] {
+  const answers = new Map<string, Answer>();
+  for (const signal of signals) {
+    if (!signal.name.startsWith(RecordName.answerPrefix) || answers.has(signal.name)) continue;
+    answers.set(signal.name, signal.payload as unknown as Answer);
+  }
+  const out: Question[] = [];
+  for (const event of events) {
+    if (event.type !== EventType.stepCompleted) continue;
+    const payload = event.payload as { name?: unknown; result?: unknown };
+    if (typeof payload.name !== 'string' || !payload.name.startsWith(RecordName.questionPrefix)) {
+      continue;
+    }
+    const key = payload.name.slice(RecordName.questionPrefix.length);
+    const question = payload.result as unknown as Omit<Question, 'status'>;
+    const answer = answers.get(RecordName.answerSignal(key));
+    out.push(
+      answer === undefined
+        ? { ...question, status: 'pending' }
+        : { ...question, status: 'answered', answer },
+    );
+  }
+  return out;
+}
+
+/** The prefix of an answer's signal name (`answer:<key>`). */
+export const answerSignalPrefix = RecordName.answerPrefix;

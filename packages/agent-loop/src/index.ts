@@ -4,9 +4,11 @@ export {
   AgentRuntime,
   type AgentRuntimeOptions,
   type ApproveOptions,
+  answerSignalPrefix,
   approvalSignalPrefix,
   approvalsOf,
   createAgentRuntime,
+  questionsOf,
   type RejectOptions,
 } from './agent-runtime.js';
 export { type AgentToolOptions, type AgentToolResult, agentTool } from './agent-tool.js';

@@ -3,7 +3,7 @@
  * - `ok` 0: done (for `verify`: every chain checks out).
  * - `failed` 1: the command ran and found a failure (`verify`: a broken chain), or an unexpected error.
  * - `usage` 2: bad arguments or options (`--db` missing or malformed, a payload that is not JSON).
- * - `notFound` 3: no such run or approval.
+ * - `notFound` 3: no such run, approval or question.
  * - `conflict` 4: the target is not in a state that allows it (approval already decided, run ended).
  * - `unavailable` 5: the database cannot be used: unreachable, missing, not migrated, too new.
  */
@@ -32,7 +32,9 @@ const byErrorCode: Readonly<Record<string, ExitCode>> = {
   RUN_NOT_FOUND: ExitCode.notFound,
   EXECUTION_NOT_FOUND: ExitCode.notFound,
   APPROVAL_NOT_FOUND: ExitCode.notFound,
+  QUESTION_NOT_FOUND: ExitCode.notFound,
   APPROVAL_NOT_PENDING: ExitCode.conflict,
+  QUESTION_NOT_PENDING: ExitCode.conflict,
   APPROVAL_EXPIRED: ExitCode.conflict,
   APPROVAL_REQUEST_CHANGED: ExitCode.conflict,
   EXECUTION_SETTLED: ExitCode.conflict,

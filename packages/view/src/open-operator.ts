@@ -41,6 +41,14 @@ export interface Operator {
     options: { by: string; note?: string; endRun?: boolean },
   ): Promise<void>;
   /**
+   * Answers a pending `ask_human` question through `@loom/agent-loop` (the first answer wins);
+   * the run continues on a process that runs its agent, whose model gets
+   * `{ text, by, answeredAtMs }`. Error codes: `QUESTION_NOT_FOUND`, `QUESTION_NOT_PENDING`
+   * (answered, or its run has ended: `fields.runStatus`), `INVALID_ARGUMENT`, `RUN_NOT_FOUND`,
+   * store errors.
+   */
+  answer(questionId: string, options: { by: string; text: string }): Promise<void>;
+  /**
    * Resumes a run now, wherever its flow runs: takes its fence (a process still driving it, a
    * zombie, stops at its next append) and marks it due, so the next timer poll of a runtime
    * running its flow replays it from the log (a step in flight runs again). For a run whose
@@ -100,6 +108,7 @@ export async function openOperator(options: { db: string }): Promise<Operator> {
       ),
     approve: (approvalId, approveOptions) => agents.approve(approvalId, approveOptions),
     reject: (approvalId, rejectOptions) => agents.reject(approvalId, rejectOptions),
+    answer: (questionId, answerOptions) => agents.answer(questionId, answerOptions),
     fork: (executionId, forkOptions) => forkRun(backend, executionId, forkOptions),
     resume: (executionId, resumeOptions) =>
       resumeRun(backend, executionId, { by: resumeOptions.by, nowMs: Date.now() }),

@@ -1,10 +1,18 @@
-import { type Approval, approvalSignalPrefix, approvalsOf } from '@loom/agent-loop';
+import {
+  type Approval,
+  answerSignalPrefix,
+  approvalSignalPrefix,
+  approvalsOf,
+  type Question,
+  questionsOf,
+} from '@loom/agent-loop';
 import type {
   Backend,
   DetailedExecutionStatus,
   ExecutionSummary,
   QueueStats,
   StoredEvent,
+  StoredSignal,
   Subscription,
   VerifyResult,
 } from '@loom/event-runtime';
@@ -148,6 +156,11 @@ export interface View {
   headPosition(onProgress?: ReadProgress): Promise<number>;
   /** Every approval that waits for a person, across runs, oldest request first. */
   pendingApprovals(): Promise<Approval[]>;
+  /**
+   * Every `ask_human` question that waits for an answer, across runs, oldest first (what
+   * `loom questions` lists; answer one with `operator.answer` or `loom answer`).
+   */
+  pendingQuestions(): Promise<Question[]>;
   /** Recomputes one execution's hash chain (the store's `verify`). Error codes: `RUN_NOT_FOUND`. */
   verify(executionId: string): Promise<VerifyResult>;
   /** Verifies every execution in the index, reporting progress after each one. */
@@ -448,6 +461,32 @@ class LogView implements View {
 
   async pendingApprovals(): Promise<Approval[]> {
     const out: Approval[] = [];
+    await this.eachWaitingAgentRun(approvalSignalPrefix, (events, signals) => {
+      for (const approval of approvalsOf(events, signals)) {
+        if (approval.status === 'pending') out.push(approval);
+      }
+    });
+    return out.sort((a, b) => a.requestedAtMs - b.requestedAtMs || a.id.localeCompare(b.id));
+  }
+
+  async pendingQuestions(): Promise<Question[]> {
+    const out: Question[] = [];
+    await this.eachWaitingAgentRun(answerSignalPrefix, (events, signals) => {
+      for (const question of questionsOf(events, signals)) {
+        if (question.status === 'pending') out.push(question);
+      }
+    });
+    return out.sort((a, b) => a.askedAtMs - b.askedAtMs || a.id.localeCompare(b.id));
+  }
+
+  /**
+   * Each suspended agent run's log and its inbox signals named `prefix…`, a page of runs at a
+   * time (two queries per page of `Limits.readLimitMax` runs).
+   */
+  private async eachWaitingAgentRun(
+    prefix: string,
+    visit: (events: StoredEvent[], signals: StoredSignal[]) => void,
+  ): Promise<void> {
     let after: string | undefined;
     for (;;) {
       const rows = await this.opened.events.findExecutions({
@@ -457,16 +496,11 @@ class LogView implements View {
       });
       const agentIds = rows.filter((row) => isAgentFlow(row.flow)).map((row) => row.executionId);
       const logs = await this.pages.logs(agentIds);
-      const decisions = await this.pages.signals(agentIds, approvalSignalPrefix);
-      for (const id of agentIds) {
-        for (const approval of approvalsOf(logs.get(id) ?? [], decisions.get(id) ?? [])) {
-          if (approval.status === 'pending') out.push(approval);
-        }
-      }
-      if (rows.length < Limits.readLimitMax) break;
+      const signals = await this.pages.signals(agentIds, prefix);
+      for (const id of agentIds) visit(logs.get(id) ?? [], signals.get(id) ?? []);
+      if (rows.length < Limits.readLimitMax) return;
       after = rows[rows.length - 1]?.executionId;
     }
-    return out.sort((a, b) => a.requestedAtMs - b.requestedAtMs || a.id.localeCompare(b.id));
   }
 
   async verify(executionId: string): Promise<VerifyResult> {

@@ -17,6 +17,7 @@ import {
   formatApprovals,
   formatDetail,
   formatEvents,
+  formatQuestions,
   formatQueues,
   formatRuns,
   formatSchedules,
@@ -514,6 +515,34 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     .action(async (_options: unknown, command: Command) => {
       const approvals = await withView(command, (view) => view.pendingApprovals());
       print(approvals, () => formatApprovals(approvals));
+    });
+
+  program
+    .command('questions')
+    .description('ask_human questions waiting for an answer, across runs')
+    .action(async (_options: unknown, command: Command) => {
+      const questions = await withView(command, (view) => view.pendingQuestions());
+      print(questions, () => formatQuestions(questions));
+    });
+
+  program
+    .command('answer <questionId> <text>')
+    .description(
+      'answer a pending ask_human question (ids: loom questions); the run continues where its agent runs, and the model gets the answer',
+    )
+    .option('--by <name>', 'who answers (default: the OS user)')
+    .action(async (questionId: string, text: string, options: { by?: string }, self: Command) => {
+      const operator = await openOperator({ db: globals(self).db ?? '' });
+      try {
+        const answeredBy = by(options.by);
+        await operator.answer(questionId, { by: answeredBy, text });
+        print(
+          { questionId, answered: true, by: answeredBy },
+          () => `answered ${questionId} (by ${answeredBy})`,
+        );
+      } finally {
+        await operator.close();
+      }
     });
 
   program

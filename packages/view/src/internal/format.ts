@@ -1,4 +1,4 @@
-import type { Approval } from '@loom/agent-loop';
+import type { Approval, Question } from '@loom/agent-loop';
 import type { QueueStats, StoredEvent } from '@loom/event-runtime';
 import Table from 'cli-table3';
 import type { Spend } from '../projection/projections.js';
@@ -157,14 +157,32 @@ function decidedBy(a: Approval): string {
 export function formatApprovals(approvals: readonly Approval[]): string {
   if (approvals.length === 0) return 'no approvals';
   return formatTable(
-    ['APPROVAL', 'STATUS', 'TOOL', 'REASON', 'REQUESTED', 'DECIDED BY'],
+    ['APPROVAL', 'STATUS', 'TOOL', 'INPUT', 'REASON', 'REQUESTED', 'DECIDED BY'],
     approvals.map((a) => [
       a.id,
       a.status,
       a.request.tool,
+      preview(a.request.input),
       a.reason,
       time(a.requestedAtMs),
       decidedBy(a),
+    ]),
+  );
+}
+
+/** The `loom questions` table. */
+export function formatQuestions(questions: readonly Question[]): string {
+  if (questions.length === 0) return 'no questions';
+  return formatTable(
+    ['QUESTION', 'STATUS', 'ASKED', 'TEXT', 'ANSWERED BY'],
+    questions.map((q) => [
+      q.id,
+      q.status,
+      time(q.askedAtMs),
+      q.question.length > payloadPreviewCharsMax
+        ? `${q.question.slice(0, payloadPreviewCharsMax - 1)}…`
+        : q.question,
+      q.answer?.by ?? '',
     ]),
   );
 }
