@@ -20,11 +20,12 @@ import { Limits } from '@loom/event-runtime';
 import { nextOccurrence } from '@loom/workflow-runtime/cron';
 import { LoomError, ViewErrorCode } from './errors.js';
 import { parseDbUrl } from './internal/db-url.js';
-import { agentFlowPrefix, foldRun, signalsOf } from './internal/fold-run.js';
+import { agentFlowPrefix, type FoldedRun, foldRun, signalsOf } from './internal/fold-run.js';
 import { indexRow, runNotFound } from './internal/index-row.js';
 import { openBackend } from './internal/open-backend.js';
 import { type PageReader, storePageReader } from './internal/page-reader.js';
 import { readInbox, readLog } from './internal/read-log.js';
+import { waitingFor } from './internal/waiting-for.js';
 import { openProjectionDb, type ProjectionDb, readCheckpoint } from './projection/projection-db.js';
 import { type Projections, projectionsOn } from './projection/projections.js';
 import type { RunDetail } from './run-detail.js';
@@ -329,8 +330,16 @@ class LogView implements View {
     const projected = await this.currentProjections();
     if (projected !== undefined) {
       const page = await projected.runs(filter);
+      // The projection keeps no waits: the logs of the page's suspended runs say (one query).
+      const suspended = page.runs.filter((run) => run.status === 'suspended').map((run) => run.id);
+      const logs = suspended.length === 0 ? new Map() : await this.pages.logs(suspended);
       return {
-        runs: page.runs.map(({ spend: _spend, ...run }) => run),
+        runs: page.runs.map(({ spend: _spend, ...run }) => {
+          const events = logs.get(run.id);
+          return events === undefined
+            ? run
+            : { ...run, ...waitsOf(run.id, run.status, foldRun(events, isAgentFlow).timeline) };
+        }),
         nextCursor: page.nextCursor,
       };
     }
@@ -606,7 +615,18 @@ function summaryOf(
     createdAtMs: row.createdAtMs,
     updatedAtMs: row.updatedAtMs,
     wakeAtMs: row.wakeAtMs,
+    ...waitsOf(row.executionId, row.status, folded.timeline),
   };
+}
+
+/** `{ waitingFor }` when the run is suspended and its log shows what it waits for, else `{}`. */
+function waitsOf(
+  runId: string,
+  status: string,
+  timeline: FoldedRun['timeline'],
+): { waitingFor?: string } {
+  const waits = waitingFor(runId, status, timeline);
+  return waits === undefined ? {} : { waitingFor: waits };
 }
 
 function isAgentFlow(flow: string | null): boolean {

@@ -26,4 +26,11 @@ export interface RunSummary {
   readonly updatedAtMs: number;
   /** A suspended run's timer (sleep, signal timeout, approval expiry); else null. */
   readonly wakeAtMs: number | null;
+  /**
+   * What a suspended run waits for, from its log's open waits (`approval <approvalId>`, `answer
+   * <questionId>`, `signal '<name>'`, `timer <time>`, `child <id>`; several joined by `, `): set by
+   * `view.runs()` and `view.show()` on suspended runs, absent otherwise (and on the rows of
+   * `projections.runs()`, which keep no waits).
+   */
+  readonly waitingFor?: string;
 }

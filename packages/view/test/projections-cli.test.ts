@@ -180,6 +180,13 @@ describe.each(targets.map((t) => [t.name, t] as const))(
       expect(badDay.code).toBe(2);
       expect(badDay.stderr).toContain('INVALID_ARGUMENT');
 
+      // From the projection too, loom runs says what each suspended run waits for.
+      const suspended = JSON.parse(
+        (await loom(['runs', '--status', 'suspended', '--db', db, '--json'])).stdout,
+      ) as { runs: { id: string; waitingFor?: string }[] };
+      expect(suspended.runs.length).toBe(3);
+      for (const run of suspended.runs)
+        expect(run.waitingFor).toMatch(/^(approval|answer|signal) /);
       const runs = await loom(['runs', '--flow', 'agent:spender', '--db', db, '--json']);
       const page = JSON.parse(runs.stdout) as {
         runs: { id: string; spend: { costUsd: number } }[];

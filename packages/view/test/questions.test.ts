@@ -54,6 +54,15 @@ describe.each(targets)('loom questions and loom answer on $name', (target) => {
           status: 'pending',
         },
       ]);
+      // loom runs says what the suspended run waits for (its log, or the projection's page + logs).
+      const runs = await loom(['runs', '--status', 'suspended', '--json'], env);
+      const suspended = JSON.parse(runs.stdout) as { runs: { id: string; waitingFor?: string }[] };
+      expect(suspended.runs.find((r) => r.id === runId)?.waitingFor).toBe(`answer ${runId}~1.0`);
+      const runsTable = await loom(['runs'], env);
+      expect(runsTable.stdout).toContain('WAITING FOR');
+      expect((await loom(['show', runId], env)).stdout).toContain(
+        `waiting for: answer ${runId}~1.0`,
+      );
       const table = await loom(['questions'], env);
       expect(table.stdout).toContain('QUESTION');
       expect(table.stdout).toContain('Which colour, exactly?');
@@ -83,6 +92,14 @@ describe.each(targets)('loom questions and loom answer on $name', (target) => {
         async () => (await agents.approvals(mail.runId)).find((a) => a.status === 'pending'),
         'the mail approval',
       );
+      const waiting = JSON.parse((await loom(['runs', '--json'], env)).stdout) as {
+        runs: { id: string; status: string; waitingFor?: string }[];
+      };
+      expect(waiting.runs.find((r) => r.id === mail.runId)?.waitingFor).toBe(
+        `approval ${mail.runId}~1.0`,
+      );
+      // A run that ended waits for nothing.
+      expect(waiting.runs.find((r) => r.id === runId)).not.toHaveProperty('waitingFor');
       const approvals = await loom(['approvals'], env);
       expect(approvals.stdout).toContain('INPUT');
       expect(approvals.stdout).toContain('{"to":"ana"}');

@@ -72,6 +72,7 @@ export function formatRuns(
       ...(spend === undefined ? [] : ['SPEND']),
       'UPDATED',
       'REASON',
+      'WAITING FOR',
     ],
     runs.map((r) => [
       r.id,
@@ -83,6 +84,7 @@ export function formatRuns(
       ...(spend === undefined ? [] : [formatSpend(spend.get(r.id))]),
       time(r.updatedAtMs),
       r.terminalReason ?? '',
+      r.waitingFor ?? '',
     ]),
   );
   return nextCursor === undefined ? body : `${body}\nmore: loom runs --after ${nextCursor}`;
@@ -97,6 +99,7 @@ export function formatDetail(detail: RunDetail): string {
   ];
   if (r.terminalReason !== null) lines.push(`reason: ${r.terminalReason}`);
   if (detail.parentId !== null) lines.push(`parent: ${detail.parentId}`);
+  if (r.waitingFor !== undefined) lines.push(`waiting for: ${r.waitingFor}`);
   if (r.wakeAtMs !== null) lines.push(`wakes at ${time(r.wakeAtMs)}`);
   lines.push(`input: ${preview(detail.input)}`);
   if (detail.output !== undefined) lines.push(`output: ${preview(detail.output)}`);
