@@ -388,7 +388,8 @@ class LogView implements View {
     const events = await readLog(this.opened.events, executionId);
     const folded = foldRun(events, isAgentFlow);
     const inbox = await readInbox(this.opened.events, executionId);
-    const approvals = isAgentFlow(row.flow ?? folded.flow) ? approvalsOf(events, inbox) : [];
+    const agentRun = isAgentFlow(row.flow ?? folded.flow);
+    const approvals = agentRun ? approvalsOf(events, inbox) : [];
     const summary = summaryOf(row, folded, approvals);
     return {
       run: summary,
@@ -399,6 +400,7 @@ class LogView implements View {
       timeline: folded.timeline,
       signals: signalsOf(inbox, folded.consumedSignalIds),
       approvals,
+      questions: agentRun ? questionsOf(events, inbox) : [],
       events: events.length,
     };
   }

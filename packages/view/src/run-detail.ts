@@ -1,4 +1,4 @@
-import type { Approval } from '@loom/agent-loop';
+import type { Approval, Question } from '@loom/agent-loop';
 import type { JsonValue } from '@loom/event-runtime';
 import type { RunSummary } from './run-summary.js';
 
@@ -76,6 +76,8 @@ export interface RunDetail {
   }[];
   /** An agent run's approvals, pending and decided (empty for flows). */
   readonly approvals: readonly Approval[];
+  /** An agent run's `ask_human` questions, pending and answered (empty for flows). */
+  readonly questions: readonly Question[];
   /** Events in the log. */
   readonly events: number;
 }

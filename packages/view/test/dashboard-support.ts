@@ -7,7 +7,7 @@ import { createAgentRuntime } from '@loom/agent-loop';
 import type { Backend } from '@loom/event-runtime';
 import { createRuntime } from '@loom/workflow-runtime';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
-import { allFlows, mailer, type Running } from './fixture.js';
+import { allFlows, asker, mailer, type Running } from './fixture.js';
 
 /** Debian's Chromium (scripts/ensure-chromium.sh installs it). */
 export const chromiumPath = '/usr/bin/chromium';
@@ -59,7 +59,7 @@ export async function openPage(
  */
 export function servingRuntime(backend: Backend): Running {
   const flows = createRuntime({ backend, flows: allFlows, timerPollMs: 50 });
-  return { flows, agents: createAgentRuntime({ flows, agents: [mailer] }) };
+  return { flows, agents: createAgentRuntime({ flows, agents: [mailer, asker] }) };
 }
 
 /** Polls `probe` until it returns something; fails after `deadlineMs` (real time). */

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Dashboard, openView, startDashboard, type View } from '../src/index.js';
 import { streamsMax } from '../src/internal/dashboard/dashboard-app.js';
 import { http, openBrowser, openPage, servingRuntime, until } from './dashboard-support.js';
-import { mailer, mailToken, populate, type Running, sentMails, waiting } from './fixture.js';
+import { asker, mailer, mailToken, populate, type Running, sentMails, waiting } from './fixture.js';
 
 const artifacts = fileURLToPath(new URL('../test-artifacts/', import.meta.url));
 const docsImage = fileURLToPath(new URL('../../../docs/img/dashboard.png', import.meta.url));
@@ -37,11 +37,17 @@ beforeAll(async () => {
   // Two more waiting runs, so each test below has its own: one guarded, one agent for read-only.
   await running.flows.start(waiting, null, { executionId: 'wait-guard' });
   await running.agents.start(mailer, 'mail ana', { runId: 'agent-2' });
+  // And an agent run whose model asks a person a question.
+  await running.agents.start(asker, 'paint the door', { runId: 'ask-1' });
   view = await openView({ db });
   await until(async () => {
     const approvals = await view.pendingApprovals();
     return approvals.some((a) => a.runId === 'agent-2') ? true : undefined;
   }, 'agent-2 waiting for approval');
+  await until(async () => {
+    const questions = await view.pendingQuestions();
+    return questions.some((q) => q.runId === 'ask-1') ? true : undefined;
+  }, 'ask-1 waiting for an answer');
 });
 
 afterAll(async () => {
@@ -155,6 +161,32 @@ describe('the dashboard in Chromium', () => {
     if (process.env.LOOM_UPDATE_DOCS_IMG === '1') {
       copyFileSync(join(artifacts, 'dashboard.png'), docsImage);
     }
+  });
+
+  it('answering a question from the page lets the run go on with the answer', async () => {
+    await page.getByRole('button', { name: 'ask-1', exact: true }).click();
+    await page.waitForSelector('#detail-head h2:text-is("ask-1")', { timeout: waitMs });
+    expect(await page.locator('#detail-head').textContent()).toContain('answer ask-1~1.0');
+    const send = page.getByRole('button', { name: 'Answer' });
+    await send.waitFor({ timeout: waitMs });
+    expect(await page.locator('#questions').textContent()).toContain('Which colour, exactly?');
+    // An empty answer is refused in the page; nothing is sent.
+    await send.click();
+    await page.waitForSelector('#flash:has-text("type the answer first")', { timeout: waitMs });
+    await page.locator('#by').fill('ana');
+    await page.locator('#by').dispatchEvent('change');
+    await page.getByLabel('the answer to ask-1~1.0').fill('teal');
+    await send.click();
+    await page.waitForSelector('#flash:has-text("answered ask-1~1.0")', { timeout: waitMs });
+    await rowWithStatus(page, 'ask-1', 'completed');
+    await page.waitForSelector('#questions:has-text("answered by ana: teal")', { timeout: waitMs });
+    expect(await page.getByRole('button', { name: 'Answer' }).count()).toBe(0);
+    const detail = await view.show('ask-1');
+    expect(detail.run.terminalReason).toBe('goal_completed');
+    expect(detail.questions[0]).toMatchObject({
+      status: 'answered',
+      answer: { by: 'ana', text: 'teal' },
+    });
   });
 
   it('a signal sent from the page is delivered and the waiting flow completes with it', async () => {

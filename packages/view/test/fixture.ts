@@ -64,6 +64,20 @@ export const mailer = defineAgent({
   tools: [mail],
 });
 
+/** An agent whose model asks a person (ask_human) which colour, then paints with the answer. */
+export const asker = defineAgent({
+  name: 'asker',
+  model: new StubModel({
+    script: (request) =>
+      JSON.stringify(request.messages).includes('teal')
+        ? { text: 'painting it teal' }
+        : { toolCalls: [{ tool: 'ask_human', input: { question: 'Which colour, exactly?' } }] },
+  }),
+  instructions: 'Ask which colour, then paint.',
+  tools: [],
+  askHuman: true,
+});
+
 export const allFlows = [order, failing, waiting, kid, parent];
 
 export interface Running {

@@ -5,29 +5,14 @@
 // `loom approvals` shows each request's input.
 
 import type { Question } from '@loom/agent-loop';
-import { createAgentRuntime, defineAgent } from '@loom/agent-loop';
-import { StubModel } from '@loom/reasoning';
+import { createAgentRuntime } from '@loom/agent-loop';
 import { createRuntime } from '@loom/workflow-runtime';
 import { afterAll, describe, expect, it } from 'vitest';
 import { dbTargets } from './db-targets.js';
-import { eventually, loom, mailer } from './fixture.js';
+import { asker, eventually, loom, mailer } from './fixture.js';
 
 const { targets, cleanup } = dbTargets('view-questions');
 afterAll(cleanup);
-
-// Answers by what the model was shown: once the answer is in the history, it is done.
-const asker = defineAgent({
-  name: 'asker',
-  model: new StubModel({
-    script: (request) =>
-      JSON.stringify(request.messages).includes('teal')
-        ? { text: 'painting it teal' }
-        : { toolCalls: [{ tool: 'ask_human', input: { question: 'Which colour, exactly?' } }] },
-  }),
-  instructions: 'Ask which colour, then paint.',
-  tools: [],
-  askHuman: true,
-});
 
 describe.each(targets)('loom questions and loom answer on $name', (target) => {
   it('lists the pending question, answers it from another process, and the run goes on with the answer', async () => {

@@ -176,6 +176,7 @@ export function dashboardApp(context: DashboardContext): Hono {
     return c.json(await context.view.events(idOf(c), { fromSequence }));
   });
   app.get('/api/approvals', async (c) => c.json(await context.view.pendingApprovals()));
+  app.get('/api/questions', async (c) => c.json(await context.view.pendingQuestions()));
 
   // Live updates: the server polls the view and sends `runs` (the filtered table) and `run` (the
   // open run's detail) only when they changed. Polling keeps it the same on SQLite and Postgres.
@@ -244,7 +245,7 @@ export function dashboardApp(context: DashboardContext): Hono {
     if (context.readOnly || context.operator === undefined) {
       throw new LoomError(
         ViewErrorCode.READ_ONLY,
-        'this dashboard was started read-only (--read-only): use loom signal/cancel/approve/reject, or restart it without --read-only',
+        'this dashboard was started read-only (--read-only): use loom signal/cancel/approve/reject/answer, or restart it without --read-only',
         {},
       );
     }
@@ -311,5 +312,14 @@ export function dashboardApp(context: DashboardContext): Hono {
       });
     });
   }
+  mutation('/api/questions/:id/answer', async (c) => {
+    const body = await objectBody(c.req.raw);
+    const questionId = idOf(c);
+    const answer = text(body, 'text');
+    if (answer === undefined || answer.trim() === '') throw invalid('text', 'an answer needs text');
+    const answeredBy = by(body);
+    await operator().answer(questionId, { by: answeredBy, text: answer });
+    return c.json({ questionId, answered: true, by: answeredBy });
+  });
   return app;
 }

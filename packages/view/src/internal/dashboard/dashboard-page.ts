@@ -56,6 +56,7 @@ export function dashboardHtml(options: { readOnly: boolean }): string {
     <div id="detail-head"></div>
     ${actions}
     <div id="approvals"></div>
+    <div id="questions"></div>
     <h3>Timeline</h3>
     <div id="timeline" class="timeline"></div>
     <h3>Events <small>(click one to inspect it)</small></h3>
@@ -209,6 +210,7 @@ export const dashboardJs = `'use strict';
     ];
     if (detail.parentId) facts.push(['parent', detail.parentId]);
     if (run.wakeAtMs) facts.push(['wakes', time(run.wakeAtMs)]);
+    if (run.waitingFor) facts.push(['waiting for', run.waitingFor]);
     var list = el('dl');
     facts.forEach(function (fact) {
       list.appendChild(el('dt', { text: fact[0] }));
@@ -222,6 +224,7 @@ export const dashboardJs = `'use strict';
     head.appendChild(list);
     if (!readOnly) $('actions').hidden = ended(run.status);
     renderApprovals(detail.approvals);
+    renderQuestions(detail.questions || []);
     renderTimeline(detail.timeline, run);
     if (detail.events !== state.eventsCount) loadEvents(run.id, detail.events);
   }
@@ -291,6 +294,41 @@ export const dashboardJs = `'use strict';
           act(path + '/reject', {}, function () { return 'rejected ' + approval.id; });
         });
         (controls || row).appendChild(reject);
+      }
+      box.appendChild(row);
+    });
+  }
+
+  // What the model asked a person (ask_human): a pending question gets a text box and an Answer
+  // button; the run goes on where its agent runs, and the model gets the answer.
+  function renderQuestions(questions) {
+    var box = $('questions');
+    box.replaceChildren();
+    if (questions.length === 0) return;
+    box.appendChild(el('h3', { text: 'Questions' }));
+    questions.forEach(function (question) {
+      var pending = question.status === 'pending';
+      var row = el('div', { className: pending ? 'approval question' : 'approval question decided' }, [
+        el('strong', { text: question.id }),
+        el('span', { text: question.question }),
+        el('span', {
+          className: 'status',
+          text: pending ? 'pending' : 'answered by ' + question.answer.by + ': ' + question.answer.text,
+        }),
+      ]);
+      if (pending && !readOnly) {
+        var answer = el('input', { type: 'text' });
+        answer.className = 'answer-text';
+        answer.placeholder = 'the answer the model gets';
+        answer.setAttribute('aria-label', 'the answer to ' + question.id);
+        var send = el('button', { text: 'Answer', className: 'primary', type: 'button' });
+        send.addEventListener('click', function () {
+          if (answer.value.trim() === '') { flash('type the answer first', true); return; }
+          act('/api/questions/' + encodeURIComponent(question.id) + '/answer', { text: answer.value }, function () {
+            return 'answered ' + question.id;
+          });
+        });
+        row.appendChild(el('div', { className: 'resolve' }, [answer, send]));
       }
       box.appendChild(row);
     });
