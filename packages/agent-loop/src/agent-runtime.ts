@@ -38,10 +38,10 @@ export interface AgentRuntimeOptions {
 }
 
 /** A started run. */
-export interface AgentRun {
+export interface AgentRun<O = JsonValue> {
   readonly runId: string;
   /** How the run ended; waits through approvals and restarts (the run may finish on another process). */
-  result(): Promise<RunResult>;
+  result(): Promise<RunResult<O>>;
 }
 
 /** A person's approval. */
@@ -144,7 +144,11 @@ export class AgentRuntime {
    * const run = await agents.start(triage, 'Ticket 4521: refund missing');
    * const result = await run.result(); // { reason: 'goal_completed', output: '…', turns: 2, … }
    */
-  async start(agent: Agent, input: JsonValue, options: { runId?: string } = {}): Promise<AgentRun> {
+  async start<O>(
+    agent: Agent<O>,
+    input: JsonValue,
+    options: { runId?: string } = {},
+  ): Promise<AgentRun<O>> {
     const flow = this.flows.get(agentFlowName(agent));
     if (flow === undefined) {
       throw new LoomError(
@@ -154,11 +158,16 @@ export class AgentRuntime {
       );
     }
     const started = await this.host.start(flow, input, options.runId);
-    return this.runOf(started.runId, started.result);
+    // The output's type is the agent's (checked against its output schema when it has one).
+    return this.runOf(started.runId, started.result) as AgentRun<O>;
   }
 
   /** Starts a run and waits for its end. */
-  async run(agent: Agent, input: JsonValue, options: { runId?: string } = {}): Promise<RunResult> {
+  async run<O>(
+    agent: Agent<O>,
+    input: JsonValue,
+    options: { runId?: string } = {},
+  ): Promise<RunResult<O>> {
     return (await this.start(agent, input, options)).result();
   }
 

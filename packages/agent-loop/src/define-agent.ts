@@ -1,8 +1,9 @@
 import type { JsonValue } from '@loom/event-runtime';
-import type { ModelProvider, ToolSpec } from '@loom/reasoning';
+import type { JsonSchema, ModelProvider, ToolSpec } from '@loom/reasoning';
 import type { BlueprintNode, HistoryStep } from '@loom/render';
-import type { Tool } from './define-tool.js';
+import type { Tool, ToolInput, ToolInputOf } from './define-tool.js';
 import { AgentErrorCode, LoomError } from './errors.js';
+import { type CompiledInput, compileInput } from './internal/tool-input.js';
 import { defaultPolicy, type Policy } from './policy.js';
 import { checkToolRetry, type ToolRetry } from './tool-retry.js';
 
@@ -10,6 +11,8 @@ import { checkToolRetry, type ToolRetry } from './tool-retry.js';
 export const stepsMaxDefault = 50;
 /** Default tool failures in a row before a run ends with `limit_tool_failures`. */
 export const consecutiveToolFailuresMaxDefault = 3;
+/** Final answers an agent with an `output` schema may give before one fits: 3 (2 re-asks). */
+export const outputAttemptsMaxDefault = 3;
 /** Default times the same call may be asked for in a row; reaching it ends the run with `loop_detected`. */
 export const repeatedCallsMaxDefault = 3;
 /** Default token budget of a rendered prompt. */
@@ -32,6 +35,11 @@ export interface AgentLimits {
   /** Known cost of all model calls in USD; reaching it ends the run (`limit_cost`). Default: no limit. */
   costUsdMax?: number;
   /**
+   * Final answers that did not fit the `output` schema before the run ends (`output_invalid`):
+   * each one is re-asked with what was wrong; default {@link outputAttemptsMaxDefault}.
+   */
+  outputAttemptsMax?: number;
+  /**
    * Wall time of the run in ms, from its start as recorded in its log, on the runtime's clock;
    * reaching it ends the run (`limit_time`): checked at each turn's start, and while the run
    * waits (a model call, an approval, a question). Default: no limit.
@@ -48,8 +56,8 @@ export interface PromptParts {
   readonly history: readonly HistoryStep[];
 }
 
-/** What `defineAgent` takes. */
-export interface AgentDefinition {
+/** What `defineAgent` takes (`S`: the `output` schema, if any). */
+export interface AgentDefinition<S extends ToolInput | undefined = ToolInput | undefined> {
   /** 1–100 of `A-Za-z0-9._-`; the run's flow is `agent:<name>`. */
   name: string;
   /** Pinned at start: a run is only resumed by the same version. Default '1'. */
@@ -82,10 +90,28 @@ export interface AgentDefinition {
    * runtime's `stepRetry`, which applies to no tool. Default `false`: no retries.
    */
   toolRetry?: ToolRetry | false;
+  /**
+   * Structured output: the final answer must be JSON that fits this schema (a Standard Schema,
+   * zod, valibot, arktype, …, or a JSON Schema object, as a tool's `input`), and the run's
+   * `output` is that JSON, typed by the schema. The model is told the schema (and asked for JSON
+   * natively where its provider supports it: `ModelRequest.responseFormat`); an answer that is not
+   * JSON or does not fit is re-asked, with what was wrong, up to `limits.outputAttemptsMax`
+   * answers in all, each one recorded, then the run ends `output_invalid`.
+   */
+  output?: S;
+  /** The JSON Schema the model sees, for an `output` Standard Schema that cannot convert itself. */
+  outputJsonSchema?: JsonSchema;
 }
 
-/** A checked agent definition. */
-export interface Agent {
+/** What an agent's runs end with: the final text, or its `output` schema's type. */
+export type AgentOutputOf<S> = S extends ToolInput
+  ? unknown extends ToolInputOf<S>
+    ? JsonValue
+    : ToolInputOf<S>
+  : string;
+
+/** A checked agent definition (`O`: what a completed run's `output` is). */
+export interface Agent<O = JsonValue> {
   readonly name: string;
   readonly version: string;
   readonly model: ModelProvider;
@@ -105,6 +131,10 @@ export interface Agent {
   readonly askHuman: boolean;
   /** The retry of its `read_only` and `idempotent` tools' calls; `false`: none. */
   readonly toolRetry: ToolRetry | false;
+  /** The `output` schema, compiled: what the model sees and the check of a final answer. */
+  readonly output: CompiledInput | undefined;
+  /** Type-level only: what a completed run's `output` is. Never set. */
+  readonly '~output'?: O;
 }
 
 /** A run's flow name: `agent:<name>`. */
@@ -161,7 +191,9 @@ function budget(agent: string, value: number | undefined): number {
  * @example
  * const triage = defineAgent({ name: 'triage', model, instructions: 'Triage the ticket.', tools: [lookup] });
  */
-export function defineAgent(definition: AgentDefinition): Agent {
+export function defineAgent<const S extends ToolInput | undefined = undefined>(
+  definition: AgentDefinition<S>,
+): Agent<AgentOutputOf<S>> {
   const { name } = definition;
   if (typeof name !== 'string' || !agentNamePattern.test(name)) {
     throw new LoomError(
@@ -220,6 +252,11 @@ export function defineAgent(definition: AgentDefinition): Agent {
         limits.wallTimeMsMax === undefined
           ? Number.POSITIVE_INFINITY
           : positive(name, 'wallTimeMsMax', limits.wallTimeMsMax),
+      outputAttemptsMax: positive(
+        name,
+        'outputAttemptsMax',
+        limits.outputAttemptsMax ?? outputAttemptsMaxDefault,
+      ),
     }),
     budgetTokens,
     prompt: definition.prompt ?? defaultPrompt,
@@ -229,5 +266,12 @@ export function defineAgent(definition: AgentDefinition): Agent {
       definition.toolRetry === undefined
         ? false
         : checkToolRetry(`agent '${name}'`, 'toolRetry', definition.toolRetry),
+    output:
+      definition.output === undefined
+        ? undefined
+        : compileInput(name, definition.output, definition.outputJsonSchema, `agent '${name}'`, {
+            schema: 'output',
+            jsonSchema: 'outputJsonSchema',
+          }),
   });
 }

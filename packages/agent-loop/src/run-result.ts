@@ -19,6 +19,8 @@ import type { FallbackRecord } from '@loom/reasoning';
  * - `context_exceeded`: the prompt's required parts no longer fit `budgetTokens` (the
  *   instructions, tools, input and newest turn alone are over it).
  * - `model_failed`: the model call failed after its own retries (`error` says how).
+ * - `output_invalid`: an agent with an `output` schema gave `outputAttemptsMax` final answers
+ *   that were not JSON or did not fit it (`error` names the last problem).
  * - `operator_cancelled`: `cancel(runId)`.
  */
 export type TerminalReason =
@@ -35,6 +37,7 @@ export type TerminalReason =
   | 'approval_expired'
   | 'context_exceeded'
   | 'model_failed'
+  | 'output_invalid'
   | 'operator_cancelled';
 
 /**
@@ -74,11 +77,14 @@ export interface ModelCallUsage {
 }
 
 /** How a run ended. */
-export interface RunResult {
+export interface RunResult<O = JsonValue> {
   readonly runId: string;
   readonly reason: TerminalReason;
-  /** The final text, for `goal_completed`. */
-  readonly output?: JsonValue;
+  /**
+   * For `goal_completed`: the final text, or, for an agent with an `output` schema, the answer
+   * parsed from JSON and checked against it.
+   */
+  readonly output?: O;
   /** What went wrong, for the other endings. */
   readonly error?: string;
   /** Turns decided (model calls made). */

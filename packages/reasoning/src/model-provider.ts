@@ -1,4 +1,4 @@
-import type { ModelMessage, ToolCall, ToolChoice, ToolSpec } from './model-types.js';
+import type { JsonSchema, ModelMessage, ToolCall, ToolChoice, ToolSpec } from './model-types.js';
 
 /**
  * What a provider is asked. Everything but `signal` is JSON, so a request can be logged and a
@@ -13,6 +13,12 @@ export interface ModelRequest {
   tags?: readonly string[];
   maxOutputTokens?: number;
   temperature?: number;
+  /**
+   * Ask for a final answer in JSON that fits `schema` (structured output), where the provider
+   * supports it (an AI SDK provider gets it as its `responseFormat`; others ignore it). The model
+   * may still call tools; a text answer is then JSON. The caller checks it either way.
+   */
+  responseFormat?: { type: 'json'; schema: JsonSchema; name?: string };
   /** Aborts the call. Never journaled. */
   signal?: AbortSignal;
 }

@@ -169,6 +169,7 @@ async function runTurns(
 ): Promise<RunOutput> {
   const { runId } = ctx;
   const { limits } = agent;
+  const { instructions, responseFormat } = outputAsked(agent);
   const budget = WallBudget.start(ctx, limits.wallTimeMsMax);
   for (let turn = 1; ; turn++) {
     if (turn > limits.stepsMax) {
@@ -184,7 +185,7 @@ async function runTurns(
     try {
       rendered = renderMessages(
         agent.prompt({
-          instructions: agent.instructions,
+          instructions,
           input: run.input,
           tools: toolSpecs,
           history: run.history,
@@ -200,6 +201,7 @@ async function runTurns(
     const requestOf = (signal: AbortSignal): ModelRequest => ({
       messages: rendered.messages,
       tools: [...rendered.tools, failToolSpec],
+      ...(responseFormat === undefined ? {} : { responseFormat }),
       signal,
       ...(agent.tags === undefined ? {} : { tags: agent.tags }),
     });
@@ -240,12 +242,22 @@ async function runTurns(
         error: typeof reason === 'string' ? reason : JSON.stringify(giveUp.input),
       });
     }
+    // A final answer (no tool call): the text, or, with an output schema, JSON that fits it.
+    let refusedAnswer: string | undefined;
     if (
       calls.length === 0 &&
       response.invalidToolCalls.length === 0 &&
       response.text.trim() !== ''
     ) {
-      return run.end('goal_completed', { output: response.text });
+      if (agent.output === undefined) return run.end('goal_completed', { output: response.text });
+      const answer = await checkedAnswer(agent.output, response.text);
+      if (answer.ok) return run.end('goal_completed', { output: answer.value });
+      if (run.refuseAnswer() >= limits.outputAttemptsMax) {
+        return run.end('output_invalid', {
+          error: `${limits.outputAttemptsMax} final answers did not fit the output schema; the last: ${answer.problem}`,
+        });
+      }
+      refusedAnswer = answer.problem;
     }
     const spent = run.spent;
     if (spent.tokens >= limits.tokensMax) {
@@ -257,6 +269,22 @@ async function runTurns(
       return run.end('limit_cost', {
         error: `${spent.costUsd} USD spent, the limit is ${limits.costUsdMax}`,
       });
+    }
+    if (refusedAnswer !== undefined) {
+      // Re-asked with what was wrong; the answer is recorded (decide:<t>), so a replay refuses it
+      // the same way.
+      run.finishTurn(
+        turn,
+        response.text,
+        [],
+        [
+          {
+            kind: 'invalid_decision',
+            message: `Your final answer must be JSON only that fits the output schema; it did not: ${refusedAnswer}. Answer again with the JSON alone (or call a tool).`,
+          },
+        ],
+      );
+      continue;
     }
     const invalid: Observation[] = response.invalidToolCalls.map((call) => ({
       kind: 'invalid_decision',
@@ -840,4 +868,43 @@ async function awaitDecision(
     endRun: decision.endRun === true || approval.kind === 'interrupted_side_effect',
     why: `rejected by ${decision.by}${note}`,
   };
+}
+
+/**
+ * What a turn asks of the model for an agent with an output schema: the instructions with the
+ * schema appended (every prompt, custom ones too, gets them through `PromptParts.instructions`),
+ * and the provider's structured output (`responseFormat`) where it has it.
+ */
+function outputAsked(agent: Agent): {
+  instructions: string;
+  responseFormat: ModelRequest['responseFormat'];
+} {
+  if (agent.output === undefined)
+    return { instructions: agent.instructions, responseFormat: undefined };
+  const schema = agent.output.jsonSchema;
+  return {
+    instructions:
+      `${agent.instructions}\n\nWhen you answer without calling a tool, answer with JSON only ` +
+      `(no prose, no code fence) that fits this JSON Schema:\n${JSON.stringify(schema)}`,
+    responseFormat: { type: 'json', schema, name: 'answer' },
+  };
+}
+
+/**
+ * A final answer checked against the output schema: the JSON value (a code fence around it is
+ * tolerated), or what is wrong with it. Pure: a replay checks the recorded answer the same way.
+ */
+async function checkedAnswer(
+  output: NonNullable<Agent['output']>,
+  text: string,
+): Promise<{ ok: true; value: JsonValue } | { ok: false; problem: string }> {
+  const fenced = /^\s*```(?:json)?\s*\n([\s\S]*?)\n?```\s*$/.exec(text);
+  let value: JsonValue;
+  try {
+    value = JSON.parse(fenced === null ? text : (fenced[1] as string)) as JsonValue;
+  } catch (error) {
+    return { ok: false, problem: `it is not JSON (${(error as Error).message})` };
+  }
+  const problem = await output.check(value);
+  return problem === undefined ? { ok: true, value } : { ok: false, problem };
 }

@@ -108,6 +108,7 @@ export class RunMemory {
   private lastCall = '';
   private repeats = 0;
   private failuresInARow = 0;
+  private refusedAnswers = 0;
 
   constructor(
     readonly runId: string,
@@ -161,6 +162,12 @@ export class RunMemory {
     this.repeats = signature === this.lastCall ? this.repeats + 1 : 1;
     this.lastCall = signature;
     return this.repeats;
+  }
+
+  /** Counts one final answer refused by the output schema; returns how many so far. */
+  refuseAnswer(): number {
+    this.refusedAnswers += 1;
+    return this.refusedAnswers;
   }
 
   /** Counts one executed tool call; returns the failures in a row so far. */

@@ -57,6 +57,10 @@ export function compileInput(
   tool: string,
   input: unknown,
   jsonSchema: JsonSchema | undefined,
+  /** Who the schema is for, in messages; default `tool '<tool>'`. */
+  subject = `tool '${tool}'`,
+  /** The options' names, in messages. */
+  names: { schema: string; jsonSchema: string } = { schema: 'input', jsonSchema: 'jsonSchema' },
 ): CompiledInput {
   if (isStandardSchema(input)) {
     const standard = input['~standard'];
@@ -65,7 +69,7 @@ export function compileInput(
       if (standard.jsonSchema === undefined) {
         throw new LoomError(
           AgentErrorCode.INVALID_ARGUMENT,
-          `tool '${tool}': its ${standard.vendor} schema cannot convert itself to JSON Schema (no Standard JSON Schema support): pass the JSON Schema the model should see as 'jsonSchema'`,
+          `${subject}: its ${standard.vendor} schema cannot convert itself to JSON Schema (no Standard JSON Schema support): pass the JSON Schema the model should see as '${names.jsonSchema}'`,
           { tool },
         );
       }
@@ -96,7 +100,7 @@ export function compileInput(
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new LoomError(
       AgentErrorCode.INVALID_ARGUMENT,
-      `tool '${tool}': 'input' must be a Standard Schema (zod, valibot, arktype, …) or a JSON Schema object`,
+      `${subject}: '${names.schema}' must be a Standard Schema (zod, valibot, arktype, …) or a JSON Schema object`,
       { tool },
     );
   }
@@ -108,7 +112,7 @@ export function compileInput(
   } catch (cause) {
     throw new LoomError(
       AgentErrorCode.INVALID_ARGUMENT,
-      `tool '${tool}': its JSON Schema does not compile: ${(cause as Error).message}`,
+      `${subject}: its JSON Schema does not compile: ${(cause as Error).message}`,
       { tool },
       cause,
     );

@@ -57,6 +57,10 @@ export interface AiSdkCallOptions {
   toolChoice?: unknown;
   maxOutputTokens?: number;
   temperature?: number;
+  /** Structured output: a JSON answer that fits `schema`. */
+  responseFormat?:
+    | { type: 'text' }
+    | { type: 'json'; schema?: object; name?: string; description?: string };
   abortSignal?: AbortSignal;
   headers?: Record<string, string | undefined>;
   providerOptions?: Record<string, Record<string, unknown>>;

@@ -15,12 +15,16 @@ afterEach(async () => {
   await wire.close();
 });
 
-function provider(options: AiSdkProviderOptions = {}): ModelProvider {
+function provider(
+  options: AiSdkProviderOptions = {},
+  settings: { supportsStructuredOutputs?: boolean } = {},
+): ModelProvider {
   const local = createOpenAICompatible({
     name: 'local',
     baseURL: `${wire.url}/v1`,
     apiKey: 'test-key',
     includeUsage: true,
+    ...settings,
   });
   return fromAiSdk(local.chatModel('qwen2.5-7b'), {
     prices: { 'qwen2.5-7b': { inputUsdPerMTok: 1, outputUsdPerMTok: 2 } },
@@ -127,6 +131,37 @@ describe('the AI SDK adapter on the OpenAI chat-completions wire format', () => 
     expect(sent.messages[3]?.tool_call_id).toBe('c0');
     expect(sent.tools[0]?.function.name).toBe('search');
     expect(JSON.parse(JSON.stringify(response))).toEqual(response);
+  });
+
+  it('responseFormat asks for structured output: a JSON schema where the server supports it, else JSON mode', async () => {
+    const schema = {
+      type: 'object',
+      properties: { colour: { type: 'string' } },
+      required: ['colour'],
+      additionalProperties: false,
+    };
+    const answer = {
+      kind: 'json' as const,
+      body: completion({ role: 'assistant', content: '{"colour":"teal"}' }, 'stop'),
+    };
+    wire.reply(answer, answer, answer);
+    const sentFormat = (n: number) =>
+      ((wire.requests[n]?.body ?? {}) as { response_format?: unknown }).response_format;
+    const asked: ModelRequest = {
+      messages: [{ role: 'user', content: 'Which colour?' }],
+      responseFormat: { type: 'json', schema, name: 'paint' },
+    };
+    const structured = await provider({}, { supportsStructuredOutputs: true }).generate(asked);
+    expect(structured.text).toBe('{"colour":"teal"}');
+    expect(sentFormat(0)).toMatchObject({
+      type: 'json_schema',
+      json_schema: { name: 'paint', schema },
+    });
+    await provider().generate(asked);
+    expect(sentFormat(1)).toEqual({ type: 'json_object' });
+    // Without responseFormat, nothing is asked for.
+    await provider().generate({ messages: [{ role: 'user', content: 'Which colour?' }] });
+    expect(sentFormat(2)).toBeUndefined();
   });
 
   it('bad model output becomes typed data: arguments not JSON, an unknown tool', async () => {

@@ -15,6 +15,17 @@ export function toCallOptions(request: ModelRequest) {
     ...(request.toolChoice !== undefined ? { toolChoice: toChoice(request.toolChoice) } : {}),
     ...(request.maxOutputTokens !== undefined ? { maxOutputTokens: request.maxOutputTokens } : {}),
     ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+    ...(request.responseFormat !== undefined
+      ? {
+          responseFormat: {
+            type: 'json' as const,
+            schema: request.responseFormat.schema,
+            ...(request.responseFormat.name === undefined
+              ? {}
+              : { name: request.responseFormat.name }),
+          },
+        }
+      : {}),
   };
 }
 
