@@ -3,6 +3,8 @@
 // recorded model call), up to limits.outputAttemptsMax answers, then the run ends
 // output_invalid. The model is told the schema, in its instructions and as responseFormat. On the
 // memory store and on SQLite and Postgres (the run resumed from its log by another runtime).
+
+import { until } from '@loom/event-runtime/testing';
 import type { ModelProvider } from '@loom/reasoning';
 import { createRuntime } from '@loom/workflow-runtime';
 import { describe, expect, expectTypeOf, it } from 'vitest';
@@ -148,7 +150,7 @@ describe.each(backends)('structured output on %s', (_backend, openStore) => {
     const first = createRuntime({ store });
     const firstAgents = createAgentRuntime({ flows: first, agents: [slow] });
     await firstAgents.start(slow, 'the door', { runId: 'door' });
-    await expect.poll(() => calls, { timeout: 10_000 }).toBe(2);
+    await until(() => calls === 2, 'the second model call to start');
     // Stopped while the second answer is on its way: it may or may not be recorded.
     const stopped = first.shutdown();
     release();

@@ -79,3 +79,16 @@ export function callsIn(file: string): string[] {
 export function invocationsIn(file: string): number {
   return callsIn(file).length;
 }
+
+/** The names of the steps `events` completed that `match` accepts, in log order. */
+export function completedSteps(
+  events: readonly StoredEvent[],
+  match: (stepName: string) => boolean,
+): string[] {
+  return events.flatMap((event) => {
+    const stepName = (event.payload as { name?: unknown }).name;
+    return event.type === 'step.completed' && typeof stepName === 'string' && match(stepName)
+      ? [stepName]
+      : [];
+  });
+}

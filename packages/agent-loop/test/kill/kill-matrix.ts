@@ -7,7 +7,14 @@ import { join } from 'node:path';
 import { killTestProcesses, until } from '@loom/event-runtime/testing';
 import { afterAll, expect, it } from 'vitest';
 import { isRerunnable, type SideEffect, sideEffects } from '../../src/index.js';
-import { callsIn, invocationsIn, life, openLog, spawnLife } from './kill-harness.js';
+import {
+  callsIn,
+  completedSteps,
+  invocationsIn,
+  life,
+  openLog,
+  spawnLife,
+} from './kill-harness.js';
 
 /** The durable transitions of a turn, in order, and a kill inside the tool after its side effect. */
 const killPoints = ['decided', 'policy_decided', 'tool_started', 'mid_tool', 'observed'] as const;
@@ -183,12 +190,7 @@ async function mixedTurnApprovedThenKilled(dir: string, backend: Record<string, 
   const log = await openLog(env);
   try {
     await until(
-      async () =>
-        (await log.read(runId)).some(
-          (event) =>
-            event.type === 'step.completed' &&
-            (event.payload as { name?: unknown }).name === 'tool:1.0',
-        ),
+      async () => completedSteps(await log.read(runId), (name) => name === 'tool:1.0').length > 0,
       "the gated call's step.completed in the log",
       10_000,
     );
@@ -219,14 +221,7 @@ async function mixedTurnApprovedThenKilled(dir: string, backend: Record<string, 
     });
     // The gated call ran once, after its approval; the ungated one again, once, on the re-run.
     expect(callsIn(file).sort()).toEqual([gated, ungated, ungated]);
-    const decided = (await log.read(runId)).flatMap((event) => {
-      const stepName = (event.payload as { name?: unknown }).name;
-      return event.type === 'step.completed' &&
-        typeof stepName === 'string' &&
-        stepName.startsWith('approval:')
-        ? [stepName]
-        : [];
-    });
+    const decided = completedSteps(await log.read(runId), (name) => name.startsWith('approval:'));
     expect(decided.sort()).toEqual(['approval:1.0', 'approval:1.1.i']);
   } finally {
     await log.close();
@@ -257,15 +252,7 @@ async function mixedTurnKilledThenRejected(dir: string, backend: Record<string, 
   const log = await openLog(env);
   try {
     const events = await log.read(runId);
-    const toolSteps = events.flatMap((event) => {
-      const stepName = (event.payload as { name?: unknown }).name;
-      return event.type === 'step.completed' &&
-        typeof stepName === 'string' &&
-        stepName.startsWith('tool:')
-        ? [stepName]
-        : [];
-    });
-    expect(toolSteps).toEqual(['tool:1.1']);
+    expect(completedSteps(events, (name) => name.startsWith('tool:'))).toEqual(['tool:1.1']);
   } finally {
     await log.close();
   }
@@ -303,11 +290,7 @@ async function finishedSiblingKept(dir: string, backend: Record<string, string>)
   const log = await openLog(env);
   try {
     const firstCompleted = async () =>
-      (await log.read(runId)).some(
-        (event) =>
-          event.type === 'step.completed' &&
-          (event.payload as { name?: unknown }).name === 'tool:1.0',
-      );
+      completedSteps(await log.read(runId), (name) => name === 'tool:1.0').length > 0;
     // The first call returned: its result has had every chance to become durable (it never will
     // if it waits for the second call). Waiting longer proves nothing more; the kill comes anyway.
     let durableBeforeKill = true;
@@ -352,15 +335,7 @@ async function finishedSiblingKept(dir: string, backend: Record<string, string>)
     expect(firstSteps.map((event) => event.type)).toEqual(['step.started', 'step.completed']);
     expect(firstSteps[1]?.payload).toMatchObject({ result: { output: { done: 1 } } });
     // Nobody was ever asked about the first call.
-    const asked = events.flatMap((event) => {
-      const stepName = (event.payload as { name?: unknown }).name;
-      return event.type === 'step.completed' &&
-        typeof stepName === 'string' &&
-        stepName.endsWith('.i')
-        ? [stepName]
-        : [];
-    });
-    expect(asked).toEqual(['approval:1.1.i']);
+    expect(completedSteps(events, (name) => name.endsWith('.i'))).toEqual(['approval:1.1.i']);
   } finally {
     await log.close();
   }
