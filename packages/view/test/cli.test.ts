@@ -113,6 +113,7 @@ describe.each(targets)('loom on $name', (target) => {
       status: 'suspended',
       steps: 1,
       terminalReason: null,
+      waitingFor: "signal 'go'",
     });
     expect(byId.get('agent-1')).toMatchObject({
       kind: 'agent',
@@ -184,6 +185,7 @@ describe.each(targets)('loom on $name', (target) => {
       expect.objectContaining({ runId: 'agent-1', status: 'pending', kind: 'tool_call' }),
     ]);
     const human = await loom(['show', 'agent-1'], env());
+    expect(human.stdout).toContain('waiting for: approval agent-1~1.0');
     expect(human.stdout).toContain('decision');
     expect(human.stdout).toContain('send_mail');
   });

@@ -39,15 +39,11 @@ describe.each(targets)('loom questions and loom answer on $name', (target) => {
           status: 'pending',
         },
       ]);
-      // loom runs says what the suspended run waits for (its log, or the projection's page + logs).
-      const runs = await loom(['runs', '--status', 'suspended', '--json'], env);
-      const suspended = JSON.parse(runs.stdout) as { runs: { id: string; waitingFor?: string }[] };
-      expect(suspended.runs.find((r) => r.id === runId)?.waitingFor).toBe(`answer ${runId}~1.0`);
+      // loom runs says what the suspended run waits for (loom show and the dashboard say it too:
+      // dashboard.test.ts).
       const runsTable = await loom(['runs'], env);
       expect(runsTable.stdout).toContain('WAITING FOR');
-      expect((await loom(['show', runId], env)).stdout).toContain(
-        `waiting for: answer ${runId}~1.0`,
-      );
+      expect(runsTable.stdout).toContain(`answer ${runId}~1.0`);
       const table = await loom(['questions'], env);
       expect(table.stdout).toContain('QUESTION');
       expect(table.stdout).toContain('Which colour, exactly?');
@@ -69,7 +65,6 @@ describe.each(targets)('loom questions and loom answer on $name', (target) => {
         status: 'answered',
         answer: { by: 'ana', text: 'teal, #008080' },
       });
-      expect((await loom(['questions'], env)).stdout).toContain('no questions');
 
       // An approval lists the input of the request it asks about.
       const mail = await agents.start(mailer, 'mail ana', { runId: `mail-${target.name}` });
