@@ -6,6 +6,7 @@ import {
   type StoredSignal,
 } from '@loom/event-runtime';
 import type { Runtime } from '@loom/workflow-runtime';
+import type { Tracer } from '@opentelemetry/api';
 import type { AgentStream } from './agent-event.js';
 import { childAgentCall } from './agent-tool.js';
 import {
@@ -19,6 +20,7 @@ import type { ToolIsolate } from './define-tool.js';
 import { AgentErrorCode, LoomError } from './errors.js';
 import { AgentEventStream } from './internal/agent-event-stream.js';
 import { agentRun, RecordName } from './internal/agent-flow.js';
+import { AgentSpans } from './internal/agent-spans.js';
 import { FlowHost, type HostedFlow, hostedFlow } from './internal/flow-host.js';
 import { LiveText } from './internal/live-text.js';
 import { RunCallsHandoff } from './internal/run-calls.js';
@@ -35,6 +37,17 @@ export interface AgentRuntimeOptions {
   agents: readonly Agent[];
   /** Called synchronously for each durable transition of a turn (see {@link AgentTransition}). */
   onTransition?: (transition: AgentTransition) => void;
+  /**
+   * An OpenTelemetry tracer (`trace.getTracer('my-service')`): spans named by the GenAI semantic
+   * conventions for each model call (`chat <model>`: provider, model, tokens, finish reason,
+   * `loom.cost_usd`), each tool call (`execute_tool <tool>`), each turn's policy
+   * (`loom.policy <agent>`: its verdicts) and, from the process that ends a run, the run
+   * (`invoke_agent <agent>`: its part of the run, ending, turns, tokens and cost). Each carries
+   * `loom.run_id` and `loom.turn`. Only live work makes a span: a replay or a resume never
+   * repeats one. `@opentelemetry/api` (an optional peer) parents them under the caller's active
+   * span.
+   */
+  tracer?: Tracer;
 }
 
 /** A started run. */
@@ -84,6 +97,14 @@ export class AgentRuntime {
 
   constructor(options: AgentRuntimeOptions) {
     this.host = new FlowHost(options.flows);
+    if (options.tracer !== undefined && typeof options.tracer?.startSpan !== 'function') {
+      throw new LoomError(
+        AgentErrorCode.INVALID_ARGUMENT,
+        'tracer must be an OpenTelemetry tracer (trace.getTracer(name))',
+        {},
+      );
+    }
+    const spans = new AgentSpans(options.tracer);
     const notify = options.onTransition ?? (() => {});
     const flowOf = (flowName: string) => this.flows.get(flowName);
     for (const agent of withChildAgents(options.agents)) {
@@ -100,7 +121,7 @@ export class AgentRuntime {
       const flow = hostedFlow(
         name,
         agent.version,
-        agentRun(agent, notify, this.live, this.handoff),
+        agentRun(agent, notify, this.live, this.handoff, spans),
         flowOf,
       );
       this.flows.set(name, flow);

@@ -27,6 +27,7 @@ import type { TerminalReason } from '../run-result.js';
 import { isRerunnable } from '../side-effect.js';
 import type { ToolRetry } from '../tool-retry.js';
 import type { AgentTransition } from '../transition.js';
+import { AgentSpanAttribute, AgentSpans, responseAttributes } from './agent-spans.js';
 import { runChildCall } from './child-call.js';
 import type { StepOptions, TurnContext } from './flow-host.js';
 import type { LiveText } from './live-text.js';
@@ -69,6 +70,21 @@ type Verdict =
   | { callId: string; kind: 'invalid'; message: string }
   | { callId: string; kind: 'ask'; question: string }
   | { callId: string; kind: 'decided'; request: ToolRequest; decision: PolicyDecision };
+
+/** A verdict as a span attribute: `allow`, `deny`, `require_approval`, `abort`, `ask`, `invalid`. */
+function verdictName(verdict: Verdict): string {
+  return verdict.kind === 'decided' ? verdict.decision.kind : verdict.kind;
+}
+
+/** No tracer: spans cost nothing. */
+const noSpans = new AgentSpans(undefined);
+
+/** The spans of the run a flow context drives (set when its flow starts in this process). */
+const runSpans = new WeakMap<TurnContext, AgentSpans>();
+
+function spansOf(ctx: TurnContext): AgentSpans {
+  return runSpans.get(ctx) ?? noSpans;
+}
 
 /** What a tool step records. */
 type ToolStepResult = { output: JsonValue } | { interrupted: true };
@@ -144,6 +160,7 @@ export function agentRun(
   notify: (transition: AgentTransition) => void,
   live: LiveText,
   handoff: RunCallsHandoff,
+  spans: AgentSpans = noSpans,
 ): (ctx: TurnContext, input: JsonValue) => Promise<JsonValue> {
   const toolSpecs: ToolSpec[] = [...agent.tools.values()].map((tool) => ({
     name: tool.name,
@@ -152,9 +169,23 @@ export function agentRun(
   }));
   if (agent.askHuman) toolSpecs.push(askHumanToolSpec);
   return async (ctx, input) => {
+    const drivenFromMs = spans.enabled ? Date.now() : 0;
+    if (spans.enabled) runSpans.set(ctx, spans);
     const run = new RunMemory(ctx.runId, input);
     const output = await runTurns(ctx, agent, toolSpecs, notify, live, run);
     handoff.offer(ctx.runId, run.calls);
+    // The run's end, from the process that ends it: its part of the run, as one span.
+    if (spans.enabled)
+      spans.summary(`invoke_agent ${agent.name}`, drivenFromMs, {
+        [AgentSpanAttribute.operation]: 'invoke_agent',
+        [AgentSpanAttribute.agentName]: agent.name,
+        [AgentSpanAttribute.runId]: ctx.runId,
+        [AgentSpanAttribute.reason]: output.reason,
+        [AgentSpanAttribute.turn]: output.turns,
+        [AgentSpanAttribute.inputTokens]: output.usage.inputTokens,
+        [AgentSpanAttribute.outputTokens]: output.usage.outputTokens,
+        [AgentSpanAttribute.costUsd]: output.usage.costUsd,
+      });
     return output as unknown as JsonValue;
   };
 }
@@ -213,9 +244,22 @@ async function runTurns(
           // A retried model call (the runtime's stepRetry) announces the turn's observation once.
           if (!called && turn > 1) notify({ type: 'observed', runId, turn: turn - 1 });
           called = true;
-          return callModel(agent, requestOf(effect.signal), (text) =>
-            live.text(runId, turn, text),
-          ) as unknown as Promise<JsonValue>;
+          const call = () =>
+            callModel(agent, requestOf(effect.signal), (text) => live.text(runId, turn, text));
+          const spans = spansOf(ctx);
+          return (spans.enabled
+            ? spans.around(
+                `chat ${agent.model.id}`,
+                {
+                  [AgentSpanAttribute.operation]: 'chat',
+                  [AgentSpanAttribute.agentName]: agent.name,
+                  [AgentSpanAttribute.runId]: runId,
+                  [AgentSpanAttribute.turn]: turn,
+                },
+                call,
+                responseAttributes,
+              )
+            : call()) as unknown as Promise<JsonValue>;
         },
         // A model call changes nothing in the world: the runtime's stepRetry may repeat it, and
         // only the answer that returns is recorded. With a wall-time limit, each attempt is cut
@@ -357,7 +401,36 @@ async function toolTurn(
   budget: WallBudget | undefined,
 ): Promise<RunOutput | undefined> {
   const { runId } = ctx;
-  const verdicts = (await recordStep(ctx, RecordName.policy(turn), async () => {
+  const verdicts = (await recordStep(ctx, RecordName.policy(turn), () => {
+    const spans = spansOf(ctx);
+    const decide = () => policyVerdicts(ctx, agent, run, notify, turn, calls);
+    return spans.enabled
+      ? spans.around(
+          `loom.policy ${agent.name}`,
+          {
+            [AgentSpanAttribute.agentName]: agent.name,
+            [AgentSpanAttribute.runId]: runId,
+            [AgentSpanAttribute.turn]: turn,
+          },
+          decide,
+          (out) => ({ [AgentSpanAttribute.verdicts]: (out as Verdict[]).map(verdictName) }),
+        )
+      : decide();
+  })) as unknown as Verdict[];
+  return afterVerdicts(ctx, agent, run, notify, turn, response, calls, invalid, budget, verdicts);
+}
+
+/** The policy's verdicts on a turn's calls (inside the recorded policy step). */
+async function policyVerdicts(
+  ctx: TurnContext,
+  agent: Agent,
+  run: RunMemory,
+  notify: (transition: AgentTransition) => void,
+  turn: number,
+  calls: readonly ToolCall[],
+): Promise<JsonValue> {
+  const { runId } = ctx;
+  {
     notify({ type: 'decided', runId, turn });
     const out: Verdict[] = [];
     for (const call of calls) {
@@ -409,8 +482,23 @@ async function toolTurn(
       });
     }
     return out as unknown as JsonValue;
-  })) as unknown as Verdict[];
+  }
+}
 
+/** Approvals, questions and the allowed calls of a turn, after its policy's verdicts. */
+async function afterVerdicts(
+  ctx: TurnContext,
+  agent: Agent,
+  run: RunMemory,
+  notify: (transition: AgentTransition) => void,
+  turn: number,
+  response: ModelResponse,
+  calls: readonly ToolCall[],
+  invalid: Observation[],
+  budget: WallBudget | undefined,
+  verdicts: Verdict[],
+): Promise<RunOutput | undefined> {
+  const { runId } = ctx;
   const aborted = verdicts.find((v) => v.kind === 'decided' && v.decision.kind === 'abort');
   if (aborted?.kind === 'decided' && aborted.decision.kind === 'abort') {
     return run.end('policy_aborted', { error: aborted.decision.reason });
@@ -708,13 +796,29 @@ async function toolAttempt(
           callId: request.callId,
           tool: tool.name,
         });
-        const output = await tool.run(request.input as never, {
-          runId,
-          turn: request.turn,
-          callId: request.callId,
-          idempotencyKey: `${runId}/${key}`,
-          signal: effect.signal,
-        });
+        const call = () =>
+          tool.run(request.input as never, {
+            runId,
+            turn: request.turn,
+            callId: request.callId,
+            idempotencyKey: `${runId}/${key}`,
+            signal: effect.signal,
+          });
+        const spans = spansOf(ctx);
+        const output = await (spans.enabled
+          ? spans.around(
+              `execute_tool ${tool.name}`,
+              {
+                [AgentSpanAttribute.operation]: 'execute_tool',
+                [AgentSpanAttribute.toolName]: tool.name,
+                [AgentSpanAttribute.toolCallId]: request.callId,
+                [AgentSpanAttribute.sideEffect]: tool.sideEffect,
+                [AgentSpanAttribute.runId]: runId,
+                [AgentSpanAttribute.turn]: request.turn,
+              },
+              call,
+            )
+          : call());
         return { output: output ?? null };
       },
       // The retry follows the side-effect class, never the runtime's stepRetry: a call that may
