@@ -1,7 +1,7 @@
+export { loadOtelApi, type OtelApi } from './tracing/load-otel-api.js';
 export {
   SpanAttribute,
   type TracingMiddleware,
   type TracingOptions,
   tracingMiddleware,
 } from './tracing/tracing-middleware.js';
-export { loadOtelApi, type OtelApi } from './tracing/load-otel-api.js';
