@@ -244,22 +244,20 @@ async function runTurns(
           // A retried model call (the runtime's stepRetry) announces the turn's observation once.
           if (!called && turn > 1) notify({ type: 'observed', runId, turn: turn - 1 });
           called = true;
-          const call = () =>
-            callModel(agent, requestOf(effect.signal), (text) => live.text(runId, turn, text));
-          const spans = spansOf(ctx);
-          return (spans.enabled
-            ? spans.around(
-                `chat ${agent.model.id}`,
-                {
-                  [AgentSpanAttribute.operation]: 'chat',
-                  [AgentSpanAttribute.agentName]: agent.name,
-                  [AgentSpanAttribute.runId]: runId,
-                  [AgentSpanAttribute.turn]: turn,
-                },
-                call,
-                responseAttributes,
-              )
-            : call()) as unknown as Promise<JsonValue>;
+          return spansOf(ctx).around(
+            () =>
+              callModel(agent, requestOf(effect.signal), (text) => live.text(runId, turn, text)),
+            () => ({
+              name: `chat ${agent.model.id}`,
+              attributes: {
+                [AgentSpanAttribute.operation]: 'chat',
+                [AgentSpanAttribute.agentName]: agent.name,
+                [AgentSpanAttribute.runId]: runId,
+                [AgentSpanAttribute.turn]: turn,
+              },
+            }),
+            responseAttributes,
+          ) as unknown as Promise<JsonValue>;
         },
         // A model call changes nothing in the world: the runtime's stepRetry may repeat it, and
         // only the answer that returns is recorded. With a wall-time limit, each attempt is cut
@@ -401,104 +399,21 @@ async function toolTurn(
   budget: WallBudget | undefined,
 ): Promise<RunOutput | undefined> {
   const { runId } = ctx;
-  const verdicts = (await recordStep(ctx, RecordName.policy(turn), () => {
-    const spans = spansOf(ctx);
-    const decide = () => policyVerdicts(ctx, agent, run, notify, turn, calls);
-    return spans.enabled
-      ? spans.around(
-          `loom.policy ${agent.name}`,
-          {
-            [AgentSpanAttribute.agentName]: agent.name,
-            [AgentSpanAttribute.runId]: runId,
-            [AgentSpanAttribute.turn]: turn,
-          },
-          decide,
-          (out) => ({ [AgentSpanAttribute.verdicts]: (out as Verdict[]).map(verdictName) }),
-        )
-      : decide();
-  })) as unknown as Verdict[];
-  return afterVerdicts(ctx, agent, run, notify, turn, response, calls, invalid, budget, verdicts);
-}
+  const verdicts = (await recordStep(ctx, RecordName.policy(turn), () =>
+    spansOf(ctx).around(
+      () => policyVerdicts(ctx, agent, run, notify, turn, calls),
+      () => ({
+        name: `loom.policy ${agent.name}`,
+        attributes: {
+          [AgentSpanAttribute.agentName]: agent.name,
+          [AgentSpanAttribute.runId]: runId,
+          [AgentSpanAttribute.turn]: turn,
+        },
+      }),
+      (out) => ({ [AgentSpanAttribute.verdicts]: (out as Verdict[]).map(verdictName) }),
+    ),
+  )) as unknown as Verdict[];
 
-/** The policy's verdicts on a turn's calls (inside the recorded policy step). */
-async function policyVerdicts(
-  ctx: TurnContext,
-  agent: Agent,
-  run: RunMemory,
-  notify: (transition: AgentTransition) => void,
-  turn: number,
-  calls: readonly ToolCall[],
-): Promise<JsonValue> {
-  const { runId } = ctx;
-  {
-    notify({ type: 'decided', runId, turn });
-    const out: Verdict[] = [];
-    for (const call of calls) {
-      if (agent.askHuman && call.tool === askHumanToolName) {
-        const question = (call.input as { question?: unknown }).question;
-        out.push(
-          typeof question === 'string' && question.trim() !== ''
-            ? { callId: call.callId, kind: 'ask', question }
-            : {
-                callId: call.callId,
-                kind: 'invalid',
-                message: `${askHumanToolName} needs { question: string }, a question that is not empty`,
-              },
-        );
-        continue;
-      }
-      const tool = agent.tools.get(call.tool);
-      if (tool === undefined) {
-        out.push({
-          callId: call.callId,
-          kind: 'invalid',
-          message: `there is no tool '${call.tool}'`,
-        });
-        continue;
-      }
-      const problem = await tool.checkInput(call.input);
-      if (problem !== undefined) {
-        out.push({
-          callId: call.callId,
-          kind: 'invalid',
-          message: `the arguments of '${call.tool}' do not fit its input schema: ${problem}`,
-        });
-        continue;
-      }
-      const unhashed = {
-        runId,
-        turn,
-        callId: call.callId,
-        tool: tool.name,
-        sideEffect: tool.sideEffect,
-        input: call.input,
-      };
-      const request: ToolRequest = { ...unhashed, requestHash: hashOf(unhashed) };
-      out.push({
-        callId: call.callId,
-        kind: 'decided',
-        request,
-        decision: decide(agent, request, run, turn),
-      });
-    }
-    return out as unknown as JsonValue;
-  }
-}
-
-/** Approvals, questions and the allowed calls of a turn, after its policy's verdicts. */
-async function afterVerdicts(
-  ctx: TurnContext,
-  agent: Agent,
-  run: RunMemory,
-  notify: (transition: AgentTransition) => void,
-  turn: number,
-  response: ModelResponse,
-  calls: readonly ToolCall[],
-  invalid: Observation[],
-  budget: WallBudget | undefined,
-  verdicts: Verdict[],
-): Promise<RunOutput | undefined> {
-  const { runId } = ctx;
   const aborted = verdicts.find((v) => v.kind === 'decided' && v.decision.kind === 'abort');
   if (aborted?.kind === 'decided' && aborted.decision.kind === 'abort') {
     return run.end('policy_aborted', { error: aborted.decision.reason });
@@ -656,6 +571,69 @@ async function afterVerdicts(
   return undefined;
 }
 
+/** The policy's verdicts on a turn's calls (inside the recorded policy step). */
+async function policyVerdicts(
+  ctx: TurnContext,
+  agent: Agent,
+  run: RunMemory,
+  notify: (transition: AgentTransition) => void,
+  turn: number,
+  calls: readonly ToolCall[],
+): Promise<JsonValue> {
+  const { runId } = ctx;
+  notify({ type: 'decided', runId, turn });
+  const out: Verdict[] = [];
+  for (const call of calls) {
+    if (agent.askHuman && call.tool === askHumanToolName) {
+      const question = (call.input as { question?: unknown }).question;
+      out.push(
+        typeof question === 'string' && question.trim() !== ''
+          ? { callId: call.callId, kind: 'ask', question }
+          : {
+              callId: call.callId,
+              kind: 'invalid',
+              message: `${askHumanToolName} needs { question: string }, a question that is not empty`,
+            },
+      );
+      continue;
+    }
+    const tool = agent.tools.get(call.tool);
+    if (tool === undefined) {
+      out.push({
+        callId: call.callId,
+        kind: 'invalid',
+        message: `there is no tool '${call.tool}'`,
+      });
+      continue;
+    }
+    const problem = await tool.checkInput(call.input);
+    if (problem !== undefined) {
+      out.push({
+        callId: call.callId,
+        kind: 'invalid',
+        message: `the arguments of '${call.tool}' do not fit its input schema: ${problem}`,
+      });
+      continue;
+    }
+    const unhashed = {
+      runId,
+      turn,
+      callId: call.callId,
+      tool: tool.name,
+      sideEffect: tool.sideEffect,
+      input: call.input,
+    };
+    const request: ToolRequest = { ...unhashed, requestHash: hashOf(unhashed) };
+    out.push({
+      callId: call.callId,
+      kind: 'decided',
+      request,
+      decision: decide(agent, request, run, turn),
+    });
+  }
+  return out as unknown as JsonValue;
+}
+
 /** `NON_DETERMINISM`: the log's allowed call names a tool this agent no longer has. */
 function toolGone(agent: Agent, tool: string, turn: number): KernelLoomError {
   return new KernelLoomError(
@@ -796,29 +774,27 @@ async function toolAttempt(
           callId: request.callId,
           tool: tool.name,
         });
-        const call = () =>
-          tool.run(request.input as never, {
-            runId,
-            turn: request.turn,
-            callId: request.callId,
-            idempotencyKey: `${runId}/${key}`,
-            signal: effect.signal,
-          });
-        const spans = spansOf(ctx);
-        const output = await (spans.enabled
-          ? spans.around(
-              `execute_tool ${tool.name}`,
-              {
-                [AgentSpanAttribute.operation]: 'execute_tool',
-                [AgentSpanAttribute.toolName]: tool.name,
-                [AgentSpanAttribute.toolCallId]: request.callId,
-                [AgentSpanAttribute.sideEffect]: tool.sideEffect,
-                [AgentSpanAttribute.runId]: runId,
-                [AgentSpanAttribute.turn]: request.turn,
-              },
-              call,
-            )
-          : call());
+        const output = await spansOf(ctx).around(
+          () =>
+            tool.run(request.input as never, {
+              runId,
+              turn: request.turn,
+              callId: request.callId,
+              idempotencyKey: `${runId}/${key}`,
+              signal: effect.signal,
+            }),
+          () => ({
+            name: `execute_tool ${tool.name}`,
+            attributes: {
+              [AgentSpanAttribute.operation]: 'execute_tool',
+              [AgentSpanAttribute.toolName]: tool.name,
+              [AgentSpanAttribute.toolCallId]: request.callId,
+              [AgentSpanAttribute.sideEffect]: tool.sideEffect,
+              [AgentSpanAttribute.runId]: runId,
+              [AgentSpanAttribute.turn]: request.turn,
+            },
+          }),
+        );
         return { output: output ?? null };
       },
       // The retry follows the side-effect class, never the runtime's stepRetry: a call that may

@@ -35,33 +35,33 @@ export class AgentSpans {
 
   constructor(private readonly tracer: Tracer | undefined) {}
 
-  /** False without a tracer: callers skip building names and attributes. */
+  /** False without a tracer: no span is made and no name or attribute is built. */
   get enabled(): boolean {
     return this.tracer !== undefined;
   }
 
   /**
-   * Runs `work` in a span `name` (a child of the active span), with `attributes`; `after` adds
-   * what the result says. A throw is recorded (exception, status ERROR, `error.type`) and rethrown.
+   * Runs `work`; with a tracer, in a span (a child of the active span) named and attributed by
+   * `describe` (called only then), `after` adding what the result says. A throw is recorded
+   * (exception, status ERROR, `error.type`) and rethrown.
    */
   async around<T>(
-    name: string,
-    attributes: Attributes,
     work: () => Promise<T>,
+    describe: () => { name: string; attributes: Attributes },
     after?: (result: T) => Attributes,
   ): Promise<T> {
     const tracer = this.tracer;
     if (tracer === undefined) return work();
     this.api ??= await loadOtelApi();
     const api = this.api;
+    const { name, attributes } = describe();
     const span: Span = tracer.startSpan(name, { attributes });
-    const run = () => work();
     let result: T;
     try {
       result =
         api === null
-          ? await run()
-          : await api.context.with(api.trace.setSpan(api.context.active(), span), run);
+          ? await work()
+          : await api.context.with(api.trace.setSpan(api.context.active(), span), work);
     } catch (error) {
       span.recordException(error as Error);
       span.setStatus({ code: statusError, message: (error as Error)?.message ?? String(error) });
