@@ -168,11 +168,13 @@ export function agentRun(
     inputSchema: tool.inputSchema,
   }));
   if (agent.askHuman) toolSpecs.push(askHumanToolSpec);
+  // Once per agent, like its tool specs: the instructions with the output schema, if any.
+  const asked = outputAsked(agent);
   return async (ctx, input) => {
     const drivenFromMs = spans.enabled ? Date.now() : 0;
     if (spans.enabled) runSpans.set(ctx, spans);
     const run = new RunMemory(ctx.runId, input);
-    const output = await runTurns(ctx, agent, toolSpecs, notify, live, run);
+    const output = await runTurns(ctx, agent, toolSpecs, asked, notify, live, run);
     handoff.offer(ctx.runId, run.calls);
     // The run's end, from the process that ends it: its part of the run, as one span.
     if (spans.enabled)
@@ -194,13 +196,13 @@ async function runTurns(
   ctx: TurnContext,
   agent: Agent,
   toolSpecs: ToolSpec[],
+  { instructions, responseFormat }: ReturnType<typeof outputAsked>,
   notify: (transition: AgentTransition) => void,
   live: LiveText,
   run: RunMemory,
 ): Promise<RunOutput> {
   const { runId } = ctx;
   const { limits } = agent;
-  const { instructions, responseFormat } = outputAsked(agent);
   const budget = WallBudget.start(ctx, limits.wallTimeMsMax);
   for (let turn = 1; ; turn++) {
     if (turn > limits.stepsMax) {

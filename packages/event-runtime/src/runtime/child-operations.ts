@@ -69,7 +69,7 @@ export class ChildOperations {
     const childId = childIdOf(claim, executionId, parentId);
     if (recorded === undefined) {
       const inputValue = childStarted(machine, claim, childId, input);
-      this.carryOut();
+      this.scope.carryOut();
       suspension.beginInFlight();
       try {
         await this.scope.barrier();
@@ -107,7 +107,7 @@ export class ChildOperations {
     this.scope.interrupt();
     if (outcome === undefined) return suspension.block(null, signalsSeen);
     const ended = childEnded(machine, claim, childId, outcome);
-    this.carryOut();
+    this.scope.carryOut();
     if (!ended.ok) throw ended.error;
     return ended.output;
   }
@@ -131,10 +131,5 @@ export class ChildOperations {
     this.scope.continueAs(successorId);
     // Unwind the flow: the driver writes the terminal whatever the flow does with this.
     throw continuedAsNew(executionId, successorId);
-  }
-
-  /** Hands what the machine queued to the journal. */
-  private carryOut(): void {
-    this.scope.machine.drain(this.scope.journal);
   }
 }

@@ -58,6 +58,8 @@ export interface DriverScope {
   readInbox(): Promise<readonly StoredSignal[]>;
   /** Waits for a durability barrier; a failed append means this node stops driving. */
   barrier(): Promise<void>;
+  /** Hands what the machine queued (records, status, a write this turn) to the journal. */
+  carryOut(): void;
   /** Turns a journal failure into the reason this node stopped. */
   stopError(error: unknown): LoomError;
   /** The flow being driven (for its continue-as-new successor). */

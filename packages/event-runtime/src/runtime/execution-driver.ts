@@ -217,6 +217,11 @@ export class ExecutionDriver implements DriverScope {
     return stop;
   }
 
+  /** DriverScope: hands what the machine queued to the journal. */
+  carryOut(): void {
+    this.machine.drain(this.journal);
+  }
+
   /** Throws if the execution must not go on (stopped, cancelled, continued, or a rule broken). */
   interrupt(): void {
     this.machine.interrupt();
@@ -254,7 +259,7 @@ export class ExecutionDriver implements DriverScope {
       patched: (id) => {
         this.ensureOpen('patched', id);
         const patched = this.machine.patched(id);
-        this.machine.drain(this.journal);
+        this.carryOut();
         return patched;
       },
     };
@@ -269,7 +274,7 @@ export class ExecutionDriver implements DriverScope {
   private recordValue(name: string, make: () => JsonValue): JsonValue {
     this.ensureOpen(name);
     const value = this.machine.recordValue(name, make);
-    this.machine.drain(this.journal);
+    this.carryOut();
     return value;
   }
 }

@@ -69,7 +69,7 @@ export class StepOperations {
       try {
         this.scope.ensureOpen('step', name);
         const poisoned = stepInterrupted(machine, claim);
-        this.carryOut();
+        this.scope.carryOut();
         if (poisoned !== undefined) throw poisoned;
       } catch (error) {
         releaseLane();
@@ -94,7 +94,7 @@ export class StepOperations {
     const { machine, state, suspension } = this.scope;
     if (claim.recorded === undefined) {
       stepStarted(machine, claim, options?.idempotent === true ? 'idempotent' : undefined);
-      this.carryOut();
+      this.scope.carryOut();
     }
     for (;;) {
       const retryAtMs = (state.steps[claim.index] as StepRecord).retryAtMs;
@@ -103,7 +103,7 @@ export class StepOperations {
         this.scope.interrupt();
       }
       const attempt = nextAttempt(machine, claim);
-      this.carryOut();
+      this.scope.carryOut();
       suspension.beginInFlight();
       try {
         await this.scope.barrier();
@@ -125,7 +125,7 @@ export class StepOperations {
             mayRetry,
             this.scope.kernel.clock.now(),
           );
-          this.carryOut();
+          this.scope.carryOut();
           if (failed !== undefined) throw failed;
           // Durable before the backoff: a crash while it waits must not forget this attempt.
           await this.scope.barrier();
@@ -137,7 +137,7 @@ export class StepOperations {
         try {
           value = effectReturned(machine, claim, result, retry === undefined ? undefined : attempt);
         } finally {
-          this.carryOut();
+          this.scope.carryOut();
         }
         if (releaseLane !== undefined) {
           // The next interrupted step may crash the process: this completion is durable first.
@@ -194,7 +194,7 @@ export class StepOperations {
     try {
       if (claim.recorded === undefined) {
         stepStarted(machine, claim, 'transactional');
-        this.carryOut();
+        this.scope.carryOut();
       }
       await this.scope.barrier();
       // The flow returned while this step (never awaited) waited for its barrier: the execution
@@ -214,7 +214,7 @@ export class StepOperations {
         this.scope.interrupt();
         // The transaction rolled back: record the failure like any step's.
         const failed = failStep(machine, claim, thrown, undefined);
-        this.carryOut();
+        this.scope.carryOut();
         throw failed;
       }
       stepCommitted(machine, claim, text);
@@ -222,11 +222,6 @@ export class StepOperations {
     } finally {
       suspension.settleInFlight();
     }
-  }
-
-  /** Hands what the machine queued to the journal. */
-  private carryOut(): void {
-    this.scope.machine.drain(this.scope.journal);
   }
 
   private effectContext(index: number, name: string, attempt: number): StepEffectContext {

@@ -36,11 +36,11 @@ export class WaitOperations {
     const claim = machine.claim('timer', name);
     if (claim.recorded?.status === 'completed') return;
     const wakeAtMs = timerDue(machine, claim, atMs, ms, this.scope.kernel.clock.now());
-    this.carryOut();
+    this.scope.carryOut();
     await this.waitUntilDue(wakeAtMs);
     this.scope.interrupt();
     timerFired(machine, claim);
-    this.carryOut();
+    this.scope.carryOut();
   }
 
   /** `ctx.waitForSignal`: the next unconsumed inbox signal named `name`, or a timeout. */
@@ -52,7 +52,7 @@ export class WaitOperations {
     const claim = machine.claim('signal', name);
     if (claim.recorded?.status === 'completed') return replaySignal(machine, claim);
     const timeoutAtMs = signalTimeoutAt(machine, claim, timeoutMs, clock.now());
-    this.carryOut();
+    this.scope.carryOut();
     if (this.inbox.find(claim.name) === undefined) {
       suspension.beginInFlight();
       try {
@@ -66,7 +66,7 @@ export class WaitOperations {
     try {
       outcome = signalOutcome(machine, this.inbox, claim, timeoutAtMs, clock.now());
     } finally {
-      this.carryOut();
+      this.scope.carryOut();
     }
     if (outcome !== undefined) return outcome;
     return suspension.block(timeoutAtMs, this.inbox.newestSeen);
@@ -111,10 +111,5 @@ export class WaitOperations {
     }
     this.inbox.add(fresh);
     return this.inbox.read;
-  }
-
-  /** Hands what the machine queued to the journal. */
-  private carryOut(): void {
-    this.scope.machine.drain(this.scope.journal);
   }
 }
