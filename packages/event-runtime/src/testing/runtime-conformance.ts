@@ -1067,16 +1067,31 @@ export function runtimeConformance(
         },
       };
 
-      it('a signal that arrived at or after the deadline loses to the timeout when both are due at resume', async () => {
-        const node = runtime({ flows: [lateOrEarly as Flow<never, unknown>] });
-        const id = freshId('late-signal');
-        const handle = await node.start(lateOrEarly, null, { executionId: id });
+      /**
+       * Starts `lateOrEarly` as `id` on a node that shuts down once it is suspended, and returns
+       * another node that has the flow. The starter's look at the inbox after suspending
+       * (`wakeIfSignalled`) would otherwise race the test's signal and resume the run before the
+       * `wakeDue` the test means to be its only wake-up.
+       */
+      const suspendedElsewhere = async (id: string) => {
+        const starter = runtime({
+          nodeId: 'starter',
+          flows: [lateOrEarly as Flow<never, unknown>],
+        });
+        await starter.start(lateOrEarly, null, { executionId: id });
         await wait(async () => (await statusOf(id)) === 'suspended', 'suspension');
+        await starter.shutdown();
+        return runtime({ flows: [lateOrEarly as Flow<never, unknown>] });
+      };
+
+      it('a signal that arrived at or after the deadline loses to the timeout when both are due at resume', async () => {
+        const id = freshId('late-signal');
+        const node = await suspendedElsewhere(id);
         // Nobody wakes the run until both are due: it arrives exactly at the deadline.
         await harness.clock.advance(5_000);
         await node.signal(id, 'go', 'late');
         expect(await node.wakeDue()).toEqual([id]);
-        expect(await handle.result()).toEqual({ first: 'timed out', next: 'late' });
+        expect(await node.attach(id).result()).toEqual({ first: 'timed out', next: 'late' });
         const events = await harness.store.read(id);
         const ended = events.filter((e) => e.type.startsWith('signal.'));
         expect(ended.map((e) => [e.type, (e.payload as { index: number }).index])).toEqual([
@@ -1095,16 +1110,14 @@ export function runtimeConformance(
       });
 
       it('a signal that arrived before the deadline wins though the resume comes after it', async () => {
-        const node = runtime({ flows: [lateOrEarly as Flow<never, unknown>] });
         const id = freshId('early-signal');
-        const handle = await node.start(lateOrEarly, null, { executionId: id });
-        await wait(async () => (await statusOf(id)) === 'suspended', 'suspension');
+        const node = await suspendedElsewhere(id);
         await harness.clock.advance(4_999);
         await node.signal(id, 'go', 'early');
         // Nobody claims the wake-up before the deadline passes too.
         await harness.clock.advance(10_000);
         expect(await node.wakeDue()).toEqual([id]);
-        expect(await handle.result()).toEqual({ first: 'early' });
+        expect(await node.attach(id).result()).toEqual({ first: 'early' });
         expect(await typesOf(id)).not.toContain('signal.timed_out');
       });
 
