@@ -101,6 +101,12 @@ export interface ExecutionSummary {
   flow: string | null;
   /** The flow's version from `execution.started` (null for an unversioned flow). */
   version: string | null;
+  /**
+   * The node that started it without leasing it yet (a lazy start: the `node` of
+   * `execution.started`), null otherwise. Recovery takes such an unleased execution over at once
+   * when that node is dead, rather than waiting for its log to go quiet.
+   */
+  startedBy: string | null;
   wakeAtMs: number | null;
   /** When the execution entered the index: the `at` of its `execution.started` (epoch ms). */
   createdAtMs: number;

@@ -144,8 +144,10 @@ class MapEventStore implements EventStore {
         const entry = this.index.get(executionId) as IndexUpdate;
         const rows = this.rows.get(executionId) as StoredRow[];
         const { createdAtMs, flow, settledAs, status, updatedAtMs, version, wakeAtMs } = entry;
+        const { startedBy } = entry;
         return {
           ...{ executionId, createdAtMs, flow, settledAs, status, updatedAtMs, version, wakeAtMs },
+          startedBy,
           lastEventAt: (rows[rows.length - 1] as StoredRow).at,
           nextSequence: rows.length,
         };

@@ -22,7 +22,7 @@ export function matchesIndexFilter(entry: IndexUpdate, filter: FindExecutionsFil
 
 /**
  * The index entry after an append's update, like the SQL upsert: what the start recorded (flow,
- * version, creation time) is kept, the rest is replaced.
+ * version, starting node, creation time) is kept, the rest is replaced.
  */
 export function mergeIndexUpdate(
   existing: IndexUpdate | undefined,
@@ -33,6 +33,7 @@ export function mergeIndexUpdate(
     ...update,
     flow: existing.flow,
     version: existing.version,
+    startedBy: existing.startedBy,
     createdAtMs: existing.createdAtMs,
   };
 }

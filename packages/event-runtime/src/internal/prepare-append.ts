@@ -47,7 +47,7 @@ export interface PreparedAppend {
 }
 
 /**
- * The execution index row an append writes. `flow`, `version` and `createdAtMs` are only written
+ * The execution index row an append writes. `flow`, `version`, `startedBy` and `createdAtMs` are only written
  * when the append creates the row (its `execution.started`); later appends change the rest.
  */
 export interface IndexUpdate {
@@ -56,6 +56,12 @@ export interface IndexUpdate {
   settledAs: SettledAs | null;
   flow: string | null;
   version: string | null;
+  /**
+   * The node that started the execution and leases it only later (a lazy start): the `node` of
+   * `execution.started`, null when it has none. Recovery reads a dead starter's unleased
+   * executions as orphans at once.
+   */
+  startedBy: string | null;
   createdAtMs: number;
   /** The `at` of the append's last event. */
   updatedAtMs: number;
@@ -204,6 +210,7 @@ function indexUpdate(
     settledAs,
     flow: typeof fields.flow === 'string' ? fields.flow : null,
     version: typeof fields.version === 'string' ? fields.version : null,
+    startedBy: typeof fields.node === 'string' ? fields.node : null,
     createdAtMs: head.at,
     updatedAtMs: (events[events.length - 1] as PreparedEvent).at,
   };

@@ -123,6 +123,7 @@ export class ExecutionRecovery implements RecoveryPort {
       lastEventAt: number;
       flow: string | null;
       version: string | null;
+      startedBy: string | null;
     }>,
     nowMs: number,
     alone: Alone,
@@ -130,7 +131,17 @@ export class ExecutionRecovery implements RecoveryPort {
     const { executions, leaseStore, presence, nodeId, flows } = this.kernel;
     const { recoverQuietMs } = this.kernel.settings;
     const orphans: string[] = [];
-    const byOwner = new Map<string, string[]>();
+    // Per other node: the executions it leased, and the unleased ones it started lazily.
+    const byOwner = new Map<string, { leased: string[]; started: string[] }>();
+    const of = (owner: string) => {
+      let owned = byOwner.get(owner);
+      if (owned === undefined) {
+        owned = { leased: [], started: [] };
+        byOwner.set(owner, owned);
+      }
+      return owned;
+    };
+    const quiet = new Set<string>();
     for (const summary of page) {
       const { executionId } = summary;
       if (executions.has(executionId)) continue;
@@ -139,8 +150,17 @@ export class ExecutionRecovery implements RecoveryPort {
       if (summary.flow !== null && !flows.runs(summary.flow, summary.version)) continue;
       const lease: Lease | undefined = await leaseStore?.get(executionId);
       if (lease === undefined) {
-        if (summary.lastEventAt <= nowMs - recoverQuietMs || (await alone.isAlone())) {
+        if (summary.lastEventAt <= nowMs - recoverQuietMs) quiet.add(executionId);
+        const starter = summary.startedBy;
+        if (starter === null || presence?.claimed !== true) {
+          if (quiet.has(executionId) || (await alone.isAlone())) orphans.push(executionId);
+        } else if (starter === nodeId) {
+          // A lazy start of our id, not driven here: an earlier incarnation of this node started
+          // it and died before leasing it (this process holds the claim on the id now).
           orphans.push(executionId);
+        } else {
+          // Unleased because its starter has not leased it yet: that node's, while it lives.
+          of(starter).started.push(executionId);
         }
       } else if (lease.expiresAtMs <= nowMs) {
         orphans.push(executionId);
@@ -151,9 +171,7 @@ export class ExecutionRecovery implements RecoveryPort {
           orphans.push(executionId);
         }
       } else if (presence?.claimed === true) {
-        const ids = byOwner.get(lease.owner) ?? [];
-        ids.push(executionId);
-        byOwner.set(lease.owner, ids);
+        of(lease.owner).leased.push(executionId);
       }
     }
     if (byOwner.size > 0 && leaseStore !== undefined) {
@@ -162,17 +180,21 @@ export class ExecutionRecovery implements RecoveryPort {
         const batch = owners.slice(start, start + Limits.leaseBatchMax);
         const live = await leaseStore.liveNodes(batch);
         for (const owner of batch) {
+          const { leased, started } = byOwner.get(owner) as { leased: string[]; started: string[] };
           if (live.has(owner)) {
             this.sawLive(owner);
+            // A live starter leases its lazy starts within lazyGraceMs: one unleased and quiet
+            // for recoverQuietMs is no longer driven there (as for a start of unknown origin).
+            for (const executionId of started)
+              if (quiet.has(executionId)) orphans.push(executionId);
             continue;
           }
           if (!this.confirmedDead(owner, nowMs)) continue;
-          const ids = byOwner.get(owner) as string[];
           // A dead node renews nothing: give its leases up for it so they can be taken now.
-          for (let from = 0; from < ids.length; from += Limits.leaseBatchMax) {
-            await leaseStore.releaseMany(owner, ids.slice(from, from + Limits.leaseBatchMax));
+          for (let from = 0; from < leased.length; from += Limits.leaseBatchMax) {
+            await leaseStore.releaseMany(owner, leased.slice(from, from + Limits.leaseBatchMax));
           }
-          orphans.push(...ids);
+          orphans.push(...leased, ...started);
         }
       }
     }

@@ -110,6 +110,12 @@ export class LocalExecutions implements ExecutionsPort {
       input: (input ?? null) as JsonValue,
       ...links,
     };
+    // A lazy start goes unleased for up to lazyGraceMs: the index keeps who started it, so
+    // recovery can take it at once when this node dies instead of waiting for a quiet log. (Not
+    // while another process holds this node id's claim: its recovery would read ours as its own.)
+    if (this.startsLazily(links) && this.kernel.presence?.claimed === true) {
+      started.node = this.kernel.nodeId;
+    }
     const text = encodeRecorded(started, `the input of execution ${executionId}`, { executionId });
     started.input = recordedValue(started.input, text, 'input');
     return { executionId, existing: await this.start(flow, executionId, started, text) };
@@ -173,7 +179,6 @@ export class LocalExecutions implements ExecutionsPort {
     startedText: string,
   ): Promise<boolean> {
     const { leases } = this.kernel;
-    const { leaseMode } = this.kernel.settings;
     if (this.running.has(executionId)) return true;
     // (Checked here first: most starts have nothing pending, and need not wait a turn for it.)
     if (
@@ -181,7 +186,7 @@ export class LocalExecutions implements ExecutionsPort {
       (await this.resumePending(executionId))
     )
       return true;
-    const eager = leaseMode === 'eager' || started.continuedFrom !== undefined;
+    const eager = !this.startsLazily(started);
     if (
       eager &&
       leases !== undefined &&
@@ -216,10 +221,20 @@ export class LocalExecutions implements ExecutionsPort {
       }
       throw error;
     }
-    if (leaseMode === 'lazy' && !eager && this.running.has(executionId)) {
-      leases?.acquireLater(executionId);
-    }
+    if (!eager && this.running.has(executionId)) leases?.acquireLater(executionId);
     return false;
+  }
+
+  /**
+   * Whether a start leases only after `lazyGraceMs` (`leaseMode: 'lazy'`), not before its first
+   * write: never a continue-as-new successor, whose predecessor's driver hands it over.
+   */
+  private startsLazily(links: { continuedFrom?: string }): boolean {
+    return (
+      this.kernel.settings.leaseMode === 'lazy' &&
+      this.kernel.leases !== undefined &&
+      links.continuedFrom === undefined
+    );
   }
 
   /**

@@ -39,9 +39,10 @@ export interface KernelRuntimeOptions {
   /** Lazy mode: how long a fresh start drives before it takes a lease. Default ttl/3. */
   lazyGraceMs?: number;
   /**
-   * Recovery resumes an unleased running execution (a lazy start that had not leased yet) only
-   * after its log has been quiet this long — unless no other node is alive, when it resumes it at
-   * once. Default ttl + lazyGraceMs: longer than a lazy start can go without a lease.
+   * Recovery resumes an unleased running execution whose starter is alive (or not known: a log
+   * from before lazy starts named their node) only after its log has been quiet this long. One
+   * whose starter is dead, or when no other node is alive, it resumes at once (ADR 0048).
+   * Default ttl + lazyGraceMs: longer than a lazy start can go without a lease.
    */
   recoverQuietMs?: number;
   snapshots?: SnapshotStore;
@@ -69,8 +70,8 @@ export interface KernelRuntimeOptions {
   /**
    * How often this node runs `recover()`, which also runs once as the runtime starts. It bounds
    * how long a dead node's executions wait: one period when its process died, a lease TTL more
-   * when its host vanished, and `recoverQuietMs` + one period for a lazy start that had not
-   * leased yet while other nodes are alive. A round with nothing to recover costs one indexed
+   * when its host vanished, and `recoverQuietMs` + one period for an unleased execution whose
+   * starter lives but no longer drives it. A round with nothing to recover costs one indexed
    * query. Default 5,000 ms; 0 = never by itself (call `recover()` yourself).
    */
   recoverEveryMs?: number;

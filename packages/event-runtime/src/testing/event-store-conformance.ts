@@ -482,6 +482,7 @@ export function eventStoreConformance(
           settledAs: null,
           flow: null,
           version: null,
+          startedBy: null,
           wakeAtMs: null,
           createdAtMs: 1_000,
           updatedAtMs: 1_000,
@@ -672,6 +673,7 @@ export function eventStoreConformance(
           settledAs: 'completed',
           flow,
           version: '1',
+          startedBy: null,
           wakeAtMs: null,
           createdAtMs: 1_000,
           updatedAtMs: 5_000,
@@ -686,6 +688,35 @@ export function eventStoreConformance(
           createdAtMs: 1_500,
           updatedAtMs: 5_500,
         });
+      });
+
+      it('keeps the node of a lazy start as startedBy through later status changes, null without a text one', async () => {
+        const flow = freshId('started-by');
+        const started = (id: string, node: unknown): EventEnvelope => ({
+          executionId: id,
+          sequence: 0,
+          type: 'execution.started',
+          payload: { flow, version: null, input: null, node } as JsonValue,
+          at: 1_000,
+        });
+        const [lazy, numbered, none] = ['a', 'b', 'c'].map((suffix) => `${flow}-${suffix}`) as [
+          string,
+          string,
+          string,
+        ];
+        await store.append([started(lazy, 'node-1')]);
+        await store.append(
+          [{ executionId: lazy, sequence: 1, type: 'execution.suspended', payload: {}, at: 2_000 }],
+          { status: 'suspended', wakeAtMs: 3_000 },
+        );
+        await store.append([started(numbered, 7)]);
+        await execution(none, flow, null, 1_000);
+        const found = await store.findExecutions({ flow });
+        expect(found.map((summary) => [summary.executionId, summary.startedBy])).toEqual([
+          [lazy, 'node-1'],
+          [numbered, null],
+          [none, null],
+        ]);
       });
 
       it('filters by creation and update time, lower bounds inclusive and upper exclusive', async () => {
@@ -754,6 +785,7 @@ export function eventStoreConformance(
             settledAs: null,
             flow,
             version: 'v9',
+            startedBy: null,
             wakeAtMs: null,
             createdAtMs: 4_000,
             updatedAtMs: 4_000,

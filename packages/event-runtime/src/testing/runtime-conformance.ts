@@ -818,6 +818,114 @@ export function runtimeConformance(
         expect(await rescuer.attach(id).result()).toBe('recovered');
       });
 
+      /**
+       * The lease store as a node that died looks to the others: it believes it holds its claim
+       * (so it starts lazily and says so in the log) but nobody else sees it alive, and it leases
+       * nothing. Its driver, hanging in a step, stands for the work the dead process left.
+       */
+      const deadNodeLeases = (): LeaseStore => ({
+        acquireMany: async () => new Set<string>(),
+        renewMany: async () => [],
+        releaseMany: async () => undefined,
+        get: (executionId) => harness.leases.get(executionId),
+        claimNode: async (nodeId) => ({ nodeId, release: async () => undefined }),
+        liveNodes: (nodeIds) => harness.leases.liveNodes(nodeIds),
+        countLiveNodes: () => harness.leases.countLiveNodes(),
+        close: async () => undefined,
+      });
+
+      it('a lazy start says which node started it in the index; eager starts and continued runs do not', async () => {
+        const flow = stepsFlow('started-by', 1);
+        const lazy = runtime({ nodeId: 'lazy-starter', leases: harness.leases });
+        const eager = runtime({
+          nodeId: 'eager-starter',
+          leases: harness.leases,
+          leaseMode: 'eager',
+        });
+        const unleased = runtime({ nodeId: 'no-leases', leaseMode: 'off' });
+        const ids = [freshId('lazy'), freshId('eager'), freshId('off')] as const;
+        await (await lazy.start(flow, { tag: 'a' }, { executionId: ids[0] })).result();
+        await (await eager.start(flow, { tag: 'b' }, { executionId: ids[1] })).result();
+        await (await unleased.start(flow, { tag: 'c' }, { executionId: ids[2] })).result();
+        const found = await harness.store.findExecutions({ flow: flow.name, limit: 1_000 });
+        const startedBy = async (id: string) =>
+          found.find((summary) => summary.executionId === id)?.startedBy;
+        expect(await startedBy(ids[0])).toBe('lazy-starter');
+        expect(await startedBy(ids[1])).toBeNull();
+        expect(await startedBy(ids[2])).toBeNull();
+        // Kept by the status changes after the start (the run above settled).
+        expect((await harness.store.read(ids[0]))[0]?.payload).toMatchObject({
+          node: 'lazy-starter',
+        });
+      });
+
+      it('an unleased lazy start of a dead node is taken over at once, not after recoverQuietMs', async () => {
+        const hang = deferred();
+        const flow = hangingOn(hang.promise);
+        const ghost = runtime({ nodeId: 'ghost-starter', leases: deadNodeLeases() });
+        const handle = await ghost.start(flow, null);
+        const id = handle.executionId;
+        await until(async () => (await harness.countRows(id)) >= 2, '2 rows');
+        expect(await harness.leases.get(id)).toBeUndefined();
+        // A live node besides the rescuer: not alone, so only the starter's death lets it in.
+        const sibling = await harness.leases.claimNode('sibling');
+        const rescuer = runtime({
+          nodeId: 'rescuer',
+          leases: harness.leases,
+          flows: [flow as Flow<never, unknown>],
+        });
+        // Never seen alive here: dead at once, with its log far from quiet (the test's clock
+        // stands still; recoverQuietMs is 40 s by default).
+        expect(await rescuer.recover()).toEqual([id]);
+        expect((await harness.leases.get(id))?.owner).toBe('rescuer');
+        hang.resolve();
+        expect(await rescuer.attach(id).result()).toBe('recovered');
+        await sibling?.release();
+      });
+
+      it('an unleased lazy start of a live node stays its own until its log is quiet for recoverQuietMs', async () => {
+        const hang = deferred();
+        const flow = hangingOn(hang.promise);
+        // Alive to the others (its claim held for it), but leasing nothing: a starter whose
+        // driver lost the execution without anyone leasing it.
+        const starterClaim = await harness.leases.claimNode('live-starter');
+        const starter = runtime({ nodeId: 'live-starter', leases: deadNodeLeases() });
+        const id = (await starter.start(flow, null)).executionId;
+        await until(async () => (await harness.countRows(id)) >= 2, '2 rows');
+        const rescuer = runtime({
+          nodeId: 'rescuer',
+          leases: harness.leases,
+          recoverQuietMs: 40_000,
+          flows: [flow as Flow<never, unknown>],
+        });
+        expect(await rescuer.recover()).toEqual([]);
+        await harness.clock.advance(40_000 - 1);
+        expect(await rescuer.recover()).toEqual([]);
+        await harness.clock.advance(1);
+        expect(await rescuer.recover()).toEqual([id]);
+        hang.resolve();
+        expect(await rescuer.attach(id).result()).toBe('recovered');
+        await starterClaim?.release();
+      });
+
+      it('a node resumes at once what an earlier incarnation of its id started lazily', async () => {
+        const hang = deferred();
+        const flow = hangingOn(hang.promise);
+        const earlier = runtime({ nodeId: 'worker-2', leases: deadNodeLeases() });
+        const id = (await earlier.start(flow, null)).executionId;
+        await until(async () => (await harness.countRows(id)) >= 2, '2 rows');
+        const sibling = await harness.leases.claimNode('sibling-2');
+        const reborn = runtime({
+          nodeId: 'worker-2',
+          leases: harness.leases,
+          flows: [flow as Flow<never, unknown>],
+        });
+        expect(await reborn.recover()).toEqual([id]);
+        hang.resolve();
+        expect(await reborn.attach(id).result()).toBe('recovered');
+        await sibling?.release();
+      });
+
       it('a live node keeps its lazily started executions: another node recovers none of them', async () => {
         const hang = deferred();
         const flow = hangingOn(hang.promise);

@@ -55,6 +55,11 @@ export interface ExecutionStartedPayload {
   continuedFrom?: string;
   rootId?: string;
   generation?: number;
+  /**
+   * Set on a lazy start (leased only after `lazyGraceMs`): the node that started it. The index
+   * keeps it, so recovery can take a dead node's unleased starts at once.
+   */
+  node?: string;
 }
 
 /** `timer.scheduled`: a durable sleep until `wakeAtMs`. `timer.fired` carries only the index. */

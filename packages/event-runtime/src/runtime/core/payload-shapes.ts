@@ -124,6 +124,7 @@ export const payloadShapes: { readonly [T in KernelEventType]: ShapeOf<KernelPay
     continuedFrom: 'string?',
     rootId: 'string?',
     generation: 'index?',
+    node: 'unread',
   },
   'step.started': { index: 'index', name: 'string', idempotent: 'unread', transactional: 'unread' },
   'step.attempt_failed': {

@@ -185,6 +185,7 @@ export class InMemoryEventStore implements BatchAppendingEventStore {
         settledAs: entry.settledAs,
         flow: entry.flow,
         version: entry.version,
+        startedBy: entry.startedBy,
         wakeAtMs: entry.wakeAtMs,
         createdAtMs: entry.createdAtMs,
         updatedAtMs: entry.updatedAtMs,

@@ -45,9 +45,9 @@ export function appendBatchStatement(quotedSchema: string, schema: string): PgSt
     name: statementName(schema, 'append-batch'),
     text: `WITH batch AS (
   SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::bigint[],
-    $6::bigint[], $7::text[], $8::text[], $9::text[], $10::bigint[], $18::bigint[])
+    $6::bigint[], $7::text[], $8::text[], $9::text[], $10::bigint[], $18::bigint[], $19::text[])
     AS b(execution_id, first_sequence, fence_epoch, status, wake_at_ms, updated_at_ms,
-         settled_as, flow, version, created_at_ms, signals_after)
+         settled_as, flow, version, created_at_ms, signals_after, started_by)
 ), checked AS MATERIALIZED (
   SELECT b.*,
     CASE WHEN b.fence_epoch IS NULL THEN NULL
@@ -70,9 +70,10 @@ export function appendBatchStatement(quotedSchema: string, schema: string): PgSt
   RETURNING execution_id, sequence, position
 ), indexed AS (
   INSERT INTO ${quotedSchema}.executions AS x
-    (execution_id, status, wake_at_ms, updated_at_ms, settled_as, flow, version, created_at_ms)
+    (execution_id, status, wake_at_ms, updated_at_ms, settled_as, flow, version, created_at_ms,
+     started_by)
   SELECT a.execution_id, a.status, a.wake_at_ms, a.updated_at_ms, a.settled_as, a.flow,
-    a.version, a.created_at_ms
+    a.version, a.created_at_ms, a.started_by
   FROM admitted a WHERE a.status IS NOT NULL
   ON CONFLICT (execution_id) DO UPDATE
     SET status = excluded.status,
@@ -109,7 +110,7 @@ export interface ChainedAppend {
   stored: StoredEvent[];
 }
 
-/** The statement's parameters: per execution $1–$10, then per event $11–$17, then $18 (per execution: the suspension's signal guard). */
+/** The statement's parameters: per execution $1–$10, then per event $11–$17, then per execution $18 (the suspension's signal guard) and $19 (started-by). */
 export function appendBatchValues(appends: readonly ChainedAppend[]): unknown[] {
   const ids: string[] = [];
   const firsts: number[] = [];
@@ -122,6 +123,7 @@ export function appendBatchValues(appends: readonly ChainedAppend[]): unknown[] 
   const versions: (string | null)[] = [];
   const createds: (number | null)[] = [];
   const signalsAfters: (number | null)[] = [];
+  const startedBys: (string | null)[] = [];
   const rowIds: string[] = [];
   const sequences: number[] = [];
   const types: string[] = [];
@@ -142,6 +144,7 @@ export function appendBatchValues(appends: readonly ChainedAppend[]): unknown[] 
     versions.push(index?.version ?? null);
     createds.push(index?.createdAtMs ?? null);
     signalsAfters.push(prepared.wakeOnSignalsAfter ?? null);
+    startedBys.push(index?.startedBy ?? null);
     for (let at = 0; at < stored.length; at++) {
       const event = stored[at] as StoredEvent;
       rowIds.push(prepared.executionId);
@@ -172,5 +175,6 @@ export function appendBatchValues(appends: readonly ChainedAppend[]): unknown[] 
     prevHashes,
     hashes,
     signalsAfters,
+    startedBys,
   ];
 }

@@ -39,14 +39,15 @@ export function appendStatement(
     ? `WHERE coalesce((SELECT f.epoch FROM ${quotedSchema}.fences f
                        WHERE f.execution_id = $1::text FOR SHARE), 0) = $${next++}::bigint`
     : '';
-  // flow, version and created_at_ms come from the append that starts the execution; a later
-  // status change keeps them (they are not in the DO UPDATE).
+  // flow, version, started_by and created_at_ms come from the append that starts the
+  // execution; a later status change keeps them (they are not in the DO UPDATE).
   const indexUpsert = shape.indexed
     ? `, indexed AS (
   INSERT INTO ${quotedSchema}.executions AS x
-    (execution_id, status, wake_at_ms, updated_at_ms, settled_as, flow, version, created_at_ms)
+    (execution_id, status, wake_at_ms, updated_at_ms, settled_as, flow, version, created_at_ms,
+     started_by)
   SELECT $1::text, $${next}::text, $${next + 1}::bigint, $${next + 2}::bigint, $${next + 3}::text,
-    $${next + 4}::text, $${next + 5}::text, $${next + 6}::bigint
+    $${next + 4}::text, $${next + 5}::text, $${next + 6}::bigint, $${next + 8}::text
   FROM inserted
   HAVING count(*) > 0
   ON CONFLICT (execution_id) DO UPDATE
@@ -85,7 +86,7 @@ export function guardedWake(after: string): string {
 
 /**
  * The statement's parameters: $1–$7, then the claimed epoch, then the index row (status, wake-at,
- * updated-at, settled-as, flow, version, created-at, the suspension's signal guard).
+ * updated-at, settled-as, flow, version, created-at, the suspension's signal guard, started-by).
  */
 export function appendValues(prepared: PreparedAppend, stored: readonly StoredEvent[]): unknown[] {
   const count = prepared.events.length;
@@ -123,6 +124,7 @@ export function appendValues(prepared: PreparedAppend, stored: readonly StoredEv
       index.version,
       index.createdAtMs,
       prepared.wakeOnSignalsAfter ?? null,
+      index.startedBy,
     );
   }
   return values;

@@ -10,6 +10,7 @@ export interface PgExecutionRow {
   settled_as: string | null;
   flow: string | null;
   version: string | null;
+  started_by: string | null;
   wake_at_ms: string | null;
   created_at_ms: string;
   updated_at_ms: string;
@@ -25,6 +26,7 @@ export function summaryFromPg(row: PgExecutionRow): ExecutionSummary {
     settledAs: row.settled_as as SettledAs | null,
     flow: row.flow,
     version: row.version,
+    startedBy: row.started_by,
     wakeAtMs: row.wake_at_ms === null ? null : Number(row.wake_at_ms),
     createdAtMs: Number(row.created_at_ms),
     updatedAtMs: Number(row.updated_at_ms),
@@ -54,8 +56,8 @@ export function findExecutionsQuery(
   return {
     statement: {
       name: statementName(schema, `find-${where.shape}`),
-      text: `SELECT x.execution_id, x.status, x.settled_as, x.flow, x.version, x.wake_at_ms,
-  x.created_at_ms, x.updated_at_ms, tail.at, tail.sequence
+      text: `SELECT x.execution_id, x.status, x.settled_as, x.flow, x.version, x.started_by,
+  x.wake_at_ms, x.created_at_ms, x.updated_at_ms, tail.at, tail.sequence
 FROM ${quotedSchema}.executions x
 CROSS JOIN LATERAL (
   SELECT e.at, e.sequence FROM ${quotedSchema}.events e

@@ -62,6 +62,7 @@ import { eventLogMigration } from './migrations/0001-event-log.js';
 import { signalsMigration } from './migrations/0003-signals.js';
 import { executionIndexDetailsMigration } from './migrations/0005-execution-index-details.js';
 import { signalMarkMigration } from './migrations/0007-signal-mark.js';
+import { startedByMigration } from './migrations/0008-started-by.js';
 import { latestSchemaVersion } from './migrations/migration-list.js';
 import { NotifyHub } from './notify-hub.js';
 import { checkOut } from './pg-client.js';
@@ -124,6 +125,12 @@ const signalsSchemaVersion = signalsMigration.version;
  * suspension's guard) and `sendSignal` write and read (ADR 0033).
  */
 const signalMarkSchemaVersion = signalMarkMigration.version;
+
+/**
+ * The schema version whose index rows say which node started an execution lazily: appends
+ * write it (from `execution.started`), recovery reads it through `findExecutions`.
+ */
+const startedBySchemaVersion = startedByMigration.version;
 
 /**
  * The event log on Postgres (`pg`): named prepared statements, one round trip per append on a
@@ -248,8 +255,8 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
           guard,
         )
       ).stored;
-    if (this.schemaVersion < signalMarkSchemaVersion)
-      await this.requireSchema(signalMarkSchemaVersion);
+    if (this.schemaVersion < startedBySchemaVersion)
+      await this.requireSchema(startedBySchemaVersion);
     const stored = await this.writePrepared(prepared, async (statement, values) => {
       try {
         return await this.send<AppendedRow>(statement, values);
@@ -270,8 +277,8 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
    */
   async appendBatch(requests: readonly AppendRequest[]): Promise<AppendOutcome[]> {
     this.assertWritable('append');
-    if (this.schemaVersion < signalMarkSchemaVersion)
-      await this.requireSchema(signalMarkSchemaVersion);
+    if (this.schemaVersion < startedBySchemaVersion)
+      await this.requireSchema(startedBySchemaVersion);
     this.batchContext ??= {
       now: () => this.options.clock.now(),
       statements: this.sql,
@@ -328,8 +335,8 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
     guard?: AppendGuard,
   ): Promise<{ result: T; stored: StoredEvent[] }> {
     this.assertWritable('transact');
-    if (this.schemaVersion < signalMarkSchemaVersion)
-      await this.requireSchema(signalMarkSchemaVersion);
+    if (this.schemaVersion < startedBySchemaVersion)
+      await this.requireSchema(startedBySchemaVersion);
     const checkedOut = await checkOut(this.pool).catch((error: unknown) => {
       throw this.mapError(error, 'transact');
     });
@@ -427,12 +434,12 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
   /**
    * Executions from the execution index matching every filter given, by id (see
    * {@link EventStore}): one statement. Throws `INVALID_ARGUMENT`, `SCHEMA_NOT_MIGRATED` (below
-   * schema version 5), `STORE_*`.
+   * schema version 8), `STORE_*`.
    */
   async findExecutions(options: FindExecutionsOptions): Promise<ExecutionSummary[]> {
     this.assertOpen();
     const filter = findExecutionsOptions(options);
-    await this.requireSchema(indexSchemaVersion);
+    await this.requireSchema(startedBySchemaVersion);
     const { statement, values } = findExecutionsQuery(quoteIdent(this.schema), this.schema, filter);
     const rows = await this.run<PgExecutionRow>(statement, values, 'findExecutions');
     return rows.map(summaryFromPg);

@@ -153,6 +153,7 @@ describe('PostgresEventStore: findExecutions on an upgraded schema', () => {
           settledAs: null,
           flow,
           version: '2',
+          startedBy: null,
           wakeAtMs: 9_000,
           createdAtMs: 1_300,
           updatedAtMs: 1_350,
@@ -186,6 +187,46 @@ describe('PostgresEventStore: findExecutions on an upgraded schema', () => {
         { executionId: running, flow, version: '1', createdAtMs: 1_200, updatedAtMs: 3_000 },
       ]);
       expect(await store.verify(running)).toMatchObject({ ok: true, events: 2 });
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('PostgresEventStore: who started an execution, on an upgraded schema', () => {
+  it('migration 8 takes who started each execution lazily from its execution.started', async () => {
+    const { schema, quoted } = await schemaAt(7);
+    const flow = freshId('started-by');
+    const logs: Array<[string, unknown]> = [
+      [`${flow}-a`, { flow, version: null, input: null, node: 'worker-1' }],
+      [`${flow}-b`, { flow, version: null, input: null }],
+      [`${flow}-c`, { flow, version: null, input: null, node: 7 }],
+    ];
+    for (const [id, payload] of logs) {
+      await oldExecution(
+        db.admin,
+        quoted,
+        id,
+        [{ type: 'execution.started', payload, at: 1_000 }],
+        undefined,
+      );
+      await db.admin.query(
+        `INSERT INTO ${quoted}.executions
+           (execution_id, status, updated_at_ms, flow, version, created_at_ms)
+         VALUES ($1, 'running', 1000, $2, NULL, 1000)`,
+        [id, flow],
+      );
+    }
+    const result = await migrate({ pool: db.admin, schema });
+    expect(result).toMatchObject({ fromVersion: 7, applied: ['0008-started-by'] });
+    const store = await PostgresEventStore.open({ connectionString: url, schema });
+    try {
+      const found = await store.findExecutions({ flow });
+      expect(found.map((summary) => [summary.executionId, summary.startedBy])).toEqual([
+        [`${flow}-a`, 'worker-1'],
+        [`${flow}-b`, null],
+        [`${flow}-c`, null],
+      ]);
     } finally {
       await store.close();
     }
@@ -319,7 +360,7 @@ describe('PostgresEventStore: the signal mark on an upgraded schema', () => {
       }
     }
     const result = await migrate({ pool: db.admin, schema });
-    expect(result.applied).toEqual(['0007-signal-mark']);
+    expect(result.applied).toEqual(['0007-signal-mark', '0008-started-by']);
     const marks = await db.admin.query(
       `SELECT execution_id, last_signal_id::int AS mark FROM ${quoted}.executions ORDER BY 1`,
     );
@@ -365,7 +406,7 @@ describe('PostgresQueueStore: outcomes and stats on an upgraded schema', () => {
       [`queue:${queue}:ok`, `queue:${queue}:bad`, `queue:${queue}:stopped`],
     );
     const result = await migrate({ pool: db.admin, schema });
-    expect(result.applied).toEqual(['0006-queue-outcomes', '0007-signal-mark']);
+    expect(result.applied).toEqual(['0006-queue-outcomes', '0007-signal-mark', '0008-started-by']);
     const queues = await PostgresQueueStore.open({ connectionString: url, schema });
     try {
       expect((await queues.get(queue, 'ok'))?.outcome).toBe('completed');

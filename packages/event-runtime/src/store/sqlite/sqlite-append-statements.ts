@@ -10,8 +10,9 @@ const insertSql =
   'VALUES (?, ?, ?, ?, ?, ?, ?)';
 
 /**
- * The execution index row an append writes. flow, version and created_at_ms come from the append
- * that starts the execution and are kept by later status changes (they are not in the DO UPDATE).
+ * The execution index row an append writes. flow, version, created_at_ms and started_by come from
+ * the append that starts the execution and are kept by later status changes (they are not in the
+ * DO UPDATE).
  * The last two parameters are a suspension's `wakeOnSignalsAfter` (null without one), twice: with
  * a signal newer than it in the inbox, the suspension is due at once, its append's time (ADR
  * 0033). One writer at a time (the append's IMMEDIATE transaction), so no signal can land between
@@ -19,7 +20,7 @@ const insertSql =
  */
 const upsertExecutionSql =
   'INSERT INTO loom_executions (execution_id, status, wake_at_ms, updated_at_ms, ' +
-  'settled_as, flow, version, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ' +
+  'settled_as, flow, version, created_at_ms, started_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ' +
   'ON CONFLICT (execution_id) DO UPDATE SET status = excluded.status, ' +
   'wake_at_ms = CASE WHEN ? IS NOT NULL AND EXISTS (SELECT 1 FROM loom_signals s ' +
   'WHERE s.execution_id = excluded.execution_id AND s.signal_id > ?) ' +
@@ -37,6 +38,7 @@ type UpsertExecutionArgs = [
   string | null,
   string | null,
   number,
+  string | null,
   number | null,
   number | null,
 ];

@@ -344,6 +344,7 @@ export class SqliteEventStore implements TransactionalEventStore, BatchAppending
         index.flow,
         index.version,
         index.createdAtMs,
+        index.startedBy,
         prepared.wakeOnSignalsAfter ?? null,
         prepared.wakeOnSignalsAfter ?? null,
       );

@@ -7,6 +7,7 @@ export interface SqliteExecutionRow {
   settled_as: string | null;
   flow: string | null;
   version: string | null;
+  started_by: string | null;
   wake_at_ms: number | null;
   created_at_ms: number;
   updated_at_ms: number;
@@ -21,8 +22,8 @@ export interface SqliteExecutionRow {
 export function findExecutionsSql(conditions: readonly string[]): string {
   // The tail row gives lastEventAt and nextSequence: one index probe per execution found.
   return (
-    'SELECT x.execution_id, x.status, x.settled_as, x.flow, x.version, x.wake_at_ms, ' +
-    'x.created_at_ms, x.updated_at_ms, e.at, e.sequence FROM loom_executions x ' +
+    'SELECT x.execution_id, x.status, x.settled_as, x.flow, x.version, x.started_by, ' +
+    'x.wake_at_ms, x.created_at_ms, x.updated_at_ms, e.at, e.sequence FROM loom_executions x ' +
     'JOIN loom_events e ON e.execution_id = x.execution_id AND e.sequence = ' +
     '(SELECT max(sequence) FROM loom_events WHERE execution_id = x.execution_id) ' +
     `WHERE ${conditions.join(' AND ')} ORDER BY x.execution_id LIMIT ?`
@@ -37,6 +38,7 @@ export function summaryFromSqlite(row: SqliteExecutionRow): ExecutionSummary {
     settledAs: row.settled_as as SettledAs | null,
     flow: row.flow,
     version: row.version,
+    startedBy: row.started_by,
     wakeAtMs: row.wake_at_ms,
     createdAtMs: row.created_at_ms,
     updatedAtMs: row.updated_at_ms,

@@ -109,6 +109,7 @@ describe('SqliteEventStore: findExecutions on an upgraded database', () => {
           settledAs: null,
           flow: 'order',
           version: '2',
+          startedBy: null,
           wakeAtMs: 7_000,
           createdAtMs: 1_200,
           updatedAtMs: 1_250,
@@ -133,6 +134,33 @@ describe('SqliteEventStore: findExecutions on an upgraded database', () => {
         { executionId: 'd', flow: 'payment', version: '1', createdAtMs: 1_300, updatedAtMs: 3_000 },
       ]);
       expect(await store.verify('d')).toMatchObject({ ok: true, events: 2 });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('migration 7 takes who started each execution lazily from its execution.started', async () => {
+    const { path, database } = databaseAt(6);
+    const logs: Array<[string, unknown]> = [
+      ['lazy', { flow: 'order', version: null, input: null, node: 'worker-1' }],
+      ['eager', { flow: 'order', version: null, input: null }],
+      ['odd', { flow: 'order', version: null, input: null, node: 7 }],
+    ];
+    for (const [id, payload] of logs) {
+      oldExecution(database, id, [{ type: 'execution.started', payload, at: 1_000 }], {
+        status: 'running',
+        updatedAtMs: 1_000,
+      });
+    }
+    database.close();
+    const store = SqliteEventStore.open({ path, migrate: true });
+    try {
+      const found = await store.findExecutions({ status: 'running' });
+      expect(found.map((summary) => [summary.executionId, summary.startedBy])).toEqual([
+        ['eager', null],
+        ['lazy', 'worker-1'],
+        ['odd', null],
+      ]);
     } finally {
       await store.close();
     }

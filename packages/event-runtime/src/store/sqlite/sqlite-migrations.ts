@@ -202,6 +202,24 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       -- loom_queue_items_id (queue, item_id), grouped by queue in index order.
     `,
   },
+  {
+    version: 7,
+    name: 'started-by',
+    sql: `
+      -- The node that started an execution without leasing it yet (a lazy start), from the node
+      -- of its execution.started, written by the same upsert as the status and kept by later
+      -- ones: recovery takes a dead starter's unleased executions at once.
+      ALTER TABLE loom_executions ADD COLUMN started_by TEXT;
+      -- Backfill from the log; older logs have no node and keep null (recovered as before).
+      UPDATE loom_executions SET started_by = (
+        SELECT CASE WHEN json_valid(e.payload) AND json_type(e.payload, '$.node') = 'text'
+                    THEN json_extract(e.payload, '$.node') END
+        FROM loom_events e
+        WHERE e.execution_id = loom_executions.execution_id AND e.sequence = 0
+          AND e.type = 'execution.started');
+      -- No index: recovery reads it on the rows it already pages through.
+    `,
+  },
 ];
 
 /** The newest schema version this code knows. */

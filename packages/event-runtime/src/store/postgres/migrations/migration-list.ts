@@ -5,6 +5,7 @@ import { queuesMigration } from './0004-queues.js';
 import { executionIndexDetailsMigration } from './0005-execution-index-details.js';
 import { queueOutcomesMigration } from './0006-queue-outcomes.js';
 import { signalMarkMigration } from './0007-signal-mark.js';
+import { startedByMigration } from './0008-started-by.js';
 import type { PostgresMigration } from './postgres-migration.js';
 
 /** Every Postgres migration, oldest first. Append only: a shipped migration is never edited. */
@@ -16,6 +17,7 @@ export const postgresMigrations: readonly PostgresMigration[] = [
   executionIndexDetailsMigration,
   queueOutcomesMigration,
   signalMarkMigration,
+  startedByMigration,
 ];
 
 /** The schema version this code writes and reads: the number of the newest migration. */
