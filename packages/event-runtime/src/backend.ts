@@ -1,5 +1,6 @@
 import type { EventStore } from './event-store.js';
 import type { LeaseStore } from './lease-store.js';
+import type { LiveStore } from './live-store.js';
 import type { QueueStore } from './queue-store.js';
 import type { SnapshotStore } from './snapshot-store.js';
 
@@ -25,6 +26,12 @@ export interface Backend {
   readonly snapshots: SnapshotStore;
   /** Durable work queues (`runtime.enqueue`, `runtime.work`). */
   readonly queues: QueueStore;
+  /**
+   * The live channel beside the log (ADR 0050): text an execution streams while it works (an
+   * agent's model answer), readable from every process. Every opener of this package provides
+   * one; a backend put together by hand may leave it out (then live text stays in the process).
+   */
+  readonly live?: LiveStore;
   /**
    * Creates or upgrades the tables of every store (a no-op in memory). Safe to call from several
    * processes at once. Throws `STORE_READ_ONLY`, `SCHEMA_TOO_NEW`, store errors.

@@ -47,6 +47,16 @@ export {
 } from './forwarding-event-store.js';
 export type { Lease, LeaseStore, NodeClaim } from './lease-store.js';
 export { type LimitName, Limits } from './limits.js';
+export {
+  type LiveChunk,
+  type LiveChunkInput,
+  type LiveReadOptions,
+  type LiveStore,
+  liveChunkTextMax,
+  liveNameLengthMax,
+  liveReadLimitMax,
+  sqliteLivePollMsDefault,
+} from './live-store.js';
 export { type MemoryBackend, type OpenMemoryOptions, openMemory } from './open-memory.js';
 export { openSharded, type ShardedBackend, ShardedSnapshotStore } from './open-sharded.js';
 export type {
@@ -109,6 +119,7 @@ export {
   InMemoryLeaseStore,
   type InMemoryLeaseStoreOptions,
 } from './store/memory/in-memory-lease-store.js';
+export { InMemoryLiveStore } from './store/memory/in-memory-live-store.js';
 export {
   InMemoryQueueStore,
   type InMemoryQueueStoreOptions,

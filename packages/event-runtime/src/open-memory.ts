@@ -2,6 +2,7 @@ import type { Backend } from './backend.js';
 import type { Clock } from './clock.js';
 import { InMemoryEventStore } from './store/memory/in-memory-event-store.js';
 import { InMemoryLeaseStore } from './store/memory/in-memory-lease-store.js';
+import { InMemoryLiveStore } from './store/memory/in-memory-live-store.js';
 import { InMemoryQueueStore } from './store/memory/in-memory-queue-store.js';
 import { InMemorySnapshotStore } from './store/memory/in-memory-snapshot-store.js';
 
@@ -18,6 +19,7 @@ export interface MemoryBackend extends Backend {
   readonly leases: InMemoryLeaseStore;
   readonly snapshots: InMemorySnapshotStore;
   readonly queues: InMemoryQueueStore;
+  readonly live: InMemoryLiveStore;
 }
 
 /**
@@ -37,6 +39,7 @@ export function openMemory(options: OpenMemoryOptions = {}): MemoryBackend {
   const leases = new InMemoryLeaseStore(clock);
   const snapshots = new InMemorySnapshotStore();
   const queues = new InMemoryQueueStore(clock);
+  const live = new InMemoryLiveStore(clock);
   let closing: Promise<void> | undefined;
   return {
     kind: 'memory',
@@ -44,9 +47,11 @@ export function openMemory(options: OpenMemoryOptions = {}): MemoryBackend {
     leases,
     snapshots,
     queues,
+    live,
     migrate: async () => undefined,
     close: () => {
       closing ??= (async () => {
+        await live.close();
         await queues.close();
         await snapshots.close();
         await leases.close();

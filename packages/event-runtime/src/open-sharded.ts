@@ -76,6 +76,7 @@ export interface ShardedBackend extends Backend {
  *   is it alive" for the whole cluster in one place, and a node renews them in one batch per
  *   tick (its cost grows with nodes, not with events). A queue is ordered and deduplicated per
  *   queue, not per execution.
+ * - `live`: shard 0's live channel (short-lived text, no ordering across executions to keep).
  *
  * The order of `backends` is part of the data's address: always pass the same backends in the
  * same order, and never remove one (see docs/scaling.md to grow). `migrate()` migrates every
@@ -109,6 +110,7 @@ export function openSharded(backends: readonly Backend[]): ShardedBackend {
     leases: first.leases as LeaseStore,
     snapshots,
     queues: first.queues as QueueStore,
+    ...(first.live === undefined ? {} : { live: first.live }),
     shards: [...backends],
     migrate: async () => {
       for (const backend of backends) await backend.migrate();

@@ -23,6 +23,11 @@ export {
   type PostgresLeaseStoreOptions,
 } from './store/postgres/postgres-lease-store.js';
 export {
+  liveChannelName,
+  PostgresLiveStore,
+  type PostgresLiveStoreOptions,
+} from './store/postgres/postgres-live-store.js';
+export {
   PostgresQueueStore,
   type PostgresQueueStoreOptions,
 } from './store/postgres/postgres-queue-store.js';

@@ -12,6 +12,7 @@ export {
   SqliteLeaseStore,
   type SqliteLeaseStoreOptions,
 } from './store/sqlite/sqlite-lease-store.js';
+export { SqliteLiveStore, type SqliteLiveStoreOptions } from './store/sqlite/sqlite-live-store.js';
 export {
   type SqliteMigration,
   sqliteMigrations,

@@ -33,6 +33,7 @@ export {
   type LeaseStoreHarness,
   leaseStoreConformance,
 } from './testing/lease-store-conformance.js';
+export { type LiveStoreHarness, liveStoreConformance } from './testing/live-store-conformance.js';
 export { logTails } from './testing/log-tails.js';
 export { ManualClock, type TestClock } from './testing/manual-clock.js';
 export {

@@ -29,6 +29,11 @@ export class AppendSignal {
     return this.global.size > 0 || this.byExecution.size > 0;
   }
 
+  /** True when someone watches this execution in particular. */
+  watching(executionId: string): boolean {
+    return this.byExecution.has(executionId);
+  }
+
   /** Wakes the global watchers and the execution's: call it after an append is durable. */
   emit(executionId: string): void {
     for (const wake of this.global) wake();

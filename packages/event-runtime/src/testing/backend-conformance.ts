@@ -33,6 +33,16 @@ export function backendConformance(name: string, open: () => Promise<Backend>): 
         const queued = await backend.queues.enqueue({ queue: `q-${id}`, flow: 'f', input: null });
         expect(queued.duplicate).toBe(false);
         expect((await backend.queues.queueStats(`q-${id}`)).depth).toBe(1);
+        const live = backend.live;
+        expect(live).toBeDefined();
+        await live?.write({
+          executionId: id,
+          stream: 'decide:1',
+          attempt: 'a',
+          offset: 0,
+          text: 'hi',
+        });
+        expect((await live?.read(id, 'decide:1'))?.map((chunk) => chunk.text)).toEqual(['hi']);
         await backend.migrate(); // again: a current schema is left as it is
         expect(await backend.events.read(id)).toHaveLength(1);
       } finally {
@@ -57,6 +67,9 @@ export function backendConformance(name: string, open: () => Promise<Backend>): 
       );
       expect(await codeOf(backend.snapshots.load(id))).toBe(ErrorCode.STORE_CLOSED);
       expect(await codeOf(backend.queues.queueStats('q'))).toBe(ErrorCode.STORE_CLOSED);
+      expect(await codeOf(backend.live?.read(id, 'decide:1') ?? Promise.resolve())).toBe(
+        ErrorCode.STORE_CLOSED,
+      );
       await backend.close();
       await Promise.all([backend.close(), backend.close()]);
     });

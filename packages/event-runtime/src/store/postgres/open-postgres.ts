@@ -2,6 +2,7 @@ import type { Backend } from '../../backend.js';
 import { resolvePool } from './pg-pool.js';
 import { PostgresEventStore } from './postgres-event-store.js';
 import { PostgresLeaseStore } from './postgres-lease-store.js';
+import { PostgresLiveStore } from './postgres-live-store.js';
 import { PostgresQueueStore } from './postgres-queue-store.js';
 import { PostgresSnapshotStore } from './postgres-snapshot-store.js';
 import type { PostgresEventStoreOptions } from './postgres-store-options.js';
@@ -23,6 +24,7 @@ export interface PostgresBackend extends Backend {
   readonly leases: PostgresLeaseStore;
   readonly snapshots: PostgresSnapshotStore;
   readonly queues: PostgresQueueStore;
+  readonly live: PostgresLiveStore;
   /** The schema holding Loom's tables. */
   readonly schema: string;
 }
@@ -61,6 +63,7 @@ export async function openPostgres(options: OpenPostgresOptions = {}): Promise<P
   let leases: PostgresLeaseStore;
   let snapshots: PostgresSnapshotStore;
   let queues: PostgresQueueStore;
+  let live: PostgresLiveStore;
   try {
     events = await PostgresEventStore.open({ ...rest, pool });
     opened.push(events);
@@ -70,6 +73,8 @@ export async function openPostgres(options: OpenPostgresOptions = {}): Promise<P
     snapshots = await PostgresSnapshotStore.open(on);
     opened.push(snapshots);
     queues = await PostgresQueueStore.open(withClock);
+    opened.push(queues);
+    live = await PostgresLiveStore.open(withClock);
   } catch (error) {
     for (const store of opened.reverse()) await store.close().catch(() => undefined);
     await endPool();
@@ -83,11 +88,13 @@ export async function openPostgres(options: OpenPostgresOptions = {}): Promise<P
     leases,
     snapshots,
     queues,
+    live,
     migrate: async () => {
       await events.migrate();
     },
     close: () => {
       closing ??= (async () => {
+        await live.close();
         await queues.close();
         await snapshots.close();
         await leases.close();

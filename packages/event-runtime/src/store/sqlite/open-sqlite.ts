@@ -1,6 +1,7 @@
 import type { Backend } from '../../backend.js';
 import { SqliteEventStore, type SqliteEventStoreOptions } from './sqlite-event-store.js';
 import { SqliteLeaseStore } from './sqlite-lease-store.js';
+import { SqliteLiveStore } from './sqlite-live-store.js';
 import { SqliteQueueStore } from './sqlite-queue-store.js';
 import { SqliteSnapshotStore } from './sqlite-snapshot-store.js';
 
@@ -17,11 +18,12 @@ export interface SqliteBackend extends Backend {
   readonly leases: SqliteLeaseStore;
   readonly snapshots: SqliteSnapshotStore;
   readonly queues: SqliteQueueStore;
+  readonly live: SqliteLiveStore;
 }
 
 /**
  * Opens (and for a writable open, creates) a SQLite file with every store Loom keeps in it: the
- * event log, leases, snapshots and queues, sharing one handle and its transactions. With
+ * event log, leases, snapshots, queues and the live channel, sharing one handle and its transactions. With
  * `migrate: true` the tables are created or upgraded while opening (else call `migrate()`).
  * `close()` closes the stores beside the log, then the log, which closes the file once.
  *
@@ -46,6 +48,7 @@ export function openSqlite(options: OpenSqliteOptions): SqliteBackend {
     options.readOnly === undefined ? {} : { readOnly: options.readOnly },
   );
   const queues = new SqliteQueueStore(events.database, shared);
+  const live = new SqliteLiveStore(events.database, shared);
   let closing: Promise<void> | undefined;
   return {
     kind: 'sqlite',
@@ -53,9 +56,11 @@ export function openSqlite(options: OpenSqliteOptions): SqliteBackend {
     leases,
     snapshots,
     queues,
+    live,
     migrate: () => events.migrate(),
     close: () => {
       closing ??= (async () => {
+        await live.close();
         await queues.close();
         await snapshots.close();
         await leases.close();

@@ -220,6 +220,32 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       -- No index: recovery reads it on the rows it already pages through.
     `,
   },
+  {
+    version: 8,
+    name: 'live-chunks',
+    sql: `
+      -- The live channel (ADR 0050): text an execution streams while it works, never part of the
+      -- log, deleted once what it became is in the log (or by prune). AUTOINCREMENT: a position
+      -- is never reused after deletes, so a follower's afterPosition never skips a new chunk.
+      CREATE TABLE loom_live_chunks (
+        position     INTEGER PRIMARY KEY AUTOINCREMENT,
+        execution_id TEXT    NOT NULL,
+        stream       TEXT    NOT NULL,
+        attempt      TEXT    NOT NULL,
+        text_offset  INTEGER NOT NULL,
+        text         TEXT    NOT NULL,
+        at_ms        INTEGER NOT NULL
+      );
+      -- Serves write's INSERT … ON CONFLICT DO NOTHING: one chunk per (stream, attempt, offset).
+      CREATE UNIQUE INDEX loom_live_chunks_key
+        ON loom_live_chunks (execution_id, stream, attempt, text_offset);
+      -- Serves read (WHERE execution_id = ? AND stream = ? AND position > ? ORDER BY position)
+      -- and drop.
+      CREATE INDEX loom_live_chunks_stream ON loom_live_chunks (execution_id, stream, position);
+      -- Serves prune (WHERE at_ms < ?).
+      CREATE INDEX loom_live_chunks_at ON loom_live_chunks (at_ms);
+    `,
+  },
 ];
 
 /** The newest schema version this code knows. */

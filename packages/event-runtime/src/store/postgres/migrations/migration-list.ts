@@ -6,6 +6,7 @@ import { executionIndexDetailsMigration } from './0005-execution-index-details.j
 import { queueOutcomesMigration } from './0006-queue-outcomes.js';
 import { signalMarkMigration } from './0007-signal-mark.js';
 import { startedByMigration } from './0008-started-by.js';
+import { liveChunksMigration } from './0009-live-chunks.js';
 import type { PostgresMigration } from './postgres-migration.js';
 
 /** Every Postgres migration, oldest first. Append only: a shipped migration is never edited. */
@@ -18,6 +19,7 @@ export const postgresMigrations: readonly PostgresMigration[] = [
   queueOutcomesMigration,
   signalMarkMigration,
   startedByMigration,
+  liveChunksMigration,
 ];
 
 /** The schema version this code writes and reads: the number of the newest migration. */

@@ -1,0 +1,32 @@
+import { pgTestUrl, useThrowawaySchemas } from '../../../test/support/throwaway-schemas.js';
+import { liveStoreConformance } from '../../testing/live-store-conformance.js';
+import { ManualClock } from '../../testing/manual-clock.js';
+import { migrate } from './migrate.js';
+import { PostgresEventStore } from './postgres-event-store.js';
+import { PostgresLiveStore } from './postgres-live-store.js';
+
+const db = useThrowawaySchemas();
+
+liveStoreConformance('postgres', async () => {
+  const schema = db.freshSchema();
+  await migrate({ pool: db.admin, schema });
+  const clock = new ManualClock(1_000);
+  // The store shares its event store's pool, as a backend does; each peer has a pool of its own.
+  const events = await PostgresEventStore.open({ connectionString: pgTestUrl, schema });
+  const store = await PostgresLiveStore.open({ pool: events.connectionPool, schema, clock });
+  const peers: PostgresLiveStore[] = [];
+  return {
+    store,
+    clock,
+    openPeer: async () => {
+      const peer = await PostgresLiveStore.open({ connectionString: pgTestUrl, schema });
+      peers.push(peer);
+      return peer;
+    },
+    close: async () => {
+      await Promise.all([store.close(), ...peers.map((peer) => peer.close())]);
+      await events.close();
+      await db.dropSchema(schema);
+    },
+  };
+});
