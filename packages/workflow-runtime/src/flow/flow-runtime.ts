@@ -9,6 +9,7 @@ import type {
   JsonValue,
   LeaseStore,
   ListQueuesOptions,
+  LiveStore,
   QueueStats,
   QueueStore,
   RuntimeEvents,
@@ -83,6 +84,7 @@ export interface RuntimeOnBackend {
   leases?: never;
   snapshots?: never;
   queues?: never;
+  live?: never;
 }
 
 /** A runtime on stores handed one by one (advanced: mixing backends, decorated stores). */
@@ -100,6 +102,11 @@ export interface RuntimeOnStores {
    * throw `QUEUE_STORE_MISSING`.
    */
   queues?: QueueStore;
+  /**
+   * The live channel beside the log (ADR 0050), for code above the runtime that streams text
+   * across processes (`@loom/agent-loop`). The runtime itself never touches it.
+   */
+  live?: LiveStore;
 }
 
 /**
@@ -140,6 +147,11 @@ export interface SignalSent {
 export class Runtime {
   /** The queue store of `enqueue` and `work`, if the runtime has one. */
   readonly queues: QueueStore | undefined;
+  /**
+   * The backend's live channel (ADR 0050; or the `live` store handed in), if it has one: what
+   * `@loom/agent-loop` streams a model's text through, so followers in any process get it.
+   */
+  readonly live: LiveStore | undefined;
   /** This node's tags (`RuntimeOptions.tags`): the flow placements it may run. */
   readonly tags: readonly string[];
   /** The kernel runtime underneath, for the `/testing` helpers of `@loom/event-runtime` (`leaseCalls`, `tickLeases`). */
@@ -153,8 +165,9 @@ export class Runtime {
 
   /** Throws `INVALID_ARGUMENT` for bad options (see `createRuntime`). */
   constructor(options: RuntimeOptions) {
-    const { flows, backend, closeBackend, store, leases, snapshots, queues, ...settings } =
+    const { flows, backend, closeBackend, store, leases, snapshots, queues, live, ...settings } =
       options as RuntimeSettingsOptions & {
+        live?: LiveStore;
         backend?: Backend;
         closeBackend?: boolean;
         store?: EventStore;
@@ -175,6 +188,7 @@ export class Runtime {
     const leaseStore = backend?.leases ?? leases;
     const snapshotStore = backend?.snapshots ?? snapshots;
     this.queues = backend?.queues ?? queues;
+    this.live = backend?.live ?? live;
     this.ownedBackend = backend !== undefined && closeBackend !== false ? backend : undefined;
     this.onError = options.onError ?? (() => undefined);
     this.kernel = createKernelRuntime({
