@@ -2,12 +2,13 @@ import {
   EventType,
   isLoomError as isKernelError,
   type JsonValue,
+  type LiveStore,
   type StoredEvent,
   type StoredSignal,
 } from '@loom/event-runtime';
 import type { Runtime } from '@loom/workflow-runtime';
 import type { Tracer } from '@opentelemetry/api';
-import type { AgentStream } from './agent-event.js';
+import type { AgentStream, StreamOptions } from './agent-event.js';
 import { childAgentCall } from './agent-tool.js';
 import {
   type Approval,
@@ -22,11 +23,12 @@ import { AgentEventStream } from './internal/agent-event-stream.js';
 import { agentRun, RecordName } from './internal/agent-flow.js';
 import { AgentSpans } from './internal/agent-spans.js';
 import { FlowHost, type HostedFlow, hostedFlow } from './internal/flow-host.js';
-import { LiveText } from './internal/live-text.js';
+import { LiveTextPublisher } from './internal/live-text-writer.js';
 import { RunCallsHandoff } from './internal/run-calls.js';
 import { callOfEvent, cancelledResult, type RunOutput } from './internal/run-memory.js';
 import type { Answer, Question } from './question.js';
 import type { ModelCallUsage, RunResult } from './run-result.js';
+import { parseCursor } from './stream-cursor.js';
 import type { AgentTransition } from './transition.js';
 
 /** What `createAgentRuntime` takes. */
@@ -48,6 +50,12 @@ export interface AgentRuntimeOptions {
    * span.
    */
   tracer?: Tracer;
+  /**
+   * Where a model's text goes while it streams, for followers in other processes (ADR 0050).
+   * Default: the flow runtime's backend's live channel (`flows.live`); `null`: this process's
+   * followers only. A runtime on stores without one streams to this process only.
+   */
+  live?: LiveStore | null;
 }
 
 /** A started run. */
@@ -91,12 +99,16 @@ const callsReadPageSize = 1_000;
 export class AgentRuntime {
   private readonly host: FlowHost;
   private readonly flows = new Map<string, HostedFlow>();
-  private readonly live = new LiveText();
+  private readonly live: LiveTextPublisher;
   private readonly handoff = new RunCallsHandoff();
   private readonly isolated = new Set<ToolIsolate>();
 
   constructor(options: AgentRuntimeOptions) {
     this.host = new FlowHost(options.flows);
+    this.live = new LiveTextPublisher(
+      options.live === null ? undefined : (options.live ?? options.flows.live),
+      options.flows.clock,
+    );
     if (options.tracer !== undefined && typeof options.tracer?.startSpan !== 'function') {
       throw new LoomError(
         AgentErrorCode.INVALID_ARGUMENT,
@@ -200,12 +212,14 @@ export class AgentRuntime {
   /**
    * Follows a run by id, from this process or any other on the same store: first the events of
    * its log (`replayed: true`), then live ones as they are appended (`replayed: false`), each log
-   * event once and in order, ending after `finished`. A run driven in this process also yields
-   * its model's text as it streams (`text_delta`, coalesced; never journaled). A run that does
-   * not exist yet is waited for. Leave the loop (or `close()`) to stop following.
+   * event once and in order, ending after `finished`. The turn being written also yields its
+   * model's text as it streams (`text_delta`, coalesced, never journaled), whichever process
+   * drives the run, through the backend's live channel (ADR 0050). A run that does not exist yet
+   * is waited for. Leave the loop (or `close()`) to stop following; `{ after: stream.cursor }`
+   * goes on where a stream stopped, without an event or a piece of text twice.
    *
-   * Error codes (thrown by the iteration): `RUN_FAILED` (the run's flow failed without an agent
-   * result), store errors.
+   * Error codes: `INVALID_ARGUMENT` (an `after` that is not a cursor); thrown by the iteration:
+   * `RUN_FAILED` (the run's flow failed without an agent result), store errors.
    *
    * @example
    * for await (const event of agents.stream('ticket-981')) {
@@ -213,16 +227,22 @@ export class AgentRuntime {
    *   if (event.type === 'finished') console.log(event.result.reason, event.result.usage);
    * }
    */
-  stream(run: string | AgentRun): AgentStream {
+  stream(run: string | AgentRun, options: StreamOptions = {}): AgentStream {
     const runId = typeof run === 'string' ? run : run.runId;
+    const after = options.after === undefined ? undefined : parseCursor(options.after);
     const host = this.host;
-    return new AgentEventStream(runId, {
-      clock: host.clock,
-      live: this.live,
-      read: (id, fromSequence, limit) => host.readPage(id, fromSequence, limit),
-      subscribe: (id, fromSequence, handler, onError) =>
-        host.subscribe(id, fromSequence, handler, onError),
-    });
+    return new AgentEventStream(
+      runId,
+      {
+        clock: host.clock,
+        live: this.live.local,
+        store: this.live.store,
+        read: (id, fromSequence, limit) => host.readPage(id, fromSequence, limit),
+        subscribe: (id, fromSequence, handler, onError) =>
+          host.subscribe(id, fromSequence, handler, onError),
+      },
+      after,
+    );
   }
 
   /**

@@ -1,4 +1,10 @@
-export type { AgentEvent, AgentEventBase, AgentEventType, AgentStream } from './agent-event.js';
+export type {
+  AgentEvent,
+  AgentEventBase,
+  AgentEventType,
+  AgentStream,
+  StreamOptions,
+} from './agent-event.js';
 export {
   type AgentRun,
   AgentRuntime,

@@ -30,7 +30,7 @@ import type { AgentTransition } from '../transition.js';
 import { AgentSpanAttribute, AgentSpans, responseAttributes } from './agent-spans.js';
 import { runChildCall } from './child-call.js';
 import type { StepOptions, TurnContext } from './flow-host.js';
-import type { LiveText } from './live-text.js';
+import type { LiveTextPublisher } from './live-text-writer.js';
 import { hashOf } from './request-hash.js';
 import type { RunCallsHandoff } from './run-calls.js';
 import { RunMemory, type RunOutput } from './run-memory.js';
@@ -158,7 +158,7 @@ function isStepFailure(error: unknown): boolean {
 export function agentRun(
   agent: Agent,
   notify: (transition: AgentTransition) => void,
-  live: LiveText,
+  live: LiveTextPublisher,
   handoff: RunCallsHandoff,
   spans: AgentSpans = noSpans,
 ): (ctx: TurnContext, input: JsonValue) => Promise<JsonValue> {
@@ -198,7 +198,7 @@ async function runTurns(
   toolSpecs: ToolSpec[],
   { instructions, responseFormat }: ReturnType<typeof outputAsked>,
   notify: (transition: AgentTransition) => void,
-  live: LiveText,
+  live: LiveTextPublisher,
   run: RunMemory,
 ): Promise<RunOutput> {
   const { runId } = ctx;
@@ -247,8 +247,17 @@ async function runTurns(
           if (!called && turn > 1) notify({ type: 'observed', runId, turn: turn - 1 });
           called = true;
           return spansOf(ctx).around(
-            () =>
-              callModel(agent, requestOf(effect.signal), (text) => live.text(runId, turn, text)),
+            async () => {
+              // Each attempt (a retry, a resume on another process) streams as a new attempt.
+              const writer = live.attempt(runId, turn);
+              try {
+                return await callModel(agent, requestOf(effect.signal), (text) =>
+                  writer.text(text),
+                );
+              } finally {
+                writer.end();
+              }
+            },
             () => ({
               name: `chat ${agent.model.id}`,
               attributes: {

@@ -1,10 +1,19 @@
+/** A piece of a turn's answer: `text` at `offset` of one attempt of the turn's model call. */
+export interface TextPiece {
+  readonly turn: number;
+  readonly attempt: string;
+  readonly offset: number;
+  readonly text: string;
+}
+
 /** Receives the text of a turn's answer as the model streams it. */
-export type TextListener = (turn: number, text: string) => void;
+export type TextListener = (piece: TextPiece) => void;
 
 /**
  * The process-local channel of text deltas, by run: the agent flow hands each streamed piece of
- * a model's text here, and the streams of this process that follow the run receive it. Nothing
- * here is journaled; a run nobody follows in this process costs a map lookup per delta.
+ * a model's text here, and the streams of this process that follow the run receive it at once
+ * (followers in other processes read the live store, ADR 0050). A run nobody follows in this
+ * process costs a map lookup per delta.
  */
 export class LiveText {
   private readonly listeners = new Map<string, Set<TextListener>>();
@@ -25,13 +34,13 @@ export class LiveText {
     };
   }
 
-  /** Hands a piece of `turn`'s text to the listeners of `runId`; a throwing listener is ignored. */
-  text(runId: string, turn: number, text: string): void {
+  /** Hands a piece of text to the listeners of `runId`; a throwing listener is ignored. */
+  text(runId: string, piece: TextPiece): void {
     const set = this.listeners.get(runId);
-    if (set === undefined || text === '') return;
+    if (set === undefined || piece.text === '') return;
     for (const listener of [...set]) {
       try {
-        listener(turn, text);
+        listener(piece);
       } catch {
         // A consumer's failure never reaches the run.
       }

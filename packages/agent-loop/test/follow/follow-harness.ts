@@ -70,14 +70,19 @@ export async function followByIdCase(
       ['tool_started', true],
       ['tool_completed', false],
       ['turn_started', false],
+      // The turn followed live: its text, completed from the recorded answer (no live channel
+      // on these stores), before the answer itself (ADR 0050).
+      ['text_delta', false],
       ['model_responded', false],
       ['finished', false],
     ]);
-    const sequences = events.map((e) => e.sequence as number);
+    const sequences = events.flatMap((e) => (e.sequence === undefined ? [] : [e.sequence]));
     for (let i = 1; i < sequences.length; i++) {
       expect(sequences[i]).toBeGreaterThan(sequences[i - 1] as number);
     }
     expect(events[3]).toMatchObject({ tool: 'lookup', output: { id: 'A-17', delivered: false } });
+    expect(events[10]).toMatchObject({ type: 'model_responded', text: result.output });
+    expect(events[9]).toMatchObject({ type: 'text_delta', offset: 0, text: result.output });
     expect(events[7]).toMatchObject({
       tool: 'wait_gate',
       outcome: 'result',
