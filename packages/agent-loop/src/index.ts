@@ -73,3 +73,10 @@ export type { RunView, TurnView } from './run-view.js';
 export { isRerunnable, type SideEffect, sideEffects } from './side-effect.js';
 export type { ToolRetry } from './tool-retry.js';
 export type { AgentTransition } from './transition.js';
+export {
+  type AgentRunResponseOptions,
+  agentRunResponse,
+  type RunStreams,
+  uiMessageStreamHeader,
+} from './ui/agent-run-response.js';
+export type { UiMessageChunk } from './ui/ui-message-chunk.js';
