@@ -101,7 +101,8 @@ export class LiveTextWriter {
     this.timer?.();
     this.timer = undefined;
     const store = this.publisher.store;
-    if (store === undefined) return;
+    // Nothing written and nothing on its way: nothing to drop (every call that ends in its window).
+    if (store === undefined || (!this.wroteAny && this.inFlight === undefined)) return;
     const drop = async () => {
       await this.inFlight;
       if (this.wroteAny) await store.drop(this.runId, this.stream);
