@@ -16,3 +16,17 @@ it('example approve-refund.ts asks for approval, refunds once after it, and comp
   expect(stdout).toContain("refunds made: [ 'A-17 (key ticket-981/2.0)' ]");
   expect(stdout).toContain('decided by: ana@example.com');
 }, 60_000);
+
+// The README's streaming section shows this file: a web server that does not drive the run
+// streams it as the AI SDK's UI message stream.
+it('example stream-to-browser.ts streams a run another runtime drives, as a UI message stream', async () => {
+  const { stdout } = await spawnTestProcess(join(directory, 'stream-to-browser.ts'), {
+    cwd: directory,
+  }).succeeded();
+  expect(stdout).toContain('protocol: v1');
+  expect(stdout).toContain(
+    'chunks: start start-step text-start text-delta text-end finish-step finish',
+  );
+  expect(stdout).toContain('text: Your order A-17 ships tomorrow morning.');
+  expect(stdout).toContain('result: goal_completed');
+}, 60_000);
