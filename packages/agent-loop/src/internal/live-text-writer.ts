@@ -85,7 +85,7 @@ export class LiveTextWriter {
     if (text === '') return;
     const offset = this.length;
     this.length += text.length;
-    this.publisher.local.text(this.runId, { turn: this.turn, attempt: this.attempt, offset, text });
+    this.publisher.local.text(this.runId, this.turn, this.attempt, offset, text);
     if (this.publisher.store === undefined || this.stopped) return;
     if (this.length > liveAttemptTextMax) {
       this.stopped = true;

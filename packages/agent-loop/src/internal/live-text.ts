@@ -34,10 +34,14 @@ export class LiveText {
     };
   }
 
-  /** Hands a piece of text to the listeners of `runId`; a throwing listener is ignored. */
-  text(runId: string, piece: TextPiece): void {
+  /**
+   * Hands a piece of text to the listeners of `runId`; a throwing listener is ignored. Allocates
+   * nothing when nobody in this process follows the run.
+   */
+  text(runId: string, turn: number, attempt: string, offset: number, text: string): void {
     const set = this.listeners.get(runId);
-    if (set === undefined || piece.text === '') return;
+    if (set === undefined || text === '') return;
+    const piece: TextPiece = { turn, attempt, offset, text };
     for (const listener of [...set]) {
       try {
         listener(piece);
