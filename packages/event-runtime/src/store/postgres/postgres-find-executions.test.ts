@@ -218,7 +218,10 @@ describe('PostgresEventStore: who started an execution, on an upgraded schema', 
       );
     }
     const result = await migrate({ pool: db.admin, schema });
-    expect(result).toMatchObject({ fromVersion: 7, applied: ['0008-started-by'] });
+    expect(result).toMatchObject({
+      fromVersion: 7,
+      applied: ['0008-started-by', '0009-live-chunks'],
+    });
     const store = await PostgresEventStore.open({ connectionString: url, schema });
     try {
       const found = await store.findExecutions({ flow });
@@ -360,7 +363,7 @@ describe('PostgresEventStore: the signal mark on an upgraded schema', () => {
       }
     }
     const result = await migrate({ pool: db.admin, schema });
-    expect(result.applied).toEqual(['0007-signal-mark', '0008-started-by']);
+    expect(result.applied).toEqual(['0007-signal-mark', '0008-started-by', '0009-live-chunks']);
     const marks = await db.admin.query(
       `SELECT execution_id, last_signal_id::int AS mark FROM ${quoted}.executions ORDER BY 1`,
     );
@@ -406,7 +409,12 @@ describe('PostgresQueueStore: outcomes and stats on an upgraded schema', () => {
       [`queue:${queue}:ok`, `queue:${queue}:bad`, `queue:${queue}:stopped`],
     );
     const result = await migrate({ pool: db.admin, schema });
-    expect(result.applied).toEqual(['0006-queue-outcomes', '0007-signal-mark', '0008-started-by']);
+    expect(result.applied).toEqual([
+      '0006-queue-outcomes',
+      '0007-signal-mark',
+      '0008-started-by',
+      '0009-live-chunks',
+    ]);
     const queues = await PostgresQueueStore.open({ connectionString: url, schema });
     try {
       expect((await queues.get(queue, 'ok'))?.outcome).toBe('completed');
