@@ -30,7 +30,7 @@ import type { AgentTransition } from '../transition.js';
 import { AgentSpanAttribute, AgentSpans, responseAttributes } from './agent-spans.js';
 import { runChildCall } from './child-call.js';
 import type { StepOptions, TurnContext } from './flow-host.js';
-import type { LiveTextPublisher } from './live-text-writer.js';
+import type { LiveTextPublisher, LiveTextWriter } from './live-text-writer.js';
 import { hashOf } from './request-hash.js';
 import type { RunCallsHandoff } from './run-calls.js';
 import { RunMemory, type RunOutput } from './run-memory.js';
@@ -248,14 +248,16 @@ async function runTurns(
           called = true;
           return spansOf(ctx).around(
             async () => {
-              // Each attempt (a retry, a resume on another process) streams as a new attempt.
-              const writer = live.attempt(runId, turn);
+              // Each attempt (a retry, a resume on another process) streams as a new attempt;
+              // its writer is made at its first text (a call that only calls tools makes none).
+              let writer: LiveTextWriter | undefined;
               try {
-                return await callModel(agent, requestOf(effect.signal), (text) =>
-                  writer.text(text),
-                );
+                return await callModel(agent, requestOf(effect.signal), (text) => {
+                  writer ??= live.attempt(runId, turn);
+                  writer.text(text);
+                });
               } finally {
-                writer.end();
+                writer?.end();
               }
             },
             () => ({
