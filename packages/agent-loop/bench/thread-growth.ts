@@ -36,7 +36,9 @@ for (let i = 1; i <= messages; i++) {
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
 const stretch = Math.max(1, Math.floor(messages / 5));
-console.log(`${cpus().length} cores, load ${loadavg()[0]?.toFixed(2)}, SQLite file, ${messages} messages, budgetTokens ${chat.budgetTokens}`);
+console.log(
+  `${cpus().length} cores, load ${loadavg()[0]?.toFixed(2)}, SQLite file, ${messages} messages, budgetTokens ${chat.budgetTokens}`,
+);
 console.log('| messages | median send → reply (ms) |');
 console.log('|---|---|');
 for (let from = 0; from < messages; from += stretch) {
