@@ -26,7 +26,7 @@ import { FlowHost, type HostedFlow, hostedFlow } from './internal/flow-host.js';
 import { LiveText } from './internal/live-text.js';
 import { RunCallsHandoff } from './internal/run-calls.js';
 import { callOfEvent, cancelledResult, type RunOutput } from './internal/run-memory.js';
-import { threadFlowName, threadRun } from './internal/thread-flow.js';
+import { threadFlowName, threadFlowVersion, threadRun } from './internal/thread-flow.js';
 import { threadHistory } from './internal/thread-history.js';
 import type { Answer, Question } from './question.js';
 import type { ModelCallUsage, RunResult } from './run-result.js';
@@ -135,7 +135,12 @@ export class AgentRuntime {
       this.flows.set(name, flow);
       this.host.register(flow);
       // Its threads: each a long-lived execution that runs one turn (a run of this flow) per message.
-      const thread = hostedFlow(threadFlowName(agent.name), agent.version, threadRun(name), flowOf);
+      const thread = hostedFlow(
+        threadFlowName(agent.name),
+        threadFlowVersion,
+        threadRun(name),
+        flowOf,
+      );
       this.flows.set(thread.name, thread);
       this.host.register(thread);
       for (const tool of agent.tools.values()) {

@@ -1,4 +1,4 @@
-import { EventType } from '@loom/event-runtime';
+import { EventType, InMemoryEventStore } from '@loom/event-runtime';
 import type { ModelRequest, StubTurn } from '@loom/reasoning';
 import { createRuntime, type Runtime } from '@loom/workflow-runtime';
 import { describe, expect, it } from 'vitest';
@@ -221,6 +221,44 @@ describe('threads on the memory store', () => {
     const prompt = requests.at(-1)?.messages ?? [];
     expect(prompt.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'user']);
     expect(prompt[3]).toMatchObject({ role: 'tool', isError: true });
+  });
+
+  it("a thread started under one agent version goes on under the next: its loop is not the agent's version", async () => {
+    const store = new InMemoryEventStore();
+    const v1 = defineAgent({
+      name: 'chat',
+      version: '1',
+      model: stubBy(() => ({ text: 'from v1' })),
+      instructions: 'x',
+      tools: [],
+    });
+    const before = createRuntime({ store });
+    const first = await createAgentRuntime({ flows: before, agents: [v1] }).send(
+      v1,
+      'deploy',
+      'hello',
+    );
+    expect((await first.result()).output).toBe('from v1');
+    await before.shutdown();
+    const v2 = defineAgent({
+      name: 'chat',
+      version: '2',
+      model: stubBy(() => ({ text: 'from v2' })),
+      instructions: 'x',
+      tools: [],
+    });
+    const after = createRuntime({ store });
+    try {
+      const second = await createAgentRuntime({ flows: after, agents: [v2] }).send(
+        v2,
+        'deploy',
+        'again',
+      );
+      expect(second.message).toBe(2);
+      expect((await second.result()).output).toBe('from v2');
+    } finally {
+      await after.shutdown();
+    }
   });
 
   it('a messageId sent again returns the same turn; errors name the problem', async () => {

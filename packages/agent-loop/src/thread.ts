@@ -85,7 +85,10 @@ export interface AgentThread<O = JsonValue> {
    * `agents.stream(turn)` follows it.
    */
   send(text: string, options?: SendOptions): Promise<ThreadTurn<O>>;
-  /** The thread's messages, oldest first: each user message, then its turn's steps and reply. */
+  /**
+   * The thread's messages, oldest first: each user message, then its turn's steps and reply (a
+   * turn not started yet has only its user message). Reads every turn's log.
+   */
   messages(): Promise<ThreadMessage[]>;
   /** Follows the turn of message `message` (see `agents.stream`). */
   stream(turn: ThreadTurn<O> | number): AgentStream;

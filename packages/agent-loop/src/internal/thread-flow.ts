@@ -19,6 +19,13 @@ export interface ThreadTurnInput {
   text: string;
 }
 
+/**
+ * The version a thread's flow is pinned at: its loop's, not its agent's. A thread lives across
+ * deploys; a new agent version changes the turns it starts from then on, never the loop, so a
+ * thread started before the deploy is resumed by the new process.
+ */
+export const threadFlowVersion = '1';
+
 /** A thread's flow name: `agent-thread:<agent>`. */
 export function threadFlowName(agentName: string): string {
   return `agent-thread:${agentName}`;
@@ -61,7 +68,9 @@ export function threadRun(
   return async (ctx) => {
     for (let n = 1; ; n++) {
       const wait = await ctx.waitForSignal(threadMessageSignal, undefined);
-      if (!wait.received) continue;
+      if (!wait.received) {
+        throw new Error(`broken invariant: thread ${ctx.runId}'s wait without a timeout timed out`);
+      }
       const payload = wait.payload as unknown as ThreadMessagePayload;
       // Check in pairs: the sender numbered the message by what the inbox held; the thread
       // takes the inbox in order, so the two counts agree unless the inbox was written by hand.
