@@ -27,7 +27,7 @@ function userTexts(request: ModelRequest | undefined): string[] {
  */
 function chatAgent(
   requests: ModelRequest[],
-  options: { busy?: ThreadBusy; gate?: Promise<void>; budgetTokens?: number } = {},
+  options: { busy?: ThreadBusy; gate?: Promise<void>; budgetTokens?: number; name?: string } = {},
 ): Agent {
   const lookup = defineTool({
     name: 'lookup',
@@ -40,7 +40,7 @@ function chatAgent(
     },
   });
   return defineAgent({
-    name: 'chat',
+    name: options.name ?? 'chat',
     model: stubBy((_n, request): StubTurn => {
       requests.push(request);
       const users = userTexts(request);
@@ -293,6 +293,42 @@ describe('threads on the memory store', () => {
   });
 });
 
+/**
+ * Two senders at once on an idle thread: with 'reject', exactly one message is taken and the
+ * other is THREAD_BUSY (the signal's idempotency key numbers the message: one wins the number);
+ * with 'queue', both are taken, numbered 1 and 2, and both answered.
+ */
+async function twoSenders(agents: AgentRuntime, chat: Agent, rejecting: Agent): Promise<void> {
+  const raced = await Promise.allSettled([
+    agents.send(rejecting, 'race-r', 'one'),
+    agents.send(rejecting, 'race-r', 'two'),
+  ]);
+  const taken = raced.filter((r) => r.status === 'fulfilled');
+  const refused = raced.flatMap((r) => (r.status === 'rejected' ? [r.reason] : []));
+  expect(taken).toHaveLength(1);
+  expect(refused).toHaveLength(1);
+  expect(isLoomError(refused[0], 'THREAD_BUSY'), String(refused[0]?.stack ?? refused[0])).toBe(
+    true,
+  );
+  expect(
+    (await agents.thread(rejecting, 'race-r').messages()).filter((m) => m.role === 'user'),
+  ).toHaveLength(1);
+
+  const queued = await Promise.all([
+    agents.send(chat, 'race-q', 'one'),
+    agents.send(chat, 'race-q', 'two'),
+  ]);
+  expect(queued.map((t) => t.message).sort()).toEqual([1, 2]);
+  const users = (await agents.thread(chat, 'race-q').messages()).filter((m) => m.role === 'user');
+  expect(users.map((m) => m.message)).toEqual([1, 2]);
+  expect(users.map((m) => m.text).sort()).toEqual(['one', 'two']);
+  // Each is answered in its number's place: the first with nothing before it, the second after it.
+  for (const turn of queued) {
+    const text = users.find((m) => m.message === turn.message)?.text;
+    expect((await turn.result()).output).toBe(`re: ${text} (${turn.message - 1} earlier)`);
+  }
+}
+
 describe.each(backends)('threads on %s', (_backend, openStore) => {
   it('a conversation: each message a run, the earlier exchanges in its prompt, messages() in order', async () => {
     const store = await openStore('converse');
@@ -301,6 +337,19 @@ describe.each(backends)('threads on %s', (_backend, openStore) => {
       const requests: ModelRequest[] = [];
       const chat = chatAgent(requests);
       await converse(flows, createAgentRuntime({ flows, agents: [chat] }), chat, requests);
+    } finally {
+      await flows.shutdown();
+      await store.close();
+    }
+  });
+
+  it('two senders at once: reject takes one and refuses the other, queue takes both in order', async () => {
+    const store = await openStore('race');
+    const flows = createRuntime({ store });
+    try {
+      const chat = chatAgent([]);
+      const rejecting = chatAgent([], { busy: 'reject', name: 'chat-r' });
+      await twoSenders(createAgentRuntime({ flows, agents: [chat, rejecting] }), chat, rejecting);
     } finally {
       await flows.shutdown();
       await store.close();

@@ -48,6 +48,12 @@ export interface ThreadPort {
   cancel(runId: string, reason: string): Promise<boolean>;
   nowMs(): number;
   stream(runId: string): AgentStream;
+  /**
+   * The threads this process is opening: a second start of an execution this process is still
+   * starting returns before its first event is durable, and a signal sent then finds no
+   * execution, so a second `send` waits for the first's open instead.
+   */
+  readonly opening: Map<string, Promise<void>>;
 }
 
 const settled = new Set(['completed', 'failed', 'cancelled', 'continued']);
@@ -102,14 +108,27 @@ export function agentThread<O>(
   };
 
   /** Starts the thread's execution if it is not there yet; refuses one of another agent. */
-  const open = async (): Promise<void> => {
-    const first = (await port.readPage(threadId, 0, 1))[0];
+  const open = (): Promise<void> => {
+    const inFlight = port.opening.get(threadId);
+    // Once it is open, checked again: the sender in flight may be another agent's.
+    if (inFlight !== undefined) return inFlight.then(openOnce);
+    const opened = openOnce().finally(() => port.opening.delete(threadId));
+    port.opening.set(threadId, opened);
+    return opened;
+  };
+  const openOnce = async (): Promise<void> => {
+    let first = (await port.readPage(threadId, 0, 1))[0];
     if (first === undefined) {
-      // Idempotent on the id: of two first senders, both get the one thread.
-      await port.start(flow, { agent: agent.name }, threadId);
-      return;
+      try {
+        await port.start(flow, { agent: agent.name }, threadId);
+        return;
+      } catch (error) {
+        // Another first sender started it a moment ago: check it as any existing thread.
+        if (!isKernelError(error, 'EXECUTION_ALREADY_STARTED')) throw error;
+      }
+      first = (await port.readPage(threadId, 0, 1))[0];
     }
-    const flowName = (first.payload as { flow?: unknown }).flow;
+    const flowName = (first?.payload as { flow?: unknown } | undefined)?.flow;
     if (flowName !== threadFlowName(agent.name)) {
       throw new LoomError(
         AgentErrorCode.INVALID_ARGUMENT,
