@@ -247,7 +247,12 @@ describe('threads on the memory store', () => {
       instructions: 'x',
       tools: [],
     });
-    const after = createRuntime({ store });
+    // The next process on the store, booted as the docs say (recover first). The thread may have
+    // been between its turn's end and its next wait when the first one stopped: alone on the
+    // store, this one takes it over at once (a dead node is confirmed on a later recovery round:
+    // rounds every 50 ms instead of 5 s).
+    const after = createRuntime({ store, timerPollMs: 20, recoverQuietMs: 0, recoverEveryMs: 50 });
+    await after.recover();
     try {
       const second = await createAgentRuntime({ flows: after, agents: [v2] }).send(
         v2,
