@@ -9,6 +9,7 @@ import {
 import type { Runtime } from '@loom/workflow-runtime';
 import type { Tracer } from '@opentelemetry/api';
 import type { AgentStream, StreamOptions } from './agent-event.js';
+import { agentThread, type ThreadPort } from './agent-thread.js';
 import { childAgentCall } from './agent-tool.js';
 import {
   type Approval,
@@ -26,9 +27,12 @@ import { FlowHost, type HostedFlow, hostedFlow } from './internal/flow-host.js';
 import { LiveTextPublisher } from './internal/live-text-writer.js';
 import { RunCallsHandoff } from './internal/run-calls.js';
 import { callOfEvent, cancelledResult, type RunOutput } from './internal/run-memory.js';
+import { threadFlowName, threadFlowVersion, threadRun } from './internal/thread-flow.js';
+import { threadHistory } from './internal/thread-history.js';
 import type { Answer, Question } from './question.js';
 import type { ModelCallUsage, RunResult } from './run-result.js';
 import { parseCursor } from './stream-cursor.js';
+import type { AgentThread, SendOptions, ThreadTurn } from './thread.js';
 import type { AgentTransition } from './transition.js';
 
 /** What `createAgentRuntime` takes. */
@@ -102,6 +106,7 @@ export class AgentRuntime {
   private readonly live: LiveTextPublisher;
   private readonly handoff = new RunCallsHandoff();
   private readonly isolated = new Set<ToolIsolate>();
+  private readonly threadPort: ThreadPort;
 
   constructor(options: AgentRuntimeOptions) {
     this.host = new FlowHost(options.flows);
@@ -119,6 +124,9 @@ export class AgentRuntime {
     const spans = new AgentSpans(options.tracer);
     const notify = options.onTransition ?? (() => {});
     const flowOf = (flowName: string) => this.flows.get(flowName);
+    const host = this.host;
+    const history = (threadId: string, message: number, budgetTokens: number) =>
+      threadHistory((runId) => host.read(runId), threadId, message, budgetTokens);
     for (const agent of withChildAgents(options.agents)) {
       const name = agentFlowName(agent);
       if (this.flows.has(name)) {
@@ -133,15 +141,84 @@ export class AgentRuntime {
       const flow = hostedFlow(
         name,
         agent.version,
-        agentRun(agent, notify, this.live, this.handoff, spans),
+        agentRun(agent, notify, this.live, this.handoff, history, spans),
         flowOf,
       );
       this.flows.set(name, flow);
       this.host.register(flow);
+      // Its threads: each a long-lived execution that runs one turn (a run of this flow) per message.
+      const thread = hostedFlow(
+        threadFlowName(agent.name),
+        threadFlowVersion,
+        threadRun(name),
+        flowOf,
+      );
+      this.flows.set(thread.name, thread);
+      this.host.register(thread);
       for (const tool of agent.tools.values()) {
         if (tool.isolate !== undefined) this.isolated.add(tool.isolate);
       }
     }
+    this.threadPort = {
+      start: (flow, input, runId) => host.start(flow, input, runId),
+      status: (runId) => host.status(runId),
+      read: (runId) => host.read(runId),
+      readPage: (runId, fromSequence, limit) => host.readPage(runId, fromSequence, limit),
+      readSignals: (runId) => host.readSignals(runId),
+      signal: (runId, name, payload, key) => host.signal(runId, name, payload, key),
+      cancel: (runId, reason) => host.cancel(runId, reason),
+      nowMs: () => host.nowMs(),
+      stream: (runId) => this.stream(runId),
+      opening: new Map(),
+    };
+  }
+
+  /**
+   * A conversation with `agent` (ADR 0049), addressed by `threadId`: `send(text)` records the
+   * user's message durably and returns its turn (a run of the agent, `<threadId>/<n>`, whose
+   * `result().output` is the reply and which `stream` follows); each turn's prompt has the
+   * thread's earlier exchanges, trimmed to the budget, oldest first. A message that arrives while
+   * a turn runs is queued, rejected or interrupts it, as the agent's `thread.busy` says. The
+   * thread exists once its first message is sent; any process on the store may send to it.
+   *
+   * Error codes: `INVALID_ARGUMENT` (a thread id over 190 characters or with '/'); from `send`:
+   * `THREAD_BUSY`, `THREAD_FULL`, `INVALID_ARGUMENT` (the id names another agent's thread),
+   * `AGENT_NOT_REGISTERED`, store errors.
+   *
+   * @example
+   * const chat = agents.thread(support, 'chat-42');
+   * const turn = await chat.send('Where is my order A-17?');
+   * console.log((await turn.result()).output);   // the reply
+   * console.log(await chat.messages());          // user, assistant, tool, assistant …
+   */
+  thread<O>(agent: Agent<O>, threadId: string): AgentThread<O> {
+    const flow = this.flows.get(threadFlowName(agent.name));
+    if (flow === undefined || this.flows.get(agentFlowName(agent)) === undefined) {
+      throw new LoomError(
+        AgentErrorCode.AGENT_NOT_REGISTERED,
+        `agent '${agent.name}' is not registered with this agent runtime: pass it in createAgentRuntime({ agents })`,
+        { agent: agent.name },
+      );
+    }
+    return agentThread(this.threadPort, agent, flow, threadId);
+  }
+
+  /**
+   * Sends a user's message to a thread of `agent`: `agents.thread(agent, threadId).send(text)`.
+   *
+   * Error codes: those of {@link AgentRuntime.thread}.
+   *
+   * @example
+   * const turn = await agents.send(support, 'chat-42', 'And when will it arrive?');
+   * for await (const event of agents.stream(turn)) if (event.type === 'text_delta') process.stdout.write(event.text);
+   */
+  send<O>(
+    agent: Agent<O>,
+    threadId: string,
+    text: string,
+    options?: SendOptions,
+  ): Promise<ThreadTurn<O>> {
+    return this.thread(agent, threadId).send(text, options);
   }
 
   /**
@@ -227,7 +304,7 @@ export class AgentRuntime {
    *   if (event.type === 'finished') console.log(event.result.reason, event.result.usage);
    * }
    */
-  stream(run: string | AgentRun, options: StreamOptions = {}): AgentStream {
+  stream(run: string | AgentRun | ThreadTurn, options: StreamOptions = {}): AgentStream {
     const runId = typeof run === 'string' ? run : run.runId;
     const after = options.after === undefined ? undefined : parseCursor(options.after);
     const host = this.host;

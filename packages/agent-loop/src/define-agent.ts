@@ -1,10 +1,11 @@
 import type { JsonValue } from '@loom/event-runtime';
 import type { JsonSchema, ModelProvider, ToolSpec } from '@loom/reasoning';
-import type { BlueprintNode, HistoryStep } from '@loom/render';
+import type { BlueprintNode, Exchange, HistoryStep } from '@loom/render';
 import type { Tool, ToolInput, ToolInputOf } from './define-tool.js';
 import { AgentErrorCode, LoomError } from './errors.js';
 import { type CompiledInput, compileInput } from './internal/tool-input.js';
 import { defaultPolicy, type Policy } from './policy.js';
+import type { ThreadBusy, ThreadOptions } from './thread.js';
 import { checkToolRetry, type ToolRetry } from './tool-retry.js';
 
 /** Default turns a run may decide before it ends with `limit_steps`. */
@@ -54,6 +55,12 @@ export interface PromptParts {
   readonly tools: readonly ToolSpec[];
   /** The finished turns, oldest first. */
   readonly history: readonly HistoryStep[];
+  /**
+   * In a thread's turn, the thread's earlier exchanges, oldest first (each a user's message and
+   * the steps that answered it), as many as fit `budgetTokens`; empty otherwise. `input` is the
+   * message being answered.
+   */
+  readonly thread: readonly Exchange[];
 }
 
 /** What `defineAgent` takes (`S`: the `output` schema, if any). */
@@ -101,6 +108,11 @@ export interface AgentDefinition<S extends ToolInput | undefined = ToolInput | u
   output?: S;
   /** The JSON Schema the model sees, for an `output` Standard Schema that cannot convert itself. */
   outputJsonSchema?: JsonSchema;
+  /**
+   * How the agent's threads (`agents.thread(agent, threadId)`) take a message that arrives while
+   * a turn runs: `busy: 'queue'` (the default), `'reject'` or `'interrupt'` (ADR 0049).
+   */
+  thread?: ThreadOptions;
 }
 
 /** What an agent's runs end with: the final text, or its `output` schema's type. */
@@ -133,6 +145,8 @@ export interface Agent<O = JsonValue> {
   readonly toolRetry: ToolRetry | false;
   /** The `output` schema, compiled: what the model sees and the check of a final answer. */
   readonly output: CompiledInput | undefined;
+  /** How its threads take a message that arrives while a turn runs. */
+  readonly thread: Readonly<{ busy: ThreadBusy }>;
   /** Type-level only: what a completed run's `output` is. Never set. */
   readonly '~output'?: O;
 }
@@ -144,19 +158,29 @@ export function agentFlowName(agent: Pick<Agent, 'name'>): string {
 
 const agentNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 
-/** The default blueprint: system instructions, tools, the input, the history. */
+/**
+ * The default blueprint: system instructions, tools, (in a thread's turn, the thread's earlier
+ * exchanges,) the input, the history. Over budget, the thread's exchanges drop first, oldest
+ * first, each whole; then this turn's older steps; the instructions, tools, the input and the
+ * newest step stay.
+ */
 export function defaultPrompt(parts: PromptParts): BlueprintNode {
   const task = typeof parts.input === 'string' ? parts.input : JSON.stringify(parts.input);
+  const user: BlueprintNode = { kind: 'user', text: task, required: true };
   return {
     kind: 'group',
     children: [
       { kind: 'system', text: parts.instructions, required: true },
       { kind: 'tools', tools: parts.tools, required: true },
-      { kind: 'user', text: task, required: true },
+      ...(parts.thread.length === 0
+        ? [user]
+        : [{ kind: 'conversation' as const, exchanges: parts.thread, priority: 0 }, user]),
       { kind: 'history', steps: parts.history, keepLast: 1, priority: 1 },
     ],
   };
 }
+
+const threadBusyValues: readonly ThreadBusy[] = ['queue', 'reject', 'interrupt'];
 
 function positive(agent: string, option: string, value: number): number {
   if (!Number.isSafeInteger(value) || value < 1) {
@@ -167,6 +191,18 @@ function positive(agent: string, option: string, value: number): number {
     );
   }
   return value;
+}
+
+function threadBusy(agent: string, thread: ThreadOptions | undefined): ThreadBusy {
+  const busy = thread?.busy ?? 'queue';
+  if (!threadBusyValues.includes(busy)) {
+    throw new LoomError(
+      AgentErrorCode.INVALID_ARGUMENT,
+      `agent '${agent}': thread.busy is 'queue', 'reject' or 'interrupt', got ${JSON.stringify(busy)}`,
+      { agent, option: 'thread.busy', actual: String(busy) },
+    );
+  }
+  return busy;
 }
 
 function budget(agent: string, value: number | undefined): number {
@@ -186,7 +222,7 @@ function budget(agent: string, value: number | undefined): number {
  * `createAgentRuntime({ flows, agents: [agent] })` in every process that may run or resume it.
  *
  * Error codes: `INVALID_ARGUMENT` (a bad name, two tools of one name, a tool named
- * `fail_goal` or `ask_human`, a limit below 1, a bad `toolRetry`).
+ * `fail_goal` or `ask_human`, a limit below 1, a bad `toolRetry`, a bad `thread.busy`).
  *
  * @example
  * const triage = defineAgent({ name: 'triage', model, instructions: 'Triage the ticket.', tools: [lookup] });
@@ -266,6 +302,7 @@ export function defineAgent<const S extends ToolInput | undefined = undefined>(
       definition.toolRetry === undefined
         ? false
         : checkToolRetry(`agent '${name}'`, 'toolRetry', definition.toolRetry),
+    thread: Object.freeze({ busy: threadBusy(name, definition.thread) }),
     output:
       definition.output === undefined
         ? undefined

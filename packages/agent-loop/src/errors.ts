@@ -58,6 +58,14 @@ export const AgentErrorCode = {
    * function (`fields.tool`, `fields.module`). A `tool_error` observation.
    */
   TOOL_ISOLATE_MODULE_INVALID: 'TOOL_ISOLATE_MODULE_INVALID',
+  /**
+   * A message sent to a thread of a `busy: 'reject'` agent while a turn runs (`fields.threadId`,
+   * `fields.runId`: the turn that runs; `fields.text`: the message, returned untouched). Nothing
+   * was recorded: send it again once the turn has ended.
+   */
+  THREAD_BUSY: 'THREAD_BUSY',
+  /** The thread has taken `threadMessagesMax` messages (`fields.threadId`); start a new thread. */
+  THREAD_FULL: 'THREAD_FULL',
 } as const;
 
 /** One of the stable error codes in {@link AgentErrorCode}. */

@@ -30,3 +30,28 @@ it('example stream-to-browser.ts streams a run another runtime drives, as a UI m
   expect(stdout).toContain('text: Your order A-17 ships tomorrow morning.');
   expect(stdout).toContain('result: goal_completed');
 }, 60_000);
+
+// The README and docs/agents.md show this one too (Conversations).
+it('example chat-thread.ts answers three messages of a thread in order, each knowing the earlier ones', async () => {
+  const { stdout } = await spawnTestProcess(join(directory, 'chat-thread.ts'), {
+    cwd: directory,
+  }).succeeded();
+  expect(stdout).toContain('reply 1: Hello Ana! How can I help?');
+  expect(stdout).toContain('turn 2 called lookup_order');
+  expect(stdout).toContain('reply 2: A-17 has shipped; it arrives Friday.');
+  expect(stdout).toContain(
+    'reply 3: You asked 2 things before this; A-17 still arrives Friday. (run chat-ana/3)',
+  );
+  expect(stdout).toContain(
+    [
+      '  1 user: Hi, I am Ana.',
+      '  1 assistant: Hello Ana! How can I help?',
+      '  2 user: Where is my order A-17?',
+      '  2 assistant: (calls a tool)',
+      '  2 tool: {"id":"A-17","status":"shipped","eta":"Friday"}',
+      '  2 assistant: A-17 has shipped; it arrives Friday.',
+      '  3 user: And when does it arrive?',
+      '  3 assistant: You asked 2 things before this; A-17 still arrives Friday.',
+    ].join('\n'),
+  );
+}, 60_000);

@@ -17,6 +17,7 @@ export {
   questionsOf,
   type RejectOptions,
 } from './agent-runtime.js';
+export { threadIdLengthMax } from './agent-thread.js';
 export { type AgentToolOptions, type AgentToolResult, agentTool } from './agent-tool.js';
 export {
   type Approval,
@@ -71,6 +72,16 @@ export type { Answer, Question } from './question.js';
 export type { ModelCallUsage, RunResult, TerminalReason, UsageTotals } from './run-result.js';
 export type { RunView, TurnView } from './run-view.js';
 export { isRerunnable, type SideEffect, sideEffects } from './side-effect.js';
+export {
+  type AgentThread,
+  type SendOptions,
+  type ThreadBusy,
+  type ThreadMessage,
+  type ThreadOptions,
+  type ThreadTurn,
+  threadHistoryExchangesMax,
+  threadMessagesMax,
+} from './thread.js';
 export type { ToolRetry } from './tool-retry.js';
 export type { AgentTransition } from './transition.js';
 export {

@@ -26,6 +26,15 @@ export interface UserNode extends PartOptions {
   text: string;
 }
 
+/**
+ * Text in the model's own voice (an earlier reply of a conversation, an example answer): one
+ * assistant message.
+ */
+export interface AssistantNode extends PartOptions {
+  kind: 'assistant';
+  text: string;
+}
+
 /** Tools the model may call; they go to the request's tool list, and drop together. */
 export interface ToolsNode extends PartOptions {
   kind: 'tools';
@@ -44,6 +53,28 @@ export interface HistoryNode extends PartOptions {
   keepLast?: number;
 }
 
+/**
+ * A conversation's earlier exchanges, oldest first. Each exchange is one part (the user's message,
+ * then every step of the model's answer: its tool calls with their results, and its reply), so
+ * over budget a whole exchange drops, the oldest first among equal priorities, and a call never
+ * loses its result nor a reply its question. The newest `keepLast` exchanges are required
+ * whatever the node says.
+ */
+export interface ConversationNode extends PartOptions {
+  kind: 'conversation';
+  exchanges: readonly Exchange[];
+  /** How many of the newest exchanges are never dropped. Default 0. */
+  keepLast?: number;
+}
+
+/** One exchange of a conversation: a user's message and the steps that answered it. */
+export interface Exchange {
+  /** The user's message: one user message. */
+  user: string;
+  /** The model's steps, rendered as a history's (the last one is usually its reply: text, no calls). */
+  steps?: readonly HistoryStep[];
+}
+
 /** Children render in order; their priority and `required` default to the group's. */
 export interface GroupNode extends PartOptions {
   kind: 'group';
@@ -51,7 +82,14 @@ export interface GroupNode extends PartOptions {
 }
 
 /** One node of a prompt blueprint. */
-export type BlueprintNode = SystemNode | UserNode | ToolsNode | HistoryNode | GroupNode;
+export type BlueprintNode =
+  | SystemNode
+  | UserNode
+  | AssistantNode
+  | ToolsNode
+  | HistoryNode
+  | ConversationNode
+  | GroupNode;
 
 /** What came back for one tool call, or what the runtime says about an unusable decision. */
 export type Observation =

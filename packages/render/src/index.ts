@@ -1,5 +1,8 @@
 export type {
+  AssistantNode,
   BlueprintNode,
+  ConversationNode,
+  Exchange,
   GroupNode,
   HistoryNode,
   HistoryStep,

@@ -94,6 +94,26 @@ const { node: blueprint } = fc.letrec<{ node: BlueprintNode; leaf: BlueprintNode
       { requiredKeys: ['kind', 'text'] },
     ),
     fc.record(
+      { kind: fc.constant('assistant' as const), text, priority, required },
+      { requiredKeys: ['kind', 'text'] },
+    ),
+    fc.record(
+      {
+        kind: fc.constant('conversation' as const),
+        exchanges: fc.array(
+          fc.record(
+            { user: text, steps: fc.array(step, { maxLength: 3 }) },
+            { requiredKeys: ['user'] },
+          ),
+          { maxLength: 4 },
+        ),
+        keepLast: fc.nat(2),
+        priority,
+        required,
+      },
+      { requiredKeys: ['kind', 'exchanges'] },
+    ),
+    fc.record(
       {
         kind: fc.constant('tools' as const),
         tools: fc.array(toolSpec, { maxLength: 3 }),

@@ -247,4 +247,100 @@ describe('renderMessages', () => {
       expect(error).toMatchObject({ code: 'INVALID_ARGUMENT', fields: { option: 'tokenizer' } });
     }
   });
+
+  it('renders an assistant node as one assistant message', () => {
+    const result = renderMessages(
+      {
+        kind: 'group',
+        children: [
+          { kind: 'user', text: 'hi' },
+          { kind: 'assistant', text: 'hello' },
+        ],
+      },
+      { tokenBudget: 100, tokenizer: charTokenizer() },
+    );
+    expect(result.messages).toEqual([
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: 'hello' },
+    ]);
+    expect(result.tokens).toBe(7);
+  });
+
+  it('drops a conversation exchange whole, the oldest first, never a call without its result', () => {
+    // Each exchange: its user message (u0 = 2 tokens), one step with a call and its result
+    // (t0 + ls + null + r0 = 2 + 2 + 4 + 2 = 10), its reply (a0 = 2): 14 tokens.
+    const exchange = (i: number) => ({
+      user: `u${i}`,
+      steps: [step(i), { text: `a${i}` }],
+    });
+    const blueprint: BlueprintNode = {
+      kind: 'group',
+      children: [
+        { kind: 'system', text: 'sys', required: true },
+        { kind: 'conversation', exchanges: [exchange(0), exchange(1), exchange(2)], priority: 0 },
+        { kind: 'user', text: 'now', required: true },
+      ],
+    };
+    const all = renderMessages(blueprint, { tokenBudget: 100, tokenizer: charTokenizer() });
+    expect(all.tokens).toBe(3 + 3 * 14 + 3);
+    expect(all.messages.map((m) => m.role)).toEqual([
+      'system',
+      ...['user', 'assistant', 'tool', 'assistant'],
+      ...['user', 'assistant', 'tool', 'assistant'],
+      ...['user', 'assistant', 'tool', 'assistant'],
+      'user',
+    ]);
+    // One token over what two exchanges need: the oldest goes, all of it.
+    const trimmed = renderMessages(blueprint, {
+      tokenBudget: 3 + 2 * 14 + 3 + 1,
+      tokenizer: charTokenizer(),
+    });
+    expect(trimmed.dropped).toEqual([
+      { kind: 'exchange', path: [1], step: 0, priority: 0, tokens: 14 },
+    ]);
+    expect(trimmed.messages.map((m) => m.content)).toEqual([
+      'sys',
+      'u1',
+      't1',
+      'r1',
+      'a1',
+      'u2',
+      't2',
+      'r2',
+      'a2',
+      'now',
+    ]);
+    // keepLast keeps the newest exchange whatever the budget asks.
+    const kept = renderMessages(
+      {
+        ...blueprint,
+        children: blueprint.children.map((c) =>
+          c.kind === 'conversation' ? { ...c, keepLast: 1 } : c,
+        ),
+      },
+      { tokenBudget: 3 + 14 + 3, tokenizer: charTokenizer() },
+    );
+    expect(kept.dropped.map((d) => d.step)).toEqual([0, 1]);
+    expect(
+      thrown(() =>
+        renderMessages(
+          {
+            ...blueprint,
+            children: blueprint.children.map((c) =>
+              c.kind === 'conversation' ? { ...c, keepLast: 1 } : c,
+            ),
+          },
+          { tokenBudget: 3 + 14 + 2, tokenizer: charTokenizer() },
+        ),
+      ),
+    ).toMatchObject({ code: RenderErrorCode.TOKEN_BUDGET_TOO_SMALL });
+  });
+
+  it('refuses a conversation whose exchange has no user text with INVALID_BLUEPRINT', () => {
+    const bad = { kind: 'conversation', exchanges: [{ steps: [] }] } as unknown as BlueprintNode;
+    expect(thrown(() => renderMessages(bad, { tokenBudget: 10 }))).toMatchObject({
+      code: 'INVALID_BLUEPRINT',
+      fields: { nodePath: [] },
+    });
+  });
 });

@@ -18,10 +18,10 @@ export interface RenderOptions {
 
 /** A part the budget left out. */
 export interface DroppedPart {
-  kind: 'system' | 'user' | 'tools' | 'history_step';
+  kind: 'system' | 'user' | 'assistant' | 'tools' | 'history_step' | 'exchange';
   /** The node, as child indices from the blueprint's root. */
   path: readonly number[];
-  /** For a history step: its index in the node's `steps`. */
+  /** For a history step: its index in the node's `steps`; for an exchange, in its `exchanges`. */
   step?: number;
   priority: number;
   tokens: number;
@@ -47,8 +47,8 @@ export interface RenderResult {
 /**
  * Renders a blueprint into provider messages and tools that fit `tokenBudget`. Every text is
  * measured once; when the total is over budget, optional parts drop lowest priority first (the
- * earlier part first among equals) until the rest fits, and a history step (a tool call and its
- * result) drops whole. Pure and synchronous: the same input gives the same output.
+ * earlier part first among equals) until the rest fits; a history step (a tool call and its
+ * result) and a conversation's exchange (a message and all of its answer) drop whole. Pure and synchronous: the same input gives the same output.
  *
  * Throws `TOKEN_BUDGET_TOO_SMALL` (fields `requiredTokens`, `budgetTokens`) when the required
  * parts alone do not fit; `INVALID_BLUEPRINT`, `INVALID_HISTORY` or `TEXT_TOO_LARGE` for input

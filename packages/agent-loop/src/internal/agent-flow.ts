@@ -11,7 +11,7 @@ import {
   type ToolCall,
   type ToolSpec,
 } from '@loom/reasoning';
-import { type Observation, renderMessages } from '@loom/render';
+import { type Exchange, type Observation, renderMessages } from '@loom/render';
 import { childAgentCall } from '../agent-tool.js';
 import {
   type Approval,
@@ -35,6 +35,7 @@ import { hashOf } from './request-hash.js';
 import type { RunCallsHandoff } from './run-calls.js';
 import { RunMemory, type RunOutput } from './run-memory.js';
 import { bugStrikes } from './test-bugs.js';
+import { threadTurnOf } from './thread-flow.js';
 import { WallBudget, waitBound } from './wall-budget.js';
 
 const failToolSpec: ToolSpec = {
@@ -75,6 +76,9 @@ type Verdict =
 function verdictName(verdict: Verdict): string {
   return verdict.kind === 'decided' ? verdict.decision.kind : verdict.kind;
 }
+
+/** The earlier exchanges of a run that is not a thread's turn. */
+const noExchanges: readonly Exchange[] = Object.freeze([]);
 
 /** No tracer: spans cost nothing. */
 const noSpans = new AgentSpans(undefined);
@@ -149,6 +153,13 @@ function isStepFailure(error: unknown): boolean {
   return isKernelError(error, 'STEP_FAILED');
 }
 
+/** Reads a thread's earlier exchanges for the turn of message `message` (see `threadHistory`). */
+export type ThreadHistoryReader = (
+  threadId: string,
+  message: number,
+  budgetTokens: number,
+) => Promise<Exchange[]>;
+
 /**
  * The body of an agent run. Each turn: `decide:<t>` (the model call, recorded verbatim), then for
  * a turn with tool calls `policy:<t>` (validation and the policy's verdicts), approvals when
@@ -160,6 +171,7 @@ export function agentRun(
   notify: (transition: AgentTransition) => void,
   live: LiveTextPublisher,
   handoff: RunCallsHandoff,
+  history: ThreadHistoryReader,
   spans: AgentSpans = noSpans,
 ): (ctx: TurnContext, input: JsonValue) => Promise<JsonValue> {
   const toolSpecs: ToolSpec[] = [...agent.tools.values()].map((tool) => ({
@@ -173,8 +185,15 @@ export function agentRun(
   return async (ctx, input) => {
     const drivenFromMs = spans.enabled ? Date.now() : 0;
     if (spans.enabled) runSpans.set(ctx, spans);
-    const run = new RunMemory(ctx.runId, input);
-    const output = await runTurns(ctx, agent, toolSpecs, asked, notify, live, run);
+    // A thread's turn: the user's message is the input, the thread's earlier exchanges (read from
+    // their ended turns' logs, the same on every replay) go before it.
+    const thread = threadTurnOf(input);
+    const exchanges =
+      thread === undefined
+        ? noExchanges
+        : await history(thread.threadId, thread.message, agent.budgetTokens);
+    const run = new RunMemory(ctx.runId, thread === undefined ? input : thread.text);
+    const output = await runTurns(ctx, agent, toolSpecs, asked, notify, live, run, exchanges);
     handoff.offer(ctx.runId, run.calls);
     // The run's end, from the process that ends it: its part of the run, as one span.
     if (spans.enabled)
@@ -200,6 +219,7 @@ async function runTurns(
   notify: (transition: AgentTransition) => void,
   live: LiveTextPublisher,
   run: RunMemory,
+  thread: readonly Exchange[],
 ): Promise<RunOutput> {
   const { runId } = ctx;
   const { limits } = agent;
@@ -222,6 +242,7 @@ async function runTurns(
           input: run.input,
           tools: toolSpecs,
           history: run.history,
+          thread,
         }),
         { tokenBudget: agent.budgetTokens },
       );

@@ -1,7 +1,9 @@
 // The full kill -9 campaign, on demand (not in CI):
 //   pnpm --filter @loom/event-runtime campaign:kill [--backend sqlite|postgres|both]
-//     [--execs 1000] [--workers 3] [--kills 50] [--concurrency 8] [--seed <n>]
-// Prints the seed, a one-line repro, one summary line per backend and the per-kill figures;
+//     [--execs 1000] [--workers 3] [--kills 50] [--concurrency 8] [--seed <n>] [--keep]
+// Prints the seed, a one-line repro, one summary line per backend and the per-kill figures,
+// with the slowest execution of each kill that took longer than 5 s (--keep leaves the run's
+// directory, with the workers' trace.log, and its Postgres schema, for reading them);
 // exits 1 when any execution was lost, ended twice or wrong, or a transaction was re-applied,
 // or the re-runs exceed their bound, or an execution a kill left was never recovered.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -20,6 +22,7 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '8' },
     'kill-gap': { type: 'string', default: '200,1500' },
     seed: { type: 'string' },
+    keep: { type: 'boolean', default: false },
   },
 });
 const seed = Number(values.seed ?? Math.floor(Math.random() * 2 ** 31));
@@ -66,14 +69,20 @@ for (const backend of backends) {
     });
     console.log(summarize(report));
     console.log(
-      `per kill (owned/recover ms; 'ended at kill' and 'not recovered' counted apart): ${report.kills
+      `per kill (owned/recover ms; 'ended at kill', 'not started' and 'not recovered' counted apart): ${report.kills
         .map(
           (kill) =>
             `${kill.owned}/${kill.recoverMs ?? 'not recovered'}` +
-            (kill.endedAtKill.length > 0 ? ` (${kill.endedAtKill.length} ended at kill)` : ''),
+            (kill.endedAtKill.length > 0 ? ` (${kill.endedAtKill.length} ended at kill)` : '') +
+            (kill.notStarted.length > 0 ? ` (${kill.notStarted.length} not started)` : ''),
         )
         .join(' ')}`,
     );
+    for (const [index, kill] of report.kills.entries()) {
+      if ((kill.recoverMs ?? 0) > 5_000) {
+        console.log(`kill ${index + 1} took ${kill.recoverMs} ms: slowest ${kill.slowest}`);
+      }
+    }
     console.log(
       `load average ${loadavg()
         .map((n) => n.toFixed(2))
@@ -87,9 +96,13 @@ for (const backend of backends) {
     bad = true;
     console.log(`${backend}: the campaign broke off: ${(error as Error).stack ?? String(error)}`);
   } finally {
-    // Workers of a broken-off run may still be writing there as they shut down.
-    rmSync(directory, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
-    if (backend === 'postgres') {
+    if (values.keep === true) {
+      console.log(`kept ${directory}${backend === 'postgres' ? ` and schema ${schema}` : ''}`);
+    } else {
+      // Workers of a broken-off run may still be writing there as they shut down.
+      rmSync(directory, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+    }
+    if (backend === 'postgres' && values.keep !== true) {
       const client = new pg.Client({ connectionString: pgUrl });
       await client.connect();
       await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);

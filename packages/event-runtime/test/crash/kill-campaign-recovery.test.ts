@@ -45,6 +45,27 @@ describe('kill campaign recovery', () => {
     expect(percentile(times, 99)).toBe(40);
   });
 
+  it('an owned execution that had no event before the kill was not started yet: not a time', () => {
+    // The worker died between an eager start's lease and its execution.started; the restarted
+    // worker started it 10 s later, which is not how long recovery took.
+    const record = recoveryOf(
+      kill(['a', 'n']),
+      new Map([
+        ['a', killAt + 300],
+        ['n', killAt + 10_000],
+      ]),
+      new Map(),
+      new Map([
+        ['a', killAt - 50],
+        ['n', killAt + 10_000],
+      ]),
+    );
+    expect(record).toMatchObject({ recoverMs: 300, slowest: 'a', notStarted: ['n'] });
+    const only = recoveryOf(kill(['n']), new Map([['n', killAt + 10_000]]), new Map(), new Map());
+    expect(only).toMatchObject({ recoverMs: 0, notStarted: ['n'], notRecovered: [] });
+    expect(recoveryTimes([record, only])).toEqual([300]);
+  });
+
   it('percentile is the nearest rank, 0 for none, and refuses a value that is not finite', () => {
     expect(percentile([], 99)).toBe(0);
     expect(percentile([5, 1, 3, 2, 4], 50)).toBe(3);

@@ -59,7 +59,10 @@ export interface CampaignOptions {
 export interface KillRecord {
   slot: number;
   atMs: number;
-  /** Executions the killed worker held a lease on and had not ended (as far as the look saw). */
+  /**
+   * Executions the killed worker held a lease on, or had started lazily and not leased yet (the
+   * index's `started_by`, ADR 0048), and had not ended (as far as the look saw).
+   */
   owned: number;
   /**
    * From the SIGKILL to the last of them appending its next event; 0 when there was nothing to
@@ -76,25 +79,38 @@ export interface KillRecord {
    * execution over ends it). Nothing was left to recover: not a time.
    */
   endedAtKill: string[];
+  /**
+   * Owned executions with no event before the kill: the killed worker held an eager start's lease
+   * but had not written `execution.started` yet, so there was nothing in the log to recover; the
+   * start is its caller's to repeat (the restarted worker does, in its own time). Not a time.
+   */
+  notStarted: string[];
   /** Owned executions with no event after the kill that did not end before it: not recovered within the run. */
   notRecovered: string[];
 }
 
 /**
  * The recovery of one kill, from when each owned execution first appended at or after the kill
- * (`firstEventAt`, absent when it never did) and when each ended (`endedAt`, the newest terminal
- * event's `at`, absent when it never ended).
+ * (`firstEventAt`, absent when it never did), when each ended (`endedAt`, the newest terminal
+ * event's `at`, absent when it never ended) and when each started (`startedAt`, its first event's
+ * `at`; absent or at or after the kill: not started when the worker died).
  */
 export function recoveryOf(
   kill: { slot: number; atMs: number; owned: readonly string[] },
   firstEventAt: ReadonlyMap<string, number>,
   endedAt: ReadonlyMap<string, number>,
+  startedAt: ReadonlyMap<string, number> = new Map(kill.owned.map((id) => [id, 0])),
 ): KillRecord {
   let last = kill.atMs;
   let slowest: string | undefined;
   const endedAtKill: string[] = [];
+  const notStarted: string[] = [];
   const notRecovered: string[] = [];
   for (const id of kill.owned) {
+    if ((startedAt.get(id) ?? Number.POSITIVE_INFINITY) >= kill.atMs) {
+      notStarted.push(id);
+      continue;
+    }
     const at = firstEventAt.get(id);
     if (at === undefined) {
       const ended = endedAt.get(id);
@@ -114,6 +130,7 @@ export function recoveryOf(
     recoverMs: notRecovered.length > 0 ? null : last - kill.atMs,
     ...(slowest === undefined ? {} : { slowest }),
     endedAtKill,
+    notStarted,
     notRecovered,
   };
 }
@@ -121,7 +138,9 @@ export function recoveryOf(
 /** The recovery times to take percentiles of: kills that had something to recover, and did. */
 export function recoveryTimes(kills: readonly KillRecord[]): number[] {
   return kills.flatMap((kill) =>
-    kill.recoverMs !== null && kill.owned > kill.endedAtKill.length ? [kill.recoverMs] : [],
+    kill.recoverMs !== null && kill.owned > kill.endedAtKill.length + kill.notStarted.length
+      ? [kill.recoverMs]
+      : [],
   );
 }
 
@@ -159,6 +178,8 @@ export interface CampaignReport {
   killsNotRecovered: number;
   /** Owned executions that ended by a write stamped before their kill (nothing to recover). */
   endedAtKill: number;
+  /** Owned executions the killed worker had leased but not started (see KillRecord.notStarted). */
+  notStartedAtKill: number;
   /** From spawning a worker to its `ready` (its boot recovery round done), median. */
   bootP50Ms: number;
   wallMs: number;
@@ -195,8 +216,13 @@ function sqliteInspector(path: string): Inspector {
   return {
     ownedBy: async (nodeId) =>
       db
-        .prepare('SELECT execution_id FROM loom_leases WHERE owner = ?')
-        .all(nodeId)
+        .prepare(
+          `SELECT execution_id FROM loom_leases WHERE owner = ?
+           UNION SELECT x.execution_id FROM loom_executions x
+            WHERE x.started_by = ? AND x.status = 'running'
+              AND NOT EXISTS (SELECT 1 FROM loom_leases l WHERE l.execution_id = x.execution_id)`,
+        )
+        .all(nodeId, nodeId)
         .map((row) => (row as { execution_id: string }).execution_id),
     terminalCount: async () =>
       (
@@ -266,7 +292,13 @@ function postgresInspector(url: string, schema: string): Inspector {
   return {
     ownedBy: async (nodeId) =>
       (
-        await pool.query(`SELECT execution_id FROM ${s}.leases WHERE owner = $1`, [nodeId])
+        await pool.query(
+          `SELECT execution_id FROM ${s}.leases WHERE owner = $1
+           UNION SELECT x.execution_id FROM ${s}.executions x
+            WHERE x.started_by = $1 AND x.status = 'running'
+              AND NOT EXISTS (SELECT 1 FROM ${s}.leases l WHERE l.execution_id = x.execution_id)`,
+          [nodeId],
+        )
       ).rows.map((row) => row.execution_id as string),
     terminalCount: async () =>
       (
@@ -443,6 +475,7 @@ export async function runKillCampaign(options: CampaignOptions): Promise<Campaig
         kill,
         await inspector.firstEventFrom(kill.owned, kill.atMs),
         await inspector.endedAt(kill.owned),
+        await inspector.firstEventFrom(kill.owned, 0),
       ),
     );
   }
@@ -479,6 +512,7 @@ export async function runKillCampaign(options: CampaignOptions): Promise<Campaig
     recoverMaxMs: Math.max(0, ...recoverTimes),
     killsNotRecovered: kills.filter((kill) => kill.recoverMs === null).length,
     endedAtKill: kills.reduce((sum, kill) => sum + kill.endedAtKill.length, 0),
+    notStartedAtKill: kills.reduce((sum, kill) => sum + kill.notStarted.length, 0),
     bootP50Ms: percentile(boots, 50),
     wallMs: 0,
   };
@@ -531,7 +565,8 @@ export function summarize(report: CampaignReport): string {
     `recover p50 ${report.recoverP50Ms} ms, p99 ${report.recoverP99Ms} ms, max ` +
     `${report.recoverMaxMs} ms over ${recoveryTimes(report.kills).length} kills with work to recover ` +
     `(${report.killsNotRecovered} kills not recovered within the run, ${report.endedAtKill} ` +
-    `owned executions ended by a write stamped before their kill); a worker boots in ` +
+    `owned executions ended by a write stamped before their kill, ${report.notStartedAtKill} ` +
+    `leased but not started at their kill); a worker boots in ` +
     `${report.bootP50Ms} ms, median; ` +
     `${(report.wallMs / 1000).toFixed(1)} s`
   );

@@ -9,7 +9,7 @@ import { stepMessages } from './step-messages.js';
 
 /** One unit the budget keeps or drops whole. */
 export interface Part {
-  kind: 'system' | 'user' | 'tools' | 'history_step';
+  kind: 'system' | 'user' | 'assistant' | 'tools' | 'history_step' | 'exchange';
   path: readonly number[];
   step: number | undefined;
   priority: number;
@@ -50,7 +50,8 @@ export class PartCollector {
       case 'group':
         return undefined;
       case 'system':
-      case 'user': {
+      case 'user':
+      case 'assistant': {
         if (typeof node.text !== 'string')
           this.invalid(path, `a ${node.kind} node needs text: a string`);
         const message: ModelMessage = { role: node.kind, content: node.text };
@@ -64,10 +65,13 @@ export class PartCollector {
       case 'history':
         this.addHistory(node, [...path], priority, required);
         return undefined;
+      case 'conversation':
+        this.addConversation(node, [...path], priority, required);
+        return undefined;
       default:
         return this.invalid(
           path,
-          `unknown node kind ${JSON.stringify((node as { kind?: unknown }).kind)}: use system, user, tools, history or group`,
+          `unknown node kind ${JSON.stringify((node as { kind?: unknown }).kind)}: use system, user, assistant, tools, history, conversation or group`,
         );
     }
   };
@@ -134,6 +138,47 @@ export class PartCollector {
       for (const message of messages) tokens += this.messageTokens(message, path);
       this.add(
         'history_step',
+        path,
+        i,
+        priority,
+        required || i >= keptFrom,
+        tokens,
+        messages,
+        undefined,
+      );
+    }
+  }
+
+  private addConversation(
+    node: Extract<BlueprintNode, { kind: 'conversation' }>,
+    path: readonly number[],
+    priority: number,
+    required: boolean,
+  ): void {
+    const { exchanges } = node;
+    const keepLast = node.keepLast ?? 0;
+    if (!Array.isArray(exchanges)) {
+      this.invalid(path, 'a conversation node needs exchanges: an array');
+    }
+    if (!Number.isSafeInteger(keepLast) || keepLast < 0) {
+      this.invalid(path, `keepLast must be a whole number ≥ 0, got ${String(keepLast)}`);
+    }
+    const keptFrom = exchanges.length - keepLast;
+    for (let i = 0; i < exchanges.length; i++) {
+      const exchange = exchanges[i];
+      if (exchange === null || typeof exchange !== 'object' || typeof exchange.user !== 'string') {
+        this.invalid(path, `exchange ${i} needs user: a string`);
+      }
+      const steps = exchange.steps ?? [];
+      if (!Array.isArray(steps)) this.invalid(path, `exchange ${i}: steps must be an array`);
+      const messages: ModelMessage[] = [{ role: 'user', content: exchange.user }];
+      for (let s = 0; s < steps.length; s++) {
+        for (const message of stepMessages(steps[s]!, s, path, this.render)) messages.push(message);
+      }
+      let tokens = 0;
+      for (const message of messages) tokens += this.messageTokens(message, path);
+      this.add(
+        'exchange',
         path,
         i,
         priority,

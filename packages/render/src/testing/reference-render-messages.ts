@@ -82,7 +82,7 @@ function flatten(
     node.children.forEach((child, i) => {
       flatten(child, [...path, i], priority, required, parts, render);
     });
-  } else if (node.kind === 'system' || node.kind === 'user') {
+  } else if (node.kind === 'system' || node.kind === 'user' || node.kind === 'assistant') {
     parts.push({
       kind: node.kind,
       path,
@@ -93,6 +93,22 @@ function flatten(
     });
   } else if (node.kind === 'tools') {
     parts.push({ kind: 'tools', path, priority, required, messages: [], tools: node.tools });
+  } else if (node.kind === 'conversation') {
+    const keepLast = node.keepLast ?? 0;
+    node.exchanges.forEach((exchange, i) => {
+      parts.push({
+        kind: 'exchange',
+        path,
+        step: i,
+        priority,
+        required: required || i >= node.exchanges.length - keepLast,
+        messages: [
+          { role: 'user', content: exchange.user },
+          ...(exchange.steps ?? []).flatMap((step) => referenceStepMessages(step, render)),
+        ],
+        tools: [],
+      });
+    });
   } else {
     const keepLast = node.keepLast ?? 0;
     node.steps.forEach((step, i) => {
