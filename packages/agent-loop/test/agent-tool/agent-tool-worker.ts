@@ -7,11 +7,11 @@
 // the parent's `child.started` is durable. Prints `result <json>`.
 import { appendFileSync } from 'node:fs';
 import type { EventStore } from '@loom/event-runtime';
-import { SqliteEventStore } from '@loom/event-runtime/sqlite';
 import { type ModelRequest, StubModel } from '@loom/reasoning';
 import { createRuntime } from '@loom/workflow-runtime';
 import { agentTool, createAgentRuntime, defineAgent, defineTool } from '../../src/index.js';
 import { liveOneLife } from '../kill/worker-life.js';
+import { openWorkerStore } from '../kill/worker-store.js';
 
 const env = process.env as Record<string, string | undefined>;
 const runId = env.AT_RUN_ID as string;
@@ -67,20 +67,7 @@ const boss = defineAgent({
   tools: [ask],
 });
 
-async function openStore(): Promise<EventStore> {
-  if (env.AT_BACKEND === 'postgres') {
-    const { PostgresEventStore } = await import('@loom/event-runtime/postgres');
-    const store = await PostgresEventStore.open({
-      connectionString: env.AT_PG_URL as string,
-      schema: env.AT_SCHEMA as string,
-    });
-    await store.migrate();
-    return store;
-  }
-  return SqliteEventStore.open({ path: env.AT_DB as string, migrate: true });
-}
-
-const opened = await openStore();
+const opened = await openWorkerStore('AT');
 // `child_recorded`: die as soon as the parent's `child.started` is durable, before the child's
 // own execution is started (the kernel's barrier, then its launch).
 const store = new Proxy(opened, {

@@ -2,30 +2,15 @@
 // that looks an order up (turn 1), then calls `wait_gate` (turn 2), a tool that returns once the
 // file FOLLOW_GATE exists, and then answers with text (turn 3). It prints `result <json>`.
 import { existsSync } from 'node:fs';
-import type { EventStore } from '@loom/event-runtime';
 import { StubModel } from '@loom/reasoning';
 import { createRuntime } from '@loom/workflow-runtime';
 import { createAgentRuntime, defineAgent, defineTool } from '../../src/index.js';
+import { openWorkerStore } from '../kill/worker-store.js';
 
 const env = process.env as Record<string, string | undefined>;
 const runId = env.FOLLOW_RUN_ID as string;
 const gate = env.FOLLOW_GATE as string;
 const gateWaitMs = 60_000;
-
-async function openStore(): Promise<{ store: EventStore; close(): Promise<void> }> {
-  if (env.FOLLOW_BACKEND === 'postgres') {
-    const { PostgresEventStore } = await import('@loom/event-runtime/postgres');
-    const store = await PostgresEventStore.open({
-      connectionString: env.FOLLOW_PG_URL as string,
-      schema: env.FOLLOW_SCHEMA as string,
-    });
-    await store.migrate();
-    return { store, close: () => store.close() };
-  }
-  const { SqliteEventStore } = await import('@loom/event-runtime/sqlite');
-  const store = SqliteEventStore.open({ path: env.FOLLOW_DB as string, migrate: true });
-  return { store, close: () => store.close() };
-}
 
 const lookup = defineTool({
   name: 'lookup',
@@ -63,7 +48,8 @@ const agent = defineAgent({
   tools: [lookup, waitGate],
 });
 
-const { store, close } = await openStore();
+const store = await openWorkerStore('FOLLOW');
+const close = () => store.close();
 const flows = createRuntime({ store });
 const agents = createAgentRuntime({ flows, agents: [agent] });
 const result = await agents.run(agent, 'Order A-17 never arrived.', { runId });

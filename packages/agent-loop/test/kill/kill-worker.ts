@@ -14,11 +14,11 @@
 // kind for KILL_RESOLVE.
 // It prints one line: `result <json>` when the run ends, or `approval <json>` when it waits.
 import { appendFileSync } from 'node:fs';
-import type { EventStore } from '@loom/event-runtime';
 import { StubModel } from '@loom/reasoning';
 import { createRuntime } from '@loom/workflow-runtime';
 import { createAgentRuntime, defineAgent, defineTool, type SideEffect } from '../../src/index.js';
 import { decidePending, liveOneLife } from './worker-life.js';
+import { openWorkerStore } from './worker-store.js';
 
 const env = process.env as Record<string, string | undefined>;
 const runId = env.KILL_RUN_ID as string;
@@ -30,21 +30,6 @@ const blockMarker = env.KILL_BLOCK;
 function die(): never {
   process.kill(process.pid, 'SIGKILL');
   throw new Error('unreachable: SIGKILL');
-}
-
-async function openStore(): Promise<{ store: EventStore; close(): Promise<void> }> {
-  if (env.KILL_BACKEND === 'postgres') {
-    const { PostgresEventStore } = await import('@loom/event-runtime/postgres');
-    const store = await PostgresEventStore.open({
-      connectionString: env.KILL_PG_URL as string,
-      schema: env.KILL_SCHEMA as string,
-    });
-    await store.migrate();
-    return { store, close: () => store.close() };
-  }
-  const { SqliteEventStore } = await import('@loom/event-runtime/sqlite');
-  const store = SqliteEventStore.open({ path: env.KILL_DB as string, migrate: true });
-  return { store, close: () => store.close() };
 }
 
 const act = defineTool({
@@ -93,7 +78,8 @@ const agent = defineAgent({
       : { kind: 'allow' },
 });
 
-const { store, close } = await openStore();
+const store = await openWorkerStore('KILL');
+const close = () => store.close();
 // One life at a time drives this log, so a dead predecessor's run is recovered at once.
 const runtimeOptions = env.KILL_RUNTIME === undefined ? {} : JSON.parse(env.KILL_RUNTIME);
 const flows = createRuntime({ store, recoverQuietMs: 0, timerPollMs: 20, ...runtimeOptions });

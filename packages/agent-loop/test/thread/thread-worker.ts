@@ -6,11 +6,10 @@
 // model's answer to m2 (a tool call) is durable: the message accepted, its reply not yet given.
 // Prints `result <json>`: the replies and thread.messages().
 import { appendFileSync } from 'node:fs';
-import type { EventStore } from '@loom/event-runtime';
-import { SqliteEventStore } from '@loom/event-runtime/sqlite';
 import { StubModel } from '@loom/reasoning';
 import { createRuntime } from '@loom/workflow-runtime';
 import { createAgentRuntime, defineAgent, defineTool } from '../../src/index.js';
+import { openWorkerStore } from '../kill/worker-store.js';
 
 const env = process.env as Record<string, string | undefined>;
 const threadId = env.TH_THREAD as string;
@@ -42,20 +41,7 @@ const chat = defineAgent({
   tools: [lookup],
 });
 
-async function openStore(): Promise<EventStore> {
-  if (env.TH_BACKEND === 'postgres') {
-    const { PostgresEventStore } = await import('@loom/event-runtime/postgres');
-    const store = await PostgresEventStore.open({
-      connectionString: env.TH_PG_URL as string,
-      schema: env.TH_SCHEMA as string,
-    });
-    await store.migrate();
-    return store;
-  }
-  return SqliteEventStore.open({ path: env.TH_DB as string, migrate: true });
-}
-
-const store = await openStore();
+const store = await openWorkerStore('TH');
 // One life at a time drives this store, so a dead predecessor's runs are recovered at once. The
 // thread, suspended when the first life died, is made due by its turn's end, but the timer poll
 // that claims it does not resume it (seen: no lease acquired, the first life's not yet given up);
