@@ -29,17 +29,21 @@ import { type LocalRegistry, startLocalRegistry } from './local-registry.test-su
 import {
   childEnv,
   type Manifest,
+  packAll,
   publicPackages,
-  publishAll,
+  publishPacked,
   publishScripts,
   repositoryRoot,
   workspacePackages,
 } from './workspace-packages.test-support.js';
 
-/** Longest one install may take: every third-party package is fetched into an empty cache. */
-const installWaitMs = 150_000;
-/** Longest a run of the agent, or one `loom` command, may take. */
-const runWaitMs = 60_000;
+/**
+ * Longest one install may take: every third-party package is fetched into an empty cache (10 s
+ * on a quiet box, 45 s at a load average of 20). The two run at once, in one 60 s hook.
+ */
+const installWaitMs = 55_000;
+/** Longest a run of the agent, or one `loom` command, may take (two fit in one 60 s test). */
+const runWaitMs = 25_000;
 /** Longest one HTTP call to the registry may take. */
 const requestTimeoutMs = 10_000;
 
@@ -180,18 +184,74 @@ describe.concurrent('Loom from a registry, as a user installs it', () => {
     return registry;
   };
 
+  // One step per hook, each within the suite's 60 s: the registry, the pack, the publish, then
+  // both installs at once (the tests after them check and run what they installed).
+  const tarballs = () => join(work, 'tarballs');
+  let npmProject = '';
+  let pnpmProject = '';
+
   beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), 'loom-release-check-'));
-    let since = Date.now();
-    const started = await startLocalRegistry(work);
-    registry = started;
-    phase(`verdaccio up at ${started.url}`, since);
-    since = Date.now();
-    const tarballs = join(work, 'tarballs');
-    mkdirSync(tarballs);
-    await publishAll(published, started, tarballs);
+    const since = Date.now();
+    registry = await startLocalRegistry(work);
+    phase(`verdaccio up at ${registry.url}`, since);
+  });
+
+  beforeAll(async () => {
+    const since = Date.now();
+    mkdirSync(tarballs());
+    await packAll(published, needRegistry(), tarballs());
+    phase(`packed ${published.length} packages`, since);
+  });
+
+  beforeAll(async () => {
+    const since = Date.now();
+    await publishPacked(needRegistry(), tarballs());
     phase(`published ${published.length} packages`, since);
-  }, 240_000);
+  });
+
+  beforeAll(async () => {
+    const local = needRegistry();
+    npmProject = emptyProject('npm-project', local);
+    pnpmProject = emptyProject('pnpm-project', local);
+    await Promise.all([
+      (async () => {
+        const since = Date.now();
+        await inProject(npmProject, 'npm', ['init', '-y']);
+        await install(npmProject, 'npm', [
+          'install',
+          '@loom/agent-loop',
+          '@loom/reasoning',
+          '@loom/workflow-runtime',
+          `better-sqlite3@${sqliteVersion}`,
+          '--cache',
+          join(work, 'npm-cache'),
+          '--ignore-scripts',
+          '--no-audit',
+          '--no-fund',
+          '--loglevel=error',
+        ]);
+        phase('npm install', since);
+      })(),
+      (async () => {
+        const since = Date.now();
+        await inProject(pnpmProject, 'pnpm', ['init']);
+        await install(pnpmProject, 'pnpm', [
+          'add',
+          '@loom/agent-loop',
+          '@loom/reasoning',
+          '@loom/workflow-runtime',
+          '@loom/view',
+          `better-sqlite3@${sqliteVersion}`,
+          '--store-dir',
+          join(work, 'pnpm-store'),
+          '--cache-dir',
+          join(work, 'pnpm-cache'),
+        ]);
+        phase('pnpm add', since);
+      })(),
+    ]);
+  });
 
   afterAll(async () => {
     await registry?.stop();
@@ -253,23 +313,7 @@ describe.concurrent('Loom from a registry, as a user installs it', () => {
 
   it('npm install: the first agent runs on a SQLite file, and a second process gets its result from the log', async () => {
     const local = needRegistry();
-    const project = emptyProject('npm-project', local);
-    let since = Date.now();
-    await inProject(project, 'npm', ['init', '-y']);
-    await install(project, 'npm', [
-      'install',
-      '@loom/agent-loop',
-      '@loom/reasoning',
-      '@loom/workflow-runtime',
-      `better-sqlite3@${sqliteVersion}`,
-      '--cache',
-      join(work, 'npm-cache'),
-      '--ignore-scripts',
-      '--no-audit',
-      '--no-fund',
-      '--loglevel=error',
-    ]);
-    phase('npm install', since);
+    const project = npmProject;
     const locked = npmLocked(project);
     // agent-loop and what it depends on; no other @loom package.
     expect(locked.map((entry) => entry.name).sort()).toEqual([
@@ -284,7 +328,7 @@ describe.concurrent('Loom from a registry, as a user installs it', () => {
     copySqliteAddon(project);
     writeFileSync(join(project, 'agent.mjs'), firstAgentSource());
 
-    since = Date.now();
+    const since = Date.now();
     const first = await inProject(project, process.execPath, ['agent.mjs']);
     expect(first.trim()).toBe(`${answer} (tool runs in this process: 1)`);
     expect(existsSync(join(project, 'loom.db'))).toBe(true);
@@ -295,22 +339,7 @@ describe.concurrent('Loom from a registry, as a user installs it', () => {
 
   it('pnpm add: the first agent runs, and the installed loom command shows the finished run', async () => {
     const local = needRegistry();
-    const project = emptyProject('pnpm-project', local);
-    let since = Date.now();
-    await inProject(project, 'pnpm', ['init']);
-    await install(project, 'pnpm', [
-      'add',
-      '@loom/agent-loop',
-      '@loom/reasoning',
-      '@loom/workflow-runtime',
-      '@loom/view',
-      `better-sqlite3@${sqliteVersion}`,
-      '--store-dir',
-      join(work, 'pnpm-store'),
-      '--cache-dir',
-      join(work, 'pnpm-cache'),
-    ]);
-    phase('pnpm add', since);
+    const project = pnpmProject;
     // pnpm links only what the project lists: the four it added.
     expect(readdirSync(join(project, 'node_modules', '@loom')).sort()).toEqual([
       'agent-loop',
@@ -324,7 +353,7 @@ describe.concurrent('Loom from a registry, as a user installs it', () => {
     copySqliteAddon(project);
     writeFileSync(join(project, 'agent.mjs'), firstAgentSource());
 
-    since = Date.now();
+    const since = Date.now();
     const run = await inProject(project, process.execPath, ['agent.mjs']);
     expect(run.trim()).toBe(`${answer} (tool runs in this process: 1)`);
     const shown = JSON.parse(

@@ -6,10 +6,10 @@ import { spawnTestCommand } from '@loom/event-runtime/testing';
 /** The repository root. */
 export const repositoryRoot = join(import.meta.dirname, '..', '..', '..');
 
-/** Longest packing every public package may take, on a loaded 2-core box. */
-const packWaitMs = 120_000;
-/** Longest one `npm publish` may take, on a loaded 2-core box. */
-const publishWaitMs = 60_000;
+/** Longest packing every public package may take (a test hook has 60 s in all). */
+const packWaitMs = 55_000;
+/** Longest one `npm publish` may take (they run `publishConcurrency` at a time). */
+const publishWaitMs = 25_000;
 
 /** What the check reads of a package.json. */
 export interface Manifest {
@@ -88,11 +88,12 @@ const publishConcurrency = 4;
  * --no-git-checks` in each: pnpm 10's publish packs the package (rewriting `workspace:` ranges
  * to the versions in the workspace) and hands the tarball to `npm publish`. Here the two steps
  * are split so one `pnpm -r pack` packs them all (one pnpm start instead of ten: about 15 s
- * less on two cores), then `npm publish <tarball> --access public --tag latest` runs for each.
+ * less on two cores) into `tarballs` (`packAll`), then `publishPacked` runs `npm publish <tarball>
+ * --access public --tag latest` for each. Two calls, so each fits a test hook of its own.
  */
-export async function publishAll(
+export async function packAll(
   packages: readonly WorkspacePackage[],
-  registry: { url: string; npmrc: string },
+  registry: { npmrc: string },
   tarballs: string,
 ): Promise<void> {
   const env = childEnv({ npm_config_userconfig: registry.npmrc });
@@ -113,7 +114,15 @@ export async function publishAll(
   if (packed.length !== packages.length) {
     throw new Error(`packed ${packed.length} tarballs for ${packages.length} packages: ${packed}`);
   }
-  const queue = [...packed];
+}
+
+/** Publishes every tarball `packAll` left in `tarballs`, `publishConcurrency` at a time. */
+export async function publishPacked(
+  registry: { url: string; npmrc: string },
+  tarballs: string,
+): Promise<void> {
+  const env = childEnv({ npm_config_userconfig: registry.npmrc });
+  const queue = readdirSync(tarballs).filter((file) => file.endsWith('.tgz'));
   const worker = async () => {
     for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
       await spawnTestCommand('npm', {
