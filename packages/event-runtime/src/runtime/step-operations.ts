@@ -1,3 +1,4 @@
+import type { Clock } from '../clock.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { isTransactional } from '../event-store.js';
 import type { Claim } from './core/execution-machine.js';
@@ -18,6 +19,7 @@ import { type ResolvedRetry, resolveRetry } from './core/step-retry-policy.js';
 import type { DriverScope } from './driver-scope.js';
 import { never } from './driver-support.js';
 import type { KernelStepOptions, StepEffectContext, TransactionHandle } from './flow.js';
+import type { LazyAbort } from './lazy-abort.js';
 
 /**
  * `ctx.step` and `ctx.transaction`: run an effect behind a durability barrier once, and hand what
@@ -226,17 +228,32 @@ export class StepOperations {
 
   private effectContext(index: number, name: string, attempt: number): StepEffectContext {
     const { executionId, abort } = this.scope;
-    return {
-      executionId,
-      stepIndex: index,
-      stepName: name,
-      idempotencyKey: `${executionId}/${index}`,
-      attempt,
-      // A getter: the execution's AbortSignal is made only for an effect that reads it.
-      get signal() {
-        return abort.signal;
-      },
-      clock: this.scope.kernel.clock,
-    };
+    return new EffectContext(executionId, index, name, attempt, abort, this.scope.kernel.clock);
+  }
+}
+
+/**
+ * What an effect is handed: one class, so each step's context is a plain object of one shape
+ * with no closure of its own; `signal` is read through the execution's lazy abort, so the
+ * AbortSignal is made only for an effect that reads it.
+ */
+class EffectContext implements StepEffectContext {
+  readonly idempotencyKey: string;
+  // Private (#): the context's own keys stay those of StepEffectContext.
+  readonly #abort: LazyAbort;
+  constructor(
+    readonly executionId: string,
+    readonly stepIndex: number,
+    readonly stepName: string,
+    readonly attempt: number,
+    abort: LazyAbort,
+    readonly clock: Clock,
+  ) {
+    this.idempotencyKey = `${executionId}/${stepIndex}`;
+    this.#abort = abort;
+  }
+
+  get signal(): AbortSignal {
+    return this.#abort.signal;
   }
 }
