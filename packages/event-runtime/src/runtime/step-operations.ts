@@ -33,55 +33,75 @@ export class StepOperations {
    * again after each retryable failure, each failure journaled (`step.attempt_failed`) and made
    * durable before the backoff, which is a durable timer.
    */
-  async step<T>(
+  step<T>(
     name: string,
     fn: (effect: StepEffectContext) => T | Promise<T>,
     options: KernelStepOptions | undefined,
   ): Promise<T> {
-    const { executionId, machine } = this.scope;
-    this.scope.ensureOpen('step', name);
-    if (machine.suspending) return never();
-    // Checked before the claim: a bad policy is the caller's mistake, like a bad name.
-    const retry = this.retryOf(options);
-    const claim = machine.claim('step', name);
-    if (claim.recorded !== undefined && claim.recorded.status !== 'started')
-      return replayStep(machine, claim) as T;
-    if (typeof fn !== 'function') {
-      throw new LoomError(
-        ErrorCode.INVALID_STEP_NAME,
-        `step '${claim.name}' needs an effect function`,
-        {
-          executionId,
-        },
-      );
-    }
-    let releaseLane: (() => void) | undefined;
-    if (
-      claim.recorded !== undefined &&
-      claim.recorded.retryAtMs === undefined &&
-      claim.recorded.reopened !== true &&
-      !this.scope.afterStoreFailure
-    ) {
-      // Replayed with its attempt in flight: the driver before this one stopped while the effect
-      // ran (a crash, a lost lease). It runs again alone, in the node's lane, and is counted
-      // durably (the barrier below) before it does, so a step that kills its process every time
-      // ends as poison instead of looping, and the steps that were merely beside it when it did
-      // are not counted for it (ADR 0031).
-      releaseLane = await this.scope.kernel.suspects.acquire();
-      try {
-        this.scope.ensureOpen('step', name);
-        const poisoned = stepInterrupted(machine, claim);
-        this.scope.carryOut();
-        if (poisoned !== undefined) throw poisoned;
-      } catch (error) {
-        releaseLane();
-        throw error;
+    // Not an async function: a replayed step answers without a frame and a promise of its own,
+    // and a first run's attempts are the step's promise (one async frame per step, not two).
+    // What the checks throw still reaches the caller as a rejection.
+    try {
+      const { executionId, machine } = this.scope;
+      this.scope.ensureOpen('step', name);
+      if (machine.suspending) return never();
+      // Checked before the claim: a bad policy is the caller's mistake, like a bad name.
+      const retry = this.retryOf(options);
+      const claim = machine.claim('step', name);
+      if (claim.recorded !== undefined && claim.recorded.status !== 'started')
+        return Promise.resolve(replayStep(machine, claim) as T);
+      if (typeof fn !== 'function') {
+        throw new LoomError(
+          ErrorCode.INVALID_STEP_NAME,
+          `step '${claim.name}' needs an effect function`,
+          {
+            executionId,
+          },
+        );
       }
+      if (
+        claim.recorded !== undefined &&
+        claim.recorded.retryAtMs === undefined &&
+        claim.recorded.reopened !== true &&
+        !this.scope.afterStoreFailure
+      ) {
+        return this.interrupted(name, claim, fn, options, retry);
+      }
+      return this.attempts(claim, fn, options, retry, undefined);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /**
+   * A step replayed with its attempt in flight: the driver before this one stopped while the
+   * effect ran (a crash, a lost lease). It runs again alone, in the node's lane, and is counted
+   * durably (the barrier in `attempts`) before it does, so a step that kills its process every
+   * time ends as poison instead of looping, and the steps that were merely beside it when it did
+   * are not counted for it (ADR 0031).
+   */
+  private async interrupted<T>(
+    name: string,
+    claim: Claim,
+    fn: (effect: StepEffectContext) => T | Promise<T>,
+    options: KernelStepOptions | undefined,
+    retry: ResolvedRetry | undefined,
+  ): Promise<T> {
+    const { machine } = this.scope;
+    const releaseLane = await this.scope.kernel.suspects.acquire();
+    try {
+      this.scope.ensureOpen('step', name);
+      const poisoned = stepInterrupted(machine, claim);
+      this.scope.carryOut();
+      if (poisoned !== undefined) throw poisoned;
+    } catch (error) {
+      releaseLane();
+      throw error;
     }
     try {
       return await this.attempts(claim, fn, options, retry, releaseLane);
     } finally {
-      releaseLane?.();
+      releaseLane();
     }
   }
 
