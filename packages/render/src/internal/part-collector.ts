@@ -126,26 +126,11 @@ export class PartCollector {
     required: boolean,
   ): void {
     const { steps } = node;
-    const keepLast = node.keepLast ?? 0;
     if (!Array.isArray(steps)) this.invalid(path, 'a history node needs steps: an array');
-    if (!Number.isSafeInteger(keepLast) || keepLast < 0) {
-      this.invalid(path, `keepLast must be a whole number ≥ 0, got ${String(keepLast)}`);
-    }
-    const keptFrom = steps.length - keepLast;
+    const keptFrom = this.keptFrom(steps.length, node.keepLast, path);
     for (let i = 0; i < steps.length; i++) {
       const messages = stepMessages(steps[i]!, i, path, this.render);
-      let tokens = 0;
-      for (const message of messages) tokens += this.messageTokens(message, path);
-      this.add(
-        'history_step',
-        path,
-        i,
-        priority,
-        required || i >= keptFrom,
-        tokens,
-        messages,
-        undefined,
-      );
+      this.addMessages('history_step', path, i, priority, required || i >= keptFrom, messages);
     }
   }
 
@@ -156,14 +141,10 @@ export class PartCollector {
     required: boolean,
   ): void {
     const { exchanges } = node;
-    const keepLast = node.keepLast ?? 0;
     if (!Array.isArray(exchanges)) {
       this.invalid(path, 'a conversation node needs exchanges: an array');
     }
-    if (!Number.isSafeInteger(keepLast) || keepLast < 0) {
-      this.invalid(path, `keepLast must be a whole number ≥ 0, got ${String(keepLast)}`);
-    }
-    const keptFrom = exchanges.length - keepLast;
+    const keptFrom = this.keptFrom(exchanges.length, node.keepLast, path);
     for (let i = 0; i < exchanges.length; i++) {
       const exchange = exchanges[i];
       if (exchange === null || typeof exchange !== 'object' || typeof exchange.user !== 'string') {
@@ -175,19 +156,31 @@ export class PartCollector {
       for (let s = 0; s < steps.length; s++) {
         for (const message of stepMessages(steps[s]!, s, path, this.render)) messages.push(message);
       }
-      let tokens = 0;
-      for (const message of messages) tokens += this.messageTokens(message, path);
-      this.add(
-        'exchange',
-        path,
-        i,
-        priority,
-        required || i >= keptFrom,
-        tokens,
-        messages,
-        undefined,
-      );
+      this.addMessages('exchange', path, i, priority, required || i >= keptFrom, messages);
     }
+  }
+
+  /** Where the newest `keepLast` (checked; default 0) of `length` units begin. */
+  private keptFrom(length: number, keepLast: number | undefined, path: readonly number[]): number {
+    const kept = keepLast ?? 0;
+    if (!Number.isSafeInteger(kept) || kept < 0) {
+      this.invalid(path, `keepLast must be a whole number ≥ 0, got ${String(kept)}`);
+    }
+    return length - kept;
+  }
+
+  /** One unit of messages that is kept or dropped whole (a history step, an exchange), counted. */
+  private addMessages(
+    kind: 'history_step' | 'exchange',
+    path: readonly number[],
+    index: number,
+    priority: number,
+    required: boolean,
+    messages: ModelMessage[],
+  ): void {
+    let tokens = 0;
+    for (const message of messages) tokens += this.messageTokens(message, path);
+    this.add(kind, path, index, priority, required, tokens, messages, undefined);
   }
 
   private messageTokens(message: ModelMessage, path: readonly number[]): number {
