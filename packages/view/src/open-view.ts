@@ -26,27 +26,18 @@ import { openBackend } from './internal/open-backend.js';
 import { type PageReader, storePageReader } from './internal/page-reader.js';
 import { readInbox, readLog } from './internal/read-log.js';
 import { waitingFor } from './internal/waiting-for.js';
-import { openProjectionDb, type ProjectionDb, readCheckpoint } from './projection/projection-db.js';
-import { type Projections, projectionsOn } from './projection/projections.js';
+import type { ProjectionDb } from './projection/projection-db.js';
+import type { Projections } from './projection/projections.js';
 import type { RunDetail } from './run-detail.js';
+import { runStatuses } from './run-statuses.js';
 import type { RunSummary } from './run-summary.js';
 import type { ScheduleSummary } from './schedule-summary.js';
 
+export { runStatuses } from './run-statuses.js';
 export type { ScheduleSummary } from './schedule-summary.js';
 
 /** Default page size of `view.runs()`: a screenful. */
 export const runsPageDefault = 50;
-
-/** Statuses `view.runs({ status })` accepts (the execution index's). */
-export const runStatuses: readonly DetailedExecutionStatus[] = [
-  'running',
-  'suspended',
-  'settled',
-  'completed',
-  'failed',
-  'cancelled',
-  'continued',
-];
 
 /** Filters of `view.runs()`: every one given must match. */
 export interface RunsFilter {
@@ -216,7 +207,9 @@ export async function openView(options: OpenViewOptions): Promise<View> {
   return new LogView(
     backend,
     backend.pages,
-    options.useProjections === false ? undefined : () => openProjectionDb(target, true),
+    options.useProjections === false
+      ? undefined
+      : async () => (await import('./projection/projection-db.js')).openProjectionDb(target, true),
   );
 }
 
@@ -295,6 +288,12 @@ class LogView implements View {
    */
   async currentProjections(): Promise<Projections | undefined> {
     if (this.openProjections === undefined) return undefined;
+    // Loaded here, not at the top: reads that never consult the projection (`loom show`, `events`,
+    // `tail`, …) do without kysely and its ~260 modules.
+    const [{ readCheckpoint }, { projectionsOn }] = await Promise.all([
+      import('./projection/projection-db.js'),
+      import('./projection/projections.js'),
+    ]);
     this.projectionDb ??= this.openProjections();
     let opened: ProjectionDb;
     let position: number;
