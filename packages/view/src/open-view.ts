@@ -28,6 +28,7 @@ import { readInbox, readLog } from './internal/read-log.js';
 import { waitingFor } from './internal/waiting-for.js';
 import type { ProjectionDb } from './projection/projection-db.js';
 import type { Projections } from './projection/projections.js';
+import { projectionTables } from './projection/tables.js';
 import type { RunDetail } from './run-detail.js';
 import { runStatuses } from './run-statuses.js';
 import type { RunSummary } from './run-summary.js';
@@ -288,8 +289,16 @@ class LogView implements View {
    */
   async currentProjections(): Promise<Projections | undefined> {
     if (this.openProjections === undefined) return undefined;
+    try {
+      // Without projection tables (most databases) the answer is known before kysely is loaded.
+      if (!this.projectionTablesKnown && !(await this.pages.hasTables(projectionTables))) {
+        return undefined;
+      }
+    } catch {
+      return undefined; // unreachable: read the log, as below
+    }
     // Loaded here, not at the top: reads that never consult the projection (`loom show`, `events`,
-    // `tail`, …) do without kysely and its ~260 modules.
+    // `tail`, …) and those of a database without it do without kysely and its ~260 modules.
     const [{ readCheckpoint }, { projectionsOn }] = await Promise.all([
       import('./projection/projection-db.js'),
       import('./projection/projections.js'),

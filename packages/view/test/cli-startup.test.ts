@@ -87,12 +87,21 @@ describe('what the loom command loads', () => {
     expect([...show.packages].filter((name) => heavy.includes(name))).toEqual([]);
   });
 
-  it('loom runs still loads kysely, to answer from the projection when it is current', async () => {
-    // The counterpart of the two above: the recorder does see kysely when a command needs it.
-    const runs = await packagesLoadedBy(['runs', '--db', db, '--json']);
-    expect(runs.code).toBe(0);
-    expect(JSON.parse(runs.stdout).runs.map((run: { id: string }) => run.id)).toEqual(['order-7']);
-    expect(runs.packages).toContain('kysely');
-    expect(runs.packages.has('hono')).toBe(false);
+  it('loom runs loads kysely only once the database has projection tables to read', async () => {
+    const before = await packagesLoadedBy(['runs', '--db', db, '--json']);
+    expect(before.code).toBe(0);
+    expect(JSON.parse(before.stdout).runs.map((run: { id: string }) => run.id)).toEqual([
+      'order-7',
+    ]);
+    expect([...before.packages].filter((name) => heavy.includes(name))).toEqual([]);
+
+    const init = await packagesLoadedBy(['projections', 'init', '--db', db]);
+    expect(init.code).toBe(0);
+    // The counterpart of the checks above: the recorder does see kysely when a command loads it.
+    const after = await packagesLoadedBy(['runs', '--db', db, '--json']);
+    expect(after.code).toBe(0);
+    expect(after.stdout).toBe(before.stdout);
+    expect(after.packages).toContain('kysely');
+    expect(after.packages.has('hono')).toBe(false);
   });
 });

@@ -2,7 +2,7 @@ import { callOfEvent } from '@loom/agent-loop';
 import { currentProjectionsOf, type View } from '../open-view.js';
 import type { RunSummary } from '../run-summary.js';
 import { utcDay } from './fold-batch.js';
-import { checkSpendQuery, type Spend, type SpendQuery, type SpendRow } from './projections.js';
+import type { Spend, SpendQuery, SpendRow } from './projections.js';
 
 /** No model call: what a flow run (or an agent run before its first turn) spent. */
 export const noSpend: Readonly<Spend> = {
@@ -61,6 +61,8 @@ const runsPageSize = 500;
  * Error codes: `INVALID_ARGUMENT` (a bad group or day), store errors.
  */
 export async function spendFromLogs(view: View, query: SpendQuery): Promise<SpendRow[]> {
+  // Imported here: `spendOfRuns` (every `loom runs`) has no use for the projection's module.
+  const { checkSpendQuery } = await import('./projections.js');
   checkSpendQuery(query);
   const only = query.runIds === undefined ? undefined : new Set(query.runIds);
   const groups = new Map<string, Spend>();
