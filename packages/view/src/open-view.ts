@@ -1,11 +1,4 @@
-import {
-  type Approval,
-  answerSignalPrefix,
-  approvalSignalPrefix,
-  approvalsOf,
-  type Question,
-  questionsOf,
-} from '@loom/agent-loop';
+import type { Approval, Question } from '@loom/agent-loop';
 import type {
   Backend,
   DetailedExecutionStatus,
@@ -378,15 +371,21 @@ class LogView implements View {
     const waiting = folded.filter(
       ({ row, folded: f }) => row.status === 'suspended' && isAgentFlow(row.flow ?? f.flow),
     );
-    const decisions = await this.pages.signals(
-      waiting.map(({ row }) => row.executionId),
-      approvalSignalPrefix,
-    );
+    // The agent loop (~110 modules with the runtime it brings) only for a page with agent runs.
+    const agentLoop = waiting.length === 0 ? undefined : await import('@loom/agent-loop');
+    const decisions =
+      agentLoop === undefined
+        ? new Map<string, StoredSignal[]>()
+        : await this.pages.signals(
+            waiting.map(({ row }) => row.executionId),
+            agentLoop.approvalSignalPrefix,
+          );
     const waitingIds = new Set(waiting.map(({ row }) => row.executionId));
     return folded.map(({ row, events, folded: f }) => {
-      const approvals = waitingIds.has(row.executionId)
-        ? approvalsOf(events, decisions.get(row.executionId) ?? [])
-        : [];
+      const approvals =
+        agentLoop !== undefined && waitingIds.has(row.executionId)
+          ? agentLoop.approvalsOf(events, decisions.get(row.executionId) ?? [])
+          : [];
       return summaryOf(row, f, approvals);
     });
   }
@@ -396,8 +395,11 @@ class LogView implements View {
     const events = await readLog(this.opened.events, executionId);
     const folded = foldRun(events, isAgentFlow);
     const inbox = await readInbox(this.opened.events, executionId);
-    const agentRun = isAgentFlow(row.flow ?? folded.flow);
-    const approvals = agentRun ? approvalsOf(events, inbox) : [];
+    // The agent loop only for an agent run: `loom show` of a flow's run does without it.
+    const agentLoop = isAgentFlow(row.flow ?? folded.flow)
+      ? await import('@loom/agent-loop')
+      : undefined;
+    const approvals = agentLoop?.approvalsOf(events, inbox) ?? [];
     const summary = summaryOf(row, folded, approvals);
     return {
       run: summary,
@@ -408,7 +410,7 @@ class LogView implements View {
       timeline: folded.timeline,
       signals: signalsOf(inbox, folded.consumedSignalIds),
       approvals,
-      questions: agentRun ? questionsOf(events, inbox) : [],
+      questions: agentLoop?.questionsOf(events, inbox) ?? [],
       events: events.length,
     };
   }
@@ -480,6 +482,7 @@ class LogView implements View {
 
   async pendingApprovals(): Promise<Approval[]> {
     const out: Approval[] = [];
+    const { approvalSignalPrefix, approvalsOf } = await import('@loom/agent-loop');
     await this.eachWaitingAgentRun(approvalSignalPrefix, (events, signals) => {
       for (const approval of approvalsOf(events, signals)) {
         if (approval.status === 'pending') out.push(approval);
@@ -490,6 +493,7 @@ class LogView implements View {
 
   async pendingQuestions(): Promise<Question[]> {
     const out: Question[] = [];
+    const { answerSignalPrefix, questionsOf } = await import('@loom/agent-loop');
     await this.eachWaitingAgentRun(answerSignalPrefix, (events, signals) => {
       for (const question of questionsOf(events, signals)) {
         if (question.status === 'pending') out.push(question);

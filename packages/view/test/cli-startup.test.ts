@@ -77,7 +77,7 @@ describe('what the loom command loads', () => {
     ).toEqual([]);
   });
 
-  it('loom show reads a run without loading the projection or the dashboard', async () => {
+  it("loom show reads a flow's run without the projection, the dashboard or the agent loop", async () => {
     const show = await packagesLoadedBy(['show', 'order-7', '--db', db, '--json']);
     expect(show.code).toBe(0);
     expect(JSON.parse(show.stdout)).toMatchObject({
@@ -85,6 +85,7 @@ describe('what the loom command loads', () => {
     });
     expect(show.packages).toContain('@loom/event-runtime');
     expect([...show.packages].filter((name) => heavy.includes(name))).toEqual([]);
+    expect(show.packages.has('@loom/agent-loop')).toBe(false);
   });
 
   it('loom runs loads kysely only once the database has projection tables to read', async () => {
@@ -94,6 +95,7 @@ describe('what the loom command loads', () => {
       'order-7',
     ]);
     expect([...before.packages].filter((name) => heavy.includes(name))).toEqual([]);
+    expect(before.packages.has('@loom/agent-loop')).toBe(false); // a page without agent runs
 
     const init = await packagesLoadedBy(['projections', 'init', '--db', db]);
     expect(init.code).toBe(0);
