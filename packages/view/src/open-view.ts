@@ -1,11 +1,4 @@
-import {
-  type Approval,
-  answerSignalPrefix,
-  approvalSignalPrefix,
-  approvalsOf,
-  type Question,
-  questionsOf,
-} from '@loom/agent-loop';
+import type { Approval, Question } from '@loom/agent-loop';
 import type {
   Backend,
   DetailedExecutionStatus,
@@ -26,27 +19,19 @@ import { openBackend } from './internal/open-backend.js';
 import { type PageReader, storePageReader } from './internal/page-reader.js';
 import { readInbox, readLog } from './internal/read-log.js';
 import { waitingFor } from './internal/waiting-for.js';
-import { openProjectionDb, type ProjectionDb, readCheckpoint } from './projection/projection-db.js';
-import { type Projections, projectionsOn } from './projection/projections.js';
+import type { ProjectionDb } from './projection/projection-db.js';
+import type { Projections } from './projection/projections.js';
+import { projectionTables } from './projection/tables.js';
 import type { RunDetail } from './run-detail.js';
+import { runStatuses } from './run-statuses.js';
 import type { RunSummary } from './run-summary.js';
 import type { ScheduleSummary } from './schedule-summary.js';
 
+export { runStatuses } from './run-statuses.js';
 export type { ScheduleSummary } from './schedule-summary.js';
 
 /** Default page size of `view.runs()`: a screenful. */
 export const runsPageDefault = 50;
-
-/** Statuses `view.runs({ status })` accepts (the execution index's). */
-export const runStatuses: readonly DetailedExecutionStatus[] = [
-  'running',
-  'suspended',
-  'settled',
-  'completed',
-  'failed',
-  'cancelled',
-  'continued',
-];
 
 /** Filters of `view.runs()`: every one given must match. */
 export interface RunsFilter {
@@ -216,7 +201,9 @@ export async function openView(options: OpenViewOptions): Promise<View> {
   return new LogView(
     backend,
     backend.pages,
-    options.useProjections === false ? undefined : () => openProjectionDb(target, true),
+    options.useProjections === false
+      ? undefined
+      : async () => (await import('./projection/projection-db.js')).openProjectionDb(target, true),
   );
 }
 
@@ -295,6 +282,20 @@ class LogView implements View {
    */
   async currentProjections(): Promise<Projections | undefined> {
     if (this.openProjections === undefined) return undefined;
+    try {
+      // Without projection tables (most databases) the answer is known before kysely is loaded.
+      if (!this.projectionTablesKnown && !(await this.pages.hasTables(projectionTables))) {
+        return undefined;
+      }
+    } catch {
+      return undefined; // unreachable: read the log, as below
+    }
+    // Loaded here, not at the top: reads that never consult the projection (`loom show`, `events`,
+    // `tail`, …) and those of a database without it do without kysely and its ~260 modules.
+    const [{ readCheckpoint }, { projectionsOn }] = await Promise.all([
+      import('./projection/projection-db.js'),
+      import('./projection/projections.js'),
+    ]);
     this.projectionDb ??= this.openProjections();
     let opened: ProjectionDb;
     let position: number;
@@ -370,15 +371,21 @@ class LogView implements View {
     const waiting = folded.filter(
       ({ row, folded: f }) => row.status === 'suspended' && isAgentFlow(row.flow ?? f.flow),
     );
-    const decisions = await this.pages.signals(
-      waiting.map(({ row }) => row.executionId),
-      approvalSignalPrefix,
-    );
+    // The agent loop (~110 modules with the runtime it brings) only for a page with agent runs.
+    const agentLoop = waiting.length === 0 ? undefined : await import('@loom/agent-loop');
+    const decisions =
+      agentLoop === undefined
+        ? new Map<string, StoredSignal[]>()
+        : await this.pages.signals(
+            waiting.map(({ row }) => row.executionId),
+            agentLoop.approvalSignalPrefix,
+          );
     const waitingIds = new Set(waiting.map(({ row }) => row.executionId));
     return folded.map(({ row, events, folded: f }) => {
-      const approvals = waitingIds.has(row.executionId)
-        ? approvalsOf(events, decisions.get(row.executionId) ?? [])
-        : [];
+      const approvals =
+        agentLoop !== undefined && waitingIds.has(row.executionId)
+          ? agentLoop.approvalsOf(events, decisions.get(row.executionId) ?? [])
+          : [];
       return summaryOf(row, f, approvals);
     });
   }
@@ -388,8 +395,11 @@ class LogView implements View {
     const events = await readLog(this.opened.events, executionId);
     const folded = foldRun(events, isAgentFlow);
     const inbox = await readInbox(this.opened.events, executionId);
-    const agentRun = isAgentFlow(row.flow ?? folded.flow);
-    const approvals = agentRun ? approvalsOf(events, inbox) : [];
+    // The agent loop only for an agent run: `loom show` of a flow's run does without it.
+    const agentLoop = isAgentFlow(row.flow ?? folded.flow)
+      ? await import('@loom/agent-loop')
+      : undefined;
+    const approvals = agentLoop?.approvalsOf(events, inbox) ?? [];
     const summary = summaryOf(row, folded, approvals);
     return {
       run: summary,
@@ -400,7 +410,7 @@ class LogView implements View {
       timeline: folded.timeline,
       signals: signalsOf(inbox, folded.consumedSignalIds),
       approvals,
-      questions: agentRun ? questionsOf(events, inbox) : [],
+      questions: agentLoop?.questionsOf(events, inbox) ?? [],
       events: events.length,
     };
   }
@@ -472,6 +482,7 @@ class LogView implements View {
 
   async pendingApprovals(): Promise<Approval[]> {
     const out: Approval[] = [];
+    const { approvalSignalPrefix, approvalsOf } = await import('@loom/agent-loop');
     await this.eachWaitingAgentRun(approvalSignalPrefix, (events, signals) => {
       for (const approval of approvalsOf(events, signals)) {
         if (approval.status === 'pending') out.push(approval);
@@ -482,6 +493,7 @@ class LogView implements View {
 
   async pendingQuestions(): Promise<Question[]> {
     const out: Question[] = [];
+    const { answerSignalPrefix, questionsOf } = await import('@loom/agent-loop');
     await this.eachWaitingAgentRun(answerSignalPrefix, (events, signals) => {
       for (const question of questionsOf(events, signals)) {
         if (question.status === 'pending') out.push(question);

@@ -8,11 +8,11 @@ import type {
   Subscription,
 } from '@loom/event-runtime';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { dashboardPortDefault, tokenEnvVar } from './dashboard-defaults.js';
 import { isLoomError, LoomError, ViewErrorCode } from './errors.js';
 import { ExitCode, exitCodeOf } from './exit-code.js';
 import { parseDbUrl } from './internal/db-url.js';
 import { deployedOf } from './internal/deployed.js';
-import { forgetSubject } from './internal/forget-subject.js';
 import {
   formatApprovals,
   formatDetail,
@@ -23,12 +23,10 @@ import {
   formatSchedules,
 } from './internal/format.js';
 import { count, type Progress, progressAfterMs, startProgress } from './internal/progress.js';
-import { openOperator } from './open-operator.js';
-import { openView, runStatuses, type View } from './open-view.js';
+import type { Operator } from './open-operator.js';
+import type { View } from './open-view.js';
 import { addProjectionCommands } from './projection/projection-cli.js';
-import { spendOfRuns } from './projection/run-spend.js';
-import { replayLog } from './replay-log.js';
-import { dashboardPortDefault, startDashboard, tokenEnvVar } from './start-dashboard.js';
+import { runStatuses } from './run-statuses.js';
 import { addWorkerCommand } from './worker-command.js';
 
 /** Where `runCli` writes, and what it reads from the environment. */
@@ -194,13 +192,23 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     return { db: options.db ?? io.env[dbEnvVar] };
   };
   const print = (value: unknown, human: () => string) => io.stdout(asJson ? json(value) : human());
+  // What a command needs beyond the parsing is imported in its action (the view, the operator, the
+  // projection through kysely, the dashboard's hono): `loom --help` and `loom show` load none of
+  // what they do not use, where every `loom` call used to load all of it (~550 modules).
   const withView = async <T>(command: Command, work: (view: View) => Promise<T>): Promise<T> => {
-    const view = await openView({ db: globals(command).db ?? '' });
+    const db = globals(command).db ?? '';
+    const { openView } = await import('./open-view.js');
+    const view = await openView({ db });
     try {
       return await work(view);
     } finally {
       await view.close();
     }
+  };
+  const operatorOf = async (command: Command): Promise<Operator> => {
+    const db = globals(command).db ?? '';
+    const { openOperator } = await import('./open-operator.js');
+    return openOperator({ db });
   };
   const by = (given: string | undefined) => given ?? userInfo().username;
   /** Runs `work` under a progress line (a terminal, no --json, after the threshold). */
@@ -237,6 +245,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       ) => {
         const { page, spend } = await withView(command, async (view) => {
           const page = await withProgress('reading runs', () => view.runs(options));
+          const { spendOfRuns } = await import('./projection/run-spend.js');
           return { page, spend: await spendOfRuns(view, page.runs) };
         });
         print(
@@ -400,7 +409,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
         options: { at: number; id?: string; by?: string; allowRerun?: boolean },
         command: Command,
       ) => {
-        const operator = await openOperator({ db: globals(command).db ?? '' });
+        const operator = await operatorOf(command);
         try {
           const fork = (allowRerun: boolean) =>
             operator.fork(id, {
@@ -452,6 +461,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
         : await withView(command, (view) =>
             withProgress(`reading ${log}`, (progress) => view.exportLog(log, eventsRead(progress))),
           );
+      const { replayLog } = await import('./replay-log.js');
       const report = await withProgress(`replaying ${count(events.length)} events`, () =>
         replayLog(events, flows, { agents }),
       );
@@ -496,7 +506,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     )
     .option('--by <name>', 'who resumes (default: the OS user), recorded in the log')
     .action(async (id: string, options: { by?: string }, command: Command) => {
-      const operator = await openOperator({ db: globals(command).db ?? '' });
+      const operator = await operatorOf(command);
       try {
         const resumed = await operator.resume(id, { by: by(options.by) });
         print(
@@ -532,7 +542,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     )
     .option('--by <name>', 'who answers (default: the OS user)')
     .action(async (questionId: string, text: string, options: { by?: string }, self: Command) => {
-      const operator = await openOperator({ db: globals(self).db ?? '' });
+      const operator = await operatorOf(self);
       try {
         const answeredBy = by(options.by);
         await operator.answer(questionId, { by: answeredBy, text });
@@ -558,7 +568,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
         command: Command,
       ) => {
         const payload = parsePayload(payloadText);
-        const operator = await openOperator({ db: globals(command).db ?? '' });
+        const operator = await operatorOf(command);
         try {
           const sent = await operator.signal(
             id,
@@ -583,7 +593,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     .option('--by <name>', 'who cancels (default: the OS user)')
     .option('--reason <text>', 'why, recorded in the log')
     .action(async (id: string, options: { by?: string; reason?: string }, command: Command) => {
-      const operator = await openOperator({ db: globals(command).db ?? '' });
+      const operator = await operatorOf(command);
       try {
         const cancelled = await operator.cancel(id, {
           by: by(options.by),
@@ -603,7 +613,9 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       "erase a subject (@loom/plugin-crypto): destroy its data keys in this database's keyring, so its encrypted fields read as Erased everywhere; appends an erasure receipt",
     )
     .action(async (subject: string, _options: unknown, command: Command) => {
-      const receipt = await forgetSubject(parseDbUrl(globals(command).db), subject);
+      const target = parseDbUrl(globals(command).db);
+      const { forgetSubject } = await import('./internal/forget-subject.js');
+      const receipt = await forgetSubject(target, subject);
       print(receipt, () =>
         receipt.alreadyForgotten
           ? `${subject} was already forgotten (receipt in ${receipt.receiptExecutionId})`
@@ -638,7 +650,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
         self: Command,
       ) => {
         const resolution = resolutionOf(options);
-        const operator = await openOperator({ db: globals(self).db ?? '' });
+        const operator = await operatorOf(self);
         try {
           const decided = {
             by: by(options.by),
@@ -692,8 +704,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
         command: Command,
       ) => {
         const token = options.token ?? io.env[tokenEnvVar];
+        const db = globals(command).db ?? '';
+        const { startDashboard } = await import('./start-dashboard.js');
         const dashboard = await startDashboard({
-          db: globals(command).db ?? '',
+          db,
           ...(options.port === undefined ? {} : { port: options.port }),
           ...(options.host === undefined ? {} : { host: options.host }),
           ...(options.allowRemote === true ? { allowRemote: true } : {}),

@@ -1,20 +1,23 @@
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { createAdaptorServer } from '@hono/node-server';
+import {
+  dashboardPollMsDefault,
+  dashboardPortDefault,
+  dashboardTokenCharsMin,
+} from './dashboard-defaults.js';
 import { LoomError, ViewErrorCode } from './errors.js';
 import { dashboardApp } from './internal/dashboard/dashboard-app.js';
 import { allowedHosts, checkBind } from './internal/dashboard/guard.js';
 import { type Operator, openOperator } from './open-operator.js';
 import { openView, type View } from './open-view.js';
 
-/** The port `loom serve` listens on when `--port` is not given. */
-export const dashboardPortDefault = 7380;
-/** How often an open page's event stream polls the store for changes (ms). */
-export const dashboardPollMsDefault = 500;
-/** The shortest token accepted: a guessable token would make the bearer check moot. */
-export const dashboardTokenCharsMin = 16;
-/** The environment variable `loom serve` reads the token from when `--token` is not given. */
-export const tokenEnvVar = 'LOOM_TOKEN';
+export {
+  dashboardPollMsDefault,
+  dashboardPortDefault,
+  dashboardTokenCharsMin,
+  tokenEnvVar,
+} from './dashboard-defaults.js';
 
 /** Options of {@link startDashboard}. */
 export interface DashboardOptions {

@@ -1,16 +1,10 @@
-import { type AgentRuntime, agentFlowName, createAgentRuntime } from '@loom/agent-loop';
+import type { AgentRuntime } from '@loom/agent-loop';
 import type { Backend } from '@loom/event-runtime';
-import {
-  type DrainReport,
-  type Runtime,
-  startWorker,
-  type WorkflowDefinition,
-} from '@loom/workflow-runtime';
+import type { DrainReport, Runtime, WorkflowDefinition } from '@loom/workflow-runtime';
 import type { Command } from 'commander';
 import { LoomError, ViewErrorCode } from './errors.js';
 import { type DbTarget, parseDbUrl } from './internal/db-url.js';
 import { deployedOf } from './internal/deployed.js';
-import { openBackend } from './internal/open-backend.js';
 
 /** `loom worker --drain-timeout`'s default: what a worker may take to finish after SIGTERM. */
 export const drainTimeoutMsDefault = 30_000;
@@ -131,6 +125,13 @@ export function addWorkerCommand(program: Command, deps: WorkerCommandDeps): voi
       // Flows, agents, or both (deployedOf refuses a module that exports neither).
       const { flows, agents } = await deployedOf(flags.flows);
       if (flags.migrate === true) await migrate(target);
+      // The runtimes load here, not when the command is defined (as every `loom` call does).
+      const [{ agentFlowName, createAgentRuntime }, { startWorker }, { openBackend }] =
+        await Promise.all([
+          import('@loom/agent-loop'),
+          import('@loom/workflow-runtime'),
+          import('./internal/open-backend.js'),
+        ]);
       let agentRuntime: AgentRuntime | undefined;
       const backend: Backend = await openBackend(target, false);
       const worker = await startWorker({

@@ -15,6 +15,12 @@ export interface PageReader {
   logs(executionIds: readonly string[]): Promise<Map<string, StoredEvent[]>>;
   /** The signals of these runs whose name starts with `prefix`, by run, in arrival order. */
   signals(executionIds: readonly string[], prefix: string): Promise<Map<string, StoredSignal[]>>;
+  /**
+   * Whether every one of these tables exists beside the store (in its Postgres schema). The view
+   * asks it before it loads the projection's query builder (kysely): most databases have no
+   * projection tables, and a read of one that has none needs nothing more.
+   */
+  hasTables(names: readonly string[]): Promise<boolean>;
 }
 
 interface EventRow {
@@ -92,6 +98,10 @@ export function sqlitePageReader(database: Database.Database): PageReader {
      WHERE execution_id IN (SELECT value FROM json_each(?)) AND substr(name, 1, ?) = ?
      ORDER BY execution_id, signal_id`,
   );
+  const tables = database.prepare<[string], { n: number }>(
+    `SELECT count(*) AS n FROM sqlite_master
+     WHERE type = 'table' AND name IN (SELECT value FROM json_each(?))`,
+  );
   return {
     logs: async (ids) =>
       ids.length === 0 ? new Map() : group(logs.all(JSON.stringify(ids)), eventOf),
@@ -99,6 +109,7 @@ export function sqlitePageReader(database: Database.Database): PageReader {
       ids.length === 0
         ? new Map()
         : group(signals.all(JSON.stringify(ids), prefix.length, prefix), signalOf),
+    hasTables: async (names) => Number(tables.get(JSON.stringify(names))?.n) === names.length,
   };
 }
 
@@ -125,6 +136,14 @@ export function postgresPageReader(pool: pg.Pool, schema: string): PageReader {
       );
       return group(result.rows, signalOf);
     },
+    hasTables: async (names) => {
+      const result = await pool.query<{ n: string }>(
+        `SELECT count(*) AS n FROM information_schema.tables
+         WHERE table_schema = $1 AND table_name = ANY($2::text[])`,
+        [schema, names],
+      );
+      return Number(result.rows[0]?.n) === names.length;
+    },
   };
 }
 
@@ -147,5 +166,7 @@ export function storePageReader(store: EventStore): PageReader {
       }
       return out;
     },
+    // The store's API has no tables: whoever has projection tables reads them with their own.
+    hasTables: async () => false,
   };
 }

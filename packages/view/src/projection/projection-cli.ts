@@ -1,17 +1,8 @@
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import { formatTable } from '../internal/format.js';
-import { currentProjectionsOf, openView } from '../open-view.js';
-import {
-  catchUpProjections,
-  initProjections,
-  openProjections,
-  type SpendGroup,
-  type SpendRow,
-  startProjector,
-} from './projections.js';
+import type { SpendGroup, SpendRow } from './projections.js';
 import type { ProjectorStats } from './projector.js';
-import { spendFromLogs } from './run-spend.js';
 
 /** What the projection commands need from `runCli`. */
 export interface ProjectionCliContext {
@@ -52,7 +43,10 @@ function formatSpendRows(by: SpendGroup, rows: readonly SpendRow[]): string {
   );
 }
 
-/** `loom projections init|run|status` and `loom spend`. */
+/**
+ * `loom projections init|run|status` and `loom spend`. Each action imports the projection (kysely)
+ * itself: defining the commands, as every `loom` call does, loads none of it.
+ */
 export function addProjectionCommands(program: Command, cli: ProjectionCliContext): void {
   const projections = program
     .command('projections')
@@ -63,6 +57,7 @@ export function addProjectionCommands(program: Command, cli: ProjectionCliContex
     .description('create the projection tables beside a migrated Loom store (the one setup step)')
     .action(async (_options: unknown, command: Command) => {
       const db = cli.db(command);
+      const { initProjections } = await import('./projections.js');
       const result = await initProjections({ db });
       cli.print(result, () =>
         result.created
@@ -94,6 +89,7 @@ export function addProjectionCommands(program: Command, cli: ProjectionCliContex
               }
             : {}),
         };
+        const { catchUpProjections, startProjector } = await import('./projections.js');
         if (options.once === true) {
           const stats = await catchUpProjections(target);
           cli.print(
@@ -127,7 +123,9 @@ export function addProjectionCommands(program: Command, cli: ProjectionCliContex
       'where the projector stands: checkpoint position and events folded, runs per status',
     )
     .action(async (_options: unknown, command: Command) => {
-      const opened = await openProjections({ db: cli.db(command) });
+      const db = cli.db(command);
+      const { openProjections } = await import('./projections.js');
+      const opened = await openProjections({ db });
       try {
         const checkpoint = await opened.checkpoint();
         const counts = await opened.counts();
@@ -165,7 +163,12 @@ export function addProjectionCommands(program: Command, cli: ProjectionCliContex
           ...(options.from === undefined ? {} : { fromDay: options.from }),
           ...(options.to === undefined ? {} : { toDay: options.to }),
         };
-        const view = await openView({ db: cli.db(command) });
+        const db = cli.db(command);
+        const [{ currentProjectionsOf, openView }, { spendFromLogs }] = await Promise.all([
+          import('../open-view.js'),
+          import('./run-spend.js'),
+        ]);
+        const view = await openView({ db });
         try {
           const projections = await currentProjectionsOf(view);
           if (projections === undefined) {

@@ -1,8 +1,6 @@
-import { callOfEvent } from '@loom/agent-loop';
 import { currentProjectionsOf, type View } from '../open-view.js';
 import type { RunSummary } from '../run-summary.js';
-import { utcDay } from './fold-batch.js';
-import { checkSpendQuery, type Spend, type SpendQuery, type SpendRow } from './projections.js';
+import type { Spend, SpendQuery, SpendRow } from './projections.js';
 
 /** No model call: what a flow run (or an agent run before its first turn) spent. */
 export const noSpend: Readonly<Spend> = {
@@ -26,6 +24,8 @@ export async function spendOfRuns(
   const out = new Map<string, Spend>(runs.map((run) => [run.id, { ...noSpend }]));
   const agentRuns = runs.filter((run) => run.kind === 'agent').map((run) => run.id);
   if (agentRuns.length === 0) return out;
+  // The agent loop only for a page with agent runs.
+  const { callOfEvent } = await import('@loom/agent-loop');
   const projections = await currentProjectionsOf(view);
   if (projections !== undefined) {
     for (const { key, ...spend } of await projections.spend({ by: 'run', runIds: agentRuns })) {
@@ -61,6 +61,13 @@ const runsPageSize = 500;
  * Error codes: `INVALID_ARGUMENT` (a bad group or day), store errors.
  */
 export async function spendFromLogs(view: View, query: SpendQuery): Promise<SpendRow[]> {
+  // Imported here, not at the top: `spendOfRuns` (every `loom runs`) needs none of them on a page
+  // without agent runs (the projection's module loads kysely, the agent loop its runtime).
+  const [{ checkSpendQuery }, { utcDay }, { callOfEvent }] = await Promise.all([
+    import('./projections.js'),
+    import('./fold-batch.js'),
+    import('@loom/agent-loop'),
+  ]);
   checkSpendQuery(query);
   const only = query.runIds === undefined ? undefined : new Set(query.runIds);
   const groups = new Map<string, Spend>();
