@@ -90,4 +90,11 @@ export {
   type RunStreams,
   uiMessageStreamHeader,
 } from './ui/agent-run-response.js';
+export { nodeListener } from './ui/node-listener.js';
+export {
+  chatBodyBytesMax,
+  type ThreadChatHandlerOptions,
+  type ThreadChats,
+  threadChatHandler,
+} from './ui/thread-chat-handler.js';
 export type { UiMessageChunk } from './ui/ui-message-chunk.js';
