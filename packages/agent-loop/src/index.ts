@@ -58,6 +58,7 @@ export {
 } from './define-tool.js';
 export { AgentErrorCode, isLoomError, LoomError, type LoomErrorFields } from './errors.js';
 export { type ForkRerun, forkReruns } from './fork-reruns.js';
+export { globalTracer } from './global-tracer.js';
 export { AgentSpanAttribute } from './internal/agent-spans.js';
 export { callOfEvent } from './internal/run-memory.js';
 export {

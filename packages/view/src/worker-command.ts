@@ -1,4 +1,9 @@
-import { type AgentRuntime, agentFlowName, createAgentRuntime } from '@loom/agent-loop';
+import {
+  type AgentRuntime,
+  agentFlowName,
+  createAgentRuntime,
+  globalTracer,
+} from '@loom/agent-loop';
 import type { Backend } from '@loom/event-runtime';
 import {
   type DrainReport,
@@ -132,6 +137,9 @@ export function addWorkerCommand(program: Command, deps: WorkerCommandDeps): voi
       const { flows, agents } = await deployedOf(flags.flows);
       if (flags.migrate === true) await migrate(target);
       let agentRuntime: AgentRuntime | undefined;
+      // The agents' spans go to the global OpenTelemetry provider, if the process registered one
+      // (NODE_OPTIONS='--import ./instrumentation.mjs'): a worker runs no code of the user's own.
+      const tracer = agents.length === 0 ? undefined : await globalTracer('loom-worker');
       const backend: Backend = await openBackend(target, false);
       const worker = await startWorker({
         backend,
@@ -142,7 +150,11 @@ export function addWorkerCommand(program: Command, deps: WorkerCommandDeps): voi
           ? {}
           : {
               setup: (runtime: Runtime) => {
-                agentRuntime = createAgentRuntime({ flows: runtime, agents });
+                agentRuntime = createAgentRuntime({
+                  flows: runtime,
+                  agents,
+                  ...(tracer === undefined ? {} : { tracer }),
+                });
               },
             }),
         queues,
