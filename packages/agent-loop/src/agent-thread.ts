@@ -256,6 +256,16 @@ export function agentThread<O>(
     threadId,
     send,
     messages,
+    turn: (message) => {
+      if (!Number.isSafeInteger(message) || message < 1) {
+        throw new LoomError(
+          AgentErrorCode.INVALID_ARGUMENT,
+          `a message number is a whole number from 1, got ${JSON.stringify(message)}`,
+          { threadId },
+        );
+      }
+      return turnOf(message);
+    },
     activeTurn,
     stream: (turn) =>
       port.stream(turnRunId(threadId, typeof turn === 'number' ? turn : turn.message)),
