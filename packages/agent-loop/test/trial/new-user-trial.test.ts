@@ -24,7 +24,7 @@ import {
   type ChatMove,
 } from '../../demo/chat-completions-server.test-support.js';
 import { support } from '../../examples/trial/support.js';
-import { createAgentRuntime, type RunResult } from '../../src/index.js';
+import { createAgentRuntime, isLoomError, type RunResult } from '../../src/index.js';
 
 const trial = fileURLToPath(new URL('../../examples/trial/', import.meta.url));
 // The `loom` command is @loom/view's (which depends on this package): its built binary.
@@ -202,6 +202,7 @@ describe.each(targets)('the new-user trial of issue 29 on $name', (target) => {
       });
 
     if (target.name === 'postgres') await dropSchema();
+    let watcher: ReturnType<typeof createRuntime> | undefined;
     try {
       const worker1 = worker(spans1, true);
       await worker1.line('loom: worker ', waitMs);
@@ -210,6 +211,8 @@ describe.each(targets)('the new-user trial of issue 29 on $name', (target) => {
         name: 'web server',
       });
       const chatUrl = (await web.line('listening ', waitMs)).slice('listening '.length).trim();
+      watcher = createRuntime({ backend: await target.open(), timerPollMs: 0, recoverEveryMs: 0 });
+      const watcherAgents = createAgentRuntime({ flows: watcher, agents: [support] });
 
       // The browser: useChat's POST (DefaultChatTransport's body), then read the stream.
       const events: SseEvent[] = [];
@@ -239,30 +242,41 @@ describe.each(targets)('the new-user trial of issue 29 on $name', (target) => {
       // A person's questions, listed and answered from other processes (loom questions, loom
       // answer). Worker 1 resumes the run after the first answer; it is killed while the run
       // waits for the second, and worker 2 takes the run on.
-      const pendingQuestion = (text: string) =>
-        within(
+      // Watched from a runtime of this process that drives nothing (no poll, no recovery, no
+      // start); a question is answered once its run is suspended (no process holds it), so the
+      // process that resumes the run is one whose timer poll claims it: a worker.
+      const pendingQuestion = async (text: string) => {
+        const agents = watcherAgents;
+        await within(
           (async () => {
             for (;;) {
-              const { code, stdout } = await loom(['questions', '--json'], target.db);
-              expect(code).toBe(0);
-              const pending = JSON.parse(stdout) as {
-                id: string;
-                runId: string;
-                question: string;
-              }[];
-              const found = pending.find((q) => q.question === text);
-              // Answered once the run is suspended (no process holds it), so the process that
-              // resumes it is one whose timer poll claims it: a worker, never the web server.
-              const { stdout: shown } = await loom(['show', 'chat-ana/1', '--json'], target.db);
-              if (found !== undefined && JSON.parse(shown).run.status === 'suspended') {
-                expect(pending).toHaveLength(1);
-                return found;
-              }
+              const asked = await agents.questions('chat-ana/1').catch((error: unknown) => {
+                if (isLoomError(error, 'RUN_NOT_FOUND')) return []; // not started yet
+                throw error;
+              });
+              if (asked.some((q) => q.question === text && q.status === 'pending')) return;
               await new Promise((resolve) => setTimeout(resolve, 50));
             }
           })(),
-          `the question '${text}' in loom questions`,
+          `the question '${text}' pending`,
         );
+        await within(
+          (async () => {
+            for (;;) {
+              const { stdout } = await loom(['show', 'chat-ana/1', '--json'], target.db);
+              if (JSON.parse(stdout).run.status === 'suspended') return;
+              await new Promise((resolve) => setTimeout(resolve, 50));
+            }
+          })(),
+          `run chat-ana/1 suspended on '${text}'`,
+        );
+        // What a person sees from a shell: the one question waiting, across runs.
+        const { code, stdout } = await loom(['questions', '--json'], target.db);
+        expect(code).toBe(0);
+        const pending = JSON.parse(stdout) as { id: string; runId: string; question: string }[];
+        expect(pending.map((q) => q.question)).toEqual([text]);
+        return pending[0] as { id: string; runId: string; question: string };
+      };
       const answerFrom = async (questionId: string, text: string) => {
         const answered = await loom(['answer', questionId, text, '--by', 'ana'], target.db);
         expect(answered.code, answered.stderr).toBe(0);
@@ -319,25 +333,14 @@ describe.each(targets)('the new-user trial of issue 29 on $name', (target) => {
       // Nothing runs on the thread now: the resume GET is 204.
       expect((await fetch(`${chatUrl}/chat-ana/stream`)).status).toBe(204);
 
-      // The structured answer, parsed and typed in the run's result (read from a runtime that
-      // drives nothing); the model was asked three times in all: no answer was asked again.
-      const reader = createRuntime({
-        backend: await target.open(),
-        timerPollMs: 0,
-        recoverEveryMs: 0,
-      });
-      try {
-        const readerAgents = createAgentRuntime({ flows: reader, agents: [support] });
-        const result: RunResult<{ reply: string; orderId: string }> = await within(
-          readerAgents.thread(support, 'chat-ana').turn(1).result(),
-          'the turn result',
-        );
-        expect(result.reason).toBe('goal_completed');
-        expect(result.output?.orderId).toBe('A-17');
-        expect(result.output).toEqual(answer);
-      } finally {
-        await reader.shutdown();
-      }
+      // The structured answer, parsed and typed in the run's result (read by the watcher); the model was asked three times in all: no answer was asked again.
+      const result: RunResult<{ reply: string; orderId: string }> = await within(
+        watcherAgents.thread(support, 'chat-ana').turn(1).result(),
+        'the turn result',
+      );
+      expect(result.reason).toBe('goal_completed');
+      expect(result.output?.orderId).toBe('A-17');
+      expect(result.output).toEqual(answer);
       expect(model.requests.filter((r) => r.path === '/v1/chat/completions')).toHaveLength(3);
       expect(model.requests.every((r) => r.body.stream === true)).toBe(true);
 
@@ -377,6 +380,7 @@ describe.each(targets)('the new-user trial of issue 29 on $name', (target) => {
         });
       }
     } finally {
+      await watcher?.shutdown();
       await model.close();
     }
   });
