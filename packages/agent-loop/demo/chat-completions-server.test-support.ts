@@ -1,6 +1,8 @@
 // A local HTTP server on 127.0.0.1 that speaks OpenAI's chat-completions wire format (plain JSON
 // and SSE streams) and plays the demo's support person (`nextMove`) from the conversation it is
-// sent: the paid API `pnpm demo:openai` talks to, without the network or a key.
+// sent: the paid API `pnpm demo:openai` talks to, without the network or a key. Another script
+// (`move`) plays another agent; `pieces` streams a text answer in parts, each awaited (a test
+// gates them on what its client has seen).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { nextMove } from './support-agent.js';
@@ -12,12 +14,23 @@ export interface ChatRequest {
   body: { model?: string; stream?: boolean; messages?: unknown[]; tools?: unknown[] };
 }
 
+/** The model's next move: a text answer, or one tool call. */
+export type ChatMove = { text: string } | { tool: string; input: unknown };
+
+/** How the server plays the model. */
+export interface ChatScript {
+  /** The next move from the request's body. Default: the demo's support person. */
+  move?: (body: ChatRequest['body']) => ChatMove;
+  /** A streamed text answer's parts, in order (they must join to the text). Default: one part. */
+  pieces?: (text: string) => AsyncIterable<string>;
+}
+
 export class ChatCompletionsServer {
   readonly requests: ChatRequest[] = [];
   private readonly sockets = new Set<Socket>();
   private readonly server: Server;
 
-  private constructor() {
+  private constructor(private readonly script: ChatScript) {
     this.server = createServer((req, res) => void this.answer(req, res));
     this.server.on('connection', (socket) => {
       this.sockets.add(socket);
@@ -25,8 +38,8 @@ export class ChatCompletionsServer {
     });
   }
 
-  static async start(): Promise<ChatCompletionsServer> {
-    const server = new ChatCompletionsServer();
+  static async start(script: ChatScript = {}): Promise<ChatCompletionsServer> {
+    const server = new ChatCompletionsServer(script);
     await new Promise<void>((resolve) => server.server.listen(0, '127.0.0.1', resolve));
     return server;
   }
@@ -56,7 +69,7 @@ export class ChatCompletionsServer {
     }
     const n = this.requests.length;
     const model = body.model ?? 'unknown';
-    const move = nextMove(JSON.stringify(body.messages ?? []));
+    const move = this.script.move?.(body) ?? nextMove(JSON.stringify(body.messages ?? []));
     const toolCalls =
       'text' in move
         ? undefined
@@ -100,16 +113,20 @@ export class ChatCompletionsServer {
         choices: [{ index: 0, delta, finish_reason: finishReason }],
       });
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    res.write(
-      chunk(
-        'text' in move
-          ? { role: 'assistant', content: move.text }
-          : {
-              role: 'assistant',
-              tool_calls: toolCalls?.map((call, index) => ({ index, ...call })),
-            },
-      ),
-    );
+    if ('text' in move) {
+      let first = true;
+      for await (const piece of this.script.pieces?.(move.text) ?? [move.text]) {
+        res.write(chunk(first ? { role: 'assistant', content: piece } : { content: piece }));
+        first = false;
+      }
+    } else {
+      res.write(
+        chunk({
+          role: 'assistant',
+          tool_calls: toolCalls?.map((call, index) => ({ index, ...call })),
+        }),
+      );
+    }
     res.write(chunk({}, finish));
     res.write(event({ ...base, object: 'chat.completion.chunk', choices: [], usage }));
     res.end('data: [DONE]\n\n');

@@ -168,6 +168,36 @@ describe('threads on the memory store', () => {
     expect((await second.result()).output).toBe('re: and then? (1 earlier)');
   });
 
+  it('activeTurn is the newest message’s turn while it has not ended (queued counts), then none; turn(n) reads any turn', async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const requests: ModelRequest[] = [];
+    const chat = chatAgent(requests, { busy: 'queue', gate });
+    const other = chatAgent([], { name: 'other' });
+    const { agents } = harness([chat, other]);
+    const thread = agents.thread(chat, 'active');
+    expect(await thread.activeTurn()).toBeUndefined(); // no thread yet
+    await thread.send('look slowly');
+    await eventually(
+      async () => (requests.length > 0 ? true : undefined),
+      'the first turn to call its tool',
+    );
+    expect((await thread.activeTurn())?.runId).toBe('active/1');
+    await thread.send('and then?'); // queued behind turn 1
+    expect((await thread.activeTurn())?.runId).toBe('active/2');
+    open();
+    expect((await thread.turn(2).result()).output).toBe('re: and then? (1 earlier)');
+    expect(await thread.activeTurn()).toBeUndefined();
+    expect((await thread.turn(1).result()).output).toBe('re: look slowly (0 earlier)');
+    expect(() => thread.turn(0)).toThrow(/a message number is a whole number from 1/);
+    // Another agent's thread is refused, as send refuses it.
+    await expect(agents.thread(other, 'active').activeTurn()).rejects.toThrow(
+      /'active' is not a thread of agent 'other'/,
+    );
+  });
+
   it("busy 'reject': a message sent while a turn runs is THREAD_BUSY, names the thread and records nothing", async () => {
     let open!: () => void;
     const gate = new Promise<void>((resolve) => {

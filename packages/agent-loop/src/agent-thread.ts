@@ -128,6 +128,10 @@ export function agentThread<O>(
       }
       first = (await port.readPage(threadId, 0, 1))[0];
     }
+    checkOwner(first);
+  };
+  /** Refuses a thread whose first event (`execution.started`) is not a thread of this agent's. */
+  const checkOwner = (first: StoredEvent | undefined): void => {
     const flowName = (first?.payload as { flow?: unknown } | undefined)?.flow;
     if (flowName !== threadFlowName(agent.name)) {
       throw new LoomError(
@@ -237,10 +241,32 @@ export function agentThread<O>(
     return out;
   };
 
+  const activeTurn = async (): Promise<ThreadTurn<O> | undefined> => {
+    const first = (await port.readPage(threadId, 0, 1))[0];
+    if (first === undefined) return undefined;
+    checkOwner(first);
+    const newest = messagesIn(await port.readSignals(threadId)).at(-1);
+    if (newest === undefined) return undefined;
+    return (await unsettledTurn(port, threadId, newest.n)) === undefined
+      ? undefined
+      : turnOf(newest.n);
+  };
+
   return {
     threadId,
     send,
     messages,
+    turn: (message) => {
+      if (!Number.isSafeInteger(message) || message < 1) {
+        throw new LoomError(
+          AgentErrorCode.INVALID_ARGUMENT,
+          `a message number is a whole number from 1, got ${JSON.stringify(message)}`,
+          { threadId },
+        );
+      }
+      return turnOf(message);
+    },
+    activeTurn,
     stream: (turn) =>
       port.stream(turnRunId(threadId, typeof turn === 'number' ? turn : turn.message)),
   };

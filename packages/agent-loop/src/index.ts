@@ -58,6 +58,7 @@ export {
 } from './define-tool.js';
 export { AgentErrorCode, isLoomError, LoomError, type LoomErrorFields } from './errors.js';
 export { type ForkRerun, forkReruns } from './fork-reruns.js';
+export { globalTracer } from './global-tracer.js';
 export { AgentSpanAttribute } from './internal/agent-spans.js';
 export { callOfEvent } from './internal/run-memory.js';
 export {
@@ -90,4 +91,11 @@ export {
   type RunStreams,
   uiMessageStreamHeader,
 } from './ui/agent-run-response.js';
+export { nodeListener } from './ui/node-listener.js';
+export {
+  chatBodyBytesMax,
+  type ThreadChatHandlerOptions,
+  type ThreadChats,
+  threadChatHandler,
+} from './ui/thread-chat-handler.js';
 export type { UiMessageChunk } from './ui/ui-message-chunk.js';

@@ -92,4 +92,15 @@ export interface AgentThread<O = JsonValue> {
   messages(): Promise<ThreadMessage[]>;
   /** Follows the turn of message `message` (see `agents.stream`). */
   stream(turn: ThreadTurn<O> | number): AgentStream;
+  /**
+   * The turn of message `message` (from 1), from any process: its `result()` is typed by the
+   * agent's `output`. Reads nothing until `result()` is called (it waits for a turn not started).
+   */
+  turn(message: number): ThreadTurn<O>;
+  /**
+   * The turn of the thread's newest message if it has not ended (queued behind an earlier turn,
+   * running, or waiting for a person), else undefined (no message yet, or all answered): what a
+   * client that reconnects to the chat should follow. Reads the thread's inbox and one status.
+   */
+  activeTurn(): Promise<ThreadTurn<O> | undefined>;
 }

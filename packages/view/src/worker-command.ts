@@ -126,13 +126,19 @@ export function addWorkerCommand(program: Command, deps: WorkerCommandDeps): voi
       const { flows, agents } = await deployedOf(flags.flows);
       if (flags.migrate === true) await migrate(target);
       // The runtimes load here, not when the command is defined (as every `loom` call does).
-      const [{ agentFlowName, createAgentRuntime }, { startWorker }, { openBackend }] =
-        await Promise.all([
-          import('@loom/agent-loop'),
-          import('@loom/workflow-runtime'),
-          import('./internal/open-backend.js'),
-        ]);
+      const [
+        { agentFlowName, createAgentRuntime, globalTracer },
+        { startWorker },
+        { openBackend },
+      ] = await Promise.all([
+        import('@loom/agent-loop'),
+        import('@loom/workflow-runtime'),
+        import('./internal/open-backend.js'),
+      ]);
       let agentRuntime: AgentRuntime | undefined;
+      // The agents' spans go to the global OpenTelemetry provider, if the process registered one
+      // (NODE_OPTIONS='--import ./instrumentation.mjs'): a worker runs no code of the user's own.
+      const tracer = agents.length === 0 ? undefined : await globalTracer('loom-worker');
       const backend: Backend = await openBackend(target, false);
       const worker = await startWorker({
         backend,
@@ -143,7 +149,11 @@ export function addWorkerCommand(program: Command, deps: WorkerCommandDeps): voi
           ? {}
           : {
               setup: (runtime: Runtime) => {
-                agentRuntime = createAgentRuntime({ flows: runtime, agents });
+                agentRuntime = createAgentRuntime({
+                  flows: runtime,
+                  agents,
+                  ...(tracer === undefined ? {} : { tracer }),
+                });
               },
             }),
         queues,

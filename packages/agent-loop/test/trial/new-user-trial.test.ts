@@ -1,0 +1,387 @@
+// Issue 29's new-user trial as one piece, on a SQLite file and on a Postgres schema, every part a
+// real process: the agent module packages/agent-loop/examples/trial/support.ts (a thread agent
+// with an `output` schema that may ask a person; the only code of the user's own) run by two
+// `loom worker --flows` processes with OpenTelemetry set up by `--import` (its in-memory exporter
+// mirrors each span to a file), the web server examples/trial/web.ts (threadChatHandler), the
+// model a local chat-completions server (SSE) in this process, and `loom answer` from a third
+// process. The model asks a person twice, then answers. The web server registers the agent to
+// send to its threads, so the runtime that starts a thread may drive its first turn until that
+// waits (a start drives what it starts): the first model call is the web server's or worker 1's;
+// worker 1 resumes the run after the first answer and is SIGKILLed while the run waits for the second; worker 2
+// resumes it after `loom answer` and streams the answer, which the model writes piece by piece,
+// each piece only once this HTTP client has read the one before. The client reads the stream
+// over useChat's POST, drops it mid-answer and resumes with Last-Event-ID.
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { killTestProcesses, spawnTestProcess } from '@loom/event-runtime/testing';
+import { createRuntime } from '@loom/workflow-runtime';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  ChatCompletionsServer,
+  type ChatMove,
+} from '../../demo/chat-completions-server.test-support.js';
+import { support } from '../../examples/trial/support.js';
+import { createAgentRuntime, isLoomError, type RunResult } from '../../src/index.js';
+
+const trial = fileURLToPath(new URL('../../examples/trial/', import.meta.url));
+// The `loom` command is @loom/view's (which depends on this package): its built binary.
+const loomBin = fileURLToPath(new URL('../../../view/dist/bin.js', import.meta.url));
+const pgUrl = process.env.LOOM_TEST_PG ?? 'postgres://root@127.0.0.1:5432/test';
+const schema = `trial_${process.pid}`;
+const dir = mkdtempSync(join(tmpdir(), 'loom-trial-'));
+const dropSchema = async () => {
+  const client = new pg.Client({ connectionString: pgUrl });
+  await client.connect();
+  await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  await client.end();
+};
+afterAll(async () => {
+  await killTestProcesses();
+  await dropSchema();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** The two databases: what `--db` and LOOM_DB take, and how this process opens the same one. */
+const targets = [
+  {
+    name: 'sqlite',
+    db: `sqlite:${join(dir, 'loom.db')}`,
+    open: async () => {
+      const { openSqlite } = await import('@loom/workflow-runtime/sqlite');
+      return openSqlite({ path: join(dir, 'loom.db') });
+    },
+  },
+  {
+    name: 'postgres',
+    db: `${pgUrl}?schema=${schema}`,
+    open: async () => {
+      const { openPostgres } = await import('@loom/workflow-runtime/postgres');
+      return openPostgres({ connectionString: pgUrl, schema });
+    },
+  },
+];
+
+/** `loom <args>` as a process of its own, on `db`. */
+async function loom(args: readonly string[], db: string) {
+  if (!existsSync(loomBin)) throw new Error(`${loomBin} is missing: run pnpm build first`);
+  return spawnTestProcess(loomBin, {
+    args: [...args, '--db', db],
+    nodeArgs: [],
+    name: `loom ${args[0]}`,
+    deadlineMs: 30_000,
+  }).ended();
+}
+
+const waitMs = 20_000;
+const answer = { reply: 'Order A-17 ships tomorrow morning.', orderId: 'A-17' };
+const answerText = JSON.stringify(answer);
+/** The answer in the pieces the model writes: about a word each. */
+const pieces = answerText.match(/[^ ]+ ?/g) as string[];
+const questions = ['Which order do you mean?', 'Which colour was it?'];
+
+/** `promise`, or a rejection naming `what` after `waitMs`. */
+function within<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not within ${waitMs} ms`)), waitMs);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+interface SseEvent {
+  id: string | undefined;
+  chunk: { type: string; delta?: string; data?: unknown; [key: string]: unknown } | '[DONE]';
+}
+
+/** Reads SSE events into `into` until `[DONE]` or `stop`; then drops the connection. */
+async function readSse(
+  response: Response,
+  into: SseEvent[],
+  stop: (event: SseEvent) => boolean,
+  what: string,
+): Promise<void> {
+  expect(response.status, what).toBe(200);
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  try {
+    for (;;) {
+      const { done, value } = await within(reader.read(), what);
+      if (done) throw new Error(`${what}: the stream ended without [DONE]`);
+      buffer += decoder.decode(value, { stream: true });
+      for (let cut = buffer.indexOf('\n\n'); cut !== -1; cut = buffer.indexOf('\n\n')) {
+        const block = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        const data = /^data: (.*)$/m.exec(block)?.[1] ?? '';
+        const event: SseEvent = {
+          id: /^id: (.*)$/m.exec(block)?.[1],
+          chunk: data === '[DONE]' ? '[DONE]' : JSON.parse(data),
+        };
+        into.push(event);
+        if (event.chunk === '[DONE]' || stop(event)) return;
+      }
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+}
+
+const textOf = (events: readonly SseEvent[]) =>
+  events
+    .map((e) => (e.chunk !== '[DONE]' && e.chunk.type === 'text-delta' ? e.chunk.delta : ''))
+    .join('');
+
+interface ExportedSpan {
+  name: string;
+  attributes: Record<string, unknown>;
+}
+const spansOf = (file: string): ExportedSpan[] =>
+  existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .split('\n')
+        .filter((line) => line !== '')
+        .map((line) => JSON.parse(line) as ExportedSpan)
+    : [];
+
+describe.each(targets)('the new-user trial of issue 29 on $name', (target) => {
+  it('a thread turn asks two questions (loom answer) and streams its structured answer from the second worker, across a SIGKILL and a Last-Event-ID reconnect, spans exported', async () => {
+    // The model: asks a person first, then answers with the JSON, a piece at a time, each piece
+    // written only once the client has shown the one before (`shown` is the client's text).
+    let shown = '';
+    let gatesOpened = 0;
+    const seen = async (length: number) => {
+      const deadline = Date.now() + waitMs;
+      while (shown.length < length) {
+        if (Date.now() > deadline) {
+          throw new Error(`the client never showed ${length} characters (it has ${shown.length})`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      gatesOpened++;
+    };
+    const model = await ChatCompletionsServer.start({
+      move: (body): ChatMove => {
+        const answers = (body.messages ?? []).filter(
+          (m) => (m as { role?: string }).role === 'tool',
+        ).length;
+        const question = questions[answers];
+        return question === undefined
+          ? { text: answerText }
+          : { tool: 'ask_human', input: { question } };
+      },
+      pieces: async function* () {
+        let written = 0;
+        for (const [index, piece] of pieces.entries()) {
+          yield piece;
+          written += piece.length;
+          if (index < pieces.length - 1) await seen(written);
+        }
+      },
+    });
+    const modelEnv = { LOOM_OPENAI_BASE_URL: model.baseUrl, LOOM_OPENAI_MODEL: 'trial-model' };
+    const spans1 = join(dir, `${target.name}-worker-1.spans`);
+    const spans2 = join(dir, `${target.name}-worker-2.spans`);
+    const worker = (spans: string, migrate: boolean) =>
+      spawnTestProcess(loomBin, {
+        nodeArgs: ['--import', join(trial, 'instrumentation.mjs')],
+        args: [
+          'worker',
+          '--db',
+          target.db,
+          '--flows',
+          join(trial, 'support.ts'),
+          '--poll',
+          '50',
+          ...(migrate ? ['--migrate'] : []),
+        ],
+        env: { ...modelEnv, TRIAL_SPANS: spans },
+        name: `loom worker (${spans.endsWith('1.spans') ? 1 : 2})`,
+      });
+
+    if (target.name === 'postgres') await dropSchema();
+    let watcher: ReturnType<typeof createRuntime> | undefined;
+    try {
+      const worker1 = worker(spans1, true);
+      await worker1.line('loom: worker ', waitMs);
+      const web = spawnTestProcess(join(trial, 'web.ts'), {
+        env: { ...modelEnv, LOOM_DB: target.db, PORT: '0' },
+        name: 'web server',
+      });
+      const chatUrl = (await web.line('listening ', waitMs)).slice('listening '.length).trim();
+      watcher = createRuntime({ backend: await target.open(), timerPollMs: 0, recoverEveryMs: 0 });
+      const watcherAgents = createAgentRuntime({ flows: watcher, agents: [support] });
+
+      // The browser: useChat's POST (DefaultChatTransport's body), then read the stream.
+      const events: SseEvent[] = [];
+      const posted = await fetch(chatUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          id: 'chat-ana',
+          trigger: 'submit-message',
+          messages: [
+            { id: 'm1', role: 'user', parts: [{ type: 'text', text: 'Where is my order?' }] },
+          ],
+        }),
+      });
+      expect(posted.headers.get('x-vercel-ai-ui-message-stream')).toBe('v1');
+      // Part one: the connection stays open while the run waits for the person.
+      const reading = readSse(
+        posted,
+        events,
+        () => {
+          shown = textOf(events);
+          return shown.length >= pieces.slice(0, 3).join('').length;
+        },
+        'the POST stream until three pieces of the answer',
+      );
+
+      // A person's questions, listed and answered from other processes (loom questions, loom
+      // answer). Worker 1 resumes the run after the first answer; it is killed while the run
+      // waits for the second, and worker 2 takes the run on.
+      // Watched from a runtime of this process that drives nothing (no poll, no recovery, no
+      // start); a question is answered once its run is suspended (no process holds it), so the
+      // process that resumes the run is one whose timer poll claims it: a worker.
+      const pendingQuestion = async (text: string) => {
+        const agents = watcherAgents;
+        await within(
+          (async () => {
+            for (;;) {
+              const asked = await agents.questions('chat-ana/1').catch((error: unknown) => {
+                if (isLoomError(error, 'RUN_NOT_FOUND')) return []; // not started yet
+                throw error;
+              });
+              if (asked.some((q) => q.question === text && q.status === 'pending')) return;
+              await new Promise((resolve) => setTimeout(resolve, 50));
+            }
+          })(),
+          `the question '${text}' pending`,
+        );
+        await within(
+          (async () => {
+            for (;;) {
+              const { stdout } = await loom(['show', 'chat-ana/1', '--json'], target.db);
+              if (JSON.parse(stdout).run.status === 'suspended') return;
+              await new Promise((resolve) => setTimeout(resolve, 50));
+            }
+          })(),
+          `run chat-ana/1 suspended on '${text}'`,
+        );
+        // What a person sees from a shell: the one question waiting, across runs.
+        const { code, stdout } = await loom(['questions', '--json'], target.db);
+        expect(code).toBe(0);
+        const pending = JSON.parse(stdout) as { id: string; runId: string; question: string }[];
+        expect(pending.map((q) => q.question)).toEqual([text]);
+        return pending[0] as { id: string; runId: string; question: string };
+      };
+      const answerFrom = async (questionId: string, text: string) => {
+        const answered = await loom(['answer', questionId, text, '--by', 'ana'], target.db);
+        expect(answered.code, answered.stderr).toBe(0);
+        expect(answered.stdout).toContain(questionId);
+      };
+      const first = await pendingQuestion(questions[0] as string);
+      expect(first.runId).toBe('chat-ana/1');
+      await answerFrom(first.id, 'A-17');
+      const second = await pendingQuestion(questions[1] as string);
+      expect(second.runId).toBe('chat-ana/1');
+      expect((await worker1.kill()).signal).toBe('SIGKILL');
+      const worker2 = worker(spans2, false);
+      await worker2.line('loom: worker ', waitMs);
+      await answerFrom(second.id, 'blue');
+
+      // Part two: three pieces shown, the connection drops; the client resumes by Last-Event-ID
+      // at useChat's resume URL and reads the rest.
+      await reading;
+      const lastId = events.findLast((event) => event.id !== undefined)?.id;
+      expect(lastId).toBeDefined();
+      const firstPart = events.length;
+      await readSse(
+        await fetch(`${chatUrl}/chat-ana/stream`, {
+          headers: { 'last-event-id': lastId as string },
+        }),
+        events,
+        () => {
+          shown = textOf(events);
+          return false;
+        },
+        'the resumed stream to [DONE]',
+      );
+
+      // Every delta once and in order: the text is the answer, exactly; the second connection
+      // started after the first's last event and repeated none of its chunks.
+      expect(textOf(events)).toBe(answerText);
+      expect(gatesOpened).toBe(pieces.length - 1);
+      const deltas = events.filter((e) => e.chunk !== '[DONE]' && e.chunk.type === 'text-delta');
+      expect(deltas.length).toBeGreaterThan(3);
+      const chunks = events.flatMap((e) => (e.chunk === '[DONE]' ? [] : [e.chunk]));
+      const types = chunks.map((chunk) => chunk.type);
+      expect(types.filter((type) => type === 'start')).toHaveLength(1);
+      expect(types.filter((type) => type === 'data-loom-question')).toHaveLength(2);
+      expect(types.filter((type) => type === 'text-start')).toHaveLength(1);
+      expect(types.filter((type) => type === 'finish')).toHaveLength(1);
+      expect(
+        events.slice(firstPart).some((e) => e.chunk !== '[DONE]' && e.chunk.type === 'start'),
+      ).toBe(false);
+      expect(events.at(-1)?.chunk).toBe('[DONE]');
+      expect(chunks.at(-1)).toMatchObject({
+        type: 'finish',
+        messageMetadata: { runId: 'chat-ana/1', reason: 'goal_completed', turns: 3 },
+      });
+      // Nothing runs on the thread now: the resume GET is 204.
+      expect((await fetch(`${chatUrl}/chat-ana/stream`)).status).toBe(204);
+
+      // The structured answer, parsed and typed in the run's result (read by the watcher); the model was asked three times in all: no answer was asked again.
+      const result: RunResult<{ reply: string; orderId: string }> = await within(
+        watcherAgents.thread(support, 'chat-ana').turn(1).result(),
+        'the turn result',
+      );
+      expect(result.reason).toBe('goal_completed');
+      expect(result.output?.orderId).toBe('A-17');
+      expect(result.output).toEqual(answer);
+      expect(model.requests.filter((r) => r.path === '/v1/chat/completions')).toHaveLength(3);
+      expect(model.requests.every((r) => r.body.stream === true)).toBe(true);
+
+      worker2.child.kill('SIGTERM');
+      expect((await worker2.ended(waitMs)).code).toBe(0);
+      web.child.kill('SIGTERM');
+      await web.ended(waitMs);
+
+      // Spans: worker 1 made the second model call (then died); worker 2 the third and the run's
+      // span, and none of worker 1's again. Each names the run and its turn. (The first call was
+      // the web server's, which exports none.)
+      const spans1Read = spansOf(spans1);
+      const spans2Read = spansOf(spans2);
+      const named = (spans: ExportedSpan[]) =>
+        spans.map(
+          (s) => `${s.name} turn ${s.attributes['loom.turn']} ${s.attributes['loom.run_id']}`,
+        );
+      expect(named(spans1Read)).toContain('chat local.chat:trial-model turn 2 chat-ana/1');
+      expect(named(spans2Read)).toContain('chat local.chat:trial-model turn 3 chat-ana/1');
+      expect(named(spans2Read)).not.toContain('chat local.chat:trial-model turn 2 chat-ana/1');
+      expect(spans2Read.find((s) => s.name === 'invoke_agent support')?.attributes).toMatchObject({
+        'loom.run_id': 'chat-ana/1',
+        'gen_ai.agent.name': 'support',
+      });
+      const models = [...spans1Read, ...spans2Read].filter((s) => s.name.startsWith('chat '));
+      // Each call once: turn 2's on worker 1, turn 3's on worker 2. Turn 1's is worker 1's, or
+      // the web server's, which started the thread and may run its turn until it first waits
+      // (seen on SQLite; on Postgres a worker woke the thread first): it exports no spans.
+      const turns = models.map((s) => s.attributes['loom.turn']);
+      expect(turns.filter((turn) => turn !== 1)).toEqual([2, 3]);
+      expect(turns.filter((turn) => turn === 1).length).toBeLessThanOrEqual(1);
+      for (const span of models) {
+        expect(span.attributes).toMatchObject({
+          'gen_ai.response.model': 'trial-model',
+          'gen_ai.usage.input_tokens': 200,
+          'gen_ai.usage.output_tokens': 20,
+        });
+      }
+    } finally {
+      await watcher?.shutdown();
+      await model.close();
+    }
+  });
+});
