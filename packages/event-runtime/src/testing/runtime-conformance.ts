@@ -24,6 +24,7 @@ import {
 import { CountingEventStore } from './counting-event-store.js';
 import { CountingSnapshotStore } from './counting-snapshot-store.js';
 import { expectIllFormed, freshId, illFormedTexts } from './event-store-conformance.js';
+import { FlakyEventStore } from './flaky-event-store.js';
 import { leaseCalls, tickLeases } from './lease-calls.js';
 import { logTails } from './log-tails.js';
 import { runtimeEventsConformance } from './runtime-events-conformance.js';
@@ -414,6 +415,40 @@ export function runtimeConformance(
         const [ra, rb] = await Promise.all([a?.result(), b?.result()]);
         expect(ra).toEqual(rb);
         expect(ran).toHaveLength(1);
+        expect(await harness.countRows(id)).toBe(4);
+      });
+
+      it('a second start of an id this runtime is still starting returns once the execution is in the log', async () => {
+        const created = runtime();
+        const id = freshId('idem-log');
+        const flow = stepsFlow('idem-then-signal', 1);
+        const first = created.start(flow, { tag: 'x' }, { executionId: id });
+        const second = await created.start(flow, { tag: 'x' }, { executionId: id });
+        expect(second.existing).toBe(true);
+        // Sent right after the second start returned: the inbox takes it only for a logged id.
+        expect(await created.signal(id, 'note', 'after the second start')).toMatchObject({
+          duplicate: false,
+        });
+        expect((await first).existing).toBe(false);
+        expect(await second.result()).toEqual(['x-0']);
+        expect((await harness.store.readSignals(id)).map((signal) => signal.payload)).toEqual([
+          'after the second start',
+        ]);
+      });
+
+      it('a second start waits for the first start of its id to fail, then starts it itself', async () => {
+        // The first start's append fails before writing; the second's, made after it, writes.
+        const flaky = new FlakyEventStore(harness.store);
+        flaky.failNext({ appends: { count: 1, mode: 'before' } });
+        const created = runtime({ store: flaky });
+        const id = freshId('idem-fail');
+        const flow = stepsFlow('idem-after-failure', 1);
+        const first = created.start(flow, { tag: 'a' }, { executionId: id });
+        const second = created.start(flow, { tag: 'b' }, { executionId: id });
+        expect(await codeOf(first)).toBe(ErrorCode.STORE_UNAVAILABLE);
+        const handle = await second;
+        expect(handle.existing).toBe(false);
+        expect(await handle.result()).toEqual(['b-0']);
         expect(await harness.countRows(id)).toBe(4);
       });
 
