@@ -826,6 +826,64 @@ export function runtimeConformance(
         expect(await reborn.recover()).toEqual([]);
       });
 
+      it("a parent its child's end made due is resumed by that wake-up though a dead node's lease is on it", async () => {
+        // Reported from a restarted process: the parent suspended on its child in a process that
+        // was then killed before its lease on the parent went back (releases ride the next lease
+        // tick); the restart recovered the child, whose end made the parent due and claimed it,
+        // but could not lease it, and it waited for the next recovery round.
+        const hang = deferred<number>();
+        let attempts = 0;
+        const child: Flow<null, number> = {
+          name: 'child-of-a-dead-node',
+          run: (ctx) => ctx.step('work', () => (++attempts === 1 ? hang.promise : 2)),
+        };
+        const parent: Flow<null, number> = {
+          name: 'parent-of-a-dead-node',
+          run: async (ctx) => (await ctx.child(child, null)) + 1,
+        };
+        const flows = [parent as Flow<never, unknown>, child as Flow<never, unknown>];
+        const parentId = freshId('dead-parent');
+        const childId = `${parentId}.0`;
+        // The killed process: it claims no node id, so the others read it as dead.
+        const killed = runtime({ nodeId: 'killed', leaseMode: 'off', flows });
+        await killed.start(parent, null, { executionId: parentId });
+        await until(
+          async () =>
+            (await harness.store.findExecutions({ status: 'suspended' })).some(
+              (summary) => summary.executionId === parentId,
+            ),
+          'parent suspension',
+        );
+        await until(async () => (await harness.countRows(childId)) >= 2, "the child's step");
+        // The lease it held on the parent when it died.
+        await harness.leases.acquireMany('killed', [parentId], longTtlMs);
+        const restarted = runtime({
+          nodeId: 'restarted',
+          leases: harness.leases,
+          flows,
+          // Polls armed on the suite's manual clock, which stands still: the only claim of the
+          // parent is the one its child's end runs (ADR 0047).
+          timerPollMs: 60_000,
+        });
+        const recovered: string[] = [];
+        const woken: string[] = [];
+        restarted.events.on('execution:recovered', (event) => recovered.push(event.executionId));
+        restarted.events.on('execution:resumed', (event) => {
+          if (event.cause === 'timer') woken.push(event.executionId);
+        });
+        await restarted.recover();
+        expect(recovered).toEqual([childId]);
+        await until(
+          () => woken.includes(parentId),
+          "the parent's resume by its child's wake-up",
+          10_000,
+        );
+        expect(await restarted.attach(parentId).result()).toBe(3);
+        // One recovery round (the boot round, which took the child): the parent came by its wake-up.
+        expect(recovered).toEqual([childId]);
+        hang.resolve(0);
+      });
+
       it('an unleased execution is taken at once when no other node is alive, not while one is', async () => {
         const hang = deferred();
         const flow = hangingOn(hang.promise);
