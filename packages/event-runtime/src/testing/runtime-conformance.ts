@@ -421,16 +421,22 @@ export function runtimeConformance(
       it('a second start of an id this runtime is still starting returns once the execution is in the log', async () => {
         const created = runtime();
         const id = freshId('idem-log');
-        const flow = stepsFlow('idem-then-signal', 1);
-        const first = created.start(flow, { tag: 'x' }, { executionId: id });
-        const second = await created.start(flow, { tag: 'x' }, { executionId: id });
+        // Held in its step, so the execution is still running (a settled one refuses signals).
+        const hold = deferred();
+        const flow: Flow<null, string> = {
+          name: 'idem-then-signal',
+          run: async (ctx) => ctx.step('hold', () => hold.promise.then(() => 'x-0')),
+        };
+        const first = created.start(flow, null, { executionId: id });
+        const second = await created.start(flow, null, { executionId: id });
         expect(second.existing).toBe(true);
         // Sent right after the second start returned: the inbox takes it only for a logged id.
         expect(await created.signal(id, 'note', 'after the second start')).toMatchObject({
           duplicate: false,
         });
         expect((await first).existing).toBe(false);
-        expect(await second.result()).toEqual(['x-0']);
+        hold.resolve();
+        expect(await second.result()).toBe('x-0');
         expect((await harness.store.readSignals(id)).map((signal) => signal.payload)).toEqual([
           'after the second start',
         ]);
