@@ -169,7 +169,6 @@ export class AgentRuntime {
       cancel: (runId, reason) => host.cancel(runId, reason),
       nowMs: () => host.nowMs(),
       stream: (runId) => this.stream(runId),
-      opening: new Map(),
     };
   }
 

@@ -34,7 +34,8 @@ const sendAttemptsMax = 16;
 
 /** What a thread needs of the agent runtime: the flow runtime's calls, and a run's stream. */
 export interface ThreadPort {
-  start(flow: HostedFlow, input: JsonValue, runId: string): Promise<unknown>;
+  /** `existing`: the execution was there already (it is in the log when this returns). */
+  start(flow: HostedFlow, input: JsonValue, runId: string): Promise<{ existing: boolean }>;
   status(runId: string): Promise<string>;
   read(runId: string): Promise<StoredEvent[]>;
   readPage(runId: string, fromSequence: number, limit: number): Promise<StoredEvent[]>;
@@ -48,12 +49,6 @@ export interface ThreadPort {
   cancel(runId: string, reason: string): Promise<boolean>;
   nowMs(): number;
   stream(runId: string): AgentStream;
-  /**
-   * The threads this process is opening: a second start of an execution this process is still
-   * starting returns before its first event is durable, and a signal sent then finds no
-   * execution, so a second `send` waits for the first's open instead.
-   */
-  readonly opening: Map<string, Promise<void>>;
 }
 
 const settled = new Set(['completed', 'failed', 'cancelled', 'continued']);
@@ -108,24 +103,13 @@ export function agentThread<O>(
   };
 
   /** Starts the thread's execution if it is not there yet; refuses one of another agent. */
-  const open = (): Promise<void> => {
-    const inFlight = port.opening.get(threadId);
-    // Once it is open, checked again: the sender in flight may be another agent's.
-    if (inFlight !== undefined) return inFlight.then(openOnce);
-    const opened = openOnce().finally(() => port.opening.delete(threadId));
-    port.opening.set(threadId, opened);
-    return opened;
-  };
-  const openOnce = async (): Promise<void> => {
+  const open = async (): Promise<void> => {
     let first = (await port.readPage(threadId, 0, 1))[0];
     if (first === undefined) {
-      try {
-        await port.start(flow, { agent: agent.name }, threadId);
-        return;
-      } catch (error) {
-        // Another first sender started it a moment ago: check it as any existing thread.
-        if (!isKernelError(error, 'EXECUTION_ALREADY_STARTED')) throw error;
-      }
+      // Idempotent on the id, and the thread is in the log once the start returns, whichever
+      // of two first senders (in this process or another) wrote it.
+      if (!(await port.start(flow, { agent: agent.name }, threadId)).existing) return;
+      // Another first sender started it a moment ago: check it as any existing thread.
       first = (await port.readPage(threadId, 0, 1))[0];
     }
     checkOwner(first);

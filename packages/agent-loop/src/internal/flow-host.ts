@@ -145,13 +145,17 @@ export class FlowHost {
     flow: HostedFlow,
     input: JsonValue,
     runId: string | undefined,
-  ): Promise<{ runId: string; result: () => Promise<JsonValue> }> {
+  ): Promise<{ runId: string; existing: boolean; result: () => Promise<JsonValue> }> {
     const handle = await this.flows.start(
       flow,
       input,
       runId === undefined ? {} : { executionId: runId },
     );
-    return { runId: handle.executionId, result: () => handle.result() };
+    return {
+      runId: handle.executionId,
+      existing: handle.existing,
+      result: () => handle.result(),
+    };
   }
 
   attach(runId: string): () => Promise<JsonValue> {

@@ -222,8 +222,9 @@ describe('agentRunResponse: the UI message stream of a run, over HTTP', () => {
       if (!approved && last.includes('tool-approval-request')) {
         approved = true;
         const { approvalId } = JSON.parse(last) as { approvalId: string };
-        // The driver picks the decision up on its timer poll; wakeDue is that poll, now.
-        void servers.approve(approvalId, { by: 'ops' }).then(() => driverFlows.wakeDue());
+        // Nobody wakes the run by hand: the driver's own timer poll (every 20 ms on the wall
+        // clock) claims it once the decision is in its inbox, on memory as on SQLite and Postgres.
+        void servers.approve(approvalId, { by: 'ops' });
       }
       countWords(textOf(events));
       // Forced reconnect once three words are shown.

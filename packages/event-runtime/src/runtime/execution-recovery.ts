@@ -66,6 +66,40 @@ export class ExecutionRecovery implements RecoveryPort {
   }
 
   /**
+   * Leases what a claim could not: claimed executions whose lease another node holds. The claim
+   * took them off the due list, so each one left here would wait for a recovery round. Taken:
+   * those nobody holds any more, and those whose holder is dead (judged as a recovery round
+   * judges it, see {@link judgeOwners}), its lease given up for it: a process killed soon after
+   * an execution suspended leaves its lease on it (a release rides the next lease tick), and the
+   * execution's wake-up (a signal, a child's end, its timer) comes to a node that restarted.
+   * A live holder keeps its lease. Returns the ids now leased here.
+   */
+  private async leaseFromDead(executionIds: readonly string[]): Promise<Set<string>> {
+    const { leaseStore, leases, presence, nodeId } = this.kernel;
+    const taken = new Set<string>();
+    // A node that cannot see itself as alive cannot judge others dead.
+    if (leaseStore === undefined || leases === undefined || presence?.claimed !== true)
+      return taken;
+    const free: string[] = [];
+    const byOwner = new Map<string, string[]>();
+    for (const executionId of executionIds) {
+      const lease = await leaseStore.get(executionId);
+      if (lease === undefined) free.push(executionId);
+      else if (lease.owner !== nodeId)
+        byOwner.set(lease.owner, [...(byOwner.get(lease.owner) ?? []), executionId]);
+    }
+    const { dead } = await this.judgeOwners([...byOwner.keys()], this.kernel.clock.now());
+    for (const owner of dead) {
+      const held = byOwner.get(owner) as string[];
+      await this.releaseFor(owner, held);
+      free.push(...held);
+    }
+    if (free.length === 0) return taken;
+    for (const executionId of await leases.acquireAll(free)) taken.add(executionId);
+    return taken;
+  }
+
+  /**
    * Resumes running executions nobody drives; returns the ids this node now drives. A call made
    * while another round runs (the boot round, a periodic one) waits for it, runs its own, and
    * returns what both resumed.
@@ -175,30 +209,56 @@ export class ExecutionRecovery implements RecoveryPort {
       }
     }
     if (byOwner.size > 0 && leaseStore !== undefined) {
-      const owners = [...byOwner.keys()];
-      for (let start = 0; start < owners.length; start += Limits.leaseBatchMax) {
-        const batch = owners.slice(start, start + Limits.leaseBatchMax);
-        const live = await leaseStore.liveNodes(batch);
-        for (const owner of batch) {
-          const { leased, started } = byOwner.get(owner) as { leased: string[]; started: string[] };
-          if (live.has(owner)) {
-            this.sawLive(owner);
-            // A live starter leases its lazy starts within lazyGraceMs: one unleased and quiet
-            // for recoverQuietMs is no longer driven there (as for a start of unknown origin).
-            for (const executionId of started)
-              if (quiet.has(executionId)) orphans.push(executionId);
-            continue;
-          }
-          if (!this.confirmedDead(owner, nowMs)) continue;
-          // A dead node renews nothing: give its leases up for it so they can be taken now.
-          for (let from = 0; from < leased.length; from += Limits.leaseBatchMax) {
-            await leaseStore.releaseMany(owner, leased.slice(from, from + Limits.leaseBatchMax));
-          }
+      const { live, dead } = await this.judgeOwners([...byOwner.keys()], nowMs);
+      for (const [owner, { leased, started }] of byOwner) {
+        if (live.has(owner)) {
+          // A live starter leases its lazy starts within lazyGraceMs: one unleased and quiet
+          // for recoverQuietMs is no longer driven there (as for a start of unknown origin).
+          for (const executionId of started) if (quiet.has(executionId)) orphans.push(executionId);
+        } else if (dead.has(owner)) {
+          await this.releaseFor(owner, leased);
           orphans.push(...leased, ...started);
         }
       }
     }
     return orphans;
+  }
+
+  /**
+   * Sorts other nodes into the live ones (remembered as seen alive) and the ones to take for dead
+   * now (no live claim, confirmed as {@link confirmedDead} says); the rest are neither yet. One
+   * `liveNodes` per `leaseBatchMax` owners.
+   */
+  private async judgeOwners(
+    owners: readonly string[],
+    nowMs: number,
+  ): Promise<{ live: Set<string>; dead: Set<string> }> {
+    const live = new Set<string>();
+    const dead = new Set<string>();
+    const { leaseStore } = this.kernel;
+    if (leaseStore === undefined) return { live, dead };
+    for (let start = 0; start < owners.length; start += Limits.leaseBatchMax) {
+      const batch = owners.slice(start, start + Limits.leaseBatchMax);
+      const alive = await leaseStore.liveNodes(batch);
+      for (const owner of batch) {
+        if (alive.has(owner)) {
+          this.sawLive(owner);
+          live.add(owner);
+        } else if (this.confirmedDead(owner, nowMs)) {
+          dead.add(owner);
+        }
+      }
+    }
+    return { live, dead };
+  }
+
+  /** A dead node renews nothing: gives its leases on `executionIds` up for it, so they can be taken now. */
+  private async releaseFor(owner: string, executionIds: readonly string[]): Promise<void> {
+    const { leaseStore } = this.kernel;
+    if (leaseStore === undefined) return;
+    for (let from = 0; from < executionIds.length; from += Limits.leaseBatchMax) {
+      await leaseStore.releaseMany(owner, executionIds.slice(from, from + Limits.leaseBatchMax));
+    }
   }
 
   private sawLive(owner: string): void {
@@ -274,6 +334,10 @@ export class ExecutionRecovery implements RecoveryPort {
     let leased: Set<string>;
     try {
       leased = (await this.kernel.leases?.acquireAll(executionIds)) ?? new Set(executionIds);
+      const refused = executionIds.filter((executionId) => !leased.has(executionId));
+      if (cause === 'timer' && refused.length > 0) {
+        for (const executionId of await this.leaseFromDead(refused)) leased.add(executionId);
+      }
     } catch (error) {
       this.kernel.report(error);
       return [];

@@ -53,6 +53,8 @@ interface Running {
 export class LocalExecutions implements ExecutionsPort {
   private readonly running = new Map<string, Running>();
   private readonly resuming = new Map<string, Promise<void>>();
+  /** Starts in flight by execution id, until their sequence 0 is durable (or they failed). */
+  private readonly starting = new Map<string, Promise<boolean>>();
   private readonly background = new Set<Promise<unknown>>();
   private readonly retries: ResumeRetries;
   private stopping = false;
@@ -79,7 +81,9 @@ export class LocalExecutions implements ExecutionsPort {
   /**
    * Starts an execution of `flow` (registering it unless its name and version are), under
    * `requestedId` or a minted id, linked as `links` says; resolves once sequence 0 is durable.
-   * `existing` is true (nothing started) when the execution already exists or runs here.
+   * `existing` is true (nothing started) when the execution already exists or runs here. A start
+   * of an id another start here is still writing waits for that one: `existing` once it
+   * succeeded, a start of its own once it failed.
    *
    * Error codes: `RUNTIME_SHUT_DOWN`, `INVALID_FLOW`, `INVALID_ENVELOPE` (id),
    * `PAYLOAD_NOT_JSON` / `LIMIT_EXCEEDED` (input), store errors.
@@ -91,6 +95,36 @@ export class LocalExecutions implements ExecutionsPort {
     links: StartLinks,
   ): Promise<{ executionId: string; existing: boolean }> {
     this.kernel.assertRunning();
+    const executionId = requestedId === undefined ? mintId() : checkExecutionId(requestedId);
+    // A start of an id this node is still starting waits for that start, so it never answers
+    // `existing` before the execution is in the log (a signal sent right after would find no
+    // execution). When that start failed, this one tries on its own: a start again after a
+    // failure finds the failed start's pending resume (see `start`) or writes sequence 0 itself.
+    let pending = this.starting.get(executionId);
+    while (pending !== undefined) {
+      const startedThere = await pending.then(
+        () => true,
+        () => false,
+      );
+      if (startedThere) return { executionId, existing: true };
+      pending = this.starting.get(executionId);
+    }
+    const work = this.launchOnce(flow, input, executionId, links);
+    this.starting.set(executionId, work);
+    try {
+      return { executionId, existing: await work };
+    } finally {
+      if (this.starting.get(executionId) === work) this.starting.delete(executionId);
+    }
+  }
+
+  /** `launch` once no other start of `executionId` is in flight here: true when it existed. */
+  private async launchOnce(
+    flow: Flow<never, unknown>,
+    input: unknown,
+    executionId: string,
+    links: StartLinks,
+  ): Promise<boolean> {
     // Claim the node id before the first write: an execution of a node others cannot see as
     // alive could be taken over at once.
     const claimed = this.kernel.presence?.ready();
@@ -100,7 +134,6 @@ export class LocalExecutions implements ExecutionsPort {
       this.kernel.assertRunning();
     }
     this.kernel.flows.registerIfAbsent(flow);
-    const executionId = requestedId === undefined ? mintId() : checkExecutionId(requestedId);
     // The started event is encoded once, here, and the append stores that text. The flow runs
     // on the input decoded from it, as a replay will. (Errors name the input: the kernel's own
     // fields around it are plain strings and numbers.)
@@ -118,7 +151,7 @@ export class LocalExecutions implements ExecutionsPort {
     }
     const text = encodeRecorded(started, `the input of execution ${executionId}`, { executionId });
     started.input = recordedValue(started.input, text, 'input');
-    return { executionId, existing: await this.start(flow, executionId, started, text) };
+    return this.start(flow, executionId, started, text);
   }
 
   /**

@@ -120,7 +120,9 @@ export class KernelRuntime {
 
   /**
    * Start an execution of `flow`. Resolves once sequence 0 is durable. With a caller-chosen id
-   * that already exists, no effect runs and the handle follows the existing execution.
+   * that already exists, no effect runs and the handle follows the existing execution; one that
+   * another `start()` on this runtime is still writing resolves once that write is durable too
+   * (and, if that start failed, starts the execution itself).
    *
    * Error codes: `PAYLOAD_NOT_JSON` / `LIMIT_EXCEEDED` (input), `INVALID_FLOW`,
    * `INVALID_ENVELOPE` (id), `RUNTIME_SHUT_DOWN`, and store errors, among them

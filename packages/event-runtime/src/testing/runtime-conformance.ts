@@ -24,6 +24,7 @@ import {
 import { CountingEventStore } from './counting-event-store.js';
 import { CountingSnapshotStore } from './counting-snapshot-store.js';
 import { expectIllFormed, freshId, illFormedTexts } from './event-store-conformance.js';
+import { FlakyEventStore } from './flaky-event-store.js';
 import { leaseCalls, tickLeases } from './lease-calls.js';
 import { logTails } from './log-tails.js';
 import { runtimeEventsConformance } from './runtime-events-conformance.js';
@@ -417,6 +418,46 @@ export function runtimeConformance(
         expect(await harness.countRows(id)).toBe(4);
       });
 
+      it('a second start of an id this runtime is still starting returns once the execution is in the log', async () => {
+        const created = runtime();
+        const id = freshId('idem-log');
+        // Held in its step, so the execution is still running (a settled one refuses signals).
+        const hold = deferred();
+        const flow: Flow<null, string> = {
+          name: 'idem-then-signal',
+          run: async (ctx) => ctx.step('hold', () => hold.promise.then(() => 'x-0')),
+        };
+        const first = created.start(flow, null, { executionId: id });
+        const second = await created.start(flow, null, { executionId: id });
+        expect(second.existing).toBe(true);
+        // Sent right after the second start returned: the inbox takes it only for a logged id.
+        expect(await created.signal(id, 'note', 'after the second start')).toMatchObject({
+          duplicate: false,
+        });
+        expect((await first).existing).toBe(false);
+        hold.resolve();
+        expect(await second.result()).toBe('x-0');
+        expect((await harness.store.readSignals(id)).map((signal) => signal.payload)).toEqual([
+          'after the second start',
+        ]);
+      });
+
+      it('a second start waits for the first start of its id to fail, then starts it itself', async () => {
+        // The first start's append fails before writing; the second's, made after it, writes.
+        const flaky = new FlakyEventStore(harness.store);
+        flaky.failNext({ appends: { count: 1, mode: 'before' } });
+        const created = runtime({ store: flaky });
+        const id = freshId('idem-fail');
+        const flow = stepsFlow('idem-after-failure', 1);
+        const first = created.start(flow, { tag: 'a' }, { executionId: id });
+        const second = created.start(flow, { tag: 'b' }, { executionId: id });
+        expect(await codeOf(first)).toBe(ErrorCode.STORE_UNAVAILABLE);
+        const handle = await second;
+        expect(handle.existing).toBe(false);
+        expect(await handle.result()).toEqual(['b-0']);
+        expect(await harness.countRows(id)).toBe(4);
+      });
+
       it('minted ids are ULIDs and unique', async () => {
         const created = runtime();
         const flow = stepsFlow('minted', 0);
@@ -789,6 +830,64 @@ export function runtimeConformance(
         hang.resolve();
         expect(await reborn.attach(id).result()).toBe('recovered');
         expect(await reborn.recover()).toEqual([]);
+      });
+
+      it("a parent its child's end made due is resumed by that wake-up though a dead node's lease is on it", async () => {
+        // Reported from a restarted process: the parent suspended on its child in a process that
+        // was then killed before its lease on the parent went back (releases ride the next lease
+        // tick); the restart recovered the child, whose end made the parent due and claimed it,
+        // but could not lease it, and it waited for the next recovery round.
+        const hang = deferred<number>();
+        let attempts = 0;
+        const child: Flow<null, number> = {
+          name: 'child-of-a-dead-node',
+          run: (ctx) => ctx.step('work', () => (++attempts === 1 ? hang.promise : 2)),
+        };
+        const parent: Flow<null, number> = {
+          name: 'parent-of-a-dead-node',
+          run: async (ctx) => (await ctx.child(child, null)) + 1,
+        };
+        const flows = [parent as Flow<never, unknown>, child as Flow<never, unknown>];
+        const parentId = freshId('dead-parent');
+        const childId = `${parentId}.0`;
+        // The killed process: it claims no node id, so the others read it as dead.
+        const killed = runtime({ nodeId: 'killed', leaseMode: 'off', flows });
+        await killed.start(parent, null, { executionId: parentId });
+        await until(
+          async () =>
+            (await harness.store.findExecutions({ status: 'suspended' })).some(
+              (summary) => summary.executionId === parentId,
+            ),
+          'parent suspension',
+        );
+        await until(async () => (await harness.countRows(childId)) >= 2, "the child's step");
+        // The lease it held on the parent when it died.
+        await harness.leases.acquireMany('killed', [parentId], longTtlMs);
+        const restarted = runtime({
+          nodeId: 'restarted',
+          leases: harness.leases,
+          flows,
+          // Polls armed on the suite's manual clock, which stands still: the only claim of the
+          // parent is the one its child's end runs (ADR 0047).
+          timerPollMs: 60_000,
+        });
+        const recovered: string[] = [];
+        const woken: string[] = [];
+        restarted.events.on('execution:recovered', (event) => recovered.push(event.executionId));
+        restarted.events.on('execution:resumed', (event) => {
+          if (event.cause === 'timer') woken.push(event.executionId);
+        });
+        await restarted.recover();
+        expect(recovered).toEqual([childId]);
+        await until(
+          () => woken.includes(parentId),
+          "the parent's resume by its child's wake-up",
+          10_000,
+        );
+        expect(await restarted.attach(parentId).result()).toBe(3);
+        // One recovery round (the boot round, which took the child): the parent came by its wake-up.
+        expect(recovered).toEqual([childId]);
+        hang.resolve(0);
       });
 
       it('an unleased execution is taken at once when no other node is alive, not while one is', async () => {

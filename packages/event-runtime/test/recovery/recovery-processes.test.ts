@@ -163,6 +163,48 @@ for (const [name, open] of backends) {
     }
 
     it(
+      "a parent suspended on its child when its process was killed resumes on the restart by its child's end, not by a recovery round",
+      async () => {
+        const backend = await open();
+        try {
+          const first = startWorker({
+            ...backend.env,
+            LOOM_REC_START_PARENTS: 'par-1',
+            LOOM_REC_HANG_PREFIX: 'par-',
+            LOOM_REC_LEASE_MODE: 'eager',
+          });
+          const [, node] = (await first.match(/^ready node=(\S+)/, 'the first ready')) as string[];
+          await first.match(/^effect par-1\.0$/, "the child's step hanging");
+          await until(
+            async () => (await status(backend.store, 'par-1')) === 'suspended',
+            'the parent to suspend on its child',
+          );
+          // Suspended, yet still leased: its release rides the next lease tick, after the kill.
+          expect((await backend.leases.get('par-1'))?.owner).toBe(node);
+          await first.kill();
+
+          // Only the boot round recovers: the next one is ten minutes away.
+          const second = startWorker({ ...backend.env, LOOM_REC_EVERY_MS: String(tenMinutesMs) });
+          const [, recovered] = (await second.match(
+            /^ready node=\S+ recovered=(\S*)$/,
+            'the restart ready',
+          )) as string[];
+          expect(recovered, second.output()).toBe('par-1.0');
+          await until(
+            async () => completed(backend.store, 'par-1'),
+            "the parent to complete, woken by its child's end on the restarted process",
+          );
+          const events = await backend.store.read('par-1');
+          expect(events.at(-1)?.payload).toEqual({ output: 'parent of done' });
+        } finally {
+          await killTestProcesses();
+          await backend.close();
+        }
+      },
+      testTimeoutMs,
+    );
+
+    it(
       "a live sibling's executions are never taken; a dead node's are, within recoverEveryMs",
       async () => {
         const backend = await open();
