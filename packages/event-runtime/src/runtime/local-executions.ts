@@ -143,15 +143,48 @@ export class LocalExecutions implements ExecutionsPort {
       input: (input ?? null) as JsonValue,
       ...links,
     };
+    const handOff =
+      this.kernel.settings.handOffStarts &&
+      links.parent === undefined &&
+      links.continuedFrom === undefined;
     // A lazy start goes unleased for up to lazyGraceMs: the index keeps who started it, so
     // recovery can take it at once when this node dies instead of waiting for a quiet log. (Not
     // while another process holds this node id's claim: its recovery would read ours as its own.)
-    if (this.startsLazily(links) && this.kernel.presence?.claimed === true) {
+    if (!handOff && this.startsLazily(links) && this.kernel.presence?.claimed === true) {
       started.node = this.kernel.nodeId;
     }
     const text = encodeRecorded(started, `the input of execution ${executionId}`, { executionId });
+    if (handOff) return this.handOff(executionId, started, text);
     started.input = recordedValue(started.input, text, 'input');
     return this.start(flow, executionId, started, text);
+  }
+
+  /**
+   * `handOffStarts`: appends `execution.started` with the execution suspended and due at once,
+   * for the first node's timer poll to run; nothing runs here. True when it already existed.
+   */
+  private async handOff(
+    executionId: string,
+    started: ExecutionStartedPayload,
+    startedText: string,
+  ): Promise<boolean> {
+    if (this.running.has(executionId)) return true;
+    const journal = this.journalFor(executionId, 0, 0);
+    journal.record(EventType.executionStarted, started as unknown as JsonValue, startedText);
+    journal.setStatus('suspended', this.kernel.clock.now());
+    journal.seal();
+    try {
+      await journal.flush();
+    } catch (error) {
+      if (
+        isLoomError(error, ErrorCode.EXECUTION_ALREADY_STARTED) ||
+        isLoomError(error, ErrorCode.FENCE_STALE)
+      ) {
+        return true;
+      }
+      throw error;
+    }
+    return false;
   }
 
   /**

@@ -68,6 +68,16 @@ export interface KernelRuntimeOptions {
    */
   timerPollMs?: number;
   /**
+   * Default false. When true, `start()` does not run the execution here: it writes sequence 0
+   * with the execution due at once, in one append, and the first node whose timer poll
+   * (`wakeDue`) sees it runs it; `start()` still resolves once sequence 0 is durable, and the
+   * handle follows the execution wherever it runs. For a process that sends work and never runs
+   * it (a web server in front of workers): give it `timerPollMs: 0` and `recoverEveryMs: 0` too,
+   * so it takes nothing back. Children and continue-as-new successors are started by the node
+   * that drives their parent, as always.
+   */
+  handOffStarts?: boolean;
+  /**
    * How often this node runs `recover()`, which also runs once as the runtime starts. It bounds
    * how long a dead node's executions wait: one period when its process died, a lease TTL more
    * when its host vanished, and `recoverQuietMs` + one period for an unleased execution whose
@@ -134,6 +144,7 @@ export interface RuntimeSettings {
   readonly lazyGraceMs: number;
   readonly recoverQuietMs: number;
   readonly timerPollMs: number;
+  readonly handOffStarts: boolean;
   readonly recoverEveryMs: number;
   readonly inlineWaitMs: number;
   /** Checkpoint every N events; undefined when the runtime takes no snapshots. */
@@ -218,6 +229,7 @@ export function resolveSettings(options: KernelRuntimeOptions): RuntimeSettings 
     lazyGraceMs,
     recoverQuietMs: options.recoverQuietMs ?? leaseTtlMs + lazyGraceMs,
     timerPollMs: options.timerPollMs ?? runtimeDefaults.timerPollMs,
+    handOffStarts: handOffStarts(options.handOffStarts),
     recoverEveryMs: options.recoverEveryMs ?? runtimeDefaults.recoverEveryMs,
     inlineWaitMs: options.inlineWaitMs ?? runtimeDefaults.inlineWaitMs,
     snapshotEvery,
@@ -247,4 +259,14 @@ export function resolveSettings(options: KernelRuntimeOptions): RuntimeSettings 
       ),
     },
   };
+}
+
+function handOffStarts(value: unknown): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') {
+    throw new LoomError(ErrorCode.INVALID_ARGUMENT, 'handOffStarts must be true or false', {
+      actual: String(value),
+    });
+  }
+  return value;
 }

@@ -458,6 +458,47 @@ export function runtimeConformance(
         expect(await harness.countRows(id)).toBe(4);
       });
 
+      it('handOffStarts: start() writes the execution due and runs nothing; another node runs it', async () => {
+        const ran: string[] = [];
+        const flowOn = (node: string): Flow<number, string> => ({
+          name: 'handed-off',
+          run: async (ctx, input) =>
+            ctx.step('work', () => {
+              ran.push(node);
+              return `${node}:${input}`;
+            }),
+        });
+        const sender = runtime({ nodeId: 'web', handOffStarts: true });
+        const worker = runtime({
+          nodeId: 'worker',
+          flows: [flowOn('worker') as Flow<never, unknown>],
+        });
+        const id = freshId('handoff');
+        const handle = await sender.start(flowOn('web'), 7, { executionId: id });
+        expect(handle.existing).toBe(false);
+        // Durable when start() returned: sequence 0 alone, the execution due at once.
+        expect((await harness.store.read(id)).map((event) => event.type)).toEqual([
+          'execution.started',
+        ]);
+        const [summary] = await harness.store
+          .findExecutions({ status: 'suspended', limit: 1_000 })
+          .then((found) => found.filter((row) => row.executionId === id));
+        expect(summary?.wakeAtMs).not.toBeNull();
+        expect(summary?.startedBy).toBeNull();
+        // Started again: the same execution, still nothing run.
+        expect((await sender.start(flowOn('web'), 7, { executionId: id })).existing).toBe(true);
+        expect(ran).toEqual([]);
+        expect(await worker.wakeDue()).toEqual([id]);
+        expect(await handle.result()).toBe('worker:7');
+        expect(ran).toEqual(['worker']);
+      });
+
+      it('handOffStarts is checked: a value that is not a boolean is INVALID_ARGUMENT', () => {
+        expect(() => runtime({ handOffStarts: 'yes' as never })).toThrow(
+          expect.objectContaining({ code: ErrorCode.INVALID_ARGUMENT }),
+        );
+      });
+
       it('minted ids are ULIDs and unique', async () => {
         const created = runtime();
         const flow = stepsFlow('minted', 0);
