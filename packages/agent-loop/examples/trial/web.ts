@@ -17,10 +17,10 @@ const backend = db.startsWith('sqlite:')
       connectionString: db,
       schema: url.searchParams.get('schema') ?? 'loom',
     });
-// No timer poll, no recovery round: it takes no suspended or orphaned run, so once a turn waits
-// (for a person, a timer) the workers go on with it. The agent is registered to send to its
-// threads; a thread this process starts may run its first turn here until that turn waits.
-const flows = createRuntime({ backend, timerPollMs: 0, recoverEveryMs: 0 });
+// It runs nothing: a thread it starts is written due for a worker (handOffStarts), and with no
+// timer poll and no recovery round it takes no suspended or orphaned run back. The agent is
+// registered only to send to its threads.
+const flows = createRuntime({ backend, handOffStarts: true, timerPollMs: 0, recoverEveryMs: 0 });
 const agents = createAgentRuntime({ flows, agents: [support] });
 
 // POST /api/chat (useChat's messages) and GET /api/chat/<id>/stream (its resume).

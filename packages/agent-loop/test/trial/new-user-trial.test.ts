@@ -4,10 +4,9 @@
 // `loom worker --flows` processes with OpenTelemetry set up by `--import` (its in-memory exporter
 // mirrors each span to a file), the web server examples/trial/web.ts (threadChatHandler), the
 // model a local chat-completions server (SSE) in this process, and `loom answer` from a third
-// process. The model asks a person twice, then answers. The web server registers the agent to
-// send to its threads, so the runtime that starts a thread may drive its first turn until that
-// waits (a start drives what it starts): the first model call is the web server's or worker 1's;
-// worker 1 resumes the run after the first answer and is SIGKILLed while the run waits for the second; worker 2
+// process. The model asks a person twice, then answers. The web server runs nothing (it starts
+// threads with handOffStarts): worker 1 makes the first model call and resumes the run after the
+// first answer, and is SIGKILLed while the run waits for the second; worker 2
 // resumes it after `loom answer` and streams the answer, which the model writes piece by piece,
 // each piece only once this HTTP client has read the one before. The client reads the stream
 // over useChat's POST, drops it mid-answer and resumes with Last-Event-ID.
@@ -349,15 +348,15 @@ describe.each(targets)('the new-user trial of issue 29 on $name', (target) => {
       web.child.kill('SIGTERM');
       await web.ended(waitMs);
 
-      // Spans: worker 1 made the second model call (then died); worker 2 the third and the run's
-      // span, and none of worker 1's again. Each names the run and its turn. (The first call was
-      // the web server's, which exports none.)
+      // Spans: worker 1 made the first and second model calls (then died); worker 2 the third
+      // and the run's span, and none of worker 1's again. Each names the run and its turn.
       const spans1Read = spansOf(spans1);
       const spans2Read = spansOf(spans2);
       const named = (spans: ExportedSpan[]) =>
         spans.map(
           (s) => `${s.name} turn ${s.attributes['loom.turn']} ${s.attributes['loom.run_id']}`,
         );
+      expect(named(spans1Read)).toContain('chat local.chat:trial-model turn 1 chat-ana/1');
       expect(named(spans1Read)).toContain('chat local.chat:trial-model turn 2 chat-ana/1');
       expect(named(spans2Read)).toContain('chat local.chat:trial-model turn 3 chat-ana/1');
       expect(named(spans2Read)).not.toContain('chat local.chat:trial-model turn 2 chat-ana/1');
@@ -366,12 +365,8 @@ describe.each(targets)('the new-user trial of issue 29 on $name', (target) => {
         'gen_ai.agent.name': 'support',
       });
       const models = [...spans1Read, ...spans2Read].filter((s) => s.name.startsWith('chat '));
-      // Each call once: turn 2's on worker 1, turn 3's on worker 2. Turn 1's is worker 1's, or
-      // the web server's, which started the thread and may run its turn until it first waits
-      // (seen on SQLite; on Postgres a worker woke the thread first): it exports no spans.
-      const turns = models.map((s) => s.attributes['loom.turn']);
-      expect(turns.filter((turn) => turn !== 1)).toEqual([2, 3]);
-      expect(turns.filter((turn) => turn === 1).length).toBeLessThanOrEqual(1);
+      // Each call once, none in the web server: turns 1 and 2 on worker 1, turn 3 on worker 2.
+      expect(models.map((s) => s.attributes['loom.turn'])).toEqual([1, 2, 3]);
       for (const span of models) {
         expect(span.attributes).toMatchObject({
           'gen_ai.response.model': 'trial-model',
