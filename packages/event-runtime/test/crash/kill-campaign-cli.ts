@@ -1,6 +1,8 @@
 // The full kill -9 campaign, on demand (not in CI):
 //   pnpm --filter @loom/event-runtime campaign:kill [--backend sqlite|postgres|both]
 //     [--execs 1000] [--workers 3] [--kills 50] [--concurrency 8] [--seed <n>] [--keep]
+//     [--hand-off] (every worker starts with handOffStarts: its starts are run by whichever
+//     worker's timer poll takes them)
 // Prints the seed, a one-line repro, one summary line per backend and the per-kill figures,
 // with the slowest execution of each kill that took longer than 5 s (--keep leaves the run's
 // directory, with the workers' trace.log, and its Postgres schema, for reading them);
@@ -23,12 +25,13 @@ const { values } = parseArgs({
     'kill-gap': { type: 'string', default: '200,1500' },
     seed: { type: 'string' },
     keep: { type: 'boolean', default: false },
+    'hand-off': { type: 'boolean', default: false },
   },
 });
 const seed = Number(values.seed ?? Math.floor(Math.random() * 2 ** 31));
 const backends = values.backend === 'both' ? ['sqlite', 'postgres'] : [values.backend as string];
 const pgUrl = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
-const args = `--backend ${values.backend} --execs ${values.execs} --workers ${values.workers} --kills ${values.kills} --concurrency ${values.concurrency}`;
+const args = `--backend ${values.backend} --execs ${values.execs} --workers ${values.workers} --kills ${values.kills} --concurrency ${values.concurrency}${values['hand-off'] === true ? ' --hand-off' : ''}`;
 console.log(
   `kill campaign seed ${seed}; load average ${loadavg()
     .map((n) => n.toFixed(2))
@@ -60,6 +63,7 @@ for (const backend of backends) {
       kills: Number(values.kills),
       concurrency: Number(values.concurrency),
       seed,
+      handOffStarts: values['hand-off'] === true,
       killGapMs: String(values['kill-gap']).split(',').map(Number) as [number, number],
       restartDelayMs: [0, 500],
       directory,

@@ -46,6 +46,8 @@ const runtime = createKernelRuntime({
   leaseMode: 'eager',
   leaseTtlMs: Number(process.env.LOOM_CAMPAIGN_LEASE_TTL_MS ?? 10_000),
   recoverEveryMs: Number(process.env.LOOM_CAMPAIGN_RECOVER_EVERY_MS ?? 500),
+  // The campaign with --hand-off: starts are written due, and the workers' polls run them.
+  ...(process.env.LOOM_CAMPAIGN_HAND_OFF === '1' ? { handOffStarts: true, timerPollMs: 50 } : {}),
   onError: (error) => process.stderr.write(`onError: ${String(error)}\n`),
 });
 if (trace !== undefined) {

@@ -44,6 +44,11 @@ export interface CampaignOptions {
   /** Postgres: the server and a schema of this run's own. */
   pgUrl?: string;
   schema?: string;
+  /**
+   * Every worker starts with `handOffStarts` (and polls timers every 50 ms): its starts are
+   * written due and run by whichever worker's poll takes them first.
+   */
+  handOffStarts?: boolean;
   /** Deadline for all executions to end once the kills are over. */
   settleDeadlineMs?: number;
   /** Called once every worker has booted (said it is ready), before the first kill. */
@@ -389,6 +394,7 @@ export async function runKillCampaign(options: CampaignOptions): Promise<Campaig
     LOOM_CAMPAIGN_SLOT: String(slot),
     LOOM_CAMPAIGN_CONCURRENCY: String(options.concurrency),
     LOOM_CAMPAIGN_TRACE: join(options.directory, 'trace.log'),
+    ...(options.handOffStarts === true ? { LOOM_CAMPAIGN_HAND_OFF: '1' } : {}),
   });
   const boots: number[] = [];
   const boot = (slot: Slot): Promise<void> => {
