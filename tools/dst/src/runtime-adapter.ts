@@ -43,6 +43,8 @@ export interface SimRuntimeOptions {
   queues: QueueStore;
   flows: readonly SimFlow[];
   onError: (error: unknown) => void;
+  /** The runtime's `handOffStarts`: its starts are written due, for any node's timer poll. */
+  handOffStarts: boolean;
 }
 
 /** Builds a node's runtime: the real flow runtime over the node's simulated stores. */
@@ -56,6 +58,7 @@ export function createSimRuntime(options: SimRuntimeOptions): SimRuntime {
     queues: options.queues,
     flows: options.flows,
     onError: options.onError,
+    handOffStarts: options.handOffStarts,
   });
   return {
     nodeId: options.nodeId,

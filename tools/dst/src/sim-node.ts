@@ -93,6 +93,9 @@ export class SimNode {
       queues: new SimQueueStore(world.stores.queues, this.link, () => world.clock.now()),
       flows: this.boot.flows,
       onError: (error) => world.backgroundError(nodeId, error),
+      // A third of the incarnations start nothing themselves (a web process in front of
+      // workers): their starts are run by whichever node's timer poll takes them.
+      handOffStarts: world.random.fork(`hand-off:${nodeId}`).chance(1 / 3),
     });
     this.boot.attach?.(this.runtime, this.clock);
     for (const { queue, concurrencyMax } of this.boot.queues) {
