@@ -26,6 +26,7 @@ import { dirname, join } from 'node:path';
 import { killTestProcesses, spawnTestCommand } from '@loom/event-runtime/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalRegistry, startLocalRegistry } from './local-registry.test-support.js';
+import { deadLinks } from './packed-links.test-support.js';
 import {
   childEnv,
   type Manifest,
@@ -57,6 +58,34 @@ const workspaceSqlite = dirname(
 const sqliteVersion = readManifest(workspaceSqlite).version;
 
 const answer = 'goal_completed: Order A-17 has shipped and arrives tomorrow.';
+
+/** The repository's license: every package's tarball carries it, byte for byte. */
+const license = readFileSync(join(repositoryRoot, 'LICENSE'), 'utf8');
+
+/** Every file under `dir`, as paths relative to it with `/` separators. */
+function filesUnder(dir: string, prefix = ''): string[] {
+  return readdirSync(join(dir, prefix), { withFileTypes: true }).flatMap((entry) => {
+    const path = prefix === '' ? entry.name : `${prefix}/${entry.name}`;
+    return entry.isDirectory() ? filesUnder(dir, path) : [path];
+  });
+}
+
+/** The installed @loom packages of a project: each one's folder. */
+function installedLoom(project: string): string[] {
+  const scope = join(project, 'node_modules', '@loom');
+  return readdirSync(scope).map((name) => join(scope, name));
+}
+
+/** Each installed @loom package carries the repository's LICENSE. */
+function expectLicensed(folders: string[]): void {
+  for (const folder of folders) {
+    const file = join(folder, 'LICENSE');
+    expect(existsSync(file), `${folder}: no LICENSE`).toBe(true);
+    expect(readFileSync(file, 'utf8') === license, `${file} differs from the repository's`).toBe(
+      true,
+    );
+  }
+}
 
 function readManifest(dir: string): Manifest {
   return JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Manifest;
@@ -311,6 +340,32 @@ describe.concurrent('Loom from a registry, as a user installs it', () => {
     }
   });
 
+  it("every tarball carries the LICENSE, and its README's relative links stay inside it", async () => {
+    const unpacked = join(work, 'unpacked');
+    const packed = readdirSync(tarballs()).filter((file) => file.endsWith('.tgz'));
+    expect(packed).toHaveLength(published.length);
+    for (const tarball of packed) {
+      const into = join(unpacked, tarball);
+      mkdirSync(into, { recursive: true });
+      await spawnTestCommand('tar', {
+        name: `tar -x ${tarball}`,
+        args: ['-xzf', join(tarballs(), tarball), '-C', into],
+        deadlineMs: runWaitMs,
+      }).succeeded();
+      const root = join(into, 'package');
+      const files = filesUnder(root);
+      expect(files, tarball).toContain('LICENSE');
+      expect(files, tarball).toContain('README.md');
+      expect(readFileSync(join(root, 'LICENSE'), 'utf8') === license, `${tarball}: LICENSE`).toBe(
+        true,
+      );
+      expect(
+        deadLinks(readFileSync(join(root, 'README.md'), 'utf8'), files),
+        `${tarball}: README links that lead nowhere on a registry's page`,
+      ).toEqual([]);
+    }
+  });
+
   it('npm install: the first agent runs on a SQLite file, and a second process gets its result from the log', async () => {
     const local = needRegistry();
     const project = npmProject;
@@ -325,6 +380,7 @@ describe.concurrent('Loom from a registry, as a user installs it', () => {
       '@loom/workflow-runtime',
     ]);
     await expectPublishedHere(local, locked);
+    expectLicensed(installedLoom(project));
     copySqliteAddon(project);
     writeFileSync(join(project, 'agent.mjs'), firstAgentSource());
 
@@ -350,6 +406,17 @@ describe.concurrent('Loom from a registry, as a user installs it', () => {
     const locked = pnpmLocked(project);
     expect(locked.map((entry) => entry.name)).toContain('@loom/plugin-crypto'); // through view
     await expectPublishedHere(local, locked);
+    // Through pnpm's store: the four linked and what they depend on (plugin-crypto through view).
+    const store = join(project, 'node_modules', '.pnpm');
+    const stored = readdirSync(store)
+      .filter((entry) => entry.startsWith('@loom+'))
+      .map((entry) => {
+        // `@loom+agent-loop@0.3.0_…` holds node_modules/@loom/agent-loop.
+        const name = entry.slice(0, entry.indexOf('@', 1)).replace('+', '/');
+        return join(store, entry, 'node_modules', name);
+      });
+    expect(stored.length).toBeGreaterThanOrEqual(locked.length);
+    expectLicensed([...installedLoom(project), ...stored]);
     copySqliteAddon(project);
     writeFileSync(join(project, 'agent.mjs'), firstAgentSource());
 
