@@ -14,8 +14,14 @@ export interface ChatRequest {
   body: { model?: string; stream?: boolean; messages?: unknown[]; tools?: unknown[] };
 }
 
-/** The model's next move: a text answer, or one tool call. */
-export type ChatMove = { text: string } | { tool: string; input: unknown };
+/**
+ * The model's next move: a text answer, one tool call, or a refusal (an HTTP error with
+ * OpenAI's error body, `{ error: { message, type } }`).
+ */
+export type ChatMove =
+  | { text: string }
+  | { tool: string; input: unknown }
+  | { refuse: { status: number; message: string } };
 
 /** How the server plays the model. */
 export interface ChatScript {
@@ -70,6 +76,15 @@ export class ChatCompletionsServer {
     const n = this.requests.length;
     const model = body.model ?? 'unknown';
     const move = this.script.move?.(body) ?? nextMove(JSON.stringify(body.messages ?? []));
+    if ('refuse' in move) {
+      res.writeHead(move.refuse.status, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          error: { message: move.refuse.message, type: 'invalid_request_error', code: null },
+        }),
+      );
+      return;
+    }
     const toolCalls =
       'text' in move
         ? undefined

@@ -9,6 +9,8 @@ import { openMemory } from '@loom/event-runtime';
 import { type ModelProvider, StubModel } from '@loom/reasoning';
 import { createRuntime } from '@loom/workflow-runtime';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ChatCompletionsServer } from '../../demo/chat-completions-server.test-support.js';
+import { openAiModel } from '../../demo/openai-model.js';
 import { type AgentRuntime, createAgentRuntime, defineAgent, defineTool } from '../index.js';
 import { agentRunResponse } from './agent-run-response.js';
 
@@ -280,6 +282,60 @@ describe('agentRunResponse: the UI message stream of a run, over HTTP', () => {
     for (const chunk of replayed) checkChunk(chunk);
     expect(textOf(replay.events)).toBe(answer);
     expect(replayed.filter((c) => c.type === 'text-delta')).toHaveLength(1);
+  });
+
+  it('a run whose model call fails sends an error chunk with the reason and the provider message before finish', async () => {
+    // The model is OpenAI's wire format over HTTP (@ai-sdk/openai-compatible through fromAiSdk),
+    // refusing the call the way OpenAI refuses an unknown model: 404 and its error body.
+    const refusal = 'The model `gpt-nope` does not exist or you do not have access to it.';
+    const wire = await ChatCompletionsServer.start({
+      move: () => ({ refuse: { status: 404, message: refusal } }),
+    });
+    cleanups.push(() => wire.close());
+    const model = openAiModel({ baseUrl: wire.baseUrl, apiKey: 'local', model: 'gpt-nope' });
+    const agent = defineAgent({ name: 'support', model, instructions: '', tools: [] });
+    const backend = openMemory();
+    const driverFlows = createRuntime({ backend, closeBackend: false, timerPollMs: 20 });
+    const drivers = createAgentRuntime({ flows: driverFlows, agents: [agent] });
+    const serverFlows = createRuntime({ backend, closeBackend: false });
+    const servers = createAgentRuntime({ flows: serverFlows, agents: [] });
+    cleanups.push(
+      () => backend.close(),
+      () => driverFlows.shutdown(),
+      () => serverFlows.shutdown(),
+    );
+    const url = `${await serve(servers)}/runs/broken-1`;
+
+    // The client connects before the run exists, as a chat's does; a second one comes after the
+    // run ended and gets the same ending from the log.
+    const started = drivers.start(agent, 'where is my order?', { runId: 'broken-1' });
+    const live = await readSse(url, undefined);
+    const result = await (await started).result();
+    expect(result).toMatchObject({ reason: 'model_failed' });
+    expect(wire.requests.length).toBeGreaterThan(0);
+    const later = await readSse(url, undefined);
+
+    for (const read of [live, later]) {
+      expect(read.events.at(-1)?.data).toBe('[DONE]');
+      const chunks = read.events.slice(0, -1).map((e) => JSON.parse(e.data));
+      for (const chunk of chunks) checkChunk(chunk);
+      expect(chunks.map((c) => c.type)).toEqual([
+        'start',
+        'start-step',
+        'finish-step',
+        'error',
+        'finish',
+      ]);
+      const errorText = chunks.find((c) => c.type === 'error')?.errorText as string;
+      expect(errorText.startsWith('model_failed: ')).toBe(true);
+      expect(errorText).toContain(refusal);
+      expect(errorText).toBe(`model_failed: ${result.error}`);
+      expect(chunks.at(-1)).toMatchObject({
+        type: 'finish',
+        finishReason: 'error',
+        messageMetadata: { runId: 'broken-1', reason: 'model_failed', turns: 0 },
+      });
+    }
   });
 
   it('refuses a Last-Event-ID that is not a cursor', async () => {

@@ -46,7 +46,10 @@ function sse(chunks: readonly UiMessageChunk[], id: string | undefined): string 
  * from whichever process drives the run, ADR 0050), `tool-input-available`, a
  * `tool-approval-request` when the run waits for a person, `tool-output-available` or
  * `tool-output-error`, `finish-step`, and at the end `finish` (its `messageMetadata`: run id,
- * reason, turns, usage) and `[DONE]`. The response stays open while the run waits. Every agent
+ * reason, turns, usage) and `[DONE]`. A run that ends without an answer (`model_failed`, a
+ * limit, a rejection: any reason but `goal_completed`) gets an `error` chunk just before
+ * `finish`, its `errorText` the reason and what went wrong (`model_failed: …`), which the AI
+ * SDK's client makes the chat's error. The response stays open while the run waits. Every agent
  * event's last chunk has an SSE `id` (the stream's cursor): a client that reconnects with
  * `Last-Event-ID` gets what follows, nothing twice. Without one, the whole run so far is sent,
  * as one assistant message (the text of turns already answered as one delta each).

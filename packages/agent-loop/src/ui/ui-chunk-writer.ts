@@ -1,6 +1,6 @@
 import type { JsonValue } from '@loom/event-runtime';
 import type { AgentEvent } from '../agent-event.js';
-import type { RunResult } from '../run-result.js';
+import type { RunResult, TerminalReason } from '../run-result.js';
 import type { ParsedCursor } from '../stream-cursor.js';
 import type { UiMessageChunk } from './ui-message-chunk.js';
 
@@ -31,10 +31,43 @@ function finishReason(result: RunResult): 'stop' | 'length' | 'error' | 'other' 
 }
 
 /**
+ * What a client is told of an ending without an answer whose result carries no `error` text.
+ * Every ending the agent loop writes but `operator_cancelled` carries one; these are the floor.
+ */
+const endingWithoutAnswer: Record<Exclude<TerminalReason, 'goal_completed'>, string> = {
+  goal_failed: 'the model gave up on the goal',
+  limit_steps: 'the run reached its limit of turns',
+  limit_tool_failures: 'too many tool calls failed in a row',
+  limit_tokens: 'the run reached its token budget',
+  limit_cost: 'the run reached its cost budget',
+  limit_time: 'the run reached its time limit',
+  loop_detected: 'the model asked for the same tool call again and again',
+  policy_aborted: 'the policy ended the run',
+  approval_rejected: 'a person rejected a tool call and ended the run',
+  approval_expired: 'an approval was not decided in time',
+  context_exceeded: 'the conversation no longer fits the model’s context',
+  model_failed: 'the model call failed',
+  output_invalid: 'the model’s answers did not fit the output schema',
+  operator_cancelled: 'an operator cancelled the run',
+};
+
+/**
+ * The `error` chunk of a run that ended without an answer: `<reason>: <what went wrong>`, the
+ * reason first so a client can branch on it (`useChat`'s `error.message`) and a person can read
+ * the rest. `undefined` for `goal_completed`.
+ */
+export function endingErrorText(result: RunResult): string | undefined {
+  if (result.reason === 'goal_completed') return undefined;
+  const said = result.error?.trim() ?? '';
+  return `${result.reason}: ${said === '' ? endingWithoutAnswer[result.reason] : said}`;
+}
+
+/**
  * Turns an agent run's events into UI message stream chunks: one assistant message for the run,
  * a step per turn, a text part per attempt of a turn's answer (streamed deltas, or the recorded
  * text of a turn the stream did not see being written), a tool part per call. A retracted
- * attempt's part is ended and followed by a `data-loom-text-retracted` part naming it.
+ * attempt's part is ended and followed by a `data-loom-text-retracted` part naming it. A run that
+ * ends without an answer (any reason but `goal_completed`) gets an `error` chunk before `finish`.
  */
 export class UiChunkWriter {
   private stepOpen: boolean;
@@ -138,6 +171,10 @@ export class UiChunkWriter {
         if (this.stepOpen) out.push({ type: 'finish-step' });
         this.stepOpen = false;
         const { result } = event;
+        // The AI SDK's reader turns an `error` chunk into the chat's error (`useChat().error`);
+        // `finish` alone would leave a failed run looking like an empty answer.
+        const errorText = endingErrorText(result);
+        if (errorText !== undefined) out.push({ type: 'error', errorText });
         out.push({
           type: 'finish',
           finishReason: finishReason(result),
