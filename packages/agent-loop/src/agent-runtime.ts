@@ -21,13 +21,19 @@ import { type Agent, agentFlowName } from './define-agent.js';
 import type { ToolIsolate } from './define-tool.js';
 import { AgentErrorCode, LoomError } from './errors.js';
 import { AgentEventStream } from './internal/agent-event-stream.js';
-import { agentRun, RecordName } from './internal/agent-flow.js';
+import { agentRun, RecordName, type ThreadReader } from './internal/agent-flow.js';
 import { AgentSpans } from './internal/agent-spans.js';
 import { FlowHost, type HostedFlow, hostedFlow } from './internal/flow-host.js';
 import { LiveTextPublisher } from './internal/live-text-writer.js';
 import { RunCallsHandoff } from './internal/run-calls.js';
 import { callOfEvent, cancelledResult, type RunOutput } from './internal/run-memory.js';
-import { threadFlowName, threadFlowVersion, threadRun } from './internal/thread-flow.js';
+import {
+  messageKey,
+  threadFlowName,
+  threadFlowVersion,
+  threadMessageSignal,
+  threadRun,
+} from './internal/thread-flow.js';
 import { threadHistory } from './internal/thread-history.js';
 import type { Answer, Question } from './question.js';
 import type { ModelCallUsage, RunResult } from './run-result.js';
@@ -125,8 +131,15 @@ export class AgentRuntime {
     const notify = options.onTransition ?? (() => {});
     const flowOf = (flowName: string) => this.flows.get(flowName);
     const host = this.host;
-    const history = (threadId: string, message: number, budgetTokens: number) =>
-      threadHistory((runId) => host.read(runId), threadId, message, budgetTokens);
+    const threads: ThreadReader = {
+      history: (threadId, message, budgetTokens) =>
+        threadHistory((runId) => host.read(runId), threadId, message, budgetTokens),
+      hasMessage: async (threadId, message) =>
+        (await host.readSignals(threadId)).some(
+          (signal) =>
+            signal.name === threadMessageSignal && signal.idempotencyKey === messageKey(message),
+        ),
+    };
     for (const agent of withChildAgents(options.agents)) {
       const name = agentFlowName(agent);
       if (this.flows.has(name)) {
@@ -141,7 +154,7 @@ export class AgentRuntime {
       const flow = hostedFlow(
         name,
         agent.version,
-        agentRun(agent, notify, this.live, this.handoff, history, spans),
+        agentRun(agent, notify, this.live, this.handoff, threads, spans),
         flowOf,
       );
       this.flows.set(name, flow);

@@ -1,4 +1,4 @@
-import { EventType, InMemoryEventStore } from '@loom/event-runtime';
+import { EventType, InMemoryEventStore, openMemory } from '@loom/event-runtime';
 import type { ModelRequest, StubTurn } from '@loom/reasoning';
 import { createRuntime, type Runtime } from '@loom/workflow-runtime';
 import { describe, expect, it } from 'vitest';
@@ -116,6 +116,70 @@ async function converse(
   expect(log.filter((e) => e.type === EventType.childStarted)).toHaveLength(3);
   expect(await flows.status('chat-1/3')).toBe('completed');
 }
+
+/** What a turn's `thread:superseded` record says, or undefined when it has none. */
+async function supersededRecord(flows: Runtime, runId: string): Promise<unknown> {
+  const record = (await flows.store.read(runId)).find(
+    (e) =>
+      e.type === EventType.stepCompleted &&
+      (e.payload as { name?: unknown }).name === 'thread:superseded',
+  );
+  return (record?.payload as { result?: unknown } | undefined)?.result;
+}
+
+/**
+ * busy 'interrupt' with messages queued behind turns that have not started: three messages are
+ * sent by a runtime that runs nothing (handOffStarts, no timer poll, no recovery), so no turn
+ * exists when the second and third arrive; then a driver runtime on the same store runs the
+ * thread. Each message takes the place of the one before it: turns 1 and 2 end without a model
+ * call, and the third is answered with both earlier messages in its history.
+ */
+async function supersedeBeforeStart(sender: Runtime, startDriver: () => Runtime): Promise<void> {
+  const requests: ModelRequest[] = [];
+  const chat = chatAgent(requests, { busy: 'interrupt' });
+  const thread = createAgentRuntime({ flows: sender, agents: [chat] }).thread(chat, 'double');
+  const first = await thread.send('hello');
+  const second = await thread.send('are you there?');
+  const third = await thread.send('answer this one');
+  // No turn has started: the sender found none to cancel.
+  for (const runId of ['double/1', 'double/2', 'double/3']) {
+    expect(await sender.store.read(runId), runId).toEqual([]);
+  }
+
+  const driver = startDriver();
+  createAgentRuntime({ flows: driver, agents: [chat] });
+  expect(await first.result()).toMatchObject({
+    reason: 'operator_cancelled',
+    error: 'interrupted by message 2 of thread double before it started',
+    turns: 0,
+  });
+  expect(await second.result()).toMatchObject({
+    reason: 'operator_cancelled',
+    error: 'interrupted by message 3 of thread double before it started',
+    turns: 0,
+  });
+  expect(await third.result()).toMatchObject({
+    reason: 'goal_completed',
+    output: 're: answer this one (2 earlier)',
+  });
+  // One model call in all, whose prompt has the two messages it replaced, unanswered.
+  expect(requests).toHaveLength(1);
+  expect(requests[0]?.messages.map((m) => m.role)).toEqual(['system', 'user', 'user', 'user']);
+  expect(userTexts(requests[0])).toEqual(['hello', 'are you there?', 'answer this one']);
+  expect((await thread.messages()).map((m) => [m.message, m.role])).toEqual([
+    [1, 'user'],
+    [2, 'user'],
+    [3, 'user'],
+    [3, 'assistant'],
+  ]);
+  // Each turn recorded what it found, so a replay decides the same.
+  expect(await supersededRecord(driver, 'double/1')).toBe(true);
+  expect(await supersededRecord(driver, 'double/2')).toBe(true);
+  expect(await supersededRecord(driver, 'double/3')).toBe(false);
+}
+
+/** The sender of {@link supersedeBeforeStart}: it writes messages and runs nothing. */
+const sendsOnly = { handOffStarts: true, timerPollMs: 0, recoverEveryMs: 0 } as const;
 
 describe('threads on the memory store', () => {
   it('a conversation: each message a run, the earlier exchanges in its prompt, messages() in order', async () => {
@@ -253,6 +317,44 @@ describe('threads on the memory store', () => {
     expect(prompt[3]).toMatchObject({ role: 'tool', isError: true });
   });
 
+  it("busy 'interrupt': messages queued behind turns that have not started take their places; only the last is answered", async () => {
+    const backend = openMemory();
+    const sender = createRuntime({ backend, closeBackend: false, ...sendsOnly });
+    const drivers: Runtime[] = [];
+    try {
+      await supersedeBeforeStart(sender, () => {
+        const driver = createRuntime({ backend, closeBackend: false, timerPollMs: 20 });
+        drivers.push(driver);
+        return driver;
+      });
+    } finally {
+      for (const driver of drivers) await driver.shutdown();
+      await sender.shutdown();
+      await backend.close();
+    }
+  });
+
+  it("busy 'queue' in the same place answers every message, and records no supersession", async () => {
+    const backend = openMemory();
+    const sender = createRuntime({ backend, closeBackend: false, ...sendsOnly });
+    const driver = createRuntime({ backend, closeBackend: false, timerPollMs: 20 });
+    try {
+      const requests: ModelRequest[] = [];
+      const chat = chatAgent(requests);
+      const thread = createAgentRuntime({ flows: sender, agents: [chat] }).thread(chat, 'q');
+      const turns = [await thread.send('hello'), await thread.send('are you there?')];
+      createAgentRuntime({ flows: driver, agents: [chat] });
+      expect((await turns[0]?.result())?.output).toBe('re: hello (0 earlier)');
+      expect((await turns[1]?.result())?.output).toBe('re: are you there? (1 earlier)');
+      expect(requests).toHaveLength(2);
+      expect(await supersededRecord(driver, 'q/1')).toBeUndefined();
+    } finally {
+      await driver.shutdown();
+      await sender.shutdown();
+      await backend.close();
+    }
+  });
+
   it("a thread started under one agent version goes on under the next: its loop is not the agent's version", async () => {
     const store = new InMemoryEventStore();
     const v1 = defineAgent({
@@ -374,6 +476,23 @@ describe.each(backends)('threads on %s', (_backend, openStore) => {
       await converse(flows, createAgentRuntime({ flows, agents: [chat] }), chat, requests);
     } finally {
       await flows.shutdown();
+      await store.close();
+    }
+  });
+
+  it("busy 'interrupt': messages queued behind turns that have not started take their places; only the last is answered", async () => {
+    const store = await openStore('supersede');
+    const sender = createRuntime({ store, ...sendsOnly });
+    const drivers: Runtime[] = [];
+    try {
+      await supersedeBeforeStart(sender, () => {
+        const driver = createRuntime({ store, timerPollMs: 20 });
+        drivers.push(driver);
+        return driver;
+      });
+    } finally {
+      for (const driver of drivers) await driver.shutdown();
+      await sender.shutdown();
       await store.close();
     }
   });

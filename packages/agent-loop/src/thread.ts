@@ -9,6 +9,8 @@ import type { RunResult } from './run-result.js';
  * - `reject`: `send` throws `THREAD_BUSY` (nothing is recorded: send it again later).
  * - `interrupt`: it is accepted and the running turn is cancelled (its run ends
  *   `operator_cancelled`); the new message is answered with the interrupted turn in its history.
+ *   A turn that has not started yet is replaced: it ends `operator_cancelled` before any model
+ *   call, and its message is in the next turn's history, unanswered.
  */
 export type ThreadBusy = 'queue' | 'reject' | 'interrupt';
 

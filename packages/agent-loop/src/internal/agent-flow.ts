@@ -65,6 +65,8 @@ const recordOptions: StepOptions = Object.freeze({ retry: false });
 
 /** The options of a model call's step without a wall-time limit: the runtime's stepRetry applies. */
 const modelStepOptions: StepOptions = Object.freeze({});
+/** A read of the store: the runtime's `stepRetry` applies. */
+const readStepOptions: StepOptions = Object.freeze({});
 
 /** A policy verdict as the `policy:<turn>` step records it. */
 type Verdict =
@@ -130,6 +132,7 @@ export const RecordName = {
   answerSignal: (key: string) => `answer:${key}`,
   questionPrefix: 'question:',
   answerPrefix: 'answer:',
+  superseded: 'thread:superseded',
 } as const;
 
 /** `<runId>~<key>`: an approval's public id. */
@@ -153,12 +156,13 @@ function isStepFailure(error: unknown): boolean {
   return isKernelError(error, 'STEP_FAILED');
 }
 
-/** Reads a thread's earlier exchanges for the turn of message `message` (see `threadHistory`). */
-export type ThreadHistoryReader = (
-  threadId: string,
-  message: number,
-  budgetTokens: number,
-) => Promise<Exchange[]>;
+/** What a thread's turn reads of its thread. */
+export interface ThreadReader {
+  /** The thread's earlier exchanges for the turn of message `message` (see `threadHistory`). */
+  history(threadId: string, message: number, budgetTokens: number): Promise<Exchange[]>;
+  /** Whether the thread's inbox holds message `message` (sent, taken or not). */
+  hasMessage(threadId: string, message: number): Promise<boolean>;
+}
 
 /**
  * The body of an agent run. Each turn: `decide:<t>` (the model call, recorded verbatim), then for
@@ -171,7 +175,7 @@ export function agentRun(
   notify: (transition: AgentTransition) => void,
   live: LiveTextPublisher,
   handoff: RunCallsHandoff,
-  history: ThreadHistoryReader,
+  threads: ThreadReader,
   spans: AgentSpans = noSpans,
 ): (ctx: TurnContext, input: JsonValue) => Promise<JsonValue> {
   const toolSpecs: ToolSpec[] = [...agent.tools.values()].map((tool) => ({
@@ -188,12 +192,24 @@ export function agentRun(
     // A thread's turn: the user's message is the input, the thread's earlier exchanges (read from
     // their ended turns' logs, the same on every replay) go before it.
     const thread = threadTurnOf(input);
-    const exchanges =
-      thread === undefined
-        ? noExchanges
-        : await history(thread.threadId, thread.message, agent.budgetTokens);
     const run = new RunMemory(ctx.runId, thread === undefined ? input : thread.text);
-    const output = await runTurns(ctx, agent, toolSpecs, asked, notify, live, run, exchanges);
+    const output =
+      thread !== undefined && (await supersededBy(ctx, agent, threads, thread)) !== undefined
+        ? run.end('operator_cancelled', {
+            error: `interrupted by message ${thread.message + 1} of thread ${thread.threadId} before it started`,
+          })
+        : await runTurns(
+            ctx,
+            agent,
+            toolSpecs,
+            asked,
+            notify,
+            live,
+            run,
+            thread === undefined
+              ? noExchanges
+              : await threads.history(thread.threadId, thread.message, agent.budgetTokens),
+          );
     handoff.offer(ctx.runId, run.calls);
     // The run's end, from the process that ends it: its part of the run, as one span.
     if (spans.enabled)
@@ -209,6 +225,31 @@ export function agentRun(
       });
     return output as unknown as JsonValue;
   };
+}
+
+/**
+ * Under `thread.busy: 'interrupt'`, the message that took this turn's place before it started
+ * (ADR 0049): the next message, when the thread's inbox already holds it as the turn begins. Its
+ * sender found no run to cancel (the turn did not exist yet) and this check runs once the turn
+ * exists, so between the two every such message is seen; a message sent later finds the run and
+ * cancels it. Recorded (`thread:superseded`), so a replay decides the same. Other agents record
+ * nothing and answer every message.
+ */
+async function supersededBy(
+  ctx: TurnContext,
+  agent: Agent,
+  threads: ThreadReader,
+  thread: { threadId: string; message: number },
+): Promise<number | undefined> {
+  if (agent.thread.busy !== 'interrupt') return undefined;
+  const next = thread.message + 1;
+  // A plain read, which the runtime's step retry may repeat (a store that blinks).
+  const sent = await ctx.step(
+    RecordName.superseded,
+    () => threads.hasMessage(thread.threadId, next),
+    readStepOptions,
+  );
+  return sent ? next : undefined;
 }
 
 async function runTurns(
