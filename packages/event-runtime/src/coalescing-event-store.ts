@@ -204,6 +204,10 @@ export class CoalescingEventStore implements EventStore {
     return this.inner.claimDue(nowMs, limit, options);
   }
 
+  unclaimDue(executionIds: readonly string[], nowMs: number) {
+    return this.inner.unclaimDue(executionIds, nowMs);
+  }
+
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {
     return this.inner.subscribe(options, handler);
   }

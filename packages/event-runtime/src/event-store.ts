@@ -100,6 +100,15 @@ export interface EventStore {
    * claimed; the others stay due. Throws `INVALID_ARGUMENT`, store errors.
    */
   claimDue(nowMs: number, limit: number, options?: ClaimDueOptions): Promise<string[]>;
+  /**
+   * Give back executions a `claimDue` returned that the claimer cannot drive (another live node
+   * still holds the lease): each one whose index row is still `running` is flipped back to
+   * `suspended`, due at `nowMs`, so the next claim of any node takes it (ADR 0052). Settled and
+   * suspended ones are left as they are. Returns the ids given back. Throws `INVALID_ARGUMENT`
+   * (more than `Limits.readLimitMax` ids, a bad `nowMs`), `INVALID_ENVELOPE` / `LIMIT_EXCEEDED`
+   * (a bad id), store errors.
+   */
+  unclaimDue(executionIds: readonly string[], nowMs: number): Promise<string[]>;
   /** Deliver events as they are appended, after catching up from the given cursor. */
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription;
   /** Recompute the execution's hash chain from its stored events. */

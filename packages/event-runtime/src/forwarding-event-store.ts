@@ -160,6 +160,10 @@ export class ForwardingEventStore implements EventStore {
     return this.inner.claimDue(nowMs, limit, options);
   }
 
+  unclaimDue(executionIds: readonly string[], nowMs: number) {
+    return this.inner.unclaimDue(executionIds, nowMs);
+  }
+
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {
     return this.inner.subscribe(options, handler);
   }

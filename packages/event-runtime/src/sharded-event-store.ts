@@ -22,7 +22,7 @@ import {
   type Subscription,
   type SubscriptionHandler,
 } from './event-store.js';
-import { checkClaimDue } from './internal/claim-due-arguments.js';
+import { checkClaimDue, checkUnclaimDue } from './internal/claim-due-arguments.js';
 import { repeatedInBatch } from './internal/prepare-batch.js';
 import { prepareSignal } from './internal/prepare-signal.js';
 import { readAllOptions } from './internal/read-options.js';
@@ -149,7 +149,7 @@ export interface ShardedSubscribeOptions extends SubscribeOptions {
  * every call about one execution (append, read, signals, fences, verify, its subscription) goes
  * to that shard only. Calls about many executions ask every shard: `findExecutions` merges their
  * pages by id, `claimDue` claims from one shard after another (starting one further each call)
- * until it has `limit`.
+ * until it has `limit`; `unclaimDue` gives each id back on its shard.
  *
  * Positions: an event on shard `s` (of `n`) at the shard's own position `p` has the merged
  * position `p * n + s`, so `position % n` names its shard. There is no commit order across
@@ -449,6 +449,20 @@ export class ShardedEventStore implements BatchAppendingEventStore {
       claimed.push(...(await store.claimDue(nowMs, limit - claimed.length, options)));
     }
     return claimed;
+  }
+
+  /** Gives each execution back on its own shard (one call per shard that holds any of them). */
+  async unclaimDue(executionIds: readonly string[], nowMs: number): Promise<string[]> {
+    const byShard = new Map<number, string[]>();
+    for (const executionId of checkUnclaimDue(executionIds, nowMs)) {
+      const shard = this.shardIndex(executionId);
+      byShard.set(shard, [...(byShard.get(shard) ?? []), executionId]);
+    }
+    const unclaimed: string[] = [];
+    for (const [shard, ids] of byShard) {
+      unclaimed.push(...(await (this.shards[shard] as EventStore).unclaimDue(ids, nowMs)));
+    }
+    return unclaimed;
   }
 
   /**

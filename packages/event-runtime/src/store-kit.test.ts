@@ -25,6 +25,7 @@ import {
   admitAppend,
   checkClaimDue,
   checkExecutionId,
+  checkUnclaimDue,
   decodePayload,
   findExecutionsOptions,
   guardedWakeAtMs,
@@ -220,6 +221,17 @@ class MapEventStore implements EventStore {
       this.index.set(id, { ...entry, status: 'running', wakeAtMs: null, updatedAtMs });
     }
     return due.map(([id]) => id);
+  }
+
+  async unclaimDue(executionIds: readonly string[], nowMs: number): Promise<string[]> {
+    this.assertOpen();
+    const updatedAtMs = this.clock.now();
+    return checkUnclaimDue(executionIds, nowMs).filter((id) => {
+      const entry = this.index.get(id);
+      if (entry?.status !== 'running') return false;
+      this.index.set(id, { ...entry, status: 'suspended', wakeAtMs: nowMs, updatedAtMs });
+      return true;
+    });
   }
 
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {

@@ -17,7 +17,8 @@
  *   {@link sequenceConflict}, {@link fenceStale}, {@link storeClosed}, {@link storeReadOnly}
  *   are the errors of the `EventStore` contract, with their messages and fields.
  * - **argument checks** shared by every call: {@link readOptions}, {@link readAllOptions},
- *   {@link findExecutionsOptions}, {@link prepareSignal}, {@link checkClaimDue}, …
+ *   {@link findExecutionsOptions}, {@link prepareSignal}, {@link checkClaimDue},
+ *   {@link checkUnclaimDue}, …
  *
  * The conformance suites a backend must pass live in `@loom/event-runtime/testing`
  * (`eventStoreConformance` and the lease, snapshot and queue suites): they import vitest, which
@@ -34,7 +35,7 @@ export {
   admitAppend,
 } from './internal/admit-append.js';
 export { AppendSignal } from './internal/append-signal.js';
-export { checkClaimDue } from './internal/claim-due-arguments.js';
+export { checkClaimDue, checkUnclaimDue } from './internal/claim-due-arguments.js';
 export {
   type FindExecutionsWhere,
   findExecutionsWhere,

@@ -166,6 +166,10 @@ export class SimEventStore implements BatchAppendingEventStore {
     return this.link.write('claimDue', () => this.inner.claimDue(nowMs, limit, options));
   }
 
+  unclaimDue(executionIds: readonly string[], nowMs: number): Promise<string[]> {
+    return this.link.write('unclaimDue', () => this.inner.unclaimDue(executionIds, nowMs));
+  }
+
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {
     return this.inner.subscribe(options, handler);
   }

@@ -1,6 +1,7 @@
 import type { ClaimDueOptions, FlowKey } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { Limits } from '../limits.js';
+import { checkExecutionId } from './check-execution-id.js';
 
 /**
  * Checks `claimDue`'s arguments before they reach a `bigint` parameter (where a fraction or a
@@ -23,13 +24,7 @@ export function checkClaimDue(
   limit: number,
   options?: ClaimDueOptions,
 ): readonly FlowKey[] | undefined {
-  if (typeof nowMs !== 'number' || !Number.isSafeInteger(nowMs) || nowMs < 0) {
-    throw new LoomError(
-      ErrorCode.INVALID_ARGUMENT,
-      `claimDue's nowMs must be a non-negative integer (epoch ms), got ${String(nowMs)}`,
-      { path: 'nowMs', actual: nowMs },
-    );
-  }
+  checkNowMs(nowMs, 'claimDue');
   if (
     typeof limit !== 'number' ||
     !Number.isSafeInteger(limit) ||
@@ -75,4 +70,32 @@ export function claimFlows(
     }
   }
   return flows;
+}
+
+/**
+ * Checks `unclaimDue`'s arguments: at most `Limits.readLimitMax` execution ids (as many as one
+ * claim returns), each a valid id, and `nowMs` as `claimDue`'s. Returns the ids without
+ * repeats. Throws `INVALID_ARGUMENT`, and what `checkExecutionId` throws for a bad id.
+ */
+export function checkUnclaimDue(executionIds: readonly string[], nowMs: number): string[] {
+  if (!Array.isArray(executionIds) || executionIds.length > Limits.readLimitMax) {
+    throw new LoomError(
+      ErrorCode.INVALID_ARGUMENT,
+      `unclaimDue's executionIds must be an array of at most readLimitMax (${Limits.readLimitMax}) ` +
+        'ids: give back what one claimDue returned',
+      { path: 'executionIds', limit: 'readLimitMax' },
+    );
+  }
+  checkNowMs(nowMs, 'unclaimDue');
+  return [...new Set(executionIds.map(checkExecutionId))];
+}
+
+function checkNowMs(nowMs: number, operation: string): void {
+  if (typeof nowMs !== 'number' || !Number.isSafeInteger(nowMs) || nowMs < 0) {
+    throw new LoomError(
+      ErrorCode.INVALID_ARGUMENT,
+      `${operation}'s nowMs must be a non-negative integer (epoch ms), got ${String(nowMs)}`,
+      { path: 'nowMs', actual: nowMs },
+    );
+  }
 }

@@ -67,7 +67,7 @@ export class ExecutionRecovery implements RecoveryPort {
 
   /**
    * Leases what a claim could not: claimed executions whose lease another node holds. The claim
-   * took them off the due list, so each one left here would wait for a recovery round. Taken:
+   * took them off the due list; one left here is given back to it ({@link unclaim}). Taken:
    * those nobody holds any more, and those whose holder is dead (judged as a recovery round
    * judges it, see {@link judgeOwners}), its lease given up for it: a process killed soon after
    * an execution suspended leaves its lease on it (a release rides the next lease tick), and the
@@ -321,27 +321,46 @@ export class ExecutionRecovery implements RecoveryPort {
   }
 
   /**
+   * Gives claimed executions this node could not lease back to the due list (ADR 0052): a live
+   * node holds their lease (one that suspended them and has not released it yet: releases ride
+   * its next lease tick), and the claim took them off the due list, so nobody would wake them
+   * until a recovery round found them quiet. Due again, they go to the next poll that can lease
+   * them: the holder's own (it holds the lease), or any node's once it is released. A failure is
+   * reported; a recovery round is then what finds them, as before.
+   */
+  private async unclaim(executionIds: readonly string[]): Promise<void> {
+    if (executionIds.length === 0) return;
+    try {
+      await this.kernel.store.unclaimDue(executionIds, this.kernel.clock.now());
+    } catch (error) {
+      this.kernel.report(error);
+    }
+  }
+
+  /**
    * Leases `executionIds` in one batch, then resumes the ones granted, one at a time; returns
    * those driven here once their resume returned (judged right then: one that finishes while the
    * next is resumed still counts). A lease for an execution that is not driven here afterwards
-   * (it had settled, another driver started) is released.
+   * (it had settled, another driver started) is released. Claimed executions (`timer`) that could
+   * not be leased are given back to the due list.
    */
   private async resumeLeased(
     executionIds: readonly string[],
     cause: 'timer' | 'recovery',
   ): Promise<string[]> {
     if (executionIds.length === 0) return [];
-    let leased: Set<string>;
+    const leased = new Set<string>();
     try {
-      leased = (await this.kernel.leases?.acquireAll(executionIds)) ?? new Set(executionIds);
+      const granted = (await this.kernel.leases?.acquireAll(executionIds)) ?? new Set(executionIds);
+      for (const executionId of granted) leased.add(executionId);
       const refused = executionIds.filter((executionId) => !leased.has(executionId));
       if (cause === 'timer' && refused.length > 0) {
         for (const executionId of await this.leaseFromDead(refused)) leased.add(executionId);
       }
     } catch (error) {
       this.kernel.report(error);
-      return [];
     }
+    if (cause === 'timer') await this.unclaim(executionIds.filter((id) => !leased.has(id)));
     const resumed: string[] = [];
     for (const executionId of executionIds) {
       if (!leased.has(executionId)) continue;

@@ -140,6 +140,10 @@ export class CountingEventStore implements EventStore {
     return this.inner.claimDue(nowMs, limit, options);
   }
 
+  unclaimDue(executionIds: readonly string[], nowMs: number) {
+    return this.inner.unclaimDue(executionIds, nowMs);
+  }
+
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler) {
     return this.inner.subscribe(options, handler);
   }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { EventEnvelope, JsonValue, StoredEvent } from '../envelope.js';
+import type { EventEnvelope, FindExecutionsOptions, JsonValue, StoredEvent } from '../envelope.js';
 import { ErrorCode, type LoomError } from '../errors.js';
 import { canAppendBatch, type EventStore } from '../event-store.js';
 import { Limits } from '../limits.js';
@@ -958,6 +958,61 @@ export function eventStoreConformance(
         } finally {
           await peer.close();
         }
+      });
+
+      it('unclaimDue gives a claimed execution back, due at nowMs, to be claimed once more; others are left as they are', async () => {
+        const claimed = freshId('unclaim-claimed');
+        const settled = freshId('unclaim-settled');
+        const later = freshId('unclaim-later');
+        const missing = freshId('unclaim-missing');
+        await store.append([env(claimed, 0)], { status: 'suspended', wakeAtMs: 1_000 });
+        await store.append([env(settled, 0), env(settled, 1)], { status: 'settled' });
+        await store.append([env(later, 0)], { status: 'suspended', wakeAtMs: 9_000_000_000_000 });
+        expect(await store.claimDue(5_000, 100)).toContain(claimed);
+        expect(await store.unclaimDue([], 6_000)).toEqual([]);
+        expect(await store.unclaimDue([claimed, settled, later, missing, claimed], 6_000)).toEqual([
+          claimed,
+        ]);
+        const ids = [claimed, settled, later, missing];
+        const rows = async (options: FindExecutionsOptions) =>
+          (await store.findExecutions(options))
+            .map((row) => row.executionId)
+            .filter((id) => ids.includes(id));
+        expect(await rows({ status: 'suspended', dueAtOrBeforeMs: 5_999 })).toEqual([]);
+        expect(await rows({ status: 'suspended', dueAtOrBeforeMs: 6_000 })).toEqual([claimed]);
+        expect(await rows({ status: 'settled' })).toEqual([settled]);
+        expect(await rows({ status: 'running' })).toEqual([]);
+        // Given back once: no longer running, so a second give-back changes nothing.
+        expect(await store.unclaimDue([claimed], 7_000)).toEqual([]);
+        const peer = await harness.openPeer();
+        try {
+          const [a, b] = await Promise.all([store.claimDue(6_000, 100), peer.claimDue(6_000, 100)]);
+          expect([...a, ...b].filter((id) => ids.includes(id))).toEqual([claimed]);
+        } finally {
+          await peer.close();
+        }
+      });
+
+      it('unclaimDue refuses bad arguments with typed errors, changing nothing', async () => {
+        const id = freshId('unclaim-bad');
+        await store.append([env(id, 0)], { status: 'running' });
+        const tooMany = Array.from({ length: Limits.readLimitMax + 1 }, () => id);
+        const codes = [
+          await codeOf(store.unclaimDue(id as never, 1_000)),
+          await codeOf(store.unclaimDue(tooMany, 1_000)),
+          await codeOf(store.unclaimDue([id], -1)),
+          await codeOf(store.unclaimDue([id], 1.5)),
+          await codeOf(store.unclaimDue([id, ''], 1_000)),
+        ];
+        expect(codes).toEqual([
+          ErrorCode.INVALID_ARGUMENT,
+          ErrorCode.INVALID_ARGUMENT,
+          ErrorCode.INVALID_ARGUMENT,
+          ErrorCode.INVALID_ARGUMENT,
+          ErrorCode.INVALID_ENVELOPE,
+        ]);
+        const running = await store.findExecutions({ status: 'running' });
+        expect(running.map((row) => row.executionId)).toContain(id);
       });
     });
 

@@ -30,6 +30,7 @@ export const eventStoreOperations = [
   'sendSignal',
   'readSignals',
   'claimDue',
+  'unclaimDue',
   'subscribe',
   'verify',
   'close',
@@ -105,6 +106,9 @@ class RecordingStore implements EventStore {
   claimDue(nowMs: number, limit: number, options?: ClaimDueOptions) {
     return this.#answer('claimDue', [nowMs, limit, options]);
   }
+  unclaimDue(executionIds: readonly string[], nowMs: number) {
+    return this.#answer('unclaimDue', [executionIds, nowMs]);
+  }
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {
     this.calls.push({ operation: 'subscribe', args: [options, handler] });
     const failure = this.failure;
@@ -161,6 +165,8 @@ function argumentsOf(operation: EventStoreOperation): unknown[] {
       return ['forwarded-1', { afterSignalId: 4 }];
     case 'claimDue':
       return [1_000, 10, { flows: [{ name: 'forwarded-flow', version: null }] }];
+    case 'unclaimDue':
+      return [['forwarded-1'], 1_000];
     case 'subscribe':
       return [{ executionId: 'forwarded-1' }, () => {}];
     case 'verify':

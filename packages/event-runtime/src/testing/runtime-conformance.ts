@@ -1285,6 +1285,59 @@ export function runtimeConformance(
         );
       });
 
+      /**
+       * Issues 28 and 33: node `a` suspends on a signal while its lease is still held (releases
+       * ride its next lease tick); the signal comes after its own look at the inbox, and `b`'s
+       * timer poll claims the execution first, but is refused the lease (`a` holds it and lives).
+       * Polls and lease ticks are driven here, the clock stands still and recovery rounds are
+       * off: only a wake-up can resume it. Returns the wake-ups each node ran, as `node:id`.
+       */
+      const refusedClaim = async () => {
+        const waiter: Flow<null, JsonValue> = {
+          name: 'refused-claim',
+          run: async (ctx) => {
+            const signal = await ctx.waitForSignal('go');
+            return signal.received ? signal.payload : 'none';
+          },
+        };
+        const flows = [waiter as Flow<never, unknown>];
+        const a = runtime({ nodeId: 'a', leases: harness.leases, leaseMode: 'eager', flows });
+        const b = runtime({ nodeId: 'b', leases: harness.leases, flows });
+        const woken: string[] = [];
+        for (const node of [a, b]) {
+          node.events.on('execution:resumed', (event) => {
+            if (event.cause === 'timer') woken.push(`${node.nodeId}:${event.executionId}`);
+          });
+        }
+        const handle = await a.start(waiter, null, { executionId: freshId('refused') });
+        const id = handle.executionId;
+        await wait(async () => (await statusOf(id)) === 'suspended', 'suspension');
+        // Its look at the inbox after the suspension is done: the signal comes after it.
+        await a.idle();
+        expect((await harness.leases.get(id))?.owner).toBe('a');
+        await b.signal(id, 'go', 'went');
+        expect(await b.wakeDue()).toEqual([]);
+        return { a, b, handle, id, woken };
+      };
+
+      it('a claim refused its lease leaves the execution due: the lease holder takes it on its next poll', async () => {
+        const { a, handle, id, woken } = await refusedClaim();
+        expect(await a.wakeDue()).toEqual([id]);
+        expect(await handle.result()).toBe('went');
+        expect(woken).toEqual([`a:${id}`]);
+      });
+
+      it('a claim refused its lease leaves the execution due: once the lease is released, the next poll takes it', async () => {
+        const { a, b, handle, id, woken } = await refusedClaim();
+        await tickLeases(a);
+        expect(await harness.leases.get(id)).toBeUndefined();
+        expect([...(await b.wakeDue()), ...(await a.wakeDue())]).toEqual([id]);
+        expect(await handle.result()).toBe('went');
+        expect(woken).toEqual([`b:${id}`]);
+        // Nothing was left for a recovery round.
+        expect(await b.recover()).toEqual([]);
+      });
+
       it('a signal wait times out durably', async () => {
         const flow: Flow<null, JsonValue> = {
           name: 'timeout',

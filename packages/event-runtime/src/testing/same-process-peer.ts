@@ -27,6 +27,7 @@ export function sameProcessPeer(store: EventStore): EventStore {
     sendSignal: (signal) => guard(() => store.sendSignal(signal)),
     readSignals: (id, options) => guard(() => store.readSignals(id, options)),
     claimDue: (nowMs, limit, options) => guard(() => store.claimDue(nowMs, limit, options)),
+    unclaimDue: (ids, nowMs) => guard(() => store.unclaimDue(ids, nowMs)),
     subscribe: (options, handler) => store.subscribe(options, handler),
     verify: (id) => guard(() => store.verify(id)),
     close: async () => {

@@ -27,7 +27,7 @@ import type {
 } from '../../event-store.js';
 import { admitAppend } from '../../internal/admit-append.js';
 import { AppendSignal } from '../../internal/append-signal.js';
-import { checkClaimDue } from '../../internal/claim-due-arguments.js';
+import { checkClaimDue, checkUnclaimDue } from '../../internal/claim-due-arguments.js';
 import { matchesIndexFilter, mergeIndexUpdate } from '../../internal/index-filter.js';
 import { decodePayload } from '../../internal/json-codec.js';
 import {
@@ -289,6 +289,20 @@ export class InMemoryEventStore implements BatchAppendingEventStore {
       });
     }
     return claimed;
+  }
+
+  async unclaimDue(executionIds: readonly string[], nowMs: number): Promise<string[]> {
+    this.assertOpen();
+    const ids = checkUnclaimDue(executionIds, nowMs);
+    const updatedAtMs = this.clock.now();
+    const unclaimed: string[] = [];
+    for (const executionId of ids) {
+      const entry = this.index.get(executionId);
+      if (entry?.status !== 'running') continue;
+      this.index.set(executionId, { ...entry, status: 'suspended', wakeAtMs: nowMs, updatedAtMs });
+      unclaimed.push(executionId);
+    }
+    return unclaimed;
   }
 
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {

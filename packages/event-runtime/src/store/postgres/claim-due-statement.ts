@@ -40,3 +40,21 @@ WHERE x.execution_id = ANY (ARRAY(
 RETURNING x.execution_id`,
   };
 }
+
+/**
+ * `unclaimDue`: flips the executions `$3` (ids) that are still `running` back to `suspended`, due
+ * at `$2`, and returns their ids; `$1` is the store's clock for `updated_at_ms`. The row lock
+ * orders it with an append to the same execution: under READ COMMITTED an update that waited for
+ * one re-checks `status` on the row the append committed (a settled execution stays settled).
+ *
+ * Serves: executions_pkey (`execution_id = ANY`).
+ */
+export function unclaimDueStatement(quotedSchema: string, schema: string): PgStatement {
+  return {
+    name: statementName(schema, 'unclaim-due'),
+    text: `UPDATE ${quotedSchema}.executions
+SET status = 'suspended', wake_at_ms = $2::bigint, updated_at_ms = $1::bigint
+WHERE execution_id = ANY ($3::text[]) AND status = 'running'
+RETURNING execution_id`,
+  };
+}

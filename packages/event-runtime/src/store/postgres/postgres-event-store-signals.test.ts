@@ -211,6 +211,36 @@ describe('PostgresEventStore: signals', () => {
     expect(await store.claimDue(Date.now() + 60_000, 1_000)).toContain(id);
   });
 
+  it('an unclaimDue queued behind a settle leaves it settled; alone it is one round trip (ADR 0052)', async () => {
+    const settling = freshId('unclaim-settle');
+    const claimed = freshId('unclaim-claimed');
+    await store.append([env(settling, 0)], { status: 'running' });
+    await store.append([env(claimed, 0)], { status: 'suspended', wakeAtMs: 1_000 });
+    expect(await store.claimDue(5_000, 1_000)).toContain(claimed);
+    const x = `${quoteIdent(schema)}.executions`;
+    // Stands in for the settling append: it holds the index row until it commits, and the
+    // give-back's statement started while the row still said 'running'.
+    const writer = await db.admin.connect();
+    try {
+      await writer.query('BEGIN');
+      await writer.query(`UPDATE ${x} SET status = 'settled' WHERE execution_id = $1`, [settling]);
+      const pid = (await writer.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+      const givingBack = peer.unclaimDue([settling], 6_000);
+      await untilBlockedBy(pid);
+      await writer.query('COMMIT');
+      expect(await givingBack).toEqual([]);
+    } finally {
+      writer.release();
+    }
+    expect(await indexRow(schema, settling)).toEqual({ status: 'settled', wakeAtMs: null });
+    let given: string[] = [];
+    expect(await trips(store, async () => (given = await store.unclaimDue([claimed], 6_000)))).toBe(
+      1,
+    );
+    expect(given).toEqual([claimed]);
+    expect(await indexRow(schema, claimed)).toEqual({ status: 'suspended', wakeAtMs: 6_000 });
+  });
+
   it('refuses bad claimDue arguments with INVALID_ARGUMENT', async () => {
     for (const [nowMs, limit] of [
       [-1, 10],
@@ -226,7 +256,7 @@ describe('PostgresEventStore: signals', () => {
     }
   });
 
-  it('a read-only store reads inboxes but refuses sendSignal and claimDue', async () => {
+  it('a read-only store reads inboxes but refuses sendSignal, claimDue and unclaimDue', async () => {
     const id = freshId('ro');
     await store.append([env(id, 0)], { status: 'running' });
     await store.sendSignal({ executionId: id, name: 'a', payload: [1] });
@@ -237,6 +267,7 @@ describe('PostgresEventStore: signals', () => {
         ErrorCode.STORE_READ_ONLY,
       );
       expect(await codeOf(reader.claimDue(1, 1))).toBe(ErrorCode.STORE_READ_ONLY);
+      expect(await codeOf(reader.unclaimDue([id], 1))).toBe(ErrorCode.STORE_READ_ONLY);
     } finally {
       await reader.close();
     }

@@ -24,7 +24,7 @@ import type {
   TransactionalEventStore,
   VerifyResult,
 } from '../../event-store.js';
-import { checkClaimDue } from '../../internal/claim-due-arguments.js';
+import { checkClaimDue, checkUnclaimDue } from '../../internal/claim-due-arguments.js';
 import {
   chainEvents,
   checkExecutionId,
@@ -536,6 +536,25 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
         flows === undefined ? null : flows.map((flow) => flow.version),
       ],
       'claimDue',
+    );
+    return rows.map((row) => row.execution_id);
+  }
+
+  /**
+   * Gives back claimed executions still `running`: flipped to `suspended`, due at `nowMs`, in one
+   * statement (see claim-due-statement.ts). Throws `INVALID_ARGUMENT`, `INVALID_ENVELOPE`,
+   * `LIMIT_EXCEEDED`, `STORE_READ_ONLY`, `SCHEMA_NOT_MIGRATED` (below schema version 3),
+   * `STORE_*`.
+   */
+  async unclaimDue(executionIds: readonly string[], nowMs: number): Promise<string[]> {
+    this.assertWritable('give back claimed executions');
+    const ids = checkUnclaimDue(executionIds, nowMs);
+    if (ids.length === 0) return [];
+    await this.requireSchema(signalsSchemaVersion);
+    const rows = await this.run<{ execution_id: string }>(
+      this.sql.unclaimDue,
+      [this.options.clock.now(), nowMs, ids],
+      'unclaimDue',
     );
     return rows.map((row) => row.execution_id);
   }

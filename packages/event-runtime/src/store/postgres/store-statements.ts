@@ -1,6 +1,6 @@
 import { appendBatchStatement, hashesAtStatement } from './append-batch-statement.js';
 import { appendStatement } from './append-statement.js';
-import { claimDueStatement } from './claim-due-statement.js';
+import { claimDueStatement, unclaimDueStatement } from './claim-due-statement.js';
 import { fenceAdvanceStatement, fenceCurrentStatement } from './fence-statements.js';
 import type { PgStatement } from './pg-statement.js';
 import { readAllAfterStatement, readAllFromStartStatement } from './read-all-statement.js';
@@ -27,6 +27,7 @@ export interface StoreStatements {
   sendSignal: PgStatement;
   readSignals: PgStatement;
   claimDue: PgStatement;
+  unclaimDue: PgStatement;
 }
 
 /** Builds the statements of a (validated) schema. */
@@ -51,5 +52,6 @@ export function storeStatements(schema: string): StoreStatements {
     sendSignal: sendSignalStatement(quoted, schema),
     readSignals: readSignalsStatement(quoted, schema),
     claimDue: claimDueStatement(quoted, schema),
+    unclaimDue: unclaimDueStatement(quoted, schema),
   };
 }

@@ -31,3 +31,28 @@ export function prepareClaimDueStatement(
 ): Database.Statement<[ClaimDueParameters], { execution_id: string }> {
   return db.prepare<[ClaimDueParameters], { execution_id: string }>(claimDueSql);
 }
+
+/**
+ * `unclaimDue`: flips the given executions (a JSON array of ids) that are still running back to
+ * suspended, due at `nowMs`, in one statement. Serves: the primary key (`execution_id IN`).
+ */
+const unclaimDueSql =
+  "UPDATE loom_executions SET status = 'suspended', wake_at_ms = @nowMs, " +
+  'updated_at_ms = @unclaimedAtMs ' +
+  "WHERE execution_id IN (SELECT value FROM json_each(@ids)) AND status = 'running' " +
+  'RETURNING execution_id';
+
+/** What the unclaimDue statement binds. */
+export interface UnclaimDueParameters {
+  unclaimedAtMs: number;
+  nowMs: number;
+  /** JSON `[id, …]`. */
+  ids: string;
+}
+
+/** The unclaimDue statement, prepared once per store. */
+export function prepareUnclaimDueStatement(
+  db: Database.Database,
+): Database.Statement<[UnclaimDueParameters], { execution_id: string }> {
+  return db.prepare<[UnclaimDueParameters], { execution_id: string }>(unclaimDueSql);
+}

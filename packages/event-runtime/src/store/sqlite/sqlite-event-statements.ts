@@ -3,7 +3,10 @@ import {
   prepareAppendStatements,
   type SqliteAppendStatements,
 } from './sqlite-append-statements.js';
-import { prepareClaimDueStatement } from './sqlite-claim-due-statement.js';
+import {
+  prepareClaimDueStatement,
+  prepareUnclaimDueStatement,
+} from './sqlite-claim-due-statement.js';
 import { prepareFenceStatements, type SqliteFenceStatements } from './sqlite-fence-statements.js';
 import { prepareReadStatements, type SqliteReadStatements } from './sqlite-read-statements.js';
 import {
@@ -18,6 +21,7 @@ export interface SqliteEventStatements
     SqliteReadStatements,
     SqliteSignalStatements {
   claimDue: ReturnType<typeof prepareClaimDueStatement>;
+  unclaimDue: ReturnType<typeof prepareUnclaimDueStatement>;
 }
 
 /** Every statement the SQLite event store runs, prepared once (each file holds its SQL). */
@@ -28,5 +32,6 @@ export function prepareEventStatements(db: Database.Database): SqliteEventStatem
     ...prepareReadStatements(db),
     ...prepareSignalStatements(db),
     claimDue: prepareClaimDueStatement(db),
+    unclaimDue: prepareUnclaimDueStatement(db),
   };
 }

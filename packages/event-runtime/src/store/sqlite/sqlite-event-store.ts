@@ -28,7 +28,7 @@ import type {
 } from '../../event-store.js';
 import { admitAppend } from '../../internal/admit-append.js';
 import { AppendSignal } from '../../internal/append-signal.js';
-import { checkClaimDue } from '../../internal/claim-due-arguments.js';
+import { checkClaimDue, checkUnclaimDue } from '../../internal/claim-due-arguments.js';
 import { findExecutionsWhere } from '../../internal/find-executions-query.js';
 import { decodePayload } from '../../internal/json-codec.js';
 import {
@@ -531,6 +531,22 @@ export class SqliteEventStore implements TransactionalEventStore, BatchAppending
       return rows.map((row) => row.execution_id);
     } catch (error) {
       throw mapSqliteError(error, 'claimDue');
+    }
+  }
+
+  async unclaimDue(executionIds: readonly string[], nowMs: number): Promise<string[]> {
+    const statements = this.ready('give back claimed executions');
+    const ids = checkUnclaimDue(executionIds, nowMs);
+    if (ids.length === 0) return [];
+    try {
+      const rows = statements.unclaimDue.all({
+        unclaimedAtMs: this.clock.now(),
+        nowMs,
+        ids: JSON.stringify(ids),
+      });
+      return rows.map((row) => row.execution_id);
+    } catch (error) {
+      throw mapSqliteError(error, 'unclaimDue');
     }
   }
 
