@@ -160,8 +160,8 @@ dt { color: #56606b; } dd { margin: 0; overflow-wrap: anywhere; }
 .bar { cursor: pointer; }
 rect.b-completed { fill: #2e7d32; } rect.b-failed { fill: #c62828; } rect.b-open { fill: #f9a825; }
 rect.b-cancelled { fill: #757575; } rect.b-timed_out { fill: #8e24aa; }
-.events { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1.2fr); gap: 10px; }
-@media (max-width: 700px) { .events { grid-template-columns: minmax(0, 1fr); } }
+/* The events list beside the inspector when both fit (300 px each), else one above the other. */
+.events { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(300px, 100%), 1fr)); gap: 10px; }
 .events-list { max-height: 340px; overflow: auto; }
 #events tbody tr { cursor: pointer; }
 #events tr.selected { background: #e8f0fe; }
