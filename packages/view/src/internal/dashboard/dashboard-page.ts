@@ -130,6 +130,16 @@ th, td { text-align: left; padding: 3px 6px; border-bottom: 1px solid #eef0f3; v
 #runs th:nth-child(7) { width: 27%; }
 #runs td.id button { text-align: left; overflow-wrap: anywhere; }
 #runs .status { font-size: 11px; padding: 1px 5px; }
+/* A window too narrow for seven columns (a phone): each run is a card, one labelled line per
+   column; the header row stays for screen readers only. */
+@media (max-width: 600px) {
+  #runs thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+  #runs, #runs tbody { display: block; }
+  #runs tr { display: block; padding: 4px 0; border-bottom: 1px solid #dde1e6; }
+  #runs td { display: grid; grid-template-columns: 7.5em minmax(0, 1fr); border: 0; padding: 1px 4px; }
+  #runs td::before { content: attr(data-label); color: #56606b; font-size: 12px; font-weight: 600; }
+  #runs td > .status, #runs td > button { justify-self: start; }
+}
 th { font-weight: 600; font-size: 12px; color: #56606b; }
 /* How a run ended is the column people read: it wraps, never clips. */
 td.reason { overflow-wrap: anywhere; }
@@ -231,6 +241,7 @@ export const dashboardJs = `'use strict';
   }
   function ended(status) { return status !== 'running' && status !== 'suspended'; }
 
+  var runColumns = Array.prototype.map.call(document.querySelectorAll('#runs thead th'), function (th) { return th.textContent; });
   function renderRuns(page) {
     state.page = page;
     var body = $('runs-body');
@@ -252,6 +263,8 @@ export const dashboardJs = `'use strict';
       ]);
       row.setAttribute('data-run', run.id);
       row.setAttribute('data-status', run.status);
+      // Each cell carries its column's name: a narrow window shows a run as a card of labels.
+      Array.prototype.forEach.call(row.children, function (cell, i) { cell.setAttribute('data-label', runColumns[i]); });
       body.appendChild(row);
       if (run.flow) flows[run.flow] = true;
     });
