@@ -474,6 +474,10 @@ describe('the runs read API', () => {
       ['api/counts?flow=a&bogus=1', 'bogus'],
       ['api/stream?sort=name', 'sort'],
     ];
+    const range = await http(`${dashboard.url}api/runs?updatedFrom=10&updatedBefore=5`);
+    expect((range.body as { error: { message: string } }).error.message).toBe(
+      'updatedBefore must come after updatedFrom',
+    );
     for (const [path, param] of cases) {
       const reply = await http(`${dashboard.url}${path}`);
       expect([path, reply.status]).toEqual([path, 400]);

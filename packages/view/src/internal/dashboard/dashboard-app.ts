@@ -38,9 +38,13 @@ async function searching<T>(read: () => Promise<T>): Promise<T> {
   } catch (error) {
     const path = isLoomError(error) ? error.fields.path : undefined;
     if (isLoomError(error) && typeof path === 'string' && paramOfField[path] !== undefined) {
+      let message = error.message;
+      for (const [field, param] of Object.entries(paramOfField)) {
+        message = message.replaceAll(field, param);
+      }
       throw new LoomError(
         error.code,
-        error.message.replace(path, paramOfField[path]),
+        message,
         { ...error.fields, path: paramOfField[path] },
         error,
       );
