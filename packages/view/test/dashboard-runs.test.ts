@@ -405,6 +405,22 @@ describe('the runs page in Chromium', () => {
     });
   });
 
+  it('a change off the page still reaches the counts (they are re-read every few polls)', async () => {
+    // Oldest first, one run a page: a new run never shows on this page, so the page never changes.
+    await page.goto(`${dashboard.url}?sort=created&order=asc&limit=1`);
+    const total = (await view.runCounts()).total;
+    await page.waitForSelector(`#status-counts button[data-status="all"][data-count="${total}"]`, {
+      timeout: waitMs,
+    });
+    const shown = await tableIds(page);
+    await running.flows.start(waiting, null, { executionId: 'wait-off-page' });
+    await page.waitForSelector(
+      `#status-counts button[data-status="all"][data-count="${total + 1}"]`,
+      { timeout: waitMs },
+    );
+    expect(await tableIds(page)).toEqual(shown);
+  });
+
   it('a search the server refuses says why on the page', async () => {
     await page.goto(`${dashboard.url}?sort=name`);
     await page.waitForSelector('#flash:has-text("sort must be updated or created")', {
