@@ -55,6 +55,17 @@ export {
 } from './replay-log.js';
 export { type CliIo, dbEnvVar, runCli } from './run-cli.js';
 export type { AgentStepRole, RunDetail, TimelineEntry } from './run-detail.js';
+export {
+  type RunCounts,
+  type RunOrder,
+  type RunSearch,
+  type RunSearchPage,
+  type RunSort,
+  type RunWaiting,
+  runCountStatuses,
+  runSearchLimitDefault,
+  runSearchLimitMax,
+} from './run-search.js';
 export type { RunSummary } from './run-summary.js';
 export {
   type Dashboard,

@@ -18,11 +18,23 @@ import { indexRow, runNotFound } from './internal/index-row.js';
 import { openBackend } from './internal/open-backend.js';
 import { type PageReader, storePageReader } from './internal/page-reader.js';
 import { readInbox, readLog } from './internal/read-log.js';
+import {
+  encodeCursor,
+  type IndexRowLite,
+  runQueryOf,
+  sortValueOf,
+} from './internal/run-search-query.js';
 import { waitingFor } from './internal/waiting-for.js';
 import type { ProjectionDb } from './projection/projection-db.js';
 import type { Projections } from './projection/projections.js';
 import { projectionTables } from './projection/tables.js';
 import type { RunDetail } from './run-detail.js';
+import {
+  type RunCounts,
+  type RunSearch,
+  type RunSearchPage,
+  runCountStatuses,
+} from './run-search.js';
 import { runStatuses } from './run-statuses.js';
 import type { RunSummary } from './run-summary.js';
 import type { ScheduleSummary } from './schedule-summary.js';
@@ -104,6 +116,23 @@ export interface View {
    * Error codes: `INVALID_ARGUMENT` (a bad status or limit), store errors.
    */
   runs(filter?: RunsFilter): Promise<RunsPage>;
+  /**
+   * The runs page of the dashboard: a search over the execution index (id prefix, flow, version,
+   * status, what a suspended run waits for, a time range), sorted by last change or start in
+   * either direction, paged by keyset (`after` / `before` cursors, never an offset). One query for
+   * the page, one for the listed runs' logs, and one more only when the page holds agent runs
+   * waiting for a person (their approval decisions). Always the index, never the projection.
+   *
+   * Error codes: `INVALID_ARGUMENT` (`fields.path` names the bad parameter), store errors.
+   */
+  searchRuns(search?: RunSearch): Promise<RunSearchPage>;
+  /**
+   * How many runs match a search's filters, per status (its `status`, cursor, sort and limit are
+   * ignored): one query.
+   *
+   * Error codes: `INVALID_ARGUMENT`, store errors.
+   */
+  runCounts(search?: RunSearch): Promise<RunCounts>;
   /**
    * A run's detail: summary, input and outcome, timeline, inbox, approvals.
    *
@@ -358,11 +387,61 @@ class LogView implements View {
     };
   }
 
+  async searchRuns(search: RunSearch = {}): Promise<RunSearchPage> {
+    const query = runQueryOf(search);
+    const read = await this.pages.searchRows(query);
+    const more = read.length > query.limit;
+    const rows = read.slice(0, query.limit);
+    // A page read backwards (the one before a cursor) comes in reverse: turn it round.
+    const backwards = query.keyset?.direction === 'before';
+    if (backwards) rows.reverse();
+    const first = rows[0];
+    const last = rows[rows.length - 1];
+    const cursor = (row: IndexRowLite | undefined) =>
+      row === undefined
+        ? null
+        : encodeCursor(query.sort, query.order, sortValueOf(query, row), row.executionId);
+    return {
+      runs: await this.summarizePage(rows),
+      // Forwards, a page beyond shows in the extra row, and a cursor means one before; backwards,
+      // the other way round.
+      nextCursor: backwards || more ? cursor(last) : null,
+      prevCursor: backwards
+        ? more
+          ? cursor(first)
+          : null
+        : query.keyset === undefined
+          ? null
+          : cursor(first),
+    };
+  }
+
+  async runCounts(search: RunSearch = {}): Promise<RunCounts> {
+    const query = runQueryOf(search);
+    const counts: RunCounts = {
+      running: 0,
+      suspended: 0,
+      completed: 0,
+      failed: 0,
+      cancelled: 0,
+      continued: 0,
+      total: 0,
+    };
+    for (const { status, settledAs, n } of await this.pages.countRows(query)) {
+      const key = status === 'settled' ? settledAs : status;
+      if ((runCountStatuses as readonly (string | null)[]).includes(key)) {
+        counts[key as (typeof runCountStatuses)[number]] += n;
+      }
+      counts.total += n;
+    }
+    return counts;
+  }
+
   /**
    * Summaries of index rows: their logs in one read, the approval decisions of the waiting agent
    * runs among them in one more.
    */
-  private async summarizePage(rows: readonly ExecutionSummary[]): Promise<RunSummary[]> {
+  private async summarizePage(rows: readonly IndexRowLite[]): Promise<RunSummary[]> {
     const logs = await this.pages.logs(rows.map((row) => row.executionId));
     const folded = rows.map((row) => {
       const events = logs.get(row.executionId) ?? [];
@@ -610,7 +689,7 @@ class LogView implements View {
 
 /** A run's summary from its index row, its folded log and (a waiting agent run's) approvals. */
 function summaryOf(
-  row: ExecutionSummary,
+  row: IndexRowLite,
   folded: ReturnType<typeof foldRun>,
   approvals: readonly Approval[],
 ): RunSummary {

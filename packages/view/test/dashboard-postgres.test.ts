@@ -5,7 +5,14 @@ import type { Backend, StoredEvent } from '@loom/event-runtime';
 import { openPostgres } from '@loom/event-runtime/postgres';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Dashboard, type RunDetail, type RunsPage, startDashboard } from '../src/index.js';
+import {
+  type Dashboard,
+  type RunCounts,
+  type RunDetail,
+  type RunSearchPage,
+  type RunsPage,
+  startDashboard,
+} from '../src/index.js';
 import { firstEvent, http, servingRuntime, until } from './dashboard-support.js';
 import { populate, type Running } from './fixture.js';
 
@@ -86,6 +93,47 @@ describe('the dashboard API on Postgres', () => {
       'step.completed',
       'execution.completed',
     ]);
+  });
+
+  it('searches runs by id prefix, flow and waiting, sorts, pages by cursor both ways, counts', async () => {
+    const waiters = await get<RunSearchPage>('api/runs?flow=waiter&sort=created&order=asc');
+    expect(waiters.runs.map((r) => r.id)).toEqual(['wait-signal', 'wait-cancel']);
+    expect((await get<RunSearchPage>('api/runs?id=parent-')).runs.map((r) => r.id).sort()).toEqual([
+      'parent-1',
+      'parent-1.0',
+    ]);
+    expect(
+      (await get<RunSearchPage>('api/runs?waiting=input&sort=created&order=asc')).runs.map(
+        (r) => r.id,
+      ),
+    ).toEqual(['wait-signal', 'wait-cancel', 'agent-1']);
+    const newest = await get<RunSearchPage>('api/runs?sort=created');
+    const ids = newest.runs.map((r) => r.id);
+    const first = await get<RunSearchPage>('api/runs?sort=created&limit=3');
+    expect(first.runs.map((r) => r.id)).toEqual(ids.slice(0, 3));
+    const second = await get<RunSearchPage>(
+      `api/runs?sort=created&limit=3&after=${first.nextCursor}`,
+    );
+    expect(second.runs.map((r) => r.id)).toEqual(ids.slice(3, 6));
+    const back = await get<RunSearchPage>(
+      `api/runs?sort=created&limit=3&before=${second.prevCursor}`,
+    );
+    expect(back.runs.map((r) => r.id)).toEqual(ids.slice(0, 3));
+    expect(back.prevCursor).toBeNull();
+    expect(await get<RunCounts>('api/counts?flow=waiter')).toMatchObject({
+      suspended: 2,
+      total: 2,
+    });
+    const counts = await get<RunCounts>('api/counts');
+    expect(counts.total).toBe(ids.length);
+    expect(counts.failed).toBe(1);
+    const bad = await http(
+      `${dashboard.url}api/runs?sort=created&after=${first.nextCursor}&order=asc`,
+    );
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({
+      error: { code: 'INVALID_ARGUMENT', fields: { path: 'after' } },
+    });
   });
 
   it('the event stream sends the filtered runs and the open run', async () => {

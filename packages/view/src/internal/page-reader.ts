@@ -8,6 +8,26 @@ import type { EventStore, StoredEvent, StoredSignal } from '@loom/event-runtime'
 import type Database from 'better-sqlite3';
 import type pg from 'pg';
 import { readInbox, readLog } from './read-log.js';
+import {
+  countsSql,
+  type Dialect,
+  type IndexRowLite,
+  type IndexSqlRow,
+  indexRowOf,
+  matches,
+  pageSql,
+  postgresDialect,
+  type RunQuery,
+  sortValueOf,
+  sqliteDialect,
+} from './run-search-query.js';
+
+/** Runs per status as the index groups them (`settledAs` set on settled runs). */
+export interface StatusCount {
+  status: string;
+  settledAs: string | null;
+  n: number;
+}
 
 /** Many runs' logs and inboxes, read together. */
 export interface PageReader {
@@ -21,6 +41,23 @@ export interface PageReader {
    * projection tables, and a read of one that has none needs nothing more.
    */
   hasTables(names: readonly string[]): Promise<boolean>;
+  /**
+   * A runs search's page from the execution index (one query): at most `limit + 1` rows from its
+   * cursor, in the order read (see `pageSql`).
+   */
+  searchRows(query: RunQuery): Promise<IndexRowLite[]>;
+  /** The runs its filters match (status and cursor aside), per status (one query). */
+  countRows(query: RunQuery): Promise<StatusCount[]>;
+}
+
+interface CountSqlRow {
+  status: string;
+  settled_as: string | null;
+  n: number | string;
+}
+
+function countOf(row: CountSqlRow): StatusCount {
+  return { status: row.status, settledAs: row.settled_as, n: Number(row.n) };
 }
 
 interface EventRow {
@@ -102,6 +139,16 @@ export function sqlitePageReader(database: Database.Database): PageReader {
     `SELECT count(*) AS n FROM sqlite_master
      WHERE type = 'table' AND name IN (SELECT value FROM json_each(?))`,
   );
+  // One prepared statement per search shape (a few dozen at most: which filters are given).
+  const prepared = new Map<string, Database.Statement<unknown[], unknown>>();
+  const all = <R>(sql: { text: string; values: unknown[] }): R[] => {
+    let statement = prepared.get(sql.text);
+    if (statement === undefined) {
+      statement = database.prepare(sql.text);
+      prepared.set(sql.text, statement);
+    }
+    return statement.all(...sql.values) as R[];
+  };
   return {
     logs: async (ids) =>
       ids.length === 0 ? new Map() : group(logs.all(JSON.stringify(ids)), eventOf),
@@ -110,12 +157,15 @@ export function sqlitePageReader(database: Database.Database): PageReader {
         ? new Map()
         : group(signals.all(JSON.stringify(ids), prefix.length, prefix), signalOf),
     hasTables: async (names) => Number(tables.get(JSON.stringify(names))?.n) === names.length,
+    searchRows: async (query) => all<IndexSqlRow>(pageSql(query, sqliteDialect)).map(indexRowOf),
+    countRows: async (query) => all<CountSqlRow>(countsSql(query, sqliteDialect)).map(countOf),
   };
 }
 
 /** Postgres: the ids go in as one `text[]` parameter (`= ANY($1)`), served by each table's key. */
 export function postgresPageReader(pool: pg.Pool, schema: string): PageReader {
   const s = `"${schema}"`;
+  const dialect: Dialect = postgresDialect(s);
   return {
     logs: async (ids) => {
       if (ids.length === 0) return new Map();
@@ -144,6 +194,14 @@ export function postgresPageReader(pool: pg.Pool, schema: string): PageReader {
       );
       return Number(result.rows[0]?.n) === names.length;
     },
+    searchRows: async (query) => {
+      const { text, values } = pageSql(query, dialect);
+      return (await pool.query<IndexSqlRow>(text, values)).rows.map(indexRowOf);
+    },
+    countRows: async (query) => {
+      const { text, values } = countsSql(query, dialect);
+      return (await pool.query<CountSqlRow>(text, values)).rows.map(countOf);
+    },
   };
 }
 
@@ -168,5 +226,49 @@ export function storePageReader(store: EventStore): PageReader {
     },
     // The store's API has no tables: whoever has projection tables reads them with their own.
     hasTables: async () => false,
+    // The store's API pages by id only: every index row is read and filtered here (the memory
+    // backend of tests and examples, not thousands of runs).
+    searchRows: async (query) => {
+      const rows = (await allRows(store)).filter((row) => matches(query, row, true));
+      const ascending = (query.order === 'asc') !== (query.keyset?.direction === 'before');
+      const sign = ascending ? 1 : -1;
+      const compare = (a: IndexRowLite, b: IndexRowLite) =>
+        sign * (sortValueOf(query, a) - sortValueOf(query, b)) ||
+        sign * (a.executionId < b.executionId ? -1 : a.executionId > b.executionId ? 1 : 0);
+      rows.sort(compare);
+      const keyset = query.keyset;
+      const from =
+        keyset === undefined
+          ? rows
+          : rows.filter((row) => {
+              const { value, id } = keyset;
+              const key = { ...row, updatedAtMs: value, createdAtMs: value, executionId: id };
+              return compare(row, key) > 0;
+            });
+      return from.slice(0, query.limit + 1);
+    },
+    countRows: async (query) => {
+      const counts = new Map<string, StatusCount>();
+      for (const row of await allRows(store)) {
+        if (!matches(query, row, false)) continue;
+        const key = `${row.status}/${row.settledAs}`;
+        const count = counts.get(key) ?? { status: row.status, settledAs: row.settledAs, n: 0 };
+        count.n += 1;
+        counts.set(key, count);
+      }
+      return [...counts.values()];
+    },
   };
+}
+
+/** Every row of the execution index, through the store's API (a page of ids at a time). */
+async function allRows(store: EventStore): Promise<IndexRowLite[]> {
+  const rows: IndexRowLite[] = [];
+  for (let after = ''; ; ) {
+    const page = await store.findExecutions({ afterExecutionId: after });
+    rows.push(...page);
+    const last = page[page.length - 1];
+    if (last === undefined) return rows;
+    after = last.executionId;
+  }
 }

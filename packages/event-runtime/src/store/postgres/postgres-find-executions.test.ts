@@ -220,7 +220,7 @@ describe('PostgresEventStore: who started an execution, on an upgraded schema', 
     const result = await migrate({ pool: db.admin, schema });
     expect(result).toMatchObject({
       fromVersion: 7,
-      applied: ['0008-started-by', '0009-live-chunks'],
+      applied: ['0008-started-by', '0009-live-chunks', '0010-runs-page-order'],
     });
     const store = await PostgresEventStore.open({ connectionString: url, schema });
     try {
@@ -232,6 +232,58 @@ describe('PostgresEventStore: who started an execution, on an upgraded schema', 
       ]);
     } finally {
       await store.close();
+    }
+  });
+});
+
+describe('PostgresEventStore: migration 10, the runs page orders', () => {
+  it('adds the keyset indexes of the runs page, and the newest-first page is served by one', async () => {
+    const { schema, quoted } = await schemaAt(9);
+    for (const [id, at] of [
+      ['old', 1_000],
+      ['new', 3_000],
+      ['mid', 2_000],
+    ] as const) {
+      await oldExecution(db.admin, quoted, id, [started('order', null, at)], undefined);
+      await db.admin.query(
+        `INSERT INTO ${quoted}.executions
+           (execution_id, status, updated_at_ms, flow, version, created_at_ms)
+         VALUES ($1, 'running', $2, 'order', NULL, $2)`,
+        [id, at],
+      );
+    }
+    const result = await migrate({ pool: db.admin, schema });
+    expect(result).toMatchObject({ fromVersion: 9, applied: ['0010-runs-page-order'] });
+    const indexes = await db.admin.query<{ indexname: string }>(
+      'SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname',
+      [schema],
+    );
+    expect(indexes.rows.map((row) => row.indexname)).toEqual(
+      expect.arrayContaining([
+        'executions_created_id_idx',
+        'executions_settled_as_updated_id_idx',
+        'executions_status_updated_id_idx',
+        'executions_updated_id_idx',
+      ]),
+    );
+    // The keyset page after 'new' (newest first): with sequential scans priced out, as they are
+    // on a large table, the plan walks executions_updated_id_idx backwards and sorts nothing.
+    const client = await db.admin.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SET LOCAL enable_seqscan = off');
+      const sql = `SELECT execution_id FROM ${quoted}.executions x
+        WHERE (x.updated_at_ms, x.execution_id) < ($1::bigint, $2::text)
+        ORDER BY x.updated_at_ms DESC, x.execution_id DESC LIMIT 2`;
+      const plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, [3_000, 'new']);
+      const text = plan.rows.map((row) => row['QUERY PLAN']).join('\n');
+      expect(text).toMatch(/Index (Only )?Scan Backward using executions_updated_id_idx/);
+      expect(text).not.toMatch(/Sort/);
+      const page = await client.query<{ execution_id: string }>(sql, [3_000, 'new']);
+      expect(page.rows.map((row) => row.execution_id)).toEqual(['mid', 'old']);
+      await client.query('ROLLBACK');
+    } finally {
+      client.release();
     }
   });
 });
@@ -363,7 +415,12 @@ describe('PostgresEventStore: the signal mark on an upgraded schema', () => {
       }
     }
     const result = await migrate({ pool: db.admin, schema });
-    expect(result.applied).toEqual(['0007-signal-mark', '0008-started-by', '0009-live-chunks']);
+    expect(result.applied).toEqual([
+      '0007-signal-mark',
+      '0008-started-by',
+      '0009-live-chunks',
+      '0010-runs-page-order',
+    ]);
     const marks = await db.admin.query(
       `SELECT execution_id, last_signal_id::int AS mark FROM ${quoted}.executions ORDER BY 1`,
     );
@@ -414,6 +471,7 @@ describe('PostgresQueueStore: outcomes and stats on an upgraded schema', () => {
       '0007-signal-mark',
       '0008-started-by',
       '0009-live-chunks',
+      '0010-runs-page-order',
     ]);
     const queues = await PostgresQueueStore.open({ connectionString: url, schema });
     try {

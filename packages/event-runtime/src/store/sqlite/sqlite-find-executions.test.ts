@@ -166,6 +166,56 @@ describe('SqliteEventStore: findExecutions on an upgraded database', () => {
     }
   });
 
+  it('migration 9 adds the keyset indexes of the runs page: newest first, no sort, no OFFSET', async () => {
+    const { path, database } = databaseAt(8);
+    for (const [id, at] of [
+      ['old', 1_000],
+      ['new', 3_000],
+      ['mid', 2_000],
+    ] as const) {
+      oldExecution(database, id, [{ type: 'execution.started', payload: { flow: 'order' }, at }], {
+        status: 'running',
+        updatedAtMs: at,
+      });
+    }
+    database.close();
+    const store = SqliteEventStore.open({ path, migrate: true });
+    try {
+      const plan = (sql: string, ...values: unknown[]) =>
+        (
+          store.database.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...values) as Array<{
+            detail: string;
+          }>
+        )
+          .map((row) => row.detail)
+          .join('\n');
+      const page =
+        'SELECT execution_id FROM loom_executions x WHERE (x.updated_at_ms, x.execution_id) < (?, ?) ' +
+        'ORDER BY x.updated_at_ms DESC, x.execution_id DESC LIMIT 2';
+      expect(plan(page, 3_000, 'new')).toMatch(/INDEX loom_executions_updated/);
+      expect(plan(page, 3_000, 'new')).not.toMatch(/TEMP B-TREE/);
+      expect(
+        plan(
+          'SELECT execution_id FROM loom_executions x WHERE x.settled_as = ? ' +
+            'ORDER BY x.updated_at_ms DESC, x.execution_id DESC LIMIT 2',
+          'failed',
+        ),
+      ).toMatch(/INDEX loom_executions_settled_as_updated/);
+      expect(
+        plan(
+          'SELECT execution_id FROM loom_executions x ' +
+            'ORDER BY x.created_at_ms, x.execution_id LIMIT 2',
+        ),
+      ).toMatch(/INDEX loom_executions_created/);
+      const rows = store.database.prepare(page).all(3_000, 'new') as Array<{
+        execution_id: string;
+      }>;
+      expect(rows.map((row) => row.execution_id)).toEqual(['mid', 'old']);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('a flow filter and a way of ending are each served by their index', () => {
     const { database } = databaseAt(sqliteMigrations.length);
     try {

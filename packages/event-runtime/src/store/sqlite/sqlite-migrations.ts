@@ -246,6 +246,25 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       CREATE INDEX loom_live_chunks_at ON loom_live_chunks (at_ms);
     `,
   },
+  {
+    version: 9,
+    name: 'runs-page-order',
+    sql: `
+      -- The operator's runs page (@loom/view searchRuns, the dashboard): newest first, paged by
+      -- keyset (WHERE (updated_at_ms, execution_id) < (?, ?) ORDER BY updated_at_ms DESC,
+      -- execution_id DESC LIMIT ?), so the first and every next page read only their rows.
+      -- Serves the page without a status, and its counts (a covering scan by status).
+      CREATE INDEX loom_executions_updated ON loom_executions (updated_at_ms, execution_id);
+      -- Serves the page of running, suspended or settled runs (status = ?).
+      CREATE INDEX loom_executions_status_updated
+        ON loom_executions (status, updated_at_ms, execution_id);
+      -- Serves the page of one way of ending (settled_as = ?: completed, failed, …).
+      CREATE INDEX loom_executions_settled_as_updated
+        ON loom_executions (settled_as, updated_at_ms, execution_id) WHERE settled_as IS NOT NULL;
+      -- Serves the page sorted by creation (ORDER BY created_at_ms, execution_id).
+      CREATE INDEX loom_executions_created ON loom_executions (created_at_ms, execution_id);
+    `,
+  },
 ];
 
 /** The newest schema version this code knows. */

@@ -1,7 +1,7 @@
 // The dashboard's HTTP surface: the page and its assets, the read API (runs, a run, its events,
 // approvals), a server-sent-events stream of changes, and the guarded mutations.
 import type { Resolution } from '@loom/agent-loop';
-import { type DetailedExecutionStatus, ErrorCode, type JsonValue } from '@loom/event-runtime';
+import { ErrorCode, type JsonValue } from '@loom/event-runtime';
 import { type Context, type Handler, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { createMiddleware } from 'hono/factory';
@@ -10,16 +10,53 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { isLoomError, LoomError, ViewErrorCode } from '../../errors.js';
 import { ExitCode, exitCodeOf } from '../../exit-code.js';
 import type { Operator } from '../../open-operator.js';
-import { runStatuses, type View } from '../../open-view.js';
+import type { View } from '../../open-view.js';
+import type { RunSearch } from '../../run-search.js';
+import { runQueryOf } from '../run-search-query.js';
 import { dashboardCss, dashboardHtml, dashboardJs } from './dashboard-page.js';
 import { checkHost, checkOrigin, checkToken } from './guard.js';
+import { runSearchOf } from './run-search-params.js';
 
 /** Largest mutation body: a signal payload is small; anything bigger is refused unread. */
 const mutationBytesMax = 64 * 1024;
 /** Longest `by`, `note`, `reason`, signal name or key accepted from the page. */
 const textCharsMax = 2_000;
-/** Runs one stream sends (the page's table). */
-const streamRunsLimit = 200;
+/** The view's names of a search's parameters that the query string spells otherwise. */
+const paramOfField: Readonly<Record<string, string>> = {
+  idPrefix: 'id',
+  updatedFromMs: 'updatedFrom',
+  updatedBeforeMs: 'updatedBefore',
+};
+
+/**
+ * Runs `read` over a search, so that a view's `INVALID_ARGUMENT` names the query parameter the
+ * page sent (`id`, not `idPrefix`).
+ */
+async function searching<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    const path = isLoomError(error) ? error.fields.path : undefined;
+    if (isLoomError(error) && typeof path === 'string' && paramOfField[path] !== undefined) {
+      let message = error.message;
+      for (const [field, param] of Object.entries(paramOfField)) {
+        message = message.replaceAll(field, param);
+      }
+      throw new LoomError(
+        error.code,
+        message,
+        { ...error.fields, path: paramOfField[path] },
+        error,
+      );
+    }
+    throw error;
+  }
+}
+/**
+ * How often a stream re-reads the counts when its page did not change, in polls (10 × the default
+ * 500 ms: a change off the page shows in its count within 5 s).
+ */
+const countsEveryPolls = 10;
 /** Open event streams at once: each polls the store; a runaway tab should not multiply that. */
 export const streamsMax = 32;
 
@@ -129,14 +166,6 @@ function idOf(c: Context): string {
   return id;
 }
 
-function statusFilter(value: string | undefined): DetailedExecutionStatus | undefined {
-  if (value === undefined || value === '') return undefined;
-  if (!(runStatuses as readonly string[]).includes(value)) {
-    throw invalid('status', `status must be one of ${runStatuses.join(', ')}, got '${value}'`);
-  }
-  return value as DetailedExecutionStatus;
-}
-
 /** Builds the dashboard's Hono app over `context`. */
 export function dashboardApp(context: DashboardContext): Hono {
   const app = new Hono();
@@ -154,17 +183,15 @@ export function dashboardApp(context: DashboardContext): Hono {
   app.get('/app.css', (c) => c.body(dashboardCss, 200, { 'content-type': 'text/css' }));
 
   app.get('/api/config', (c) => c.json({ readOnly: context.readOnly }));
+  // The runs page: a search over the execution index, one page by keyset (`after`/`before`),
+  // and the counts per status under the same filters.
   app.get('/api/runs', async (c) => {
-    const status = statusFilter(c.req.query('status'));
-    const limit = c.req.query('limit');
-    const after = c.req.query('after');
-    return c.json(
-      await context.view.runs({
-        ...(status === undefined ? {} : { status }),
-        ...(limit === undefined ? {} : { limit: Number(limit) }),
-        ...(after === undefined ? {} : { after }),
-      }),
-    );
+    const search = runSearchOf(c.req.query());
+    return c.json(await searching(() => context.view.searchRuns(search)));
+  });
+  app.get('/api/counts', async (c) => {
+    const search = runSearchOf(c.req.query());
+    return c.json(await searching(() => context.view.runCounts(search)));
   });
   app.get('/api/runs/:id', async (c) => c.json(await context.view.show(idOf(c))));
   app.get('/api/runs/:id/events', async (c) => {
@@ -178,11 +205,14 @@ export function dashboardApp(context: DashboardContext): Hono {
   app.get('/api/approvals', async (c) => c.json(await context.view.pendingApprovals()));
   app.get('/api/questions', async (c) => c.json(await context.view.pendingQuestions()));
 
-  // Live updates: the server polls the view and sends `runs` (the filtered table) and `run` (the
-  // open run's detail) only when they changed. Polling keeps it the same on SQLite and Postgres.
-  app.get('/api/stream', (c) => {
-    const status = statusFilter(c.req.query('status'));
-    const runId = c.req.query('run');
+  // Live updates: the server polls the view and sends `runs` (the page the search names, from its
+  // cursor), `counts` (per status under its filters) and `run` (the open run's detail) only when
+  // they changed. Polling keeps it the same on SQLite and Postgres.
+  app.get('/api/stream', async (c) => {
+    const { run: runId, ...params } = c.req.query();
+    const search: RunSearch = runSearchOf(params);
+    // A bad search is a 400 now, not a stream of failures.
+    await searching(async () => runQueryOf(search));
     if (streams >= streamsMax) {
       const tooMany = new LoomError(
         ErrorCode.LIMIT_EXCEEDED,
@@ -200,22 +230,26 @@ export function dashboardApp(context: DashboardContext): Hono {
         }),
       );
       const sent = new Map<string, string>();
+      /** Sends `value` as `event` unless it is what was sent last; says whether it sent. */
       const send = async (event: string, value: unknown) => {
         const data = JSON.stringify(value);
-        if (sent.get(event) === data) return;
+        if (sent.get(event) === data) return false;
         sent.set(event, data);
         await stream.writeSSE({ event, data });
+        return true;
       };
+      // The counts scan every matching index row (tens of ms over 100,000 runs): they are read
+      // again when the page changed, else every `countsEveryPolls` polls.
+      let pollsSinceCounts = Number.POSITIVE_INFINITY;
       try {
         while (!stream.aborted && !stream.closed && !context.closing()) {
           try {
-            await send(
-              'runs',
-              await context.view.runs({
-                limit: streamRunsLimit,
-                ...(status === undefined ? {} : { status }),
-              }),
-            );
+            const pageChanged = await send('runs', await context.view.searchRuns(search));
+            pollsSinceCounts += 1;
+            if (pageChanged || pollsSinceCounts >= countsEveryPolls) {
+              pollsSinceCounts = 0;
+              await send('counts', await context.view.runCounts(search));
+            }
             if (runId !== undefined && runId !== '') {
               await send('run', await context.view.show(runId));
             }

@@ -38,19 +38,42 @@ export function dashboardHtml(options: { readOnly: boolean }): string {
 </header>
 <p id="flash" class="flash" role="status"></p>
 <main>
-  <section id="runs-pane">
-    <div class="bar">
+  <section id="runs-pane" aria-label="runs">
+    <form id="runs-filters" class="filters" role="search">
+      <input id="search-id" type="search" placeholder="run id starts with…" aria-label="run id prefix" size="18" autocomplete="off">
+      <input id="filter-flow" list="flows" placeholder="flow" aria-label="flow" size="12" autocomplete="off">
+      <datalist id="flows"></datalist>
+      <input id="filter-version" placeholder="version" aria-label="version" size="6" autocomplete="off">
       <label>Status <select id="status-filter">
         <option value="">all</option>
         <option>running</option><option>suspended</option><option>completed</option>
         <option>failed</option><option>cancelled</option><option>continued</option><option>settled</option>
       </select></label>
-      <span id="runs-count"></span>
-    </div>
+      <label title="a suspended run waits for a timer (a sleep, a timeout, an expiry) or for input (an approval, an answer, a signal, a child)">Waiting for <select id="waiting-filter">
+        <option value="">anything</option>
+        <option value="timer">a timer</option>
+        <option value="input">input</option>
+      </select></label>
+      <label>Updated from <input id="updated-from" type="datetime-local" step="1" aria-label="updated from (UTC)"></label>
+      <label>to <input id="updated-before" type="datetime-local" step="1" aria-label="updated before (UTC)"></label>
+      <label>Sort <select id="sort">
+        <option value="updated:desc">updated, newest first</option>
+        <option value="updated:asc">updated, oldest first</option>
+        <option value="created:desc">created, newest first</option>
+        <option value="created:asc">created, oldest first</option>
+      </select></label>
+      <button type="button" id="clear-filters">Clear</button>
+    </form>
+    <div id="status-counts" class="counts" aria-label="runs per status"></div>
     <div class="scroll"><table id="runs">
       <thead><tr><th>Run</th><th>Flow</th><th>Status</th><th>Steps</th><th>Approvals</th><th>Updated (UTC)</th><th>Reason</th></tr></thead>
       <tbody id="runs-body"></tbody>
     </table></div>
+    <div class="pager">
+      <button type="button" id="prev-page" disabled>← Previous</button>
+      <span id="runs-count"></span>
+      <button type="button" id="next-page" disabled>Next →</button>
+    </div>
   </section>
   <section id="detail" hidden>
     <div id="detail-head"></div>
@@ -75,19 +98,52 @@ export const dashboardCss = `
 * { box-sizing: border-box; }
 [hidden] { display: none !important; }
 body { margin: 0; font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d232a; background: #f6f7f9; }
-header { display: flex; align-items: center; gap: 12px; padding: 8px 16px; background: #1d232a; color: #fff; }
+header { display: flex; flex-wrap: wrap; align-items: center; gap: 12px; padding: 8px 16px; background: #1d232a; color: #fff; }
 header h1 { font-size: 18px; margin: 0; }
 header input { font: inherit; padding: 2px 6px; }
 .spacer { flex: 1; }
 .live { font-size: 12px; opacity: .8; }
 .badge { background: #b26a00; padding: 2px 8px; border-radius: 10px; font-size: 12px; }
-main { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1.25fr); gap: 16px; padding: 12px 16px; }
-section { background: #fff; border: 1px solid #dde1e6; border-radius: 6px; padding: 10px 12px; min-width: 0; }
-.bar { display: flex; gap: 12px; align-items: center; margin-bottom: 8px; }
+/* The runs pane takes the whole width until a run is open, then shares it; below ~1150 px the
+   detail goes under the runs. Neither may push the page wider than the window. */
+main { display: flex; flex-wrap: wrap; align-items: flex-start; gap: 16px; padding: 12px 16px; }
+#runs-pane { flex: 1 1 600px; }
+#detail { flex: 1.2 1 520px; }
+section { background: #fff; border: 1px solid #dde1e6; border-radius: 6px; padding: 10px 12px; min-width: 0; max-width: 100%; }
+.filters { display: flex; flex-wrap: wrap; gap: 6px 10px; align-items: center; margin-bottom: 8px; }
+.filters input, .filters select { font: inherit; padding: 2px 4px; max-width: 100%; }
+.counts { display: flex; flex-wrap: wrap; gap: 6px; margin-bottom: 6px; }
+.counts button { font-size: 12px; padding: 1px 8px; border-radius: 10px; border-color: #c4cad1; }
+.counts button.active { background: #1d232a; border-color: #1d232a; color: #fff; }
+.pager { display: flex; gap: 12px; align-items: center; justify-content: space-between; margin-top: 6px; }
+.pager button[disabled] { opacity: .45; cursor: default; }
 table { border-collapse: collapse; width: 100%; }
-th, td { text-align: left; padding: 3px 6px; border-bottom: 1px solid #eef0f3; white-space: nowrap; }
+th, td { text-align: left; padding: 3px 6px; border-bottom: 1px solid #eef0f3; vertical-align: top; }
+/* The runs table fits its pane at any width: fixed column shares, every cell wraps (a long id,
+   flow or reason breaks anywhere), so no column is pushed out of view or clipped. */
+#runs { table-layout: fixed; }
+#runs th, #runs td { padding: 3px 4px; overflow-wrap: anywhere; }
+#runs th { overflow-wrap: normal; }
+#runs th:nth-child(1) { width: 15%; } #runs th:nth-child(2) { width: 12%; }
+#runs th:nth-child(3) { width: 13%; } #runs th:nth-child(4) { width: 8%; }
+#runs th:nth-child(5) { width: 12%; } #runs th:nth-child(6) { width: 13%; }
+#runs th:nth-child(7) { width: 27%; }
+#runs td.id button { text-align: left; overflow-wrap: anywhere; }
+#runs .status { font-size: 11px; padding: 1px 5px; }
+/* A window too narrow for seven columns (a phone): each run is a card, one labelled line per
+   column; the header row stays for screen readers only. */
+@media (max-width: 600px) {
+  #runs thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+  #runs, #runs tbody { display: block; }
+  #runs tr { display: block; padding: 4px 0; border-bottom: 1px solid #dde1e6; }
+  #runs td { display: grid; grid-template-columns: 7.5em minmax(0, 1fr); border: 0; padding: 1px 4px; }
+  #runs td::before { content: attr(data-label); color: #56606b; font-size: 12px; font-weight: 600; }
+  #runs td > .status, #runs td > button { justify-self: start; }
+}
 th { font-weight: 600; font-size: 12px; color: #56606b; }
-td.reason { max-width: 200px; overflow: hidden; text-overflow: ellipsis; }
+/* How a run ended is the column people read: it wraps, never clips. */
+td.reason { overflow-wrap: anywhere; }
+td.reason.warn { color: #8a1c14; font-weight: 600; }
 .scroll { overflow-x: auto; }
 #runs tr.selected { background: #e8f0fe; }
 button { font: inherit; cursor: pointer; padding: 3px 10px; border: 1px solid #8a94a0; border-radius: 4px; background: #fff; }
@@ -97,7 +153,8 @@ button.danger { border-color: #b3261e; color: #b3261e; }
 .status { padding: 1px 7px; border-radius: 9px; font-size: 12px; background: #eef0f3; }
 .s-completed { background: #d8f0dc; } .s-failed { background: #fbd9d6; } .s-cancelled { background: #e6e1e5; }
 .s-suspended { background: #fff0c2; } .s-running { background: #d6e6fb; }
-dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; margin: 4px 0 8px; }
+#detail-head h2 { overflow-wrap: anywhere; }
+dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 2px 12px; margin: 4px 0 8px; }
 dt { color: #56606b; } dd { margin: 0; overflow-wrap: anywhere; }
 .actions { display: flex; flex-wrap: wrap; gap: 10px; align-items: center; margin: 8px 0; }
 .actions form { display: flex; gap: 6px; }
@@ -105,6 +162,7 @@ dt { color: #56606b; } dd { margin: 0; overflow-wrap: anywhere; }
 .approval.decided { border-color: #dde1e6; background: #fafbfc; }
 .approval .resolve { flex-basis: 100%; display: flex; gap: 8px; align-items: center; flex-wrap: wrap; }
 .approval .hint { color: #7a5b00; }
+.approval > span { overflow-wrap: anywhere; min-width: 0; }
 .approval .record-output { font: inherit; font-family: ui-monospace, monospace; width: 16em; }
 .timeline svg { display: block; width: 100%; height: auto; }
 .timeline text { font-size: 11px; fill: #1d232a; }
@@ -112,21 +170,38 @@ dt { color: #56606b; } dd { margin: 0; overflow-wrap: anywhere; }
 .bar { cursor: pointer; }
 rect.b-completed { fill: #2e7d32; } rect.b-failed { fill: #c62828; } rect.b-open { fill: #f9a825; }
 rect.b-cancelled { fill: #757575; } rect.b-timed_out { fill: #8e24aa; }
-.events { display: grid; grid-template-columns: minmax(260px, 1fr) 1.2fr; gap: 10px; }
+/* The events list beside the inspector when both fit (300 px each), else one above the other. */
+.events { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(300px, 100%), 1fr)); gap: 10px; }
 .events-list { max-height: 340px; overflow: auto; }
 #events tbody tr { cursor: pointer; }
 #events tr.selected { background: #e8f0fe; }
 .inspector { margin: 0; max-height: 340px; overflow: auto; background: #1d232a; color: #e6edf3; padding: 8px; border-radius: 4px; font-size: 12px; white-space: pre-wrap; overflow-wrap: anywhere; }
 .flash { margin: 0; padding: 0 16px; min-height: 1.6em; line-height: 1.6em; color: #1f7a36; }
 .flash.error { color: #b3261e; }
-pre.value { background: #f3f4f6; padding: 6px; border-radius: 4px; max-height: 120px; overflow: auto; margin: 2px 0; }
+/* A long output wraps inside its box instead of stretching the page. */
+pre.value { background: #f3f4f6; padding: 6px; border-radius: 4px; max-height: 120px; overflow: auto; margin: 2px 0; white-space: pre-wrap; overflow-wrap: anywhere; }
 `;
 
 export const dashboardJs = `'use strict';
 (function () {
   var readOnly = document.body.getAttribute('data-read-only') === 'true';
   var tokenKey = 'loom-dashboard-token';
-  var state = { status: '', run: null, detail: null, eventsCount: -1, source: null, events: [] };
+  var state = { run: null, detail: null, eventsCount: -1, source: null, events: [], page: null };
+  // The runs search, kept in the address (?id=…&status=…) so a filtered page can be shared and
+  // reloaded; the server checks every value (a bad one is a 400 with its name).
+  var searchKeys = ['id', 'flow', 'version', 'status', 'waiting', 'updatedFrom', 'updatedBefore', 'sort', 'order', 'limit', 'after', 'before'];
+  var search = {};
+  (function () {
+    var params = new URLSearchParams(location.search);
+    searchKeys.forEach(function (key) { if (params.get(key)) search[key] = params.get(key); });
+  })();
+  function searchQuery() {
+    var params = new URLSearchParams();
+    searchKeys.forEach(function (key) { if (search[key]) params.set(key, search[key]); });
+    return params.toString();
+  }
+  // Ending reasons of an agent run that did not reach its goal: the Reason column says so loudly.
+  var plainEndings = ['completed', 'goal_completed'];
   function $(id) { return document.getElementById(id); }
 
   // The token arrives in the URL fragment (never sent to a server, not in logs), is kept for this
@@ -166,26 +241,54 @@ export const dashboardJs = `'use strict';
   }
   function ended(status) { return status !== 'running' && status !== 'suspended'; }
 
+  var runColumns = Array.prototype.map.call(document.querySelectorAll('#runs thead th'), function (th) { return th.textContent; });
   function renderRuns(page) {
+    state.page = page;
     var body = $('runs-body');
     body.replaceChildren();
+    var flows = {};
     page.runs.forEach(function (run) {
       var open = el('button', { text: run.id, className: 'link', type: 'button', title: 'show ' + run.id });
       open.addEventListener('click', function () { select(run.id); });
+      var reason = run.terminalReason || (run.waitingFor ? 'waiting for ' + run.waitingFor : '');
+      var warn = run.terminalReason && (run.status !== 'completed' || plainEndings.indexOf(run.terminalReason) < 0);
       var row = el('tr', { className: run.id === state.run ? 'selected' : '' }, [
-        el('td', {}, [open]),
-        el('td', { text: run.flow || '' }),
+        el('td', { className: 'id' }, [open]),
+        el('td', { text: (run.flow || '') + (run.version ? ' v' + run.version : '') }),
         el('td', {}, [el('span', { className: 'status s-' + run.status, text: run.status })]),
-        el('td', { text: String(run.steps) }),
-        el('td', { text: run.pendingApprovals ? run.pendingApprovals + ' pending' : '' }),
-        el('td', { text: clock(run.updatedAtMs), title: time(run.updatedAtMs) }),
-        el('td', { text: run.terminalReason || '', className: 'reason', title: run.terminalReason || '' }),
+        el('td', { text: String(run.steps), className: 'num' }),
+        el('td', { text: run.pendingApprovals ? run.pendingApprovals + ' pending' : '', className: 'num' }),
+        el('td', { text: time(run.updatedAtMs).slice(5, 10) + ' ' + time(run.updatedAtMs).slice(11, 19), title: time(run.updatedAtMs), className: 'time' }),
+        el('td', { text: reason, className: warn ? 'reason warn' : 'reason' }),
       ]);
       row.setAttribute('data-run', run.id);
       row.setAttribute('data-status', run.status);
+      // Each cell carries its column's name: a narrow window shows a run as a card of labels.
+      Array.prototype.forEach.call(row.children, function (cell, i) { cell.setAttribute('data-label', runColumns[i]); });
       body.appendChild(row);
+      if (run.flow) flows[run.flow] = true;
     });
-    $('runs-count').textContent = page.runs.length + (page.nextCursor ? '+' : '') + ' runs';
+    var list = $('flows');
+    list.replaceChildren();
+    Object.keys(flows).sort().forEach(function (flow) { var option = el('option'); option.value = flow; list.appendChild(option); });
+    $('runs-count').textContent = page.runs.length === 0 ? 'no runs match' : page.runs.length + ' runs on this page';
+    $('prev-page').disabled = !page.prevCursor;
+    $('next-page').disabled = !page.nextCursor;
+  }
+
+  var countOrder = ['running', 'suspended', 'completed', 'failed', 'cancelled', 'continued'];
+  function renderCounts(counts) {
+    var box = $('status-counts');
+    box.replaceChildren();
+    [''].concat(countOrder).forEach(function (status) {
+      var n = status === '' ? counts.total : counts[status];
+      var button = el('button', { type: 'button', text: (status || 'all') + ' ' + n });
+      button.setAttribute('data-status', status || 'all');
+      button.setAttribute('data-count', String(n));
+      if ((search.status || '') === status) button.className = 'active';
+      button.addEventListener('click', function () { setSearch({ status: status }); });
+      box.appendChild(button);
+    });
   }
 
   function value(label, json) {
@@ -413,24 +516,95 @@ export const dashboardJs = `'use strict';
     $('inspector').textContent = 'click an event or a timeline bar';
     $('events-body').replaceChildren();
     history.replaceState(null, '', '#run=' + encodeURIComponent(runId));
+    Array.prototype.forEach.call($('runs-body').children, function (row) {
+      row.className = row.getAttribute('data-run') === runId ? 'selected' : '';
+    });
     connect();
   }
 
-  // Live updates: one event stream for the filtered table and the open run; the server sends
-  // only what changed, and the browser reconnects by itself.
+  // A new search (a filter, the sort, a page): into the address, the form, then the stream.
+  function setSearch(changes, keepCursor) {
+    Object.keys(changes).forEach(function (key) { search[key] = changes[key]; });
+    if (!keepCursor) { delete search.after; delete search.before; }
+    var query = searchQuery();
+    history.replaceState(null, '', location.pathname + (query ? '?' + query : '') + location.hash);
+    showSearch();
+    connect();
+  }
+  function utcInput(ms) { return ms ? new Date(Number(ms)).toISOString().slice(0, 19) : ''; }
+  function fromUtcInput(value) { return value ? String(Date.parse(value + 'Z')) : ''; }
+  function showSearch() {
+    $('search-id').value = search.id || '';
+    $('filter-flow').value = search.flow || '';
+    $('filter-version').value = search.version || '';
+    $('status-filter').value = search.status || '';
+    $('waiting-filter').value = search.waiting || '';
+    $('updated-from').value = utcInput(search.updatedFrom);
+    $('updated-before').value = utcInput(search.updatedBefore);
+    $('sort').value = (search.sort || 'updated') + ':' + (search.order || 'desc');
+  }
+
+  // Live updates: one event stream for the searched page, its counts and the open run; the
+  // server sends only what changed, and the browser reconnects by itself. A search the server
+  // refuses (a hand-edited address) is a 400: read it once to say why.
   function connect() {
     if (state.source) state.source.close();
-    var query = '?status=' + encodeURIComponent(state.status) + (state.run ? '&run=' + encodeURIComponent(state.run) : '');
-    var source = new EventSource('/api/stream' + query);
+    var query = searchQuery();
+    if (state.run) query += (query ? '&' : '') + 'run=' + encodeURIComponent(state.run);
+    var source = new EventSource('/api/stream' + (query ? '?' + query : ''));
     source.addEventListener('runs', function (e) { renderRuns(JSON.parse(e.data)); });
+    source.addEventListener('counts', function (e) { renderCounts(JSON.parse(e.data)); });
     source.addEventListener('run', function (e) { renderDetail(JSON.parse(e.data)); });
     source.addEventListener('failure', function (e) { flash(JSON.parse(e.data).error.message, true); });
     source.onopen = function () { $('live').textContent = 'live'; };
-    source.onerror = function () { $('live').textContent = 'reconnecting…'; };
+    source.onerror = function () {
+      $('live').textContent = 'reconnecting…';
+      if (source.readyState !== EventSource.CLOSED) return;
+      $('live').textContent = 'stopped';
+      fetch('/api/runs?' + searchQuery()).then(function (response) { return response.json(); }).then(function (json) {
+        if (json.error) flash(json.error.message + ' [' + json.error.code + ']', true);
+      }, function () {});
+    };
     state.source = source;
   }
 
-  $('status-filter').addEventListener('change', function (e) { state.status = e.target.value; connect(); });
+  // A text filter applies once typing pauses (each field its own pause), or at once on Enter.
+  function typed(key, node) {
+    var typing = null;
+    function apply() {
+      clearTimeout(typing);
+      if ((search[key] || '') === node.value.trim()) return;
+      var change = {};
+      change[key] = node.value.trim();
+      setSearch(change);
+    }
+    node.addEventListener('input', function () { clearTimeout(typing); typing = setTimeout(apply, 250); });
+    node.addEventListener('change', apply);
+  }
+  typed('id', $('search-id'));
+  typed('flow', $('filter-flow'));
+  typed('version', $('filter-version'));
+  $('runs-filters').addEventListener('submit', function (e) { e.preventDefault(); });
+  $('status-filter').addEventListener('change', function (e) { setSearch({ status: e.target.value }); });
+  $('waiting-filter').addEventListener('change', function (e) { setSearch({ waiting: e.target.value }); });
+  $('updated-from').addEventListener('change', function (e) { setSearch({ updatedFrom: fromUtcInput(e.target.value) }); });
+  $('updated-before').addEventListener('change', function (e) { setSearch({ updatedBefore: fromUtcInput(e.target.value) }); });
+  $('sort').addEventListener('change', function (e) {
+    var parts = e.target.value.split(':');
+    setSearch({ sort: parts[0], order: parts[1] });
+  });
+  $('clear-filters').addEventListener('click', function () {
+    searchKeys.forEach(function (key) { delete search[key]; });
+    setSearch({});
+  });
+  $('next-page').addEventListener('click', function () {
+    if (state.page && state.page.nextCursor) setSearch({ after: state.page.nextCursor, before: '' }, true);
+  });
+  $('prev-page').addEventListener('click', function () {
+    if (state.page && state.page.prevCursor) setSearch({ before: state.page.prevCursor, after: '' }, true);
+  });
+  showSearch();
+
   if (!readOnly) {
     $('token').value = token();
     $('token').addEventListener('change', function (e) { sessionStorage.setItem(tokenKey, e.target.value.trim()); });

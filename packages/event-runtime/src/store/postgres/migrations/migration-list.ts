@@ -7,6 +7,7 @@ import { queueOutcomesMigration } from './0006-queue-outcomes.js';
 import { signalMarkMigration } from './0007-signal-mark.js';
 import { startedByMigration } from './0008-started-by.js';
 import { liveChunksMigration } from './0009-live-chunks.js';
+import { runsPageOrderMigration } from './0010-runs-page-order.js';
 import type { PostgresMigration } from './postgres-migration.js';
 
 /** Every Postgres migration, oldest first. Append only: a shipped migration is never edited. */
@@ -20,6 +21,7 @@ export const postgresMigrations: readonly PostgresMigration[] = [
   signalMarkMigration,
   startedByMigration,
   liveChunksMigration,
+  runsPageOrderMigration,
 ];
 
 /** The schema version this code writes and reads: the number of the newest migration. */
