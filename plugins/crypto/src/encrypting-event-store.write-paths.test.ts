@@ -123,7 +123,10 @@ for (const backend of transactional) {
       expect(
         isEncryptedField((JSON.parse(text) as { result: { email: unknown } }).result.email),
       ).toBe(true);
-      expect(JSON.stringify(await raw.store.readAll())).not.toContain('ada@example.com');
+      // The run's whole log (readAll may hide fresh rows on Postgres; this assertion would then
+      // pass on nothing).
+      expect(JSON.stringify(events)).not.toContain('ada@example.com');
+      expect(events.length).toBeGreaterThan(2);
       // Through the decorator it reads as plaintext, and the chain holds over the ciphertext.
       const read = await store.read(run.executionId);
       expect(read.find((event) => event.type === 'step.completed')?.payload).toMatchObject({
@@ -313,6 +316,8 @@ describe('a flow waiting for a sealed signal', () => {
     await runtime.wakeDue();
     expect(await runtime.attach(run.executionId).result()).toBe(true);
     expect(await raw.inboxPayloadText(run.executionId, 1)).not.toContain('ada@example.com');
-    expect(JSON.stringify(await raw.store.readAll())).not.toContain('ada@example.com');
+    const log = await raw.store.read(run.executionId);
+    expect(log.some((event) => event.type === 'signal.received')).toBe(true);
+    expect(JSON.stringify(log)).not.toContain('ada@example.com');
   });
 });

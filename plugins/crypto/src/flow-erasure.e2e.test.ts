@@ -102,8 +102,13 @@ for (const backend of backendNames) {
       await eventually(async () => first.activeExecutions.length === 0, 'both runs to suspend');
       expect(effects).toEqual(['ada', 'bob']);
 
-      // What the database holds: the e-mails only as ciphertext, in every event.
-      const stored = JSON.stringify(await raw.store.readAll());
+      // What the database holds: the e-mails only as ciphertext, in every event. (Each run's own
+      // log: on Postgres readAll hides rows above the oldest transaction open anywhere in the
+      // cluster, so it may return nothing yet while another database's long write runs.)
+      const stored = JSON.stringify([
+        ...(await raw.store.read(ada.executionId)),
+        ...(await raw.store.read(bob.executionId)),
+      ]);
       expect(stored).not.toContain('@example.com');
       expect(stored).toContain('"$enc":"aes-256-gcm"');
 
@@ -153,7 +158,9 @@ for (const backend of backendNames) {
       for (const email of emails) expect(isErased(email)).toBe(true);
       for (const id of [ada.executionId, bob.executionId])
         expect(await reader.verify(id)).toMatchObject({ ok: true });
-      expect(JSON.stringify(await raw.store.readAll())).not.toContain('ada@example.com');
+      const adaLog = await raw.store.read(ada.executionId);
+      expect(adaLog.length).toBeGreaterThan(2);
+      expect(JSON.stringify(adaLog)).not.toContain('ada@example.com');
       void (raw.store satisfies EventStore);
     });
   });
