@@ -111,6 +111,16 @@ describe('the dashboard in Chromium', () => {
     // the first one's start.
     const xs = await bars.evaluateAll((rects) => rects.map((r) => Number(r.getAttribute('x'))));
     expect(xs[1]).toBeGreaterThanOrEqual(xs[0] ?? Number.NaN);
+    // Each event says what it is about without a click: the run's flow, then each step's name.
+    await page.locator('#events-body tr[data-sequence="5"]').waitFor({ timeout: waitMs });
+    expect(await page.locator('#events-body tr td:nth-child(3)').allTextContents()).toEqual([
+      'order',
+      'price',
+      'price',
+      'receipt',
+      'receipt',
+      '',
+    ]);
     await page.locator('#events-body tr[data-sequence="5"]').click({ timeout: waitMs });
     const inspected = JSON.parse((await page.locator('#inspector').textContent()) ?? '') as {
       type: string;

@@ -84,7 +84,7 @@ export function dashboardHtml(options: { readOnly: boolean }): string {
     <div id="timeline" class="timeline"></div>
     <h3>Events <small>(click one to inspect it)</small></h3>
     <div class="events">
-      <div class="events-list"><table id="events"><thead><tr><th>#</th><th>Type</th><th>At (UTC)</th></tr></thead><tbody id="events-body"></tbody></table></div>
+      <div class="events-list"><table id="events"><thead><tr><th>#</th><th>Type</th><th>What</th><th>At (UTC)</th></tr></thead><tbody id="events-body"></tbody></table></div>
       <pre id="inspector" class="inspector" aria-label="event JSON">click an event or a timeline bar</pre>
     </div>
   </section>
@@ -478,6 +478,20 @@ export const dashboardJs = `'use strict';
     });
   }
 
+  // What an event is about, without opening it: the step, timer, signal, value or child it
+  // names, an attempt's number, a child's id, a run's flow, a cancel's reason.
+  function eventWhat(event) {
+    var p = event.payload && typeof event.payload === 'object' ? event.payload : {};
+    var parts = [];
+    if (event.type === 'execution.started' && typeof p.flow === 'string') parts.push(p.flow);
+    if (typeof p.name === 'string') parts.push(p.name);
+    if (typeof p.attempt === 'number') parts.push('attempt ' + p.attempt);
+    if (typeof p.childId === 'string') parts.push(p.childId);
+    if (typeof p.successorId === 'string') parts.push(p.successorId);
+    if (typeof p.reason === 'string') parts.push(p.reason);
+    return parts.join(' · ');
+  }
+
   function loadEvents(runId, count) {
     fetch('/api/runs/' + encodeURIComponent(runId) + '/events').then(function (response) {
       return response.json();
@@ -488,7 +502,7 @@ export const dashboardJs = `'use strict';
       var body = $('events-body');
       body.replaceChildren();
       events.forEach(function (event) {
-        var row = el('tr', {}, [el('td', { text: String(event.sequence) }), el('td', { text: event.type }), el('td', { text: clock(event.at), title: time(event.at) })]);
+        var row = el('tr', {}, [el('td', { text: String(event.sequence) }), el('td', { text: event.type }), el('td', { text: eventWhat(event) }), el('td', { text: clock(event.at), title: time(event.at) })]);
         row.setAttribute('data-sequence', String(event.sequence));
         row.addEventListener('click', function () { inspect(event, event.sequence); });
         body.appendChild(row);
