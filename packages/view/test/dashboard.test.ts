@@ -140,6 +140,23 @@ describe('the dashboard in Chromium', () => {
     });
   });
 
+  it("a parent's run links its child, and the child's links back to its parent", async () => {
+    const childId = (await view.show('parent-1')).timeline.find((entry) => entry.kind === 'child')
+      ?.childId as string;
+    expect(childId).toBeDefined();
+    await page.getByRole('button', { name: 'parent-1', exact: true }).click();
+    await page.waitForSelector('#detail-head h2:text-is("parent-1")', { timeout: waitMs });
+    const children = page.locator('#run-children button');
+    await children.first().waitFor({ timeout: waitMs });
+    expect(await children.allTextContents()).toEqual([childId]);
+    await children.first().click();
+    await page.waitForSelector(`#detail-head h2:text-is("${childId}")`, { timeout: waitMs });
+    const parent = page.locator('#run-parent button');
+    expect(await parent.allTextContents()).toEqual(['parent-1']);
+    await parent.click();
+    await page.waitForSelector('#detail-head h2:text-is("parent-1")', { timeout: waitMs });
+  });
+
   it('approving a waiting agent run lets it complete, live, and its tool runs once', async () => {
     const mailsBefore = sentMails.length;
     await page.getByRole('button', { name: 'agent-1', exact: true }).click();

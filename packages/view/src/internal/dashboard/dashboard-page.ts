@@ -311,7 +311,6 @@ export const dashboardJs = `'use strict';
       ['created', time(run.createdAtMs)],
       ['updated', time(run.updatedAtMs)],
     ];
-    if (detail.parentId) facts.push(['parent', detail.parentId]);
     if (run.wakeAtMs) facts.push(['wakes', time(run.wakeAtMs)]);
     if (run.waitingFor) facts.push(['waiting for', run.waitingFor]);
     var list = el('dl');
@@ -321,6 +320,12 @@ export const dashboardJs = `'use strict';
       if (fact[0] === 'status') dd.id = 'run-status';
       list.appendChild(dd);
     });
+    // The parent and the children (from the timeline's child entries), each opened by a click.
+    var children = detail.timeline.filter(function (entry) { return entry.kind === 'child' && entry.childId; });
+    if (detail.parentId) linkFacts(list, 'parent', [detail.parentId], 'run-parent');
+    if (children.length > 0) {
+      linkFacts(list, 'children', children.map(function (entry) { return entry.childId; }), 'run-children');
+    }
     value('input', detail.input).forEach(function (n) { list.appendChild(n); });
     if (detail.output !== undefined) value('output', detail.output).forEach(function (n) { list.appendChild(n); });
     if (detail.error !== undefined) value('error', detail.error).forEach(function (n) { list.appendChild(n); });
@@ -330,6 +335,19 @@ export const dashboardJs = `'use strict';
     renderQuestions(detail.questions || []);
     renderTimeline(detail.timeline, run);
     if (detail.events !== state.eventsCount) loadEvents(run.id, detail.events);
+  }
+
+  function linkFacts(list, label, runIds, id) {
+    list.appendChild(el('dt', { text: label }));
+    var dd = el('dd');
+    dd.id = id;
+    runIds.forEach(function (runId, index) {
+      if (index > 0) dd.appendChild(document.createTextNode(', '));
+      var open = el('button', { text: runId, className: 'link', type: 'button', title: 'show ' + runId });
+      open.addEventListener('click', function () { select(runId); });
+      dd.appendChild(open);
+    });
+    list.appendChild(dd);
   }
 
   function renderApprovals(approvals) {
