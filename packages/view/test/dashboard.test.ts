@@ -183,6 +183,34 @@ describe('the dashboard in Chromium', () => {
       agentRole: 'tool_call',
       result: { output: mailToken },
     });
+    // The conversation, folded from the log: the input, then each turn's model record (model and
+    // tokens as logged) with the call and what it returned.
+    const events = await view.events('agent-1');
+    const payloads = events.map((event) => ({ type: event.type, ...(event.payload as object) }));
+    const decided = payloads.filter(
+      (payload): payload is typeof payload & { result: unknown } =>
+        payload.type === 'step.completed' &&
+        /^decide:/.test(String((payload as { name?: unknown }).name)),
+    );
+    expect(decided).toHaveLength(2);
+    const turns = page.locator('#conversation .turn[data-turn]');
+    await page.waitForSelector('#conversation .turn[data-turn="2"]', { timeout: waitMs });
+    expect(await turns.count()).toBe(2);
+    for (const [index, payload] of decided.entries()) {
+      const result = payload.result as {
+        model: string;
+        usage: { inputTokens: number; outputTokens: number };
+        latencyMs: number;
+      };
+      expect(await turns.nth(index).locator('.meta').textContent()).toBe(
+        `turn ${index + 1} · ${result.model} · ${result.usage.inputTokens} in / ${result.usage.outputTokens} out tokens · ${result.latencyMs} ms`,
+      );
+    }
+    expect(await page.locator('#conversation .turn').first().textContent()).toContain('mail ana');
+    expect(await turns.nth(0).locator('.call').textContent()).toBe(
+      `send_mail({"to":"ana"}) → "${mailToken}"`,
+    );
+    expect(await turns.nth(1).locator('.said').textContent()).toBe('mailed ana');
     await page.screenshot({ path: join(artifacts, 'dashboard.png'), fullPage: true });
     // docs/img/dashboard.png is this screenshot, refreshed on purpose (it changes on every run).
     if (process.env.LOOM_UPDATE_DOCS_IMG === '1') {

@@ -80,6 +80,7 @@ export function dashboardHtml(options: { readOnly: boolean }): string {
     ${actions}
     <div id="approvals"></div>
     <div id="questions"></div>
+    <div id="conversation"></div>
     <h3>Timeline</h3>
     <div id="timeline" class="timeline"></div>
     <h3>Events <small>(click one to inspect it)</small></h3>
@@ -158,6 +159,12 @@ dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 2px 
 dt { color: #56606b; } dd { margin: 0; overflow-wrap: anywhere; }
 .actions { display: flex; flex-wrap: wrap; gap: 10px; align-items: center; margin: 8px 0; }
 .actions form { display: flex; gap: 6px; }
+.turn { margin: 6px 0; padding: 6px 8px; border: 1px solid #dde1e6; border-radius: 4px; background: #fff; }
+.turn .meta { color: #5b6470; font-size: 12px; }
+.turn .said { white-space: pre-wrap; overflow-wrap: anywhere; margin: 4px 0; }
+.turn .call { font-family: ui-monospace, monospace; font-size: 12px; overflow-wrap: anywhere; margin: 2px 0; }
+.turn .call .result { color: #1b5e20; }
+.turn .call .failed { color: #8b1a1a; }
 .approval { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; padding: 6px 8px; margin: 4px 0; border: 1px solid #f0c36d; background: #fffaeb; border-radius: 4px; }
 .approval.decided { border-color: #dde1e6; background: #fafbfc; }
 .approval .resolve { flex-basis: 100%; display: flex; gap: 8px; align-items: center; flex-wrap: wrap; }
@@ -170,8 +177,8 @@ dt { color: #56606b; } dd { margin: 0; overflow-wrap: anywhere; }
 .bar { cursor: pointer; }
 rect.b-completed { fill: #2e7d32; } rect.b-failed { fill: #c62828; } rect.b-open { fill: #f9a825; }
 rect.b-cancelled { fill: #757575; } rect.b-timed_out { fill: #8e24aa; }
-/* The events list beside the inspector when both fit (300 px each), else one above the other. */
-.events { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(300px, 100%), 1fr)); gap: 10px; }
+/* The events list beside the inspector when both fit (380 px each), else one above the other. */
+.events { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(380px, 100%), 1fr)); gap: 10px; }
 .events-list { max-height: 340px; overflow: auto; }
 #events tbody tr { cursor: pointer; }
 #events tr.selected { background: #e8f0fe; }
@@ -510,6 +517,58 @@ export const dashboardJs = `'use strict';
     return parts.join(' · ');
   }
 
+  // An agent run's conversation, folded from its log: the input, then per turn the model's
+  // record (model, tokens, cost, latency, its text and its tool calls) with each call's result.
+  function renderConversation(events) {
+    var box = $('conversation');
+    box.replaceChildren();
+    var started = events[0];
+    if (!started || typeof started.payload.flow !== 'string' || started.payload.flow.indexOf('agent:') !== 0) return;
+    box.appendChild(el('h3', { text: 'Conversation' }));
+    var input = started.payload.input;
+    box.appendChild(el('div', { className: 'turn' }, [
+      el('div', { className: 'meta', text: 'input' }),
+      el('div', { className: 'said', text: typeof input === 'string' ? input : JSON.stringify(input) }),
+    ]));
+    var results = {};
+    // Each call's last record (a re-run's name has a suffix after turn.index): its result, or
+    // the error its step failed with.
+    events.forEach(function (event) {
+      var p = event.payload;
+      var key = typeof p.name === 'string' ? /^tool:([0-9]+[.][0-9]+)/.exec(p.name) : null;
+      if (!key) return;
+      if (event.type === 'step.completed') results[key[1]] = p.result;
+      if (event.type === 'step.failed') results[key[1]] = { error: p.error ? p.error.message : 'failed' };
+    });
+    events.forEach(function (event) {
+      var p = event.payload;
+      if (event.type !== 'step.completed' || typeof p.name !== 'string' || !/^decide:[0-9]+$/.test(p.name)) return;
+      var turn = p.name.slice(7);
+      var r = p.result && typeof p.result === 'object' ? p.result : {};
+      var usage = r.usage || {};
+      var meta = ['turn ' + turn];
+      if (r.model) meta.push(r.model);
+      if (typeof usage.inputTokens === 'number') meta.push(usage.inputTokens + ' in / ' + (usage.outputTokens || 0) + ' out tokens');
+      if (typeof r.costUsd === 'number') meta.push('$' + r.costUsd.toFixed(4));
+      if (typeof r.latencyMs === 'number') meta.push(r.latencyMs + ' ms');
+      var card = el('div', { className: 'turn' }, [el('div', { className: 'meta', text: meta.join(' · ') })]);
+      card.setAttribute('data-turn', turn);
+      if (r.text) card.appendChild(el('div', { className: 'said', text: r.text }));
+      (r.toolCalls || []).forEach(function (call, index) {
+        var line = el('div', { className: 'call', text: call.tool + '(' + JSON.stringify(call.input) + ')' });
+        var result = results[turn + '.' + index];
+        if (result && result.interrupted) {
+          line.appendChild(el('span', { className: 'failed', text: ' → interrupted: its outcome is for a person to resolve' }));
+        } else if (result !== undefined && result !== null) {
+          var failed = result.error !== undefined;
+          line.appendChild(el('span', { className: failed ? 'failed' : 'result', text: ' → ' + JSON.stringify(failed ? result.error : result.output) }));
+        }
+        card.appendChild(line);
+      });
+      box.appendChild(card);
+    });
+  }
+
   function loadEvents(runId, count) {
     fetch('/api/runs/' + encodeURIComponent(runId) + '/events').then(function (response) {
       return response.json();
@@ -517,6 +576,7 @@ export const dashboardJs = `'use strict';
       if (state.run !== runId) return;
       state.eventsCount = count;
       state.events = events;
+      renderConversation(events);
       var body = $('events-body');
       body.replaceChildren();
       events.forEach(function (event) {
@@ -547,6 +607,7 @@ export const dashboardJs = `'use strict';
     state.eventsCount = -1;
     $('inspector').textContent = 'click an event or a timeline bar';
     $('events-body').replaceChildren();
+    $('conversation').replaceChildren();
     history.replaceState(null, '', '#run=' + encodeURIComponent(runId));
     Array.prototype.forEach.call($('runs-body').children, function (row) {
       row.className = row.getAttribute('data-run') === runId ? 'selected' : '';
