@@ -2,6 +2,7 @@
 // approvals), a server-sent-events stream of changes, and the guarded mutations.
 import type { Resolution } from '@loom/agent-loop';
 import { ErrorCode, type JsonValue } from '@loom/event-runtime';
+import { occurrences } from '@loom/workflow-runtime/cron';
 import { type Context, type Handler, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { createMiddleware } from 'hono/factory';
@@ -193,6 +194,8 @@ export function dashboardApp(context: DashboardContext): Hono {
     const search = runSearchOf(c.req.query());
     return c.json(await searching(() => context.view.runCounts(search)));
   });
+  // Schedules (their next fires and their latest runs) and queues (their depth and outcomes).
+  app.get('/api/operations', async (c) => c.json(await operationsOf(context.view)));
   app.get('/api/runs/:id', async (c) => c.json(await context.view.show(idOf(c))));
   app.get('/api/runs/:id/events', async (c) => {
     const from = c.req.query('from');
@@ -356,4 +359,41 @@ export function dashboardApp(context: DashboardContext): Hono {
     return c.json({ questionId, answered: true, by: answeredBy });
   });
   return app;
+}
+
+/** Upcoming fires a schedule shows, and its latest runs. */
+const scheduleFiresShown = 3;
+const scheduleRunsShown = 5;
+
+/**
+ * What the operations panel shows: each schedule with its next fires (from its next one, by
+ * its expression) and its latest runs (their ids are `cron:<name>:<fire time>`), and each queue's
+ * counts. One index query per schedule for its runs.
+ */
+async function operationsOf(view: View) {
+  const [schedules, queues] = await Promise.all([view.schedules(), view.queues()]);
+  return {
+    schedules: await Promise.all(
+      schedules.map(async (schedule) => ({
+        ...schedule,
+        nextFiresAtMs: [
+          schedule.nextFireAtMs,
+          ...occurrences(
+            schedule.expression,
+            schedule.nextFireAtMs,
+            schedule.timezone,
+            scheduleFiresShown - 1,
+          ),
+        ],
+        recentRuns: (
+          await view.searchRuns({ idPrefix: `cron:${schedule.name}:`, limit: scheduleRunsShown })
+        ).runs.map((run) => ({
+          id: run.id,
+          status: run.status,
+          updatedAtMs: run.updatedAtMs,
+        })),
+      })),
+    ),
+    queues,
+  };
 }

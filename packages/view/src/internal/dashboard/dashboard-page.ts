@@ -74,6 +74,22 @@ export function dashboardHtml(options: { readOnly: boolean }): string {
       <span id="runs-count"></span>
       <button type="button" id="next-page" disabled>Next →</button>
     </div>
+    <div id="operations">
+      <div id="schedules-box" hidden>
+        <h3>Schedules</h3>
+        <div class="scroll"><table id="schedules">
+          <thead><tr><th>Schedule</th><th>Cron</th><th>Flow</th><th>Next fires (UTC)</th><th>Latest runs</th></tr></thead>
+          <tbody id="schedules-body"></tbody>
+        </table></div>
+      </div>
+      <div id="queues-box" hidden>
+        <h3>Queues</h3>
+        <div class="scroll"><table id="queues">
+          <thead><tr><th>Queue</th><th>Waiting</th><th>Running</th><th>Completed</th><th>Failed</th><th>Cancelled</th></tr></thead>
+          <tbody id="queues-body"></tbody>
+        </table></div>
+      </div>
+    </div>
   </section>
   <section id="detail" hidden>
     <div id="detail-head"></div>
@@ -724,6 +740,48 @@ export const dashboardJs = `'use strict';
       });
     });
   }
+  // Schedules and queues: read on load and every 10 s (they change with fires and claims, not
+  // with every run, so they ride no stream of their own).
+  function loadOperations() {
+    fetch('/api/operations').then(function (response) {
+      if (!response.ok) throw new Error(response.statusText);
+      return response.json();
+    }).then(function (ops) {
+      var sBody = $('schedules-body');
+      sBody.replaceChildren();
+      ops.schedules.forEach(function (schedule) {
+        var runs = el('td');
+        schedule.recentRuns.forEach(function (run, index) {
+          if (index > 0) runs.appendChild(document.createTextNode(' '));
+          var open = el('button', { text: clock(run.updatedAtMs) + ' ' + run.status, className: 'link', type: 'button', title: 'show ' + run.id });
+          open.addEventListener('click', function () { select(run.id); });
+          runs.appendChild(open);
+        });
+        var row = el('tr', {}, [
+          el('td', { text: schedule.name }),
+          el('td', { text: schedule.expression + (schedule.timezone && schedule.timezone !== 'UTC' ? ' (' + schedule.timezone + ')' : '') }),
+          el('td', { text: schedule.flow + (schedule.version ? ' v' + schedule.version : '') }),
+          el('td', { text: schedule.nextFiresAtMs.map(time).join(', ') }),
+          runs,
+        ]);
+        row.setAttribute('data-schedule', schedule.name);
+        sBody.appendChild(row);
+      });
+      $('schedules-box').hidden = ops.schedules.length === 0;
+      var qBody = $('queues-body');
+      qBody.replaceChildren();
+      ops.queues.forEach(function (queue) {
+        var row = el('tr', {}, [queue.queue, queue.depth, queue.claimed, queue.completed, queue.failed, queue.cancelled].map(function (v) {
+          return el('td', { text: String(v) });
+        }));
+        row.setAttribute('data-queue', queue.queue);
+        qBody.appendChild(row);
+      });
+      $('queues-box').hidden = ops.queues.length === 0;
+    }, function (error) { flash('could not load schedules and queues: ' + error.message, true); });
+  }
+  loadOperations();
+  setInterval(loadOperations, 10000);
   connect();
 })();
 `;
