@@ -36,6 +36,7 @@ beforeAll(async () => {
   await populate(running, backend);
   // Two more waiting runs, so each test below has its own: one guarded, one agent for read-only.
   await running.flows.start(waiting, null, { executionId: 'wait-guard' });
+  await running.flows.start(waiting, null, { executionId: 'wait-resume' });
   await running.agents.start(mailer, 'mail ana', { runId: 'agent-2' });
   // And an agent run whose model asks a person a question.
   await running.agents.start(asker, 'paint the door', { runId: 'ask-1' });
@@ -257,6 +258,50 @@ describe('the dashboard in Chromium', () => {
     expect((await view.show('wait-signal')).output).toEqual({ go: true });
   });
 
+  it('resume replays a waiting run from its log, with who asked for it', async () => {
+    await page.getByRole('button', { name: 'wait-resume', exact: true }).click();
+    await page.waitForSelector('#detail-head h2:text-is("wait-resume")', { timeout: waitMs });
+    await page.locator('#by').fill('ana');
+    await page.locator('#by').dispatchEvent('change');
+    await page.locator('#resume-run').click();
+    await page.waitForSelector('#flash:has-text("resumed wait-resume (it was suspended)")', {
+      timeout: waitMs,
+    });
+    const resumed = (await view.events('wait-resume')).filter(
+      (event) =>
+        event.type === 'execution.suspended' &&
+        (event.payload as { resumedBy?: unknown }).resumedBy === 'ana',
+    );
+    expect(resumed).toHaveLength(1);
+    // The serving runtime's poll replays it; it waits for its signal again.
+    await until(async () => {
+      const events = await view.events('wait-resume');
+      const last = events.at(-1);
+      return last !== undefined && last.sequence > (resumed[0]?.sequence ?? 0) ? true : undefined;
+    }, 'the resumed run replayed and waiting again');
+    expect(await statusOf('wait-resume')).toBe('suspended');
+  });
+
+  it('fork at a selected event makes a new run whose log is the original up to it', async () => {
+    await page.getByRole('button', { name: 'order-7', exact: true }).click();
+    await page.waitForSelector('#detail-head h2:text-is("order-7")', { timeout: waitMs });
+    const fork = page.getByRole('button', { name: 'Fork at the selected event' });
+    expect(await fork.isDisabled()).toBe(true);
+    await page.locator('#events-body tr[data-sequence="2"]').click({ timeout: waitMs });
+    expect(await fork.isDisabled()).toBe(false);
+    page.once('dialog', (dialog) => void dialog.accept());
+    await fork.click();
+    await page.waitForSelector('#flash:has-text("forked order-7 at 2 as fork-2-of-order-7")', {
+      timeout: waitMs,
+    });
+    const original = await view.events('order-7');
+    const forked = await view.events('fork-2-of-order-7');
+    expect(forked.slice(1, 3).map((event) => [event.type, event.payload])).toEqual(
+      original.slice(1, 3).map((event) => [event.type, event.payload]),
+    );
+    expect(forked[0]?.payload).toMatchObject({ forkedFrom: { executionId: 'order-7' } });
+  });
+
   it('cancel asks first, then ends the run with who cancelled it', async () => {
     await page.getByRole('button', { name: 'wait-cancel', exact: true }).click();
     await page.waitForSelector('#detail-head h2:text-is("wait-cancel")', { timeout: waitMs });
@@ -353,6 +398,28 @@ describe('the dashboard refuses what it must', () => {
     expect(badFrom.body).toMatchObject({
       error: { code: 'INVALID_ARGUMENT', fields: { path: 'from' } },
     });
+    // A fork needs the sequence it keeps up to; one past the log is refused by the fork itself.
+    const post = (path: string, body: unknown) =>
+      http(`${dashboard.url}api/runs/order-7/${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${dashboard.token}` },
+        body,
+      });
+    const noSequence = await post('fork', { by: 'ana' });
+    expect(noSequence.status).toBe(400);
+    expect(noSequence.body).toMatchObject({
+      error: { code: 'INVALID_ARGUMENT', fields: { path: 'atSequence' } },
+    });
+    const pastTheLog = await post('fork', { by: 'ana', atSequence: 99 });
+    expect(pastTheLog.status).toBe(400);
+    expect(pastTheLog.body).toMatchObject({ error: { code: 'INVALID_ARGUMENT' } });
+    // An ended run is not resumed (retry or fork it instead).
+    const ended = await post('resume', { by: 'ana' });
+    expect(ended.status).toBe(409);
+    expect(ended.body).toMatchObject({ error: { code: 'EXECUTION_SETTLED' } });
+    expect(
+      await view.events('fork-99-of-order-7').catch((error: { code?: string }) => error.code),
+    ).toBe('RUN_NOT_FOUND');
   });
 
   it("approve passes an interrupted side effect's resolution to agent-loop, which checks it", async () => {

@@ -307,6 +307,32 @@ export function dashboardApp(context: DashboardContext): Hono {
     });
     return c.json({ executionId, cancelled });
   });
+  mutation('/api/runs/:id/resume', async (c) => {
+    const body = await objectBody(c.req.raw);
+    return c.json(await operator().resume(idOf(c), { by: by(body) }));
+  });
+  mutation('/api/runs/:id/fork', async (c) => {
+    const body = await objectBody(c.req.raw);
+    const executionId = idOf(c);
+    const { atSequence, allowRerun } = body;
+    if (typeof atSequence !== 'number' || !Number.isSafeInteger(atSequence) || atSequence < 0) {
+      throw invalid(
+        'atSequence',
+        'a fork needs atSequence: the sequence of the last event it keeps',
+      );
+    }
+    if (allowRerun !== undefined && typeof allowRerun !== 'boolean') {
+      throw invalid('allowRerun', 'allowRerun is true or false');
+    }
+    const newId = text(body, 'newId');
+    const forked = await operator().fork(executionId, {
+      atSequence,
+      by: by(body),
+      ...(newId === undefined || newId === '' ? {} : { newId }),
+      ...(allowRerun === true ? { allowRerun } : {}),
+    });
+    return c.json({ executionId, forked, atSequence });
+  });
   mutation('/api/runs/:id/signal', async (c) => {
     const body = await objectBody(c.req.raw);
     const executionId = idOf(c);

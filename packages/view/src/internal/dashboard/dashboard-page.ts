@@ -13,12 +13,16 @@ export function dashboardHtml(options: { readOnly: boolean }): string {
     ? ''
     : `<div id="actions" class="actions">
         <button type="button" id="cancel-run" class="danger">Cancel run</button>
+        <button type="button" id="resume-run" title="replay it from its log on the next timer poll of a runtime that runs its flow">Resume</button>
         <form id="signal-form">
           <input id="signal-name" placeholder="signal name" required size="12">
           <input id="signal-payload" placeholder='payload JSON, e.g. {"ok":true}' size="28">
           <button type="submit">Send signal</button>
         </form>
       </div>`;
+  const fork = options.readOnly
+    ? ''
+    : `<div class="fork"><button type="button" id="fork-here" disabled title="a new run whose log is this one's up to the selected event; what follows runs again">Fork at the selected event</button></div>`;
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -104,6 +108,7 @@ export function dashboardHtml(options: { readOnly: boolean }): string {
       <div class="events-list"><table id="events"><thead><tr><th>#</th><th>Type</th><th>What</th><th>At (UTC)</th></tr></thead><tbody id="events-body"></tbody></table></div>
       <pre id="inspector" class="inspector" aria-label="event JSON">click an event or a timeline bar</pre>
     </div>
+    ${fork}
   </section>
 </main>
 </body>
@@ -175,6 +180,7 @@ dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 2px 
 dt { color: #56606b; } dd { margin: 0; overflow-wrap: anywhere; }
 .actions { display: flex; flex-wrap: wrap; gap: 10px; align-items: center; margin: 8px 0; }
 .actions form { display: flex; gap: 6px; }
+.fork { margin: 6px 0; }
 .turn { margin: 6px 0; padding: 6px 8px; border: 1px solid #dde1e6; border-radius: 4px; background: #fff; }
 .turn .meta { color: #5b6470; font-size: 12px; }
 .turn .said { white-space: pre-wrap; overflow-wrap: anywhere; margin: 4px 0; }
@@ -514,6 +520,9 @@ export const dashboardJs = `'use strict';
 
   function inspect(json, sequence) {
     $('inspector').textContent = JSON.stringify(json, null, 2);
+    // An event of the log (not a timeline bar) can be forked at.
+    state.selectedSequence = json && json.executionId === state.run && typeof json.sequence === 'number' && json.type ? json.sequence : undefined;
+    if ($('fork-here')) $('fork-here').disabled = state.selectedSequence === undefined;
     Array.prototype.forEach.call($('events-body').children, function (row) {
       row.className = row.getAttribute('data-sequence') === String(sequence) ? 'selected' : '';
     });
@@ -624,6 +633,8 @@ export const dashboardJs = `'use strict';
     $('inspector').textContent = 'click an event or a timeline bar';
     $('events-body').replaceChildren();
     $('conversation').replaceChildren();
+    state.selectedSequence = undefined;
+    if ($('fork-here')) $('fork-here').disabled = true;
     history.replaceState(null, '', '#run=' + encodeURIComponent(runId));
     Array.prototype.forEach.call($('runs-body').children, function (row) {
       row.className = row.getAttribute('data-run') === runId ? 'selected' : '';
@@ -719,6 +730,22 @@ export const dashboardJs = `'use strict';
     $('token').addEventListener('change', function (e) { sessionStorage.setItem(tokenKey, e.target.value.trim()); });
     $('by').value = localStorage.getItem('loom-dashboard-by') || '';
     $('by').addEventListener('change', function (e) { localStorage.setItem('loom-dashboard-by', e.target.value.trim()); });
+    $('resume-run').addEventListener('click', function () {
+      var runId = state.run;
+      if (!runId) return;
+      act('/api/runs/' + encodeURIComponent(runId) + '/resume', {}, function (r) {
+        return 'resumed ' + runId + ' (it was ' + r.was + '): the next timer poll replays it';
+      });
+    });
+    $('fork-here').addEventListener('click', function () {
+      var runId = state.run;
+      var at = state.selectedSequence;
+      if (!runId || typeof at !== 'number') return;
+      if (!confirm('Fork ' + runId + ' after event ' + at + '? The new run replays up to it and runs what follows again.')) return;
+      act('/api/runs/' + encodeURIComponent(runId) + '/fork', { atSequence: at }, function (r) {
+        return 'forked ' + runId + ' at ' + at + ' as ' + r.forked;
+      });
+    });
     $('cancel-run').addEventListener('click', function () {
       var runId = state.run;
       if (!runId || !confirm('Cancel ' + runId + '? It ends with execution.cancelled.')) return;
