@@ -38,6 +38,7 @@ const byErrorCode: Readonly<Record<string, ExitCode>> = {
   APPROVAL_EXPIRED: ExitCode.conflict,
   APPROVAL_REQUEST_CHANGED: ExitCode.conflict,
   EXECUTION_SETTLED: ExitCode.conflict,
+  EXECUTION_NOT_FAILED: ExitCode.conflict,
   EXECUTION_ALREADY_STARTED: ExitCode.conflict,
   FORK_WOULD_RERUN: ExitCode.conflict,
   PROJECTOR_CONFLICT: ExitCode.conflict,

@@ -59,6 +59,16 @@ export interface Operator {
    */
   resume(executionId: string, options: { by: string }): Promise<ResumeResult>;
   /**
+   * Retries a failed run from its failed step, wherever its flow runs: appends
+   * `execution.retried` with the run due (as `runtime.retry` does under `handOffStarts`), so the
+   * next timer poll of a runtime running its flow replays it: completed steps replay, the failed
+   * step runs again with a fresh attempt budget. Deploy the fix first.
+   *
+   * Error codes: `EXECUTION_NOT_FOUND`, `EXECUTION_NOT_FAILED` (`fields.status`: it runs, completed,
+   * was cancelled, or a retry is already under way), `STORE_BUSY`, store errors.
+   */
+  retry(executionId: string): Promise<{ executionId: string }>;
+  /**
    * Forks a run: a new execution whose log is a copy of `executionId`'s up to and including
    * `atSequence` (its `execution.started` names the original in `forkedFrom`, with who forked it).
    * No process is told: a runtime that runs its flow resumes it as its next recovery round finds
@@ -96,7 +106,8 @@ export async function openOperator(options: { db: string }): Promise<Operator> {
   // take a dead worker's leases it cannot run, and hold them as a live owner while the restarted
   // worker waits them out), and so no node claim (it would count as a live worker, which makes
   // workers wait `recoverQuietMs` for unleased executions of a dead one).
-  const flows = createRuntime({ backend, timerPollMs: 0, recoverEveryMs: 0 });
+  // handOffStarts: a retry it makes is written due for a worker, and needs no flow here.
+  const flows = createRuntime({ backend, handOffStarts: true, timerPollMs: 0, recoverEveryMs: 0 });
   const agents = createAgentRuntime({ flows, agents: [] });
   return {
     signal: (executionId, name, payload, signalOptions) =>
@@ -110,6 +121,10 @@ export async function openOperator(options: { db: string }): Promise<Operator> {
     reject: (approvalId, rejectOptions) => agents.reject(approvalId, rejectOptions),
     answer: (questionId, answerOptions) => agents.answer(questionId, answerOptions),
     fork: (executionId, forkOptions) => forkRun(backend, executionId, forkOptions),
+    retry: async (executionId) => {
+      await flows.retry(executionId);
+      return { executionId };
+    },
     resume: (executionId, resumeOptions) =>
       resumeRun(backend, executionId, { by: resumeOptions.by, nowMs: Date.now() }),
     close: () => flows.shutdown(),

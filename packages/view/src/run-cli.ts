@@ -520,6 +520,25 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     });
 
   program
+    .command('retry <id>')
+    .description(
+      'retry a failed run from its failed step on a process running its flow (deploy the fix first)',
+    )
+    .action(async (id: string, _options: unknown, command: Command) => {
+      const operator = await operatorOf(command);
+      try {
+        const retried = await operator.retry(id);
+        print(
+          retried,
+          () =>
+            `retried ${id}: the next timer poll of a runtime running its flow replays it and runs its failed step again`,
+        );
+      } finally {
+        await operator.close();
+      }
+    });
+
+  program
     .command('approvals')
     .description('approvals waiting for a person, across runs')
     .action(async (_options: unknown, command: Command) => {

@@ -282,6 +282,31 @@ describe('the dashboard in Chromium', () => {
     expect(await statusOf('wait-resume')).toBe('suspended');
   });
 
+  it('retry of a failed run appends execution.retried; the serving runtime replays it', async () => {
+    await page.getByRole('button', { name: 'charge-1', exact: true }).click();
+    await page.waitForSelector('#detail-head h2:text-is("charge-1")', { timeout: waitMs });
+    const retry = page.locator('#retry-run');
+    await retry.waitFor({ timeout: waitMs });
+    const failures = async () =>
+      (await view.events('charge-1')).filter((event) => event.type === 'execution.failed').length;
+    expect(await failures()).toBe(1);
+    page.once('dialog', (dialog) => void dialog.accept());
+    await retry.click();
+    await page.waitForSelector('#flash:has-text("retried charge-1")', { timeout: waitMs });
+    // The fixture's card is still declined: the replayed step fails again, after the retry.
+    await until(
+      async () => ((await failures()) === 2 ? true : undefined),
+      'charge-1 to fail again',
+    );
+    const types = (await view.events('charge-1')).map((event) => event.type);
+    expect(types.indexOf('execution.retried')).toBeGreaterThan(types.indexOf('execution.failed'));
+    await rowWithStatus(page, 'charge-1', 'failed');
+    // The button is only for a failed run.
+    await page.getByRole('button', { name: 'order-7', exact: true }).click();
+    await page.waitForSelector('#detail-head h2:text-is("order-7")', { timeout: waitMs });
+    expect(await retry.isHidden()).toBe(true);
+  });
+
   it('fork at a selected event makes a new run whose log is the original up to it', async () => {
     await page.getByRole('button', { name: 'order-7', exact: true }).click();
     await page.waitForSelector('#detail-head h2:text-is("order-7")', { timeout: waitMs });

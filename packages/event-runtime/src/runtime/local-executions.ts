@@ -441,8 +441,11 @@ export class LocalExecutions implements ExecutionsPort {
       const state = loaded.state;
       if (state === undefined) throw notFound(executionId);
       if (state.status !== 'failed' || this.running.has(executionId)) throw notFailed(state);
-      const flow = this.kernel.flows.flowFor(state);
-      if (leases !== undefined && !(await leases.acquire(executionId))) {
+      // handOffStarts: the retry is written due, for a node that runs its flow (none need be
+      // registered here), and nothing runs here: no lease either.
+      const handOff = this.kernel.settings.handOffStarts;
+      const flow = handOff ? undefined : this.kernel.flows.flowFor(state);
+      if (!handOff && leases !== undefined && !(await leases.acquire(executionId))) {
         leaseLooks += 1;
         if (leaseLooks >= retryLeaseLooksMax) throw leaseHeldElsewhere(executionId, leaseLooks);
         continue;
@@ -455,7 +458,7 @@ export class LocalExecutions implements ExecutionsPort {
       for (const event of await store.read(executionId, { fromSequence: state.nextSequence }))
         foldEvent(state, event);
       if (state.status !== 'failed') {
-        leases?.release(executionId);
+        if (!handOff) leases?.release(executionId);
         throw notFailed(state);
       }
       const stepIndex = failureFields(
@@ -469,11 +472,16 @@ export class LocalExecutions implements ExecutionsPort {
       };
       const journal = this.journalFor(executionId, state.nextSequence, epoch);
       journal.record(EventType.executionRetried, retried as unknown as JsonValue);
-      journal.setStatus('running');
+      if (handOff) {
+        journal.setStatus('suspended', this.kernel.clock.now());
+        journal.seal();
+      } else {
+        journal.setStatus('running');
+      }
       try {
         await journal.flush();
       } catch (error) {
-        leases?.release(executionId);
+        if (!handOff) leases?.release(executionId);
         if (
           isLoomError(error, ErrorCode.SEQUENCE_CONFLICT) ||
           isLoomError(error, ErrorCode.FENCE_STALE)
@@ -481,6 +489,7 @@ export class LocalExecutions implements ExecutionsPort {
           continue;
         throw error;
       }
+      if (flow === undefined) return;
       reopen(state, retried);
       state.nextSequence = journal.sequence;
       if (this.stopping) {

@@ -74,7 +74,8 @@ export interface KernelRuntimeOptions {
    * handle follows the execution wherever it runs. For a process that sends work and never runs
    * it (a web server in front of workers): give it `timerPollMs: 0` and `recoverEveryMs: 0` too,
    * so it takes nothing back. Children and continue-as-new successors are started by the node
-   * that drives their parent, as always.
+   * that drives their parent, as always. `retry()` hands off the same way: it appends
+   * `execution.retried` with the execution due, and needs no flow registered here.
    */
   handOffStarts?: boolean;
   /**

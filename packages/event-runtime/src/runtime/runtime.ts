@@ -171,7 +171,9 @@ export class KernelRuntime {
    * after its `execution.failed` (behind the fence, so two retries cannot both reopen it), the
    * flow replays its completed steps without running them, and the step whose failure failed the
    * execution runs again with a fresh attempt budget. Deploy the fix first: the flow replays
-   * under the code registered here. Resolves with a handle once the retry is durable.
+   * under the code registered here. Resolves with a handle once the retry is durable. With
+   * `handOffStarts`, nothing runs here and no flow need be registered: the retry is written with
+   * the execution due, and the first node whose timer poll takes it replays it.
    *
    * Error codes: `EXECUTION_NOT_FOUND`, `EXECUTION_NOT_FAILED` (it runs, completed, was cancelled
    * or continued; `fields.status`), `FLOW_NOT_REGISTERED`, `INVALID_ENVELOPE` (id),

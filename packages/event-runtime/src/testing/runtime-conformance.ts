@@ -493,6 +493,43 @@ export function runtimeConformance(
         expect(ran).toEqual(['worker']);
       });
 
+      it('handOffStarts: retry() writes execution.retried with the execution due, runs nothing, needs no flow; another node runs the retry', async () => {
+        let failing = true;
+        const ran: string[] = [];
+        const flow: Flow<null, string> = {
+          name: 'retried-elsewhere',
+          run: async (ctx) => {
+            await ctx.step('first', () => 'first');
+            return ctx.step('flaky', () => {
+              ran.push(failing ? 'failed' : 'ran');
+              if (failing) throw new Error('not yet');
+              return 'done';
+            });
+          },
+        };
+        const worker = runtime({ nodeId: 'worker', flows: [flow as Flow<never, unknown>] });
+        const id = freshId('retry-handoff');
+        const failed = await worker.start(flow, null, { executionId: id });
+        expect(await codeOf(failed.result())).toBe(ErrorCode.EXECUTION_FAILED);
+        // An operator's runtime: no flow registered, nothing driven.
+        const operator = runtime({ nodeId: 'operator', handOffStarts: true });
+        failing = false;
+        const handle = await operator.retry(id);
+        const types = (await harness.store.read(id)).map((event) => event.type);
+        expect(types.slice(-2)).toEqual(['execution.failed', 'execution.retried']);
+        const [row] = (
+          await harness.store.findExecutions({ status: 'suspended', limit: 1_000 })
+        ).filter((summary) => summary.executionId === id);
+        expect(row?.wakeAtMs).not.toBeNull();
+        expect(ran).toEqual(['failed']);
+        // Retried again before a worker took it: the execution is no longer failed.
+        expect(await codeOf(operator.retry(id))).toBe(ErrorCode.EXECUTION_NOT_FAILED);
+        expect(await worker.wakeDue()).toEqual([id]);
+        expect(await handle.result()).toBe('done');
+        // The completed step replayed; only the failed one ran again, on the worker.
+        expect(ran).toEqual(['failed', 'ran']);
+      });
+
       it('handOffStarts is checked: a value that is not a boolean is INVALID_ARGUMENT', () => {
         expect(() => runtime({ handOffStarts: 'yes' as never })).toThrow(
           expect.objectContaining({ code: ErrorCode.INVALID_ARGUMENT }),

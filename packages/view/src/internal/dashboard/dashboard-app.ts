@@ -307,6 +307,10 @@ export function dashboardApp(context: DashboardContext): Hono {
     });
     return c.json({ executionId, cancelled });
   });
+  mutation('/api/runs/:id/retry', async (c) => {
+    await objectBody(c.req.raw);
+    return c.json(await operator().retry(idOf(c)));
+  });
   mutation('/api/runs/:id/resume', async (c) => {
     const body = await objectBody(c.req.raw);
     return c.json(await operator().resume(idOf(c), { by: by(body) }));

@@ -22,7 +22,7 @@ export function dashboardHtml(options: { readOnly: boolean }): string {
       </div>`;
   const fork = options.readOnly
     ? ''
-    : `<div class="fork"><button type="button" id="fork-here" disabled title="a new run whose log is this one's up to the selected event; what follows runs again">Fork at the selected event</button></div>`;
+    : `<div class="fork"><button type="button" id="retry-run" hidden title="run its failed step again on a process running its flow (deploy the fix first)">Retry from the failed step</button> <button type="button" id="fork-here" disabled title="a new run whose log is this one's up to the selected event; what follows runs again">Fork at the selected event</button></div>`;
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -359,7 +359,10 @@ export const dashboardJs = `'use strict';
     if (detail.output !== undefined) value('output', detail.output).forEach(function (n) { list.appendChild(n); });
     if (detail.error !== undefined) value('error', detail.error).forEach(function (n) { list.appendChild(n); });
     head.appendChild(list);
-    if (!readOnly) $('actions').hidden = ended(run.status);
+    if (!readOnly) {
+      $('actions').hidden = ended(run.status);
+      $('retry-run').hidden = run.status !== 'failed';
+    }
     renderApprovals(detail.approvals);
     renderQuestions(detail.questions || []);
     renderTimeline(detail.timeline, run);
@@ -735,6 +738,13 @@ export const dashboardJs = `'use strict';
       if (!runId) return;
       act('/api/runs/' + encodeURIComponent(runId) + '/resume', {}, function (r) {
         return 'resumed ' + runId + ' (it was ' + r.was + '): the next timer poll replays it';
+      });
+    });
+    $('retry-run').addEventListener('click', function () {
+      var runId = state.run;
+      if (!runId || !confirm('Retry ' + runId + ' from its failed step? Its completed steps replay; the failed one runs again.')) return;
+      act('/api/runs/' + encodeURIComponent(runId) + '/retry', {}, function () {
+        return 'retried ' + runId + ': the next timer poll of a runtime running its flow replays it';
       });
     });
     $('fork-here').addEventListener('click', function () {

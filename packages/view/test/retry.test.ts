@@ -1,0 +1,66 @@
+// `loom retry`: a failed run retried from another process, with no flow registered there; a
+// runtime running the flow (the fix deployed) takes it on its next timer poll. The built binary
+// against a SQLite file and Postgres.
+import { createRuntime, defineFlow } from '@loom/workflow-runtime';
+import { afterAll, describe, expect, it } from 'vitest';
+import { dbTargets } from './db-targets.js';
+import { eventually, loom } from './fixture.js';
+
+const { targets, cleanup } = dbTargets('view-retry');
+afterAll(cleanup);
+
+describe.each(targets)('loom retry on $name', { timeout: 60_000 }, (target) => {
+  const env = { LOOM_DB: target.db };
+
+  it('retries a failed run from its failed step: the worker replays the rest, the completed step does not run again', async () => {
+    const ran: string[] = [];
+    let fixed = false;
+    const charge = defineFlow({ name: 'charge' }, async (ctx) => {
+      await ctx.step('reserve', () => {
+        ran.push('reserve');
+        return 'reserved';
+      });
+      return ctx.step('charge', () => {
+        ran.push(fixed ? 'charge' : 'charge failed');
+        if (!fixed) throw new Error('card declined');
+        return 'charged';
+      });
+    });
+    const worker = createRuntime({
+      backend: await target.open(),
+      flows: [charge],
+      timerPollMs: 50,
+    });
+    try {
+      const run = await worker.start(charge, null, { executionId: 'charge-9' });
+      await expect(run.result()).rejects.toMatchObject({ code: 'EXECUTION_FAILED' });
+      fixed = true; // the fix deployed
+
+      const retried = await loom(['retry', 'charge-9', '--json'], env);
+      expect(retried.stderr).toBe('');
+      expect(retried.code).toBe(0);
+      expect(JSON.parse(retried.stdout)).toEqual({ executionId: 'charge-9' });
+      expect(await worker.attach(run.executionId).result()).toBe('charged');
+      expect(ran).toEqual(['reserve', 'charge failed', 'charge']);
+      const { stdout } = await loom(['events', 'charge-9', '--json'], env);
+      const types = (JSON.parse(stdout) as { type: string }[]).map((event) => event.type);
+      expect(types.filter((type) => type === 'execution.retried')).toHaveLength(1);
+      expect(types.at(-1)).toBe('execution.completed');
+
+      // A run that did not fail is a conflict (exit 4); no such run is exit 3.
+      const again = await loom(['retry', 'charge-9'], env);
+      expect(again.code).toBe(4);
+      expect(again.stderr).toContain('EXECUTION_NOT_FAILED');
+      const missing = await loom(['retry', 'nope-1'], env);
+      expect(missing.code).toBe(3);
+      expect(
+        await eventually(
+          async () => (await worker.status('charge-9')) === 'completed' || undefined,
+          'charge-9 completed',
+        ),
+      ).toBe(true);
+    } finally {
+      await worker.shutdown();
+    }
+  });
+});
