@@ -17,6 +17,8 @@ export type {
   FindExecutionsOptions,
   FlowKey,
   JsonValue,
+  PrunedExecution,
+  PruneOptions,
   ReadAllOptions,
   ReadOptions,
   ReadSignalsOptions,
