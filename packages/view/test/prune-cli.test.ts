@@ -23,6 +23,8 @@ interface Target {
   drop(): Promise<void>;
   /** Edits a stored payload behind Loom's back (what `verify` must catch). */
   tamper(executionId: string, sequence: number): Promise<void>;
+  /** The run ids in the projection tables. */
+  projectedRuns(): Promise<string[]>;
 }
 
 const sqlitePath = join(dir, 'loom.db');
@@ -39,6 +41,15 @@ const targets: Target[] = [
         `UPDATE loom_events SET payload = '{"edited":true}' WHERE execution_id = ? AND sequence = ?`,
       ).run(executionId, sequence);
       db.close();
+    },
+    projectedRuns: async () => {
+      const db = new Database(sqlitePath, { readonly: true });
+      try {
+        const rows = db.prepare('SELECT id FROM loom_projection_runs ORDER BY id').all();
+        return (rows as Array<{ id: string }>).map((row) => row.id);
+      } finally {
+        db.close();
+      }
     },
   },
   {
@@ -62,6 +73,18 @@ const targets: Target[] = [
         [executionId, sequence],
       );
       await client.end();
+    },
+    projectedRuns: async () => {
+      const client = new pg.Client({ connectionString: pgUrl });
+      await client.connect();
+      try {
+        const { rows } = await client.query(
+          `SELECT id FROM ${pgSchema}.loom_projection_runs ORDER BY id COLLATE "C"`,
+        );
+        return (rows as Array<{ id: string }>).map((row) => row.id);
+      } finally {
+        await client.end();
+      }
     },
   },
 ];
@@ -100,6 +123,10 @@ describe.each(targets)('loom prune on $name', (target) => {
     const endedBefore = new Date(Date.now() + 60_000).toISOString();
     const ids = (pruned: PrunedExecution[]) => pruned.map((row) => row.executionId).sort();
 
+    expect((await loom(['projections', 'init'], env())).code).toBe(0);
+    expect((await loom(['projections', 'run', '--once'], env())).code).toBe(0);
+    expect(await target.projectedRuns()).toEqual(all);
+
     const dry = await json<PruneOutcome>(['prune', '--ended-before', endedBefore, '--dry-run']);
     expect(ids(dry.pruned)).toEqual(settled);
     expect(dry.receipts).toEqual([]);
@@ -112,6 +139,9 @@ describe.each(targets)('loom prune on $name', (target) => {
     const kept = all.filter((id) => !settled.includes(id));
     expect((await json<RunsPage>(['runs'])).runs.map((run) => run.id).sort()).toEqual(kept);
     expect((await loom(['show', settled[0] as string], env())).code).toBe(3);
+    // The projector drops the listed runs' rows at the receipt, and makes no run of the receipt log.
+    expect((await loom(['projections', 'run', '--once'], env())).code).toBe(0);
+    expect(await target.projectedRuns()).toEqual(kept);
 
     const verified = await loom(['verify', '--all'], env());
     expect(verified.code).toBe(0);
