@@ -1488,6 +1488,26 @@ export function eventStoreConformance(
         expect(await indexed([...ids, running])).toEqual([running]);
       });
 
+      it('two prunes at once, on two handles, remove each execution once and report it once', async () => {
+        const ids = Array.from({ length: 6 }, () => freshId('prune-race'));
+        for (const id of ids) await settledAt(id, 1_000);
+        await store.append([env(freshId('prune-tip'), 0)], { status: 'running' });
+        const peer = await harness.openPeer();
+        try {
+          const [mine, theirs] = await Promise.all([
+            store.prune({ endedBeforeMs: 2_000 }),
+            peer.prune({ endedBeforeMs: 2_000 }),
+          ]);
+          const reported = [...mine, ...theirs].map((row) => row.executionId).sort();
+          expect(reported).toEqual([...ids].sort());
+          expect([...mine, ...theirs].every((row) => row.events === 2)).toBe(true);
+        } finally {
+          await peer.close();
+        }
+        expect(await indexed(ids)).toEqual([]);
+        for (const id of ids) expect(await store.read(id)).toEqual([]);
+      });
+
       it('a pruned id starts again as a new execution: a chain from null, an empty inbox, fence 0, positions after the old ones', async () => {
         const id = freshId('prune-again');
         await store.append([at(id, 0, 1_000)], { status: 'running' });
