@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import type { PruneOptions } from '../envelope.js';
+import { ErrorCode, LoomError } from '../errors.js';
 import type { EventStore } from '../event-store.js';
+import { ForwardingEventStore } from '../forwarding-event-store.js';
 import { InMemoryEventStore } from '../store/memory/in-memory-event-store.js';
 import { InMemorySnapshotStore } from '../store/memory/in-memory-snapshot-store.js';
 import { sameProcessPeer } from '../testing/same-process-peer.js';
@@ -22,7 +25,36 @@ async function settled(store: EventStore, prefix: string, count: number, atMs: n
   return ids;
 }
 
+/** A store whose `prune` fails after the receipt went in: a process that died between the two. */
+class DiesBeforeRemoving extends ForwardingEventStore {
+  override async prune(_options: PruneOptions): Promise<never> {
+    throw new LoomError(ErrorCode.STORE_UNAVAILABLE, 'the connection was lost before the delete');
+  }
+}
+
 describe('pruneExecutions', () => {
+  it('a failure between the receipt and the removal leaves the executions there, listed by a receipt; the next prune lists them again and removes them', async () => {
+    const store = new InMemoryEventStore();
+    const ids = await settled(store, 'torn', 2, 1_000);
+    const dying = new DiesBeforeRemoving(store);
+    const torn = pruneExecutions(dying, undefined, { endedBeforeMs: 2_000 }, 5_000);
+    await expect(torn).rejects.toMatchObject({ code: ErrorCode.STORE_UNAVAILABLE });
+    expect(
+      (await store.findExecutions({ status: 'settled' })).map((row) => row.executionId),
+    ).toEqual(ids);
+    for (const id of ids) expect(await store.verify(id)).toMatchObject({ ok: true, events: 2 });
+    const again = await pruneExecutions(store, undefined, { endedBeforeMs: 2_000 }, 6_000);
+    expect(again.pruned.map((row) => row.executionId)).toEqual(ids);
+    expect(again.receiptSequence).toBe(1);
+    const receipts = await store.read(pruneReceiptLogId);
+    expect(
+      receipts.map((event) =>
+        (event.payload as unknown as PruneReceipt).executions.map((row) => row.executionId),
+      ),
+    ).toEqual([ids, ids]);
+    expect(await store.findExecutions({ status: 'settled' })).toEqual([]);
+  });
+
   it('forgets the snapshots of what it removed in a snapshot store outside the log', async () => {
     const store = new InMemoryEventStore();
     const snapshots = new InMemorySnapshotStore();
