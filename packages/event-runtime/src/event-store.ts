@@ -117,7 +117,9 @@ export interface EventStore {
    * (where they share the store's database) its snapshot, lease and live chunks, all in one
    * write. Running and suspended executions are never removed. Returns what was removed with
    * each log's event count and last hash, for a receipt (ADR 0053). Its events leave `readAll`
-   * (positions are not reused). A removed id can be started again as a new execution.
+   * (positions are not reused). A removed id can be started again as a new execution. The store
+   * knows no parents and writes no receipt: `pruneExecutions` (what `runtime.prune` calls) keeps a
+   * child whose parent still runs and records what it removes.
    *
    * Settled executions get no appends from a runtime, and the store does not refuse one: a
    * prune racing such an append may leave the append's events without an index row (ADR 0053).
