@@ -4,6 +4,7 @@ import type {
   ClaimDueOptions,
   EventEnvelope,
   FindExecutionsOptions,
+  PruneOptions,
   ReadAllOptions,
   ReadOptions,
   ReadSignalsOptions,
@@ -206,6 +207,10 @@ export class CoalescingEventStore implements EventStore {
 
   unclaimDue(executionIds: readonly string[], nowMs: number) {
     return this.inner.unclaimDue(executionIds, nowMs);
+  }
+
+  prune(options: PruneOptions) {
+    return this.inner.prune(options);
   }
 
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {

@@ -209,3 +209,28 @@ export interface ReadSignalsOptions {
   /** Most signals to return. Default and maximum: `Limits.readLimitMax`. */
   limit?: number;
 }
+
+/** What `EventStore.prune` removes: settled executions that ended before a time. */
+export interface PruneOptions {
+  /**
+   * Only executions settled before this instant (epoch ms, exclusive): the index row's
+   * `updatedAtMs`, which a settled execution's terminal append wrote.
+   */
+  endedBeforeMs: number;
+  /**
+   * Only these executions (each still has to be settled before `endedBeforeMs`). At most
+   * `Limits.readLimitMax`. Omitted: any settled execution.
+   */
+  executionIds?: readonly string[];
+  /** Most executions one call removes. Default and maximum: `Limits.readLimitMax`. */
+  limit?: number;
+}
+
+/** One execution a prune removed, with what a receipt needs to vouch for its log. */
+export interface PrunedExecution {
+  executionId: string;
+  /** How many events its log held (its last sequence + 1). */
+  events: number;
+  /** The hash of its last event: the head of the chain `verify` checked while it was kept. */
+  lastHash: string;
+}

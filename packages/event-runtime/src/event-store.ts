@@ -4,6 +4,8 @@ import type {
   EventEnvelope,
   ExecutionSummary,
   FindExecutionsOptions,
+  PrunedExecution,
+  PruneOptions,
   ReadAllOptions,
   ReadOptions,
   ReadSignalsOptions,
@@ -109,6 +111,23 @@ export interface EventStore {
    * (a bad id), store errors.
    */
   unclaimDue(executionIds: readonly string[], nowMs: number): Promise<string[]>;
+  /**
+   * Removes settled executions whose index row settled before `options.endedBeforeMs`, oldest
+   * id first, at most `options.limit` per call: each one's events, index row, fence, inbox, and
+   * (where they share the store's database) its snapshot, lease and live chunks, all in one
+   * write. Running and suspended executions are never removed. Returns what was removed with
+   * each log's event count and last hash, for a receipt (ADR 0053). Its events leave `readAll`
+   * (positions are not reused). A removed id can be started again as a new execution. The store
+   * knows no parents and writes no receipt: `pruneExecutions` (what `runtime.prune` calls) keeps a
+   * child whose parent still runs and records what it removes.
+   *
+   * Settled executions get no appends from a runtime, and the store does not refuse one: a
+   * prune racing such an append may leave the append's events without an index row (ADR 0053).
+   *
+   * Error codes: `INVALID_ARGUMENT` (bad options), `INVALID_ENVELOPE` / `LIMIT_EXCEEDED` (a bad
+   * id), `STORE_READ_ONLY`, store errors.
+   */
+  prune(options: PruneOptions): Promise<PrunedExecution[]>;
   /** Deliver events as they are appended, after catching up from the given cursor. */
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription;
   /** Recompute the execution's hash chain from its stored events. */

@@ -3,6 +3,7 @@ import type {
   ClaimDueOptions,
   EventEnvelope,
   FindExecutionsOptions,
+  PruneOptions,
   ReadAllOptions,
   ReadOptions,
   ReadSignalsOptions,
@@ -162,6 +163,10 @@ export class ForwardingEventStore implements EventStore {
 
   unclaimDue(executionIds: readonly string[], nowMs: number) {
     return this.inner.unclaimDue(executionIds, nowMs);
+  }
+
+  prune(options: PruneOptions) {
+    return this.inner.prune(options);
   }
 
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {

@@ -17,6 +17,8 @@ export type {
   FindExecutionsOptions,
   FlowKey,
   JsonValue,
+  PrunedExecution,
+  PruneOptions,
   ReadAllOptions,
   ReadOptions,
   ReadSignalsOptions,
@@ -95,6 +97,17 @@ export type {
   TransactionHandle,
 } from './runtime/flow.js';
 export { type LoadedState, loadState } from './runtime/load-state.js';
+export {
+  type PruneExecutionsOptions,
+  type PruneReceipt,
+  type PruneReport,
+  type PruneSkipReason,
+  pruneBatchDefault,
+  pruneBatchMax,
+  pruneExecutions,
+  pruneReceiptLogId,
+  pruneReceiptType,
+} from './runtime/prune-executions.js';
 export type { ExecutionHandle, LeaseMode, StartOptions } from './runtime/runtime.js';
 export {
   type RuntimeEventListener,

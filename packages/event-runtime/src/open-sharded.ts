@@ -52,6 +52,13 @@ export class ShardedSnapshotStore implements SnapshotStore {
     };
   }
 
+  /** Each execution's snapshot forgotten on its shard, where that shard's store can forget. */
+  async forget(executionIds: readonly string[]): Promise<void> {
+    for (const executionId of executionIds) {
+      await this.shard(executionId).forget?.([executionId]);
+    }
+  }
+
   async close(): Promise<void> {
     await Promise.all(this.shards.map((store) => store.close()));
   }

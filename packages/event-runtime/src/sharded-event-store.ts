@@ -4,6 +4,8 @@ import type {
   EventEnvelope,
   ExecutionSummary,
   FindExecutionsOptions,
+  PrunedExecution,
+  PruneOptions,
   ReadAllOptions,
   ReadOptions,
   ReadSignalsOptions,
@@ -25,6 +27,7 @@ import {
 import { checkClaimDue, checkUnclaimDue } from './internal/claim-due-arguments.js';
 import { repeatedInBatch } from './internal/prepare-batch.js';
 import { prepareSignal } from './internal/prepare-signal.js';
+import { checkPrune } from './internal/prune-arguments.js';
 import { readAllOptions } from './internal/read-options.js';
 import { Limits } from './limits.js';
 
@@ -463,6 +466,39 @@ export class ShardedEventStore implements BatchAppendingEventStore {
       unclaimed.push(...(await (this.shards[shard] as EventStore).unclaimDue(ids, nowMs)));
     }
     return unclaimed;
+  }
+
+  /**
+   * Prunes shard after shard until `limit` executions are removed (with `executionIds`, only the
+   * shards that hold any of them, each given its own ids). Each shard's removal is one write of
+   * its own: there is no transaction across shards.
+   */
+  async prune(options: PruneOptions): Promise<PrunedExecution[]> {
+    const { endedBeforeMs, executionIds, limit } = checkPrune(options);
+    const calls: Array<[EventStore, string[] | undefined]> = [];
+    if (executionIds === undefined) {
+      for (const store of this.shards) calls.push([store, undefined]);
+    } else {
+      const byShard = new Map<number, string[]>();
+      for (const executionId of executionIds) {
+        const shard = this.shardIndex(executionId);
+        byShard.set(shard, [...(byShard.get(shard) ?? []), executionId]);
+      }
+      for (const [shard, ids] of byShard) calls.push([this.shards[shard] as EventStore, ids]);
+    }
+    const pruned: PrunedExecution[] = [];
+    for (const [store, ids] of calls) {
+      if (pruned.length >= limit) break;
+      const remaining = limit - pruned.length;
+      pruned.push(
+        ...(await store.prune(
+          ids === undefined
+            ? { endedBeforeMs, limit: remaining }
+            : { endedBeforeMs, executionIds: ids, limit: remaining },
+        )),
+      );
+    }
+    return pruned;
   }
 
   /**

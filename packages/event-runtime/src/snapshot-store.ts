@@ -44,5 +44,11 @@ export interface SnapshotStore {
     executionId: string,
     limit: number,
   ): Promise<SnapshotWithTail | undefined>;
+  /**
+   * Optional: drops the snapshots of executions a prune removed from the log. A store on the
+   * log's own database needs none (the log's `prune` deletes its rows in the same write); a
+   * store elsewhere (in memory) implements it, and a runtime's `prune` calls it after the log's.
+   */
+  forget?(executionIds: readonly string[]): Promise<void>;
   close(): Promise<void>;
 }

@@ -8,6 +8,8 @@ import {
   type ExecutionSummary,
   type FenceStore,
   type FindExecutionsOptions,
+  type PrunedExecution,
+  type PruneOptions,
   type ReadAllOptions,
   type ReadOptions,
   type ReadSignalsOptions,
@@ -25,6 +27,7 @@ import {
   admitAppend,
   checkClaimDue,
   checkExecutionId,
+  checkPrune,
   checkUnclaimDue,
   decodePayload,
   findExecutionsOptions,
@@ -62,7 +65,7 @@ class MapEventStore implements EventStore {
   readonly backend = 'map';
   readonly fences: FenceStore;
   readonly rows = new Map<string, StoredRow[]>();
-  private readonly log: StoredRow[] = [];
+  private readonly log: Array<StoredRow | undefined> = [];
   private readonly epochs = new Map<string, number>();
   private readonly index = new Map<string, IndexUpdate>();
   private readonly inboxes = new Map<string, Inbox>();
@@ -127,7 +130,12 @@ class MapEventStore implements EventStore {
   async readAll(options?: ReadAllOptions): Promise<StoredEvent[]> {
     this.assertOpen();
     const { afterPosition, limit } = readAllOptions(options);
-    return this.log.slice(afterPosition, afterPosition + limit).map(rowToEvent);
+    const rows: StoredRow[] = [];
+    for (let at = afterPosition; at < this.log.length && rows.length < limit; at++) {
+      const row = this.log[at];
+      if (row !== undefined) rows.push(row);
+    }
+    return rows.map(rowToEvent);
   }
 
   async findExecutions(options: FindExecutionsOptions): Promise<ExecutionSummary[]> {
@@ -231,6 +239,25 @@ class MapEventStore implements EventStore {
       if (entry?.status !== 'running') return false;
       this.index.set(id, { ...entry, status: 'suspended', wakeAtMs: nowMs, updatedAtMs });
       return true;
+    });
+  }
+
+  async prune(options: PruneOptions): Promise<PrunedExecution[]> {
+    this.assertOpen();
+    const { endedBeforeMs, executionIds, limit } = checkPrune(options);
+    const chosen = (executionIds ?? [...this.index.keys()])
+      .filter((id) => {
+        const entry = this.index.get(id);
+        return entry?.status === 'settled' && entry.updatedAtMs < endedBeforeMs;
+      })
+      .sort()
+      .slice(0, limit);
+    return chosen.map((executionId) => {
+      const rows = this.rows.get(executionId) as StoredRow[];
+      for (const row of rows) this.log[row.position - 1] = undefined;
+      for (const map of [this.rows, this.index, this.epochs, this.inboxes]) map.delete(executionId);
+      const last = rows[rows.length - 1] as StoredRow;
+      return { executionId, events: rows.length, lastHash: last.hash };
     });
   }
 

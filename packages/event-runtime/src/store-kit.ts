@@ -59,6 +59,7 @@ export {
   signalTargetMissing,
   signalTargetSettled,
 } from './internal/prepare-signal.js';
+export { checkPrune, type PruneArguments } from './internal/prune-arguments.js';
 export {
   type FindExecutionsFilter,
   findExecutionsOptions,

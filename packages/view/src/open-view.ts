@@ -9,7 +9,7 @@ import type {
   Subscription,
   VerifyResult,
 } from '@loom/event-runtime';
-import { Limits } from '@loom/event-runtime';
+import { Limits, type PruneReceipt, pruneReceiptLogId } from '@loom/event-runtime';
 import { nextOccurrence } from '@loom/workflow-runtime/cron';
 import { LoomError, ViewErrorCode } from './errors.js';
 import { parseDbUrl } from './internal/db-url.js';
@@ -72,8 +72,13 @@ export type VerifyProgress = (checked: number) => void;
 /** What `view.verifyAll` found. */
 export interface VerifyAllResult {
   checked: number;
-  /** Every execution whose chain does not check out (empty when all do). */
+  /** Every execution whose chain does not check out (empty when all do), the receipt log too. */
   broken: Extract<VerifyResult, { ok: false }>[];
+  /**
+   * The prune receipts (`loom.pruned`, ADR 0053), their chain checked like a run's: how many
+   * there are and how many pruned runs they list with their last hashes.
+   */
+  receipts: { events: number; prunedRuns: number };
 }
 
 /** The flow name a schedule's executions run under (`@loom/workflow-runtime`'s cron chain). */
@@ -606,12 +611,17 @@ class LogView implements View {
   }
 
   async verify(executionId: string): Promise<VerifyResult> {
-    await this.indexRow(executionId);
+    // The receipt log is in no index (nothing drives it), but its chain is checked like a run's.
+    if (executionId !== pruneReceiptLogId) await this.indexRow(executionId);
     return this.opened.events.verify(executionId);
   }
 
   async verifyAll(onProgress?: VerifyProgress): Promise<VerifyAllResult> {
-    const result: VerifyAllResult = { checked: 0, broken: [] };
+    const result: VerifyAllResult = {
+      checked: 0,
+      broken: [],
+      receipts: { events: 0, prunedRuns: 0 },
+    };
     let after: string | undefined;
     for (;;) {
       const rows = await this.opened.events.findExecutions({
@@ -624,8 +634,29 @@ class LogView implements View {
         if (!verified.ok) result.broken.push(verified);
         onProgress?.(result.checked);
       }
-      if (rows.length < Limits.readLimitMax) return result;
+      if (rows.length < Limits.readLimitMax) break;
       after = rows[rows.length - 1]?.executionId;
+    }
+    const receipts = await this.opened.events.verify(pruneReceiptLogId);
+    if (!receipts.ok) result.broken.push(receipts);
+    result.receipts = { events: receipts.events, prunedRuns: await this.prunedRuns() };
+    return result;
+  }
+
+  /** How many pruned runs the receipt log lists (read page by page). */
+  private async prunedRuns(): Promise<number> {
+    let listed = 0;
+    for (let fromSequence = 0; ; ) {
+      const page = await this.opened.events.read(pruneReceiptLogId, {
+        fromSequence,
+        limit: Limits.readLimitMax,
+      });
+      for (const event of page) {
+        const executions = (event.payload as Partial<PruneReceipt> | null)?.executions;
+        if (Array.isArray(executions)) listed += executions.length;
+      }
+      if (page.length < Limits.readLimitMax) return listed;
+      fromSequence += page.length;
     }
   }
 

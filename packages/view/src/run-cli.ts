@@ -642,6 +642,46 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       );
     });
 
+  program
+    .command('prune')
+    .description(
+      'remove runs that ended before a time from the log (events, index rows, inboxes, snapshots), each batch behind a receipt in loom.pruned that verify --all checks; running and suspended runs are never touched (exit 1 if a broken chain was kept)',
+    )
+    .requiredOption(
+      '--ended-before <time>',
+      'an ISO time (2026-11-01T00:00:00Z) or a duration before now (30d, 12h)',
+    )
+    .option('--dry-run', 'list what would be removed, remove nothing')
+    .option('--batch <n>', 'runs per receipt, 1 to 1000 (default 1000)', integer)
+    .action(
+      async (
+        options: { endedBefore: string; dryRun?: boolean; batch?: number },
+        command: Command,
+      ) => {
+        const target = parseDbUrl(globals(command).db);
+        const { parseEndedBefore, pruneRuns } = await import('./internal/prune-runs.js');
+        const endedBeforeMs = parseEndedBefore(options.endedBefore, Date.now());
+        const outcome = await pruneRuns(target, {
+          endedBeforeMs,
+          dryRun: options.dryRun === true,
+          ...(options.batch === undefined ? {} : { batch: options.batch }),
+        });
+        const before = new Date(endedBeforeMs).toISOString();
+        print(outcome, () =>
+          [
+            outcome.dryRun
+              ? `would prune ${count(outcome.pruned.length)} runs that ended before ${before}`
+              : `pruned ${count(outcome.pruned.length)} runs that ended before ${before}` +
+                (outcome.receipts.length === 0
+                  ? ''
+                  : `, receipts ${outcome.receipts.join(', ')} in ${outcome.receiptLog}`),
+            ...outcome.skipped.map((s) => `kept ${s.executionId}: ${s.reason}`),
+          ].join('\n'),
+        );
+        if (outcome.skipped.some((s) => s.reason === 'chain_broken')) exit = ExitCode.failed;
+      },
+    );
+
   for (const decision of ['approve', 'reject'] as const) {
     const command = program
       .command(`${decision} <approvalId>`)
@@ -792,7 +832,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       io.stderr(`verified ${result.checked} executions, ${result.broken.length} broken`);
       print(result, () =>
         result.broken.length === 0
-          ? `ok: ${result.checked} executions`
+          ? `ok: ${result.checked} executions` +
+            (result.receipts.events === 0
+              ? ''
+              : `; ${result.receipts.prunedRuns} pruned runs listed in ${result.receipts.events} chained receipts`)
           : result.broken
               .map((b) => `BROKEN: ${b.executionId} at sequence ${b.brokenAtSequence}: ${b.reason}`)
               .join('\n'),

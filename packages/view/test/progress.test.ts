@@ -160,6 +160,7 @@ describe.each(targets)('the progress line on $name', (target) => {
     expect(JSON.parse(verified.output.slice(verified.output.indexOf('{')))).toEqual({
       checked: executions,
       broken: [],
+      receipts: { events: 0, prunedRuns: 0 },
     });
     const exported = await loomOnTty(['export', 'bulk', '--json'], env);
     expect(exported.code).toBe(0);

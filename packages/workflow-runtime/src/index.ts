@@ -4,6 +4,11 @@ export {
   type ExecutionHandle,
   type OpenMemoryOptions,
   openMemory,
+  type PrunedExecution,
+  type PruneReport,
+  type PruneSkipReason,
+  pruneBatchMax,
+  pruneReceiptLogId,
   type RecordedError,
   type RuntimeEventListener,
   type RuntimeEventMap,
@@ -61,6 +66,7 @@ export {
   type SignalSent,
 } from './flow/flow-runtime.js';
 export type { Json, NotJson } from './flow/json.js';
+export type { RuntimePruneOptions } from './flow/prune-runs.js';
 export {
   type EnqueueOptions,
   type QueueWorker,

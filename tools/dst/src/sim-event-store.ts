@@ -11,6 +11,8 @@ import {
   type FindExecutionsOptions,
   isLoomError,
   type LoomError,
+  type PrunedExecution,
+  type PruneOptions,
   type ReadAllOptions,
   type ReadOptions,
   type ReadSignalsOptions,
@@ -168,6 +170,10 @@ export class SimEventStore implements BatchAppendingEventStore {
 
   unclaimDue(executionIds: readonly string[], nowMs: number): Promise<string[]> {
     return this.link.write('unclaimDue', () => this.inner.unclaimDue(executionIds, nowMs));
+  }
+
+  prune(options: PruneOptions): Promise<PrunedExecution[]> {
+    return this.link.write('prune', () => this.inner.prune(options));
   }
 
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {

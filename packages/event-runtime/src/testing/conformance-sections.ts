@@ -14,6 +14,7 @@ export const eventStoreSections = [
   'a suspension guarded by the signals its writer saw (wakeOnSignalsAfter)',
   'a settling append that wakes another execution (notify)',
   'subscribe',
+  'prune',
   'hash chain',
   'round-trip fidelity',
   'bad input',

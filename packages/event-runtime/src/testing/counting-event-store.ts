@@ -3,6 +3,7 @@ import type {
   ClaimDueOptions,
   EventEnvelope,
   FindExecutionsOptions,
+  PruneOptions,
   ReadAllOptions,
   ReadOptions,
   ReadSignalsOptions,
@@ -142,6 +143,10 @@ export class CountingEventStore implements EventStore {
 
   unclaimDue(executionIds: readonly string[], nowMs: number) {
     return this.inner.unclaimDue(executionIds, nowMs);
+  }
+
+  prune(options: PruneOptions) {
+    return this.inner.prune(options);
   }
 
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler) {

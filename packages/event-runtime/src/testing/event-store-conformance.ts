@@ -1400,6 +1400,168 @@ export function eventStoreConformance(
       });
     });
 
+    section('prune', () => {
+      /** Events at a fixed time, so the index says when each execution settled. */
+      const at = (executionId: string, sequence: number, atMs: number) => ({
+        ...env(executionId, sequence),
+        at: atMs,
+      });
+      /** An execution started and settled at `atMs`, with `count` events. */
+      const settledAt = async (executionId: string, atMs: number, count = 2) => {
+        await store.append([at(executionId, 0, atMs)], { status: 'running' });
+        const rest = Array.from({ length: count - 1 }, (_, index) =>
+          at(executionId, index + 1, atMs),
+        );
+        await store.append(rest, { status: 'settled' });
+      };
+      const indexed = async (ids: readonly string[]) =>
+        (await store.findExecutions({}))
+          .map((row) => row.executionId)
+          .filter((id) => ids.includes(id))
+          .sort();
+
+      it('prune removes settled executions that ended before the time, with their inbox, fence and index row; running, suspended and later ones stay', async () => {
+        const old = freshId('prune-old');
+        const recent = freshId('prune-recent');
+        const running = freshId('prune-running');
+        const suspended = freshId('prune-suspended');
+        await store.append([at(old, 0, 1_000)], { status: 'running' });
+        await store.sendSignal({ executionId: old, name: 'ping', payload: 1, idempotencyKey: 'k' });
+        await store.fences.advance(old);
+        await store.append([at(old, 1, 1_000), at(old, 2, 1_000)], { status: 'settled' });
+        await settledAt(recent, 5_000);
+        await store.append([at(running, 0, 1_000)], { status: 'running' });
+        await store.append([at(suspended, 0, 1_000)], { status: 'suspended', wakeAtMs: null });
+        // Something newer than every execution above (a store may keep the newest event's owner).
+        const tip = freshId('prune-tip');
+        await store.append([env(tip, 0)], { status: 'running' });
+        const oldEvents = await store.read(old);
+
+        const pruned = await store.prune({ endedBeforeMs: 2_000 });
+
+        expect(pruned).toEqual([
+          { executionId: old, events: 3, lastHash: (oldEvents[2] as StoredEvent).hash },
+        ]);
+        expect(await store.read(old)).toEqual([]);
+        expect(await store.readSignals(old)).toEqual([]);
+        expect(await store.fences.current(old)).toBe(0);
+        expect(await store.verify(old)).toMatchObject({ ok: true, events: 0 });
+        const all = [old, recent, running, suspended, tip];
+        expect(await indexed(all)).toEqual([recent, running, suspended, tip].sort());
+        const logged = await readAllEventually(store, (events) =>
+          events.some((event) => event.executionId === tip),
+        );
+        expect(logged.filter((event) => event.executionId === old)).toEqual([]);
+        expect(logged.filter((event) => event.executionId === recent)).toHaveLength(2);
+        // Nothing else ended before 2 s; a later time takes the recent one, never the others.
+        expect(await store.prune({ endedBeforeMs: 2_000 })).toEqual([]);
+        const later = await store.prune({ endedBeforeMs: 5_001 });
+        expect(later.map((row) => row.executionId)).toEqual([recent]);
+        expect(await indexed(all)).toEqual([running, suspended, tip].sort());
+        expect(await store.read(running)).toHaveLength(1);
+        expect(await store.read(suspended)).toHaveLength(1);
+      });
+
+      it('prune is a bounded batch: at most limit per call, only the executionIds given, the next call takes the rest', async () => {
+        const ids = [freshId('prune-batch'), freshId('prune-batch'), freshId('prune-batch')];
+        for (const id of ids) await settledAt(id, 1_000);
+        const running = freshId('prune-batch-running');
+        await store.append([at(running, 0, 1_000)], { status: 'running' });
+        const missing = freshId('prune-batch-missing');
+        const [first, second, third] = ids as [string, string, string];
+
+        const chosen = await store.prune({
+          endedBeforeMs: 2_000,
+          executionIds: [second, running, missing, second],
+        });
+        expect(chosen.map((row) => row.executionId)).toEqual([second]);
+        expect(chosen[0]?.events).toBe(2);
+        const one = await store.prune({ endedBeforeMs: 2_000, limit: 1 });
+        expect(one).toHaveLength(1);
+        const rest = await store.prune({ endedBeforeMs: 2_000, limit: 1 });
+        expect(rest).toHaveLength(1);
+        expect([...one, ...rest].map((row) => row.executionId).sort()).toEqual(
+          [first, third].sort(),
+        );
+        expect(await store.prune({ endedBeforeMs: 2_000 })).toEqual([]);
+        expect(await store.prune({ endedBeforeMs: 2_000, executionIds: [] })).toEqual([]);
+        expect(await indexed([...ids, running])).toEqual([running]);
+      });
+
+      it('two prunes at once, on two handles, remove each execution once and report it once', async () => {
+        const ids = Array.from({ length: 6 }, () => freshId('prune-race'));
+        for (const id of ids) await settledAt(id, 1_000);
+        await store.append([env(freshId('prune-tip'), 0)], { status: 'running' });
+        const peer = await harness.openPeer();
+        try {
+          const [mine, theirs] = await Promise.all([
+            store.prune({ endedBeforeMs: 2_000 }),
+            peer.prune({ endedBeforeMs: 2_000 }),
+          ]);
+          const reported = [...mine, ...theirs].map((row) => row.executionId).sort();
+          expect(reported).toEqual([...ids].sort());
+          expect([...mine, ...theirs].every((row) => row.events === 2)).toBe(true);
+        } finally {
+          await peer.close();
+        }
+        expect(await indexed(ids)).toEqual([]);
+        for (const id of ids) expect(await store.read(id)).toEqual([]);
+      });
+
+      it('a pruned id starts again as a new execution: a chain from null, an empty inbox, fence 0, positions after the old ones', async () => {
+        const id = freshId('prune-again');
+        await store.append([at(id, 0, 1_000)], { status: 'running' });
+        await store.sendSignal({
+          executionId: id,
+          name: 's',
+          payload: null,
+          idempotencyKey: 'once',
+        });
+        await store.fences.advance(id);
+        const old = await store.append([at(id, 1, 1_000)], { status: 'settled' });
+        await store.append([env(freshId('prune-tip'), 0)]);
+        expect(await store.prune({ endedBeforeMs: 2_000 })).toHaveLength(1);
+
+        const again = await store.append([env(id, 0), env(id, 1)], { fenceEpoch: 0 });
+        expect(again[0]?.prevHash).toBeNull();
+        expect(again[0]?.position).toBeGreaterThan((old[0] as StoredEvent).position);
+        expect(await store.verify(id)).toMatchObject({ ok: true, events: 2 });
+        expect(
+          await store.sendSignal({
+            executionId: id,
+            name: 's',
+            payload: 1,
+            idempotencyKey: 'once',
+          }),
+        ).toEqual({ signalId: 1, duplicate: false });
+        expect((await store.read(id)).map((event) => event.payload)).toEqual([{ n: 0 }, { n: 1 }]);
+      });
+
+      it('prune refuses bad arguments with typed errors, removing nothing', async () => {
+        const id = freshId('prune-bad');
+        await settledAt(id, 1_000);
+        await store.append([env(freshId('prune-tip'), 0)]);
+        const tooMany = Array.from({ length: Limits.readLimitMax + 1 }, () => id);
+        const codes = [
+          await codeOf(store.prune(undefined as never)),
+          await codeOf(store.prune({ endedBeforeMs: -1 })),
+          await codeOf(store.prune({ endedBeforeMs: 1.5 })),
+          await codeOf(store.prune({ endedBeforeMs: '2000' as never })),
+          await codeOf(store.prune({ endedBeforeMs: 2_000, limit: 0 })),
+          await codeOf(store.prune({ endedBeforeMs: 2_000, limit: Limits.readLimitMax + 1 })),
+          await codeOf(store.prune({ endedBeforeMs: 2_000, executionIds: id as never })),
+          await codeOf(store.prune({ endedBeforeMs: 2_000, executionIds: tooMany })),
+          await codeOf(store.prune({ endedBeforeMs: 2_000, executionIds: [id, ''] })),
+        ];
+        expect(codes).toEqual([
+          ...Array.from({ length: 8 }, () => ErrorCode.INVALID_ARGUMENT),
+          ErrorCode.INVALID_ENVELOPE,
+        ]);
+        expect(await store.read(id)).toHaveLength(2);
+        expect(await indexed([id])).toEqual([id]);
+      });
+    });
+
     section('hash chain', () => {
       it('verify accepts an untouched log and finds an edited event', async () => {
         const id = freshId();

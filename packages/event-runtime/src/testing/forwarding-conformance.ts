@@ -4,6 +4,7 @@ import type {
   ClaimDueOptions,
   EventEnvelope,
   FindExecutionsOptions,
+  PruneOptions,
   ReadAllOptions,
   ReadOptions,
   ReadSignalsOptions,
@@ -31,6 +32,7 @@ export const eventStoreOperations = [
   'readSignals',
   'claimDue',
   'unclaimDue',
+  'prune',
   'subscribe',
   'verify',
   'close',
@@ -109,6 +111,9 @@ class RecordingStore implements EventStore {
   unclaimDue(executionIds: readonly string[], nowMs: number) {
     return this.#answer('unclaimDue', [executionIds, nowMs]);
   }
+  prune(options: PruneOptions) {
+    return this.#answer('prune', [options]);
+  }
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {
     this.calls.push({ operation: 'subscribe', args: [options, handler] });
     const failure = this.failure;
@@ -167,6 +172,8 @@ function argumentsOf(operation: EventStoreOperation): unknown[] {
       return [1_000, 10, { flows: [{ name: 'forwarded-flow', version: null }] }];
     case 'unclaimDue':
       return [['forwarded-1'], 1_000];
+    case 'prune':
+      return [{ endedBeforeMs: 1_000, executionIds: ['forwarded-1'], limit: 10 }];
     case 'subscribe':
       return [{ executionId: 'forwarded-1' }, () => {}];
     case 'verify':

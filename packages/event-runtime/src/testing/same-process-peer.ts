@@ -28,6 +28,7 @@ export function sameProcessPeer(store: EventStore): EventStore {
     readSignals: (id, options) => guard(() => store.readSignals(id, options)),
     claimDue: (nowMs, limit, options) => guard(() => store.claimDue(nowMs, limit, options)),
     unclaimDue: (ids, nowMs) => guard(() => store.unclaimDue(ids, nowMs)),
+    prune: (options) => guard(() => store.prune(options)),
     subscribe: (options, handler) => store.subscribe(options, handler),
     verify: (id) => guard(() => store.verify(id)),
     close: async () => {

@@ -98,6 +98,7 @@ eventStoreConformance(
       'signals and due executions',
       'claimDue kept to the flows a node runs (options.flows)',
       'subscribe',
+      'prune',
       'hash chain',
     ],
   },

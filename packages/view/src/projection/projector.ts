@@ -1,4 +1,10 @@
-import type { EventStore, StoredEvent, Subscription } from '@loom/event-runtime';
+import {
+  type EventStore,
+  type PruneReceipt,
+  pruneReceiptLogId,
+  type StoredEvent,
+  type Subscription,
+} from '@loom/event-runtime';
 import { type Kysely, sql } from 'kysely';
 import { LoomError, ViewErrorCode } from '../errors.js';
 import {
@@ -118,79 +124,25 @@ export async function applyBatch(
   const last = events[events.length - 1];
   if (last === undefined) return 0;
   return writeTransaction(projections, async (trx) => {
-    const ids = [...new Set(events.map((e) => e.executionId))];
-    const folded = foldBatch(events, await foldInput(trx, ids));
-    for (const part of chunks(folded.runs)) {
-      await trx
-        .insertInto('loom_projection_runs')
-        .values(part)
-        .onConflict((oc) =>
-          oc.column('id').doUpdateSet((eb) => ({
-            kind: eb.ref('excluded.kind'),
-            flow: eb.ref('excluded.flow'),
-            agent: eb.ref('excluded.agent'),
-            version: eb.ref('excluded.version'),
-            status: eb.ref('excluded.status'),
-            terminal_reason: eb.ref('excluded.terminal_reason'),
-            steps: eb.ref('excluded.steps'),
-            open_steps: eb.ref('excluded.open_steps'),
-            pending_approvals: eb.ref('excluded.pending_approvals'),
-            model_calls: eb.ref('excluded.model_calls'),
-            input_tokens: eb.ref('excluded.input_tokens'),
-            output_tokens: eb.ref('excluded.output_tokens'),
-            cost_usd: eb.ref('excluded.cost_usd'),
-            cost_unknown_calls: eb.ref('excluded.cost_unknown_calls'),
-            created_at_ms: eb.ref('excluded.created_at_ms'),
-            updated_at_ms: eb.ref('excluded.updated_at_ms'),
-            wake_at_ms: eb.ref('excluded.wake_at_ms'),
-            last_sequence: eb.ref('excluded.last_sequence'),
-          })),
-        )
-        .execute();
+    let applied = 0;
+    // A prune receipt (ADR 0053) drops the rows of the runs it lists, in log order: after the
+    // events before it, before any event of an id started again after the prune.
+    let segment: StoredEvent[] = [];
+    for (const event of events) {
+      if (event.executionId !== pruneReceiptLogId) {
+        segment.push(event);
+        continue;
+      }
+      applied += await writeFolded(trx, segment);
+      segment = [];
+      await forgetRuns(trx, event);
     }
-    for (const part of chunks(folded.approvals)) {
-      await trx
-        .insertInto('loom_projection_approvals')
-        .values(part)
-        .onConflict((oc) =>
-          oc.column('id').doUpdateSet((eb) => ({
-            status: eb.ref('excluded.status'),
-            decided_by: eb.ref('excluded.decided_by'),
-          })),
-        )
-        .execute();
-    }
-    for (const part of chunks(folded.modelCalls)) {
-      await trx
-        .insertInto('loom_projection_model_calls')
-        .values(part)
-        .onConflict((oc) => oc.columns(['run_id', 'sequence']).doNothing())
-        .execute();
-    }
-    for (const part of chunks(folded.schedules)) {
-      await trx
-        .insertInto('loom_projection_schedules')
-        .values(part)
-        .onConflict((oc) =>
-          oc.column('execution_id').doUpdateSet((eb) => ({
-            name: eb.ref('excluded.name'),
-            expression: eb.ref('excluded.expression'),
-            timezone: eb.ref('excluded.timezone'),
-            flow: eb.ref('excluded.flow'),
-            version: eb.ref('excluded.version'),
-            status: eb.ref('excluded.status'),
-            wake_at_ms: eb.ref('excluded.wake_at_ms'),
-            last_fired_at_ms: eb.ref('excluded.last_fired_at_ms'),
-            last_run_id: eb.ref('excluded.last_run_id'),
-          })),
-        )
-        .execute();
-    }
+    applied += await writeFolded(trx, segment);
     const moved = await trx
       .updateTable('loom_projection_checkpoints')
       .set({
         position: last.position,
-        events: sql<number>`events + ${folded.applied}`,
+        events: sql<number>`events + ${applied}`,
         updated_at_ms: Date.now(),
       })
       .where('name', '=', checkpointName)
@@ -203,8 +155,98 @@ export async function applyBatch(
         { expectedPosition },
       );
     }
-    return folded.applied;
+    return applied;
   });
+}
+
+/** Folds events (none of them a receipt) into the tables; returns how many were applied. */
+async function writeFolded(trx: Kysely<ProjectionDatabase>, events: readonly StoredEvent[]) {
+  if (events.length === 0) return 0;
+  const ids = [...new Set(events.map((e) => e.executionId))];
+  const folded = foldBatch(events, await foldInput(trx, ids));
+  for (const part of chunks(folded.runs)) {
+    await trx
+      .insertInto('loom_projection_runs')
+      .values(part)
+      .onConflict((oc) =>
+        oc.column('id').doUpdateSet((eb) => ({
+          kind: eb.ref('excluded.kind'),
+          flow: eb.ref('excluded.flow'),
+          agent: eb.ref('excluded.agent'),
+          version: eb.ref('excluded.version'),
+          status: eb.ref('excluded.status'),
+          terminal_reason: eb.ref('excluded.terminal_reason'),
+          steps: eb.ref('excluded.steps'),
+          open_steps: eb.ref('excluded.open_steps'),
+          pending_approvals: eb.ref('excluded.pending_approvals'),
+          model_calls: eb.ref('excluded.model_calls'),
+          input_tokens: eb.ref('excluded.input_tokens'),
+          output_tokens: eb.ref('excluded.output_tokens'),
+          cost_usd: eb.ref('excluded.cost_usd'),
+          cost_unknown_calls: eb.ref('excluded.cost_unknown_calls'),
+          created_at_ms: eb.ref('excluded.created_at_ms'),
+          updated_at_ms: eb.ref('excluded.updated_at_ms'),
+          wake_at_ms: eb.ref('excluded.wake_at_ms'),
+          last_sequence: eb.ref('excluded.last_sequence'),
+        })),
+      )
+      .execute();
+  }
+  for (const part of chunks(folded.approvals)) {
+    await trx
+      .insertInto('loom_projection_approvals')
+      .values(part)
+      .onConflict((oc) =>
+        oc.column('id').doUpdateSet((eb) => ({
+          status: eb.ref('excluded.status'),
+          decided_by: eb.ref('excluded.decided_by'),
+        })),
+      )
+      .execute();
+  }
+  for (const part of chunks(folded.modelCalls)) {
+    await trx
+      .insertInto('loom_projection_model_calls')
+      .values(part)
+      .onConflict((oc) => oc.columns(['run_id', 'sequence']).doNothing())
+      .execute();
+  }
+  for (const part of chunks(folded.schedules)) {
+    await trx
+      .insertInto('loom_projection_schedules')
+      .values(part)
+      .onConflict((oc) =>
+        oc.column('execution_id').doUpdateSet((eb) => ({
+          name: eb.ref('excluded.name'),
+          expression: eb.ref('excluded.expression'),
+          timezone: eb.ref('excluded.timezone'),
+          flow: eb.ref('excluded.flow'),
+          version: eb.ref('excluded.version'),
+          status: eb.ref('excluded.status'),
+          wake_at_ms: eb.ref('excluded.wake_at_ms'),
+          last_fired_at_ms: eb.ref('excluded.last_fired_at_ms'),
+          last_run_id: eb.ref('excluded.last_run_id'),
+        })),
+      )
+      .execute();
+  }
+  return folded.applied;
+}
+
+/**
+ * Drops the rows of the runs a prune receipt lists: their run, approvals and schedule rows. Their
+ * model calls stay: they are the spend history `loom spend` sums by day.
+ */
+async function forgetRuns(trx: Kysely<ProjectionDatabase>, receipt: StoredEvent): Promise<void> {
+  const listed = (receipt.payload as Partial<PruneReceipt> | null)?.executions;
+  const ids = (Array.isArray(listed) ? listed : [])
+    .map((row) => row?.executionId)
+    .filter((id): id is string => typeof id === 'string');
+  for (const part of chunks(ids)) {
+    await trx.deleteFrom('loom_projection_runs').where('id', 'in', part).execute();
+    await trx.deleteFrom('loom_projection_approvals').where('run_id', 'in', part).execute();
+    await trx.deleteFrom('loom_projection_schedules').where('execution_id', 'in', part).execute();
+  }
 }
 
 /** Options of {@link startProjector} and {@link catchUpProjections}. */

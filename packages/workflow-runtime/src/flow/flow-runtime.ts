@@ -10,6 +10,7 @@ import type {
   LeaseStore,
   ListQueuesOptions,
   LiveStore,
+  PruneReport,
   QueueStats,
   QueueStore,
   RuntimeEvents,
@@ -39,6 +40,7 @@ import {
   type FlowExecutionPage,
   findFlowExecutions,
 } from './find-executions.js';
+import { pruneRuns, type RuntimePruneOptions } from './prune-runs.js';
 import {
   type EnqueueOptions,
   type QueueWorker,
@@ -162,6 +164,8 @@ export class Runtime {
   private readonly schedules: ScheduleChain;
   private readonly ownedBackend: Backend | undefined;
   private readonly workers = new Set<QueueWorkerLoop>();
+  /** The snapshot store, checkpointing or not: `prune` reads parents through it and forgets. */
+  private readonly snapshotStore: SnapshotStore | undefined;
 
   /** Throws `INVALID_ARGUMENT` for bad options (see `createRuntime`). */
   constructor(options: RuntimeOptions) {
@@ -187,6 +191,7 @@ export class Runtime {
     }
     const leaseStore = backend?.leases ?? leases;
     const snapshotStore = backend?.snapshots ?? snapshots;
+    this.snapshotStore = snapshotStore;
     this.queues = backend?.queues ?? queues;
     this.live = backend?.live ?? live;
     this.ownedBackend = backend !== undefined && closeBackend !== false ? backend : undefined;
@@ -561,6 +566,29 @@ export class Runtime {
    */
   findExecutions(options: FindFlowExecutionsOptions = {}): Promise<FlowExecutionPage> {
     return findFlowExecutions(this.kernel.store, options);
+  }
+
+  /**
+   * Remove settled executions that ended before `endedBefore` from the log, one batch per call
+   * (ADR 0053): their events, index rows, inboxes and snapshots. Each one's chain is verified
+   * first and a receipt listing its id, event count and last hash is appended to the
+   * `loom.pruned` log before anything is removed, so `loom verify --all` still vouches for them.
+   * Running and suspended executions are never touched; a child whose parent has not settled,
+   * and an execution whose chain is broken, are kept and reported in `skipped`. Go on with
+   * `nextCursor` until it is undefined.
+   *
+   * Error codes: `INVALID_ARGUMENT` (bad options), `STORE_READ_ONLY`, store errors.
+   *
+   * @example
+   * const monthAgo = new Date(Date.now() - 30 * 24 * 3_600_000);
+   * let cursor: string | undefined;
+   * do {
+   *   const report = await runtime.prune({ endedBefore: monthAgo, ...(cursor ? { cursor } : {}) });
+   *   cursor = report.nextCursor;
+   * } while (cursor !== undefined);
+   */
+  prune(options: RuntimePruneOptions): Promise<PruneReport> {
+    return pruneRuns(this.kernel.store, this.snapshotStore, options, this.kernel.clock.now());
   }
 
   /**

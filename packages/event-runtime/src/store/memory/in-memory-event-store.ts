@@ -7,6 +7,8 @@ import type {
   ExecutionSummary,
   FindExecutionsOptions,
   FlowKey,
+  PrunedExecution,
+  PruneOptions,
   ReadAllOptions,
   ReadOptions,
   ReadSignalsOptions,
@@ -45,6 +47,7 @@ import {
   signalTargetMissing,
   signalTargetSettled,
 } from '../../internal/prepare-signal.js';
+import { checkPrune } from '../../internal/prune-arguments.js';
 import { findExecutionsOptions, readAllOptions, readOptions } from '../../internal/read-options.js';
 import { storeClosed } from '../../internal/store-errors.js';
 import { StoreSubscriptions } from '../../internal/store-subscriptions.js';
@@ -71,7 +74,8 @@ export class InMemoryEventStore implements BatchAppendingEventStore {
   readonly fences: FenceStore;
   private readonly clock: Clock;
   private readonly executions = new Map<string, StoredRow[]>();
-  private readonly log: StoredRow[] = [];
+  /** Every event by position - 1; a pruned event leaves a hole, so positions are never reused. */
+  private readonly log: Array<StoredRow | undefined> = [];
   private readonly epochs = new Map<string, number>();
   private readonly index = new Map<string, IndexUpdate>();
   private readonly signal = new AppendSignal();
@@ -168,7 +172,12 @@ export class InMemoryEventStore implements BatchAppendingEventStore {
   async readAll(options?: ReadAllOptions): Promise<StoredEvent[]> {
     this.assertOpen();
     const { afterPosition, limit } = readAllOptions(options);
-    return this.log.slice(afterPosition, afterPosition + limit).map(rowToEvent);
+    const events: StoredEvent[] = [];
+    for (let index = afterPosition; index < this.log.length && events.length < limit; index++) {
+      const row = this.log[index];
+      if (row !== undefined) events.push(rowToEvent(row));
+    }
+    return events;
   }
 
   async findExecutions(options: FindExecutionsOptions): Promise<ExecutionSummary[]> {
@@ -303,6 +312,36 @@ export class InMemoryEventStore implements BatchAppendingEventStore {
       unclaimed.push(executionId);
     }
     return unclaimed;
+  }
+
+  async prune(options: PruneOptions): Promise<PrunedExecution[]> {
+    this.assertOpen();
+    const { endedBeforeMs, executionIds, limit } = checkPrune(options);
+    const candidates = executionIds ?? [...this.index.keys()];
+    const chosen = candidates
+      .filter((executionId) => {
+        const entry = this.index.get(executionId);
+        return entry?.status === 'settled' && entry.updatedAtMs < endedBeforeMs;
+      })
+      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+      .slice(0, limit);
+    return chosen.map((executionId) => this.remove(executionId));
+  }
+
+  /** Removes one execution's log, index row, fence and inbox (prune). */
+  private remove(executionId: string): PrunedExecution {
+    const rows = this.executions.get(executionId) as StoredRow[];
+    for (const row of rows) this.log[row.position - 1] = undefined;
+    this.executions.delete(executionId);
+    this.index.delete(executionId);
+    this.epochs.delete(executionId);
+    this.inboxes.delete(executionId);
+    const keyPrefix = `${executionId}\u0000`;
+    for (const key of this.signalKeys.keys()) {
+      if (key.startsWith(keyPrefix)) this.signalKeys.delete(key);
+    }
+    const last = rows[rows.length - 1] as StoredRow;
+    return { executionId, events: rows.length, lastHash: last.hash };
   }
 
   subscribe(options: SubscribeOptions, handler: SubscriptionHandler): Subscription {

@@ -47,6 +47,12 @@ export class InMemorySnapshotStore implements SnapshotStore {
     return this.loadNow(executionId);
   }
 
+  /** Drops the snapshots of pruned executions. Throws `INVALID_ENVELOPE`, `STORE_CLOSED`. */
+  async forget(executionIds: readonly string[]): Promise<void> {
+    this.assertOpen();
+    for (const executionId of executionIds) this.snapshots.delete(checkExecutionId(executionId));
+  }
+
   private loadNow(executionId: string): Snapshot | undefined {
     this.assertOpen();
     const stored = this.snapshots.get(checkExecutionId(executionId));

@@ -5,6 +5,8 @@ import type {
   EventEnvelope,
   ExecutionSummary,
   FindExecutionsOptions,
+  PrunedExecution,
+  PruneOptions,
   ReadAllOptions,
   ReadOptions,
   ReadSignalsOptions,
@@ -36,6 +38,7 @@ import {
   prepareSignal,
   readSignalsOptions,
 } from '../../internal/prepare-signal.js';
+import { checkPrune } from '../../internal/prune-arguments.js';
 import { findExecutionsOptions, readAllOptions, readOptions } from '../../internal/read-options.js';
 import {
   alreadyStarted,
@@ -63,6 +66,7 @@ import { signalsMigration } from './migrations/0003-signals.js';
 import { executionIndexDetailsMigration } from './migrations/0005-execution-index-details.js';
 import { signalMarkMigration } from './migrations/0007-signal-mark.js';
 import { startedByMigration } from './migrations/0008-started-by.js';
+import { liveChunksMigration } from './migrations/0009-live-chunks.js';
 import { latestSchemaVersion } from './migrations/migration-list.js';
 import { NotifyHub } from './notify-hub.js';
 import { checkOut } from './pg-client.js';
@@ -131,6 +135,9 @@ const signalMarkSchemaVersion = signalMarkMigration.version;
  * write it (from `execution.started`), recovery reads it through `findExecutions`.
  */
 const startedBySchemaVersion = startedByMigration.version;
+
+/** The schema version whose tables are all there: prune deletes from each of them. */
+const pruneSchemaVersion = liveChunksMigration.version;
 
 /**
  * The event log on Postgres (`pg`): named prepared statements, one round trip per append on a
@@ -557,6 +564,28 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
       'unclaimDue',
     );
     return rows.map((row) => row.execution_id);
+  }
+
+  /**
+   * Removes settled executions that ended before `options.endedBeforeMs`, with every row keyed by
+   * their ids, in one statement (see prune-statement.ts), and forgets their cached tails. Throws
+   * `INVALID_ARGUMENT`, `INVALID_ENVELOPE`, `LIMIT_EXCEEDED`, `STORE_READ_ONLY`,
+   * `SCHEMA_NOT_MIGRATED` (below schema version 9), `STORE_*`.
+   */
+  async prune(options: PruneOptions): Promise<PrunedExecution[]> {
+    this.assertWritable('prune executions');
+    const { endedBeforeMs, executionIds, limit } = checkPrune(options);
+    if (executionIds?.length === 0) return [];
+    await this.requireSchema(pruneSchemaVersion);
+    const rows = await this.run<{ execution_id: string; events: string; last_hash: string }>(
+      this.sql.prune,
+      [endedBeforeMs, executionIds ?? null, limit],
+      'prune',
+    );
+    return rows.map((row) => {
+      this.tails.forget(row.execution_id);
+      return { executionId: row.execution_id, events: Number(row.events), lastHash: row.last_hash };
+    });
   }
 
   /**

@@ -3,6 +3,7 @@ import { appendStatement } from './append-statement.js';
 import { claimDueStatement, unclaimDueStatement } from './claim-due-statement.js';
 import { fenceAdvanceStatement, fenceCurrentStatement } from './fence-statements.js';
 import type { PgStatement } from './pg-statement.js';
+import { pruneStatement } from './prune-statement.js';
 import { readAllAfterStatement, readAllFromStartStatement } from './read-all-statement.js';
 import { readSignalsStatement } from './read-signals-statement.js';
 import { readStatement } from './read-statement.js';
@@ -28,6 +29,7 @@ export interface StoreStatements {
   readSignals: PgStatement;
   claimDue: PgStatement;
   unclaimDue: PgStatement;
+  prune: PgStatement;
 }
 
 /** Builds the statements of a (validated) schema. */
@@ -53,5 +55,6 @@ export function storeStatements(schema: string): StoreStatements {
     readSignals: readSignalsStatement(quoted, schema),
     claimDue: claimDueStatement(quoted, schema),
     unclaimDue: unclaimDueStatement(quoted, schema),
+    prune: pruneStatement(quoted, schema),
   };
 }

@@ -36,6 +36,11 @@ export class TailCache {
     }
   }
 
+  /** Drops an execution's entry: its log was pruned, and a new execution may take its id. */
+  forget(executionId: string): void {
+    this.entries.delete(executionId);
+  }
+
   get size(): number {
     return this.entries.size;
   }

@@ -8,6 +8,7 @@ import {
   prepareUnclaimDueStatement,
 } from './sqlite-claim-due-statement.js';
 import { prepareFenceStatements, type SqliteFenceStatements } from './sqlite-fence-statements.js';
+import { preparePruneStatements, type SqlitePruneStatements } from './sqlite-prune-statements.js';
 import { prepareReadStatements, type SqliteReadStatements } from './sqlite-read-statements.js';
 import {
   prepareSignalStatements,
@@ -19,7 +20,8 @@ export interface SqliteEventStatements
   extends SqliteAppendStatements,
     SqliteFenceStatements,
     SqliteReadStatements,
-    SqliteSignalStatements {
+    SqliteSignalStatements,
+    SqlitePruneStatements {
   claimDue: ReturnType<typeof prepareClaimDueStatement>;
   unclaimDue: ReturnType<typeof prepareUnclaimDueStatement>;
 }
@@ -31,6 +33,7 @@ export function prepareEventStatements(db: Database.Database): SqliteEventStatem
     ...prepareFenceStatements(db),
     ...prepareReadStatements(db),
     ...prepareSignalStatements(db),
+    ...preparePruneStatements(db),
     claimDue: prepareClaimDueStatement(db),
     unclaimDue: prepareUnclaimDueStatement(db),
   };

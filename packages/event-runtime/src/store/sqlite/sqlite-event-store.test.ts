@@ -81,6 +81,34 @@ describe('SqliteEventStore', () => {
     }
   });
 
+  it('prune keeps the execution holding the newest event until something follows it, so no position is handed out twice', async () => {
+    const store = SqliteEventStore.open({ path: freshPath(), migrate: true });
+    try {
+      const last = freshId('prune-newest');
+      await store.append([{ executionId: last, sequence: 0, type: 't', payload: 0, at: 1_000 }], {
+        status: 'settled',
+      });
+      const [seen] = await store.readAll();
+      expect(await store.prune({ endedBeforeMs: 2_000 })).toEqual([]);
+      const next = freshId('prune-next');
+      const [after] = await store.append([
+        { executionId: next, sequence: 0, type: 't', payload: 1 },
+      ]);
+      expect(after?.position).toBeGreaterThan(seen?.position as number);
+      expect((await store.prune({ endedBeforeMs: 2_000 })).map((row) => row.executionId)).toEqual([
+        last,
+      ]);
+      // The cursor of a subscriber that read `seen` still finds what comes next.
+      const [later] = await store.append([
+        { executionId: freshId('prune-later'), sequence: 0, type: 't', payload: 2 },
+      ]);
+      const read = await store.readAll({ afterPosition: seen?.position as number });
+      expect(read.map((event) => event.position)).toEqual([after?.position, later?.position]);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('opens for writing with WAL and synchronous=FULL', () => {
     const store = SqliteEventStore.open({ path: freshPath(), migrate: true });
     expect(store.database.pragma('journal_mode', { simple: true })).toBe('wal');

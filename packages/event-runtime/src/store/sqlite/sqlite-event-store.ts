@@ -7,6 +7,8 @@ import type {
   EventEnvelope,
   ExecutionSummary,
   FindExecutionsOptions,
+  PrunedExecution,
+  PruneOptions,
   ReadAllOptions,
   ReadOptions,
   ReadSignalsOptions,
@@ -44,6 +46,7 @@ import {
   signalTargetMissing,
   signalTargetSettled,
 } from '../../internal/prepare-signal.js';
+import { checkPrune } from '../../internal/prune-arguments.js';
 import { findExecutionsOptions, readAllOptions, readOptions } from '../../internal/read-options.js';
 import { storeReadOnly } from '../../internal/store-errors.js';
 import { StoreSubscriptions } from '../../internal/store-subscriptions.js';
@@ -547,6 +550,39 @@ export class SqliteEventStore implements TransactionalEventStore, BatchAppending
       return rows.map((row) => row.execution_id);
     } catch (error) {
       throw mapSqliteError(error, 'unclaimDue');
+    }
+  }
+
+  /**
+   * Removes settled executions that ended before `options.endedBeforeMs` in one IMMEDIATE
+   * transaction: the choice and every table's delete (sqlite-prune-statements.ts) see one
+   * writer's view, so an append cannot land between them. Throws `INVALID_ARGUMENT`,
+   * `INVALID_ENVELOPE`, `LIMIT_EXCEEDED`, `STORE_READ_ONLY`, `STORE_*`.
+   */
+  async prune(options: PruneOptions): Promise<PrunedExecution[]> {
+    const statements = this.ready('prune executions');
+    const { endedBeforeMs, executionIds, limit } = checkPrune(options);
+    if (executionIds?.length === 0) return [];
+    try {
+      return this.database
+        .transaction(() => {
+          const chosen = statements.pruneChoose.all({
+            endedBeforeMs,
+            ids: executionIds === undefined ? null : JSON.stringify(executionIds),
+            limit,
+          });
+          if (chosen.length === 0) return [];
+          const ids = JSON.stringify(chosen.map((row) => row.execution_id));
+          for (const remove of statements.pruneDeletes) remove.run(ids);
+          return chosen.map((row) => ({
+            executionId: row.execution_id,
+            events: row.events,
+            lastHash: row.last_hash,
+          }));
+        })
+        .immediate();
+    } catch (error) {
+      throw mapSqliteError(error, 'prune');
     }
   }
 
