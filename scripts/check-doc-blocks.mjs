@@ -3,7 +3,8 @@
 // workspace packages from their built dist).
 //
 //   node scripts/check-doc-blocks.mjs            README.md, docs/**/*.md, packages/*/README.md,
-//                                                tools/*/README.md, plugins/*/README.md
+//                                                tools/*/README.md, plugins/*/README.md, and
+//                                                every README.md under a package's src/
 //   node scripts/check-doc-blocks.mjs a.md b.md  only these files
 //
 // The conventions (documented in docs/README.md):
@@ -44,10 +45,19 @@ function defaultFiles() {
     }
   };
   walk('docs');
+  // A README beside the code it describes (a store's, say) under a package's src/.
+  const readmesUnder = (dir) => {
+    for (const entry of readdirSync(join(root, dir), { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) readmesUnder(path);
+      else if (entry.name === 'README.md') files.push(path);
+    }
+  };
   for (const group of workspaceGroups) {
     for (const dir of readdirSync(join(root, group)).sort()) {
       const readme = join(group, dir, 'README.md');
       if (existsSync(join(root, readme))) files.push(readme);
+      if (existsSync(join(root, group, dir, 'src'))) readmesUnder(join(group, dir, 'src'));
     }
   }
   return files;
