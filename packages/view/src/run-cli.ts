@@ -8,6 +8,7 @@ import type {
   Subscription,
 } from '@loom/event-runtime';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { addChatCommand } from './chat-command.js';
 import { dashboardPortDefault, tokenEnvVar } from './dashboard-defaults.js';
 import { isLoomError, LoomError, ViewErrorCode } from './errors.js';
 import { ExitCode, exitCodeOf } from './exit-code.js';
@@ -480,6 +481,11 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     db: (command) => globals(command).db ?? '',
     print,
     stderr: io.stderr,
+    untilStopped: io.untilStopped ?? untilSignalled,
+  });
+  addChatCommand(program, {
+    db: (command) => globals(command).db ?? '',
+    print,
     untilStopped: io.untilStopped ?? untilSignalled,
   });
 

@@ -205,11 +205,32 @@ describe.each(targets)('the new-user trial of issue 29 on $name', (target) => {
     try {
       const worker1 = worker(spans1, true);
       await worker1.line('loom: worker ', waitMs);
-      const web = spawnTestProcess(join(trial, 'web.ts'), {
-        env: { ...modelEnv, LOOM_DB: target.db, PORT: '0' },
-        name: 'web server',
-      });
-      const chatUrl = (await web.line('listening ', waitMs)).slice('listening '.length).trim();
+      // The chat endpoint: on SQLite `loom chat` (no code of the user's own), on Postgres the
+      // example's own server on threadChatHandler (examples/trial/web.ts).
+      const web =
+        target.name === 'sqlite'
+          ? spawnTestProcess(loomBin, {
+              args: [
+                'chat',
+                '--db',
+                target.db,
+                '--flows',
+                join(trial, 'support.ts'),
+                '--port',
+                '0',
+              ],
+              env: modelEnv,
+              name: 'loom chat',
+            })
+          : spawnTestProcess(join(trial, 'web.ts'), {
+              env: { ...modelEnv, LOOM_DB: target.db, PORT: '0' },
+              name: 'web server',
+            });
+      const chatUrl =
+        target.name === 'sqlite'
+          ? (/on (http:\S+)/.exec(await web.line('loom: chat with support on ', waitMs))?.[1] ?? '')
+          : (await web.line('listening ', waitMs)).slice('listening '.length).trim();
+      expect(chatUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/chat$/);
       watcher = createRuntime({ backend: await target.open(), timerPollMs: 0, recoverEveryMs: 0 });
       const watcherAgents = createAgentRuntime({ flows: watcher, agents: [support] });
 
