@@ -20,6 +20,10 @@ const mail = defineFlow({ name: 'mail' }, async (ctx, input: { to: string }) =>
   ctx.step('send', () => `sent to ${input.to}`),
 );
 const tick = defineFlow({ name: 'tick' }, async (ctx) => ctx.step('tock', () => 'tocked'));
+const nap = defineFlow({ name: 'nap' }, async (ctx) => {
+  await ctx.sleep(3_600_000);
+  return 'rested';
+});
 
 let backend: Backend;
 let flows: Runtime;
@@ -42,7 +46,8 @@ interface Operations {
 beforeAll(async () => {
   backend = await openSqlite({ path: sqlitePath, migrate: true });
   // No worker takes the queues: their items wait. The timer poll fires the schedule.
-  flows = createRuntime({ backend, flows: [mail, tick], timerPollMs: 50 });
+  flows = createRuntime({ backend, flows: [mail, tick, nap], timerPollMs: 50 });
+  for (const id of ['nap-1', 'nap-2', 'nap-3']) await flows.start(nap, null, { executionId: id });
   for (const to of ['ana', 'bob', 'cy']) await flows.enqueue('emails', mail, { to });
   await flows.schedule(tick, '* * * * * *', { name: 'every-second' });
   await until(async () => {
@@ -94,6 +99,61 @@ describe('the schedules and queues panel', () => {
     expect(runId).toMatch(/^cron:every-second:/);
     await open.click();
     await page.waitForSelector(`#detail-head h2:text-is("${runId}")`, { timeout: waitMs });
+    expect(pageErrors).toEqual([]);
+  });
+});
+
+describe('a bulk action on the runs of a page', () => {
+  it('the API checks the action and the ids, and answers each run on its own', async () => {
+    const post = (body: unknown) =>
+      http(`${dashboard.url}api/runs/bulk`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${dashboard.token}` },
+        body,
+      });
+    const badAction = await post({ action: 'delete', runIds: ['nap-1'], by: 'ana' });
+    expect(badAction.status).toBe(400);
+    expect(badAction.body).toMatchObject({
+      error: { code: 'INVALID_ARGUMENT', fields: { path: 'action' } },
+    });
+    const noIds = await post({ action: 'cancel', runIds: [], by: 'ana' });
+    expect(noIds.status).toBe(400);
+    expect(noIds.body).toMatchObject({ error: { fields: { path: 'runIds' } } });
+    // A run that is not failed cannot be retried; one that does not exist is not found; both
+    // answered, nothing else touched.
+    const mixed = await post({ action: 'retry', runIds: ['nap-1', 'nobody'], by: 'ana' });
+    expect(mixed.status).toBe(200);
+    expect(mixed.body).toMatchObject({
+      action: 'retry',
+      results: [
+        { executionId: 'nap-1', ok: false, error: { code: 'EXECUTION_NOT_FAILED' } },
+        { executionId: 'nobody', ok: false, error: { code: 'EXECUTION_NOT_FOUND' } },
+      ],
+    });
+  });
+
+  it('cancel the runs a search shows, after a confirmation, with who and why in each log', async () => {
+    await page.locator('#filter-flow').fill('nap');
+    await page.waitForSelector('#runs-count:text-is("3 runs on this page")', { timeout: waitMs });
+    await page.locator('#by').fill('ana');
+    await page.locator('#by').dispatchEvent('change');
+    await page.locator('#bulk-reason').fill('cleanup');
+    await page.selectOption('#bulk-action', 'cancel');
+    let asked = '';
+    page.once('dialog', (dialog) => {
+      asked = dialog.message();
+      void dialog.accept();
+    });
+    await page.locator('#bulk-apply').click();
+    await page.waitForSelector('#flash:has-text("cancel: 3 of 3 done")', { timeout: waitMs });
+    expect(asked).toContain('cancel 3 runs');
+    for (const id of ['nap-1', 'nap-2', 'nap-3']) {
+      const events = await backend.events.read(id);
+      expect(events.at(-1)).toMatchObject({
+        type: 'execution.cancelled',
+        payload: { reason: 'cancelled by ana: cleanup' },
+      });
+    }
     expect(pageErrors).toEqual([]);
   });
 });

@@ -58,6 +58,8 @@ async function searching<T>(read: () => Promise<T>): Promise<T> {
  * 500 ms: a change off the page shows in its count within 5 s).
  */
 const countsEveryPolls = 10;
+/** Most runs one bulk action takes (a page of runs is at most 500; act a page at a time). */
+export const bulkRunsMax = 500;
 /** Open event streams at once: each polls the store; a runaway tab should not multiply that. */
 export const streamsMax = 32;
 
@@ -306,6 +308,50 @@ export function dashboardApp(context: DashboardContext): Hono {
       ...(reason === undefined ? {} : { reason }),
     });
     return c.json({ executionId, cancelled });
+  });
+  // One action on many runs (the page's runs): each run's outcome, the others going on after a
+  // refusal. Cancel records who and why in each run's log; resume records who.
+  mutation('/api/runs/bulk', async (c) => {
+    const body = await objectBody(c.req.raw);
+    const { action, runIds } = body;
+    if (action !== 'cancel' && action !== 'resume' && action !== 'retry') {
+      throw invalid('action', 'action is cancel, resume or retry');
+    }
+    if (
+      !Array.isArray(runIds) ||
+      runIds.length === 0 ||
+      runIds.length > bulkRunsMax ||
+      !runIds.every((id) => typeof id === 'string' && id !== '')
+    ) {
+      throw invalid('runIds', `runIds is a list of 1 to ${bulkRunsMax} run ids`);
+    }
+    const who = by(body);
+    const reason = text(body, 'reason');
+    const ops = operator();
+    const results = [];
+    for (const executionId of runIds as string[]) {
+      try {
+        if (action === 'cancel') {
+          const cancelled = await ops.cancel(executionId, {
+            by: who,
+            ...(reason === undefined ? {} : { reason }),
+          });
+          results.push({ executionId, ok: true, cancelled });
+        } else if (action === 'resume') {
+          results.push({ ok: true, ...(await ops.resume(executionId, { by: who })) });
+        } else {
+          results.push({ ok: true, ...(await ops.retry(executionId)) });
+        }
+      } catch (error) {
+        if (!isLoomError(error)) throw error;
+        results.push({
+          executionId,
+          ok: false,
+          error: { code: error.code, message: error.message },
+        });
+      }
+    }
+    return c.json({ action, by: who, results });
   });
   mutation('/api/runs/:id/retry', async (c) => {
     await objectBody(c.req.raw);

@@ -20,6 +20,13 @@ export function dashboardHtml(options: { readOnly: boolean }): string {
           <button type="submit">Send signal</button>
         </form>
       </div>`;
+  const bulk = options.readOnly
+    ? ''
+    : `<form id="bulk-form" class="bulk" aria-label="act on the runs of this page">
+        <select id="bulk-action" aria-label="bulk action"><option value="cancel">Cancel</option><option value="resume">Resume</option><option value="retry">Retry</option></select>
+        <input id="bulk-reason" placeholder="why (recorded with a cancel)" size="22" autocomplete="off">
+        <button type="submit" id="bulk-apply">Apply to the runs on this page</button>
+      </form>`;
   const fork = options.readOnly
     ? ''
     : `<div class="fork"><button type="button" id="retry-run" hidden title="run its failed step again on a process running its flow (deploy the fix first)">Retry from the failed step</button> <button type="button" id="fork-here" disabled title="a new run whose log is this one's up to the selected event; what follows runs again">Fork at the selected event</button></div>`;
@@ -77,7 +84,7 @@ export function dashboardHtml(options: { readOnly: boolean }): string {
       <button type="button" id="prev-page" disabled>← Previous</button>
       <span id="runs-count"></span>
       <button type="button" id="next-page" disabled>Next →</button>
-    </div>
+    </div>${bulk}
     <div id="operations">
       <div id="schedules-box" hidden>
         <h3>Schedules</h3>
@@ -181,6 +188,7 @@ dt { color: #56606b; } dd { margin: 0; overflow-wrap: anywhere; }
 .actions { display: flex; flex-wrap: wrap; gap: 10px; align-items: center; margin: 8px 0; }
 .actions form { display: flex; gap: 6px; }
 .fork { margin: 6px 0; }
+.bulk { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; margin: 8px 0; }
 .turn { margin: 6px 0; padding: 6px 8px; border: 1px solid #dde1e6; border-radius: 4px; background: #fff; }
 .turn .meta { color: #5b6470; font-size: 12px; }
 .turn .said { white-space: pre-wrap; overflow-wrap: anywhere; margin: 4px 0; }
@@ -738,6 +746,20 @@ export const dashboardJs = `'use strict';
       if (!runId) return;
       act('/api/runs/' + encodeURIComponent(runId) + '/resume', {}, function (r) {
         return 'resumed ' + runId + ' (it was ' + r.was + '): the next timer poll replays it';
+      });
+    });
+    $('bulk-form').addEventListener('submit', function (e) {
+      e.preventDefault();
+      var runs = state.page ? state.page.runs.map(function (run) { return run.id; }) : [];
+      var action = $('bulk-action').value;
+      if (runs.length === 0) { flash('no runs on this page', true); return; }
+      if (!confirm(action + ' ' + runs.length + ' runs (' + runs.slice(0, 5).join(', ') + (runs.length > 5 ? ', …' : '') + ')?')) return;
+      var reason = $('bulk-reason').value.trim();
+      act('/api/runs/bulk', { action: action, runIds: runs, reason: reason || undefined }, function (r) {
+        var done = r.results.filter(function (x) { return x.ok; }).length;
+        var refused = r.results.filter(function (x) { return !x.ok; });
+        return action + ': ' + done + ' of ' + r.results.length + ' done' +
+          (refused.length ? '; refused: ' + refused.map(function (x) { return x.executionId + ' (' + x.error.code + ')'; }).join(', ') : '');
       });
     });
     $('retry-run').addEventListener('click', function () {
