@@ -5,6 +5,8 @@ import { expect, it } from 'vitest';
 const directory = join(import.meta.dirname, '../examples');
 
 // The README and docs/agents.md show this file: it must run (on the built package) and print what they say.
+// Each waits on its example's process to exit (spawnTestProcess's own deadline names it), within
+// the package's 60 s test timeout.
 it('example approve-refund.ts asks for approval, refunds once after it, and completes', async () => {
   const { stdout } = await spawnTestProcess(join(directory, 'approve-refund.ts'), {
     cwd: directory,
@@ -15,7 +17,7 @@ it('example approve-refund.ts asks for approval, refunds once after it, and comp
   );
   expect(stdout).toContain("refunds made: [ 'A-17 (key ticket-981/2.0)' ]");
   expect(stdout).toContain('decided by: ana@example.com');
-}, 60_000);
+});
 
 // The README's streaming section shows this file: a web server that does not drive the run
 // streams it as the AI SDK's UI message stream.
@@ -29,7 +31,7 @@ it('example stream-to-browser.ts streams a run another runtime drives, as a UI m
   );
   expect(stdout).toContain('text: Your order A-17 ships tomorrow morning.');
   expect(stdout).toContain('result: goal_completed');
-}, 60_000);
+});
 
 // The README and docs/agents.md show this one too (Conversations).
 it('example chat-thread.ts answers three messages of a thread in order, each knowing the earlier ones', async () => {
@@ -54,4 +56,4 @@ it('example chat-thread.ts answers three messages of a thread in order, each kno
       '  3 assistant: You asked 2 things before this; A-17 still arrives Friday.',
     ].join('\n'),
   );
-}, 60_000);
+});
