@@ -160,6 +160,15 @@ export class LocalExecutions implements ExecutionsPort {
   }
 
   /**
+   * What this journal records next is written with the execution suspended and due now, for the
+   * first node's timer poll to run (`handOffStarts`), and nothing more follows it from here.
+   */
+  private dueElsewhere(journal: ExecutionJournal): void {
+    journal.setStatus('suspended', this.kernel.clock.now());
+    journal.seal();
+  }
+
+  /**
    * `handOffStarts`: appends `execution.started` with the execution suspended and due at once,
    * for the first node's timer poll to run; nothing runs here. True when it already existed.
    */
@@ -171,8 +180,7 @@ export class LocalExecutions implements ExecutionsPort {
     if (this.running.has(executionId)) return true;
     const journal = this.journalFor(executionId, 0, 0);
     journal.record(EventType.executionStarted, started as unknown as JsonValue, startedText);
-    journal.setStatus('suspended', this.kernel.clock.now());
-    journal.seal();
+    this.dueElsewhere(journal);
     try {
       await journal.flush();
     } catch (error) {
@@ -472,12 +480,8 @@ export class LocalExecutions implements ExecutionsPort {
       };
       const journal = this.journalFor(executionId, state.nextSequence, epoch);
       journal.record(EventType.executionRetried, retried as unknown as JsonValue);
-      if (handOff) {
-        journal.setStatus('suspended', this.kernel.clock.now());
-        journal.seal();
-      } else {
-        journal.setStatus('running');
-      }
+      if (handOff) this.dueElsewhere(journal);
+      else journal.setStatus('running');
       try {
         await journal.flush();
       } catch (error) {
