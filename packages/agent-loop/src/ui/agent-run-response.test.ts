@@ -262,8 +262,15 @@ describe('agentRunResponse: the UI message stream of a run, over HTTP', () => {
       'text-delta',
       'text-end',
       'finish-step',
+      'data-loom-output',
       'finish',
     ]);
+    // The answer as the run's output: for an agent without an output schema, the final text.
+    expect(chunks.find((c) => c.type === 'data-loom-output')).toEqual({
+      type: 'data-loom-output',
+      id: 'refund-1',
+      data: answer,
+    });
     const toolCallId = chunks.find((c) => c.type === 'tool-input-available')?.toolCallId;
     expect(chunks.find((c) => c.type === 'tool-approval-request')?.toolCallId).toBe(toolCallId);
     expect(chunks.find((c) => c.type === 'tool-output-available')).toMatchObject({
