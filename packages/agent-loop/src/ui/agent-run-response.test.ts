@@ -25,6 +25,7 @@ const allowedKeys: Record<string, { required: string[]; optional: string[] }> = 
   start: { required: [], optional: ['messageId', 'messageMetadata'] },
   'start-step': { required: [], optional: [] },
   'finish-step': { required: [], optional: [] },
+  'reset-step': { required: [], optional: [] },
   'text-start': { required: ['id'], optional: ['providerMetadata'] },
   'text-delta': { required: ['id', 'delta'], optional: ['providerMetadata'] },
   'text-end': { required: ['id'], optional: ['providerMetadata'] },

@@ -66,7 +66,8 @@ export function endingErrorText(result: RunResult): string | undefined {
  * Turns an agent run's events into UI message stream chunks: one assistant message for the run,
  * a step per turn, a text part per attempt of a turn's answer (streamed deltas, or the recorded
  * text of a turn the stream did not see being written), a tool part per call. A retracted
- * attempt's part is ended and followed by a `data-loom-text-retracted` part naming it. A run that
+ * attempt's part is ended, the step's parts so far are dropped (`reset-step`: only withdrawn text),
+ * and a `data-loom-text-retracted` part names the attempt. A run that
  * answers gets a `data-loom-output` part with its `output` (the structured answer of an agent with
  * an `output` schema, else the final text); one that ends without an answer (any reason but
  * `goal_completed`) gets an `error` chunk before `finish`.
@@ -114,6 +115,11 @@ export class UiChunkWriter {
       case 'text_retracted': {
         const id = uiTextId(event.turn, event.attempt);
         if (this.openText === id) this.endText(out);
+        // `reset-step` makes the AI SDK's reader drop the parts of the turn's step so far: before
+        // the turn's answer is recorded they are only the text of attempts that never finished
+        // (the stream retracts before it yields `model_responded`), so the withdrawn text leaves
+        // the page. (A text part in a UIMessage keeps no id: naming it would not reach it.)
+        out.push({ type: 'reset-step' });
         out.push({
           type: 'data-loom-text-retracted',
           id,
