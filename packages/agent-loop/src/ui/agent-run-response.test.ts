@@ -2,7 +2,8 @@
 // stream of a run another agent runtime drives (on one memory backend: the text reaches the
 // server's runtime through the live channel only), read by fetch, checked chunk by chunk
 // against the AI SDK's UIMessageChunk shapes, with a forced reconnect by Last-Event-ID.
-// (The `ai` package's own reader needs Node 22; this repository runs on 20.)
+// (The `ai` package's own reader is run on the writer's chunks in ui-chunk-writer.test.ts, and the
+// real useChat in Chromium in test/browser/usechat-browser.test.ts.)
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { openMemory } from '@loom/event-runtime';
