@@ -12,7 +12,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { killTestProcesses, spawnTestProcess, until } from '@loom/event-runtime/testing';
+import { killTestProcesses, spawnTestProcess } from '@loom/event-runtime/testing';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
@@ -80,6 +80,19 @@ function loom(args: readonly string[]) {
   }).ended();
 }
 
+/**
+ * Polls `check` every 25 ms (each try of a page check is a round trip to Chromium: a 5 ms poll
+ * would load a busy machine) until it holds; fails naming `what` after `waitMs`.
+ */
+async function until(check: () => Promise<boolean> | boolean, what: string): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${waitMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
 /** The text the page shows of the assistant's messages (every text part, in order). */
 async function shownText(page: Page): Promise<string> {
   try {
@@ -102,7 +115,6 @@ describe('useChat in Chromium against a Loom thread (loom chat + loom worker, SQ
       await until(
         async () => page !== undefined && (await shownText(page)).length >= length,
         `the page showing ${length} characters of the answer`,
-        waitMs,
       );
       gatesOpened++;
     };
@@ -170,7 +182,6 @@ describe('useChat in Chromium against a Loom thread (loom chat + loom worker, SQ
       await until(
         () => forwarded('GET', resumePath, 204) === 1,
         'the page’s resume request answered 204',
-        waitMs,
       );
       await opened.locator('input').fill('Where is my order?');
       await opened.locator('button[type=submit]').click();
@@ -191,7 +202,6 @@ describe('useChat in Chromium against a Loom thread (loom chat + loom worker, SQ
       await until(
         async () => (await shownText(opened)) === beforeReload,
         `the page showing the answer's first ${piecesBeforeReload} pieces`,
-        waitMs,
       );
       expect(pageErrors).toEqual([]);
 
@@ -203,7 +213,6 @@ describe('useChat in Chromium against a Loom thread (loom chat + loom worker, SQ
       await until(
         async () => (await opened.locator('output.status').textContent()) === 'ready',
         'useChat ready after the answer',
-        waitMs,
       );
       // Every piece once and in order: the rendered text is the answer, exactly.
       expect(await shownText(opened)).toBe(answerText);
