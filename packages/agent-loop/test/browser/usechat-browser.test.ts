@@ -225,6 +225,8 @@ describe('useChat in Chromium against a Loom thread (loom chat + loom worker, SQ
       expect(await opened.locator('p.question').count()).toBe(1);
       expect(await opened.locator('section.assistant').count()).toBe(1);
       expect(await opened.locator('[role=alert]').count()).toBe(0);
+      // The model was asked twice (the question, the answer): the reload asked it nothing again.
+      expect(model.requests).toHaveLength(2);
       // Nothing runs on the thread now: the resume GET is 204.
       expect((await fetch(new URL(resumePath, web.url))).status).toBe(204);
 
@@ -238,7 +240,7 @@ describe('useChat in Chromium against a Loom thread (loom chat + loom worker, SQ
       expect(errorText).toContain(refusal);
       expect(await opened.locator('output.status').textContent()).toBe('error');
       expect(forwarded('POST', '/api/chat', 200)).toBe(2);
-      // The question and the answer were asked of the model once each; the rest were refused.
+      // Every call after the first turn's two was refused.
       expect(model.requests.every((r) => r.path === '/v1/chat/completions')).toBe(true);
       expect(model.requests.length).toBeGreaterThanOrEqual(3);
       expect(pageErrors).toEqual([]);
