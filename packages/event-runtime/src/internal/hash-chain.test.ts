@@ -84,6 +84,12 @@ describe('eventHash', () => {
     }
   });
 
+  it('lone surrogates and NUL in any field hash as the one string does', () => {
+    for (const text of ['x\uD800', '\uDC00y', 'ab\uDC00\uD800', '\u0000', 'é 🧵']) {
+      expect(eventHash(text, text, 1, text, 2, text)).toBe(reference(text, text, 1, text, 2, text));
+    }
+  });
+
   it('the same length with other bytes gives another digest (a reused view sees new bytes)', () => {
     const first = eventHash(null, 'e', 0, 't', 1, '{"n":1}');
     const second = eventHash(null, 'e', 0, 't', 1, '{"n":2}');
