@@ -326,7 +326,13 @@ describe('the dashboard in Chromium', () => {
       `#detail-head .retry[data-sequence="${retried?.sequence}"]:has-text("by ana: card processor back up")`,
       { timeout: waitMs },
     );
-    await page.screenshot({ path: join(artifacts, 'dashboard-retry.png'), fullPage: true });
+    await page.locator('#detail-head').screenshot({ path: join(artifacts, 'dashboard-retry.png') });
+    if (process.env.LOOM_UPDATE_DOCS_IMG === '1') {
+      copyFileSync(
+        join(artifacts, 'dashboard-retry.png'),
+        join(docsImage, '..', 'dashboard-retry.png'),
+      );
+    }
     await rowWithStatus(page, 'charge-1', 'failed');
     // The button is only for a failed run.
     await page.getByRole('button', { name: 'order-7', exact: true }).click();
