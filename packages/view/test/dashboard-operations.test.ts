@@ -38,6 +38,11 @@ const doze = defineFlow({ name: 'doze' }, async (ctx) => {
   await ctx.sleep(3_600_000);
   return 'rested';
 });
+const broken = defineFlow({ name: 'broken' }, async (ctx) =>
+  ctx.step('fail', () => {
+    throw new Error('still broken');
+  }),
+);
 /** The ids of the emails enqueued, in order. */
 const emailIds: string[] = [];
 
@@ -68,10 +73,13 @@ beforeAll(async () => {
   backend = await openSqlite({ path: sqlitePath, migrate: true });
   // No worker takes the queues: their items wait. The timer poll fires the schedule.
   mkdirSync(artifacts, { recursive: true });
-  flows = createRuntime({ backend, flows: [mail, tick, nap, doze], timerPollMs: 50 });
+  flows = createRuntime({ backend, flows: [mail, tick, nap, doze, broken], timerPollMs: 50 });
   for (const id of ['nap-1', 'nap-2', 'nap-3']) await flows.start(nap, null, { executionId: id });
   for (const id of ['doze-1', 'doze-2', 'doze-3', 'doze-4', 'doze-5']) {
     await flows.start(doze, null, { executionId: id });
+  }
+  for (const id of ['broken-1', 'broken-2']) {
+    await (await flows.start(broken, null, { executionId: id })).result().catch(() => undefined);
   }
   for (const to of ['ana', 'bob', 'cy']) {
     emailIds.push((await flows.enqueue('emails', mail, { to })).itemId);
@@ -224,6 +232,53 @@ describe('a bulk action on the runs of a page', () => {
     expect(noIds.body).toMatchObject({ error: { fields: { path: 'runIds' } } });
     // A run that is not failed cannot be retried; one that does not exist is not found; both
     // answered, nothing else touched.
+    // A bulk retry records who asked and why in each failed run's execution.retried.
+    const retried = await post({
+      action: 'retry',
+      runIds: ['broken-1', 'broken-2'],
+      by: 'ana',
+      reason: 'dependency restored',
+    });
+    expect(retried.status).toBe(200);
+    expect(retried.body).toMatchObject({
+      action: 'retry',
+      by: 'ana',
+      results: [
+        { executionId: 'broken-1', ok: true },
+        { executionId: 'broken-2', ok: true },
+      ],
+    });
+    for (const id of ['broken-1', 'broken-2']) {
+      const events = await backend.events.read(id);
+      const event = events.find((e) => e.type === 'execution.retried');
+      expect(event?.payload).toMatchObject({ by: 'ana', reason: 'dependency restored' });
+    }
+    // One run's retry: the same, and the answer names who.
+    await until(async () => {
+      const last = (await backend.events.read('broken-1')).at(-1);
+      return last?.type === 'execution.failed' ? true : undefined;
+    }, 'broken-1 to fail again after its retry');
+    const one = await http(`${dashboard.url}api/runs/broken-1/retry`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${dashboard.token}` },
+      body: { by: 'bo', reason: 'second try' },
+    });
+    expect(one.status).toBe(200);
+    expect(one.body).toEqual({ executionId: 'broken-1', by: 'bo' });
+    const retries = (await backend.events.read('broken-1')).filter(
+      (e) => e.type === 'execution.retried',
+    );
+    expect(retries.map((e) => e.payload)).toMatchObject([
+      { by: 'ana', reason: 'dependency restored' },
+      { by: 'bo', reason: 'second try' },
+    ]);
+    const tooLong = await http(`${dashboard.url}api/runs/broken-2/retry`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${dashboard.token}` },
+      body: { by: 'bo', reason: 'x'.repeat(2_001) },
+    });
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.body).toMatchObject({ error: { fields: { path: 'reason' } } });
     const mixed = await post({ action: 'retry', runIds: ['nap-1', 'nobody'], by: 'ana' });
     expect(mixed.status).toBe(200);
     expect(mixed.body).toMatchObject({
