@@ -55,6 +55,13 @@ describe.each(targets)('loom retry on $name', { timeout: 60_000 }, (target) => {
       expect(retriedEvent?.payload).toMatchObject({ by: 'ana', reason: 'card gateway fixed' });
       const shown = await loom(['show', 'charge-9'], env);
       expect(shown.stdout).toMatch(/retried at \S+ by ana: card gateway fixed \(event \d+\)/);
+      // The retried step's timeline entry is the retry's outcome, not the failure before it.
+      const shownJson = await loom(['show', 'charge-9', '--json'], env);
+      const timeline = (JSON.parse(shownJson.stdout) as { timeline: object[] }).timeline;
+      expect(timeline).toMatchObject([
+        { name: 'reserve', status: 'completed' },
+        { name: 'charge', status: 'completed', result: 'charged', failedAttempts: 0 },
+      ]);
       expect(types.at(-1)).toBe('execution.completed');
 
       // A run that did not fail is a conflict (exit 4); no such run is exit 3.

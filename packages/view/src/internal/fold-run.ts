@@ -238,6 +238,23 @@ export function foldRun(
       case EventType.executionRetried: {
         folded.terminalReason = null;
         delete folded.error;
+        // The failed step runs again: its entry is open again, closed by the next attempt's end.
+        const stepIndex = num(p.stepIndex);
+        const at = folded.timeline.findLastIndex(
+          (e) => e.kind === 'step' && e.index === stepIndex && e.status === 'failed',
+        );
+        const failed = folded.timeline[at];
+        if (failed !== undefined) {
+          const { error: _error, ...rest } = failed;
+          const entry: TimelineEntry = {
+            ...rest,
+            status: 'open',
+            endedAtMs: null,
+            durationMs: null,
+          };
+          folded.timeline[at] = entry;
+          open.set(`step:${failed.index}`, { entry, at });
+        }
         const by = text(p.by);
         const reason = text(p.reason);
         folded.retries.push({
