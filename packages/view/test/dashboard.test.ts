@@ -547,7 +547,9 @@ describe('a read-only dashboard', () => {
     expect(await page.locator('#mode').textContent()).toBe('read-only');
     expect(await page.getByRole('button', { name: 'Approve' }).count()).toBe(0);
     expect(await page.getByRole('button', { name: 'Reject' }).count()).toBe(0);
-    expect(await page.locator('#cancel-run, #signal-form, #token').count()).toBe(0);
+    expect(
+      await page.locator('#cancel-run, #signal-form, #token, #bulk-form, input.pick-run').count(),
+    ).toBe(0);
     await page.screenshot({ path: join(artifacts, 'dashboard-read-only.png'), fullPage: true });
   });
 

@@ -318,7 +318,7 @@ export const dashboardJs = `'use strict';
       pick.setAttribute('aria-label', 'select ' + run.id + ' for a bulk action');
       pick.addEventListener('change', function () { toggleSelected(run.id, pick.checked); });
       var row = el('tr', { className: run.id === state.run ? 'selected' : '' }, [
-        el('td', { className: 'id' }, [el('span', { className: 'pick' }, [pick, open])]),
+        el('td', { className: 'id' }, [el('span', { className: 'pick' }, readOnly ? [open] : [pick, open])]),
         el('td', { text: (run.flow || '') + (run.version ? ' v' + run.version : '') }),
         el('td', {}, [el('span', { className: 'status s-' + run.status, text: run.status })]),
         el('td', { text: String(run.steps), className: 'num' }),
