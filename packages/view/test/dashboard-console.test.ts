@@ -1,8 +1,8 @@
 // The dashboard's keyboard and contrast in Debian's Chromium: the runs list moved through with
 // j/k and the arrows, Enter opens a run, / goes to the search, Escape closes the run, every
-// control reachable by Tab; and the WCAG contrast of every text on the page, in the runs list and
-// with an agent run open (its conversation with an approval and a question inline). Screenshots
-// of the inline conversation for docs/operations.md.
+// control reachable by Tab; and the WCAG contrast of every text on the page, in the runs list,
+// with an agent run open (its conversation with an approval and a question inline), and read-only
+// in a narrow window (CSS labels included). Screenshots for docs/operations.md.
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -111,7 +111,7 @@ interface Dom {
     createElement(tag: string): El;
     getElementById(id: string): El | null;
   };
-  getComputedStyle(node: El): Style;
+  getComputedStyle(node: El, pseudo?: string): Style & { content: string };
 }
 const textNode = 3;
 
@@ -144,8 +144,10 @@ interface ContrastFailure {
  * ratio; returns those under 4.5:1 (3:1 for large text: 24 px, or 18.66 px bold). Disabled
  * controls are exempt, as WCAG exempts inactive components.
  */
-function contrastFailures(): Promise<{ checked: number; failures: ContrastFailure[] }> {
-  return page.evaluate((textNodeType) => {
+function contrastFailures(
+  target: Page = page,
+): Promise<{ checked: number; labels: number; failures: ContrastFailure[] }> {
+  return target.evaluate((textNodeType) => {
     const { document, getComputedStyle } = globalThis as unknown as Dom;
     type Rgba = [number, number, number, number];
     const parse = (value: string): Rgba => {
@@ -194,19 +196,8 @@ function contrastFailures(): Promise<{ checked: number; failures: ContrastFailur
     };
     const failures: ContrastFailure[] = [];
     let checked = 0;
-    for (const node of Array.from(document.querySelectorAll('body *'))) {
-      const ownText = Array.from(node.childNodes)
-        .filter((child) => child.nodeType === textNodeType)
-        .map((child) => child.textContent ?? '')
-        .join('')
-        .trim();
-      if (ownText === '') continue;
-      const rect = node.getBoundingClientRect();
-      const style = getComputedStyle(node);
-      if (rect.width === 0 || rect.height === 0 || style.visibility === 'hidden') continue;
-      if (node.disabled === true) continue;
-      // <option>s are drawn by the system's list, not by this page's colours.
-      if (node.tagName === 'OPTION' || node.closest('svg title') !== null) continue;
+    let labels = 0;
+    const check = (node: El, ownText: string, style: Style) => {
       const svg = node.closest('svg');
       const isSvgText = svg !== null;
       const background = backgroundOf(svg ?? node);
@@ -229,8 +220,28 @@ function contrastFailures(): Promise<{ checked: number; failures: ContrastFailur
           background: `rgb(${background.slice(0, 3).map(Math.round).join(',')})`,
         });
       }
+    };
+    for (const node of Array.from(document.querySelectorAll('body *'))) {
+      const rect = node.getBoundingClientRect();
+      const style = getComputedStyle(node);
+      if (rect.width === 0 || rect.height === 0 || style.visibility === 'hidden') continue;
+      if (node.disabled === true) continue;
+      // <option>s are drawn by the system's list, not by this page's colours.
+      if (node.tagName === 'OPTION' || node.closest('svg title') !== null) continue;
+      const ownText = Array.from(node.childNodes)
+        .filter((child) => child.nodeType === textNodeType)
+        .map((child) => child.textContent ?? '')
+        .join('')
+        .trim();
+      if (ownText !== '') check(node, ownText, style);
+      // Text drawn by CSS (a narrow window's column labels, ::before each cell) counts too.
+      const before = getComputedStyle(node, '::before');
+      if (/^".+"$/.test(before.content)) {
+        labels += 1;
+        check(node, `${before.content} (::before)`, before);
+      }
     }
-    return { checked, failures };
+    return { checked, labels, failures };
   }, textNode);
 }
 
@@ -373,6 +384,25 @@ describe('contrast', () => {
     const { checked, failures } = await contrastFailures();
     expect(checked).toBeGreaterThan(60);
     expect(failures).toEqual([]);
+  });
+  it('and read-only in a narrow window (runs as cards with CSS labels), an agent run open', async () => {
+    const readOnly = await startDashboard({ db, port: 0, readOnly: true, pollMs: 100 });
+    const narrow = await browser.newPage();
+    try {
+      await narrow.setViewportSize({ width: 480, height: 900 });
+      await narrow.goto(readOnly.url);
+      await narrow.waitForSelector('#mode:text-is("read-only")', { timeout: waitMs });
+      await narrow.getByRole('button', { name: 'agent-1', exact: true }).click();
+      await narrow.waitForSelector('#conversation .approval[data-approval]', { timeout: waitMs });
+      const { checked, labels, failures } = await contrastFailures(narrow);
+      expect(checked).toBeGreaterThan(60);
+      // Each run is a card: seven labelled cells a run, five runs.
+      expect(labels).toBe(35);
+      expect(failures).toEqual([]);
+    } finally {
+      await narrow.close();
+      await readOnly.close();
+    }
   });
 });
 
