@@ -80,6 +80,7 @@ export {
   type ExecutionRetriedPayload,
   type KernelEventType,
   type RecordedError,
+  type RetryOptions,
   type StepAttemptFailedPayload,
   type StepAttemptStartedPayload,
   type StepFailedPayload,

@@ -5,6 +5,7 @@ import type { EventStore } from '../event-store.js';
 import { checkExecutionId } from '../internal/prepare-append.js';
 import { Limits } from '../limits.js';
 import type { ExecutionState } from './core/execution-state.js';
+import type { RetryOptions } from './core/kernel-events.js';
 import { createHandle, type ExecutionHandle } from './execution-handle.js';
 import type { Flow } from './flow.js';
 import { Kernel } from './kernel-node.js';
@@ -173,20 +174,24 @@ export class KernelRuntime {
    * execution runs again with a fresh attempt budget. Deploy the fix first: the flow replays
    * under the code registered here. Resolves with a handle once the retry is durable. With
    * `handOffStarts`, nothing runs here and no flow need be registered: the retry is written with
-   * the execution due, and the first node whose timer poll takes it replays it.
+   * the execution due, and the first node whose timer poll takes it replays it. `options.by` and
+   * `options.reason` (who asked, and why) are recorded in the `execution.retried` event.
    *
    * Error codes: `EXECUTION_NOT_FOUND`, `EXECUTION_NOT_FAILED` (it runs, completed, was cancelled
    * or continued; `fields.status`), `FLOW_NOT_REGISTERED`, `INVALID_ENVELOPE` (id),
    * `RUNTIME_SHUT_DOWN`, `STORE_BUSY`, store errors.
    *
    * @example
-   * const failed = await runtime.retry('order-42');
+   * const failed = await runtime.retry('order-42', { by: 'ana', reason: 'deployed the fix' });
    * console.log(await failed.result());
    */
-  async retry<O = unknown>(executionId: string): Promise<ExecutionHandle<O>> {
+  async retry<O = unknown>(
+    executionId: string,
+    options: RetryOptions = {},
+  ): Promise<ExecutionHandle<O>> {
     this.kernel.assertRunning();
     checkExecutionId(executionId);
-    await this.kernel.executions.retry(executionId);
+    await this.kernel.executions.retry(executionId, options);
     return this.handle<O>(executionId, true);
   }
 

@@ -13,6 +13,7 @@ import type {
   PruneReport,
   QueueStats,
   QueueStore,
+  RetryOptions,
   RuntimeEvents,
   SnapshotStore,
   StartOptions,
@@ -417,17 +418,18 @@ export class Runtime {
    * Retry a failed execution from its failed step: completed steps replay (their effects do not
    * run again), the step whose failure failed the execution runs again with a fresh attempt
    * budget, and the log records the retry (`execution.retried` after `execution.failed`). Deploy
-   * the fix first: the execution replays under the flow registered here.
+   * the fix first: the execution replays under the flow registered here. `options.by` and
+   * `options.reason` (who asked, and why) are recorded in the `execution.retried` event.
    *
    * Error codes: `EXECUTION_NOT_FOUND`, `EXECUTION_NOT_FAILED` (`fields.status`),
    * `FLOW_NOT_REGISTERED`, `STORE_BUSY`, store errors.
    *
    * @example
-   * const handle = await runtime.retry('order-42');
+   * const handle = await runtime.retry('order-42', { by: 'ana', reason: 'deployed the fix' });
    * console.log(await handle.result());
    */
-  retry<O = unknown>(executionId: string): Promise<ExecutionHandle<O>> {
-    return this.placed(executionId, 'retry', () => this.kernel.retry<O>(executionId));
+  retry<O = unknown>(executionId: string, options: RetryOptions = {}): Promise<ExecutionHandle<O>> {
+    return this.placed(executionId, 'retry', () => this.kernel.retry<O>(executionId, options));
   }
 
   /**
