@@ -104,10 +104,11 @@ try {
     directory,
     killAfterEnded: killAfter,
     kill: async () => {
-      const atMs = Date.now();
       const { stdout, stderr } = await promisify(execFile)('sh', ['-c', killCmd], {
         timeout: 60_000,
       });
+      // The times count from the command's return: it must return once the primary is down.
+      const atMs = Date.now();
       if (stdout.trim() !== '' || stderr.trim() !== '')
         console.log(`kill command said: ${`${stdout}${stderr}`.trim()}`);
       return atMs;

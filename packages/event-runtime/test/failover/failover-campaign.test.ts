@@ -97,6 +97,11 @@ describe('failover under pg_auto_failover', () => {
       });
       campaign = runFailoverCampaign({
         url: running.multiHostUrl,
+        // LOOM_TEST_FAILOVER_SINGLE_HOST=1: the workers get the first primary's URL alone (what
+        // a worker can be given today), to see what breaks without the multi-host URL.
+        ...(process.env.LOOM_TEST_FAILOVER_SINGLE_HOST === '1'
+          ? { workerUrl: running.nodes[0].url }
+          : {}),
         schema: 'loom_failover_campaign',
         execs,
         concurrency: 8,

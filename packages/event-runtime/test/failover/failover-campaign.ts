@@ -20,8 +20,13 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const workerLifeMs = 900_000;
 
 export interface FailoverCampaignOptions {
-  /** What the workers get: several hosts, `target_session_attrs=read-write`. */
+  /** Several hosts, `target_session_attrs=read-write`: what the workers get, what the checks read. */
   url: string;
+  /**
+   * What the workers get instead of `url` (a rehearsal of today's behaviour: one host, the
+   * first primary's, which they can never leave).
+   */
+  workerUrl?: string;
   /** A schema of this run's own. */
   schema: string;
   execs: number;
@@ -68,7 +73,7 @@ export interface FailoverReport {
   verifyFailures: string[];
   /** Per worker: the store errors its runtime reported (`onError`) and how it ended. */
   workers: Array<{ nodeId: string; storeErrors: number; exit: string }>;
-  /** A worker that exited by itself before it was told to stop, or not with code 0. */
+  /** A worker that exited otherwise than with code 0, or did not stop within 20 s once told to. */
   crashedWorkers: string[];
   /** Kill → the first event appended after it seen on the server that took writes. */
   firstCommitAfterKillMs: number | null;
@@ -163,7 +168,12 @@ export async function runFailoverCampaign(
     workers.push(
       spawnTestProcess(workerFile, {
         env: {
-          ...crashStoreEnv('postgres', options.directory, options.url, options.schema),
+          ...crashStoreEnv(
+            'postgres',
+            options.directory,
+            options.workerUrl ?? options.url,
+            options.schema,
+          ),
           LOOM_CRASH_PREPARED: '1',
           LOOM_FAILOVER_EXECS: String(options.execs),
           LOOM_FAILOVER_WORKERS: String(workerCount),
@@ -385,7 +395,7 @@ export function summarizeFailover(report: FailoverReport): string {
     `exactly-once rows duplicated ${report.reapplied} / missing ${report.sideMissing.length}, ` +
     `tool re-runs without a person ${report.toolReruns}, tool calls that asked a person ${report.asked}, ` +
     `plain-step re-runs ${report.plainReruns}, verify failures ${report.verifyFailures.length}, ` +
-    `crashed workers ${report.crashedWorkers.length}; store errors per worker ` +
+    `workers that crashed or did not stop ${report.crashedWorkers.length}; store errors per worker ` +
     `${report.workers.map((worker) => worker.storeErrors).join('/')}; kill → first commit ` +
     `${report.firstCommitAfterKillMs ?? 'never'} ms, kill → last execution ended ` +
     `${report.lastEndedAfterKillMs ?? 'never'} ms; ${(report.wallMs / 1000).toFixed(1)} s`

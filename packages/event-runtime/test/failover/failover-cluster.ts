@@ -561,8 +561,11 @@ export async function startFailoverCluster(
       if (keeper?.pid === undefined)
         throw new Error(`failover cluster: no keeper runs ${victim.name}`);
       const pids = [keeper.pid, ...descendants(keeper.pid)];
-      const atMs = Date.now();
       for (const pid of pids) killQuietly(pid, 'SIGKILL');
+      // Taken once every SIGKILL is sent: the walsender is gone with the rest, so no commit of
+      // the old primary can reach the synchronous standby after this instant; an event stamped
+      // later that is found on a server was committed by the new primary.
+      const atMs = Date.now();
       // A backend forked between the look and the kill dies with its postmaster; nothing of the
       // node may outlive this call.
       await waitUntil(
