@@ -78,8 +78,13 @@ if (primary === undefined) {
 const check = new pg.Client({ connectionString: primary });
 await check.connect();
 const { rows } = await check.query(
-  `SELECT count(*)::int AS n FROM information_schema.tables
-    WHERE table_schema NOT IN ('pg_catalog', 'information_schema') AND table_schema NOT LIKE 'loom_failover_%'`,
+  // Tables (not views) outside the system schemas and this campaign's own, and not an
+  // extension's (pg_stat_statements and the like come with their own).
+  `SELECT count(*)::int AS n FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+      AND n.nspname NOT LIKE 'pg_toast%' AND n.nspname NOT LIKE 'loom_failover_%'
+      AND NOT EXISTS (SELECT 1 FROM pg_depend d
+                       WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e')`,
 );
 await check.end();
 if ((rows[0]?.n ?? 0) > 0 && values.force !== true) {
