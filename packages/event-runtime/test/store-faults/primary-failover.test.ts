@@ -233,6 +233,12 @@ describe('the primary SIGKILLed and the standby promoted', () => {
         () => live.every((id) => (claims.lost.get(id) ?? 0) > 0),
         'nodes A and B to see their claims end with the old primary',
       );
+      // What an orchestrator's readiness probe sees meanwhile: not ready, and why.
+      const down = await a.health({ timeoutMs: 2_000 });
+      expect(down.ready).toBe(false);
+      expect(down.store.reachable).toBe(false);
+      expect(down.store.error?.code).toBe(ErrorCode.STORE_UNAVAILABLE);
+      expect(down.nodeClaim).toBe('lost');
       // A failover manager takes seconds to promote (51 s with pg_auto_failover's defaults): an
       // outage longer than deadNodeConfirmMs, so a node's memory of its peers from before it
       // is stale by the time it claims again. Whoever reclaims first must still wait for the other.
@@ -284,6 +290,13 @@ describe('the primary SIGKILLed and the standby promoted', () => {
       expect(claims.lost.get('node-a')).toBe(1);
       expect(claims.lost.get('node-b')).toBe(1);
       expect(claims.regained.get('node-c')).toBeUndefined();
+      expect(await a.health()).toEqual({
+        ready: true,
+        store: { reachable: true },
+        nodeClaim: 'held',
+        shuttingDown: false,
+      });
+      expect((await c.health({ timeoutMs: 2_000 })).ready).toBe(false);
       for (const id of all) expect((await reader.events.verify(id)).ok).toBe(true);
       expect(await serverPort(reader)).toBe(pair.standbyPort);
 

@@ -128,7 +128,8 @@ function hostListOf(options: PgConnectionOptions): HostList | undefined {
   const hosts = parseHostsOption(options.hosts);
   const given = options.connectionString;
   if (given === undefined) return { hosts, connectionString: undefined };
-  if (typeof given === 'string' && /^[a-z]+:\/\/([^/?#]*@)?[^/?#@]/i.test(given)) {
+  const authority = /^[a-z]+:\/\/([^/?#]*)/i.exec(String(given))?.[1] ?? '';
+  if (authority.slice(authority.lastIndexOf('@') + 1) !== '') {
     throw new LoomError(
       ErrorCode.INVALID_ARGUMENT,
       'give the hosts either in connectionString or in hosts, not both: write the connection ' +
