@@ -8,7 +8,7 @@ import { pgTestUrl, useThrowawaySchemas } from '../../../test/support/throwaway-
 import { ErrorCode, type LoomError } from '../../errors.js';
 import { openPostgres } from './open-postgres.js';
 import { hostsMax, parseHostsOption, splitHostList } from './pg-hosts.js';
-import { resolvePool } from './pg-pool.js';
+import { createPostgresPool, resolvePool } from './pg-pool.js';
 
 const db = useThrowawaySchemas();
 
@@ -155,5 +155,24 @@ describe('a host list against the real server', () => {
     );
     expect(error.code).toBe(ErrorCode.STORE_UNAVAILABLE);
     expect(error.message).toMatch(/is a read-write primary .*read-only \(a standby\)/);
+  });
+});
+
+describe('createPostgresPool', () => {
+  it("a pool of one's own over a host list reaches the server; a bad max is INVALID_ARGUMENT", async () => {
+    const url = new URL(pgTestUrl);
+    const pool = createPostgresPool({
+      connectionString: `postgres://root@127.0.0.1:${await deadPort()},${url.host}${url.pathname}`,
+      max: 1,
+    });
+    try {
+      const result = await pool.query<{ port: number }>('SELECT inet_server_port() AS port');
+      expect(Number(result.rows[0]?.port)).toBe(Number(url.port || 5432));
+    } finally {
+      await pool.end();
+    }
+    expect(thrown(() => createPostgresPool({ connectionString: pgTestUrl, max: 0 })).code).toBe(
+      ErrorCode.INVALID_ARGUMENT,
+    );
   });
 });

@@ -61,7 +61,7 @@ export function clientClassOf(pool: Pool): typeof pg.Client {
  * `connectTimeoutMs` that is not a positive integer (or comes with a pool), and for a connection
  * string that is not a PostgreSQL URL.
  */
-export function resolvePool(options: PgConnectionOptions): ResolvedPool {
+export function resolvePool(options: PgConnectionOptions, max?: number): ResolvedPool {
   if (options.pool !== undefined) {
     if (options.connectionString !== undefined) {
       throw new LoomError(
@@ -104,6 +104,7 @@ export function resolvePool(options: PgConnectionOptions): ResolvedPool {
         ? { host: list.hosts[0]?.host, port: list.hosts[0]?.port }
         : { connectionString: list.connectionString }),
     connectionTimeoutMillis: connectTimeoutMs,
+    ...(max === undefined ? {} : { max }),
   };
   const finder = list === undefined ? undefined : new PrimaryFinder(list.hosts, config);
   const pool = new pg.Pool(
@@ -177,4 +178,42 @@ function checkConnectionString(connectionString: string): string {
     throw refuse('names no host');
   }
   return connectionString;
+}
+
+/**
+ * A `pg` pool connected the way Loom's stores connect: the connection string checked, the
+ * connect timeout set, a host list's connections aimed at its read-write primary (found again
+ * after a failover), and an `'error'` listener so a dead idle connection never ends the process.
+ * For your own queries beside Loom's on the same database (a projection, a report). You end it.
+ * Throws `INVALID_ARGUMENT` as `openPostgres` does (`pool` is not accepted here).
+ *
+ * @example
+ * import { createPostgresPool } from '@loom/event-runtime/postgres';
+ * const pool = createPostgresPool({
+ *   connectionString: 'postgres://app@db1:5432,db2:5432/app?target_session_attrs=read-write',
+ *   max: 2,
+ * });
+ * await pool.end();
+ */
+export function createPostgresPool(
+  options: Omit<PgConnectionOptions, 'pool'> & { max?: number },
+): Pool {
+  const { max, ...connection } = options;
+  if (max !== undefined && (!Number.isSafeInteger(max) || max < 1)) {
+    throw new LoomError(
+      ErrorCode.INVALID_ARGUMENT,
+      `max must be a positive integer of connections, got ${String(max)}`,
+      { path: 'max', actual: String(max) },
+    );
+  }
+  if ((connection as PgConnectionOptions).pool !== undefined) {
+    throw new LoomError(
+      ErrorCode.INVALID_ARGUMENT,
+      'createPostgresPool creates a pool: pass no pool',
+      {
+        path: 'pool',
+      },
+    );
+  }
+  return resolvePool(connection, max).pool;
 }
