@@ -47,7 +47,14 @@ export interface PostgresBackend extends Backend {
  * await backend.close();
  */
 export async function openPostgres(options: OpenPostgresOptions = {}): Promise<PostgresBackend> {
-  const { migrate, connectionString, connectTimeoutMs, pool: _callerPool, ...rest } = options;
+  const {
+    migrate,
+    connectionString,
+    connectTimeoutMs,
+    hosts,
+    pool: _callerPool,
+    ...rest
+  } = options;
   const { pool, owned } = resolvePool(options);
   const on = {
     pool,

@@ -93,6 +93,26 @@ describe('the hosts option', () => {
     expect(both.message).toMatch(/either in connectionString or in hosts/);
   });
 
+  it('openPostgres with hosts and a host-less URL opens every store on the list', async () => {
+    const url = new URL(pgTestUrl);
+    const backend = await openPostgres({
+      connectionString: `postgres://root@${url.pathname}`,
+      hosts: [`127.0.0.1:${await deadPort()}`, url.host],
+      schema: db.freshSchema(),
+      migrate: true,
+    });
+    try {
+      await backend.events.append([
+        { executionId: 'hosts-o', sequence: 0, type: 'n', payload: {} },
+      ]);
+      const claim = await backend.leases.claimNode('hosts-node');
+      expect(claim).toBeDefined();
+      await claim?.release();
+    } finally {
+      await backend.close();
+    }
+  });
+
   it('a host-less URL gives user and database; the hosts the servers', async () => {
     const { pool, finder } = resolvePool({
       connectionString: 'postgres://root@/test',
