@@ -117,6 +117,11 @@ export {
   RuntimeEvents,
 } from './runtime/runtime-events.js';
 export {
+  type HealthOptions,
+  healthTimeoutMsDefault,
+  type RuntimeHealth,
+} from './runtime/runtime-health.js';
+export {
   ShardCursor,
   ShardedEventStore,
   type ShardedReadAllOptions,

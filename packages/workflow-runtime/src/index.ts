@@ -2,6 +2,7 @@ export {
   type Backend,
   type ExecutionFailedFields,
   type ExecutionHandle,
+  type HealthOptions,
   type OpenMemoryOptions,
   openMemory,
   type PrunedExecution,
@@ -14,6 +15,7 @@ export {
   type RuntimeEventMap,
   type RuntimeEventName,
   RuntimeEvents,
+  type RuntimeHealth,
   type StepBackoff,
   type StepRetryPolicy,
 } from '@loom/event-runtime';

@@ -13,6 +13,7 @@ import { loadState } from './load-state.js';
 import { notFound } from './not-found.js';
 import { every, keepAlive } from './pollers.js';
 import type { RuntimeEvents } from './runtime-events.js';
+import { type HealthOptions, probeHealth, type RuntimeHealth } from './runtime-health.js';
 import type { KernelRuntimeOptions, StartOptions } from './runtime-options.js';
 
 export type { ExecutionHandle } from './execution-handle.js';
@@ -112,6 +113,18 @@ export class KernelRuntime {
    */
   get claimLost(): boolean {
     return this.kernel.presence?.lost === true;
+  }
+
+  /**
+   * Whether this node can do its work now, for an orchestrator's readiness probe (and a worker's
+   * `/readyz`): reads one absent execution from the event store within `timeoutMs` (default
+   * 5,000 ms) and reports that with the node claim's state; `ready` is true when the store
+   * answered, the claim is not lost and the runtime is not shutting down. A store that cannot be
+   * reached is an answer (`ready: false`, `store.error`), never a throw. Error codes:
+   * `INVALID_ARGUMENT` (timeoutMs). ADR 0055.
+   */
+  health(options?: HealthOptions): Promise<RuntimeHealth> {
+    return probeHealth(this.kernel, options);
   }
 
   /** Executions this node is driving right now. */

@@ -6,6 +6,7 @@ import type {
   ExecutionHandle,
   ExecutionState,
   FlowKey,
+  HealthOptions,
   JsonValue,
   LeaseStore,
   ListQueuesOptions,
@@ -15,6 +16,7 @@ import type {
   QueueStore,
   RetryOptions,
   RuntimeEvents,
+  RuntimeHealth,
   SnapshotStore,
   StartOptions,
   StepRetryPolicy,
@@ -248,6 +250,21 @@ export class Runtime {
   /** Executions this node is driving right now. */
   get activeExecutions(): string[] {
     return this.kernel.activeExecutions;
+  }
+
+  /**
+   * Whether this node can do its work now, for an orchestrator's readiness probe: one read of
+   * the store within `timeoutMs` (default 5,000 ms) and the node claim's state. `ready` is true
+   * when the store answered, the node's claim on its id is not lost and the runtime is not
+   * shutting down. An unreachable store is an answer (`ready: false` with `store.error`), never
+   * a throw. Error codes: `INVALID_ARGUMENT` (timeoutMs).
+   *
+   * @example
+   * const { ready, store } = await runtime.health();
+   * if (!ready) console.warn('not ready:', store.error?.message);
+   */
+  health(options?: HealthOptions): Promise<RuntimeHealth> {
+    return this.kernel.health(options);
   }
 
   /**
