@@ -1,8 +1,9 @@
 // The AI SDK's own `useChat` (@ai-sdk/react) in a real browser against a Loom thread: issue 29's
 // last gap. A React page (page/chat-page.tsx, the code docs/agents.md shows) is bundled by esbuild
 // here and served with `/api/chat` forwarded to `loom chat --flows examples/trial/support.ts` (the
-// user's zero-code endpoint); a `loom worker` runs the agent on a SQLite file; the model is the
-// local chat-completions SSE server of the trial test; a person answers with `loom answer` from
+// user's zero-code endpoint); a `loom worker` runs the agent on a SQLite file and is SIGKILLed
+// while the run waits for a person, a second worker carries it on; the model is the local
+// chat-completions SSE server of the trial test; a person answers with `loom answer` from
 // another process. Chromium (headless, playwright-core) types a message and reads what the page
 // renders: the question the agent asks, the answer streaming in (each piece is written by the
 // model only once the page shows the one before), the structured answer, the page reloaded
@@ -102,8 +103,8 @@ async function shownText(page: Page): Promise<string> {
   }
 }
 
-describe('useChat in Chromium against a Loom thread (loom chat + loom worker, SQLite)', () => {
-  it('streams the answer into the page, shows the question and the structured answer, resumes after a reload with no piece twice, and shows a failed model call as useChat’s error', async () => {
+describe('useChat in Chromium against a Loom thread (loom chat + two loom workers, SQLite)', () => {
+  it('streams the answer into the page from a second worker after the first is SIGKILLed, shows the question and the structured answer, resumes after a reload with no piece twice, and shows a failed model call as useChat’s error', async () => {
     let page: Page | undefined;
     let reloadDone: () => void = () => undefined;
     const reloaded = new Promise<void>((resolve) => {
@@ -141,8 +142,8 @@ describe('useChat in Chromium against a Loom thread (loom chat + loom worker, SQ
     const modelEnv = { LOOM_OPENAI_BASE_URL: model.baseUrl, LOOM_OPENAI_MODEL: 'trial-model' };
     let browser: Browser | undefined;
     let web: SameOriginServer | undefined;
-    try {
-      const worker = spawnTestProcess(loomBin, {
+    const startWorker = (n: number) =>
+      spawnTestProcess(loomBin, {
         nodeArgs: [],
         args: [
           'worker',
@@ -152,12 +153,14 @@ describe('useChat in Chromium against a Loom thread (loom chat + loom worker, SQ
           join(trial, 'support.ts'),
           '--poll',
           '50',
-          '--migrate',
+          ...(n === 1 ? ['--migrate'] : []),
         ],
         env: modelEnv,
-        name: 'loom worker',
+        name: `loom worker ${n}`,
       });
-      const [script] = await Promise.all([bundlePage(), worker.line('loom: worker ', waitMs)]);
+    try {
+      const worker1 = startWorker(1);
+      const [script] = await Promise.all([bundlePage(), worker1.line('loom: worker ', waitMs)]);
       const chat = spawnTestProcess(loomBin, {
         nodeArgs: [],
         args: ['chat', '--db', db, '--flows', join(trial, 'support.ts'), '--port', '0'],
@@ -194,7 +197,17 @@ describe('useChat in Chromium against a Loom thread (loom chat + loom worker, SQ
       expect(questionId).toBe('chat-ana/1~1.0');
       expect(forwarded('POST', '/api/chat', 200)).toBe(1);
 
-      // A person answers from another process; the run goes on in the worker and its answer
+      // The run waits for the person with no process holding it; the worker that asked is
+      // SIGKILLed and a second one started: whatever the page shows from here on, worker 2 ran.
+      await until(async () => {
+        const shown = await loom(['show', 'chat-ana/1', '--json']);
+        return shown.code === 0 && JSON.parse(shown.stdout).run.status === 'suspended';
+      }, 'run chat-ana/1 suspended on the question');
+      expect((await worker1.kill()).signal).toBe('SIGKILL');
+      const worker = startWorker(2);
+      await worker.line('loom: worker ', waitMs);
+
+      // A person answers from another process; the run goes on in worker 2 and its answer
       // streams into the same page, a piece at a time.
       const answered = await loom(['answer', questionId as string, 'A-17', '--by', 'ana']);
       expect(answered.code, answered.stderr).toBe(0);
