@@ -43,6 +43,7 @@ export {
 } from './flow/cron-schedule.js';
 export {
   defineFlow,
+  type FlowConcurrency,
   type FlowOptions,
   type SignalSchemas,
   type WorkflowDefinition,
