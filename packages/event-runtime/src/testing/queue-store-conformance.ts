@@ -291,6 +291,18 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
         }
       });
 
+      it('items without a partition key are not limited by partitionConcurrencyMax', async () => {
+        for (const id of ['f-0', 'f-1', 'f-2']) await put(id);
+        await put('a-0', { partitionKey: 'A', partitionConcurrencyMax: 1 });
+        await put('a-1', { partitionKey: 'A' });
+        expect(ids(await claimAll('n', { partitionConcurrencyMax: 1 }))).toEqual([
+          'f-0',
+          'f-1',
+          'f-2',
+          'a-0',
+        ]);
+      });
+
       it('a full partition does not hold back items of other partitions', async () => {
         await put('a-0', { partitionKey: 'A', priority: 5 });
         await put('a-1', { partitionKey: 'A', priority: 5 });
