@@ -45,6 +45,7 @@ export {
 } from './flow/cron-schedule.js';
 export {
   defineFlow,
+  type FlowConcurrency,
   type FlowOptions,
   type SignalSchemas,
   type WorkflowDefinition,
