@@ -20,11 +20,11 @@ import {
   readFileSync,
   rmSync,
 } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { freePort, postgresBinDir, postgresUserIds } from '../support/postgres-server.js';
 
 const run = promisify(execFile);
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -146,34 +146,6 @@ const setupStepMs = 60_000;
 /** Longest a keeper takes to stop its server at teardown before it is SIGKILLed. */
 const keeperStopMs = 15_000;
 
-function binDir(): string {
-  const root = '/usr/lib/postgresql';
-  const version = existsSync(root)
-    ? readdirSync(root)
-        .filter((name) => existsSync(join(root, name, 'bin', 'initdb')))
-        .sort((a, b) => Number(b) - Number(a))[0]
-    : undefined;
-  if (version === undefined)
-    throw new Error(
-      `no initdb under ${root}/*/bin: the failover cluster needs PostgreSQL's server`,
-    );
-  return join(root, version, 'bin');
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-async function postgresUser(): Promise<{ uid: number; gid: number }> {
-  const uid = Number((await run('id', ['-u', 'postgres'])).stdout.trim());
-  const gid = Number((await run('id', ['-g', 'postgres'])).stdout.trim());
-  return { uid, gid };
-}
-
 /** Every descendant of `root` (from /proc), parents before children. */
 function descendants(root: number): number[] {
   const children = new Map<number, number[]>();
@@ -244,7 +216,7 @@ export async function startFailoverCluster(
 ): Promise<FailoverCluster> {
   const timings = options.timings ?? tunedFailoverTimings;
   const log = options.log ?? (() => undefined);
-  const bin = binDir();
+  const bin = postgresBinDir();
   const pgAutoctl = (
     await run('sh', ['-c', 'command -v pg_autoctl']).catch(() => undefined)
   )?.stdout.trim();
@@ -252,7 +224,7 @@ export async function startFailoverCluster(
     throw new Error(
       'pg_autoctl is not installed: run `bash scripts/ensure-failover.sh` (Debian pg-auto-failover-cli and postgresql-<major>-auto-failover)',
     );
-  const { uid, gid } = await postgresUser();
+  const { uid, gid } = postgresUserIds();
   const directory = mkdtempSync(join(tmpdir(), 'loom-failover-'));
   chownSync(directory, uid, gid);
   chmodSync(directory, 0o700);

@@ -4,18 +4,10 @@
 // machine, not a shutdown), `promoteStandby` is what a failover manager does next. Fails loudly
 // when the pair cannot be made: a failover test that silently skipped would prove nothing.
 import { execFileSync } from 'node:child_process';
-import {
-  chmodSync,
-  chownSync,
-  existsSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-} from 'node:fs';
-import { createServer } from 'node:net';
+import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort, postgresBinDir, postgresUserIds } from './postgres-server.js';
 
 export interface ReplicaPair {
   readonly primaryPort: number;
@@ -28,32 +20,6 @@ export interface ReplicaPair {
   promoteStandby(): void;
   /** Stops both servers (immediately) and removes their directories. Idempotent. */
   destroy(): void;
-}
-
-function binDir(): string {
-  const root = '/usr/lib/postgresql';
-  const versions = existsSync(root)
-    ? readdirSync(root)
-        .filter((name) => existsSync(join(root, name, 'bin', 'pg_basebackup')))
-        .sort((a, b) => Number(b) - Number(a))
-    : [];
-  const version = versions[0];
-  if (version === undefined) {
-    throw new Error(`no pg_basebackup under ${root}/*/bin: this test needs the server binaries`);
-  }
-  return join(root, version, 'bin');
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-function idOf(flag: '-u' | '-g'): number {
-  return Number(execFileSync('id', [flag, 'postgres']).toString().trim());
 }
 
 /** Children of `pid` (its backends), from /proc. */
@@ -81,9 +47,10 @@ function alive(pid: number): boolean {
  * primary acknowledged is on the standby, as with a failover manager's synchronous standby.
  */
 export async function startReplicaPair(): Promise<ReplicaPair> {
-  const bin = binDir();
+  const bin = postgresBinDir('pg_basebackup');
   const dir = mkdtempSync(join(tmpdir(), 'loom-pg-pair-'));
-  chownSync(dir, idOf('-u'), idOf('-g'));
+  const { uid, gid } = postgresUserIds();
+  chownSync(dir, uid, gid);
   chmodSync(dir, 0o700);
   const asPostgres = (tool: string, args: string[]) =>
     execFileSync('runuser', ['-u', 'postgres', '--', join(bin, tool), ...args], {
