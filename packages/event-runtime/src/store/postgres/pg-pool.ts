@@ -1,5 +1,6 @@
 import pg, { type Pool } from 'pg';
 import { ErrorCode, LoomError } from '../../errors.js';
+import { readCommittedStartupOption } from './read-committed.js';
 
 /** How a caller points Loom at Postgres: a connection string, or a pool it owns. */
 export interface PgConnectionOptions {
@@ -69,6 +70,7 @@ export function resolvePool(options: PgConnectionOptions): ResolvedPool {
       ? {}
       : { connectionString: checkConnectionString(options.connectionString) }),
     connectionTimeoutMillis: connectTimeoutMs,
+    options: readCommittedStartupOption,
   });
   // An idle client whose server went away emits 'error' on the pool; unhandled, that would kill
   // the process. The next query on the pool fails and is mapped to STORE_UNAVAILABLE instead.

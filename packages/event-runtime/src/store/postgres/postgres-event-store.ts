@@ -81,6 +81,7 @@ import {
   resolveStoreOptions,
 } from './postgres-store-options.js';
 import type { PgReadAllRow } from './read-all-statement.js';
+import { beginReadCommitted } from './read-committed.js';
 import { type PgSignalRow, signalFromPg } from './read-signals-statement.js';
 import { type PgEventRow, rowFromPg } from './read-statement.js';
 import { quoteIdent } from './schema-name.js';
@@ -359,7 +360,7 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
     let prepared: PreparedAppend | undefined;
     try {
       this.count('begin');
-      await client.query('BEGIN');
+      await client.query(beginReadCommitted);
       let result: T;
       try {
         result = await work(client);
