@@ -13,7 +13,7 @@ export {
   openPostgres,
   type PostgresBackend,
 } from './store/postgres/open-postgres.js';
-export type { PgConnectionOptions } from './store/postgres/pg-pool.js';
+export { createPostgresPool, type PgConnectionOptions } from './store/postgres/pg-pool.js';
 export {
   PostgresEventStore,
   type PostgresEventStoreStats,

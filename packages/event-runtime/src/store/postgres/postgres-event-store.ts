@@ -70,7 +70,13 @@ import { liveChunksMigration } from './migrations/0009-live-chunks.js';
 import { latestSchemaVersion } from './migrations/migration-list.js';
 import { NotifyHub } from './notify-hub.js';
 import { checkOut } from './pg-client.js';
-import { classifyPgError, schemaNotMigrated, schemaTooNew, toLoomError } from './pg-errors.js';
+import {
+  classifyPgError,
+  isWrongServer,
+  schemaNotMigrated,
+  schemaTooNew,
+  toLoomError,
+} from './pg-errors.js';
 import { resolvePool } from './pg-pool.js';
 import type { PgStatement } from './pg-statement.js';
 import { type AppendFeedSource, PolledAppendFeed } from './polled-append-feed.js';
@@ -383,6 +389,8 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
       await client.query('ROLLBACK').catch(() => {
         broken = true;
       });
+      // A standby's answer (25006) is the wrong server, not a failed append: drop the connection.
+      broken ||= isWrongServer(error);
       // The connection died under the transaction (while `work` ran, or in our own statements):
       // nothing committed, unless a COMMIT whose answer was lost did; the log tells which.
       if (broken || checkedOut.lost !== undefined) {
