@@ -21,6 +21,14 @@ export interface EventDispatchDeps {
 }
 
 /**
+ * How delivering an event is retried when a start fails (a store outage): durably, on the
+ * runtime's clock, 1 s then doubling up to 30 s, 10 attempts (about 4 minutes). The starts already
+ * made are idempotent, so an attempt only starts what is missing. After the last the delivery
+ * execution fails (its queue item is counted `failed`); `runtime.retry(id)` delivers it again.
+ */
+const deliverRetry = { attempts: 10, backoff: { initialMs: 1_000, factor: 2, maxMs: 30_000 } };
+
+/**
  * The built-in flow that delivers events of one name: the queue worker of `loom.events` runs
  * each event as its execution (`queue:loom.events:<id>`), and its one step starts every flow of
  * this runtime triggered by the name whose `if` accepts the event, under `eventRunId`. The step
@@ -34,13 +42,17 @@ export function eventDispatchFlow(
   // The result is JSON by construction; checking PublishedEvent's JsonValue data against Json<>
   // is too deep for the compiler, so the function is typed by hand.
   const run = async (ctx: WorkflowContext, event: PublishedEvent): Promise<EventDelivery[]> =>
-    ctx.step('deliver', async () => {
-      const deliveries: EventDelivery[] = [];
-      for (const flow of deps.subscribers(event.name)) {
-        deliveries.push(await deliverTo(flow, event, deps));
-      }
-      return deliveries as never;
-    });
+    ctx.step(
+      'deliver',
+      async () => {
+        const deliveries: EventDelivery[] = [];
+        for (const flow of deps.subscribers(event.name)) {
+          deliveries.push(await deliverTo(flow, event, deps));
+        }
+        return deliveries as never;
+      },
+      { retry: deliverRetry },
+    );
   return defineFlow<PublishedEvent, EventDelivery[]>(
     { name: eventDispatchFlowName(eventName) },
     run as never,
