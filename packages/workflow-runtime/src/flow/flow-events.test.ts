@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Backend, openMemory } from '@loom/event-runtime';
+import { type Backend, InMemoryEventStore, openMemory } from '@loom/event-runtime';
 import { openPostgres } from '@loom/event-runtime/postgres';
 import { openSqlite } from '@loom/event-runtime/sqlite';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -75,6 +75,17 @@ const databases: Array<
   ],
 ];
 
+it('publish on a runtime without a queue store is QUEUE_STORE_MISSING', async () => {
+  const runtime = createRuntime({ store: new InMemoryEventStore() });
+  try {
+    expect(await codeOf(runtime.publish({ name: 'shop/order.placed' }))).toBe(
+      WorkflowErrorCode.QUEUE_STORE_MISSING,
+    );
+  } finally {
+    await runtime.shutdown();
+  }
+});
+
 type Order = PublishedEvent<{ orderId: string; total: number }>;
 
 for (const [name, make] of databases) {
@@ -109,7 +120,7 @@ for (const [name, make] of databases) {
       );
       const runtime = createRuntime({
         backend: await database.open(),
-        closeBackend: false,
+        closeBackend: name !== 'memory',
         flows: [receipt, audit],
         eventDelivery: { pollMs: 20 },
       });
@@ -168,7 +179,10 @@ for (const [name, make] of databases) {
           }),
       );
       // A publisher that runs no triggered flow: it only stores the event.
-      const publisher = createRuntime({ backend: await database.open(), closeBackend: false });
+      const publisher = createRuntime({
+        backend: await database.open(),
+        closeBackend: name !== 'memory',
+      });
       const published = await publisher.publish({
         name: 'user/signed-up',
         data: { email: 'ada@example.com' },
@@ -201,9 +215,46 @@ for (const [name, make] of databases) {
       }
     });
 
+    it('a runtime with eventDelivery: false publishes but delivers nothing: one that delivers runs it', async () => {
+      const database = await make();
+      const ranOn: string[] = [];
+      // The same flow, defined once per runtime, so the run says which runtime delivered it.
+      const flowOn = (runtime: string) =>
+        defineFlow({ name: 'tally', trigger: { event: 'tally/bump' } }, async (ctx) =>
+          ctx.step('bump', () => {
+            ranOn.push(runtime);
+            return runtime;
+          }),
+        );
+      const quiet = createRuntime({
+        backend: await database.open(),
+        closeBackend: name !== 'memory',
+        flows: [flowOn('quiet')],
+        eventDelivery: false,
+      });
+      const busy = createRuntime({
+        backend: await database.open(),
+        closeBackend: name !== 'memory',
+        flows: [flowOn('busy')],
+        eventDelivery: { pollMs: 20 },
+      });
+      try {
+        await quiet.publish({ name: 'tally/bump', id: 'b-1' });
+        expect(await resultOf(busy, eventRunId('tally', 'b-1'))).toBe('busy');
+        expect(ranOn).toEqual(['busy']);
+      } finally {
+        await quiet.shutdown();
+        await busy.shutdown();
+        await database.drop();
+      }
+    });
+
     it('bad names, ids and triggers are INVALID_ARGUMENT and write nothing', async () => {
       const database = await make();
-      const runtime = createRuntime({ backend: await database.open(), closeBackend: false });
+      const runtime = createRuntime({
+        backend: await database.open(),
+        closeBackend: name !== 'memory',
+      });
       try {
         for (const event of [
           { name: '' },
@@ -268,7 +319,7 @@ for (const [name, make] of databases) {
       );
       const runtime = createRuntime({
         backend: await database.open(),
-        closeBackend: false,
+        closeBackend: name !== 'memory',
         flows: [fragile, sturdy],
         eventDelivery: { pollMs: 20 },
         onError: (error) => errors.push(error),
