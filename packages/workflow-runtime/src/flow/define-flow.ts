@@ -2,6 +2,7 @@ import type { FlowContext } from '@loom/event-runtime';
 import { LoomError, WorkflowErrorCode } from '../errors.js';
 import { checkTags } from '../placement/placement.js';
 import type { Json } from './json.js';
+import { checkTrigger } from './published-event.js';
 import { validate } from './standard-schema.js';
 import { type WorkflowContext, workflowContext } from './workflow-context.js';
 import type { FlowOptions, SignalSchemas, WorkflowDefinition } from './workflow-definition.js';
@@ -9,6 +10,7 @@ import type { FlowOptions, SignalSchemas, WorkflowDefinition } from './workflow-
 export type {
   FlowConcurrency,
   FlowOptions,
+  FlowTrigger,
   SignalSchemas,
   WorkflowDefinition,
 } from './workflow-definition.js';
@@ -22,8 +24,9 @@ const namePattern = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
  * The input and output must be JSON ({@link Json}): a `Date`, `Map`, `bigint` or class instance
  * in either is a compile error (and `PAYLOAD_NOT_JSON` at run time).
  *
- * Error codes: `INVALID_ARGUMENT` for a bad name, version, schema or `concurrency` (a key that
- * is not a function, a limit that is not a positive integer).
+ * Error codes: `INVALID_ARGUMENT` for a bad name, version, schema, `concurrency` (a key that
+ * is not a function, a limit that is not a positive integer) or `trigger` (a bad event name, an
+ * `if` or `idempotency` that is not a function, a trigger beside `concurrency`).
  *
  * @example
  * const order = defineFlow({ name: 'order', version: '1' }, async (ctx, input: { sku: string }) => {
@@ -57,6 +60,18 @@ export function defineFlow<I, O, S extends SignalSchemas = SignalSchemas>(
     checkTags(options.placement?.tags, `placement.tags of flow '${options.name}'`);
   }
   if (options.concurrency !== undefined) checkConcurrency(options.name, options.concurrency);
+  if (options.trigger !== undefined) {
+    checkTrigger(options.name, options.trigger);
+    if (options.concurrency !== undefined) {
+      throw new LoomError(
+        WorkflowErrorCode.INVALID_ARGUMENT,
+        `flow '${options.name}' declares both a trigger and a per-key concurrency: an event ` +
+          'starts its run directly, outside any queue, so the limit would not hold; trigger a ' +
+          'flow that enqueues the keyed one instead',
+        { flow: options.name, path: 'trigger' },
+      );
+    }
+  }
   if (typeof run !== 'function') {
     throw new LoomError(
       WorkflowErrorCode.INVALID_ARGUMENT,
