@@ -1,6 +1,7 @@
 // `loom approve --rerun | --record` on the approval a crash leaves behind: a real agent process
 // is SIGKILLed inside a remote_mutation tool (after its side effect), restarted, and waits on an
-// interrupted_side_effect approval; the built `loom` binary decides it; a third life finishes.
+// interrupted_side_effect approval; `loom approve` (the CLI in process) decides it; a third life
+// finishes.
 // The tool's side channel (a file) counts its real calls. SQLite file and Postgres.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

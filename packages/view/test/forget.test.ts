@@ -1,4 +1,4 @@
-// `loom forget <subject>`: the built binary as a child process erases a subject whose fields a
+// `loom forget <subject>`: the CLI (in process, its own store) erases a subject whose fields a
 // real flow process encrypted with @loom/plugin-crypto, in a real SQLite file and Postgres schema.
 import { randomBytes } from 'node:crypto';
 import type { Backend } from '@loom/event-runtime';

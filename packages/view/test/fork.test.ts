@@ -1,4 +1,4 @@
-// `loom fork <id> --at <sequence>` from the built binary, on a SQLite file and Postgres: the fork
+// `loom fork <id> --at <sequence>` (the CLI in process), on a SQLite file and Postgres: the fork
 // is a new run whose log is the original's up to the cut; a runtime running the flow picks it up
 // (its recovery round) and runs the steps after the cut again, once; the original is untouched.
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 // The schedule projection, and `loom runs` / `loom schedules` answering from the projection
-// tables when they are initialised and current (else from the log), from the built binary on a
+// tables when they are initialised and current (else from the log), from the CLI (in process) on a
 // real SQLite file and the real Postgres: the same answers both ways, idempotent on redelivery,
 // caught up after a restart, and never read while the log is ahead of the checkpoint.
 import type { Backend } from '@loom/event-runtime';

@@ -1,6 +1,6 @@
-// The projection commands through the built `loom` binary, on a real SQLite file and the real
-// Postgres: init, a projector SIGKILLed mid-run and restarted (its tables then equal a fresh
-// rebuild from the log), spend, and the SPEND column of `loom runs`.
+// The projection commands, on a real SQLite file and the real Postgres: init, a projector (the
+// built `loom` binary as a child process) SIGKILLed mid-run and restarted (its tables then equal a
+// fresh rebuild from the log), spend, and the SPEND column of `loom runs` (the CLI in process).
 import { fileURLToPath } from 'node:url';
 import type { Backend } from '@loom/event-runtime';
 import { killTestProcesses, spawnTestProcess } from '@loom/event-runtime/testing';

@@ -1,5 +1,5 @@
-// `loom prune` and what `loom verify --all` means after it (ADR 0053): the built binary as a child
-// process against a real SQLite file and a real Postgres schema populated by real flows.
+// `loom prune` and what `loom verify --all` means after it (ADR 0053): the CLI in process, with
+// its own store, against a real SQLite file and a real Postgres schema populated by real flows.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,6 +1,7 @@
-// `loom questions` and `loom answer`, from the built binary, on a SQLite file and on Postgres: an
-// agent run's model asks a person through ask_human; the question is listed across runs, answered
-// from another process, and the run (driven by this test's runtime) goes on with the answer.
+// `loom questions` and `loom answer` (the CLI in process, with its own store), on a SQLite file
+// and on Postgres: an agent run's model asks a person through ask_human; the question is listed
+// across runs, answered through the CLI's store, and the run (driven by this test's runtime) goes
+// on with the answer.
 // Answering twice, or a question that does not exist, is a typed error with its exit code; and
 // `loom approvals` shows each request's input.
 

@@ -1,4 +1,4 @@
-// `loom queues`, `loom schedules` and `loom export` from the built binary, against a SQLite file
+// `loom queues`, `loom schedules` and `loom export` (the CLI in process), against a SQLite file
 // and Postgres populated by a real runtime (queued items, a schedule that has fired).
 import type { QueueStats, StoredEvent } from '@loom/event-runtime';
 import { createRuntime, defineFlow } from '@loom/workflow-runtime';

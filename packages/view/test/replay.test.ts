@@ -1,7 +1,7 @@
-// `loom replay` from the built binary: logs recorded by a real runtime (SQLite file and
-// Postgres) re-folded with the flows as deployed (ok, exit 0) and with changed code (a renamed
-// step: NON_DETERMINISM; a changed output: the ending differs; exit 1), from the database by id
-// and from a file `loom export` wrote. Nothing is written to the database, and no effect runs.
+// `loom replay` (the CLI in process; the built binary where its exit is the subject): logs
+// recorded by a real runtime (SQLite file and Postgres) re-folded with the flows as deployed (ok,
+// exit 0) and with changed code (a renamed step: NON_DETERMINISM; a changed output: the ending
+// differs; exit 1), from the database by id and from a file `loom export` wrote. Nothing is written to the database, and no effect runs.
 // The same for an agent run (`--flows` exporting the agent): as deployed it fits, with a renamed
 // tool it diverges.
 import { readFileSync, writeFileSync } from 'node:fs';

@@ -1,6 +1,6 @@
-// `loom retry`: a failed run retried from another process, with no flow registered there; a
-// runtime running the flow (the fix deployed) takes it on its next timer poll. The built binary
-// against a SQLite file and Postgres.
+// `loom retry`: a failed run retried by the CLI (in process, its own store), with no flow
+// registered there; a runtime running the flow (the fix deployed) takes it on its next timer
+// poll. Against a SQLite file and Postgres.
 import { createRuntime, defineFlow } from '@loom/workflow-runtime';
 import { afterAll, describe, expect, it } from 'vitest';
 import { dbTargets } from './db-targets.js';
