@@ -49,6 +49,8 @@ const ticksBeforeKill = 3;
 const settleMs = 40_000;
 const terminalTypes = ['execution.completed', 'execution.failed', 'execution.cancelled'];
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** When a schedule's run was due: its id is `cron:<name>:<epoch ms>`. */
+const firedAt = (runId: string) => Number(runId.slice(`cron:${scheduleName}:`.length));
 
 /** `check` until it returns a value, or an error naming `what` after `deadlineMs`. */
 async function until<T>(
@@ -123,6 +125,8 @@ const seen = {
   promotion: undefined as Promotion | undefined,
   firstCommitAfterKillMs: null as number | null,
   lastEndedAfterKillMs: null as number | null,
+  /** Kill → the schedule fired an occurrence due after the promotion. */
+  scheduleBackAfterKillMs: null as number | null,
   /** The person's decisions: approval id → what the charges log said then. */
   decisions: new Map<string, { key: string; resolution: 'record' | 'rerun' }>(),
   personErrors: 0,
@@ -305,25 +309,6 @@ describe('failover with agents, queues and a schedule under pg_auto_failover', (
     const flows = app;
     const events = backend.events;
     await submitted;
-    // Every acknowledged run and item ends, through the person where a charge was interrupted.
-    await until(
-      async () => {
-        for (const w of workers)
-          if (w.exited()) throw new Error(`${w.name} exited:\n${w.output().slice(-4_000)}`);
-        const settled = async (flow: string) =>
-          (await flows.findExecutions({ flow, status: 'settled', limit: 1_000 })).executions.length;
-        return (await settled(agentFlowName(payer))) >= runs &&
-          (await settled(failoverJob.name)) >= runs
-          ? true
-          : undefined;
-      },
-      'every acknowledged agent run and queue item ended',
-      Math.max(1_000, seen.killAtMs + settleMs - Date.now()),
-    );
-    seen.lastEndedAfterKillMs = Date.now() - seen.killAtMs;
-    await acknowledged(() => flows.unschedule(scheduleName));
-    stopPerson = true;
-    await person;
     const ticks = async () => {
       const all = [];
       let cursor: string | undefined;
@@ -338,6 +323,53 @@ describe('failover with agents, queues and a schedule under pg_auto_failover', (
       } while (cursor !== undefined);
       return all;
     };
+    // Every acknowledged run and item ends, through the person where a charge was interrupted.
+    await until(
+      async () => {
+        for (const w of workers)
+          if (w.exited()) throw new Error(`${w.name} exited:\n${w.output().slice(-4_000)}`);
+        const settled = async (flow: string) =>
+          (await flows.findExecutions({ flow, status: 'settled', limit: 1_000 })).executions.length;
+        return (await settled(agentFlowName(payer))) >= runs &&
+          (await settled(failoverJob.name)) >= runs
+          ? true
+          : undefined;
+      },
+      'every acknowledged agent run and queue item ended',
+      Math.max(1_000, seen.killAtMs + settleMs - Date.now()),
+    ).catch(async (error: Error) => {
+      // Which ones, where they stand and what the workers said: the failure's evidence.
+      const open = [];
+      for (const flow of [agentFlowName(payer), failoverJob.name]) {
+        for (const status of ['running', 'suspended'] as const) {
+          const page = await flows.findExecutions({ flow, status, limit: 1_000 });
+          for (const e of page.executions) {
+            const log = await events.read(e.id);
+            open.push(
+              `${e.id} ${status} wake ${e.wakeAtMs === null ? '-' : e.wakeAtMs - Date.now()} ms, last ${log
+                .slice(-4)
+                .map((event) => `${event.type}@${event.at - seen.killAtMs}`)
+                .join(' ')}`,
+            );
+          }
+        }
+      }
+      const said = workers.map((w) => `${w.name}:\n${w.stderr().slice(-3_000)}`).join('\n');
+      throw new Error(`${error.message}\nnot ended:\n${open.join('\n')}\n${said}`);
+    });
+    seen.lastEndedAfterKillMs = Date.now() - seen.killAtMs;
+    // The schedule carries on by itself: an occurrence due after the promotion fires (the one
+    // execution driving the schedule resumes after the store's backoff, up to 5 s a step).
+    const promotedAtMs = seen.promotion?.reportedAtMs ?? Number.POSITIVE_INFINITY;
+    await until(
+      async () => ((await ticks()).some((t) => firedAt(t.id) > promotedAtMs) ? true : undefined),
+      'the schedule firing an occurrence due after the promotion',
+      20_000,
+    );
+    seen.scheduleBackAfterKillMs = Date.now() - seen.killAtMs;
+    await acknowledged(() => flows.unschedule(scheduleName));
+    stopPerson = true;
+    await person;
     await until(
       async () =>
         (await ticks()).every((t) => t.status !== 'running' && t.status !== 'suspended')
@@ -411,7 +443,7 @@ describe('failover with agents, queues and a schedule under pg_auto_failover', (
     ).rows.map((row) => row.execution_id);
     await side.end();
     for (const id of everyId) if (!(await events.verify(id)).ok) unverified.push(id);
-    const fired = (await ticks()).map((t) => Number(t.id.slice(`cron:${scheduleName}:`.length)));
+    const fired = (await ticks()).map((t) => firedAt(t.id));
     fired.sort((a, b) => a - b);
     const gaps = fired.slice(1).filter((at, i) => at - (fired[i] as number) !== 1_000);
     const tickEndings: string[] = [];
@@ -429,7 +461,7 @@ describe('failover with agents, queues and a schedule under pg_auto_failover', (
       `agent failover campaign: ${runs} agent runs, ${runs} queue items, ${fired.length} schedule fires ` +
         `(${fired.filter((at) => at > seen.killAtMs && at < (seen.promotion?.reportedAtMs ?? 0)).length} due during the outage); ` +
         `monitor promoted ${seen.promotion?.node.name} ${promotedMs} ms after the kill; kill → first commit ` +
-        `${seen.firstCommitAfterKillMs} ms, kill → last run ended ${seen.lastEndedAfterKillMs} ms; ` +
+        `${seen.firstCommitAfterKillMs} ms, kill → last run ended ${seen.lastEndedAfterKillMs} ms, kill → schedule firing again ${seen.scheduleBackAfterKillMs} ms; ` +
         `charges re-run without a person ${chargesPerRun.filter((n) => n > 1).length}, interrupted charges ` +
         `resolved by the person ${seen.decisions.size} (${recorded} recorded, ${seen.decisions.size - recorded} re-run); ` +
         `plain-step re-runs ${plainReruns}; store errors per worker ${storeErrors.join('/')}; ` +
