@@ -25,8 +25,11 @@ export type ChatMove =
 
 /** How the server plays the model. */
 export interface ChatScript {
-  /** The next move from the request's body. Default: the demo's support person. */
-  move?: (body: ChatRequest['body']) => ChatMove;
+  /**
+   * The next move from the request's body (a promise: the model takes its time). Default: the
+   * demo's support person.
+   */
+  move?: (body: ChatRequest['body']) => ChatMove | Promise<ChatMove>;
   /** A streamed text answer's parts, in order (they must join to the text). Default: one part. */
   pieces?: (text: string) => AsyncIterable<string>;
 }
@@ -75,7 +78,7 @@ export class ChatCompletionsServer {
     }
     const n = this.requests.length;
     const model = body.model ?? 'unknown';
-    const move = this.script.move?.(body) ?? nextMove(JSON.stringify(body.messages ?? []));
+    const move = (await this.script.move?.(body)) ?? nextMove(JSON.stringify(body.messages ?? []));
     if ('refuse' in move) {
       res.writeHead(move.refuse.status, { 'content-type': 'application/json' });
       res.end(

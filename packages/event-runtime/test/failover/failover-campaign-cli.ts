@@ -13,13 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import pg from 'pg';
-import {
-  failuresOf,
-  hostUrls,
-  runFailoverCampaign,
-  summarizeFailover,
-  writableUrl,
-} from './failover-campaign.js';
+import { failuresOf, runFailoverCampaign, summarizeFailover } from './failover-campaign.js';
+import { hostUrls, writableUrl } from './failover-hosts.js';
 
 const usage =
   "usage: campaign:failover --url 'postgres://user@h1:p1,h2:p2/db?target_session_attrs=read-write' --kill-cmd '<shell command>' [--execs 400] [--concurrency 8] [--kill-after 100] [--settle-s 300] [--force] [--keep]";

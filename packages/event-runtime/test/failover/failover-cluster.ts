@@ -7,6 +7,10 @@
 // services, the postmaster and its backends): the machine is gone, nobody restarts it, and the
 // manager alone decides the promotion. Every wait reads the monitor's own state
 // (`pgautofailover.node`, `pgautofailover.event`) under a deadline that names what it waited for.
+//
+// The agents' campaign (packages/agent-loop/test/failover/) imports this file by a relative path,
+// on purpose not through an `exports` door: it runs as root, needs Debian's server binaries and
+// pg_autoctl, and is no API a user should build on (`campaign:failover` is theirs).
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import {
   appendFileSync,
