@@ -63,7 +63,10 @@ describe('a backend opened from --db', () => {
     try {
       const events = backend.events as unknown as { stats: { pollStatements: number } };
       expect(events.stats.pollStatements).toBe(0);
-      const subscription = backend.events.subscribe({ executionId: 'db-url-poll' }, () => undefined);
+      const subscription = backend.events.subscribe(
+        { executionId: 'db-url-poll' },
+        () => undefined,
+      );
       const deadline = Date.now() + 10_000;
       while (events.stats.pollStatements < 2) {
         if (Date.now() > deadline)
