@@ -3,3 +3,4 @@
 // from `/testing` so that it alone needs pg.
 export type { DurableHarness, DurableHarnessOptions } from './testing/durable-harness.js';
 export { postgresRuntimeHarness } from './testing/postgres-harness.js';
+export { serverDropsConnections } from './testing/server-dropped-connections.js';

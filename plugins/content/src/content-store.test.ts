@@ -1,5 +1,6 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { serverDropsConnections } from '@loom/event-runtime/testing/postgres';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { cachingContentStore } from './caching-content-store.js';
@@ -161,5 +162,28 @@ describe('opening stores', () => {
     }).catch((error) => error);
     expect(refused.code).toBe('INVALID_ARGUMENT');
     expect(refused.fields.option).toBe('schema');
+  });
+});
+
+describe('a Postgres content store whose connections the server drops (a restart, a failover)', () => {
+  it('does not crash the process, and the next call connects again', async () => {
+    const schema = spare.freshSchema();
+    const name = `loom-content-drop-${process.pid}`;
+    const store = await PostgresContentStore.open({
+      connectionString: `${pgTestUrl}?application_name=${name}`,
+      schema,
+    });
+    try {
+      const ref = await store.put(new TextEncoder().encode('kept across a dropped connection'));
+      expect(await serverDropsConnections(pgTestUrl, name)).toBeGreaterThan(0);
+      // The idle connection's 57P01 reaches the pool as an 'error' event: unheard, it would end
+      // this process. A call after it is served by a new connection (one retry if it raced the
+      // dead one out of the pool).
+      const bytes = await store.get(ref.$content).catch(() => store.get(ref.$content));
+      expect(new TextDecoder().decode(bytes)).toBe('kept across a dropped connection');
+    } finally {
+      await store.close();
+      await spare.dropSchema(schema);
+    }
   });
 });

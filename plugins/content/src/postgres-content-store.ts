@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import pg from 'pg';
+import { createPostgresPool } from '@loom/event-runtime/postgres';
+import type pg from 'pg';
 import {
   type ContentKey,
   type ContentRef,
@@ -57,7 +58,10 @@ export class PostgresContentStore implements ContentStore {
     if ((options.pool === undefined) === (options.connectionString === undefined))
       throw invalidArgument('pool', 'pass exactly one of connectionString and pool');
     const ownsPool = options.pool === undefined;
-    const pool = options.pool ?? new pg.Pool({ connectionString: options.connectionString });
+    // The kernel's pool: it listens for 'error' (a server restart must not crash the process)
+    // and takes a host list (ADR 0055).
+    const pool =
+      options.pool ?? createPostgresPool({ connectionString: options.connectionString as string });
     const store = new PostgresContentStore(pool, ownsPool, schema, contentBytesMax);
     try {
       await pool.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);

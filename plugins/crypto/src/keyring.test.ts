@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { serverDropsConnections } from '@loom/event-runtime/testing/postgres';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { InMemoryKeyring } from './in-memory-keyring.js';
@@ -172,5 +173,29 @@ describe('envelope encryption of the durable keyrings', () => {
     expect(
       await codeOf(Promise.resolve().then(() => masterKeyFromEnv('K', { K: 'c2hvcnQ=' }))),
     ).toBe('MASTER_KEY_INVALID');
+  });
+});
+
+describe('a Postgres keyring whose connections the server drops (a restart, a failover)', () => {
+  it('does not crash the process, and the next call connects again', async () => {
+    const schema = backends.freshSchema();
+    const name = `loom-keyring-drop-${process.pid}`;
+    const keyring = await PostgresKeyring.open({
+      connectionString: `${pgTestUrl}?application_name=${name}`,
+      schema,
+      provider,
+      cacheTtlMs: 0,
+    });
+    try {
+      const key = await keyring.current('ada');
+      expect(await serverDropsConnections(pgTestUrl, name)).toBeGreaterThan(0);
+      // The idle connection's 57P01 reaches the pool as an 'error' event: unheard, it would end
+      // this process. A call after it is served by a new connection (one retry if it raced the
+      // dead one out of the pool).
+      const again = await keyring.current('ada').catch(() => keyring.current('ada'));
+      expect(Buffer.from(again.key).equals(Buffer.from(key.key))).toBe(true);
+    } finally {
+      await keyring.close();
+    }
   });
 });

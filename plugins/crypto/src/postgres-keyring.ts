@@ -1,4 +1,5 @@
-import pg from 'pg';
+import { createPostgresPool } from '@loom/event-runtime/postgres';
+import type pg from 'pg';
 import { CryptoErrorCode, cryptoError } from './errors.js';
 import {
   type KeyRow,
@@ -207,7 +208,10 @@ export class PostgresKeyring extends TableKeyring {
     }
     const owned = options.pool === undefined;
     const pool =
-      options.pool ?? new pg.Pool({ connectionString: options.connectionString, max: 4 });
+      // The kernel's pool: it listens for 'error' (a server restart must not crash the process)
+      // and takes a host list (ADR 0055).
+      options.pool ??
+      createPostgresPool({ connectionString: options.connectionString as string, max: 4 });
     try {
       await pool.query(statements(schema).create);
     } catch (error) {
