@@ -25,6 +25,7 @@ import type {
   QueueItemOutcome,
   QueueStats,
   QueueStore,
+  QueueThrottle,
 } from '../../queue-store.js';
 
 /** Options of {@link InMemoryQueueStore}. */
@@ -90,6 +91,14 @@ export class InMemoryQueueStore implements QueueStore {
       dedupeKey: item.dedupeKey,
       partitionKey: item.partitionKey,
       partitionConcurrencyMax: item.partitionConcurrencyMax,
+      throttle:
+        item.throttleKey === null
+          ? null
+          : {
+              key: item.throttleKey,
+              count: item.throttleCount as number,
+              windowMs: item.throttleWindowMs as number,
+            },
       status: 'pending',
       owner: null,
       claimExpiresAtMs: null,
@@ -126,6 +135,16 @@ export class InMemoryQueueStore implements QueueStore {
         startedInWindow += 1;
       }
     }
+    const throttleCounts = new Map<string, number>();
+    const startedOf = (throttle: QueueThrottle): number => {
+      const memoKey = `${throttle.windowMs}:${throttle.key}`;
+      let started = throttleCounts.get(memoKey);
+      if (started === undefined) {
+        started = throttleStarted(rows, throttle, nowMs);
+        throttleCounts.set(memoKey, started);
+      }
+      return started;
+    };
     const candidates = rows
       .filter(
         (row) =>
@@ -133,13 +152,21 @@ export class InMemoryQueueStore implements QueueStore {
             (row.status === 'running' && (row.claimExpiresAtMs ?? 0) <= nowMs)) &&
           (claim.flows === undefined ||
             claim.flows.some((flow) => flow.name === row.flow && flow.version === row.version)) &&
-          !partitionFull(row, runningByPartition, claim.partitionConcurrencyMax),
+          !partitionFull(row, runningByPartition, claim.partitionConcurrencyMax) &&
+          (row.throttle === null || startedOf(row.throttle) < row.throttle.count),
       )
       .sort((a, b) => b.priority - a.priority || a.seq - b.seq)
       .slice(0, Limits.queueClaimScanMax);
     const budget = claimBudget(claim, running, startedInWindow);
     const picked = pickClaims(
-      candidates,
+      candidates.map((row) => ({
+        itemId: row.itemId,
+        partitionKey: row.partitionKey,
+        partitionConcurrencyMax: row.partitionConcurrencyMax,
+        throttleKey: row.throttle?.key ?? null,
+        throttleCount: row.throttle?.count ?? null,
+        throttleStarted: row.throttle === null ? 0 : startedOf(row.throttle),
+      })),
       budget,
       runningByPartition,
       claim.partitionConcurrencyMax,
@@ -282,4 +309,16 @@ function partitionFull(
   if (row.partitionKey === null) return false;
   const limit = partitionLimitOf(row, claimPartitionMax);
   return limit !== null && (runningByPartition.get(row.partitionKey) ?? 0) >= limit;
+}
+
+/** Claims of the throttle's key within its window ending now (finished items included). */
+function throttleStarted(rows: readonly Row[], throttle: QueueThrottle, nowMs: number): number {
+  const windowStartMs = nowMs - throttle.windowMs;
+  let started = 0;
+  for (const row of rows) {
+    if (row.throttle?.key === throttle.key && (row.startedAtMs ?? -Infinity) > windowStartMs) {
+      started += 1;
+    }
+  }
+  return started;
 }

@@ -24,7 +24,7 @@ import type {
   QueueStats,
   QueueStore,
 } from '../../queue-store.js';
-import { queuePartitionLimitsMigration } from './migrations/0011-queue-partition-limits.js';
+import { queueThrottlesMigration } from './migrations/0012-queue-throttles.js';
 import { type PgConnectionOptions, resolvePool } from './pg-pool.js';
 import { PgStoreHandle } from './pg-store-handle.js';
 import { type QueueStatements, queueStatements } from './queue-statements.js';
@@ -45,7 +45,8 @@ const enqueueAttemptsMax = 3;
 
 /**
  * Queues in Postgres (`<schema>.queues`, `<schema>.queue_items`, from migration 4
- * '0004-queues'; an item's own partition limit from '0011-queue-partition-limits'). A claim is one transaction of two named statements: lock the queue's row in
+ * '0004-queues'; an item's own partition limit from '0011-queue-partition-limits', its throttle from
+ * '0012-queue-throttles'). A claim is one transaction of two named statements: lock the queue's row in
  * `queues` (`FOR UPDATE`), then one statement that counts live claims and recent starts, picks
  * candidates `FOR UPDATE SKIP LOCKED` best first and claims them (see queue-statements.ts). The
  * lock row makes the global limits exact across processes; claims of different queues never
@@ -84,7 +85,7 @@ export class PostgresQueueStore implements QueueStore {
     const schema = checkSchemaName(options.schema ?? 'loom');
     const handle = new PgStoreHandle(resolvePool(options), {
       schema,
-      requiredVersion: queuePartitionLimitsMigration.version,
+      requiredVersion: queueThrottlesMigration.version,
       store: 'queue store',
     });
     try {
@@ -122,6 +123,9 @@ export class PostgresQueueStore implements QueueStore {
           item.partitionKey,
           this.clock.now(),
           item.partitionConcurrencyMax,
+          item.throttleKey,
+          item.throttleCount,
+          item.throttleWindowMs,
         ],
         'enqueue',
       );

@@ -277,6 +277,21 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       -- loom_queue_items_running (queue, partition_key) WHERE status = 'running'.
     `,
   },
+  {
+    version: 11,
+    name: 'queue-throttles',
+    sql: `
+      -- An item's own per-key throttle (ADR 0059): claimed only while its key was claimed fewer
+      -- than throttle_count times within the last throttle_window_ms. Older rows keep NULL: none.
+      ALTER TABLE loom_queue_items ADD COLUMN throttle_key TEXT;
+      ALTER TABLE loom_queue_items ADD COLUMN throttle_count INTEGER;
+      ALTER TABLE loom_queue_items ADD COLUMN throttle_window_ms INTEGER;
+      -- Serves claim's count of a throttle key's claims within its window
+      -- (throttle_key = ? AND started_at_ms > now - window).
+      CREATE INDEX loom_queue_items_throttled
+        ON loom_queue_items (queue, throttle_key, started_at_ms) WHERE throttle_key IS NOT NULL;
+    `,
+  },
 ];
 
 /** The newest schema version this code knows. */

@@ -111,7 +111,7 @@ export class SqliteQueueStore implements QueueStore {
     this.tables = new SqliteTableAccess(
       database,
       'queue',
-      'queue-partition-limits',
+      'queue-throttles',
       prepareStatements,
       options.readOnly,
     );
