@@ -1,5 +1,6 @@
-// Flow control by key: at most `limit` queued runs per key at once, across every worker of the
-// queue (ADR 0059). Here one run per tenant at a time; the tenants still run side by side.
+// Flow control by key (ADR 0059): at most `limit` queued runs per key at once, across every
+// worker of the queue — here one run per tenant at a time, the tenants still side by side — and
+// a throttle: at most `limit` starts per key per period, the rest waiting their turn.
 import { createRuntime, defineFlow, isLoomError, openMemory } from '@loom/workflow-runtime';
 
 const runningNow = new Map<string, number>();
@@ -41,4 +42,24 @@ console.log(`most at once: ${mostPerTenant} per tenant, ${mostOverall} in all`);
 await runtime.start(sync, { tenant: 'acme', account: 'd' }).catch((error: unknown) => {
   console.log('start:', isLoomError(error) ? error.code : error);
 });
+
+// A throttle: at most 2 starts per tenant per minute. The third run of acme waits in the queue
+// (delayed, not dropped) while globex's run starts at once.
+const report = defineFlow(
+  {
+    name: 'send-report',
+    throttle: { key: (input: { tenant: string }) => input.tenant, limit: 2, periodMs: 60_000 },
+  },
+  async (ctx, input) => ctx.step('send', () => `sent to ${input.tenant}`),
+);
+for (const tenant of ['acme', 'acme', 'acme', 'globex']) {
+  await runtime.enqueue('reports', report, { tenant });
+}
+const reports = runtime.work('reports', { pollMs: 10 });
+while ((await runtime.queueStats('reports')).completed < 3) {
+  await new Promise((resolve) => setTimeout(resolve, 10));
+}
+await reports.stop();
+const stats = await runtime.queueStats('reports');
+console.log(`throttled: ${stats.completed} started, ${stats.depth} waiting for the next minute`);
 await runtime.shutdown();

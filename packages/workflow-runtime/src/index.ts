@@ -47,6 +47,7 @@ export {
   defineFlow,
   type FlowConcurrency,
   type FlowOptions,
+  type FlowThrottle,
   type SignalSchemas,
   type WorkflowDefinition,
 } from './flow/define-flow.js';

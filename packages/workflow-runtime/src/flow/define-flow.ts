@@ -1,11 +1,13 @@
 import type { FlowContext } from '@loom/event-runtime';
 import { LoomError, WorkflowErrorCode } from '../errors.js';
 import { checkTags } from '../placement/placement.js';
+import { checkThrottle } from './flow-throttle.js';
 import type { Json } from './json.js';
 import { validate } from './standard-schema.js';
 import { type WorkflowContext, workflowContext } from './workflow-context.js';
 import type { FlowOptions, SignalSchemas, WorkflowDefinition } from './workflow-definition.js';
 
+export type { FlowThrottle } from './flow-throttle.js';
 export type {
   FlowConcurrency,
   FlowOptions,
@@ -22,8 +24,8 @@ const namePattern = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
  * The input and output must be JSON ({@link Json}): a `Date`, `Map`, `bigint` or class instance
  * in either is a compile error (and `PAYLOAD_NOT_JSON` at run time).
  *
- * Error codes: `INVALID_ARGUMENT` for a bad name, version, schema or `concurrency` (a key that
- * is not a function, a limit that is not a positive integer).
+ * Error codes: `INVALID_ARGUMENT` for a bad name, version, schema, `concurrency` or `throttle`
+ * (a key that is not a function, a limit or period that is not a positive integer).
  *
  * @example
  * const order = defineFlow({ name: 'order', version: '1' }, async (ctx, input: { sku: string }) => {
@@ -57,6 +59,7 @@ export function defineFlow<I, O, S extends SignalSchemas = SignalSchemas>(
     checkTags(options.placement?.tags, `placement.tags of flow '${options.name}'`);
   }
   if (options.concurrency !== undefined) checkConcurrency(options.name, options.concurrency);
+  if (options.throttle !== undefined) checkThrottle(options.name, options.throttle);
   if (typeof run !== 'function') {
     throw new LoomError(
       WorkflowErrorCode.INVALID_ARGUMENT,

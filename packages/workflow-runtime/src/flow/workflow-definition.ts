@@ -1,4 +1,5 @@
 import type { Flow } from '@loom/event-runtime';
+import type { FlowThrottle } from './flow-throttle.js';
 import type { StandardSchemaV1 } from './standard-schema.js';
 
 /** The signals a flow declares: name → schema of the payload a sender passes. */
@@ -49,6 +50,12 @@ export interface FlowOptions<I, O, S extends SignalSchemas = SignalSchemas> {
    * `runtime.start` of such a flow is refused with `FLOW_CONTROL_NEEDS_QUEUE`.
    */
   concurrency?: FlowConcurrency<I>;
+  /**
+   * At most `limit` starts of queued runs per key per sliding window of `periodMs`, across every
+   * worker (see {@link FlowThrottle} and ADR 0059): runs over it wait, none is dropped. Holds for
+   * queued runs: `runtime.start` of such a flow is refused with `FLOW_CONTROL_NEEDS_QUEUE`.
+   */
+  throttle?: FlowThrottle<I>;
 }
 
 /**

@@ -1,14 +1,17 @@
-// A worker process of the per-key concurrency test: works queue 'tenants' with the flow of
-// tenant-flow.ts until the test SIGKILLs it. argv: <sqlite:path | postgres:schema>
+// A worker process of the per-key concurrency and throttle tests: works queue 'tenants' with the
+// flow of tenant-flow.ts (or, with `throttle`, queue 'throttled' with throttle-flow.ts's) until
+// the test SIGKILLs it. argv: <sqlite:path | postgres:schema> [throttle]
 import { startWorker } from '../../src/index.js';
 import { openTarget, recorderOf, tenantFlow } from './tenant-flow.js';
+import { throttledFlow, throttleQueue } from './throttle-flow.js';
 
-const [target] = process.argv.slice(2) as [string];
+const [target, mode] = process.argv.slice(2) as [string, string | undefined];
 const backend = await openTarget(target);
+const throttled = mode === 'throttle';
 await startWorker({
   backend,
-  flows: [tenantFlow(recorderOf(backend)) as never],
-  queues: ['tenants'],
+  flows: [(throttled ? throttledFlow(backend) : tenantFlow(recorderOf(backend))) as never],
+  queues: [throttled ? throttleQueue : 'tenants'],
   // Short claims and leases: a killed worker's slots and executions come back within ~1 s.
   work: { pollMs: 20, claimTtlMs: 1_000 },
   leaseTtlMs: 1_000,
