@@ -1,6 +1,7 @@
 // Flow control by key (ADR 0059): at most `limit` queued runs per key at once, across every
 // worker of the queue — here one run per tenant at a time, the tenants still side by side — and
-// a throttle: at most `limit` starts per key per period, the rest waiting their turn.
+// a throttle: at most `limit` starts per key per period, the rest waiting their turn; and a
+// singleton: one unfinished run per key, a second start answered with the first.
 import { createRuntime, defineFlow, isLoomError, openMemory } from '@loom/workflow-runtime';
 
 const runningNow = new Map<string, number>();
@@ -62,4 +63,19 @@ while ((await runtime.queueStats('reports')).completed < 3) {
 await reports.stop();
 const stats = await runtime.queueStats('reports');
 console.log(`throttled: ${stats.completed} started, ${stats.depth} waiting for the next minute`);
+
+// A singleton: while a refresh of an account waits or runs, another start of it is skipped and
+// answered with the existing run.
+const refresh = defineFlow(
+  {
+    name: 'refresh-account',
+    singleton: { key: (input: { account: string }) => input.account, mode: 'skip' },
+  },
+  async (ctx, input) => ctx.step('refresh', () => `refreshed ${input.account}`),
+);
+const firstRefresh = await runtime.enqueue('refresh', refresh, { account: 'a-1' });
+const again = await runtime.enqueue('refresh', refresh, { account: 'a-1' });
+console.log(
+  `singleton: duplicate ${again.duplicate}, same run ${again.itemId === firstRefresh.itemId}`,
+);
 await runtime.shutdown();

@@ -47,6 +47,7 @@ export {
   defineFlow,
   type FlowConcurrency,
   type FlowOptions,
+  type FlowSingleton,
   type FlowThrottle,
   type SignalSchemas,
   type WorkflowDefinition,

@@ -92,3 +92,18 @@ function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   return value === null ? 'null' : typeof value === 'object' ? 'an object' : String(value);
 }
+
+/**
+ * The flow control a flow declares that holds only for queued runs (named for the error of
+ * `runtime.start`), or undefined for none.
+ */
+export function flowControlNameOf(options: {
+  concurrency?: unknown;
+  throttle?: unknown;
+  singleton?: unknown;
+}): string | undefined {
+  if (options.concurrency !== undefined) return 'concurrency limit';
+  if (options.throttle !== undefined) return 'throttle';
+  if (options.singleton !== undefined) return 'singleton';
+  return undefined;
+}

@@ -1,4 +1,5 @@
 import type { Flow } from '@loom/event-runtime';
+import type { FlowSingleton } from './flow-singleton.js';
 import type { FlowThrottle } from './flow-throttle.js';
 import type { StandardSchemaV1 } from './standard-schema.js';
 
@@ -56,6 +57,12 @@ export interface FlowOptions<I, O, S extends SignalSchemas = SignalSchemas> {
    * queued runs: `runtime.start` of such a flow is refused with `FLOW_CONTROL_NEEDS_QUEUE`.
    */
   throttle?: FlowThrottle<I>;
+  /**
+   * One unfinished queued run per key (see {@link FlowSingleton} and ADR 0059): enqueueing another
+   * while one waits or runs starts nothing and answers the existing run. Holds for queued runs:
+   * `runtime.start` of such a flow is refused with `FLOW_CONTROL_NEEDS_QUEUE`.
+   */
+  singleton?: FlowSingleton<I>;
 }
 
 /**
