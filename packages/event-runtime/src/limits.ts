@@ -30,8 +30,9 @@ export const Limits = {
   /** Characters of a queue item's dedupe key or partition key. Both are index keys. */
   queueKeyLengthMax: 200,
   /**
-   * Window of a queue item's per-key throttle, in ms (30 days). Every claim of a throttled key
-   * counts the key's claims within the window, so an unbounded window would count forever.
+   * Window of a queue item's per-key throttle or dedupe window (`idempotency`), in ms (30 days).
+   * Every claim of a throttled key counts the key's claims within the window, so an unbounded
+   * window would count forever.
    */
   queueThrottleWindowMsMax: 2_592_000_000,
   /** Absolute value of a queue item's priority. Keeps priorities a plain 32-bit integer column. */

@@ -41,6 +41,22 @@ export interface EnqueueInput {
    * workflow layer's per-key `throttle` writes it (ADR 0059).
    */
   throttle?: QueueThrottle;
+  /**
+   * A dedupe window for starts: while an item of the queue enqueued with the same
+   * `idempotency.key` is within its window (`windowMs` from its enqueue, finished or not), this
+   * enqueue writes nothing and answers that item (`duplicate: true`). The workflow layer's
+   * `idempotency` writes it (ADR 0059).
+   */
+  idempotency?: QueueIdempotency;
+}
+
+/**
+ * A dedupe window: `key` (1 to `Limits.queueKeyLengthMax` characters) and `windowMs` (a positive
+ * integer, at most `Limits.queueThrottleWindowMsMax`) from the item's enqueue.
+ */
+export interface QueueIdempotency {
+  key: string;
+  windowMs: number;
 }
 
 /**
@@ -74,6 +90,8 @@ export interface QueueItem {
   partitionConcurrencyMax: number | null;
   /** The item's own per-key throttle (`EnqueueInput.throttle`), null for none. */
   throttle: QueueThrottle | null;
+  /** The item's dedupe window: its key and the epoch ms it ends (exclusive), null for none. */
+  idempotency: { key: string; untilMs: number } | null;
   status: QueueItemStatus;
   /** The worker holding the claim (`running`), else the last one that did, else null. */
   owner: string | null;
@@ -159,7 +177,10 @@ export interface ClaimOptions {
  * `STORE_CLOSED`, `SCHEMA_NOT_MIGRATED`, `STORE_FAILURE`.
  */
 export interface QueueStore {
-  /** Add an item, or report the existing one (same `itemId`, or same unfinished `dedupeKey`). */
+  /**
+   * Add an item, or report the existing one (same `itemId`, same unfinished `dedupeKey`, or an
+   * item whose `idempotency` window for the same key is still open).
+   */
   enqueue(input: EnqueueInput): Promise<EnqueueResult>;
   /**
    * Claim up to `options.limit` pending (or expired-claim) items within the limits, in one

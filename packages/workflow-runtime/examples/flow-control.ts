@@ -1,7 +1,8 @@
 // Flow control by key (ADR 0059): at most `limit` queued runs per key at once, across every
 // worker of the queue — here one run per tenant at a time, the tenants still side by side — and
 // a throttle: at most `limit` starts per key per period, the rest waiting their turn; and a
-// singleton: one unfinished run per key, a second start answered with the first.
+// singleton: one unfinished run per key, a second start answered with the first; and a dedupe
+// window: within the window, a start of the same key answers the first run, finished or not.
 import { createRuntime, defineFlow, isLoomError, openMemory } from '@loom/workflow-runtime';
 
 const runningNow = new Map<string, number>();
@@ -77,5 +78,25 @@ const firstRefresh = await runtime.enqueue('refresh', refresh, { account: 'a-1' 
 const again = await runtime.enqueue('refresh', refresh, { account: 'a-1' });
 console.log(
   `singleton: duplicate ${again.duplicate}, same run ${again.itemId === firstRefresh.itemId}`,
+);
+
+// A dedupe window: a webhook delivered twice within ten minutes charges once.
+const charge = defineFlow(
+  {
+    name: 'charge-order',
+    idempotency: { key: (input: { order: string }) => input.order, windowMs: 600_000 },
+  },
+  async (ctx, input) => ctx.step('charge', () => `charged ${input.order}`),
+);
+const firstCharge = await runtime.enqueue('orders', charge, { order: 'o-7' });
+const charges = runtime.work('orders', { pollMs: 10 });
+while ((await runtime.queueStats('orders')).completed < 1) {
+  await new Promise((resolve) => setTimeout(resolve, 10));
+}
+await charges.stop();
+const redelivered = await runtime.enqueue('orders', charge, { order: 'o-7' });
+console.log(
+  `dedupe window: after the run finished, duplicate ${redelivered.duplicate}, ` +
+    `same run ${redelivered.itemId === firstCharge.itemId}`,
 );
 await runtime.shutdown();

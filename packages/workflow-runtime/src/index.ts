@@ -46,6 +46,7 @@ export {
 export {
   defineFlow,
   type FlowConcurrency,
+  type FlowIdempotency,
   type FlowOptions,
   type FlowSingleton,
   type FlowThrottle,

@@ -76,6 +76,8 @@ export interface PreparedEnqueue {
   throttleKey: string | null;
   throttleCount: number | null;
   throttleWindowMs: number | null;
+  idempotencyKey: string | null;
+  idempotencyWindowMs: number | null;
 }
 
 /**
@@ -138,6 +140,7 @@ export function prepareEnqueue(input: EnqueueInput): PreparedEnqueue {
     });
   }
   const throttle = prepareThrottle(input.throttle);
+  const idempotency = prepareIdempotency(input.idempotency);
   const inputText = encodePayload(input.input === undefined ? null : (input.input as JsonValue));
   const bytes = Buffer.byteLength(inputText, 'utf8');
   if (bytes > Limits.payloadBytesMax) {
@@ -159,7 +162,34 @@ export function prepareEnqueue(input: EnqueueInput): PreparedEnqueue {
     partitionKey,
     partitionConcurrencyMax,
     ...throttle,
+    ...idempotency,
   };
+}
+
+/** Validates an item's dedupe window: `{ key, windowMs }` or absent. */
+function prepareIdempotency(
+  idempotency: unknown,
+): Pick<PreparedEnqueue, 'idempotencyKey' | 'idempotencyWindowMs'> {
+  if (idempotency === undefined) return { idempotencyKey: null, idempotencyWindowMs: null };
+  if (typeof idempotency !== 'object' || idempotency === null) {
+    argument('idempotency must be { key, windowMs }', { path: 'idempotency' });
+  }
+  const { key, windowMs } = idempotency as { key?: unknown; windowMs?: unknown };
+  const idempotencyKey = checkName(key, 'idempotency.key', 'queueKeyLengthMax');
+  const idempotencyWindowMs = positiveInteger(windowMs, 'idempotency.windowMs');
+  if (idempotencyWindowMs > Limits.queueThrottleWindowMsMax) {
+    throw new LoomError(
+      ErrorCode.LIMIT_EXCEEDED,
+      `idempotency.windowMs ${idempotencyWindowMs} is over queueThrottleWindowMsMax ` +
+        `(${Limits.queueThrottleWindowMsMax})`,
+      {
+        limit: 'queueThrottleWindowMsMax',
+        path: 'idempotency.windowMs',
+        actual: idempotencyWindowMs,
+      },
+    );
+  }
+  return { idempotencyKey, idempotencyWindowMs };
 }
 
 /** Validates an item's per-key throttle: `{ key, count, windowMs }` or absent. */

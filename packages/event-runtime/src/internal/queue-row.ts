@@ -17,6 +17,9 @@ export interface QueueItemRow {
   throttle_key?: string | null;
   throttle_count?: number | null;
   throttle_window_ms?: number | string | null;
+  /** The item's dedupe window (both or none); absent in rows from before the migration. */
+  idempotency_key?: string | null;
+  idempotency_until_ms?: number | string | null;
   status: string;
   owner: string | null;
   claim_expires_at_ms: number | string | null;
@@ -51,6 +54,10 @@ export function queueItemFromRow(row: QueueItemRow): QueueItem {
             count: Number(row.throttle_count),
             windowMs: Number(row.throttle_window_ms),
           },
+    idempotency:
+      row.idempotency_key == null
+        ? null
+        : { key: row.idempotency_key, untilMs: Number(row.idempotency_until_ms) },
     status: row.status as QueueItemStatus,
     owner: row.owner,
     claimExpiresAtMs: orNull(row.claim_expires_at_ms),

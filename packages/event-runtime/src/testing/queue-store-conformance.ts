@@ -63,6 +63,48 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
     });
 
     describe('enqueue and claim', () => {
+      it('a dedupe window answers the first item while open, finished or not, across handles', async () => {
+        const peer = await harness.openPeer();
+        try {
+          const idempotency = { key: 'order-7', windowMs: 1_000 };
+          // Six enqueues of one key racing from two handles: one item, every caller answered it.
+          const answers = await Promise.all(
+            Array.from({ length: 6 }, (_, index) =>
+              put(`o-${index}`, { idempotency }, index % 2 === 0 ? store : peer),
+            ),
+          );
+          const written = answers.filter((answer) => !answer.duplicate);
+          expect(written).toHaveLength(1);
+          const first = written[0]?.itemId as string;
+          expect(answers.map((answer) => answer.itemId)).toEqual(answers.map(() => first));
+          expect(await store.get(queue, first)).toMatchObject({
+            idempotency: { key: 'order-7', untilMs: clock.now() + 1_000 },
+          });
+          expect(await store.get(queue, 'o-9')).toBeUndefined();
+          // Finishing it does not close the window (unlike dedupeKey).
+          await claimAll('n');
+          await store.complete(queue, [first]);
+          await clock.advance(999);
+          expect(await put('late', { idempotency }, peer)).toEqual({
+            itemId: first,
+            duplicate: true,
+          });
+          // Another key, or no key, is not deduped.
+          expect(
+            (await put('other', { idempotency: { key: 'order-8', windowMs: 1_000 } })).duplicate,
+          ).toBe(false);
+          await clock.advance(1); // the window is [enqueue, enqueue + windowMs)
+          expect(await put('next', { idempotency })).toEqual({ itemId: 'next', duplicate: false });
+          expect(await put('again', { idempotency }, peer)).toEqual({
+            itemId: 'next',
+            duplicate: true,
+          });
+          expect(await store.get(queue, 'again')).toBeUndefined();
+        } finally {
+          await peer.close();
+        }
+      });
+
       it('stores an item with its defaults and returns a copy', async () => {
         const input = { nested: [1, -0, 'ü🧵'], empty: {} };
         expect(await store.enqueue({ queue, itemId: 'a', flow: 'send', input })).toEqual({
@@ -81,6 +123,7 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
           partitionKey: null,
           partitionConcurrencyMax: null,
           throttle: null,
+          idempotency: null,
           status: 'pending',
           owner: null,
           claimExpiresAtMs: null,
@@ -660,6 +703,24 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
           (g) => ({
             ...g,
             throttle: { key: 'k', count: 1, windowMs: Limits.queueThrottleWindowMsMax + 1 },
+          }),
+          ErrorCode.LIMIT_EXCEEDED,
+        ],
+        [
+          'an idempotency without a window',
+          (g) => ({ ...g, idempotency: { key: 'k' } }),
+          ErrorCode.INVALID_ARGUMENT,
+        ],
+        [
+          'an idempotency with an empty key',
+          (g) => ({ ...g, idempotency: { key: '', windowMs: 1_000 } }),
+          ErrorCode.INVALID_ARGUMENT,
+        ],
+        [
+          'an idempotency window over queueThrottleWindowMsMax',
+          (g) => ({
+            ...g,
+            idempotency: { key: 'k', windowMs: Limits.queueThrottleWindowMsMax + 1 },
           }),
           ErrorCode.LIMIT_EXCEEDED,
         ],

@@ -1,6 +1,7 @@
 import type { FlowContext } from '@loom/event-runtime';
 import { LoomError, WorkflowErrorCode } from '../errors.js';
 import { checkTags } from '../placement/placement.js';
+import { checkIdempotency } from './flow-idempotency.js';
 import { checkSingleton } from './flow-singleton.js';
 import { checkThrottle } from './flow-throttle.js';
 import type { Json } from './json.js';
@@ -8,6 +9,7 @@ import { validate } from './standard-schema.js';
 import { type WorkflowContext, workflowContext } from './workflow-context.js';
 import type { FlowOptions, SignalSchemas, WorkflowDefinition } from './workflow-definition.js';
 
+export type { FlowIdempotency } from './flow-idempotency.js';
 export type { FlowSingleton } from './flow-singleton.js';
 export type { FlowThrottle } from './flow-throttle.js';
 export type {
@@ -26,8 +28,8 @@ const namePattern = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
  * The input and output must be JSON ({@link Json}): a `Date`, `Map`, `bigint` or class instance
  * in either is a compile error (and `PAYLOAD_NOT_JSON` at run time).
  *
- * Error codes: `INVALID_ARGUMENT` for a bad name, version, schema, `concurrency`, `throttle` or
- * `singleton` (a key that is not a function, a limit or period that is not a positive integer, a
+ * Error codes: `INVALID_ARGUMENT` for a bad name, version, schema, `concurrency`, `throttle`,
+ * `singleton` or `idempotency` (a key that is not a function, a limit or period that is not a positive integer, a
  * mode other than `'skip'`).
  *
  * @example
@@ -64,6 +66,7 @@ export function defineFlow<I, O, S extends SignalSchemas = SignalSchemas>(
   if (options.concurrency !== undefined) checkConcurrency(options.name, options.concurrency);
   if (options.throttle !== undefined) checkThrottle(options.name, options.throttle);
   if (options.singleton !== undefined) checkSingleton(options.name, options.singleton);
+  if (options.idempotency !== undefined) checkIdempotency(options.name, options.idempotency);
   if (typeof run !== 'function') {
     throw new LoomError(
       WorkflowErrorCode.INVALID_ARGUMENT,

@@ -43,6 +43,7 @@ import {
   type FlowExecutionPage,
   findFlowExecutions,
 } from './find-executions.js';
+import { idempotencyOf } from './flow-idempotency.js';
 import { singletonOf } from './flow-singleton.js';
 import { flowControlNameOf, throttleOf } from './flow-throttle.js';
 import { pruneRuns, type RuntimePruneOptions } from './prune-runs.js';
@@ -305,7 +306,7 @@ export class Runtime {
   /**
    * Start an execution after validating `input` against the flow's schema (nothing is written
    * if it fails: `INVALID_INPUT` naming the issues). Idempotent on a caller-chosen id. A flow
-   * that declares `concurrency`, `throttle` or `singleton` is refused with
+   * that declares `concurrency`, `throttle`, `singleton` or `idempotency` is refused with
    * `FLOW_CONTROL_NEEDS_QUEUE` (it holds only for queued runs: `enqueue` it).
    */
   async start<I, O>(
@@ -682,7 +683,8 @@ export class Runtime {
    * `partitionKey` and `partitionConcurrencyMax`), so passing `partitionKey` too is refused; a
    * flow that declares `throttle` files it under `throttle.key(input)` with its limit and period;
    * one that declares `singleton` dedupes it by `singleton.key(input)` (an unfinished run of the
-   * key answers `duplicate: true` with its `itemId`), so passing `dedupeKey` too is refused.
+   * key answers `duplicate: true` with its `itemId`), so passing `dedupeKey` too is refused; one
+   * that declares `idempotency` answers the first run of its key within the window the same way.
    *
    * Error codes: `QUEUE_STORE_MISSING`, `INVALID_INPUT`, `INVALID_FLOW_KEY`, `INVALID_ARGUMENT`,
    * the queue store's (`INVALID_ARGUMENT`, `LIMIT_EXCEEDED`, `PAYLOAD_NOT_JSON`, store errors).
@@ -719,6 +721,7 @@ export class Runtime {
       ...flowControlOf(flow as unknown as AnyFlow, value, options),
       ...throttleOf(flow as unknown as AnyFlow, value),
       ...singletonOf(flow as unknown as AnyFlow, value, options.dedupeKey),
+      ...idempotencyOf(flow as unknown as AnyFlow, value),
     });
   }
 

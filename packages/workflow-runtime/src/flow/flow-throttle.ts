@@ -101,9 +101,11 @@ export function flowControlNameOf(options: {
   concurrency?: unknown;
   throttle?: unknown;
   singleton?: unknown;
+  idempotency?: unknown;
 }): string | undefined {
   if (options.concurrency !== undefined) return 'concurrency limit';
   if (options.throttle !== undefined) return 'throttle';
   if (options.singleton !== undefined) return 'singleton';
+  if (options.idempotency !== undefined) return 'dedupe window (idempotency)';
   return undefined;
 }

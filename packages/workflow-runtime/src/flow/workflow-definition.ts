@@ -1,4 +1,5 @@
 import type { Flow } from '@loom/event-runtime';
+import type { FlowIdempotency } from './flow-idempotency.js';
 import type { FlowSingleton } from './flow-singleton.js';
 import type { FlowThrottle } from './flow-throttle.js';
 import type { StandardSchemaV1 } from './standard-schema.js';
@@ -63,6 +64,12 @@ export interface FlowOptions<I, O, S extends SignalSchemas = SignalSchemas> {
    * `runtime.start` of such a flow is refused with `FLOW_CONTROL_NEEDS_QUEUE`.
    */
   singleton?: FlowSingleton<I>;
+  /**
+   * A dedupe window for starts (see {@link FlowIdempotency} and ADR 0059): within `windowMs` of
+   * the first queued run with a key, another enqueue with it answers that run. Holds for queued
+   * runs: `runtime.start` of such a flow is refused with `FLOW_CONTROL_NEEDS_QUEUE`.
+   */
+  idempotency?: FlowIdempotency<I>;
 }
 
 /**

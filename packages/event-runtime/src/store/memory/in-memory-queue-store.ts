@@ -77,6 +77,14 @@ export class InMemoryQueueStore implements QueueStore {
         }
       }
     }
+    const nowMs = this.clock.now();
+    if (item.idempotencyKey !== null && rows !== undefined) {
+      for (const row of rows.values()) {
+        if (row.idempotency?.key === item.idempotencyKey && row.idempotency.untilMs > nowMs) {
+          return { itemId: row.itemId, duplicate: true };
+        }
+      }
+    }
     if (rows === undefined) {
       rows = new Map();
       this.queues.set(item.queue, rows);
@@ -99,12 +107,16 @@ export class InMemoryQueueStore implements QueueStore {
               count: item.throttleCount as number,
               windowMs: item.throttleWindowMs as number,
             },
+      idempotency:
+        item.idempotencyKey === null
+          ? null
+          : { key: item.idempotencyKey, untilMs: nowMs + (item.idempotencyWindowMs as number) },
       status: 'pending',
       owner: null,
       claimExpiresAtMs: null,
       startedAtMs: null,
       attempts: 0,
-      enqueuedAtMs: this.clock.now(),
+      enqueuedAtMs: nowMs,
       completedAtMs: null,
       outcome: null,
       seq: ++this.seq,

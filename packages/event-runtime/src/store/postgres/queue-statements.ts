@@ -4,6 +4,8 @@ import { type PgStatement, statementName } from './pg-statement.js';
 export interface QueueStatements {
   enqueue: PgStatement;
   existing: PgStatement;
+  idempotencyLock: PgStatement;
+  idempotent: PgStatement;
   lockQueue: PgStatement;
   claim: PgStatement;
   renew: PgStatement;
@@ -17,7 +19,8 @@ export interface QueueStatements {
  * Insert an item (and its queue's lock row, once); RETURNING is empty for a duplicate id or an
  * unfinished duplicate dedupe key (ON CONFLICT DO NOTHING arbitrates on both unique indexes).
  * `$1` queue … `$8` partition key, `$9` now, `$10` the item's own partition limit (or NULL),
- * `$11`…`$13` its throttle key, count and window (all NULL for none).
+ * `$11`…`$13` its throttle key, count and window (all NULL for none), `$14`/`$15` its
+ * idempotency key and window (NULL for none).
  */
 function enqueueStatement(q: string, schema: string): PgStatement {
   return {
@@ -27,9 +30,10 @@ function enqueueStatement(q: string, schema: string): PgStatement {
 )
 INSERT INTO ${q}.queue_items
   (queue, item_id, flow, version, input, priority, dedupe_key, partition_key, partition_limit,
-   throttle_key, throttle_count, throttle_window_ms, status, enqueued_at_ms)
+   throttle_key, throttle_count, throttle_window_ms, idempotency_key, idempotency_until_ms,
+   status, enqueued_at_ms)
 VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::int, $7::text, $8::text, $10::int,
-  $11::text, $12::int, $13::bigint, 'pending', $9::bigint)
+  $11::text, $12::int, $13::bigint, $14::text, $9::bigint + $15::bigint, 'pending', $9::bigint)
 ON CONFLICT DO NOTHING
 RETURNING item_id`,
   };
@@ -42,6 +46,28 @@ function existingStatement(q: string, schema: string): PgStatement {
     text: `SELECT item_id FROM ${q}.queue_items
 WHERE queue = $1::text AND (item_id = $2::text OR (dedupe_key = $3::text AND status <> 'done'))
 ORDER BY item_id = $2::text DESC LIMIT 1`,
+  };
+}
+
+/**
+ * The first statement of an idempotent enqueue's transaction: serializes enqueues of one queue
+ * and idempotency key (a transaction-scoped advisory lock on their hash; a collision only
+ * serializes two keys), so the lookup that follows sees every committed window of the key.
+ */
+function idempotencyLockStatement(schema: string): PgStatement {
+  return {
+    name: statementName(schema, 'queue-idempotency-lock'),
+    text: `SELECT pg_advisory_xact_lock(hashtextextended($1::text || chr(1) || $2::text, 59))`,
+  };
+}
+
+/** The item whose dedupe window for a key is open. Serves: queue_items_idempotency_idx. */
+function idempotentStatement(q: string, schema: string): PgStatement {
+  return {
+    name: statementName(schema, 'queue-idempotent'),
+    text: `SELECT item_id FROM ${q}.queue_items
+WHERE queue = $1::text AND idempotency_key = $2::text AND idempotency_until_ms > $3::bigint
+ORDER BY idempotency_until_ms DESC LIMIT 1`,
   };
 }
 
@@ -222,6 +248,8 @@ export function queueStatements(quotedSchema: string, schema: string): QueueStat
   return {
     enqueue: enqueueStatement(quotedSchema, schema),
     existing: existingStatement(quotedSchema, schema),
+    idempotencyLock: idempotencyLockStatement(schema),
+    idempotent: idempotentStatement(quotedSchema, schema),
     lockQueue: lockQueueStatement(quotedSchema, schema),
     claim: claimStatement(quotedSchema, schema),
     renew: renewStatement(quotedSchema, schema),

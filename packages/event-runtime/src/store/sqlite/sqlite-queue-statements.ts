@@ -6,9 +6,11 @@
 export const insertSql = `
   INSERT INTO loom_queue_items
     (queue, item_id, flow, version, input, priority, dedupe_key, partition_key, partition_limit,
-     throttle_key, throttle_count, throttle_window_ms, status, enqueued_at_ms)
+     throttle_key, throttle_count, throttle_window_ms, idempotency_key, idempotency_until_ms,
+     status, enqueued_at_ms)
   VALUES (@queue, @itemId, @flow, @version, @inputText, @priority, @dedupeKey, @partitionKey,
-    @partitionConcurrencyMax, @throttleKey, @throttleCount, @throttleWindowMs, 'pending', @nowMs)
+    @partitionConcurrencyMax, @throttleKey, @throttleCount, @throttleWindowMs, @idempotencyKey,
+    @nowMs + @idempotencyWindowMs, 'pending', @nowMs)
   ON CONFLICT DO NOTHING
   RETURNING item_id`;
 
@@ -17,6 +19,12 @@ export const existingSql = `
   SELECT item_id FROM loom_queue_items
   WHERE queue = @queue AND (item_id = @itemId OR (dedupe_key = @dedupeKey AND status <> 'done'))
   ORDER BY item_id = @itemId DESC LIMIT 1`;
+
+/** The item whose dedupe window for a key is open (enqueue runs it in its IMMEDIATE transaction). */
+export const idempotentSql = `
+  SELECT item_id FROM loom_queue_items
+  WHERE queue = @queue AND idempotency_key = @idempotencyKey AND idempotency_until_ms > @nowMs
+  ORDER BY idempotency_until_ms DESC LIMIT 1`;
 
 /** Live claims of a queue per partition (for the concurrency limits). */
 export const runningSql = `

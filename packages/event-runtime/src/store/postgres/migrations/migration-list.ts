@@ -9,7 +9,7 @@ import { startedByMigration } from './0008-started-by.js';
 import { liveChunksMigration } from './0009-live-chunks.js';
 import { runsPageOrderMigration } from './0010-runs-page-order.js';
 import { queuePartitionLimitsMigration } from './0011-queue-partition-limits.js';
-import { queueThrottlesMigration } from './0012-queue-throttles.js';
+import { queueFlowControlMigration } from './0012-queue-flow-control.js';
 import type { PostgresMigration } from './postgres-migration.js';
 
 /** Every Postgres migration, oldest first. Append only: a shipped migration is never edited. */
@@ -25,7 +25,7 @@ export const postgresMigrations: readonly PostgresMigration[] = [
   liveChunksMigration,
   runsPageOrderMigration,
   queuePartitionLimitsMigration,
-  queueThrottlesMigration,
+  queueFlowControlMigration,
 ];
 
 /** The schema version this code writes and reads: the number of the newest migration. */
