@@ -36,3 +36,8 @@ export {
   type PostgresSnapshotStoreOptions,
 } from './store/postgres/postgres-snapshot-store.js';
 export type { PostgresEventStoreOptions } from './store/postgres/postgres-store-options.js';
+export {
+  pollIntervalMsMax,
+  pollIntervalMsMin,
+  type StoreNotifications,
+} from './store/postgres/store-notifications.js';

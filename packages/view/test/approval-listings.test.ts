@@ -4,7 +4,7 @@
 // as approved by whoever sent it. On a SQLite file and on Postgres.
 import { afterAll, describe, expect, it } from 'vitest';
 import { catchUpProjections, openView } from '../src/index.js';
-import { eventually, loom, mailer, runtimeOn, sentMails } from './fixture.js';
+import { eventually, loomInProcess, mailer, runtimeOn, sentMails } from './fixture.js';
 import { projectionRows, projectionTargets } from './projection-support.js';
 
 const { cleanup, open } = projectionTargets('view-listings');
@@ -43,7 +43,7 @@ describe.each(['sqlite', 'postgres'] as const)('approval listings on %s', (name)
       } finally {
         await view.close();
       }
-      const shown = await loom(['show', runId], { LOOM_DB: target.db as string });
+      const shown = await loomInProcess(['show', runId], { LOOM_DB: target.db as string });
       expect(shown.stdout).toContain('refused: the decision named another request');
       // The approvals table (the steps table shows the signal's raw payload, as it was sent).
       expect(shown.stdout).toContain(`${runId}~1.0 │ rejected │`);

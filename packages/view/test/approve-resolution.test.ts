@@ -1,11 +1,12 @@
 // `loom approve --rerun | --record` on the approval a crash leaves behind: a real agent process
 // is SIGKILLed inside a remote_mutation tool (after its side effect), restarted, and waits on an
-// interrupted_side_effect approval; the built `loom` binary decides it; a third life finishes.
+// interrupted_side_effect approval; `loom approve` (the CLI in process) decides it; a third life
+// finishes.
 // The tool's side channel (a file) counts its real calls. SQLite file and Postgres.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dbTargets } from './db-targets.js';
-import { loom } from './fixture.js';
+import { loomInProcess } from './fixture.js';
 import { calls, interruptedApproval, life } from './interrupted-life.js';
 
 const { dir, targets, cleanup } = dbTargets('view-resolution');
@@ -23,14 +24,14 @@ describe.each(targets)('loom approve of an interrupted side effect on $name', (t
     const sideChannel = join(dir, `${target.name}-record.calls`);
     const approval = await interrupted(`${target.name}-record`, sideChannel);
 
-    const both = await loom(['approve', approval.id, '--rerun', '--record', '{}'], env);
+    const both = await loomInProcess(['approve', approval.id, '--rerun', '--record', '{}'], env);
     expect(both.code).toBe(2);
     expect(both.stderr).toContain('INVALID_ARGUMENT');
-    const notJson = await loom(['approve', approval.id, '--record', 'wired'], env);
+    const notJson = await loomInProcess(['approve', approval.id, '--record', 'wired'], env);
     expect(notJson.code).toBe(2);
     expect(notJson.stderr).toContain("--record's output must be JSON");
 
-    const decided = await loom(
+    const decided = await loomInProcess(
       ['approve', approval.id, '--by', 'ops', '--record', '{"wired":"ana"}', '--json'],
       env,
     );
@@ -57,17 +58,17 @@ describe.each(targets)('loom approve of an interrupted side effect on $name', (t
     const runId = `${target.name}-plain`;
     const sideChannel = join(dir, `${runId}.calls`);
     const approval = await interrupted(runId, sideChannel);
-    const plain = await loom(['approve', approval.id, '--by', 'ops'], env);
+    const plain = await loomInProcess(['approve', approval.id, '--by', 'ops'], env);
     expect(plain.code).toBe(2);
     expect(plain.stderr).toContain('RESOLUTION_REQUIRED');
     expect(plain.stderr).toContain('--rerun');
-    const listed = await loom(['approvals', '--json'], env);
+    const listed = await loomInProcess(['approvals', '--json'], env);
     const still = (JSON.parse(listed.stdout) as { id: string; status: string }[]).find(
       (a) => a.id === approval.id,
     );
     expect(still?.status).toBe('pending');
     // Rejected instead: the run ends, and the tool ran only in the life that was killed.
-    const rejected = await loom(['reject', approval.id, '--by', 'ops'], env);
+    const rejected = await loomInProcess(['reject', approval.id, '--by', 'ops'], env);
     expect(rejected.code).toBe(0);
     const third = await life({ ...target.env, RUN_ID: runId, SIDE_CHANNEL: sideChannel });
     expect(JSON.parse(third.line.slice('result '.length))).toMatchObject({
@@ -79,7 +80,7 @@ describe.each(targets)('loom approve of an interrupted side effect on $name', (t
   it('--rerun calls the tool once more, with the same idempotency key', async () => {
     const sideChannel = join(dir, `${target.name}-rerun.calls`);
     const approval = await interrupted(`${target.name}-rerun`, sideChannel);
-    const decided = await loom(['approve', approval.id, '--by', 'ops', '--rerun'], env);
+    const decided = await loomInProcess(['approve', approval.id, '--by', 'ops', '--rerun'], env);
     expect(decided.code).toBe(0);
     expect(decided.stdout).toBe(`approved ${approval.id} (by ops)\n`);
     const third = await life({
@@ -94,7 +95,7 @@ describe.each(targets)('loom approve of an interrupted side effect on $name', (t
     expect(lines).toHaveLength(2);
     expect(lines[1]).toBe(lines[0]);
     // The log says how the call was resolved, and `loom show` says it.
-    const shown = await loom(['show', `${target.name}-rerun`], env);
+    const shown = await loomInProcess(['show', `${target.name}-rerun`], env);
     expect(shown.stdout).toMatch(/ops \(re-run\)/);
   });
 });

@@ -1,12 +1,13 @@
 // `loom chat --flows <module>`: a thread agent's useChat endpoint, as the built binary on a SQLite
-// file. (A turn through it, streamed from a `loom worker`, is agent-loop's new-user trial test.)
+// file; its refusals (before it listens) from the CLI in process. (A turn through it, streamed
+// from a `loom worker`, is agent-loop's new-user trial test.)
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openSqlite } from '@loom/event-runtime/sqlite';
 import { killTestProcesses, spawnTestProcess } from '@loom/event-runtime/testing';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loom } from './fixture.js';
+import { loomInProcess } from './fixture.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'loom-view-chat-'));
 const db = `sqlite:${join(dir, 'loom.db')}`;
@@ -53,13 +54,19 @@ describe('loom chat', () => {
   });
 
   it('refuses a module without an agent and a bad port (exit 2), naming what is wrong', async () => {
-    const noAgent = await loom(['--db', db, 'chat', '--flows', flowsModule, '--port', '0'], {});
+    const noAgent = await loomInProcess(
+      ['--db', db, 'chat', '--flows', flowsModule, '--port', '0'],
+      {},
+    );
     expect(noAgent.code).toBe(2);
     expect(noAgent.stderr).toContain('exports no agent');
-    const badPort = await loom(['--db', db, 'chat', '--flows', agentsModule, '--port', 'x'], {});
+    const badPort = await loomInProcess(
+      ['--db', db, 'chat', '--flows', agentsModule, '--port', 'x'],
+      {},
+    );
     expect(badPort.code).toBe(2);
     expect(badPort.stderr).toContain('--port');
-    const unknown = await loom(
+    const unknown = await loomInProcess(
       ['--db', db, 'chat', '--flows', agentsModule, '--agent', 'nobody', '--port', '0'],
       {},
     );

@@ -1,5 +1,8 @@
-// The built `loom` binary as a child process, against a real SQLite file and a real Postgres
-// schema populated by real flows and an agent run waiting for approval.
+// The `loom` command against a real SQLite file and a real Postgres schema populated by real
+// flows and an agent run waiting for approval. What a command prints and does to the store runs
+// in this process (`loomInProcess`: the CLI itself, no node start-up per call); the built binary
+// runs as a child process where the process is the subject: its exit codes and typed errors on
+// stderr, `tail` kept alive until the run ends, an unreachable database that must not crash it.
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +13,7 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunDetail, RunSummary, RunsPage } from '../src/index.js';
-import { loom, populate, runtimeOn, sentMails } from './fixture.js';
+import { loom, loomInProcess, populate, runtimeOn, sentMails } from './fixture.js';
 
 const pgUrl = process.env.LOOM_TEST_PG ?? 'postgres://root@127.0.0.1:5432/test';
 const dir = mkdtempSync(join(tmpdir(), 'loom-view-cli-'));
@@ -69,7 +72,7 @@ const targets: Target[] = [
 describe.each(targets)('loom on $name', (target) => {
   const env = () => ({ LOOM_DB: target.db });
   const json = async <T>(args: string[]): Promise<T> => {
-    const out = await loom([...args, '--json'], env());
+    const out = await loomInProcess([...args, '--json'], env());
     expect(out.stderr).toBe('');
     expect(out.code).toBe(0);
     return JSON.parse(out.stdout) as T;
@@ -139,7 +142,7 @@ describe.each(targets)('loom on $name', (target) => {
     expect(first.nextCursor).toBe('charge-1');
     const second = await json<RunsPage>(['runs', '--limit', '2', '--after', 'charge-1']);
     expect(second.runs.map((r) => r.id)).toEqual(['order-7', 'parent-1']);
-    const table = await loom(['runs', '--status', 'completed'], env());
+    const table = await loomInProcess(['runs', '--status', 'completed'], env());
     expect(table.code).toBe(0);
     expect(table.stdout).toContain('order-7');
     expect(table.stdout).toContain('STATUS');
@@ -184,7 +187,7 @@ describe.each(targets)('loom on $name', (target) => {
     expect(detail.approvals).toEqual([
       expect.objectContaining({ runId: 'agent-1', status: 'pending', kind: 'tool_call' }),
     ]);
-    const human = await loom(['show', 'agent-1'], env());
+    const human = await loomInProcess(['show', 'agent-1'], env());
     expect(human.stdout).toContain('waiting for: approval agent-1~1.0');
     expect(human.stdout).toContain('decision');
     expect(human.stdout).toContain('send_mail');
@@ -206,7 +209,7 @@ describe.each(targets)('loom on $name', (target) => {
       executionId: 'order-7',
       events: 6,
     });
-    const all = await loom(['verify', '--all'], env());
+    const all = await loomInProcess(['verify', '--all'], env());
     expect(all.code).toBe(0);
     expect(all.stderr).toContain('verified 7 executions, 0 broken');
     expect(all.stdout).toContain('ok: 7 executions');
@@ -222,11 +225,12 @@ describe.each(targets)('loom on $name', (target) => {
       error: { code: 'RUN_NOT_FOUND', fields: { executionId: 'nope' } },
     });
     expect(asJson.stdout).toBe('');
-    expect((await loom(['signal', 'wait-signal', 'go', '{not json'], env())).code).toBe(2);
-    expect((await loom(['runs', '--status', 'bogus'], env())).code).toBe(2);
-    expect((await loom(['runs'], {})).code).toBe(2);
-    expect((await loom(['verify'], env())).code).toBe(2);
-    expect((await loom(['approve', 'agent-1~nope', '--by', 'ana'], env())).code).toBe(3);
+    // The bin exits with what runCli returns (above); the rest of the codes come from runCli.
+    expect((await loomInProcess(['signal', 'wait-signal', 'go', '{not json'], env())).code).toBe(2);
+    expect((await loomInProcess(['runs', '--status', 'bogus'], env())).code).toBe(2);
+    expect((await loomInProcess(['runs'], {})).code).toBe(2);
+    expect((await loomInProcess(['verify'], env())).code).toBe(2);
+    expect((await loomInProcess(['approve', 'agent-1~nope', '--by', 'ana'], env())).code).toBe(3);
   });
 
   it('signal is delivered: the waiting flow continues with the payload when resumed (and tail follows it live)', async () => {
@@ -304,7 +308,7 @@ describe.each(targets)('loom on $name', (target) => {
       decision: 'approved',
       by: 'ana',
     });
-    const again = await loom(['reject', id, '--by', 'bob'], env());
+    const again = await loomInProcess(['reject', id, '--by', 'bob'], env());
     expect(again.code).toBe(4);
     expect(again.stderr).toContain('APPROVAL_NOT_PENDING');
     expect(await json<Approval[]>(['approvals'])).toEqual([]);
@@ -337,14 +341,14 @@ describe.each(targets)('loom on $name', (target) => {
 
   it('verify finds an edited event: exit 1 and the first broken sequence', async () => {
     await target.tamper('order-7', 2);
-    const one = await loom(['verify', 'order-7', '--json'], env());
+    const one = await loomInProcess(['verify', 'order-7', '--json'], env());
     expect(one.code).toBe(1);
     expect(JSON.parse(one.stdout)).toMatchObject({
       ok: false,
       executionId: 'order-7',
       brokenAtSequence: 2,
     });
-    const all = await loom(['verify', '--all'], env());
+    const all = await loomInProcess(['verify', '--all'], env());
     expect(all.code).toBe(1);
     expect(all.stdout).toContain('BROKEN: order-7 at sequence 2');
     expect(all.stderr).toContain('1 broken');
@@ -366,7 +370,7 @@ describe('loom when the database cannot be used', () => {
       ['cancel', 'x', '--by', 'ops'],
       ['approve', 'x~1', '--by', 'ops'],
     ]) {
-      const out = await loom([...args, '--db', `sqlite:${path}`, '--json']);
+      const out = await loomInProcess([...args, '--db', `sqlite:${path}`, '--json']);
       expect(out.code).toBe(5);
       expect(JSON.parse(out.stderr)).toMatchObject({ error: { code: 'SCHEMA_NOT_MIGRATED' } });
     }

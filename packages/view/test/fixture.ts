@@ -173,3 +173,54 @@ export async function loom(
   const { code } = await run.exit;
   return { code, stdout: run.stdout(), stderr: run.stderr() };
 }
+
+/** Longest one in-process `loom` call may take: the spawned binary's own deadline. */
+const inProcessDeadlineMs = 30_000;
+
+/**
+ * The `loom` command run in this process: `runCli` with the bin's own output conventions (a line
+ * per write, a `\r` progress line as is) and the same bare environment as {@link loom}, without
+ * paying for a node process and the CLI's start-up. For tests whose subject is what a command
+ * prints, its exit code or what it does to the store; a test about the process itself (its exit
+ * on a signal, an open handle, `tail`'s keep-alive, start-up) spawns the bin with {@link loom}.
+ */
+export async function loomInProcess(
+  args: readonly string[],
+  env: Record<string, string> = {},
+  onStdout?: (stdoutSoFar: string) => void,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const { runCli } = await import('../src/run-cli.js');
+  let stdout = '';
+  let stderr = '';
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new Error(
+            `loom ${args.join(' ')} (in process) did not return within ${inProcessDeadlineMs} ms; stdout: ${stdout}; stderr: ${stderr}`,
+          ),
+        ),
+      inProcessDeadlineMs,
+    );
+  });
+  try {
+    const code = await Promise.race([
+      runCli(args, {
+        stdout: (text) => {
+          stdout += `${text}\n`;
+          onStdout?.(stdout);
+        },
+        stderr: (text) => {
+          stderr += text.startsWith('\r') ? text : `${text}\n`;
+        },
+        env: { PATH: process.env.PATH ?? '', ...env },
+        isTty: false,
+      }),
+      deadline,
+    ]);
+    return { code, stdout, stderr };
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,4 +1,4 @@
-// `loom forget <subject>`: the built binary as a child process erases a subject whose fields a
+// `loom forget <subject>`: the CLI (in process, its own store) erases a subject whose fields a
 // real flow process encrypted with @loom/plugin-crypto, in a real SQLite file and Postgres schema.
 import { randomBytes } from 'node:crypto';
 import type { Backend } from '@loom/event-runtime';
@@ -12,7 +12,7 @@ import { PostgresKeyring } from '@loom/plugin-crypto/postgres';
 import { SqliteKeyring } from '@loom/plugin-crypto/sqlite';
 import { afterAll, describe, expect, it } from 'vitest';
 import { dbTargets, pgUrl } from './db-targets.js';
-import { loom } from './fixture.js';
+import { loomInProcess } from './fixture.js';
 
 const { targets, cleanup } = dbTargets('view-forget');
 afterAll(cleanup);
@@ -51,7 +51,7 @@ describe.each(targets)('loom forget on $name', (target) => {
         ]);
       }
       const env = { LOOM_DB: target.db };
-      const first = await loom(['forget', 'ada', '--json'], env);
+      const first = await loomInProcess(['forget', 'ada', '--json'], env);
       expect(first.stderr).toBe('');
       expect(first.code).toBe(0);
       expect(JSON.parse(first.stdout)).toMatchObject({
@@ -69,10 +69,10 @@ describe.each(targets)('loom forget on $name', (target) => {
       expect(await backend.events.read('loom-erasure:ada')).toMatchObject([
         { type: 'crypto.subject_forgotten', payload: { subject: 'ada', keysDestroyed: 1 } },
       ]);
-      const again = await loom(['forget', 'ada'], env);
+      const again = await loomInProcess(['forget', 'ada'], env);
       expect(again.code).toBe(0);
       expect(again.stdout).toContain('ada was already forgotten');
-      const empty = await loom(['forget', ''], env);
+      const empty = await loomInProcess(['forget', ''], env);
       expect(empty.code).toBe(2);
       expect(empty.stderr).toContain('[INVALID_ARGUMENT]');
     } finally {

@@ -1,4 +1,4 @@
-// `loom fork <id> --at <sequence>` from the built binary, on a SQLite file and Postgres: the fork
+// `loom fork <id> --at <sequence>` (the CLI in process), on a SQLite file and Postgres: the fork
 // is a new run whose log is the original's up to the cut; a runtime running the flow picks it up
 // (its recovery round) and runs the steps after the cut again, once; the original is untouched.
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
@@ -10,7 +10,7 @@ import { createRuntime, defineFlow, type Runtime } from '@loom/workflow-runtime'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openOperator, runCli } from '../src/index.js';
 import { dbTargets } from './db-targets.js';
-import { eventually, loom } from './fixture.js';
+import { eventually, loomInProcess } from './fixture.js';
 
 const { dir, targets, cleanup } = dbTargets('view-fork');
 afterAll(cleanup);
@@ -41,13 +41,13 @@ describe.each(targets)('loom fork on $name', (target) => {
       await first.shutdown();
     }
     const original = JSON.parse(
-      (await loom(['events', 'p-1', '--json'], env)).stdout,
+      (await loomInProcess(['events', 'p-1', '--json'], env)).stdout,
     ) as StoredEvent[];
     const cut = original.find(
       (e) => e.type === 'step.completed' && (e.payload as { name: string }).name === 'a',
     ) as StoredEvent;
 
-    const forked = await loom(
+    const forked = await loomInProcess(
       ['fork', 'p-1', '--at', String(cut.sequence), '--by', 'ana', '--json'],
       env,
     );
@@ -60,7 +60,7 @@ describe.each(targets)('loom fork on $name', (target) => {
       atSequence: cut.sequence,
     });
     const copied = JSON.parse(
-      (await loom(['events', forkId, '--json'], env)).stdout,
+      (await loomInProcess(['events', forkId, '--json'], env)).stdout,
     ) as StoredEvent[];
     expect(copied).toHaveLength(cut.sequence + 1);
     expect(copied[0]?.payload).toMatchObject({
@@ -81,21 +81,21 @@ describe.each(targets)('loom fork on $name', (target) => {
     }
     expect(ran().filter((line) => line.startsWith(forkId))).toEqual([`${forkId} b`, `${forkId} c`]);
     expect(ran().filter((line) => line.startsWith('p-1 '))).toEqual(['p-1 a', 'p-1 b', 'p-1 c']);
-    const after = JSON.parse((await loom(['events', 'p-1', '--json'], env)).stdout);
+    const after = JSON.parse((await loomInProcess(['events', 'p-1', '--json'], env)).stdout);
     expect(after).toEqual(original);
-    expect((await loom(['verify', forkId], env)).code).toBe(0);
+    expect((await loomInProcess(['verify', forkId], env)).code).toBe(0);
   });
 
   it('refuses a cut at the ending, an unknown run and an id that exists', async () => {
     const events = JSON.parse(
-      (await loom(['events', 'p-1', '--json'], env)).stdout,
+      (await loomInProcess(['events', 'p-1', '--json'], env)).stdout,
     ) as StoredEvent[];
-    const ending = await loom(['fork', 'p-1', '--at', String(events.length - 1)], env);
+    const ending = await loomInProcess(['fork', 'p-1', '--at', String(events.length - 1)], env);
     expect(ending.code).toBe(2);
     expect(ending.stderr).toContain(`a sequence before its ending: 0 to ${events.length - 2}`);
-    const unknown = await loom(['fork', 'nope', '--at', '1'], env);
+    const unknown = await loomInProcess(['fork', 'nope', '--at', '1'], env);
     expect(unknown.code).toBe(3);
-    const again = await loom(['fork', 'p-1', '--at', '1', '--id', 'p-1'], env);
+    const again = await loomInProcess(['fork', 'p-1', '--at', '1', '--id', 'p-1'], env);
     expect(again.code).toBe(4);
     expect(again.stderr).toContain('EXECUTION_ALREADY_STARTED');
   });
@@ -160,14 +160,18 @@ describe.each(targets)('loom fork of an agent run on $name', (target) => {
       expect(await run.result()).toMatchObject({ reason: 'goal_completed' });
     });
     expect(mails()).toEqual([`${runId}/1.0`]);
-    log = JSON.parse((await loom(['events', runId, '--json'], env)).stdout) as StoredEvent[];
+    log = JSON.parse(
+      (await loomInProcess(['events', runId, '--json'], env)).stdout,
+    ) as StoredEvent[];
   });
 
   it("a fork's approvals list as its log decided them", async () => {
     const afterCall = seqOf('step.completed', 'tool:1.0');
     const beforeDecision = seqOf('signal.waiting', 'approval:1.0');
     for (const at of [afterCall, beforeDecision]) {
-      expect((await loom(['fork', runId, '--at', String(at), '--by', 'ana'], env)).code).toBe(0);
+      expect(
+        (await loomInProcess(['fork', runId, '--at', String(at), '--by', 'ana'], env)).code,
+      ).toBe(0);
     }
     await driving(async (agents, flows) => {
       const decided = await agents.approvals(`fork-${afterCall}-of-${runId}`);
@@ -217,12 +221,12 @@ describe.each(targets)('loom fork of an agent run on $name', (target) => {
     }
 
     // No terminal: refused without the flag, and nothing is written.
-    const refused = await loom(['fork', runId, '--at', String(between)], env);
+    const refused = await loomInProcess(['fork', runId, '--at', String(between)], env);
     expect(refused.code).toBe(4);
     expect(refused.stderr).toContain('FORK_WOULD_RERUN');
     expect(refused.stderr).toContain("'send_mail' (remote_mutation");
     expect(refused.stderr).toContain('--allow-rerun');
-    expect((await loom(['events', forkId], env)).code).toBe(3);
+    expect((await loomInProcess(['events', forkId], env)).code).toBe(3);
 
     // A terminal: the person is asked; "no" writes nothing, "yes" forks.
     const asked: string[] = [];
@@ -239,13 +243,13 @@ describe.each(targets)('loom fork of an agent run on $name', (target) => {
       });
     expect(await cli(false)).toBe(4);
     expect(asked).toHaveLength(1);
-    expect((await loom(['events', forkId], env)).code).toBe(3);
+    expect((await loomInProcess(['events', forkId], env)).code).toBe(3);
     expect(await cli(true)).toBe(0);
     expect(asked).toHaveLength(2);
-    expect((await loom(['events', forkId], env)).code).toBe(0);
+    expect((await loomInProcess(['events', forkId], env)).code).toBe(0);
 
     // What the flag allows: the fork runs the approved call again, under its own key.
-    const flagged = await loom(
+    const flagged = await loomInProcess(
       ['fork', runId, '--at', String(between), '--id', `${forkId}-b`, '--allow-rerun'],
       env,
     );

@@ -1,5 +1,5 @@
 // The schedule projection, and `loom runs` / `loom schedules` answering from the projection
-// tables when they are initialised and current (else from the log), from the built binary on a
+// tables when they are initialised and current (else from the log), from the CLI (in process) on a
 // real SQLite file and the real Postgres: the same answers both ways, idempotent on redelivery,
 // caught up after a restart, and never read while the log is ahead of the checkpoint.
 import type { Backend } from '@loom/event-runtime';
@@ -10,7 +10,7 @@ import { applyBatch, catchUpProjections } from '../src/index.js';
 import { parseDbUrl } from '../src/internal/db-url.js';
 import { openProjectionDb, type ProjectionDb } from '../src/projection/projection-db.js';
 import { dbTargets } from './db-targets.js';
-import { eventually, loom, populate, runtimeOn } from './fixture.js';
+import { eventually, loomInProcess, populate, runtimeOn } from './fixture.js';
 import { memoryProjectionDb, projectionRows, tableNames, wholeLog } from './projection-support.js';
 
 const { targets, cleanup } = dbTargets('view-projreads');
@@ -44,7 +44,7 @@ async function fire(open: () => Promise<Backend>, times: number): Promise<void> 
 describe.each(targets)('loom runs and loom schedules over projections on $name', (target) => {
   const env = { LOOM_DB: target.db };
   const json = async <T>(args: string[]): Promise<T> => {
-    const out = await loom([...args, '--json'], env);
+    const out = await loomInProcess([...args, '--json'], env);
     expect(out.stderr).toBe('');
     expect(out.code).toBe(0);
     return JSON.parse(out.stdout) as T;
@@ -79,13 +79,13 @@ describe.each(targets)('loom runs and loom schedules over projections on $name',
     await probe.close();
     expect(names.filter((name) => name.startsWith('loom_projection'))).toEqual([]);
 
-    expect((await loom(['projections', 'init'], env)).code).toBe(0);
+    expect((await loomInProcess(['projections', 'init'], env)).code).toBe(0);
     // Initialised but behind (position 0): still the log's answer, nothing read from the tables.
     expect(await json<ScheduleSummary[]>(['schedules'])).toEqual(schedulesFromLog);
     // Its SPEND column too: folded from the logs while the projection is behind.
     expect(await json<RunsPage>(['runs', '--limit', '1000'])).toEqual(runsFromLog);
     writable = await openProjectionDb(parseDbUrl(target.db), false);
-    const once = await loom(['projections', 'run', '--once', '--json'], env);
+    const once = await loomInProcess(['projections', 'run', '--once', '--json'], env);
     expect(once.code, once.stderr).toBe(0);
 
     expect(await json<ScheduleSummary[]>(['schedules'])).toEqual(schedulesFromLog);
@@ -127,7 +127,7 @@ describe.each(targets)('loom runs and loom schedules over projections on $name',
       .set({ steps: 2 })
       .where('id', '=', 'order-7')
       .execute();
-    const resumed = await loom(['projections', 'run', '--once', '--json'], env);
+    const resumed = await loomInProcess(['projections', 'run', '--once', '--json'], env);
     expect(resumed.code, resumed.stderr).toBe(0);
     const stats = JSON.parse(resumed.stdout) as { delivered: number; position: number };
     expect(stats.delivered).toBeGreaterThan(0);

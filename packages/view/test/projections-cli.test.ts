@@ -1,6 +1,6 @@
-// The projection commands through the built `loom` binary, on a real SQLite file and the real
-// Postgres: init, a projector SIGKILLed mid-run and restarted (its tables then equal a fresh
-// rebuild from the log), spend, and the SPEND column of `loom runs`.
+// The projection commands, on a real SQLite file and the real Postgres: init, a projector (the
+// built `loom` binary as a child process) SIGKILLed mid-run and restarted (its tables then equal a
+// fresh rebuild from the log), spend, and the SPEND column of `loom runs` (the CLI in process).
 import { fileURLToPath } from 'node:url';
 import type { Backend } from '@loom/event-runtime';
 import { killTestProcesses, spawnTestProcess } from '@loom/event-runtime/testing';
@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { ProjectorStats, SpendRow } from '../src/index.js';
 import { parseDbUrl } from '../src/internal/db-url.js';
 import { openProjectionDb } from '../src/projection/projection-db.js';
-import { eventually, loom, populate, runtimeOn } from './fixture.js';
+import { eventually, loomInProcess, populate, runtimeOn } from './fixture.js';
 
 import { projectionRows, projectionTargets, spend } from './projection-support.js';
 
@@ -111,7 +111,7 @@ describe.each(targets.map((t) => [t.name, t] as const))(
 
     it('stage 2: before the projection tables exist, spend folds the logs; init creates them once', async () => {
       db = target.db;
-      const before = await loom(['spend', '--by', 'agent', '--db', db, '--json']);
+      const before = await loomInProcess(['spend', '--by', 'agent', '--db', db, '--json']);
       expect(before.code, before.stderr).toBe(0);
       expect(before.stderr).toContain('folding the logs');
       foldedByAgent = JSON.parse(before.stdout) as SpendRow[];
@@ -119,14 +119,14 @@ describe.each(targets.map((t) => [t.name, t] as const))(
         modelCalls: 2,
         costUsd: results.reduce((a, r) => a + r.usage.costUsd, 0),
       });
-      const byDay = await loom(['spend', '--db', db]);
+      const byDay = await loomInProcess(['spend', '--db', db]);
       expect(byDay.code, byDay.stderr).toBe(0);
       expect(byDay.stdout).toMatch(/\d{4}-\d{2}-\d{2}/);
 
-      const init = await loom(['projections', 'init', '--db', db, '--json']);
+      const init = await loomInProcess(['projections', 'init', '--db', db, '--json']);
       expect(init.code).toBe(0);
       expect(JSON.parse(init.stdout)).toEqual({ created: true });
-      const again = await loom(['projections', 'init', '--db', db]);
+      const again = await loomInProcess(['projections', 'init', '--db', db]);
       expect(again.stdout).toContain('exist already');
     });
 
@@ -141,7 +141,7 @@ describe.each(targets.map((t) => [t.name, t] as const))(
       expect(atKill.events).toBeLessThan(total);
 
       // Restarted: it resumes at the checkpoint; nothing folded twice, nothing missed.
-      const resumed = await loom(['projections', 'run', '--once', '--db', db, '--json']);
+      const resumed = await loomInProcess(['projections', 'run', '--once', '--db', db, '--json']);
       expect(resumed.code, resumed.stderr).toBe(0);
       const stats = JSON.parse(resumed.stdout) as ProjectorStats;
       expect(stats.delivered).toBe(total - atKill.events);
@@ -158,13 +158,13 @@ describe.each(targets.map((t) => [t.name, t] as const))(
     });
 
     it('stage 4: status, spend by agent and by run, and runs with a SPEND column', async () => {
-      const status = await loom(['projections', 'status', '--db', db, '--json']);
+      const status = await loomInProcess(['projections', 'status', '--db', db, '--json']);
       expect(JSON.parse(status.stdout)).toMatchObject({
         checkpoint: { events: total },
         counts: { running: 600, suspended: 3 },
       });
 
-      const byAgent = await loom(['spend', '--by', 'agent', '--db', db, '--json']);
+      const byAgent = await loomInProcess(['spend', '--by', 'agent', '--db', db, '--json']);
       expect(byAgent.code).toBe(0);
       // From the projection now (current): the same rows the fold of the logs gave.
       expect(byAgent.stderr).not.toContain('folding the logs');
@@ -174,27 +174,27 @@ describe.each(targets.map((t) => [t.name, t] as const))(
         modelCalls: 2,
         costUsd: results.reduce((a, r) => a + r.usage.costUsd, 0),
       });
-      const human = await loom(['spend', '--by', 'run', '--db', db]);
+      const human = await loomInProcess(['spend', '--by', 'run', '--db', db]);
       expect(human.stdout).toContain('spend-0');
-      const badDay = await loom(['spend', '--from', 'yesterday', '--db', db]);
+      const badDay = await loomInProcess(['spend', '--from', 'yesterday', '--db', db]);
       expect(badDay.code).toBe(2);
       expect(badDay.stderr).toContain('INVALID_ARGUMENT');
 
       // From the projection too, loom runs says what each suspended run waits for.
       const suspended = JSON.parse(
-        (await loom(['runs', '--status', 'suspended', '--db', db, '--json'])).stdout,
+        (await loomInProcess(['runs', '--status', 'suspended', '--db', db, '--json'])).stdout,
       ) as { runs: { id: string; waitingFor?: string }[] };
       expect(suspended.runs.length).toBe(3);
       for (const run of suspended.runs)
         expect(run.waitingFor).toMatch(/^(approval|answer|signal) /);
-      const runs = await loom(['runs', '--flow', 'agent:spender', '--db', db, '--json']);
+      const runs = await loomInProcess(['runs', '--flow', 'agent:spender', '--db', db, '--json']);
       const page = JSON.parse(runs.stdout) as {
         runs: { id: string; spend: { costUsd: number } }[];
       };
       expect(page.runs.map((r) => [r.id, r.spend.costUsd])).toEqual(
         results.map((r) => [r.runId, r.usage.costUsd]),
       );
-      const table = await loom(['runs', '--flow', 'agent:spender', '--db', db]);
+      const table = await loomInProcess(['runs', '--flow', 'agent:spender', '--db', db]);
       expect(table.stdout).toContain('SPEND');
       expect(table.stdout).toContain(`$${(results[0]?.usage.costUsd ?? 0).toFixed(4)}`);
     });
@@ -211,7 +211,7 @@ describe('loom runs without projection tables', () => {
       const flows = createRuntime({ backend, flows: [], timerPollMs: 0 });
       const results = await spend(flows, 1);
       await backend.close();
-      const runs = await loom(['runs', '--db', target.db, '--json']);
+      const runs = await loomInProcess(['runs', '--db', target.db, '--json']);
       expect(runs.code).toBe(0);
       const page = JSON.parse(runs.stdout) as {
         runs: { id: string; spend: { costUsd: number; modelCalls: number } }[];

@@ -1,5 +1,5 @@
-// `loom prune` and what `loom verify --all` means after it (ADR 0053): the built binary as a child
-// process against a real SQLite file and a real Postgres schema populated by real flows.
+// `loom prune` and what `loom verify --all` means after it (ADR 0053): the CLI in process, with
+// its own store, against a real SQLite file and a real Postgres schema populated by real flows.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +10,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunsPage, VerifyAllResult } from '../src/index.js';
 import type { PruneOutcome } from '../src/internal/prune-runs.js';
-import { loom, populate, runtimeOn } from './fixture.js';
+import { loomInProcess, populate, runtimeOn } from './fixture.js';
 
 const pgUrl = process.env.LOOM_TEST_PG ?? 'postgres://root@127.0.0.1:5432/test';
 const dir = mkdtempSync(join(tmpdir(), 'loom-view-prune-'));
@@ -92,7 +92,7 @@ const targets: Target[] = [
 describe.each(targets)('loom prune on $name', (target) => {
   const env = () => ({ LOOM_DB: target.db });
   const json = async <T>(args: string[]): Promise<T> => {
-    const out = await loom([...args, '--json'], env());
+    const out = await loomInProcess([...args, '--json'], env());
     expect(out.stderr).toBe('');
     expect(out.code).toBe(0);
     return JSON.parse(out.stdout) as T;
@@ -123,8 +123,8 @@ describe.each(targets)('loom prune on $name', (target) => {
     const endedBefore = new Date(Date.now() + 60_000).toISOString();
     const ids = (pruned: PrunedExecution[]) => pruned.map((row) => row.executionId).sort();
 
-    expect((await loom(['projections', 'init'], env())).code).toBe(0);
-    expect((await loom(['projections', 'run', '--once'], env())).code).toBe(0);
+    expect((await loomInProcess(['projections', 'init'], env())).code).toBe(0);
+    expect((await loomInProcess(['projections', 'run', '--once'], env())).code).toBe(0);
     expect(await target.projectedRuns()).toEqual(all);
 
     const dry = await json<PruneOutcome>(['prune', '--ended-before', endedBefore, '--dry-run']);
@@ -138,17 +138,17 @@ describe.each(targets)('loom prune on $name', (target) => {
     expect(pruned.receipts).toEqual([0]);
     const kept = all.filter((id) => !settled.includes(id));
     expect((await json<RunsPage>(['runs'])).runs.map((run) => run.id).sort()).toEqual(kept);
-    expect((await loom(['show', settled[0] as string], env())).code).toBe(3);
+    expect((await loomInProcess(['show', settled[0] as string], env())).code).toBe(3);
     // The projector drops the listed runs' rows at the receipt, and makes no run of the receipt log.
-    expect((await loom(['projections', 'run', '--once'], env())).code).toBe(0);
+    expect((await loomInProcess(['projections', 'run', '--once'], env())).code).toBe(0);
     expect(await target.projectedRuns()).toEqual(kept);
 
-    const verified = await loom(['verify', '--all'], env());
+    const verified = await loomInProcess(['verify', '--all'], env());
     expect(verified.code).toBe(0);
     expect(verified.stdout).toContain(
       `ok: ${kept.length} executions; ${settled.length} pruned runs listed in 1 chained receipts`,
     );
-    const verifiedJson = await loom(['verify', '--all', '--json'], env());
+    const verifiedJson = await loomInProcess(['verify', '--all', '--json'], env());
     expect(verifiedJson.code).toBe(0);
     expect(JSON.parse(verifiedJson.stdout) as VerifyAllResult).toEqual({
       checked: kept.length,
@@ -163,12 +163,12 @@ describe.each(targets)('loom prune on $name', (target) => {
 
     const editedRun = kept[0] as string;
     await target.tamper(editedRun, 0);
-    const afterEdit = await loom(['verify', '--all'], env());
+    const afterEdit = await loomInProcess(['verify', '--all'], env());
     expect(afterEdit.code).toBe(1);
     expect(afterEdit.stdout).toContain(`BROKEN: ${editedRun} at sequence 0`);
 
     await target.tamper('loom.pruned', 0);
-    const afterReceiptEdit = await loom(['verify', '--all'], env());
+    const afterReceiptEdit = await loomInProcess(['verify', '--all'], env());
     expect(afterReceiptEdit.code).toBe(1);
     expect(afterReceiptEdit.stdout).toContain('BROKEN: loom.pruned at sequence 0');
     expect(afterReceiptEdit.stderr).toContain('2 broken');
@@ -176,13 +176,17 @@ describe.each(targets)('loom prune on $name', (target) => {
 
   it('bad options are usage errors (exit 2) that remove nothing', async () => {
     const before = (await json<RunsPage>(['runs'])).runs.length;
-    expect((await loom(['prune'], env())).code).toBe(2);
-    const vague = await loom(['prune', '--ended-before', 'last tuesday'], env());
+    expect((await loomInProcess(['prune'], env())).code).toBe(2);
+    const vague = await loomInProcess(['prune', '--ended-before', 'last tuesday'], env());
     expect(vague.code).toBe(2);
     expect(vague.stderr).toContain('INVALID_ARGUMENT');
     expect(vague.stderr).toContain('30d');
-    expect((await loom(['prune', '--ended-before', '30d', '--batch', '0'], env())).code).toBe(2);
-    expect((await loom(['prune', '--ended-before', '30d', '--batch', '1001'], env())).code).toBe(2);
+    expect(
+      (await loomInProcess(['prune', '--ended-before', '30d', '--batch', '0'], env())).code,
+    ).toBe(2);
+    expect(
+      (await loomInProcess(['prune', '--ended-before', '30d', '--batch', '1001'], env())).code,
+    ).toBe(2);
     expect((await json<RunsPage>(['runs'])).runs).toHaveLength(before);
   });
 });

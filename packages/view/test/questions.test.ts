@@ -1,6 +1,7 @@
-// `loom questions` and `loom answer`, from the built binary, on a SQLite file and on Postgres: an
-// agent run's model asks a person through ask_human; the question is listed across runs, answered
-// from another process, and the run (driven by this test's runtime) goes on with the answer.
+// `loom questions` and `loom answer` (the CLI in process, with its own store), on a SQLite file
+// and on Postgres: an agent run's model asks a person through ask_human; the question is listed
+// across runs, answered through the CLI's store, and the run (driven by this test's runtime) goes
+// on with the answer.
 // Answering twice, or a question that does not exist, is a typed error with its exit code; and
 // `loom approvals` shows each request's input.
 
@@ -9,7 +10,7 @@ import { createAgentRuntime } from '@loom/agent-loop';
 import { createRuntime } from '@loom/workflow-runtime';
 import { afterAll, describe, expect, it } from 'vitest';
 import { dbTargets } from './db-targets.js';
-import { asker, eventually, loom, mailer } from './fixture.js';
+import { asker, eventually, loomInProcess, mailer } from './fixture.js';
 
 const { targets, cleanup } = dbTargets('view-questions');
 afterAll(cleanup);
@@ -27,7 +28,7 @@ describe.each(targets)('loom questions and loom answer on $name', (target) => {
         return pending.length > 0 ? pending : undefined;
       }, 'the pending question');
 
-      const listed = await loom(['questions', '--json'], env);
+      const listed = await loomInProcess(['questions', '--json'], env);
       expect(listed.code, listed.stderr).toBe(0);
       const questions = JSON.parse(listed.stdout) as Question[];
       expect(questions).toMatchObject([
@@ -41,20 +42,23 @@ describe.each(targets)('loom questions and loom answer on $name', (target) => {
       ]);
       // loom runs says what the suspended run waits for (loom show and the dashboard say it too:
       // dashboard.test.ts).
-      const runsTable = await loom(['runs'], env);
+      const runsTable = await loomInProcess(['runs'], env);
       expect(runsTable.stdout).toContain('WAITING FOR');
       expect(runsTable.stdout).toContain(`answer ${runId}~1.0`);
-      const table = await loom(['questions'], env);
+      const table = await loomInProcess(['questions'], env);
       expect(table.stdout).toContain('QUESTION');
       expect(table.stdout).toContain('Which colour, exactly?');
 
-      const answered = await loom(['answer', `${runId}~1.0`, 'teal, #008080', '--by', 'ana'], env);
+      const answered = await loomInProcess(
+        ['answer', `${runId}~1.0`, 'teal, #008080', '--by', 'ana'],
+        env,
+      );
       expect(answered.code, answered.stderr).toBe(0);
       expect(answered.stdout).toContain(`answered ${runId}~1.0 (by ana)`);
-      const again = await loom(['answer', `${runId}~1.0`, 'red', '--by', 'bo'], env);
+      const again = await loomInProcess(['answer', `${runId}~1.0`, 'red', '--by', 'bo'], env);
       expect(again.code).toBe(4);
       expect(again.stderr).toContain('QUESTION_NOT_PENDING');
-      const unknown = await loom(['answer', `${runId}~9.9`, 'red'], env);
+      const unknown = await loomInProcess(['answer', `${runId}~9.9`, 'red'], env);
       expect(unknown.code).toBe(3);
       expect(unknown.stderr).toContain('QUESTION_NOT_FOUND');
 
@@ -72,7 +76,7 @@ describe.each(targets)('loom questions and loom answer on $name', (target) => {
         async () => (await agents.approvals(mail.runId)).find((a) => a.status === 'pending'),
         'the mail approval',
       );
-      const waiting = JSON.parse((await loom(['runs', '--json'], env)).stdout) as {
+      const waiting = JSON.parse((await loomInProcess(['runs', '--json'], env)).stdout) as {
         runs: { id: string; status: string; waitingFor?: string }[];
       };
       expect(waiting.runs.find((r) => r.id === mail.runId)?.waitingFor).toBe(
@@ -80,7 +84,7 @@ describe.each(targets)('loom questions and loom answer on $name', (target) => {
       );
       // A run that ended waits for nothing.
       expect(waiting.runs.find((r) => r.id === runId)).not.toHaveProperty('waitingFor');
-      const approvals = await loom(['approvals'], env);
+      const approvals = await loomInProcess(['approvals'], env);
       expect(approvals.stdout).toContain('INPUT');
       expect(approvals.stdout).toContain('{"to":"ana"}');
     } finally {

@@ -1,11 +1,11 @@
-// `loom queues`, `loom schedules` and `loom export` from the built binary, against a SQLite file
+// `loom queues`, `loom schedules` and `loom export` (the CLI in process), against a SQLite file
 // and Postgres populated by a real runtime (queued items, a schedule that has fired).
 import type { QueueStats, StoredEvent } from '@loom/event-runtime';
 import { createRuntime, defineFlow } from '@loom/workflow-runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ScheduleSummary } from '../src/index.js';
 import { dbTargets } from './db-targets.js';
-import { eventually, loom } from './fixture.js';
+import { eventually, loomInProcess } from './fixture.js';
 
 const { targets, cleanup } = dbTargets('view-qse');
 afterAll(cleanup);
@@ -18,7 +18,7 @@ const tick = defineFlow({ name: 'tick' }, async (ctx) => ctx.step('tock', () => 
 describe.each(targets)('loom queues, schedules and export on $name', (target) => {
   const env = { LOOM_DB: target.db };
   const json = async <T>(args: string[]): Promise<T> => {
-    const out = await loom([...args, '--json'], env);
+    const out = await loomInProcess([...args, '--json'], env);
     expect(out.stderr).toBe('');
     expect(out.code).toBe(0);
     return JSON.parse(out.stdout) as T;
@@ -48,7 +48,7 @@ describe.each(targets)('loom queues, schedules and export on $name', (target) =>
       { queue: 'emails', depth: 3, claimed: 0, completed: 0, failed: 0, cancelled: 0 },
       { queue: 'reports', depth: 1, claimed: 0, completed: 0, failed: 0, cancelled: 0 },
     ]);
-    const human = await loom(['queues'], env);
+    const human = await loomInProcess(['queues'], env);
     expect(human.stdout).toMatch(/emails\s+│\s+3\s+│\s+0/);
   });
 
@@ -68,12 +68,12 @@ describe.each(targets)('loom queues, schedules and export on $name', (target) =>
     expect(firedRun.startsWith('cron:every-second:')).toBe(true);
     expect(Number(firedRun.split(':')[2])).toBeLessThanOrEqual(schedule?.lastFiredAtMs as number);
     expect(schedule?.nextFireAtMs).toBeGreaterThan(schedule?.lastFiredAtMs as number);
-    const shown = await loom(['show', schedule?.lastRunId as string, '--json'], env);
+    const shown = await loomInProcess(['show', schedule?.lastRunId as string, '--json'], env);
     expect(shown.code).toBe(0);
   });
 
   it('export writes the whole log as JSON lines, equal to the stored events', async () => {
-    const out = await loom(['export', firedRun], env);
+    const out = await loomInProcess(['export', firedRun], env);
     expect(out.code).toBe(0);
     const lines = out.stdout
       .trim()
@@ -88,7 +88,7 @@ describe.each(targets)('loom queues, schedules and export on $name', (target) =>
       'execution.completed',
     ]);
     expect(out.stderr).toBe(`exported 4 events of ${firedRun}\n`);
-    const missing = await loom(['export', 'no-such-run'], env);
+    const missing = await loomInProcess(['export', 'no-such-run'], env);
     expect(missing.code).toBe(3);
     expect(missing.stderr).toContain('RUN_NOT_FOUND');
   });

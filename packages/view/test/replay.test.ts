@@ -1,7 +1,7 @@
-// `loom replay` from the built binary: logs recorded by a real runtime (SQLite file and
-// Postgres) re-folded with the flows as deployed (ok, exit 0) and with changed code (a renamed
-// step: NON_DETERMINISM; a changed output: the ending differs; exit 1), from the database by id
-// and from a file `loom export` wrote. Nothing is written to the database, and no effect runs.
+// `loom replay` (the CLI in process; the built binary where its exit is the subject): logs
+// recorded by a real runtime (SQLite file and Postgres) re-folded with the flows as deployed (ok,
+// exit 0) and with changed code (a renamed step: NON_DETERMINISM; a changed output: the ending
+// differs; exit 1), from the database by id and from a file `loom export` wrote. Nothing is written to the database, and no effect runs.
 // The same for an agent run (`--flows` exporting the agent): as deployed it fits, with a renamed
 // tool it diverges.
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -13,7 +13,7 @@ import { createRuntime, type WorkflowDefinition } from '@loom/workflow-runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ReplayReport, replayLog } from '../src/index.js';
 import { dbTargets } from './db-targets.js';
-import { eventually, loom } from './fixture.js';
+import { eventually, loom, loomInProcess } from './fixture.js';
 
 const { dir, targets, cleanup } = dbTargets('view-replay');
 const module = (name: string) => fileURLToPath(new URL(`./replay/${name}`, import.meta.url));
@@ -21,14 +21,14 @@ afterAll(cleanup);
 
 describe.each(targets)('loom replay on $name', (target) => {
   const env = { LOOM_DB: target.db };
-  const replay = async (args: string[]) => {
-    const out = await loom(['replay', ...args, '--json'], env);
+  const replay = async (args: string[], run = loomInProcess) => {
+    const out = await run(['replay', ...args, '--json'], env);
     return { code: out.code, stderr: out.stderr, report: JSON.parse(out.stdout) as ReplayReport };
   };
   let eventsBefore = 0;
   const countEvents = async () => {
-    const out = await loom(['events', 'order-1', '--json'], env);
-    const waiting = await loom(['events', 'wait-1', '--json'], env);
+    const out = await loomInProcess(['events', 'order-1', '--json'], env);
+    const waiting = await loomInProcess(['events', 'wait-1', '--json'], env);
     return JSON.parse(out.stdout).length + JSON.parse(waiting.stdout).length;
   };
 
@@ -70,10 +70,11 @@ describe.each(targets)('loom replay on $name', (target) => {
   });
 
   it('a module that leaves a handle open (a timer) does not keep loom replay from exiting with its code', async () => {
-    const done = await replay(['order-1', '--flows', module('flows-v1-open-handle.mjs')]);
+    // The built binary as a child process: its exit is the subject.
+    const done = await replay(['order-1', '--flows', module('flows-v1-open-handle.mjs')], loom);
     expect(done.code).toBe(0);
     expect(done.report).toMatchObject({ executionId: 'order-1', ok: true });
-    const diverged = await replay(['order-1', '--flows', module('flows-v2-renamed.mjs')]);
+    const diverged = await replay(['order-1', '--flows', module('flows-v2-renamed.mjs')], loom);
     expect(diverged.code).toBe(1);
   });
 
@@ -94,13 +95,16 @@ describe.each(targets)('loom replay on $name', (target) => {
       expect(out.report.divergence?.sequence).toBe(1);
       expect(out.report.divergence?.recorded?.type).toBe('step.started');
     }
-    const human = await loom(['replay', 'order-1', '--flows', module('flows-v2-renamed.mjs')], env);
+    const human = await loomInProcess(
+      ['replay', 'order-1', '--flows', module('flows-v2-renamed.mjs')],
+      env,
+    );
     expect(human.stdout).toMatch(/^DIVERGED: order-1 \(order\) at sequence 1: /);
     expect(await countEvents()).toBe(eventsBefore);
   });
 
   it('a changed output differs at the ending, replayed from an exported file: exit 1', async () => {
-    const exported = await loom(['export', 'order-1'], env);
+    const exported = await loomInProcess(['export', 'order-1'], env);
     const file = join(dir, `${target.name}-order-1.jsonl`);
     writeFileSync(file, exported.stdout);
     const out = await replay([file, '--flows', module('flows-v3-output.mjs')]);
@@ -121,15 +125,18 @@ describe.each(targets)('loom replay on $name', (target) => {
   it('bad input is a usage error: no flows exported, a module that does not load, a broken file', async () => {
     const none = join(dir, 'none.mjs');
     writeFileSync(none, 'export const x = 1;\n');
-    const noFlows = await loom(['replay', 'order-1', '--flows', none], env);
+    const noFlows = await loomInProcess(['replay', 'order-1', '--flows', none], env);
     expect(noFlows.code).toBe(2);
     expect(noFlows.stderr).toContain('exports no flow');
-    const missing = await loom(['replay', 'order-1', '--flows', join(dir, 'nope.mjs')], env);
+    const missing = await loomInProcess(
+      ['replay', 'order-1', '--flows', join(dir, 'nope.mjs')],
+      env,
+    );
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('could not be imported');
     const broken = join(dir, 'broken.jsonl');
     writeFileSync(broken, '{"executionId":\n');
-    const bad = await loom(['replay', broken, '--flows', module('flows-v1.mjs')], env);
+    const bad = await loomInProcess(['replay', broken, '--flows', module('flows-v1.mjs')], env);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('broken.jsonl:1 is not JSON');
   });
@@ -138,7 +145,7 @@ describe.each(targets)('loom replay on $name', (target) => {
 describe.each(targets)('loom replay of an agent run on $name', (target) => {
   const env = { LOOM_DB: target.db };
   const replay = async (args: string[]) => {
-    const out = await loom(['replay', ...args, '--json'], env);
+    const out = await loomInProcess(['replay', ...args, '--json'], env);
     return { code: out.code, stderr: out.stderr, report: JSON.parse(out.stdout) as ReplayReport };
   };
   let recorded: StoredEvent[] = [];
@@ -173,11 +180,14 @@ describe.each(targets)('loom replay of an agent run on $name', (target) => {
       recordedEvents: recorded.length,
       ok: true,
     });
-    const human = await loom(['replay', 'support-1', '--flows', module('agents-v1.mjs')], env);
+    const human = await loomInProcess(
+      ['replay', 'support-1', '--flows', module('agents-v1.mjs')],
+      env,
+    );
     expect(human.stdout).toBe(
       `ok: support-1 (agent:support), ${recorded.length} events replayed with today's code\n`,
     );
-    const after = await loom(['events', 'support-1', '--json'], env);
+    const after = await loomInProcess(['events', 'support-1', '--json'], env);
     expect(JSON.parse(after.stdout)).toHaveLength(recorded.length);
   });
 
@@ -192,7 +202,7 @@ describe.each(targets)('loom replay of an agent run on $name', (target) => {
       type: 'execution.failed',
       payload: { error: { code: 'NON_DETERMINISM' } },
     });
-    const human = await loom(
+    const human = await loomInProcess(
       ['replay', 'support-1', '--flows', module('agents-v2-renamed.mjs')],
       env,
     );
@@ -202,7 +212,7 @@ describe.each(targets)('loom replay of an agent run on $name', (target) => {
 
   it('from an exported file too, and replayLog takes the agents in code (no tool is called)', async () => {
     const file = join(dir, `${target.name}-support-1.jsonl`);
-    writeFileSync(file, (await loom(['export', 'support-1'], env)).stdout);
+    writeFileSync(file, (await loomInProcess(['export', 'support-1'], env)).stdout);
     expect((await replay([file, '--flows', module('agents-v1.mjs')])).code).toBe(0);
     const deployed = (await import(module('agents-v1.mjs'))) as {
       support: Agent;

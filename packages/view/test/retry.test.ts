@@ -1,10 +1,10 @@
-// `loom retry`: a failed run retried from another process, with no flow registered there; a
-// runtime running the flow (the fix deployed) takes it on its next timer poll. The built binary
-// against a SQLite file and Postgres.
+// `loom retry`: a failed run retried by the CLI (in process, its own store), with no flow
+// registered there; a runtime running the flow (the fix deployed) takes it on its next timer
+// poll. Against a SQLite file and Postgres.
 import { createRuntime, defineFlow } from '@loom/workflow-runtime';
 import { afterAll, describe, expect, it } from 'vitest';
 import { dbTargets } from './db-targets.js';
-import { eventually, loom } from './fixture.js';
+import { eventually, loomInProcess } from './fixture.js';
 
 const { targets, cleanup } = dbTargets('view-retry');
 afterAll(cleanup);
@@ -36,7 +36,7 @@ describe.each(targets)('loom retry on $name', { timeout: 60_000 }, (target) => {
       await expect(run.result()).rejects.toMatchObject({ code: 'EXECUTION_FAILED' });
       fixed = true; // the fix deployed
 
-      const retried = await loom(
+      const retried = await loomInProcess(
         ['retry', 'charge-9', '--by', 'ana', '--reason', 'card gateway fixed', '--json'],
         env,
       );
@@ -45,7 +45,7 @@ describe.each(targets)('loom retry on $name', { timeout: 60_000 }, (target) => {
       expect(JSON.parse(retried.stdout)).toEqual({ executionId: 'charge-9' });
       expect(await worker.attach(run.executionId).result()).toBe('charged');
       expect(ran).toEqual(['reserve', 'charge failed', 'charge']);
-      const { stdout } = await loom(['events', 'charge-9', '--json'], env);
+      const { stdout } = await loomInProcess(['events', 'charge-9', '--json'], env);
       const types = (JSON.parse(stdout) as { type: string }[]).map((event) => event.type);
       expect(types.filter((type) => type === 'execution.retried')).toHaveLength(1);
       // Who asked and why are in the log, and `loom show` says them.
@@ -53,10 +53,10 @@ describe.each(targets)('loom retry on $name', { timeout: 60_000 }, (target) => {
         (event) => event.type === 'execution.retried',
       );
       expect(retriedEvent?.payload).toMatchObject({ by: 'ana', reason: 'card gateway fixed' });
-      const shown = await loom(['show', 'charge-9'], env);
+      const shown = await loomInProcess(['show', 'charge-9'], env);
       expect(shown.stdout).toMatch(/retried at \S+ by ana: card gateway fixed \(event \d+\)/);
       // The retried step's timeline entry is the retry's outcome, not the failure before it.
-      const shownJson = await loom(['show', 'charge-9', '--json'], env);
+      const shownJson = await loomInProcess(['show', 'charge-9', '--json'], env);
       const timeline = (JSON.parse(shownJson.stdout) as { timeline: object[] }).timeline;
       expect(timeline).toMatchObject([
         { name: 'reserve', status: 'completed' },
@@ -65,10 +65,10 @@ describe.each(targets)('loom retry on $name', { timeout: 60_000 }, (target) => {
       expect(types.at(-1)).toBe('execution.completed');
 
       // A run that did not fail is a conflict (exit 4); no such run is exit 3.
-      const again = await loom(['retry', 'charge-9'], env);
+      const again = await loomInProcess(['retry', 'charge-9'], env);
       expect(again.code).toBe(4);
       expect(again.stderr).toContain('EXECUTION_NOT_FAILED');
-      const missing = await loom(['retry', 'nope-1'], env);
+      const missing = await loomInProcess(['retry', 'nope-1'], env);
       expect(missing.code).toBe(3);
       expect(
         await eventually(

@@ -1,6 +1,7 @@
 // `loom tail` without an id (every run's new events, until interrupted), `loom resume` (a
 // suspended run woken now; a run whose driver hangs taken over by another runtime) and colour in
-// the runs table. The built binary against a SQLite file and Postgres.
+// the runs table. Against a SQLite file and Postgres: `tail` is the built binary as a child
+// process (it ends on SIGTERM); `resume`, `show` and `events` run the CLI in process.
 import { fileURLToPath } from 'node:url';
 import type { StoredEvent } from '@loom/event-runtime';
 import { killTestProcesses, spawnTestProcess } from '@loom/event-runtime/testing';
@@ -8,7 +9,7 @@ import { createRuntime, defineFlow } from '@loom/workflow-runtime';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type RunDetail, runCli } from '../src/index.js';
 import { dbTargets } from './db-targets.js';
-import { eventually, loom } from './fixture.js';
+import { eventually, loomInProcess } from './fixture.js';
 
 /** Resolves with `work`, or fails naming `what` after 20 s (a resume that strands a run hangs). */
 async function within<T>(work: Promise<T>, what: string): Promise<T> {
@@ -99,17 +100,17 @@ describe.each(targets)(
       try {
         await starter.start(napper, null, { executionId: 'nap-1' });
         await eventually(async () => {
-          const out = await loom(['show', 'nap-1', '--json'], env);
+          const out = await loomInProcess(['show', 'nap-1', '--json'], env);
           return JSON.parse(out.stdout).run.status === 'suspended' ? true : undefined;
         }, 'nap-1 suspended');
       } finally {
         await starter.shutdown();
       }
-      const resumed = await loom(['resume', 'nap-1', '--by', 'ana', '--json'], env);
+      const resumed = await loomInProcess(['resume', 'nap-1', '--by', 'ana', '--json'], env);
       expect(resumed.stderr).toBe('');
       expect(JSON.parse(resumed.stdout)).toMatchObject({ executionId: 'nap-1', was: 'suspended' });
       const marked = JSON.parse(
-        (await loom(['events', 'nap-1', '--json'], env)).stdout,
+        (await loomInProcess(['events', 'nap-1', '--json'], env)).stdout,
       ) as StoredEvent[];
       const mark = marked.length - 1;
       expect(marked[mark]).toMatchObject({
@@ -121,7 +122,7 @@ describe.each(targets)(
         // Replayed by the poller: the nap is not due, so it suspends again with the nap's wake time.
         const again = await eventually(async () => {
           const events = JSON.parse(
-            (await loom(['events', 'nap-1', '--json'], env)).stdout,
+            (await loomInProcess(['events', 'nap-1', '--json'], env)).stdout,
           ) as StoredEvent[];
           return events.length > mark + 1 ? events : undefined;
         }, 'nap-1 replayed');
@@ -153,7 +154,7 @@ describe.each(targets)(
       try {
         const handle = await owner.start(stuck, null, { executionId: 'stuck-1' });
         await eventually(async () => (calls === 1 ? true : undefined), 'the first call to start');
-        const resumed = await loom(['resume', 'stuck-1', '--json'], env);
+        const resumed = await loomInProcess(['resume', 'stuck-1', '--json'], env);
         expect(JSON.parse(resumed.stdout)).toMatchObject({ was: 'running' });
         expect(
           await within(rescuer.attach('stuck-1').result(), 'stuck-1 to finish after the resume'),
@@ -162,15 +163,15 @@ describe.each(targets)(
         // The owner's late result cannot be appended under its old fence: the log keeps one ending.
         await handle.result().catch(() => undefined);
         const events = JSON.parse(
-          (await loom(['events', 'stuck-1', '--json'], env)).stdout,
+          (await loomInProcess(['events', 'stuck-1', '--json'], env)).stdout,
         ) as StoredEvent[];
         expect(events.filter((e) => e.type === 'execution.completed')).toHaveLength(1);
         expect(events.at(-1)?.payload).toMatchObject({ output: 'done on call 2' });
         // The rescuer found the owner's call in flight: the timeline counts the interruption.
-        const shown = await loom(['show', 'stuck-1', '--json'], env);
+        const shown = await loomInProcess(['show', 'stuck-1', '--json'], env);
         const [call] = (JSON.parse(shown.stdout) as RunDetail).timeline;
         expect(call).toMatchObject({ name: 'call', status: 'completed', interruptions: 1 });
-        expect((await loom(['show', 'stuck-1'], env)).stdout).toContain('interrupted 1x');
+        expect((await loomInProcess(['show', 'stuck-1'], env)).stdout).toContain('interrupted 1x');
       } finally {
         release();
         await owner.shutdown();
@@ -196,7 +197,7 @@ describe.each(targets)(
       try {
         const handle = await owner.start(stuck, null, { executionId: 'stuck-own-1' });
         await eventually(async () => (calls === 1 ? true : undefined), 'the first call to start');
-        const resumed = await loom(['resume', 'stuck-own-1', '--json'], env);
+        const resumed = await loomInProcess(['resume', 'stuck-own-1', '--json'], env);
         expect(JSON.parse(resumed.stdout)).toMatchObject({ was: 'running' });
         expect(
           await within(
@@ -208,7 +209,7 @@ describe.each(targets)(
         release();
         await handle.result().catch(() => undefined);
         const events = JSON.parse(
-          (await loom(['events', 'stuck-own-1', '--json'], env)).stdout,
+          (await loomInProcess(['events', 'stuck-own-1', '--json'], env)).stdout,
         ) as StoredEvent[];
         expect(events.filter((e) => e.type === 'execution.completed')).toHaveLength(1);
       } finally {
@@ -242,7 +243,7 @@ describe.each(targets)(
       try {
         const handle = await owner.start(stuck, null, { executionId: 'stuck-leased-1' });
         await eventually(async () => (calls === 1 ? true : undefined), 'the first call to start');
-        const resumed = await loom(['resume', 'stuck-leased-1', '--json'], env);
+        const resumed = await loomInProcess(['resume', 'stuck-leased-1', '--json'], env);
         expect(JSON.parse(resumed.stdout)).toMatchObject({ was: 'running' });
         expect(
           await within(
@@ -260,7 +261,7 @@ describe.each(targets)(
     });
 
     it('resume of an ended run is refused with what to do instead', async () => {
-      const out = await loom(['resume', 'old-1'], env);
+      const out = await loomInProcess(['resume', 'old-1'], env);
       expect(out.code).toBe(4);
       expect(out.stderr).toContain('EXECUTION_SETTLED');
       expect(out.stderr).toContain('loom fork');

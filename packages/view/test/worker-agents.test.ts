@@ -1,7 +1,8 @@
 // `loom worker --flows <module>` with a module that exports an agent, as the built binary on a
 // SQLite file and on a Postgres schema: a run started elsewhere waits for a person's approval;
 // the worker, which registered the agent's flow, is the only process driving; `loom approve`
-// from another process lets the run go on, and the worker calls the tool (once) and ends the run.
+// (the CLI in this test's process, not the worker's) lets the run go on, and the worker calls
+// the tool (once) and ends the run.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Agent, createAgentRuntime, type RunResult } from '@loom/agent-loop';
@@ -9,7 +10,7 @@ import { killTestProcesses } from '@loom/event-runtime/testing';
 import { createRuntime } from '@loom/workflow-runtime';
 import { afterAll, describe, expect, it } from 'vitest';
 import { dbTargets } from './db-targets.js';
-import { eventually, loom } from './fixture.js';
+import { eventually, loomInProcess } from './fixture.js';
 import { spawnLoomWorker } from './worker/loom-worker.js';
 
 const { dir, targets, cleanup } = dbTargets('worker-agents');
@@ -65,7 +66,9 @@ describe.each(targets)('loom worker running an agent on $name', (target) => {
       'agents refunder',
     );
 
-    const approved = await loom(['approve', approvalId, '--by', 'ana'], { LOOM_DB: target.db });
+    const approved = await loomInProcess(['approve', approvalId, '--by', 'ana'], {
+      LOOM_DB: target.db,
+    });
     expect(approved.code, approved.stderr).toBe(0);
 
     // Read from a runtime that drives nothing: only the worker can end the run.

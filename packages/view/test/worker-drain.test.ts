@@ -2,7 +2,8 @@
 // a module exports (queue items, a recovered execution whose timer it fires), and SIGTERM drains
 // it: with a short deadline what it held is handed back (leases released, queue claims returned)
 // and a second worker finishes it at once, with nothing lost and nothing ended twice; with a long
-// deadline what it held finishes before it exits. Bad flags and modules are typed errors.
+// deadline what it held finishes before it exits. Bad flags and modules are typed errors (the CLI
+// in process: refused before a worker starts).
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Backend } from '@loom/event-runtime';
@@ -12,7 +13,7 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DbTarget, dbTargets, pgUrl } from './db-targets.js';
-import { loom } from './fixture.js';
+import { loomInProcess } from './fixture.js';
 import { parseDrained, spawnLoomWorker, workerFlows } from './worker/loom-worker.js';
 
 const { dir, targets, cleanup } = dbTargets('worker-drain');
@@ -298,8 +299,8 @@ describe('loom worker --tags', () => {
 describe('loom worker: bad flags and modules', () => {
   const sqlite = targets.find((target) => target.name === 'sqlite') as DbTarget;
 
-  // One test per refusal: each spawns one CLI process, so none waits on all of them.
-  const run = (args: string[]) => loom(['worker', '--json', ...args]);
+  // The CLI in process: a refusal is what `loom worker` prints and returns before it starts.
+  const run = (args: string[]) => loomInProcess(['worker', '--json', ...args]);
   const code = (stderr: string) =>
     (JSON.parse(stderr.slice(stderr.indexOf('{'))) as { error: { code: string } }).error.code;
   beforeAll(async () => {

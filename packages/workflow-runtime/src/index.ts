@@ -50,11 +50,13 @@ export {
   type FlowOptions,
   type FlowSingleton,
   type FlowThrottle,
+  type FlowTrigger,
   type SignalSchemas,
   type WorkflowDefinition,
 } from './flow/define-flow.js';
 export { defineSignal, type SignalDefinition } from './flow/define-signal.js';
 export { type Duration, parseDuration } from './flow/duration.js';
+export type { EventDelivery } from './flow/event-dispatch.js';
 export {
   type FindFlowExecutionsOptions,
   type FlowExecutionPage,
@@ -73,6 +75,14 @@ export {
 } from './flow/flow-runtime.js';
 export type { Json, NotJson } from './flow/json.js';
 export type { RuntimePruneOptions } from './flow/prune-runs.js';
+export {
+  eventNameLengthMax,
+  eventRunId,
+  eventsQueue,
+  type PublishEventInput,
+  type PublishedEvent,
+  type PublishResult,
+} from './flow/published-event.js';
 export {
   type EnqueueOptions,
   type QueueWorker,

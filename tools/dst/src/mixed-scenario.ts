@@ -1,7 +1,8 @@
-import { defineFlow } from '@loom/workflow-runtime';
+import type { StoredEvent } from '@loom/event-runtime';
+import { defineFlow, eventRunId, eventsQueue, type PublishedEvent } from '@loom/workflow-runtime';
 import type { SimFlow } from './runtime-adapter.js';
 import { type Scenario, signalAt, startAt } from './scenario.js';
-import type { SimWorld } from './sim-world.js';
+import type { SimWorld, Violation } from './sim-world.js';
 
 /** Virtual ms an effect may take (drawn per execution and step from its id, so replay agrees). */
 const effectMsMax = 400;
@@ -70,13 +71,42 @@ export const keyedFlow = defineFlow(
     }),
 );
 
-const flows = [plainFlow, sleepFlow, signalFlow, tickFlow, keyedFlow] as unknown as SimFlow[];
+/**
+ * Started by events `dst.ping` (ADR 0060), one run per `data.key`: the simulator checks that each
+ * key published has exactly one run and that nothing else was started.
+ */
+export const eventFlow = defineFlow(
+  {
+    name: 'dst.on-event',
+    trigger: {
+      event: 'dst.ping',
+      idempotency: (event: PublishedEvent<{ key: string }>) => event.data.key,
+    },
+  },
+  async (ctx, event) => ctx.step('pong', () => event.data.key),
+);
+
+const flows = [
+  plainFlow,
+  sleepFlow,
+  signalFlow,
+  tickFlow,
+  keyedFlow,
+  eventFlow,
+] as unknown as SimFlow[];
+
+/** What one seed published: event ids, and the keys they carry (ids repeat, keys repeat). */
+interface PublishedPlan {
+  ids: Set<string>;
+  keys: Set<string>;
+}
+const publishedBy = new WeakMap<SimWorld, PublishedPlan>();
 
 const queueName = 'dst-q';
 const queueConcurrencyMax = 2;
 
 /** How much of each kind one seed runs. */
-const counts = { plain: 6, sleep: 3, signal: 3, queued: 6, keyed: 4 } as const;
+const counts = { plain: 6, sleep: 3, signal: 3, queued: 6, keyed: 4, events: 5 } as const;
 
 /**
  * The built-in scenario: on 3 nodes, plain flows, durable sleeps, signals (some sent twice with
@@ -150,15 +180,76 @@ export const mixedScenario: Scenario = {
         );
       }, keyedAtMs + keyedRandom.int(500));
     }
+    // Events, some published twice with one id and some with a key another event carries, from
+    // their own fork so the rest of the workload is what it was for a given seed.
+    const eventRandom = world.random.fork('event-workload');
+    const plan: PublishedPlan = { ids: new Set(), keys: new Set() };
+    publishedBy.set(world, plan);
+    for (let index = 0; index < counts.events; index++) {
+      const id = `ping-${index}`;
+      const key = `key-${eventRandom.int(3)}`;
+      plan.ids.add(id);
+      plan.keys.add(key);
+      const publish = (atMs: number) =>
+        world.clock.setTimer(() => {
+          void world.client.retryAny(`publish ${id}`, (node) =>
+            node.runtime.publish('dst.ping', { key }, id),
+          );
+        }, atMs);
+      const atMs = eventRandom.int(spreadMs);
+      publish(atMs);
+      if (eventRandom.chance(0.5)) publish(atMs + eventRandom.int(5_000));
+    }
   },
-  mustSettle: () => [
+  mustSettle: (world) => [
+    ...[...(publishedBy.get(world)?.ids ?? [])].map((id) => `queue:${eventsQueue}:${id}`),
+    ...[...(publishedBy.get(world)?.keys ?? [])].map((key) => eventRunId('dst.on-event', key)),
     ...ids('plain', counts.plain),
     ...ids('sleep', counts.sleep),
     ...ids('signal', counts.signal),
     ...Array.from({ length: counts.queued }, (_, index) => `queue:${queueName}:item-${index}`),
     ...Array.from({ length: counts.keyed }, (_, index) => `queue:${queueName}:keyed-${index}`),
   ],
+  check: async (world, log) => eventStartsOnce(publishedBy.get(world), log),
 };
+
+/**
+ * `event-once`: every key published has exactly one run of the triggered flow, started once,
+ * and no run exists for anything else (a run per event id, or per delivery, would show here).
+ */
+function eventStartsOnce(
+  plan: PublishedPlan | undefined,
+  log: readonly StoredEvent[],
+): Violation[] {
+  if (plan === undefined) return [];
+  const violations: Violation[] = [];
+  const prefix = eventRunId('dst.on-event', '');
+  const startedBy = new Map<string, number>();
+  for (const event of log) {
+    if (event.type !== 'execution.started' || !event.executionId.startsWith(prefix)) continue;
+    startedBy.set(event.executionId, (startedBy.get(event.executionId) ?? 0) + 1);
+  }
+  for (const key of plan.keys) {
+    const executionId = eventRunId('dst.on-event', key);
+    const starts = startedBy.get(executionId) ?? 0;
+    if (starts !== 1) {
+      violations.push({
+        invariant: 'event-once',
+        detail: `the run of key ${key} was started ${starts} times, want 1`,
+        executionId,
+      });
+    }
+    startedBy.delete(executionId);
+  }
+  for (const executionId of startedBy.keys()) {
+    violations.push({
+      invariant: 'event-once',
+      detail: 'a run no published key asked for was started',
+      executionId,
+    });
+  }
+  return violations;
+}
 
 function ids(prefix: string, count: number): string[] {
   return Array.from({ length: count }, (_, index) => `${prefix}-${index}`);

@@ -28,6 +28,8 @@ export interface SimRuntime {
     idempotencyKey: string,
   ): Promise<void>;
   enqueue(queue: string, flow: SimFlow, input: unknown, itemId: string): Promise<void>;
+  /** Publishes an event (ADR 0060): durable when it resolves, a repeated id is a no-op. */
+  publish(name: string, data: unknown, id: string): Promise<void>;
   work(queue: string, options: { concurrencyMax: number }): { stop(): Promise<void> };
   schedule(flow: SimFlow, expression: string, name: string): Promise<void>;
   recover(): Promise<void>;
@@ -59,6 +61,8 @@ export function createSimRuntime(options: SimRuntimeOptions): SimRuntime {
     flows: options.flows,
     onError: options.onError,
     handOffStarts: options.handOffStarts,
+    // The events worker of a node with triggered flows: polls like the queue workers.
+    eventDelivery: { pollMs: 500, claimTtlMs: 3_000 },
   });
   return {
     nodeId: options.nodeId,
@@ -71,6 +75,9 @@ export function createSimRuntime(options: SimRuntimeOptions): SimRuntime {
     },
     enqueue: async (queue, flow, input, itemId) => {
       await runtime.enqueue(queue, flow, input as never, { itemId });
+    },
+    publish: async (name, data, id) => {
+      await runtime.publish({ name, data: data as never, id });
     },
     work: (queue, { concurrencyMax }) =>
       runtime.work(queue, { concurrencyMax, pollMs: 500, claimTtlMs: 3_000 }),

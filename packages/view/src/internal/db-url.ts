@@ -3,13 +3,54 @@ import { LoomError, ViewErrorCode } from '../errors.js';
 /** Where a view or operator connects, parsed from `sqlite:<path>` or `postgres://…`. */
 export type DbTarget =
   | { kind: 'sqlite'; path: string }
-  | { kind: 'postgres'; connectionString: string; schema: string | undefined };
+  | {
+      kind: 'postgres';
+      connectionString: string;
+      schema: string | undefined;
+      /** `?notifications=poll`: no LISTEN/NOTIFY, wake-ups by polling (ADR 0057). */
+      notifications?: 'listen' | 'poll' | undefined;
+      /** `?pollIntervalMs=<n>`: the poll mode's interval (the store checks its range). */
+      pollIntervalMs?: number | undefined;
+    };
 
 const schemaParam = 'schema';
+const notificationsParam = 'notifications';
+const pollIntervalParam = 'pollIntervalMs';
+
+/** Takes Loom's own parameters out of a PostgreSQL URL's query (the driver would refuse them). */
+function loomParams(
+  db: string,
+  params: URLSearchParams,
+): Omit<Extract<DbTarget, { kind: 'postgres' }>, 'kind' | 'connectionString'> {
+  const schema = params.get(schemaParam) ?? undefined;
+  const notifications = params.get(notificationsParam) ?? undefined;
+  const interval = params.get(pollIntervalParam) ?? undefined;
+  for (const name of [schemaParam, notificationsParam, pollIntervalParam]) params.delete(name);
+  if (notifications !== undefined && notifications !== 'listen' && notifications !== 'poll') {
+    throw new LoomError(
+      ViewErrorCode.INVALID_DB_URL,
+      `'${db}': ${notificationsParam} must be listen or poll, got '${notifications}'`,
+      { db },
+    );
+  }
+  if (interval !== undefined && !/^\d+$/.test(interval)) {
+    throw new LoomError(
+      ViewErrorCode.INVALID_DB_URL,
+      `'${db}': ${pollIntervalParam} must be a whole number of milliseconds, got '${interval}'`,
+      { db },
+    );
+  }
+  return {
+    schema,
+    notifications,
+    pollIntervalMs: interval === undefined ? undefined : Number(interval),
+  };
+}
 
 /**
  * Parses a database URL. `sqlite:<path>` (also `sqlite://<path>`), or `postgres://…` /
- * `postgresql://…` with an optional `?schema=<name>` (default: the store's, `loom`); a host list
+ * `postgresql://…` with an optional `?schema=<name>` (default: the store's, `loom`) and
+ * `notifications=poll` / `pollIntervalMs=<n>` (no LISTEN/NOTIFY, ADR 0057); a host list
  * (`postgres://u@h1:5432,h2:5432/db?target_session_attrs=read-write`) goes to the store as it is.
  * Throws `INVALID_DB_URL`.
  */
@@ -39,13 +80,12 @@ export function parseDbUrl(db: string | undefined): DbTarget {
     if (authority.includes(',')) {
       const [base, query = ''] = db.split('?', 2) as [string, string?];
       const params = new URLSearchParams(query);
-      const schema = params.get(schemaParam) ?? undefined;
-      params.delete(schemaParam);
+      const loom = loomParams(db, params);
       const rest = params.toString();
       return {
         kind: 'postgres',
         connectionString: rest === '' ? base : `${base}?${rest}`,
-        schema,
+        ...loom,
       };
     }
     let url: URL;
@@ -59,9 +99,8 @@ export function parseDbUrl(db: string | undefined): DbTarget {
         error,
       );
     }
-    const schema = url.searchParams.get(schemaParam) ?? undefined;
-    url.searchParams.delete(schemaParam);
-    return { kind: 'postgres', connectionString: url.toString(), schema };
+    const loom = loomParams(db, url.searchParams);
+    return { kind: 'postgres', connectionString: url.toString(), ...loom };
   }
   throw new LoomError(
     ViewErrorCode.INVALID_DB_URL,

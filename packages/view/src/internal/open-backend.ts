@@ -45,6 +45,8 @@ export async function openBackend(target: DbTarget, readOnly: boolean): Promise<
     connectTimeoutMs: pgConnectTimeoutMs,
     readOnly,
     ...(target.schema === undefined ? {} : { schema: target.schema }),
+    ...(target.notifications === undefined ? {} : { notifications: target.notifications }),
+    ...(target.pollIntervalMs === undefined ? {} : { pollIntervalMs: target.pollIntervalMs }),
   });
   const pool = backend.events.connectionPool;
   const close = () => backend.close();

@@ -3,8 +3,9 @@ import { LoomError, WorkflowErrorCode } from '../errors.js';
 import { checkTags } from '../placement/placement.js';
 import { checkIdempotency } from './flow-idempotency.js';
 import { checkSingleton } from './flow-singleton.js';
-import { checkThrottle } from './flow-throttle.js';
+import { checkThrottle, flowControlNameOf } from './flow-throttle.js';
 import type { Json } from './json.js';
+import { checkTrigger } from './published-event.js';
 import { validate } from './standard-schema.js';
 import { type WorkflowContext, workflowContext } from './workflow-context.js';
 import type { FlowOptions, SignalSchemas, WorkflowDefinition } from './workflow-definition.js';
@@ -15,6 +16,7 @@ export type { FlowThrottle } from './flow-throttle.js';
 export type {
   FlowConcurrency,
   FlowOptions,
+  FlowTrigger,
   SignalSchemas,
   WorkflowDefinition,
 } from './workflow-definition.js';
@@ -29,8 +31,9 @@ const namePattern = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
  * in either is a compile error (and `PAYLOAD_NOT_JSON` at run time).
  *
  * Error codes: `INVALID_ARGUMENT` for a bad name, version, schema, `concurrency`, `throttle`,
- * `singleton` or `idempotency` (a key that is not a function, a limit or period that is not a positive integer, a
- * mode other than `'skip'`).
+ * `singleton` or `idempotency` (a key that is not a function, a limit or period that is not a
+ * positive integer, a mode other than `'skip'`) or `trigger` (a bad event name, an `if` or
+ * `idempotency` that is not a function, a trigger beside any of those flow controls).
  *
  * @example
  * const order = defineFlow({ name: 'order', version: '1' }, async (ctx, input: { sku: string }) => {
@@ -67,6 +70,19 @@ export function defineFlow<I, O, S extends SignalSchemas = SignalSchemas>(
   if (options.throttle !== undefined) checkThrottle(options.name, options.throttle);
   if (options.singleton !== undefined) checkSingleton(options.name, options.singleton);
   if (options.idempotency !== undefined) checkIdempotency(options.name, options.idempotency);
+  if (options.trigger !== undefined) {
+    checkTrigger(options.name, options.trigger);
+    const control = flowControlNameOf(options);
+    if (control !== undefined) {
+      throw new LoomError(
+        WorkflowErrorCode.INVALID_ARGUMENT,
+        `flow '${options.name}' declares both a trigger and a per-key ${control}: an event ` +
+          'starts its run directly, outside any queue, so it would not hold; trigger a ' +
+          'flow that enqueues the controlled one instead',
+        { flow: options.name, path: 'trigger' },
+      );
+    }
+  }
   if (typeof run !== 'function') {
     throw new LoomError(
       WorkflowErrorCode.INVALID_ARGUMENT,

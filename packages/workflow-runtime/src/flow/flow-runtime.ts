@@ -38,6 +38,7 @@ import {
 } from './cron-schedule.js';
 import type { SignalSchemas, WorkflowDefinition } from './define-flow.js';
 import { isSignalDefinition, type SignalDefinition } from './define-signal.js';
+import { eventDispatchFlow } from './event-dispatch.js';
 import {
   type FindFlowExecutionsOptions,
   type FlowExecutionPage,
@@ -47,6 +48,13 @@ import { idempotencyOf } from './flow-idempotency.js';
 import { singletonOf } from './flow-singleton.js';
 import { flowControlNameOf, throttleOf } from './flow-throttle.js';
 import { pruneRuns, type RuntimePruneOptions } from './prune-runs.js';
+import {
+  eventDispatchFlowName,
+  eventsQueue,
+  type PublishEventInput,
+  type PublishResult,
+  publishedEvent,
+} from './published-event.js';
 import {
   type EnqueueOptions,
   type QueueWorker,
@@ -74,6 +82,14 @@ export interface RuntimeSettingsOptions
    * passes them here). Default none: only flows without a placement. See ADR 0038.
    */
   tags?: readonly string[];
+  /**
+   * How this runtime delivers published events when it registers a flow with a `trigger`: a
+   * worker of the `loom.events` queue that claims the events of the names its flows are
+   * triggered by (`pollMs`, default 1,000 ms: how soon an event published by another process is
+   * seen; `claimTtlMs`, `workerConcurrencyMax` as for `work`). `false`: this runtime delivers
+   * none (another process does). Default: on.
+   */
+  eventDelivery?: false | Pick<WorkOptions, 'pollMs' | 'claimTtlMs' | 'workerConcurrencyMax'>;
 }
 
 /**
@@ -172,6 +188,12 @@ export class Runtime {
   private readonly workers = new Set<QueueWorkerLoop>();
   /** The snapshot store, checkpointing or not: `prune` reads parents through it and forgets. */
   private readonly snapshotStore: SnapshotStore | undefined;
+  private readonly eventDelivery: RuntimeSettingsOptions['eventDelivery'];
+  /** Event names this runtime delivers (a flow registered here is triggered by each). */
+  private readonly eventNames = new Set<string>();
+  /** The worker of the `loom.events` queue, once a triggered flow is registered. */
+  private eventWorker: QueueWorkerLoop | undefined;
+  private shuttingDown = false;
 
   /** Throws `INVALID_ARGUMENT` for bad options (see `createRuntime`). */
   constructor(options: RuntimeOptions) {
@@ -185,7 +207,8 @@ export class Runtime {
         snapshots?: SnapshotStore;
         queues?: QueueStore;
       };
-    const { stepRetry, tags, ...kernelSettings } = settings;
+    const { stepRetry, tags, eventDelivery, ...kernelSettings } = settings;
+    this.eventDelivery = eventDelivery ?? {};
     this.tags = checkTags(tags ?? [], 'tags');
     const log = backend?.events ?? store;
     if (log === undefined) {
@@ -279,6 +302,71 @@ export class Runtime {
     this.registry.set(key(flow.name, flow.version ?? null), flow as unknown as AnyFlow);
     if (this.placeable(flow)) this.kernel.register(flow);
     else this.kernel.declineFlow(flow.name, flow.version ?? null);
+    const trigger = (flow as Partial<WorkflowDefinition<never, unknown>>).options?.trigger;
+    if (trigger !== undefined && this.placeable(flow)) this.deliverEventsOf(trigger.event);
+  }
+
+  /**
+   * Deliver events named `eventName` from here: register their dispatch flow (so this runtime's
+   * events worker claims them) and start that worker if it is not running yet.
+   */
+  private deliverEventsOf(eventName: string): void {
+    if (this.eventNames.has(eventName)) return;
+    this.eventNames.add(eventName);
+    this.register(
+      eventDispatchFlow(eventName, {
+        kernel: this.kernel,
+        subscribers: (name) => this.subscribers(name),
+        onError: this.onError,
+      }) as never,
+    );
+    if (
+      this.eventWorker === undefined &&
+      this.eventDelivery !== false &&
+      this.queues !== undefined &&
+      !this.shuttingDown
+    ) {
+      this.eventWorker = this.work(eventsQueue, this.eventDelivery ?? {}) as QueueWorkerLoop;
+    }
+  }
+
+  /** The flows registered here, placeable here, that events named `eventName` start. */
+  private subscribers(eventName: string): AnyFlow[] {
+    const flows: AnyFlow[] = [];
+    for (const flow of this.registry.values()) {
+      if (flow.options?.trigger?.event === eventName && this.placeable(flow as never)) {
+        flows.push(flow);
+      }
+    }
+    return flows;
+  }
+
+  /**
+   * Publish an event: it is stored (in the `loom.events` queue) before this returns, and every
+   * flow whose `trigger` names it (and whose `if` accepts it) is started once, as
+   * `event:<flow>:<key>` (the trigger's `idempotency(event)`, else the event's id), by a runtime
+   * that registers those flows: this one at once if it does, else whichever takes it first, also
+   * one started after the publish (the event waits). An id published before (any name) is a
+   * no-op: `duplicate: true`, nothing written, nothing started.
+   *
+   * Error codes: `QUEUE_STORE_MISSING`, `INVALID_ARGUMENT` (a bad name or id), the queue
+   * store's (`PAYLOAD_NOT_JSON`, `LIMIT_EXCEEDED`, store errors).
+   *
+   * @example
+   * await runtime.publish({ name: 'shop/order.placed', data: { orderId: 'o-7' }, id: 'o-7-placed' });
+   */
+  async publish<D = JsonValue>(event: PublishEventInput<D>): Promise<PublishResult> {
+    const queues = this.requireQueues('publish');
+    const published = publishedEvent(event as PublishEventInput<unknown>, this.kernel.clock.now());
+    const { duplicate } = await queues.enqueue({
+      queue: eventsQueue,
+      itemId: published.id,
+      flow: eventDispatchFlowName(published.name),
+      version: null,
+      input: published as unknown as JsonValue,
+    });
+    if (!duplicate) this.eventWorker?.poke();
+    return { id: published.id, duplicate };
   }
 
   /** True when this node carries every tag of the flow's placement. */
@@ -575,6 +663,7 @@ export class Runtime {
    * `closeBackend: false`). Calling it again does nothing more.
    */
   async shutdown(): Promise<void> {
+    this.shuttingDown = true;
     // The kernel stops taking work at once (synchronously), then the workers stop claiming.
     const stopped = this.kernel.shutdown();
     const workers = [...this.workers];

@@ -74,6 +74,24 @@ describe('per-key throttle through the runtime', () => {
     }
   });
 
+  it('a trigger beside a throttle, singleton or dedupe window is INVALID_ARGUMENT at trigger', () => {
+    const key = (input: { t: string }) => input.t;
+    for (const control of [
+      { throttle: { key, limit: 1, periodMs: 1_000 } },
+      { singleton: { key, mode: 'skip' as const } },
+      { idempotency: { key, windowMs: 1_000 } },
+    ]) {
+      let caught: unknown;
+      try {
+        defineFlow({ name: 'f', trigger: { event: 'ok' }, ...control } as never, async () => null);
+      } catch (error) {
+        caught = error;
+      }
+      expect(isLoomError(caught, WorkflowErrorCode.INVALID_ARGUMENT)).toBe(true);
+      expect((caught as { fields: { path: string } }).fields.path).toBe('trigger');
+    }
+  });
+
   it('a key that throws or is not a non-empty string is INVALID_FLOW_KEY; nothing is enqueued', async () => {
     const backend = openMemory();
     const picky = defineFlow(

@@ -112,6 +112,8 @@ export class QueueWorkerLoop implements QueueWorker {
   /** `complete` calls in flight. */
   private readonly completing = new Set<Promise<void>>();
   private handingBack = false;
+  /** Set by `poke`: look again at once instead of waiting `pollMs` (something was just added). */
+  private poked = false;
   handedBack = 0;
 
   constructor(deps: QueueWorkerDeps, queue: string, options: WorkOptions) {
@@ -127,6 +129,16 @@ export class QueueWorkerLoop implements QueueWorker {
       { keepAlive: true },
     );
     this.loopDone = this.loop();
+  }
+
+  /**
+   * Claim again now rather than after `pollMs`: the runtime's `publish` calls it after adding an
+   * event, so this process delivers its own events without waiting for a poll. A poke during a
+   * claim makes the loop claim once more right after it.
+   */
+  poke(): void {
+    this.poked = true;
+    this.wake?.();
   }
 
   async pause(): Promise<void> {
@@ -166,12 +178,14 @@ export class QueueWorkerLoop implements QueueWorker {
 
   private async loop(): Promise<void> {
     while (!this.stopped) {
+      this.poked = false;
       try {
         await this.claimAndStart();
       } catch (error) {
         this.deps.onError(error);
       }
       if (this.stopped) break;
+      if (this.poked) continue;
       await new Promise<void>((resolve) => {
         const cancel = this.deps.kernel.clock.setTimer(
           resolve,

@@ -2,6 +2,7 @@ import type { Flow } from '@loom/event-runtime';
 import type { FlowIdempotency } from './flow-idempotency.js';
 import type { FlowSingleton } from './flow-singleton.js';
 import type { FlowThrottle } from './flow-throttle.js';
+import type { PublishedEvent } from './published-event.js';
 import type { StandardSchemaV1 } from './standard-schema.js';
 
 /** The signals a flow declares: name → schema of the payload a sender passes. */
@@ -22,6 +23,24 @@ export interface FlowConcurrency<I> {
   key: (input: I) => string;
   /** The most runs of one key at once (live queue claims of every worker): a positive integer. */
   limit: number;
+}
+
+/**
+ * What starts a flow when an event is published (Inngest's `{ event, if }` trigger and
+ * `idempotency`): events named `event`, those `if` accepts, one run per `idempotency(event)`.
+ * The flow's input is the {@link PublishedEvent}.
+ */
+export interface FlowTrigger<I> {
+  /** The event name (`runtime.publish({ name })`) that starts a run. */
+  event: string;
+  /** Start a run only for events it returns true for. Default: every event of the name. */
+  if?: (event: I) => boolean;
+  /**
+   * The key that makes a run unique (a non-empty string): the run's id is
+   * `event:<flow>:<key>`, so a second event with the same key starts nothing. Default: the
+   * event's id.
+   */
+  idempotency?: (event: I) => string;
 }
 
 /** What `defineFlow` takes besides the function. */
@@ -70,6 +89,12 @@ export interface FlowOptions<I, O, S extends SignalSchemas = SignalSchemas> {
    * runs: `runtime.start` of such a flow is refused with `FLOW_CONTROL_NEEDS_QUEUE`.
    */
   idempotency?: FlowIdempotency<I>;
+  /**
+   * Start a run of this flow for every event published with this name (`runtime.publish`), on
+   * whichever runtime that registers this flow takes the event first; the input is the event
+   * (see {@link FlowTrigger}, `docs/flows.md` and ADR 0060).
+   */
+  trigger?: FlowTrigger<I>;
 }
 
 /**

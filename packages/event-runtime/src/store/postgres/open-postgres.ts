@@ -6,6 +6,7 @@ import { PostgresLiveStore } from './postgres-live-store.js';
 import { PostgresQueueStore } from './postgres-queue-store.js';
 import { PostgresSnapshotStore } from './postgres-snapshot-store.js';
 import type { PostgresEventStoreOptions } from './postgres-store-options.js';
+import { liveStoreNotifications } from './store-notifications.js';
 
 /**
  * Options of {@link openPostgres}: where to connect (`connectionString`, a host list as a
@@ -83,7 +84,7 @@ export async function openPostgres(options: OpenPostgresOptions = {}): Promise<P
     opened.push(snapshots);
     queues = await PostgresQueueStore.open(withClock);
     opened.push(queues);
-    live = await PostgresLiveStore.open(withClock);
+    live = await PostgresLiveStore.open({ ...withClock, ...liveStoreNotifications(rest) });
   } catch (error) {
     for (const store of opened.reverse()) await store.close().catch(() => undefined);
     await endPool();

@@ -8,6 +8,7 @@ import {
   splitHostList,
 } from './pg-hosts.js';
 import { failoverClientClass, PrimaryFinder } from './primary-finder.js';
+import { readCommittedStartupOption } from './read-committed.js';
 
 /** How a caller points Loom at Postgres: a connection string, or a pool it owns. */
 export interface PgConnectionOptions {
@@ -104,6 +105,7 @@ export function resolvePool(options: PgConnectionOptions, max?: number): Resolve
         ? { host: list.hosts[0]?.host, port: list.hosts[0]?.port }
         : { connectionString: list.connectionString }),
     connectionTimeoutMillis: connectTimeoutMs,
+    options: readCommittedStartupOption,
     ...(max === undefined ? {} : { max }),
   };
   const finder = list === undefined ? undefined : new PrimaryFinder(list.hosts, config);

@@ -1,0 +1,107 @@
+import type { KernelRuntime } from '@loom/event-runtime/kernel';
+import { LoomError, WorkflowErrorCode } from '../errors.js';
+import { defineFlow } from './define-flow.js';
+import { eventDispatchFlowName, eventRunId, type PublishedEvent } from './published-event.js';
+import { validate } from './standard-schema.js';
+import type { WorkflowContext } from './workflow-context.js';
+import type { FlowTrigger, WorkflowDefinition } from './workflow-definition.js';
+
+/** What delivering one event did for one flow triggered by its name. */
+export type EventDelivery =
+  | { flow: string; executionId: string; existing: boolean }
+  | { flow: string; skipped: 'filter' }
+  | { flow: string; refused: string };
+
+/** What the dispatch flow needs of its runtime: the flows triggered by a name, and a start. */
+export interface EventDispatchDeps {
+  kernel: Pick<KernelRuntime, 'start'>;
+  /** The flows of this runtime (registered and placeable here) whose trigger is `eventName`. */
+  subscribers: (eventName: string) => ReadonlyArray<WorkflowDefinition<unknown, unknown>>;
+  onError: (error: unknown) => void;
+}
+
+/**
+ * How delivering an event is retried when a start fails (a store outage): durably, on the
+ * runtime's clock, 1 s then doubling up to 30 s, 10 attempts (about 4 minutes). The starts already
+ * made are idempotent, so an attempt only starts what is missing. After the last the delivery
+ * execution fails (its queue item is counted `failed`); `runtime.retry(id)` delivers it again.
+ */
+const deliverRetry = { attempts: 10, backoff: { initialMs: 1_000, factor: 2, maxMs: 30_000 } };
+
+/**
+ * The built-in flow that delivers events of one name: the queue worker of `loom.events` runs
+ * each event as its execution (`queue:loom.events:<id>`), and its one step starts every flow of
+ * this runtime triggered by the name whose `if` accepts the event, under `eventRunId`. The step
+ * is at-least-once and each start idempotent by its id, so a crash anywhere in it starts each run
+ * once; its result (recorded in the log) says what was started, skipped or refused.
+ */
+export function eventDispatchFlow(
+  eventName: string,
+  deps: EventDispatchDeps,
+): WorkflowDefinition<PublishedEvent, EventDelivery[]> {
+  // The result is JSON by construction; checking PublishedEvent's JsonValue data against Json<>
+  // is too deep for the compiler, so the function is typed by hand.
+  const run = async (ctx: WorkflowContext, event: PublishedEvent): Promise<EventDelivery[]> =>
+    ctx.step(
+      'deliver',
+      async () => {
+        const deliveries: EventDelivery[] = [];
+        for (const flow of deps.subscribers(event.name)) {
+          deliveries.push(await deliverTo(flow, event, deps));
+        }
+        return deliveries as never;
+      },
+      { retry: deliverRetry },
+    );
+  return defineFlow<PublishedEvent, EventDelivery[]>(
+    { name: eventDispatchFlowName(eventName) },
+    run as never,
+  );
+}
+
+async function deliverTo(
+  flow: WorkflowDefinition<unknown, unknown>,
+  event: PublishedEvent,
+  deps: EventDispatchDeps,
+): Promise<EventDelivery> {
+  const trigger = flow.options.trigger as FlowTrigger<PublishedEvent> | undefined;
+  // A user's function that throws refuses this flow's run, never the other flows' of the event.
+  const refuse = (why: string, error?: unknown): EventDelivery => {
+    const refused = `flow '${flow.name}' not started for event ${event.id}: ${why}`;
+    deps.onError(
+      new LoomError(
+        WorkflowErrorCode.INVALID_ARGUMENT,
+        refused,
+        { flow: flow.name, eventId: event.id },
+        error,
+      ),
+    );
+    return { flow: flow.name, refused };
+  };
+  try {
+    if (trigger?.if !== undefined && !trigger.if(event))
+      return { flow: flow.name, skipped: 'filter' };
+  } catch (error) {
+    return refuse(`its trigger.if threw: ${String(error)}`, error);
+  }
+  let key: unknown;
+  try {
+    key = trigger?.idempotency === undefined ? event.id : trigger.idempotency(event);
+  } catch (error) {
+    return refuse(`its trigger.idempotency threw: ${String(error)}`, error);
+  }
+  if (typeof key !== 'string' || key.length === 0) {
+    return refuse(
+      `its trigger.idempotency must return a non-empty string, got ${typeof key === 'string' ? "''" : typeof key}`,
+    );
+  }
+  let input: unknown = event;
+  if (flow.options.input !== undefined) {
+    const checked = await validate(flow.options.input, event);
+    if (!checked.ok) return refuse(`its input schema refused the event: ${checked.message}`);
+    input = checked.value;
+  }
+  const executionId = eventRunId(flow.name, key);
+  const handle = await deps.kernel.start(flow, input, { executionId });
+  return { flow: flow.name, executionId, existing: handle.existing === true };
+}
