@@ -29,6 +29,12 @@ export const Limits = {
   queueItemIdLengthMax: 128,
   /** Characters of a queue item's dedupe key or partition key. Both are index keys. */
   queueKeyLengthMax: 200,
+  /**
+   * Window of a queue item's per-key throttle or dedupe window (`idempotency`), in ms (30 days).
+   * Every claim of a throttled key counts the key's claims within the window, so an unbounded
+   * window would count forever.
+   */
+  queueThrottleWindowMsMax: 2_592_000_000,
   /** Absolute value of a queue item's priority. Keeps priorities a plain 32-bit integer column. */
   queuePriorityMax: 1_000_000,
   /** Items one `claim` may return, and item ids in one `renew` / `complete`. Bounds one transaction. */

@@ -34,6 +34,40 @@ export interface EnqueueInput {
    * Needs `partitionKey`. The workflow layer's per-key `concurrency` writes it.
    */
   partitionConcurrencyMax?: number;
+  /**
+   * A throttle per key, stored with the item: it is claimed only while fewer than `count` items of
+   * the queue with the same `throttle.key` were claimed within the last `windowMs` (every worker's
+   * claims, finished items included). Items over it wait (they are delayed, never dropped). The
+   * workflow layer's per-key `throttle` writes it (ADR 0059).
+   */
+  throttle?: QueueThrottle;
+  /**
+   * A dedupe window for starts: while an item of the queue enqueued with the same
+   * `idempotency.key` is within its window (`windowMs` from its enqueue, finished or not), this
+   * enqueue writes nothing and answers that item (`duplicate: true`). The workflow layer's
+   * `idempotency` writes it (ADR 0059).
+   */
+  idempotency?: QueueIdempotency;
+}
+
+/**
+ * A dedupe window: `key` (1 to `Limits.queueKeyLengthMax` characters) and `windowMs` (a positive
+ * integer, at most `Limits.queueThrottleWindowMsMax`) from the item's enqueue.
+ */
+export interface QueueIdempotency {
+  key: string;
+  windowMs: number;
+}
+
+/**
+ * A per-key throttle: at most `count` claims per sliding window of `windowMs` among the queue's
+ * items with the same `key` (1 to `Limits.queueKeyLengthMax` characters; `count` and `windowMs`
+ * positive integers, `windowMs` at most `Limits.queueThrottleWindowMsMax`).
+ */
+export interface QueueThrottle {
+  key: string;
+  count: number;
+  windowMs: number;
 }
 
 /** What `enqueue` did: `duplicate` means nothing was written and `itemId` names the existing item. */
@@ -54,12 +88,16 @@ export interface QueueItem {
   partitionKey: string | null;
   /** The item's own limit on its partition's live claims (`EnqueueInput.partitionConcurrencyMax`). */
   partitionConcurrencyMax: number | null;
+  /** The item's own per-key throttle (`EnqueueInput.throttle`), null for none. */
+  throttle: QueueThrottle | null;
+  /** The item's dedupe window: its key and the epoch ms it ends (exclusive), null for none. */
+  idempotency: { key: string; untilMs: number } | null;
   status: QueueItemStatus;
   /** The worker holding the claim (`running`), else the last one that did, else null. */
   owner: string | null;
   /** Epoch ms after which a `running` item is claimable again unless renewed. */
   claimExpiresAtMs: number | null;
-  /** Epoch ms of the latest claim: what the rate limit counts. */
+  /** Epoch ms of the latest claim: what the rate limit and the throttle count. */
   startedAtMs: number | null;
   /** How many times the item was claimed (more than 1 after an expired claim). */
   attempts: number;
@@ -127,7 +165,8 @@ export interface ClaimOptions {
  * Durable work queues with global limits, beside the event log (same SQLite file, same Postgres
  * pool). Workers `claim` items atomically: highest priority first, then enqueue order, never
  * letting the queue's live claims reach `concurrencyMax`, a partition's reach
- * `partitionConcurrencyMax`, or the claims started within `rate.windowMs` reach `rate.count`,
+ * `partitionConcurrencyMax`, the claims started within `rate.windowMs` reach `rate.count`, or a
+ * throttle key's claims within its item's `throttle.windowMs` reach its `throttle.count`,
  * however many processes claim at once. A claim lives `claimTtlMs`; `renew` extends it,
  * `complete` finishes the item; an expired claim is claimable again (at-least-once delivery, so
  * run items idempotently: the workflow layer starts execution `queue:<queue>:<itemId>`).
@@ -138,7 +177,10 @@ export interface ClaimOptions {
  * `STORE_CLOSED`, `SCHEMA_NOT_MIGRATED`, `STORE_FAILURE`.
  */
 export interface QueueStore {
-  /** Add an item, or report the existing one (same `itemId`, or same unfinished `dedupeKey`). */
+  /**
+   * Add an item, or report the existing one (same `itemId`, same unfinished `dedupeKey`, or an
+   * item whose `idempotency` window for the same key is still open).
+   */
   enqueue(input: EnqueueInput): Promise<EnqueueResult>;
   /**
    * Claim up to `options.limit` pending (or expired-claim) items within the limits, in one

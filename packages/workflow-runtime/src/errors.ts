@@ -43,13 +43,13 @@ export const WorkflowErrorCode = {
    */
   PLACEMENT_UNSATISFIED: 'PLACEMENT_UNSATISFIED',
   /**
-   * `runtime.start` of a flow that declares `concurrency` (`fields.flow`): a per-key limit holds
-   * only for runs a queue admits. Nothing was written: `runtime.enqueue` it and `runtime.work`
+   * `runtime.start` of a flow that declares `concurrency`, `throttle`, `singleton`
+   * or `idempotency` (`fields.flow`): a per-key limit holds only for runs a queue admits. Nothing was written: `runtime.enqueue` it and `runtime.work`
    * the queue.
    */
   FLOW_CONTROL_NEEDS_QUEUE: 'FLOW_CONTROL_NEEDS_QUEUE',
   /**
-   * A flow's `concurrency.key` threw, or returned something other than a non-empty string, for
+   * A flow's `concurrency.key`, `throttle.key`, `singleton.key` or `idempotency.key` threw, or returned something other than a non-empty string, for
    * an input (`fields.flow`, `fields.actual`; the thrown error is the `cause`). Nothing was
    * enqueued.
    */

@@ -46,7 +46,10 @@ export {
 export {
   defineFlow,
   type FlowConcurrency,
+  type FlowIdempotency,
   type FlowOptions,
+  type FlowSingleton,
+  type FlowThrottle,
   type FlowTrigger,
   type SignalSchemas,
   type WorkflowDefinition,

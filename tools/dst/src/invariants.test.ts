@@ -138,6 +138,24 @@ describe('the invariant checker', () => {
     ).toEqual(['key-limit']);
   });
 
+  it('reports a throttle key claimed past its count within its window', async () => {
+    const recorder = new Recorder();
+    recorder.claims.push({
+      queue: 'q',
+      claimedNow: 1,
+      concurrencyMax: undefined,
+      keys: [],
+      throttles: [
+        { key: 'tenant-a', started: 2, limit: 2 },
+        { key: 'tenant-b', started: 3, limit: 2 },
+      ],
+      atMs: 0,
+    });
+    expect(
+      invariants(await check([[...started] as [string, JsonValue], completed], recorder)),
+    ).toEqual(['throttle-limit']);
+  });
+
   it('reports a running execution that neither ended nor waits', async () => {
     expect(
       invariants(await check([[...started] as [string, JsonValue], step('step.started', 0)])),

@@ -171,6 +171,14 @@ function queueLimits(recorder: Recorder, report: Report) {
         );
       }
     }
+    for (const throttle of claim.throttles ?? []) {
+      if (throttle.started > throttle.limit) {
+        report(
+          'throttle-limit',
+          `${throttle.started} items of throttle key ${throttle.key} in ${claim.queue} claimed within its window, its limit ${throttle.limit}, at ${claim.atMs}`,
+        );
+      }
+    }
   }
 }
 

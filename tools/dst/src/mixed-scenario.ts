@@ -61,6 +61,9 @@ export const keyedFlow = defineFlow(
   {
     name: 'dst.keyed',
     concurrency: { key: (input: { tenant: string }) => input.tenant, limit: 1 },
+    // One start per tenant per second of simulated time: the tenant's second item waits for the
+    // window (the throttle-limit invariant; a claim allowing limit + 1 is caught).
+    throttle: { key: (input: { tenant: string }) => input.tenant, limit: 1, periodMs: 1_000 },
   },
   async (ctx, input) =>
     ctx.step('keyed', async (effect) => {

@@ -43,6 +43,7 @@ export class SimQueueStore implements QueueStore {
         claimedNow: stats.claimed,
         concurrencyMax: options.concurrencyMax,
         keys: await this.keyedClaims(queue),
+        throttles: await this.throttledClaims(queue),
         atMs: this.nowMs(),
       });
       return items;
@@ -66,6 +67,37 @@ export class SimQueueStore implements QueueStore {
       byKey.set(item.partitionKey, seen);
     }
     return [...byKey].map(([key, { claimed, limit }]) => ({ key, claimed, limit }));
+  }
+
+  /**
+   * Items of each throttle key whose latest claim is within the key's window now (the shortest
+   * window and lowest count among its items), read straight from the shared store.
+   */
+  private async throttledClaims(
+    queue: string,
+  ): Promise<NonNullable<ClaimObservation['throttles']>> {
+    const items: QueueItem[] = [];
+    for (const itemId of this.link.recorder.enqueued.get(queue) ?? []) {
+      const item = await this.inner.get(queue, itemId);
+      if (item?.throttle != null) items.push(item);
+    }
+    const nowMs = this.nowMs();
+    const byKey = new Map<string, { windowMs: number; limit: number }>();
+    for (const { throttle } of items) {
+      if (throttle === null) continue;
+      const seen = byKey.get(throttle.key);
+      byKey.set(throttle.key, {
+        windowMs: Math.min(seen?.windowMs ?? Infinity, throttle.windowMs),
+        limit: Math.min(seen?.limit ?? Infinity, throttle.count),
+      });
+    }
+    return [...byKey].map(([key, { windowMs, limit }]) => ({
+      key,
+      limit,
+      started: items.filter(
+        (item) => item.throttle?.key === key && (item.startedAtMs ?? -Infinity) > nowMs - windowMs,
+      ).length,
+    }));
   }
 
   renew(

@@ -73,6 +73,11 @@ export interface PreparedEnqueue {
   dedupeKey: string | null;
   partitionKey: string | null;
   partitionConcurrencyMax: number | null;
+  throttleKey: string | null;
+  throttleCount: number | null;
+  throttleWindowMs: number | null;
+  idempotencyKey: string | null;
+  idempotencyWindowMs: number | null;
 }
 
 /**
@@ -134,6 +139,8 @@ export function prepareEnqueue(input: EnqueueInput): PreparedEnqueue {
       path: 'partitionConcurrencyMax',
     });
   }
+  const throttle = prepareThrottle(input.throttle);
+  const idempotency = prepareIdempotency(input.idempotency);
   const inputText = encodePayload(input.input === undefined ? null : (input.input as JsonValue));
   const bytes = Buffer.byteLength(inputText, 'utf8');
   if (bytes > Limits.payloadBytesMax) {
@@ -154,7 +161,63 @@ export function prepareEnqueue(input: EnqueueInput): PreparedEnqueue {
     dedupeKey,
     partitionKey,
     partitionConcurrencyMax,
+    ...throttle,
+    ...idempotency,
   };
+}
+
+/** Validates an item's dedupe window: `{ key, windowMs }` or absent. */
+function prepareIdempotency(
+  idempotency: unknown,
+): Pick<PreparedEnqueue, 'idempotencyKey' | 'idempotencyWindowMs'> {
+  if (idempotency === undefined) return { idempotencyKey: null, idempotencyWindowMs: null };
+  if (typeof idempotency !== 'object' || idempotency === null) {
+    argument('idempotency must be { key, windowMs }', { path: 'idempotency' });
+  }
+  const { key, windowMs } = idempotency as { key?: unknown; windowMs?: unknown };
+  const idempotencyKey = checkName(key, 'idempotency.key', 'queueKeyLengthMax');
+  const idempotencyWindowMs = positiveInteger(windowMs, 'idempotency.windowMs');
+  if (idempotencyWindowMs > Limits.queueThrottleWindowMsMax) {
+    throw new LoomError(
+      ErrorCode.LIMIT_EXCEEDED,
+      `idempotency.windowMs ${idempotencyWindowMs} is over queueThrottleWindowMsMax ` +
+        `(${Limits.queueThrottleWindowMsMax})`,
+      {
+        limit: 'queueThrottleWindowMsMax',
+        path: 'idempotency.windowMs',
+        actual: idempotencyWindowMs,
+      },
+    );
+  }
+  return { idempotencyKey, idempotencyWindowMs };
+}
+
+/** Validates an item's per-key throttle: `{ key, count, windowMs }` or absent. */
+function prepareThrottle(
+  throttle: unknown,
+): Pick<PreparedEnqueue, 'throttleKey' | 'throttleCount' | 'throttleWindowMs'> {
+  if (throttle === undefined)
+    return { throttleKey: null, throttleCount: null, throttleWindowMs: null };
+  if (typeof throttle !== 'object' || throttle === null) {
+    argument('throttle must be { key, count, windowMs }', { path: 'throttle' });
+  }
+  const { key, count, windowMs } = throttle as {
+    key?: unknown;
+    count?: unknown;
+    windowMs?: unknown;
+  };
+  const throttleKey = checkName(key, 'throttle.key', 'queueKeyLengthMax');
+  const throttleCount = positiveInteger(count, 'throttle.count');
+  const throttleWindowMs = positiveInteger(windowMs, 'throttle.windowMs');
+  if (throttleWindowMs > Limits.queueThrottleWindowMsMax) {
+    throw new LoomError(
+      ErrorCode.LIMIT_EXCEEDED,
+      `throttle.windowMs ${throttleWindowMs} is over queueThrottleWindowMsMax ` +
+        `(${Limits.queueThrottleWindowMsMax})`,
+      { limit: 'queueThrottleWindowMsMax', path: 'throttle.windowMs', actual: throttleWindowMs },
+    );
+  }
+  return { throttleKey, throttleCount, throttleWindowMs };
 }
 
 /** Claim options, validated, with the times they imply at `nowMs`. */
@@ -238,11 +301,16 @@ export interface ClaimCandidate {
   partitionKey: string | null;
   /** The item's own partition limit, null for none. */
   partitionConcurrencyMax: number | null;
+  /** The item's throttle key and count, null for none. */
+  throttleKey: string | null;
+  throttleCount: number | null;
+  /** Claims of its throttle key within its window, before this claim (0 without a throttle). */
+  throttleStarted: number;
 }
 
 /** The limit a candidate's partition is held to: the lower of the claim's and the item's. */
 export function partitionLimitOf(
-  candidate: ClaimCandidate,
+  candidate: Pick<ClaimCandidate, 'partitionConcurrencyMax'>,
   claimPartitionMax: number | null,
 ): number | null {
   const own = candidate.partitionConcurrencyMax;
@@ -253,7 +321,9 @@ export function partitionLimitOf(
 /**
  * The claim decision of the memory and SQLite stores (Postgres does the same in SQL): walk the
  * candidates best first and take each whose partition has room under its limit (the lower of the
- * claim's and the item's own), until the budget is spent. `budget` is already min(limit,
+ * claim's and the item's own) and whose throttle key was claimed fewer than its item's
+ * `throttle.count` times within its window (counting this claim's picks), until the budget is
+ * spent. `budget` is already min(limit,
  * concurrencyMax - running, rate.count - started in window).
  */
 export function pickClaims(
@@ -264,8 +334,18 @@ export function pickClaims(
 ): string[] {
   const picked: string[] = [];
   const taken = new Map(runningByPartition);
+  // Claims per throttle key: the window's count as the first candidate of the key saw it, plus
+  // this claim's picks of the key.
+  const throttled = new Map<string, number>();
   for (const candidate of candidates) {
     if (picked.length >= budget) break;
+    const throttleKey = candidate.throttleKey;
+    const started =
+      throttleKey === null ? 0 : (throttled.get(throttleKey) ?? candidate.throttleStarted);
+    if (throttleKey !== null && started >= (candidate.throttleCount ?? Infinity)) {
+      throttled.set(throttleKey, started);
+      continue;
+    }
     const partition = candidate.partitionKey;
     const limit = partitionLimitOf(candidate, partitionConcurrencyMax);
     if (partition !== null && limit !== null) {
@@ -273,6 +353,7 @@ export function pickClaims(
       if (running >= limit) continue;
       taken.set(partition, running + 1);
     }
+    if (throttleKey !== null) throttled.set(throttleKey, started + 1);
     picked.push(candidate.itemId);
   }
   return picked;

@@ -13,6 +13,13 @@ export interface QueueItemRow {
   partition_key: string | null;
   /** Null in rows written before the migration that added it (the limit did not exist). */
   partition_limit?: number | null;
+  /** The item's throttle (all three or none); absent in rows from before the migration. */
+  throttle_key?: string | null;
+  throttle_count?: number | null;
+  throttle_window_ms?: number | string | null;
+  /** The item's dedupe window (both or none); absent in rows from before the migration. */
+  idempotency_key?: string | null;
+  idempotency_until_ms?: number | string | null;
   status: string;
   owner: string | null;
   claim_expires_at_ms: number | string | null;
@@ -39,6 +46,18 @@ export function queueItemFromRow(row: QueueItemRow): QueueItem {
     dedupeKey: row.dedupe_key,
     partitionKey: row.partition_key,
     partitionConcurrencyMax: row.partition_limit ?? null,
+    throttle:
+      row.throttle_key == null
+        ? null
+        : {
+            key: row.throttle_key,
+            count: Number(row.throttle_count),
+            windowMs: Number(row.throttle_window_ms),
+          },
+    idempotency:
+      row.idempotency_key == null
+        ? null
+        : { key: row.idempotency_key, untilMs: Number(row.idempotency_until_ms) },
     status: row.status as QueueItemStatus,
     owner: row.owner,
     claimExpiresAtMs: orNull(row.claim_expires_at_ms),

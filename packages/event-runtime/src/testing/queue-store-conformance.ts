@@ -63,6 +63,48 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
     });
 
     describe('enqueue and claim', () => {
+      it('a dedupe window answers the first item while open, finished or not, across handles', async () => {
+        const peer = await harness.openPeer();
+        try {
+          const idempotency = { key: 'order-7', windowMs: 1_000 };
+          // Six enqueues of one key racing from two handles: one item, every caller answered it.
+          const answers = await Promise.all(
+            Array.from({ length: 6 }, (_, index) =>
+              put(`o-${index}`, { idempotency }, index % 2 === 0 ? store : peer),
+            ),
+          );
+          const written = answers.filter((answer) => !answer.duplicate);
+          expect(written).toHaveLength(1);
+          const first = written[0]?.itemId as string;
+          expect(answers.map((answer) => answer.itemId)).toEqual(answers.map(() => first));
+          expect(await store.get(queue, first)).toMatchObject({
+            idempotency: { key: 'order-7', untilMs: clock.now() + 1_000 },
+          });
+          expect(await store.get(queue, 'o-9')).toBeUndefined();
+          // Finishing it does not close the window (unlike dedupeKey).
+          await claimAll('n');
+          await store.complete(queue, [first]);
+          await clock.advance(999);
+          expect(await put('late', { idempotency }, peer)).toEqual({
+            itemId: first,
+            duplicate: true,
+          });
+          // Another key, or no key, is not deduped.
+          expect(
+            (await put('other', { idempotency: { key: 'order-8', windowMs: 1_000 } })).duplicate,
+          ).toBe(false);
+          await clock.advance(1); // the window is [enqueue, enqueue + windowMs)
+          expect(await put('next', { idempotency })).toEqual({ itemId: 'next', duplicate: false });
+          expect(await put('again', { idempotency }, peer)).toEqual({
+            itemId: 'next',
+            duplicate: true,
+          });
+          expect(await store.get(queue, 'again')).toBeUndefined();
+        } finally {
+          await peer.close();
+        }
+      });
+
       it('stores an item with its defaults and returns a copy', async () => {
         const input = { nested: [1, -0, 'ü🧵'], empty: {} };
         expect(await store.enqueue({ queue, itemId: 'a', flow: 'send', input })).toEqual({
@@ -80,6 +122,8 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
           dedupeKey: null,
           partitionKey: null,
           partitionConcurrencyMax: null,
+          throttle: null,
+          idempotency: null,
           status: 'pending',
           owner: null,
           claimExpiresAtMs: null,
@@ -367,6 +411,81 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
         expect(await claimAll('n')).toEqual([]);
       });
 
+      it("a key's throttle counts its claims within its own sliding window, across handles", async () => {
+        const peer = await harness.openPeer();
+        try {
+          const throttleA = { key: 'A', count: 2, windowMs: 1_000 };
+          for (let index = 0; index < 5; index++) {
+            await put(`a-${index}`, { throttle: throttleA, priority: 1 });
+            await put(`b-${index}`, { throttle: { key: 'B', count: 1, windowMs: 500 } }, peer);
+          }
+          await put('free-0');
+          expect(await store.get(queue, 'a-0')).toMatchObject({ throttle: throttleA });
+          // Four claims at once: A starts 2, B starts 1, the unthrottled item runs.
+          const claims = await Promise.all(
+            [store, peer, store, peer].map((on, index) => claimAll(`node-${index}`, {}, on)),
+          );
+          expect(ids(claims.flat()).sort()).toEqual(['a-0', 'a-1', 'b-0', 'free-0']);
+          // Finishing refunds nothing: starts count, not runs.
+          await store.complete(queue, ['a-0', 'a-1', 'b-0', 'free-0']);
+          expect(await claimAll('n', {}, peer)).toEqual([]);
+          await clock.advance(499);
+          expect(await claimAll('n')).toEqual([]);
+          await clock.advance(1); // B's start is 500 ms old: out of B's window, A's still holds
+          expect(ids(await claimAll('n'))).toEqual(['b-1']);
+          await clock.advance(500); // A's two starts are 1,000 ms old
+          expect(ids(await claimAll('n', {}, peer))).toEqual(['a-2', 'a-3', 'b-2']);
+          expect(await claimAll('n')).toEqual([]);
+        } finally {
+          await peer.close();
+        }
+      });
+
+      it('a throttled key past its count does not hold back the keys behind it', async () => {
+        for (let index = 0; index < Limits.queueClaimScanMax + 5; index++) {
+          await put(`hot-${index}`, {
+            throttle: { key: 'hot', count: 1, windowMs: 60_000 },
+            priority: 1,
+          });
+        }
+        await put('cold-0', { throttle: { key: 'cold', count: 1, windowMs: 60_000 } });
+        expect(ids(await claimAll('n', { limit: 1 }))).toEqual(['hot-0']);
+        await store.complete(queue, ['hot-0']);
+        expect(ids(await claimAll('n'))).toEqual(['cold-0']);
+        expect(await claimAll('n')).toEqual([]);
+      });
+
+      it("a dead worker's throttled claim counts as a start until it leaves the window", async () => {
+        const throttle = { key: 'K', count: 2, windowMs: 10_000 };
+        for (let index = 0; index < 4; index++) await put(`k-${index}`, { throttle });
+        expect(ids(await claimAll('dead', { limit: 1 }))).toEqual(['k-0']);
+        await clock.advance(ttlMs - 1);
+        expect(ids(await claimAll('alive'))).toEqual(['k-1']); // the dead claim still counts
+        await clock.advance(1); // k-0's claim expired, but its start is in K's window: it waits
+        expect(await claimAll('alive')).toEqual([]);
+        await clock.advance(10_000 - ttlMs); // k-0's start left the window, k-1's not yet
+        const again = await claimAll('alive');
+        expect(ids(again)).toEqual(['k-0']); // the expired item first, as its second start
+        expect(again[0]).toMatchObject({ attempts: 2, startedAtMs: clock.now() });
+        expect(await claimAll('alive')).toEqual([]);
+      });
+
+      it('a throttle and a partition limit hold together', async () => {
+        const throttle = { key: 'T', count: 3, windowMs: 1_000 };
+        for (let index = 0; index < 4; index++) {
+          await put(`t-${index}`, { throttle, partitionKey: 'P', partitionConcurrencyMax: 1 });
+        }
+        expect(ids(await claimAll('n'))).toEqual(['t-0']);
+        await store.complete(queue, ['t-0']);
+        expect(ids(await claimAll('n'))).toEqual(['t-1']);
+        await store.complete(queue, ['t-1']);
+        expect(ids(await claimAll('n'))).toEqual(['t-2']);
+        await store.complete(queue, ['t-2']);
+        expect(await claimAll('n')).toEqual([]); // P is free, T spent its 3 starts
+        await clock.advance(1_000);
+        expect(ids(await claimAll('n'))).toEqual(['t-3']);
+      });
+
       it('the rate limit counts claims started within the sliding window', async () => {
         for (let index = 0; index < 7; index++) await put(`item-${index}`);
         const rate = { count: 2, windowMs: 1_000 };
@@ -558,6 +677,52 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
           'a fractional partitionConcurrencyMax',
           (g) => ({ ...g, partitionKey: 'p', partitionConcurrencyMax: 1.5 }),
           ErrorCode.INVALID_ARGUMENT,
+        ],
+        [
+          'a throttle that is not an object',
+          (g) => ({ ...g, throttle: 5 }),
+          ErrorCode.INVALID_ARGUMENT,
+        ],
+        [
+          'a throttle without a key',
+          (g) => ({ ...g, throttle: { count: 1, windowMs: 1_000 } }),
+          ErrorCode.INVALID_ARGUMENT,
+        ],
+        [
+          'a throttle count of zero',
+          (g) => ({ ...g, throttle: { key: 'k', count: 0, windowMs: 1_000 } }),
+          ErrorCode.INVALID_ARGUMENT,
+        ],
+        [
+          'a fractional throttle window',
+          (g) => ({ ...g, throttle: { key: 'k', count: 1, windowMs: 0.5 } }),
+          ErrorCode.INVALID_ARGUMENT,
+        ],
+        [
+          'a throttle window over queueThrottleWindowMsMax',
+          (g) => ({
+            ...g,
+            throttle: { key: 'k', count: 1, windowMs: Limits.queueThrottleWindowMsMax + 1 },
+          }),
+          ErrorCode.LIMIT_EXCEEDED,
+        ],
+        [
+          'an idempotency without a window',
+          (g) => ({ ...g, idempotency: { key: 'k' } }),
+          ErrorCode.INVALID_ARGUMENT,
+        ],
+        [
+          'an idempotency with an empty key',
+          (g) => ({ ...g, idempotency: { key: '', windowMs: 1_000 } }),
+          ErrorCode.INVALID_ARGUMENT,
+        ],
+        [
+          'an idempotency window over queueThrottleWindowMsMax',
+          (g) => ({
+            ...g,
+            idempotency: { key: 'k', windowMs: Limits.queueThrottleWindowMsMax + 1 },
+          }),
+          ErrorCode.LIMIT_EXCEEDED,
         ],
         [
           'a partitionConcurrencyMax without a partitionKey',

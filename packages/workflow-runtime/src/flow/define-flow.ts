@@ -1,12 +1,18 @@
 import type { FlowContext } from '@loom/event-runtime';
 import { LoomError, WorkflowErrorCode } from '../errors.js';
 import { checkTags } from '../placement/placement.js';
+import { checkIdempotency } from './flow-idempotency.js';
+import { checkSingleton } from './flow-singleton.js';
+import { checkThrottle, flowControlNameOf } from './flow-throttle.js';
 import type { Json } from './json.js';
 import { checkTrigger } from './published-event.js';
 import { validate } from './standard-schema.js';
 import { type WorkflowContext, workflowContext } from './workflow-context.js';
 import type { FlowOptions, SignalSchemas, WorkflowDefinition } from './workflow-definition.js';
 
+export type { FlowIdempotency } from './flow-idempotency.js';
+export type { FlowSingleton } from './flow-singleton.js';
+export type { FlowThrottle } from './flow-throttle.js';
 export type {
   FlowConcurrency,
   FlowOptions,
@@ -24,9 +30,10 @@ const namePattern = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
  * The input and output must be JSON ({@link Json}): a `Date`, `Map`, `bigint` or class instance
  * in either is a compile error (and `PAYLOAD_NOT_JSON` at run time).
  *
- * Error codes: `INVALID_ARGUMENT` for a bad name, version, schema, `concurrency` (a key that
- * is not a function, a limit that is not a positive integer) or `trigger` (a bad event name, an
- * `if` or `idempotency` that is not a function, a trigger beside `concurrency`).
+ * Error codes: `INVALID_ARGUMENT` for a bad name, version, schema, `concurrency`, `throttle`,
+ * `singleton` or `idempotency` (a key that is not a function, a limit or period that is not a
+ * positive integer, a mode other than `'skip'`) or `trigger` (a bad event name, an `if` or
+ * `idempotency` that is not a function, a trigger beside any of those flow controls).
  *
  * @example
  * const order = defineFlow({ name: 'order', version: '1' }, async (ctx, input: { sku: string }) => {
@@ -60,14 +67,18 @@ export function defineFlow<I, O, S extends SignalSchemas = SignalSchemas>(
     checkTags(options.placement?.tags, `placement.tags of flow '${options.name}'`);
   }
   if (options.concurrency !== undefined) checkConcurrency(options.name, options.concurrency);
+  if (options.throttle !== undefined) checkThrottle(options.name, options.throttle);
+  if (options.singleton !== undefined) checkSingleton(options.name, options.singleton);
+  if (options.idempotency !== undefined) checkIdempotency(options.name, options.idempotency);
   if (options.trigger !== undefined) {
     checkTrigger(options.name, options.trigger);
-    if (options.concurrency !== undefined) {
+    const control = flowControlNameOf(options);
+    if (control !== undefined) {
       throw new LoomError(
         WorkflowErrorCode.INVALID_ARGUMENT,
-        `flow '${options.name}' declares both a trigger and a per-key concurrency: an event ` +
-          'starts its run directly, outside any queue, so the limit would not hold; trigger a ' +
-          'flow that enqueues the keyed one instead',
+        `flow '${options.name}' declares both a trigger and a per-key ${control}: an event ` +
+          'starts its run directly, outside any queue, so it would not hold; trigger a ' +
+          'flow that enqueues the controlled one instead',
         { flow: options.name, path: 'trigger' },
       );
     }

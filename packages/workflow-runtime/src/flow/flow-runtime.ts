@@ -44,6 +44,9 @@ import {
   type FlowExecutionPage,
   findFlowExecutions,
 } from './find-executions.js';
+import { idempotencyOf } from './flow-idempotency.js';
+import { singletonOf } from './flow-singleton.js';
+import { flowControlNameOf, throttleOf } from './flow-throttle.js';
 import { pruneRuns, type RuntimePruneOptions } from './prune-runs.js';
 import {
   eventDispatchFlowName,
@@ -391,18 +394,19 @@ export class Runtime {
   /**
    * Start an execution after validating `input` against the flow's schema (nothing is written
    * if it fails: `INVALID_INPUT` naming the issues). Idempotent on a caller-chosen id. A flow
-   * that declares `concurrency` is refused with `FLOW_CONTROL_NEEDS_QUEUE` (its limit holds only
-   * for queued runs: `enqueue` it).
+   * that declares `concurrency`, `throttle`, `singleton` or `idempotency` is refused with
+   * `FLOW_CONTROL_NEEDS_QUEUE` (it holds only for queued runs: `enqueue` it).
    */
   async start<I, O>(
     flow: WorkflowDefinition<I, O>,
     input: I,
     options: StartOptions = {},
   ): Promise<ExecutionHandle<O>> {
-    if (flow.options.concurrency !== undefined) {
+    const control = flowControlNameOf(flow.options);
+    if (control !== undefined) {
       throw new LoomError(
         WorkflowErrorCode.FLOW_CONTROL_NEEDS_QUEUE,
-        `flow '${flow.name}' declares a per-key concurrency limit, which holds only for runs a ` +
+        `flow '${flow.name}' declares a per-key ${control}, which holds only for runs a ` +
           'queue admits: runtime.enqueue(queue, flow, input) it and runtime.work(queue)',
         { flow: flow.name },
       );
@@ -765,7 +769,11 @@ export class Runtime {
    * `queue:<queue>:<itemId>`. Returns `duplicate: true` (writing nothing) for an existing
    * `itemId` or an unfinished item with the same `dedupeKey`. A flow that declares
    * `concurrency` files the item under `concurrency.key(input)` with its limit (its
-   * `partitionKey` and `partitionConcurrencyMax`), so passing `partitionKey` too is refused.
+   * `partitionKey` and `partitionConcurrencyMax`), so passing `partitionKey` too is refused; a
+   * flow that declares `throttle` files it under `throttle.key(input)` with its limit and period;
+   * one that declares `singleton` dedupes it by `singleton.key(input)` (an unfinished run of the
+   * key answers `duplicate: true` with its `itemId`), so passing `dedupeKey` too is refused; one
+   * that declares `idempotency` answers the first run of its key within the window the same way.
    *
    * Error codes: `QUEUE_STORE_MISSING`, `INVALID_INPUT`, `INVALID_FLOW_KEY`, `INVALID_ARGUMENT`,
    * the queue store's (`INVALID_ARGUMENT`, `LIMIT_EXCEEDED`, `PAYLOAD_NOT_JSON`, store errors).
@@ -800,6 +808,9 @@ export class Runtime {
       input: (value === undefined ? null : value) as JsonValue,
       ...options,
       ...flowControlOf(flow as unknown as AnyFlow, value, options),
+      ...throttleOf(flow as unknown as AnyFlow, value),
+      ...singletonOf(flow as unknown as AnyFlow, value, options.dedupeKey),
+      ...idempotencyOf(flow as unknown as AnyFlow, value),
     });
   }
 

@@ -1,4 +1,7 @@
 import type { Flow } from '@loom/event-runtime';
+import type { FlowIdempotency } from './flow-idempotency.js';
+import type { FlowSingleton } from './flow-singleton.js';
+import type { FlowThrottle } from './flow-throttle.js';
 import type { PublishedEvent } from './published-event.js';
 import type { StandardSchemaV1 } from './standard-schema.js';
 
@@ -68,6 +71,24 @@ export interface FlowOptions<I, O, S extends SignalSchemas = SignalSchemas> {
    * `runtime.start` of such a flow is refused with `FLOW_CONTROL_NEEDS_QUEUE`.
    */
   concurrency?: FlowConcurrency<I>;
+  /**
+   * At most `limit` starts of queued runs per key per sliding window of `periodMs`, across every
+   * worker (see {@link FlowThrottle} and ADR 0059): runs over it wait, none is dropped. Holds for
+   * queued runs: `runtime.start` of such a flow is refused with `FLOW_CONTROL_NEEDS_QUEUE`.
+   */
+  throttle?: FlowThrottle<I>;
+  /**
+   * One unfinished queued run per key (see {@link FlowSingleton} and ADR 0059): enqueueing another
+   * while one waits or runs starts nothing and answers the existing run. Holds for queued runs:
+   * `runtime.start` of such a flow is refused with `FLOW_CONTROL_NEEDS_QUEUE`.
+   */
+  singleton?: FlowSingleton<I>;
+  /**
+   * A dedupe window for starts (see {@link FlowIdempotency} and ADR 0059): within `windowMs` of
+   * the first queued run with a key, another enqueue with it answers that run. Holds for queued
+   * runs: `runtime.start` of such a flow is refused with `FLOW_CONTROL_NEEDS_QUEUE`.
+   */
+  idempotency?: FlowIdempotency<I>;
   /**
    * Start a run of this flow for every event published with this name (`runtime.publish`), on
    * whichever runtime that registers this flow takes the event first; the input is the event

@@ -1,14 +1,24 @@
-// A worker process of the per-key concurrency test: works queue 'tenants' with the flow of
-// tenant-flow.ts until the test SIGKILLs it. argv: <sqlite:path | postgres:schema>
+// A worker process of the per-key concurrency and throttle tests: works queue 'tenants' with the
+// flow of tenant-flow.ts (or, with `throttle`, queue 'throttled' with throttle-flow.ts's; with
+// `singleton`, queue 'singletons' with singleton-flow.ts's) until the test SIGKILLs it.
+// argv: <sqlite:path | postgres:schema> [throttle | singleton]
 import { startWorker } from '../../src/index.js';
+import { singletonFlow, singletonQueue } from './singleton-flow.js';
 import { openTarget, recorderOf, tenantFlow } from './tenant-flow.js';
+import { throttledFlow, throttleQueue } from './throttle-flow.js';
 
-const [target] = process.argv.slice(2) as [string];
+const [target, mode] = process.argv.slice(2) as [string, string | undefined];
 const backend = await openTarget(target);
+const [flow, queue] =
+  mode === 'throttle'
+    ? [throttledFlow(backend), throttleQueue]
+    : mode === 'singleton'
+      ? [singletonFlow(backend), singletonQueue]
+      : [tenantFlow(recorderOf(backend)), 'tenants'];
 await startWorker({
   backend,
-  flows: [tenantFlow(recorderOf(backend)) as never],
-  queues: ['tenants'],
+  flows: [flow as never],
+  queues: [queue],
   // Short claims and leases: a killed worker's slots and executions come back within ~1 s.
   work: { pollMs: 20, claimTtlMs: 1_000 },
   leaseTtlMs: 1_000,

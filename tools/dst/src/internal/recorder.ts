@@ -26,6 +26,12 @@ export interface ClaimObservation {
    * them.
    */
   keys: Array<{ key: string; claimed: number; limit: number }>;
+  /**
+   * Per throttle key (a flow's per-key `throttle`, ADR 0059): its items whose latest claim is
+   * within the window right after the claim, and the lowest count among them. Absent in
+   * hand-made observations.
+   */
+  throttles?: Array<{ key: string; started: number; limit: number }>;
   atMs: number;
 }
 

@@ -25,6 +25,7 @@ import type {
   QueueItemOutcome,
   QueueStats,
   QueueStore,
+  QueueThrottle,
 } from '../../queue-store.js';
 
 /** Options of {@link InMemoryQueueStore}. */
@@ -76,6 +77,14 @@ export class InMemoryQueueStore implements QueueStore {
         }
       }
     }
+    const nowMs = this.clock.now();
+    if (item.idempotencyKey !== null && rows !== undefined) {
+      for (const row of rows.values()) {
+        if (row.idempotency?.key === item.idempotencyKey && row.idempotency.untilMs > nowMs) {
+          return { itemId: row.itemId, duplicate: true };
+        }
+      }
+    }
     if (rows === undefined) {
       rows = new Map();
       this.queues.set(item.queue, rows);
@@ -90,12 +99,24 @@ export class InMemoryQueueStore implements QueueStore {
       dedupeKey: item.dedupeKey,
       partitionKey: item.partitionKey,
       partitionConcurrencyMax: item.partitionConcurrencyMax,
+      throttle:
+        item.throttleKey === null
+          ? null
+          : {
+              key: item.throttleKey,
+              count: item.throttleCount as number,
+              windowMs: item.throttleWindowMs as number,
+            },
+      idempotency:
+        item.idempotencyKey === null
+          ? null
+          : { key: item.idempotencyKey, untilMs: nowMs + (item.idempotencyWindowMs as number) },
       status: 'pending',
       owner: null,
       claimExpiresAtMs: null,
       startedAtMs: null,
       attempts: 0,
-      enqueuedAtMs: this.clock.now(),
+      enqueuedAtMs: nowMs,
       completedAtMs: null,
       outcome: null,
       seq: ++this.seq,
@@ -126,6 +147,16 @@ export class InMemoryQueueStore implements QueueStore {
         startedInWindow += 1;
       }
     }
+    const throttleCounts = new Map<string, number>();
+    const startedOf = (throttle: QueueThrottle): number => {
+      const memoKey = `${throttle.windowMs}:${throttle.key}`;
+      let started = throttleCounts.get(memoKey);
+      if (started === undefined) {
+        started = throttleStarted(rows, throttle, nowMs);
+        throttleCounts.set(memoKey, started);
+      }
+      return started;
+    };
     const candidates = rows
       .filter(
         (row) =>
@@ -133,13 +164,21 @@ export class InMemoryQueueStore implements QueueStore {
             (row.status === 'running' && (row.claimExpiresAtMs ?? 0) <= nowMs)) &&
           (claim.flows === undefined ||
             claim.flows.some((flow) => flow.name === row.flow && flow.version === row.version)) &&
-          !partitionFull(row, runningByPartition, claim.partitionConcurrencyMax),
+          !partitionFull(row, runningByPartition, claim.partitionConcurrencyMax) &&
+          (row.throttle === null || startedOf(row.throttle) < row.throttle.count),
       )
       .sort((a, b) => b.priority - a.priority || a.seq - b.seq)
       .slice(0, Limits.queueClaimScanMax);
     const budget = claimBudget(claim, running, startedInWindow);
     const picked = pickClaims(
-      candidates,
+      candidates.map((row) => ({
+        itemId: row.itemId,
+        partitionKey: row.partitionKey,
+        partitionConcurrencyMax: row.partitionConcurrencyMax,
+        throttleKey: row.throttle?.key ?? null,
+        throttleCount: row.throttle?.count ?? null,
+        throttleStarted: row.throttle === null ? 0 : startedOf(row.throttle),
+      })),
       budget,
       runningByPartition,
       claim.partitionConcurrencyMax,
@@ -282,4 +321,16 @@ function partitionFull(
   if (row.partitionKey === null) return false;
   const limit = partitionLimitOf(row, claimPartitionMax);
   return limit !== null && (runningByPartition.get(row.partitionKey) ?? 0) >= limit;
+}
+
+/** Claims of the throttle's key within its window ending now (finished items included). */
+function throttleStarted(rows: readonly Row[], throttle: QueueThrottle, nowMs: number): number {
+  const windowStartMs = nowMs - throttle.windowMs;
+  let started = 0;
+  for (const row of rows) {
+    if (row.throttle?.key === throttle.key && (row.startedAtMs ?? -Infinity) > windowStartMs) {
+      started += 1;
+    }
+  }
+  return started;
 }

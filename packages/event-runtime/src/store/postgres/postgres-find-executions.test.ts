@@ -225,6 +225,7 @@ describe('PostgresEventStore: who started an execution, on an upgraded schema', 
         '0009-live-chunks',
         '0010-runs-page-order',
         '0011-queue-partition-limits',
+        '0012-queue-flow-control',
       ],
     });
     const store = await PostgresEventStore.open({ connectionString: url, schema });
@@ -260,7 +261,7 @@ describe('PostgresEventStore: migration 10, the runs page orders', () => {
     const result = await migrate({ pool: db.admin, schema });
     expect(result).toMatchObject({
       fromVersion: 9,
-      applied: ['0010-runs-page-order', '0011-queue-partition-limits'],
+      applied: ['0010-runs-page-order', '0011-queue-partition-limits', '0012-queue-flow-control'],
     });
     const indexes = await db.admin.query<{ indexname: string }>(
       'SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname',
@@ -429,6 +430,7 @@ describe('PostgresEventStore: the signal mark on an upgraded schema', () => {
       '0009-live-chunks',
       '0010-runs-page-order',
       '0011-queue-partition-limits',
+      '0012-queue-flow-control',
     ]);
     const marks = await db.admin.query(
       `SELECT execution_id, last_signal_id::int AS mark FROM ${quoted}.executions ORDER BY 1`,
@@ -482,6 +484,7 @@ describe('PostgresQueueStore: outcomes and stats on an upgraded schema', () => {
       '0009-live-chunks',
       '0010-runs-page-order',
       '0011-queue-partition-limits',
+      '0012-queue-flow-control',
     ]);
     const queues = await PostgresQueueStore.open({ connectionString: url, schema });
     try {
@@ -515,10 +518,14 @@ describe('PostgresQueueStore: outcomes and stats on an upgraded schema', () => {
       );
     }
     const result = await migrate({ pool: db.admin, schema });
-    expect(result).toMatchObject({ fromVersion: 10, applied: ['0011-queue-partition-limits'] });
+    expect(result).toMatchObject({
+      fromVersion: 10,
+      applied: ['0011-queue-partition-limits', '0012-queue-flow-control'],
+    });
     const queues = await PostgresQueueStore.open({ connectionString: url, schema });
     try {
       expect((await queues.get(queue, 'old-0'))?.partitionConcurrencyMax).toBeNull();
+      expect((await queues.get(queue, 'old-0'))?.throttle).toBeNull();
       await queues.enqueue({
         queue,
         itemId: 'new-0',

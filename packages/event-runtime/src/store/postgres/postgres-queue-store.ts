@@ -8,6 +8,7 @@ import {
   checkQueueName,
   checkQueueOutcome,
   listQueuesOptions,
+  type PreparedEnqueue,
   prepareClaim,
   prepareEnqueue,
 } from '../../internal/queue-input.js';
@@ -24,7 +25,7 @@ import type {
   QueueStats,
   QueueStore,
 } from '../../queue-store.js';
-import { queuePartitionLimitsMigration } from './migrations/0011-queue-partition-limits.js';
+import { queueFlowControlMigration } from './migrations/0012-queue-flow-control.js';
 import { type PgConnectionOptions, resolvePool } from './pg-pool.js';
 import { PgStoreHandle } from './pg-store-handle.js';
 import { type QueueStatements, queueStatements } from './queue-statements.js';
@@ -45,7 +46,8 @@ const enqueueAttemptsMax = 3;
 
 /**
  * Queues in Postgres (`<schema>.queues`, `<schema>.queue_items`, from migration 4
- * '0004-queues'; an item's own partition limit from '0011-queue-partition-limits'). A claim is one transaction of two named statements: lock the queue's row in
+ * '0004-queues'; an item's own partition limit from '0011-queue-partition-limits', its throttle from
+ * '0012-queue-flow-control'). A claim is one transaction of two named statements: lock the queue's row in
  * `queues` (`FOR UPDATE`), then one statement that counts live claims and recent starts, picks
  * candidates `FOR UPDATE SKIP LOCKED` best first and claims them (see queue-statements.ts). The
  * lock row makes the global limits exact across processes; claims of different queues never
@@ -84,7 +86,7 @@ export class PostgresQueueStore implements QueueStore {
     const schema = checkSchemaName(options.schema ?? 'loom');
     const handle = new PgStoreHandle(resolvePool(options), {
       schema,
-      requiredVersion: queuePartitionLimitsMigration.version,
+      requiredVersion: queueFlowControlMigration.version,
       store: 'queue store',
     });
     try {
@@ -108,6 +110,7 @@ export class PostgresQueueStore implements QueueStore {
   async enqueue(input: EnqueueInput): Promise<EnqueueResult> {
     this.assertWritable('enqueue');
     const item = prepareEnqueue(input);
+    if (item.idempotencyKey !== null) return this.enqueueIdempotent(item);
     for (let attempt = 1; ; attempt++) {
       const inserted = await this.handle.run<{ item_id: string }>(
         this.sql.enqueue,
@@ -122,6 +125,11 @@ export class PostgresQueueStore implements QueueStore {
           item.partitionKey,
           this.clock.now(),
           item.partitionConcurrencyMax,
+          item.throttleKey,
+          item.throttleCount,
+          item.throttleWindowMs,
+          item.idempotencyKey,
+          item.idempotencyWindowMs,
         ],
         'enqueue',
       );
@@ -141,6 +149,52 @@ export class PostgresQueueStore implements QueueStore {
         );
       }
     }
+  }
+
+  /**
+   * An enqueue with a dedupe window: one transaction that takes the key's advisory lock, looks
+   * for an open window of the key, and inserts only when there is none (ADR 0059).
+   */
+  private async enqueueIdempotent(item: PreparedEnqueue): Promise<EnqueueResult> {
+    const nowMs = this.clock.now();
+    return this.handle.transaction('enqueue', async (query) => {
+      await query(this.sql.idempotencyLock, [item.queue, item.idempotencyKey]);
+      const open = await query<{ item_id: string }>(this.sql.idempotent, [
+        item.queue,
+        item.idempotencyKey,
+        nowMs,
+      ]);
+      if (open[0] !== undefined) return { itemId: open[0].item_id, duplicate: true };
+      const inserted = await query<{ item_id: string }>(this.sql.enqueue, [
+        item.queue,
+        item.itemId,
+        item.flow,
+        item.version,
+        item.inputText,
+        item.priority,
+        item.dedupeKey,
+        item.partitionKey,
+        nowMs,
+        item.partitionConcurrencyMax,
+        item.throttleKey,
+        item.throttleCount,
+        item.throttleWindowMs,
+        item.idempotencyKey,
+        item.idempotencyWindowMs,
+      ]);
+      if (inserted[0] !== undefined) return { itemId: inserted[0].item_id, duplicate: false };
+      const existing = await query<{ item_id: string }>(this.sql.existing, [
+        item.queue,
+        item.itemId,
+        item.dedupeKey,
+      ]);
+      if (existing[0] !== undefined) return { itemId: existing[0].item_id, duplicate: true };
+      throw new LoomError(
+        ErrorCode.STORE_BUSY,
+        `enqueue of ${item.itemId} into ${item.queue} collided with an item finishing meanwhile; retry`,
+        { operation: 'enqueue' },
+      );
+    });
   }
 
   /** See {@link QueueStore.claim}: lock the queue row, then one claim statement, one transaction. */

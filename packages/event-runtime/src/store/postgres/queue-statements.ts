@@ -4,6 +4,8 @@ import { type PgStatement, statementName } from './pg-statement.js';
 export interface QueueStatements {
   enqueue: PgStatement;
   existing: PgStatement;
+  idempotencyLock: PgStatement;
+  idempotent: PgStatement;
   lockQueue: PgStatement;
   claim: PgStatement;
   renew: PgStatement;
@@ -16,7 +18,9 @@ export interface QueueStatements {
 /**
  * Insert an item (and its queue's lock row, once); RETURNING is empty for a duplicate id or an
  * unfinished duplicate dedupe key (ON CONFLICT DO NOTHING arbitrates on both unique indexes).
- * `$1` queue … `$8` partition key, `$9` now, `$10` the item's own partition limit (or NULL).
+ * `$1` queue … `$8` partition key, `$9` now, `$10` the item's own partition limit (or NULL),
+ * `$11`…`$13` its throttle key, count and window (all NULL for none), `$14`/`$15` its
+ * idempotency key and window (NULL for none).
  */
 function enqueueStatement(q: string, schema: string): PgStatement {
   return {
@@ -26,9 +30,10 @@ function enqueueStatement(q: string, schema: string): PgStatement {
 )
 INSERT INTO ${q}.queue_items
   (queue, item_id, flow, version, input, priority, dedupe_key, partition_key, partition_limit,
+   throttle_key, throttle_count, throttle_window_ms, idempotency_key, idempotency_until_ms,
    status, enqueued_at_ms)
 VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::int, $7::text, $8::text, $10::int,
-  'pending', $9::bigint)
+  $11::text, $12::int, $13::bigint, $14::text, $9::bigint + $15::bigint, 'pending', $9::bigint)
 ON CONFLICT DO NOTHING
 RETURNING item_id`,
   };
@@ -41,6 +46,28 @@ function existingStatement(q: string, schema: string): PgStatement {
     text: `SELECT item_id FROM ${q}.queue_items
 WHERE queue = $1::text AND (item_id = $2::text OR (dedupe_key = $3::text AND status <> 'done'))
 ORDER BY item_id = $2::text DESC LIMIT 1`,
+  };
+}
+
+/**
+ * The first statement of an idempotent enqueue's transaction: serializes enqueues of one queue
+ * and idempotency key (a transaction-scoped advisory lock on their hash; a collision only
+ * serializes two keys), so the lookup that follows sees every committed window of the key.
+ */
+function idempotencyLockStatement(schema: string): PgStatement {
+  return {
+    name: statementName(schema, 'queue-idempotency-lock'),
+    text: `SELECT pg_advisory_xact_lock(hashtextextended($1::text || chr(1) || $2::text, 59))`,
+  };
+}
+
+/** The item whose dedupe window for a key is open. Serves: queue_items_idempotency_idx. */
+function idempotentStatement(q: string, schema: string): PgStatement {
+  return {
+    name: statementName(schema, 'queue-idempotent'),
+    text: `SELECT item_id FROM ${q}.queue_items
+WHERE queue = $1::text AND idempotency_key = $2::text AND idempotency_until_ms > $3::bigint
+ORDER BY idempotency_until_ms DESC LIMIT 1`,
   };
 }
 
@@ -69,7 +96,10 @@ function lockQueueStatement(q: string, schema: string): PgStatement {
  * `partition_limit` (ADR 0059). The partition's live claims are counted once per scanned row
  * that has a limit (the LATERAL: one probe of queue_items_running_idx), and a row whose partition
  * already runs its limit is skipped in the scan itself, so a saturated key never fills the scan
- * window and holds back the keys behind it.
+ * window and holds back the keys behind it. A throttled candidate counts its key's claims
+ * within its window the same way (the second LATERAL: one probe of queue_items_throttled_idx),
+ * is skipped in the scan when that count reached its `throttle_count`, and is taken while its
+ * rank within its throttle key plus that count stays within it.
  */
 function claimStatement(q: string, schema: string): PgStatement {
   return {
@@ -88,7 +118,7 @@ budget AS (
 ),
 candidates AS MATERIALIZED (
   SELECT c.item_id, c.partition_key, c.priority, c.seq, p.max AS partition_max,
-    p.running AS partition_running
+    p.running AS partition_running, c.throttle_key, c.throttle_count, t.started AS throttle_started
   FROM ${q}.queue_items AS c
   CROSS JOIN LATERAL (
     SELECT CASE WHEN c.partition_key IS NOT NULL
@@ -100,24 +130,35 @@ candidates AS MATERIALIZED (
                 AND r.status = 'running' AND r.claim_expires_at_ms > $3::bigint)
       END AS running
   ) AS p
+  CROSS JOIN LATERAL (
+    SELECT CASE WHEN c.throttle_key IS NULL THEN 0
+      ELSE (SELECT count(*) FROM ${q}.queue_items AS s
+            WHERE s.queue = $1::text AND s.throttle_key = c.throttle_key
+              AND s.started_at_ms > $3::bigint - c.throttle_window_ms)
+      END AS started
+  ) AS t
   WHERE c.queue = $1::text AND c.status <> 'done'
     AND (c.status = 'pending' OR c.claim_expires_at_ms <= $3::bigint)
     AND ($11::text[] IS NULL OR EXISTS (
       SELECT 1 FROM unnest($11::text[], $12::text[]) AS f(name, version)
       WHERE f.name = c.flow AND f.version IS NOT DISTINCT FROM c.version))
     AND (p.max IS NULL OR p.running < p.max)
+    AND (c.throttle_key IS NULL OR t.started < c.throttle_count)
   ORDER BY c.priority DESC, c.seq
   LIMIT $10::int
   FOR UPDATE OF c SKIP LOCKED
 ),
 ranked AS (
   SELECT c.item_id, c.partition_key, c.priority, c.seq, c.partition_max, c.partition_running,
-    row_number() OVER (PARTITION BY c.partition_key ORDER BY c.priority DESC, c.seq) AS nth
+    row_number() OVER (PARTITION BY c.partition_key ORDER BY c.priority DESC, c.seq) AS nth,
+    c.throttle_key, c.throttle_count, c.throttle_started,
+    row_number() OVER (PARTITION BY c.throttle_key ORDER BY c.priority DESC, c.seq) AS throttle_nth
   FROM candidates AS c
 ),
 picked AS (
   SELECT k.item_id FROM ranked AS k
-  WHERE k.partition_max IS NULL OR k.nth + k.partition_running <= k.partition_max
+  WHERE (k.partition_max IS NULL OR k.nth + k.partition_running <= k.partition_max)
+    AND (k.throttle_key IS NULL OR k.throttle_nth + k.throttle_started <= k.throttle_count)
   ORDER BY k.priority DESC, k.seq
   LIMIT (SELECT n FROM budget)
 )
@@ -207,6 +248,8 @@ export function queueStatements(quotedSchema: string, schema: string): QueueStat
   return {
     enqueue: enqueueStatement(quotedSchema, schema),
     existing: existingStatement(quotedSchema, schema),
+    idempotencyLock: idempotencyLockStatement(schema),
+    idempotent: idempotentStatement(quotedSchema, schema),
     lockQueue: lockQueueStatement(quotedSchema, schema),
     claim: claimStatement(quotedSchema, schema),
     renew: renewStatement(quotedSchema, schema),

@@ -277,6 +277,29 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       -- loom_queue_items_running (queue, partition_key) WHERE status = 'running'.
     `,
   },
+  {
+    version: 11,
+    name: 'queue-flow-control',
+    sql: `
+      -- Flow control by key (ADR 0059). An item's own per-key throttle: claimed only while its key was claimed fewer
+      -- than throttle_count times within the last throttle_window_ms. Older rows keep NULL: none.
+      ALTER TABLE loom_queue_items ADD COLUMN throttle_key TEXT;
+      ALTER TABLE loom_queue_items ADD COLUMN throttle_count INTEGER;
+      ALTER TABLE loom_queue_items ADD COLUMN throttle_window_ms INTEGER;
+      -- Serves claim's count of a throttle key's claims within its window
+      -- (throttle_key = ? AND started_at_ms > now - window).
+      CREATE INDEX loom_queue_items_throttled
+        ON loom_queue_items (queue, throttle_key, started_at_ms) WHERE throttle_key IS NOT NULL;
+      -- An item's dedupe window for starts: an enqueue with the same idempotency_key before
+      -- idempotency_until_ms answers this item. Older rows keep NULL: none.
+      ALTER TABLE loom_queue_items ADD COLUMN idempotency_key TEXT;
+      ALTER TABLE loom_queue_items ADD COLUMN idempotency_until_ms INTEGER;
+      -- Serves enqueue's lookup of an open window (idempotency_key = ? AND until > now).
+      CREATE INDEX loom_queue_items_idempotency
+        ON loom_queue_items (queue, idempotency_key, idempotency_until_ms)
+        WHERE idempotency_key IS NOT NULL;
+    `,
+  },
 ];
 
 /** The newest schema version this code knows. */

@@ -6,9 +6,11 @@
 export const insertSql = `
   INSERT INTO loom_queue_items
     (queue, item_id, flow, version, input, priority, dedupe_key, partition_key, partition_limit,
+     throttle_key, throttle_count, throttle_window_ms, idempotency_key, idempotency_until_ms,
      status, enqueued_at_ms)
   VALUES (@queue, @itemId, @flow, @version, @inputText, @priority, @dedupeKey, @partitionKey,
-    @partitionConcurrencyMax, 'pending', @nowMs)
+    @partitionConcurrencyMax, @throttleKey, @throttleCount, @throttleWindowMs, @idempotencyKey,
+    @nowMs + @idempotencyWindowMs, 'pending', @nowMs)
   ON CONFLICT DO NOTHING
   RETURNING item_id`;
 
@@ -17,6 +19,12 @@ export const existingSql = `
   SELECT item_id FROM loom_queue_items
   WHERE queue = @queue AND (item_id = @itemId OR (dedupe_key = @dedupeKey AND status <> 'done'))
   ORDER BY item_id = @itemId DESC LIMIT 1`;
+
+/** The item whose dedupe window for a key is open (enqueue runs it in its IMMEDIATE transaction). */
+export const idempotentSql = `
+  SELECT item_id FROM loom_queue_items
+  WHERE queue = @queue AND idempotency_key = @idempotencyKey AND idempotency_until_ms > @nowMs
+  ORDER BY idempotency_until_ms DESC LIMIT 1`;
 
 /** Live claims of a queue per partition (for the concurrency limits). */
 export const runningSql = `
@@ -34,11 +42,19 @@ export const startedSql = `
  * An item whose partition already runs its limit (the lower of its own `partition_limit` and the
  * claim's `@partitionMax`) is skipped here, so a saturated key never fills the scan window and
  * holds back the keys behind it (each such row costs one probe of loom_queue_items_running).
+ * A throttled item whose key was claimed `throttle_count` times within its window is skipped the
+ * same way; `throttleStarted` is that count (one probe of loom_queue_items_throttled per
+ * throttled row), which the pick then raises by its own picks of the key.
  */
 export const candidatesSql = `
   SELECT item_id AS itemId, partition_key AS partitionKey,
-    partition_limit AS partitionConcurrencyMax
-  FROM loom_queue_items AS c
+    partition_limit AS partitionConcurrencyMax, throttle_key AS throttleKey,
+    throttle_count AS throttleCount, throttleStarted
+  FROM (SELECT c.*, CASE WHEN c.throttle_key IS NULL THEN 0
+          ELSE (SELECT count(*) FROM loom_queue_items AS t
+                WHERE t.queue = @queue AND t.throttle_key = c.throttle_key
+                  AND t.started_at_ms > @nowMs - c.throttle_window_ms) END AS throttleStarted
+        FROM loom_queue_items AS c) AS c
   WHERE queue = @queue AND status <> 'done' AND (status = 'pending' OR claim_expires_at_ms <= @nowMs)
     AND (@flows IS NULL OR EXISTS (SELECT 1 FROM json_each(@flows) f
       WHERE json_extract(f.value, '$[0]') = flow AND json_extract(f.value, '$[1]') IS version))
@@ -47,6 +63,7 @@ export const candidatesSql = `
           WHERE r.queue = @queue AND r.partition_key = c.partition_key AND r.status = 'running'
             AND r.claim_expires_at_ms > @nowMs)
          < min(coalesce(c.partition_limit, @partitionMax), coalesce(@partitionMax, c.partition_limit)))
+    AND (c.throttle_key IS NULL OR c.throttleStarted < c.throttle_count)
   ORDER BY priority DESC, seq LIMIT @limit`;
 
 /** Claims the chosen items for an owner and returns them. */

@@ -33,6 +33,7 @@ import {
   completeSql,
   existingSql,
   getSql,
+  idempotentSql,
   insertSql,
   renewSql,
   runningSql,
@@ -54,6 +55,7 @@ function prepareStatements(db: Database.Database) {
   return {
     insert: db.prepare(insertSql).pluck(),
     existing: db.prepare(existingSql).pluck(),
+    idempotent: db.prepare(idempotentSql).pluck(),
     running: db.prepare<[string, number], { partition_key: string | null; n: number }>(runningSql),
     started: db.prepare<[string, number], number>(startedSql).pluck(),
     candidates: db.prepare<
@@ -111,7 +113,7 @@ export class SqliteQueueStore implements QueueStore {
     this.tables = new SqliteTableAccess(
       database,
       'queue',
-      'queue-partition-limits',
+      'queue-flow-control',
       prepareStatements,
       options.readOnly,
     );
@@ -124,6 +126,10 @@ export class SqliteQueueStore implements QueueStore {
     const nowMs = this.clock.now();
     const s = this.tables.ready();
     return this.transact('enqueue', () => {
+      if (item.idempotencyKey !== null) {
+        const open = s.idempotent.get({ ...item, nowMs }) as string | undefined;
+        if (open !== undefined) return { itemId: open, duplicate: true };
+      }
       const inserted = s.insert.get({ ...item, nowMs }) as string | undefined;
       if (inserted !== undefined) return { itemId: inserted, duplicate: false };
       const existing = s.existing.get(item) as string | undefined;

@@ -9,6 +9,7 @@ import { startedByMigration } from './0008-started-by.js';
 import { liveChunksMigration } from './0009-live-chunks.js';
 import { runsPageOrderMigration } from './0010-runs-page-order.js';
 import { queuePartitionLimitsMigration } from './0011-queue-partition-limits.js';
+import { queueFlowControlMigration } from './0012-queue-flow-control.js';
 import type { PostgresMigration } from './postgres-migration.js';
 
 /** Every Postgres migration, oldest first. Append only: a shipped migration is never edited. */
@@ -24,6 +25,7 @@ export const postgresMigrations: readonly PostgresMigration[] = [
   liveChunksMigration,
   runsPageOrderMigration,
   queuePartitionLimitsMigration,
+  queueFlowControlMigration,
 ];
 
 /** The schema version this code writes and reads: the number of the newest migration. */

@@ -1,0 +1,101 @@
+import { Limits } from '@loom/event-runtime';
+import { LoomError, WorkflowErrorCode } from '../errors.js';
+
+/**
+ * One run per key at a time (Inngest's `singleton: { key, mode: 'skip' }`): while a queued run of
+ * this flow with the key is unfinished (waiting or running), enqueueing another with the same key
+ * starts nothing and answers the existing run (`duplicate: true`, its `itemId`).
+ */
+export interface FlowSingleton<I> {
+  /**
+   * The key of an input (an account, a document): called once at `runtime.enqueue`, after the
+   * input schema. A non-empty string; with the flow's name it is at most
+   * `Limits.queueKeyLengthMax` characters (the queue item's dedupe key is
+   * `singleton:<flow>:<key>`).
+   */
+  key: (input: I) => string;
+  /**
+   * `'skip'`: the newer start is skipped and answered with the running one. (`'cancel'`, the
+   * newer run replacing the running one, is not built yet: issue 31.)
+   */
+  mode: 'skip';
+}
+
+/** A `singleton` option: `{ key: function, mode: 'skip' }`, else INVALID_ARGUMENT. */
+export function checkSingleton(flow: string, singleton: unknown): void {
+  const refuse = (path: string, what: string, actual: unknown): never => {
+    throw new LoomError(
+      WorkflowErrorCode.INVALID_ARGUMENT,
+      `flow '${flow}': ${path} must be ${what}, got ${describe(actual)}`,
+      { flow, path, actual: typeof actual === 'function' ? 'function' : actual },
+    );
+  };
+  if (typeof singleton !== 'object' || singleton === null) {
+    refuse('singleton', "an object { key, mode: 'skip' }", singleton);
+  }
+  const { key, mode } = singleton as { key?: unknown; mode?: unknown };
+  if (typeof key !== 'function') {
+    refuse('singleton.key', 'a function of the input returning the key', key);
+  }
+  if (mode !== 'skip') {
+    refuse('singleton.mode', "'skip' ('cancel' is not built yet)", mode);
+  }
+}
+
+/**
+ * The queue dedupe key of an item of `flow`: `singleton:<flow>:<key(input)>`, or nothing for a
+ * flow without `singleton`. Throws `INVALID_FLOW_KEY` for a key function that throws, returns no
+ * non-empty string, or one too long for a dedupe key; `INVALID_ARGUMENT` when the caller passes
+ * its own `dedupeKey` as well.
+ */
+export function singletonOf(
+  flow: { name: string; options: { singleton?: FlowSingleton<never> } },
+  input: unknown,
+  dedupeKey: string | undefined,
+): { dedupeKey?: string } {
+  const singleton = flow.options.singleton;
+  if (singleton === undefined) return {};
+  if (dedupeKey !== undefined) {
+    throw new LoomError(
+      WorkflowErrorCode.INVALID_ARGUMENT,
+      `flow '${flow.name}' dedupes its runs by its singleton.key: drop the dedupeKey option`,
+      { flow: flow.name, path: 'dedupeKey' },
+    );
+  }
+  let key: unknown;
+  try {
+    key = (singleton.key as (input: unknown) => unknown)(input);
+  } catch (error) {
+    throw new LoomError(
+      WorkflowErrorCode.INVALID_FLOW_KEY,
+      `the singleton.key of flow '${flow.name}' threw for this input: ${String(error)}`,
+      { flow: flow.name },
+      error,
+    );
+  }
+  if (typeof key !== 'string' || key.length === 0) {
+    throw new LoomError(
+      WorkflowErrorCode.INVALID_FLOW_KEY,
+      `the singleton.key of flow '${flow.name}' must return a non-empty string, got ` +
+        `${typeof key === 'string' ? "''" : typeof key}`,
+      { flow: flow.name, actual: typeof key === 'string' ? '' : typeof key },
+    );
+  }
+  const full = `singleton:${flow.name}:${key}`;
+  if (full.length > Limits.queueKeyLengthMax) {
+    throw new LoomError(
+      WorkflowErrorCode.INVALID_FLOW_KEY,
+      `the singleton.key of flow '${flow.name}' returned ${key.length} characters: with the ` +
+        `flow's name that is over queueKeyLengthMax (${Limits.queueKeyLengthMax}); return a ` +
+        'shorter key (a hash of it, say)',
+      { flow: flow.name, actual: key.length },
+    );
+  }
+  return { dedupeKey: full };
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'function') return 'a function';
+  if (typeof value === 'string') return JSON.stringify(value);
+  return value === null ? 'null' : typeof value === 'object' ? 'an object' : String(value);
+}

@@ -1,0 +1,26 @@
+// The flow of the singleton process test (ADR 0059): one unfinished run per account. Each run
+// enters and exits through tenant-flow.ts's recorder (the account as the tenant), so
+// flowctl_running tells the test which worker holds it and flowctl_seen how many runs of the
+// account were in flight as it entered.
+import type { PostgresBackend } from '@loom/event-runtime/postgres';
+import type { SqliteBackend } from '@loom/event-runtime/sqlite';
+import { defineFlow } from '../../src/index.js';
+import { recorderOf, type TenantInput } from './tenant-flow.js';
+
+export const singletonQueue = 'singletons';
+
+export function singletonFlow(backend: SqliteBackend | PostgresBackend | undefined) {
+  const recorder = backend === undefined ? undefined : recorderOf(backend);
+  return defineFlow(
+    {
+      name: 'singleton-job',
+      singleton: { key: (input: TenantInput) => input.tenant, mode: 'skip' },
+    },
+    async (ctx, input) => {
+      await ctx.step('enter', () => recorder?.enter(input, process.pid));
+      await ctx.step('work', () => new Promise<void>((resolve) => setTimeout(resolve, 1_500)));
+      await ctx.step('exit', () => recorder?.exit(input, process.pid));
+      return input.id;
+    },
+  );
+}
