@@ -57,7 +57,7 @@ export interface DriverScope {
    */
   readInbox(): Promise<readonly StoredSignal[]>;
   /** Waits for a durability barrier; a failed append means this node stops driving. */
-  barrier(): Promise<void>;
+  awaitBarrier(): Promise<void>;
   /** Hands what the machine queued (records, status, a write this turn) to the journal. */
   carryOut(): void;
   /** Turns a journal failure into the reason this node stopped. */

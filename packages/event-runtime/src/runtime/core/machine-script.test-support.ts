@@ -49,7 +49,11 @@ export type Command =
       wakeAtMs: number | null;
       wakeOnSignalsAfter: number | undefined;
     }
-  | { kind: 'flushSoon' };
+  | { kind: 'flushSoon' }
+  | { kind: 'barrier'; upTo: number }
+  | { kind: 'runEffect'; op: number; attempt: number }
+  | { kind: 'runTransaction'; op: number }
+  | { kind: 'failOperation'; op: number; error: unknown };
 
 /** The machine's queued commands, taken out of its queue. */
 export function commandsOf(machine: ExecutionMachine): Command[] {
@@ -60,6 +64,10 @@ export function commandsOf(machine: ExecutionMachine): Command[] {
     setStatus: (status, wakeAtMs, wakeOnSignalsAfter) =>
       void taken.push({ kind: 'status', status, wakeAtMs, wakeOnSignalsAfter }),
     flushSoon: () => void taken.push({ kind: 'flushSoon' }),
+    barrier: (upTo) => void taken.push({ kind: 'barrier', upTo }),
+    runEffect: (op, attempt) => void taken.push({ kind: 'runEffect', op, attempt }),
+    runTransaction: (op) => void taken.push({ kind: 'runTransaction', op }),
+    failOperation: (op, error) => void taken.push({ kind: 'failOperation', op, error }),
   };
   machine.drain(sink);
   expect(machine.pending).toBe(false);
