@@ -42,6 +42,11 @@ export class ExecutionDriver implements DriverScope, CommandSink {
   private waitOps: WaitOperations | undefined;
   private childOps: ChildOperations | undefined;
   private runningFlow: Flow<never, unknown> | undefined;
+  /**
+   * Operations waiting for the machine's `complete` (an inline timer), flat: the op and its
+   * promise's resolver each (made on first use; few at a time).
+   */
+  private completions: unknown[] | undefined;
 
   /**
    * The driver is its operations' {@link DriverScope} itself (one object per execution rather
@@ -81,8 +86,16 @@ export class ExecutionDriver implements DriverScope, CommandSink {
   }
 
   /** DriverScope: returns once `wakeAtMs` has passed (see `WaitOperations.waitUntilDue`). */
-  waitUntil(wakeAtMs: number): Promise<void> {
-    return this.waits.waitUntilDue(wakeAtMs);
+  waitUntil(op: number, wakeAtMs: number): Promise<void> {
+    return this.waits.waitUntilDue(op, wakeAtMs);
+  }
+
+  /** DriverScope: resolves on the machine's `complete` for `op`. */
+  awaitCompletion(op: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.completions ??= [];
+      this.completions.push(op, resolve);
+    });
   }
 
   /** DriverScope: reads the inbox (see `WaitOperations.readInbox`). */
@@ -266,6 +279,30 @@ export class ExecutionDriver implements DriverScope, CommandSink {
   /** Command `failOperation`: the step waiting to run its effect throws `error` instead. */
   failOperation(op: number, error: unknown): void {
     this.steps.failOperation(op, error);
+  }
+
+  /** Command `armTimer`: the node's clock wakes operation `op`; answered by `timerFired`. */
+  armTimer(op: number, wakeAtMs: number): void {
+    const { clock } = this.kernel;
+    clock.setTimer(() => this.timerFired(op), wakeAtMs - clock.now(), { keepAlive: true });
+  }
+
+  /** Command `complete`: operation `op` goes on. */
+  complete(op: number): void {
+    const completions = this.completions as unknown[];
+    for (let at = 0; at < completions.length; at += 2) {
+      if (completions[at] !== op) continue;
+      const resolve = completions[at + 1] as () => void;
+      completions.splice(at, 2);
+      resolve();
+      return;
+    }
+  }
+
+  /** Input `timerFired`: operation `op`'s inline wait is over. */
+  private timerFired(op: number): void {
+    if (this.machine.timerFired(op)) this.suspension.scheduleSuspendCheck();
+    this.carryOut();
   }
 
   /** Input `durable`: every append up to `upTo` is in the log. */

@@ -178,7 +178,7 @@ export class StepOperations {
     for (;;) {
       const retryAtMs = (state.steps[claim.index] as StepRecord).retryAtMs;
       if (retryAtMs !== undefined) {
-        await this.scope.waitUntil(retryAtMs);
+        await this.scope.waitUntil(claim.index, retryAtMs);
         this.scope.interrupt();
       }
       const attempt = nextAttempt(machine, claim);

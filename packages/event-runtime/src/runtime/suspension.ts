@@ -58,7 +58,8 @@ export class Suspension {
     return never();
   }
 
-  private scheduleSuspendCheck(): void {
+  /** The machine said the execution may suspend now: it decides at the end of this turn. */
+  scheduleSuspendCheck(): void {
     if (this.suspendCheckScheduled) return;
     this.suspendCheckScheduled = true;
     // After this turn: a branch that is about to start another effect gets to claim it first.

@@ -55,6 +55,10 @@ export interface CommandSink {
    * go on: a `LoomError`, or a continue-as-new's unwind).
    */
   failOperation(op: number, error: unknown): void;
+  /** Wake operation `op` at `wakeAtMs` (an inline wait): answer {@link ExecutionMachine.timerFired}. */
+  armTimer(op: number, wakeAtMs: number): void;
+  /** Operation `op` may go on: what it waited for (an inline timer) happened. */
+  complete(op: number): void;
 }
 
 /** The kinds of queued commands, as stored in the queue. */
@@ -65,6 +69,12 @@ const BARRIER = 3;
 const RUN_EFFECT = 4;
 const RUN_TRANSACTION = 5;
 const FAIL_OPERATION = 6;
+const ARM_TIMER = 7;
+const COMPLETE = 8;
+
+/** What {@link ExecutionMachine.waitUntil} decided: the time has come, a timer is armed, or block. */
+export const WaitDecision = { due: 0, armed: 1, block: 2 } as const;
+export type WaitDecision = (typeof WaitDecision)[keyof typeof WaitDecision];
 /** Slots per command in the queue: its kind and up to three arguments. */
 const STRIDE = 4;
 
@@ -74,6 +84,8 @@ export interface MachineSettings {
   readonly keepResults: boolean;
   /** Interruptions of one step's attempt in a row before it is poison (ADR 0031). */
   readonly stepInterruptionsMax: number;
+  /** The longest wait kept in memory (an armed timer); a longer one suspends the execution. */
+  readonly inlineWaitMs: number;
 }
 
 /**
@@ -188,6 +200,30 @@ export class ExecutionMachine {
         this.enqueue(attempt === 0 ? RUN_TRANSACTION : RUN_EFFECT, op, attempt, undefined);
     }
     waiting.length = kept;
+  }
+
+  /**
+   * Operation `op` cannot go on before `wakeAtMs` (a timer, a retry's backoff); it is `nowMs`.
+   * `due` when the time has come; `armed` for a wait of up to `inlineWaitMs`: the wait counts as
+   * in flight (the execution does not suspend meanwhile) and an `armTimer` is queued, answered
+   * by {@link timerFired}; otherwise `block` (the caller blocks, see {@link block}).
+   */
+  waitUntil(op: number, wakeAtMs: number, nowMs: number): WaitDecision {
+    const remainingMs = wakeAtMs - nowMs;
+    if (remainingMs <= 0) return WaitDecision.due;
+    if (remainingMs > this.settings.inlineWaitMs) return WaitDecision.block;
+    this.inFlight++;
+    this.enqueue(ARM_TIMER, op, wakeAtMs, undefined);
+    return WaitDecision.armed;
+  }
+
+  /**
+   * Input: operation `op`'s armed timer fired. Queues its `complete` (it goes on, and looks at
+   * the time again); true when the execution may suspend now (see `settleInFlight`).
+   */
+  timerFired(op: number): boolean {
+    this.enqueue(COMPLETE, op, undefined, undefined);
+    return this.settleInFlight();
   }
 
   /**
@@ -534,6 +570,10 @@ export class ExecutionMachine {
           sink.runEffect(first as number, second as number);
         } else if (kind === RUN_TRANSACTION) {
           sink.runTransaction(first as number);
+        } else if (kind === ARM_TIMER) {
+          sink.armTimer(first as number, second as number);
+        } else if (kind === COMPLETE) {
+          sink.complete(first as number);
         } else {
           sink.failOperation(first as number, second);
         }
