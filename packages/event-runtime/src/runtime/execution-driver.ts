@@ -260,10 +260,12 @@ export class ExecutionDriver implements DriverScope, CommandSink {
 
   /**
    * Command `barrier`: the journal's flush, whose settlement goes back to the machine as the
-   * input `durable` (`upTo`) or `appendFailed`.
+   * input `durable` or `appendFailed` (callbacks made once per execution, no promise per
+   * barrier). The journal reports the sequence it made durable, in its numbering, which is the
+   * machine's: the machine's appends go to it in order, and its first is the journal's next.
    */
-  barrier(upTo: number): void {
-    this.journal.flush().then(() => this.durable(upTo), this.appendFailed);
+  barrier(_upTo: number): void {
+    this.journal.flushTo(this.durable, this.appendFailed);
   }
 
   /** Command `runEffect`: the step's effect runs now (see `StepOperations.runEffect`). */
@@ -306,16 +308,16 @@ export class ExecutionDriver implements DriverScope, CommandSink {
   }
 
   /** Input `durable`: every append up to `upTo` is in the log. */
-  private durable(upTo: number): void {
+  private readonly durable = (upTo: number): void => {
     try {
       this.machine.durable(upTo);
       this.carryOut();
     } catch (error) {
       // Nothing here throws by design; if something did, this node stops driving rather than
-      // leave a rejection nobody handles (and the step waiting for it hanging).
+      // leave the step waiting for it hanging.
       this.appendFailed(error);
     }
-  }
+  };
 
   /** Input `appendFailed`: the journal broke; the machine stops, its waiting effects fail. */
   private readonly appendFailed = (error: unknown): void => {

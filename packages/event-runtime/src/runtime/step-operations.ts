@@ -78,7 +78,8 @@ export class StepOperations {
 
   private take(op: number): AwaitedEffect {
     const awaiting = this.awaiting as AwaitedEffect[];
-    const at = awaiting.findIndex((awaited) => awaited.op === op);
+    let at = 0;
+    while ((awaiting[at] as AwaitedEffect).op !== op) at++;
     const awaited = awaiting[at] as AwaitedEffect;
     awaiting[at] = awaiting[awaiting.length - 1] as AwaitedEffect;
     awaiting.pop();
