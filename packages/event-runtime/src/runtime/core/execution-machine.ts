@@ -97,17 +97,17 @@ export class ExecutionMachine {
    * The commands queued since the last drain, flat (kind and three arguments each), so queuing
    * makes no object and the array keeps its room from one drain to the next.
    */
-  private queue: unknown[] = [];
+  private readonly queue: unknown[] = [];
   private queueLength = 0;
-  /** The queue's other array: `drain` swaps them, so a command carried out may queue more. */
-  private spare: unknown[] | undefined = [];
+  /** A drain is carrying commands out (one that calls the machine again queues behind them). */
+  private draining = false;
   /** The sequence the next append gets (the journal's numbering: it records them in order). */
   private nextSequence: number;
   /**
    * Steps waiting for the durability of their start record before their effect may run, flat:
    * the op, the sequence that must be durable, the attempt (0: a transaction) each.
    */
-  private readonly awaitingEffects: number[] = [];
+  private awaitingEffects: number[] | undefined;
   /** The flow function returned or threw: an effect still waiting for its barrier never runs. */
   private flowDone = false;
   private cursor = 0;
@@ -169,6 +169,7 @@ export class ExecutionMachine {
    */
   requestEffect(op: number, attempt: number): void {
     const upTo = this.nextSequence - 1;
+    this.awaitingEffects ??= [];
     this.awaitingEffects.push(op, upTo, attempt);
     this.enqueue(BARRIER, upTo, undefined, undefined);
   }
@@ -181,7 +182,7 @@ export class ExecutionMachine {
    */
   durable(upTo: number): void {
     const waiting = this.awaitingEffects;
-    if (waiting.length === 0) return;
+    if (waiting === undefined || waiting.length === 0) return;
     let kept = 0;
     for (let at = 0; at < waiting.length; at += 3) {
       const op = waiting[at] as number;
@@ -235,6 +236,7 @@ export class ExecutionMachine {
     const stopped = this.stop(this.stopReason(error));
     const reason = this.stopped as LoomError;
     const waiting = this.awaitingEffects;
+    if (waiting === undefined) return stopped;
     for (let at = 0; at < waiting.length; at += 3) {
       this.enqueue(FAIL_OPERATION, waiting[at], reason, undefined);
     }
@@ -536,16 +538,14 @@ export class ExecutionMachine {
 
   /** Hands the queued commands to `sink`, in order, and empties the queue. */
   drain(sink: CommandSink): void {
-    const queue = this.queue;
-    const length = this.queueLength;
-    if (length === 0) return;
     // A command carried out may call the machine again (an effect run on `runEffect` that asks
-    // for `ctx.now()`), which queues and drains on its own: into the other array, not this one.
-    this.queue = this.spare ?? [];
-    this.spare = undefined;
-    this.queueLength = 0;
+    // for `ctx.now()`): what that queues goes behind the commands being carried out, and its own
+    // drain returns at once; this loop carries it out next, in order.
+    if (this.draining || this.queueLength === 0) return;
+    this.draining = true;
+    const queue = this.queue;
     try {
-      for (let at = 0; at < length; at += STRIDE) {
+      for (let at = 0; at < this.queueLength; at += STRIDE) {
         const kind = queue[at];
         const first = queue[at + 1];
         const second = queue[at + 2];
@@ -579,7 +579,8 @@ export class ExecutionMachine {
         }
       }
     } finally {
-      this.spare = queue;
+      this.queueLength = 0;
+      this.draining = false;
     }
   }
 
