@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's two commands: `bash scripts/dev.sh demo` and `bash scripts/dev.sh test`.
-# Each sets up everything it needs on a fresh machine (pnpm, dependencies, build; PostgreSQL
-# for the tests) and then runs. `test`: lint, the import rules (`pnpm check:deps`:
+# Each sets up everything it needs on a fresh machine (pnpm, dependencies, build; PostgreSQL,
+# Chromium and pg_auto_failover for the tests) and then runs. `test`: lint, the import rules (`pnpm check:deps`:
 # dependency-cruiser, no cycles, the layers), the docs' ts code blocks against the build
 # (scripts/check-doc-blocks.mjs), the root commands' own checks
 # (scripts/commands.test.mjs), the packed-tarball install (scripts/pack-install-test.mjs), every
@@ -29,6 +29,7 @@ if [ "$what" = demo ]; then
 fi
 bash scripts/ensure-postgres.sh
 bash scripts/ensure-chromium.sh
+bash scripts/ensure-failover.sh
 step pnpm lint
 step pnpm check:deps
 step pnpm check:docs

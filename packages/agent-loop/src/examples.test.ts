@@ -27,7 +27,7 @@ it('example stream-to-browser.ts streams a run another runtime drives, as a UI m
   }).succeeded();
   expect(stdout).toContain('protocol: v1');
   expect(stdout).toContain(
-    'chunks: start start-step text-start text-delta text-end finish-step finish',
+    'chunks: start start-step text-start text-delta text-end finish-step data-loom-output finish',
   );
   expect(stdout).toContain('text: Your order A-17 ships tomorrow morning.');
   expect(stdout).toContain('result: goal_completed');

@@ -34,7 +34,11 @@ export interface SubscribeOptions {
   fromSequence?: number;
   /** Most events per handler call. Default 500. */
   batchSize?: number;
-  /** Called once if the handler or a read fails; the subscription is closed after it. */
+  /**
+   * Called once if the handler or a read fails; the subscription is closed after it. A read the
+   * store cannot serve for now (`STORE_UNAVAILABLE`, `STORE_BUSY`: a restart, a failover) is
+   * tried again with backoff (50 ms doubling to 5 s) instead, and is not reported.
+   */
   onError?: (error: unknown) => void;
 }
 

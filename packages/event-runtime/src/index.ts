@@ -80,6 +80,7 @@ export {
   type ExecutionRetriedPayload,
   type KernelEventType,
   type RecordedError,
+  type RetryOptions,
   type StepAttemptFailedPayload,
   type StepAttemptStartedPayload,
   type StepFailedPayload,
@@ -115,6 +116,11 @@ export {
   type RuntimeEventName,
   RuntimeEvents,
 } from './runtime/runtime-events.js';
+export {
+  type HealthOptions,
+  healthTimeoutMsDefault,
+  type RuntimeHealth,
+} from './runtime/runtime-health.js';
 export {
   ShardCursor,
   ShardedEventStore,

@@ -13,7 +13,7 @@ export {
   openPostgres,
   type PostgresBackend,
 } from './store/postgres/open-postgres.js';
-export type { PgConnectionOptions } from './store/postgres/pg-pool.js';
+export { createPostgresPool, type PgConnectionOptions } from './store/postgres/pg-pool.js';
 export {
   PostgresEventStore,
   type PostgresEventStoreStats,
@@ -36,3 +36,8 @@ export {
   type PostgresSnapshotStoreOptions,
 } from './store/postgres/postgres-snapshot-store.js';
 export type { PostgresEventStoreOptions } from './store/postgres/postgres-store-options.js';
+export {
+  pollIntervalMsMax,
+  pollIntervalMsMin,
+  type StoreNotifications,
+} from './store/postgres/store-notifications.js';

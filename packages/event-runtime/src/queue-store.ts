@@ -27,6 +27,13 @@ export interface EnqueueInput {
   dedupeKey?: string;
   /** Items with the same key share `partitionConcurrencyMax`; items without one are not limited by it. */
   partitionKey?: string;
+  /**
+   * The most items of this item's partition running at once (live claims of every worker) when
+   * this item is claimed: a positive integer, stored with the item, so every worker enforces it
+   * whatever it claims with (the lower of this and the claim's `partitionConcurrencyMax` holds).
+   * Needs `partitionKey`. The workflow layer's per-key `concurrency` writes it.
+   */
+  partitionConcurrencyMax?: number;
 }
 
 /** What `enqueue` did: `duplicate` means nothing was written and `itemId` names the existing item. */
@@ -45,6 +52,8 @@ export interface QueueItem {
   priority: number;
   dedupeKey: string | null;
   partitionKey: string | null;
+  /** The item's own limit on its partition's live claims (`EnqueueInput.partitionConcurrencyMax`). */
+  partitionConcurrencyMax: number | null;
   status: QueueItemStatus;
   /** The worker holding the claim (`running`), else the last one that did, else null. */
   owner: string | null;
@@ -97,7 +106,10 @@ export interface ClaimOptions {
   limit: number;
   /** Items of the queue running at once (live claims of all workers), a positive integer. */
   concurrencyMax?: number;
-  /** Items running at once per `partitionKey`, a positive integer. */
+  /**
+   * Items running at once per `partitionKey`, a positive integer. An item enqueued with its own
+   * `partitionConcurrencyMax` is held to the lower of the two.
+   */
   partitionConcurrencyMax?: number;
   /** Claims started within the last `windowMs` stay below `count` (a sliding window). */
   rate?: QueueRate;

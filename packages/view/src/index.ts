@@ -54,7 +54,7 @@ export {
   replayLog,
 } from './replay-log.js';
 export { type CliIo, dbEnvVar, runCli } from './run-cli.js';
-export type { AgentStepRole, RunDetail, TimelineEntry } from './run-detail.js';
+export type { AgentStepRole, RunDetail, RunRetry, TimelineEntry } from './run-detail.js';
 export {
   type RunCounts,
   type RunOrder,
@@ -76,3 +76,4 @@ export {
   startDashboard,
   tokenEnvVar,
 } from './start-dashboard.js';
+export type { WaitingItem } from './waiting-item.js';

@@ -62,12 +62,16 @@ export interface Operator {
    * Retries a failed run from its failed step, wherever its flow runs: appends
    * `execution.retried` with the run due (as `runtime.retry` does under `handOffStarts`), so the
    * next timer poll of a runtime running its flow replays it: completed steps replay, the failed
-   * step runs again with a fresh attempt budget. Deploy the fix first.
+   * step runs again with a fresh attempt budget. Deploy the fix first. `options.by` and
+   * `options.reason` are recorded in the `execution.retried` event (the run page shows them).
    *
    * Error codes: `EXECUTION_NOT_FOUND`, `EXECUTION_NOT_FAILED` (`fields.status`: it runs, completed,
    * was cancelled, or a retry is already under way), `STORE_BUSY`, store errors.
    */
-  retry(executionId: string): Promise<{ executionId: string }>;
+  retry(
+    executionId: string,
+    options?: { by?: string; reason?: string },
+  ): Promise<{ executionId: string }>;
   /**
    * Forks a run: a new execution whose log is a copy of `executionId`'s up to and including
    * `atSequence` (its `execution.started` names the original in `forkedFrom`, with who forked it).
@@ -121,8 +125,8 @@ export async function openOperator(options: { db: string }): Promise<Operator> {
     reject: (approvalId, rejectOptions) => agents.reject(approvalId, rejectOptions),
     answer: (questionId, answerOptions) => agents.answer(questionId, answerOptions),
     fork: (executionId, forkOptions) => forkRun(backend, executionId, forkOptions),
-    retry: async (executionId) => {
-      await flows.retry(executionId);
+    retry: async (executionId, retryOptions) => {
+      await flows.retry(executionId, retryOptions ?? {});
       return { executionId };
     },
     resume: (executionId, resumeOptions) =>

@@ -38,6 +38,7 @@ import {
 import { runStatuses } from './run-statuses.js';
 import type { RunSummary } from './run-summary.js';
 import type { ScheduleSummary } from './schedule-summary.js';
+import type { WaitingItem } from './waiting-item.js';
 
 export { runStatuses } from './run-statuses.js';
 export type { ScheduleSummary } from './schedule-summary.js';
@@ -190,6 +191,12 @@ export interface View {
    * page of queues. Error codes: store errors.
    */
   queues(): Promise<QueueStats[]>;
+  /**
+   * The queue's oldest waiting item (pending, or claimed with its claim expired): its id, flow
+   * and enqueue time, in one query on SQLite and Postgres; null when nothing waits; undefined on
+   * a store that cannot list a queue's items (the memory backend). Error codes: store errors.
+   */
+  oldestWaiting(queue: string): Promise<WaitingItem | null | undefined>;
   /**
    * The schedules that fire, by name: one index query, then one log page per schedule (its
    * generation's `execution.started`). Error codes: store errors.
@@ -495,6 +502,7 @@ class LogView implements View {
       signals: signalsOf(inbox, folded.consumedSignalIds),
       approvals,
       questions: agentLoop?.questionsOf(events, inbox) ?? [],
+      retries: folded.retries,
       events: events.length,
     };
   }
@@ -670,6 +678,10 @@ class LogView implements View {
       out.push(...page);
       if (page.length === 0 || page.length < Limits.queueListMax) return out;
     }
+  }
+
+  oldestWaiting(queue: string): Promise<WaitingItem | null | undefined> {
+    return this.pages.oldestWaiting(queue, Date.now());
   }
 
   async schedules(): Promise<ScheduleSummary[]> {

@@ -530,10 +530,15 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     .description(
       'retry a failed run from its failed step on a process running its flow (deploy the fix first)',
     )
-    .action(async (id: string, _options: unknown, command: Command) => {
+    .option('--by <name>', 'who retries (default: the OS user), recorded in the log')
+    .option('--reason <text>', 'why, recorded in the log')
+    .action(async (id: string, options: { by?: string; reason?: string }, command: Command) => {
       const operator = await operatorOf(command);
       try {
-        const retried = await operator.retry(id);
+        const retried = await operator.retry(id, {
+          by: by(options.by),
+          ...(options.reason === undefined ? {} : { reason: options.reason }),
+        });
         print(
           retried,
           () =>

@@ -78,6 +78,22 @@ export interface RunDetail {
   readonly approvals: readonly Approval[];
   /** An agent run's `ask_human` questions, pending and answered (empty for flows). */
   readonly questions: readonly Question[];
+  /**
+   * Each `execution.retried` of the run, oldest first: when, who asked and why (absent in logs
+   * written before retries recorded them, or when the caller did not say).
+   */
+  readonly retries: readonly RunRetry[];
   /** Events in the log. */
   readonly events: number;
+}
+
+/** One retry of a failed run, as its `execution.retried` event records it. */
+export interface RunRetry {
+  /** The sequence of the `execution.retried` event. */
+  readonly sequence: number;
+  readonly atMs: number;
+  /** The sequence of the `execution.failed` event it reopened. */
+  readonly failedSequence: number;
+  readonly by?: string;
+  readonly reason?: string;
 }

@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import { LoomError, ViewErrorCode } from './errors.js';
 import { type DbTarget, parseDbUrl } from './internal/db-url.js';
 import { deployedOf } from './internal/deployed.js';
+import { startHealthServer } from './internal/health-server.js';
 
 /** `loom worker --drain-timeout`'s default: what a worker may take to finish after SIGTERM. */
 export const drainTimeoutMsDefault = 30_000;
@@ -28,6 +29,8 @@ interface WorkerFlags {
   concurrency?: string;
   poll?: string;
   migrate?: boolean;
+  healthPort?: string;
+  healthHost?: string;
 }
 
 /** A flag's value as a whole number at least `min`, else `INVALID_ARGUMENT` naming the flag. */
@@ -112,11 +115,24 @@ export function addWorkerCommand(program: Command, deps: WorkerCommandDeps): voi
       'how often an idle worker looks for queue items and due timers (default 1000)',
     )
     .option('--migrate', 'create or update the Loom schema first (else it must exist)')
+    .option(
+      '--health-port <port>',
+      'serve GET /healthz (alive) and GET /readyz (200 when the store answers and the node holds its claim, else 503) on this port (0: any free port)',
+    )
+    .option('--health-host <address>', 'the address --health-port listens on (default 0.0.0.0)')
     .action(async (flags: WorkerFlags, command: Command) => {
       const drainTimeoutMs = whole('drain-timeout', flags.drainTimeout, 0) ?? drainTimeoutMsDefault;
       const leaseTtlMs = whole('lease-ttl', flags.leaseTtl, 1);
       const concurrency = whole('concurrency', flags.concurrency, 1);
       const pollMs = whole('poll', flags.poll, 1);
+      const healthPort = whole('health-port', flags.healthPort, 0);
+      if (healthPort !== undefined && healthPort > 65_535) {
+        throw new LoomError(
+          ViewErrorCode.INVALID_ARGUMENT,
+          `--health-port must be a port number (0 to 65535), got '${flags.healthPort}'`,
+          { path: 'health-port', actual: flags.healthPort },
+        );
+      }
       const queues = nameList('queues', flags.queues);
       const tags = nameList('tags', flags.tags);
       // Listening before the boot: a SIGTERM that comes while it connects drains right after.
@@ -170,17 +186,42 @@ export function addWorkerCommand(program: Command, deps: WorkerCommandDeps): voi
           deps.stderr(`loom: worker: ${error instanceof Error ? error.message : String(error)}`),
       });
       const { nodeId } = worker;
+      let draining = false;
+      const health =
+        healthPort === undefined
+          ? undefined
+          : await startHealthServer(
+              {
+                health: (options) => worker.runtime.health(options),
+                get draining() {
+                  return draining;
+                },
+              },
+              healthPort,
+              flags.healthHost ?? '0.0.0.0',
+            );
       const names = [...flows.map((flow) => flow.name), ...agents.map(agentFlowName)];
       const agentNames = agents.map((agent) => agent.name);
       deps.print(
-        { event: 'ready', nodeId, flows: names, agents: agentNames, queues, tags },
+        {
+          event: 'ready',
+          nodeId,
+          flows: names,
+          agents: agentNames,
+          queues,
+          tags,
+          ...(health === undefined ? {} : { healthPort: health.port }),
+        },
         () =>
           `loom: worker ${nodeId} ready: flows ${names.join(', ')}; ` +
           (agentNames.length === 0 ? '' : `agents ${agentNames.join(', ')}; `) +
           `queues ${queues.length === 0 ? '(none)' : queues.join(', ')}; ` +
-          `tags ${tags.length === 0 ? '(none)' : tags.join(', ')}`,
+          `tags ${tags.length === 0 ? '(none)' : tags.join(', ')}` +
+          (health === undefined ? '' : `; health port ${health.port} (/healthz, /readyz)`),
       );
       await stopped;
+      // Not ready from the first signal: the orchestrator stops sending work while it drains.
+      draining = true;
       deps.print(
         { event: 'draining', nodeId, drainTimeoutMs },
         () => `loom: worker ${nodeId} draining (up to ${drainTimeoutMs} ms)`,
@@ -188,6 +229,7 @@ export function addWorkerCommand(program: Command, deps: WorkerCommandDeps): voi
       const report = await worker.drain();
       // The isolated tools' child processes, if the agents have any.
       await agentRuntime?.close();
+      await health?.close();
       deps.print({ event: 'drained', nodeId, ...report }, () => describeDrain(nodeId, report));
     });
 }

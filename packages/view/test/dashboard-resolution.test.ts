@@ -116,7 +116,7 @@ describe.each(targets)(
       await rerun.waitFor({ timeout: waitMs });
       // An interrupted side effect offers the two resolutions, not a bare Approve.
       expect(await page.getByRole('button', { name: 'Approve' }).count()).toBe(0);
-      expect(await page.locator('#approvals').textContent()).toContain('outcome unknown');
+      expect(await page.locator('#detail').textContent()).toContain('outcome unknown');
       await page.screenshot({ path: join(artifacts, `resolution-${target.name}.png`) });
       await rerun.click();
       await page.waitForSelector(`#flash:has-text("re-running the call of ${approval.id}")`, {

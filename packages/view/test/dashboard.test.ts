@@ -164,6 +164,11 @@ describe('the dashboard in Chromium', () => {
     await page.waitForSelector('#detail-head h2:text-is("agent-1")', { timeout: waitMs });
     const approve = page.getByRole('button', { name: 'Approve' });
     await approve.waitFor({ timeout: waitMs });
+    // The approval sits in the conversation, at the call that waits for it, with the call's input.
+    const inline = page.locator('#conversation .turn[data-turn="1"] .approval[data-approval]');
+    await inline.getByRole('button', { name: 'Approve' }).waitFor({ timeout: waitMs });
+    expect(await inline.textContent()).toContain('send_mail {"to":"ana"}');
+    expect(await page.locator('#approvals .approval').count()).toBe(0);
     await page.locator('#by').fill('ana');
     await page.locator('#by').dispatchEvent('change');
     await page.screenshot({ path: join(artifacts, 'dashboard-pending.png'), fullPage: true });
@@ -173,7 +178,11 @@ describe('the dashboard in Chromium', () => {
     await rowWithStatus(page, 'agent-1', 'completed');
     await page.waitForSelector('#run-status:text-is("completed")', { timeout: waitMs });
     expect(await page.getByRole('button', { name: 'Approve' }).count()).toBe(0);
-    expect(await page.locator('#approvals').textContent()).toContain('approved by ana');
+    // Decided, it stays at its call: who decided and when.
+    await page.waitForSelector(
+      '#conversation .turn[data-turn="1"] .approval.decided:has-text("approved by ana at ")',
+      { timeout: waitMs },
+    );
     expect(sentMails.length - mailsBefore).toBe(1);
     const detail = await view.show('agent-1');
     expect(detail.run.terminalReason).toBe('goal_completed');
@@ -225,7 +234,10 @@ describe('the dashboard in Chromium', () => {
     expect(await page.locator('#detail-head').textContent()).toContain('answer ask-1~1.0');
     const send = page.getByRole('button', { name: 'Answer' });
     await send.waitFor({ timeout: waitMs });
-    expect(await page.locator('#questions').textContent()).toContain('Which colour, exactly?');
+    // The question sits in the conversation, at the turn that asked it.
+    const asked = page.locator('#conversation .turn[data-turn="1"] .question[data-question]');
+    await asked.waitFor({ timeout: waitMs });
+    expect(await asked.textContent()).toContain('Which colour, exactly?');
     // An empty answer is refused in the page; nothing is sent.
     await send.click();
     await page.waitForSelector('#flash:has-text("type the answer first")', { timeout: waitMs });
@@ -235,7 +247,10 @@ describe('the dashboard in Chromium', () => {
     await send.click();
     await page.waitForSelector('#flash:has-text("answered ask-1~1.0")', { timeout: waitMs });
     await rowWithStatus(page, 'ask-1', 'completed');
-    await page.waitForSelector('#questions:has-text("answered by ana: teal")', { timeout: waitMs });
+    await page.waitForSelector(
+      '#conversation .turn[data-turn="1"] .question:has-text("answered by ana: teal (at ")',
+      { timeout: waitMs },
+    );
     expect(await page.getByRole('button', { name: 'Answer' }).count()).toBe(0);
     const detail = await view.show('ask-1');
     expect(detail.run.terminalReason).toBe('goal_completed');
@@ -290,16 +305,34 @@ describe('the dashboard in Chromium', () => {
     const failures = async () =>
       (await view.events('charge-1')).filter((event) => event.type === 'execution.failed').length;
     expect(await failures()).toBe(1);
+    await page.locator('#by').fill('ana');
+    await page.locator('#by').dispatchEvent('change');
+    await page.locator('#retry-reason').fill('card processor back up');
     page.once('dialog', (dialog) => void dialog.accept());
     await retry.click();
-    await page.waitForSelector('#flash:has-text("retried charge-1")', { timeout: waitMs });
+    await page.waitForSelector('#flash:has-text("retried charge-1 (by ana)")', { timeout: waitMs });
     // The fixture's card is still declined: the replayed step fails again, after the retry.
     await until(
       async () => ((await failures()) === 2 ? true : undefined),
       'charge-1 to fail again',
     );
-    const types = (await view.events('charge-1')).map((event) => event.type);
+    const logged = await view.events('charge-1');
+    const types = logged.map((event) => event.type);
     expect(types.indexOf('execution.retried')).toBeGreaterThan(types.indexOf('execution.failed'));
+    // Who asked and why are in the log, and the run page says them.
+    const retried = logged.find((event) => event.type === 'execution.retried');
+    expect(retried?.payload).toMatchObject({ by: 'ana', reason: 'card processor back up' });
+    await page.waitForSelector(
+      `#detail-head .retry[data-sequence="${retried?.sequence}"]:has-text("by ana: card processor back up")`,
+      { timeout: waitMs },
+    );
+    await page.locator('#detail-head').screenshot({ path: join(artifacts, 'dashboard-retry.png') });
+    if (process.env.LOOM_UPDATE_DOCS_IMG === '1') {
+      copyFileSync(
+        join(artifacts, 'dashboard-retry.png'),
+        join(docsImage, '..', 'dashboard-retry.png'),
+      );
+    }
     await rowWithStatus(page, 'charge-1', 'failed');
     // The button is only for a failed run.
     await page.getByRole('button', { name: 'order-7', exact: true }).click();
@@ -510,11 +543,13 @@ describe('a read-only dashboard', () => {
     await page.goto(dashboard.urlWithToken);
     await rowWithStatus(page, 'agent-2', 'suspended');
     await page.getByRole('button', { name: 'agent-2', exact: true }).click();
-    await page.waitForSelector('#approvals .approval', { timeout: waitMs });
+    await page.waitForSelector('#detail .approval', { timeout: waitMs });
     expect(await page.locator('#mode').textContent()).toBe('read-only');
     expect(await page.getByRole('button', { name: 'Approve' }).count()).toBe(0);
     expect(await page.getByRole('button', { name: 'Reject' }).count()).toBe(0);
-    expect(await page.locator('#cancel-run, #signal-form, #token').count()).toBe(0);
+    expect(
+      await page.locator('#cancel-run, #signal-form, #token, #bulk-form, input.pick-run').count(),
+    ).toBe(0);
     await page.screenshot({ path: join(artifacts, 'dashboard-read-only.png'), fullPage: true });
   });
 

@@ -36,7 +36,10 @@ describe.each(targets)('loom retry on $name', { timeout: 60_000 }, (target) => {
       await expect(run.result()).rejects.toMatchObject({ code: 'EXECUTION_FAILED' });
       fixed = true; // the fix deployed
 
-      const retried = await loom(['retry', 'charge-9', '--json'], env);
+      const retried = await loom(
+        ['retry', 'charge-9', '--by', 'ana', '--reason', 'card gateway fixed', '--json'],
+        env,
+      );
       expect(retried.stderr).toBe('');
       expect(retried.code).toBe(0);
       expect(JSON.parse(retried.stdout)).toEqual({ executionId: 'charge-9' });
@@ -45,6 +48,20 @@ describe.each(targets)('loom retry on $name', { timeout: 60_000 }, (target) => {
       const { stdout } = await loom(['events', 'charge-9', '--json'], env);
       const types = (JSON.parse(stdout) as { type: string }[]).map((event) => event.type);
       expect(types.filter((type) => type === 'execution.retried')).toHaveLength(1);
+      // Who asked and why are in the log, and `loom show` says them.
+      const retriedEvent = (JSON.parse(stdout) as { type: string; payload: unknown }[]).find(
+        (event) => event.type === 'execution.retried',
+      );
+      expect(retriedEvent?.payload).toMatchObject({ by: 'ana', reason: 'card gateway fixed' });
+      const shown = await loom(['show', 'charge-9'], env);
+      expect(shown.stdout).toMatch(/retried at \S+ by ana: card gateway fixed \(event \d+\)/);
+      // The retried step's timeline entry is the retry's outcome, not the failure before it.
+      const shownJson = await loom(['show', 'charge-9', '--json'], env);
+      const timeline = (JSON.parse(shownJson.stdout) as { timeline: object[] }).timeline;
+      expect(timeline).toMatchObject([
+        { name: 'reserve', status: 'completed' },
+        { name: 'charge', status: 'completed', result: 'charged', failedAttempts: 0 },
+      ]);
       expect(types.at(-1)).toBe('execution.completed');
 
       // A run that did not fail is a conflict (exit 4); no such run is exit 3.

@@ -330,6 +330,7 @@ describe('loom worker: bad flags and modules', () => {
     ['--concurrency', '2.5'],
     ['--queues', 'a,,b'],
     ['--tags', 'gpu,'],
+    ['--health-port', '70000'],
   ])('refuses %s %s: INVALID_ARGUMENT naming the flag, exit code 2', async (...flag) => {
     const bad = await run(['--db', sqlite.db, '--flows', workerFlows, ...flag]);
     expect(bad.code).toBe(2);

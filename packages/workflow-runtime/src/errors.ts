@@ -43,6 +43,18 @@ export const WorkflowErrorCode = {
    */
   PLACEMENT_UNSATISFIED: 'PLACEMENT_UNSATISFIED',
   /**
+   * `runtime.start` of a flow that declares `concurrency` (`fields.flow`): a per-key limit holds
+   * only for runs a queue admits. Nothing was written: `runtime.enqueue` it and `runtime.work`
+   * the queue.
+   */
+  FLOW_CONTROL_NEEDS_QUEUE: 'FLOW_CONTROL_NEEDS_QUEUE',
+  /**
+   * A flow's `concurrency.key` threw, or returned something other than a non-empty string, for
+   * an input (`fields.flow`, `fields.actual`; the thrown error is the `cause`). Nothing was
+   * enqueued.
+   */
+  INVALID_FLOW_KEY: 'INVALID_FLOW_KEY',
+  /**
    * A placement names a remote the dispatcher does not know (`fields.remote`), or the remote
    * answered that it has no handler for the effect (`fields.effect`, HTTP 404): register it there.
    */

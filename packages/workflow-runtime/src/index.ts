@@ -2,6 +2,7 @@ export {
   type Backend,
   type ExecutionFailedFields,
   type ExecutionHandle,
+  type HealthOptions,
   type OpenMemoryOptions,
   openMemory,
   type PrunedExecution,
@@ -14,6 +15,7 @@ export {
   type RuntimeEventMap,
   type RuntimeEventName,
   RuntimeEvents,
+  type RuntimeHealth,
   type StepBackoff,
   type StepRetryPolicy,
 } from '@loom/event-runtime';
@@ -43,6 +45,7 @@ export {
 } from './flow/cron-schedule.js';
 export {
   defineFlow,
+  type FlowConcurrency,
   type FlowOptions,
   type SignalSchemas,
   type WorkflowDefinition,

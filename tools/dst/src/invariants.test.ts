@@ -115,10 +115,27 @@ describe('the invariant checker', () => {
 
   it('reports a queue claimed past its concurrency limit', async () => {
     const recorder = new Recorder();
-    recorder.claims.push({ queue: 'q', claimedNow: 3, concurrencyMax: 2, atMs: 0 });
+    recorder.claims.push({ queue: 'q', claimedNow: 3, concurrencyMax: 2, keys: [], atMs: 0 });
     expect(
       invariants(await check([[...started] as [string, JsonValue], completed], recorder)),
     ).toEqual(['queue-limit']);
+  });
+
+  it('reports a key claimed past its own limit (per-key concurrency)', async () => {
+    const recorder = new Recorder();
+    recorder.claims.push({
+      queue: 'q',
+      claimedNow: 2,
+      concurrencyMax: undefined,
+      keys: [
+        { key: 'tenant-a', claimed: 1, limit: 1 },
+        { key: 'tenant-b', claimed: 2, limit: 1 },
+      ],
+      atMs: 0,
+    });
+    expect(
+      invariants(await check([[...started] as [string, JsonValue], completed], recorder)),
+    ).toEqual(['key-limit']);
   });
 
   it('reports a running execution that neither ended nor waits', async () => {

@@ -163,6 +163,14 @@ function queueLimits(recorder: Recorder, report: Report) {
         `${claim.claimedNow} items of ${claim.queue} under claim, limit ${claim.concurrencyMax}, at ${claim.atMs}`,
       );
     }
+    for (const key of claim.keys) {
+      if (key.claimed > key.limit) {
+        report(
+          'key-limit',
+          `${key.claimed} items of key ${key.key} in ${claim.queue} under claim, its limit ${key.limit}, at ${claim.atMs}`,
+        );
+      }
+    }
   }
 }
 

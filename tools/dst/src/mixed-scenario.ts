@@ -52,17 +52,36 @@ export const tickFlow = defineFlow({ name: 'dst.tick' }, async (ctx) => {
   return ctx.step('tick', () => ctx.executionId);
 });
 
-const flows = [plainFlow, sleepFlow, signalFlow, tickFlow] as unknown as SimFlow[];
+/**
+ * One step that takes a while, at most one run per tenant at once across every node (per-key
+ * concurrency, ADR 0059): the simulator checks after every claim that no tenant is over it.
+ */
+export const keyedFlow = defineFlow(
+  {
+    name: 'dst.keyed',
+    concurrency: { key: (input: { tenant: string }) => input.tenant, limit: 1 },
+  },
+  async (ctx, input) =>
+    ctx.step('keyed', async (effect) => {
+      await new Promise<void>((resolve) =>
+        effect.clock.setTimer(resolve, effectMs(ctx.executionId, 0)),
+      );
+      return input.tenant;
+    }),
+);
+
+const flows = [plainFlow, sleepFlow, signalFlow, tickFlow, keyedFlow] as unknown as SimFlow[];
 
 const queueName = 'dst-q';
 const queueConcurrencyMax = 2;
 
 /** How much of each kind one seed runs. */
-const counts = { plain: 6, sleep: 3, signal: 3, queued: 6 } as const;
+const counts = { plain: 6, sleep: 3, signal: 3, queued: 6, keyed: 4 } as const;
 
 /**
  * The built-in scenario: on 3 nodes, plain flows, durable sleeps, signals (some sent twice with
- * one key), a queue with a global concurrency limit worked by every node, and a cron schedule
+ * one key), a queue with a global concurrency limit worked by every node (with keyed items of a
+ * flow limited to one run per tenant), and a cron schedule
  * firing every minute, for three virtual minutes of faults.
  */
 export const mixedScenario: Scenario = {
@@ -118,12 +137,26 @@ export const mixedScenario: Scenario = {
         );
       }, random.int(spreadMs));
     }
+    // Keyed items over two tenants, enqueued close together so their runs would overlap. Drawn
+    // from their own fork, so the rest of the workload is what it was for a given seed.
+    const keyedRandom = world.random.fork('keyed-workload');
+    const keyedAtMs = keyedRandom.int(spreadMs);
+    for (let index = 0; index < counts.keyed; index++) {
+      const itemId = `keyed-${index}`;
+      const input = { tenant: `tenant-${index % 2}` };
+      world.clock.setTimer(() => {
+        void world.client.retryAny(`enqueue ${itemId}`, (node) =>
+          node.runtime.enqueue(queueName, keyedFlow as unknown as SimFlow, input, itemId),
+        );
+      }, keyedAtMs + keyedRandom.int(500));
+    }
   },
   mustSettle: () => [
     ...ids('plain', counts.plain),
     ...ids('sleep', counts.sleep),
     ...ids('signal', counts.signal),
     ...Array.from({ length: counts.queued }, (_, index) => `queue:${queueName}:item-${index}`),
+    ...Array.from({ length: counts.keyed }, (_, index) => `queue:${queueName}:keyed-${index}`),
   ],
 };
 

@@ -8,12 +8,14 @@ import type {
   QueueStats,
   QueueStore,
 } from '@loom/event-runtime';
+import type { ClaimObservation } from './internal/recorder.js';
 import type { StoreLink } from './internal/store-link.js';
 
 /**
  * One node's handle on the shared queue store: latency each way, no answer while paused, and
  * the node's torn connections. After every claim it records how many items of the queue are
- * under a live claim, for the check that the global concurrency limit is never exceeded.
+ * under a live claim, in all and per limited key, for the checks that neither the global
+ * concurrency limit nor a key's own limit is ever exceeded.
  */
 export class SimQueueStore implements QueueStore {
   constructor(
@@ -23,7 +25,13 @@ export class SimQueueStore implements QueueStore {
   ) {}
 
   enqueue(input: EnqueueInput): Promise<EnqueueResult> {
-    return this.link.pass('enqueue', () => this.inner.enqueue(input));
+    return this.link.pass('enqueue', async () => {
+      const result = await this.inner.enqueue(input);
+      const { enqueued } = this.link.recorder;
+      const ids = enqueued.get(input.queue) ?? new Set<string>();
+      enqueued.set(input.queue, ids.add(result.itemId));
+      return result;
+    });
   }
 
   claim(queue: string, options: ClaimOptions): Promise<QueueItem[]> {
@@ -34,10 +42,30 @@ export class SimQueueStore implements QueueStore {
         queue,
         claimedNow: stats.claimed,
         concurrencyMax: options.concurrencyMax,
+        keys: await this.keyedClaims(queue),
         atMs: this.nowMs(),
       });
       return items;
     });
+  }
+
+  /** Items of each limited key under a live claim now, read straight from the shared store. */
+  private async keyedClaims(queue: string): Promise<ClaimObservation['keys']> {
+    const byKey = new Map<string, { claimed: number; limit: number }>();
+    const nowMs = this.nowMs();
+    for (const itemId of this.link.recorder.enqueued.get(queue) ?? []) {
+      const item = await this.inner.get(queue, itemId);
+      if (item?.partitionKey == null || item.partitionConcurrencyMax === null) continue;
+      const seen = byKey.get(item.partitionKey) ?? {
+        claimed: 0,
+        limit: item.partitionConcurrencyMax,
+      };
+      seen.limit = Math.min(seen.limit, item.partitionConcurrencyMax);
+      const live = item.status === 'running' && (item.claimExpiresAtMs ?? 0) > nowMs;
+      if (live) seen.claimed += 1;
+      byKey.set(item.partitionKey, seen);
+    }
+    return [...byKey].map(([key, { claimed, limit }]) => ({ key, claimed, limit }));
   }
 
   renew(

@@ -2,7 +2,8 @@
 // stream of a run another agent runtime drives (on one memory backend: the text reaches the
 // server's runtime through the live channel only), read by fetch, checked chunk by chunk
 // against the AI SDK's UIMessageChunk shapes, with a forced reconnect by Last-Event-ID.
-// (The `ai` package's own reader needs Node 22; this repository runs on 20.)
+// (The `ai` package's own reader is run on the writer's chunks in ui-chunk-writer.test.ts, and the
+// real useChat in Chromium in test/browser/usechat-browser.test.ts.)
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { openMemory } from '@loom/event-runtime';
@@ -25,6 +26,7 @@ const allowedKeys: Record<string, { required: string[]; optional: string[] }> = 
   start: { required: [], optional: ['messageId', 'messageMetadata'] },
   'start-step': { required: [], optional: [] },
   'finish-step': { required: [], optional: [] },
+  'reset-step': { required: [], optional: [] },
   'text-start': { required: ['id'], optional: ['providerMetadata'] },
   'text-delta': { required: ['id', 'delta'], optional: ['providerMetadata'] },
   'text-end': { required: ['id'], optional: ['providerMetadata'] },
@@ -262,8 +264,15 @@ describe('agentRunResponse: the UI message stream of a run, over HTTP', () => {
       'text-delta',
       'text-end',
       'finish-step',
+      'data-loom-output',
       'finish',
     ]);
+    // The answer as the run's output: for an agent without an output schema, the final text.
+    expect(chunks.find((c) => c.type === 'data-loom-output')).toEqual({
+      type: 'data-loom-output',
+      id: 'refund-1',
+      data: answer,
+    });
     const toolCallId = chunks.find((c) => c.type === 'tool-input-available')?.toolCallId;
     expect(chunks.find((c) => c.type === 'tool-approval-request')?.toolCallId).toBe(toolCallId);
     expect(chunks.find((c) => c.type === 'tool-output-available')).toMatchObject({

@@ -45,8 +45,9 @@ function sse(chunks: readonly UiMessageChunk[], id: string | undefined): string 
  * `start-step`, the model's text as it is written (`text-start` / `text-delta` / `text-end`,
  * from whichever process drives the run, ADR 0050), `tool-input-available`, a
  * `tool-approval-request` when the run waits for a person, `tool-output-available` or
- * `tool-output-error`, `finish-step`, and at the end `finish` (its `messageMetadata`: run id,
- * reason, turns, usage) and `[DONE]`. A run that ends without an answer (`model_failed`, a
+ * `tool-output-error`, `finish-step`, and at the end the answer as a `data-loom-output` part
+ * (the run's `output`: an `output` schema's typed answer, else the final text), `finish` (its
+ * `messageMetadata`: run id, reason, turns, usage) and `[DONE]`. A run that ends without an answer (`model_failed`, a
  * limit, a rejection: any reason but `goal_completed`) gets an `error` chunk just before
  * `finish`, its `errorText` the reason and what went wrong (`model_failed: …`), which the AI
  * SDK's client makes the chat's error. The response stays open while the run waits. Every agent

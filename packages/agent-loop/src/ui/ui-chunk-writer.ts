@@ -66,8 +66,11 @@ export function endingErrorText(result: RunResult): string | undefined {
  * Turns an agent run's events into UI message stream chunks: one assistant message for the run,
  * a step per turn, a text part per attempt of a turn's answer (streamed deltas, or the recorded
  * text of a turn the stream did not see being written), a tool part per call. A retracted
- * attempt's part is ended and followed by a `data-loom-text-retracted` part naming it. A run that
- * ends without an answer (any reason but `goal_completed`) gets an `error` chunk before `finish`.
+ * attempt's part is ended, the step's parts so far are dropped (`reset-step`: only withdrawn text),
+ * and a `data-loom-text-retracted` part names the attempt. A run that
+ * answers gets a `data-loom-output` part with its `output` (the structured answer of an agent with
+ * an `output` schema, else the final text); one that ends without an answer (any reason but
+ * `goal_completed`) gets an `error` chunk before `finish`.
  */
 export class UiChunkWriter {
   private stepOpen: boolean;
@@ -112,6 +115,11 @@ export class UiChunkWriter {
       case 'text_retracted': {
         const id = uiTextId(event.turn, event.attempt);
         if (this.openText === id) this.endText(out);
+        // `reset-step` makes the AI SDK's reader drop the parts of the turn's step so far: before
+        // the turn's answer is recorded they are only the text of attempts that never finished
+        // (the stream retracts before it yields `model_responded`), so the withdrawn text leaves
+        // the page. (A text part in a UIMessage keeps no id: naming it would not reach it.)
+        out.push({ type: 'reset-step' });
         out.push({
           type: 'data-loom-text-retracted',
           id,
@@ -171,6 +179,15 @@ export class UiChunkWriter {
         if (this.stepOpen) out.push({ type: 'finish-step' });
         this.stepOpen = false;
         const { result } = event;
+        // The answer as the agent's `output` (validated against its schema), so a page shows the
+        // structured answer without parsing text: one data part, replaced if it came again.
+        if (result.reason === 'goal_completed' && result.output !== undefined) {
+          out.push({
+            type: 'data-loom-output',
+            id: result.runId,
+            data: result.output,
+          });
+        }
         // The AI SDK's reader turns an `error` chunk into the chat's error (`useChat().error`);
         // `finish` alone would leave a failed run looking like an empty answer.
         const errorText = endingErrorText(result);

@@ -17,6 +17,7 @@ export type UiMessageChunk =
   | { type: 'tool-approval-request'; approvalId: string; toolCallId: string }
   | { type: `data-${string}`; id?: string; data: JsonValue }
   | { type: 'finish-step' }
+  | { type: 'reset-step' }
   | {
       type: 'finish';
       finishReason?: 'stop' | 'length' | 'content-filter' | 'tool-calls' | 'error' | 'other';

@@ -72,6 +72,7 @@ export interface PreparedEnqueue {
   priority: number;
   dedupeKey: string | null;
   partitionKey: string | null;
+  partitionConcurrencyMax: number | null;
 }
 
 /**
@@ -124,6 +125,15 @@ export function prepareEnqueue(input: EnqueueInput): PreparedEnqueue {
     input.partitionKey === undefined
       ? null
       : checkName(input.partitionKey, 'partitionKey', 'queueKeyLengthMax');
+  const partitionConcurrencyMax =
+    input.partitionConcurrencyMax === undefined
+      ? null
+      : positiveInteger(input.partitionConcurrencyMax, 'partitionConcurrencyMax');
+  if (partitionConcurrencyMax !== null && partitionKey === null) {
+    argument('partitionConcurrencyMax needs a partitionKey: the limit is per partition', {
+      path: 'partitionConcurrencyMax',
+    });
+  }
   const inputText = encodePayload(input.input === undefined ? null : (input.input as JsonValue));
   const bytes = Buffer.byteLength(inputText, 'utf8');
   if (bytes > Limits.payloadBytesMax) {
@@ -134,7 +144,17 @@ export function prepareEnqueue(input: EnqueueInput): PreparedEnqueue {
       { limit: 'payloadBytesMax', actual: bytes },
     );
   }
-  return { queue, itemId, flow: input.flow, version, inputText, priority, dedupeKey, partitionKey };
+  return {
+    queue,
+    itemId,
+    flow: input.flow,
+    version,
+    inputText,
+    priority,
+    dedupeKey,
+    partitionKey,
+    partitionConcurrencyMax,
+  };
 }
 
 /** Claim options, validated, with the times they imply at `nowMs`. */
@@ -216,12 +236,25 @@ export function checkQueueBatch(itemIds: unknown, operation: string): string[] {
 export interface ClaimCandidate {
   itemId: string;
   partitionKey: string | null;
+  /** The item's own partition limit, null for none. */
+  partitionConcurrencyMax: number | null;
+}
+
+/** The limit a candidate's partition is held to: the lower of the claim's and the item's. */
+export function partitionLimitOf(
+  candidate: ClaimCandidate,
+  claimPartitionMax: number | null,
+): number | null {
+  const own = candidate.partitionConcurrencyMax;
+  if (own === null) return claimPartitionMax;
+  return claimPartitionMax === null ? own : Math.min(own, claimPartitionMax);
 }
 
 /**
  * The claim decision of the memory and SQLite stores (Postgres does the same in SQL): walk the
- * candidates best first and take each whose partition has room, until the budget is spent.
- * `budget` is already min(limit, concurrencyMax - running, rate.count - started in window).
+ * candidates best first and take each whose partition has room under its limit (the lower of the
+ * claim's and the item's own), until the budget is spent. `budget` is already min(limit,
+ * concurrencyMax - running, rate.count - started in window).
  */
 export function pickClaims(
   candidates: readonly ClaimCandidate[],
@@ -234,9 +267,10 @@ export function pickClaims(
   for (const candidate of candidates) {
     if (picked.length >= budget) break;
     const partition = candidate.partitionKey;
-    if (partition !== null && partitionConcurrencyMax !== null) {
+    const limit = partitionLimitOf(candidate, partitionConcurrencyMax);
+    if (partition !== null && limit !== null) {
       const running = taken.get(partition) ?? 0;
-      if (running >= partitionConcurrencyMax) continue;
+      if (running >= limit) continue;
       taken.set(partition, running + 1);
     }
     picked.push(candidate.itemId);

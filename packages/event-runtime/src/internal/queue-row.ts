@@ -11,6 +11,8 @@ export interface QueueItemRow {
   priority: number;
   dedupe_key: string | null;
   partition_key: string | null;
+  /** Null in rows written before the migration that added it (the limit did not exist). */
+  partition_limit?: number | null;
   status: string;
   owner: string | null;
   claim_expires_at_ms: number | string | null;
@@ -36,6 +38,7 @@ export function queueItemFromRow(row: QueueItemRow): QueueItem {
     priority: row.priority,
     dedupeKey: row.dedupe_key,
     partitionKey: row.partition_key,
+    partitionConcurrencyMax: row.partition_limit ?? null,
     status: row.status as QueueItemStatus,
     owner: row.owner,
     claimExpiresAtMs: orNull(row.claim_expires_at_ms),

@@ -1,5 +1,6 @@
-import type { Clock } from '../clock.js';
+import type { CancelTimer, Clock } from '../clock.js';
 import type { StoredEvent } from '../envelope.js';
+import { ErrorCode, isLoomError } from '../errors.js';
 import type { SubscribeOptions, Subscription, SubscriptionHandler } from '../event-store.js';
 import { checkExecutionId } from './prepare-append.js';
 import { readAllOptions, readOptions } from './read-options.js';
@@ -18,11 +19,28 @@ export interface PumpSource {
 
 const defaultBatchSize = 500;
 
+/** First wait before reading again after the store was unavailable; doubles per failure. */
+const readRetryDelayMs = 50;
+/** The longest wait between two reads while the store stays unavailable. */
+const readRetryDelayMaxMs = 5_000;
+
+/**
+ * A read that may succeed later without anyone fixing anything: the connection was lost or
+ * could not be made (a restart, a failover) or the database was busy. ADR 0055.
+ */
+function isTransientRead(error: unknown): boolean {
+  return (
+    isLoomError(error, ErrorCode.STORE_UNAVAILABLE) || isLoomError(error, ErrorCode.STORE_BUSY)
+  );
+}
+
 /**
  * Delivers a store's events to one handler, in order and in batches: catches up from the
  * cursor, then reads again whenever the source wakes it. Wake-ups that arrive while a batch is
  * being handled coalesce into one more read, so a burst of appends costs a few reads, not one
- * per event.
+ * per event. A read the store could not serve for now (`STORE_UNAVAILABLE`, `STORE_BUSY`: a
+ * restart, a failover) is tried again with backoff on the store's clock instead of ending the
+ * subscription; any other read error, and any handler error, ends it through `onError`.
  */
 export class SubscriptionPump implements Subscription {
   private readonly executionId: string | undefined;
@@ -33,6 +51,8 @@ export class SubscriptionPump implements Subscription {
   private closed = false;
   private readonly unwatch: () => void;
   private readonly stopPolling: (() => void) | undefined;
+  private readFailures = 0;
+  private cancelRetry: CancelTimer | undefined;
 
   constructor(
     private readonly source: PumpSource,
@@ -62,7 +82,15 @@ export class SubscriptionPump implements Subscription {
     try {
       while (this.dirty && !this.closed) {
         this.dirty = false;
-        const batch = await this.readBatch();
+        let batch: StoredEvent[];
+        try {
+          batch = await this.readBatch();
+        } catch (error) {
+          if (!isTransientRead(error) || this.closed) throw error;
+          this.retryLater();
+          return;
+        }
+        this.readFailures = 0;
         if (batch.length === 0 || this.closed) continue;
         await this.handler(batch);
         const last = batch[batch.length - 1] as StoredEvent;
@@ -77,6 +105,17 @@ export class SubscriptionPump implements Subscription {
     }
   }
 
+  /** Reads again after a backoff (one pending retry; a wake-up meanwhile reads at once). */
+  private retryLater(): void {
+    if (this.cancelRetry !== undefined) return;
+    const delayMs = Math.min(readRetryDelayMaxMs, readRetryDelayMs * 2 ** this.readFailures);
+    this.readFailures++;
+    this.cancelRetry = this.source.clock.setTimer(() => {
+      this.cancelRetry = undefined;
+      this.kick();
+    }, delayMs);
+  }
+
   private readBatch(): Promise<StoredEvent[]> {
     return this.executionId === undefined
       ? this.source.readAll(this.cursor, this.batchSize)
@@ -88,6 +127,8 @@ export class SubscriptionPump implements Subscription {
     this.closed = true;
     this.unwatch();
     this.stopPolling?.();
+    this.cancelRetry?.();
+    this.cancelRetry = undefined;
   }
 
   async close(): Promise<void> {

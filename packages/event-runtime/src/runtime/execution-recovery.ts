@@ -39,6 +39,8 @@ export class ExecutionRecovery implements RecoveryPort {
   private readonly deadSinceMs = new Map<string, number>();
   /** When this node last counted another live node (clock ms). */
   private crowdedAtMs: number | undefined;
+  /** When this node last claimed its id again after losing it (clock ms). */
+  private regainedAtMs: number | undefined;
   private confirmTimer: CancelTimer | undefined;
 
   constructor(private readonly kernel: KernelContext) {}
@@ -276,7 +278,11 @@ export class ExecutionRecovery implements RecoveryPort {
    * or reading as dead for `deadNodeConfirmMs`. Otherwise a round is due once that has passed.
    */
   private confirmedDead(owner: string, nowMs: number): boolean {
-    if (!this.seenLive.has(owner)) return true;
+    if (!this.seenLive.has(owner)) {
+      if (!this.justRegained(nowMs)) return true;
+      this.confirmLater();
+      return false;
+    }
     const sinceMs = this.deadSinceMs.get(owner);
     if (sinceMs === undefined) this.deadSinceMs.set(owner, nowMs);
     if (sinceMs === undefined || nowMs - sinceMs < deadNodeConfirmMs) {
@@ -297,11 +303,31 @@ export class ExecutionRecovery implements RecoveryPort {
       this.crowdedAtMs = nowMs;
       return false;
     }
-    if (this.crowdedAtMs !== undefined && nowMs - this.crowdedAtMs < deadNodeConfirmMs) {
+    const crowdedLately =
+      this.crowdedAtMs !== undefined && nowMs - this.crowdedAtMs < deadNodeConfirmMs;
+    if (crowdedLately || this.justRegained(nowMs)) {
       this.confirmLater();
       return false;
     }
     return true;
+  }
+
+  /**
+   * This node holds its claim again after losing it. A loss that ended every session at once
+   * (the server restarted, a failover) took its peers' claims too: each peer needs its own
+   * reclaim, counted from now, not from before the outage. So a peer seen alive must read as
+   * dead for `deadNodeConfirmMs` from here before its executions are taken, and so must one never
+   * seen alive (it may have started just before the outage), and this node is not "alone"
+   * within that time either (ADR 0055).
+   */
+  claimRegained(): void {
+    this.deadSinceMs.clear();
+    this.regainedAtMs = this.kernel.clock.now();
+  }
+
+  /** True within `deadNodeConfirmMs` of this node claiming its id again after a loss. */
+  private justRegained(nowMs: number): boolean {
+    return this.regainedAtMs !== undefined && nowMs - this.regainedAtMs < deadNodeConfirmMs;
   }
 
   /** Runs a recovery round once `deadNodeConfirmMs` passed (one such round pending at a time). */

@@ -88,6 +88,7 @@ export class Kernel implements KernelContext {
             clock: this.clock,
             events: this.events,
             report: (error) => this.report(error),
+            onRegained: () => this.recovery.claimRegained(),
           });
     this.commits = new GroupCommit(this.store, this.clock, this.settings.groupCommitMax, (error) =>
       this.report(error),

@@ -14,6 +14,7 @@ import {
   EventType,
   type ExecutionRetriedPayload,
   type ExecutionStartedPayload,
+  type RetryOptions,
 } from './core/kernel-events.js';
 import { encodeRecorded, recordedValue } from './core/recorded-values.js';
 import { ExecutionDriver } from './execution-driver.js';
@@ -422,18 +423,18 @@ export class LocalExecutions implements ExecutionsPort {
    * `execution.retried` after its `execution.failed` under the current fence epoch (so it loses
    * to any writer that moved the log or the fence meanwhile), then replays. The step whose
    * failure failed it runs again with a fresh attempt budget; completed steps replay. Resolves
-   * once `execution.retried` is durable.
+   * once `execution.retried` is durable; it records `options.by` and `options.reason` when given.
    *
    * Error codes: `EXECUTION_NOT_FOUND`, `EXECUTION_NOT_FAILED` (`fields.status`),
    * `FLOW_NOT_REGISTERED`, `RUNTIME_SHUT_DOWN`, `STORE_BUSY` (the log kept moving, or another node
    * held the lease through `retryLeaseLooksMax` looks), store errors.
    */
-  retry(executionId: string): Promise<void> {
+  retry(executionId: string, options: RetryOptions = {}): Promise<void> {
     this.kernel.assertRunning();
     const pending = this.resuming.get(executionId);
     const work = (pending ?? Promise.resolve())
       .catch(() => undefined)
-      .then(() => this.retryOnce(executionId))
+      .then(() => this.retryOnce(executionId, options))
       .finally(() => {
         if (this.resuming.get(executionId) === work) this.resuming.delete(executionId);
       });
@@ -441,7 +442,7 @@ export class LocalExecutions implements ExecutionsPort {
     return work;
   }
 
-  private async retryOnce(executionId: string): Promise<void> {
+  private async retryOnce(executionId: string, options: RetryOptions): Promise<void> {
     const { store, leases } = this.kernel;
     let leaseLooks = 0;
     for (let race = 0; race < retryRacesMax; ) {
@@ -477,6 +478,8 @@ export class LocalExecutions implements ExecutionsPort {
         stepIndex:
           stepIndex !== null && state.steps[stepIndex]?.status === 'failed' ? stepIndex : null,
         failedSequence: state.nextSequence - 1,
+        ...(options.by === undefined ? {} : { by: options.by }),
+        ...(options.reason === undefined ? {} : { reason: options.reason }),
       };
       const journal = this.journalFor(executionId, state.nextSequence, epoch);
       journal.record(EventType.executionRetried, retried as unknown as JsonValue);

@@ -16,6 +16,11 @@ export interface NodePresenceDeps {
   readonly events: RuntimeEvents;
   /** Where background failures go (`store:error` and `onError`). */
   readonly report: (error: unknown) => void;
+  /**
+   * The claim is held again after a loss, before `node:claimed` and before waiting starts and
+   * resumes go on (recovery restarts its confirmation windows here: ADR 0055).
+   */
+  readonly onRegained?: () => void;
 }
 
 /**
@@ -162,6 +167,7 @@ export class NodePresence {
       return;
     }
     this.hold(claim);
+    this.deps.onRegained?.();
     const regained = this.regained;
     this.regained = undefined;
     this.deps.events.emit('node:claimed', { nodeId: this.deps.nodeId, attempts: this.attempts });

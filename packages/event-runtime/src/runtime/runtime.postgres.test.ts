@@ -24,12 +24,13 @@ afterAll(async () => {
 function harness(
   prefix: string,
   wrap?: (store: PostgresEventStore, clock: ManualClock) => EventStore,
+  mode: { notifications?: 'listen' | 'poll' } = {},
 ): () => Promise<RuntimeHarness> {
   return async () => {
     const schema = `${prefix}_${process.pid}_${++counter}`;
     schemas.push(schema);
     const opened = await postgresRuntimeHarness(
-      { connectionString: url, schema },
+      { connectionString: url, schema, ...mode },
       wrap === undefined ? {} : { wrap },
     );
     return {
@@ -43,6 +44,13 @@ function harness(
 }
 
 runtimeConformance('postgres', harness('loom_rt'));
+
+// The poll mode (ADR 0057): no LISTEN, no NOTIFY; a handle's result and every subscription are
+// woken by the store's tip poll on the harness's manual clock, or by this process's own appends.
+runtimeConformance(
+  "postgres, notifications: 'poll'",
+  harness('loom_rtp', undefined, { notifications: 'poll' }),
+);
 
 // What a runtime would see if the coalescing store were the Postgres default (ADR 0030). The store
 // changes only append (its other calls are proven forwarded in coalescing-event-store.test.ts), so

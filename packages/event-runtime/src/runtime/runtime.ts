@@ -5,6 +5,7 @@ import type { EventStore } from '../event-store.js';
 import { checkExecutionId } from '../internal/prepare-append.js';
 import { Limits } from '../limits.js';
 import type { ExecutionState } from './core/execution-state.js';
+import type { RetryOptions } from './core/kernel-events.js';
 import { createHandle, type ExecutionHandle } from './execution-handle.js';
 import type { Flow } from './flow.js';
 import { Kernel } from './kernel-node.js';
@@ -12,6 +13,7 @@ import { loadState } from './load-state.js';
 import { notFound } from './not-found.js';
 import { every, keepAlive } from './pollers.js';
 import type { RuntimeEvents } from './runtime-events.js';
+import { type HealthOptions, probeHealth, type RuntimeHealth } from './runtime-health.js';
 import type { KernelRuntimeOptions, StartOptions } from './runtime-options.js';
 
 export type { ExecutionHandle } from './execution-handle.js';
@@ -113,6 +115,18 @@ export class KernelRuntime {
     return this.kernel.presence?.lost === true;
   }
 
+  /**
+   * Whether this node can do its work now, for an orchestrator's readiness probe (and a worker's
+   * `/readyz`): reads one absent execution from the event store within `timeoutMs` (default
+   * 5,000 ms) and reports that with the node claim's state; `ready` is true when the store
+   * answered, the claim is not lost and the runtime is not shutting down. A store that cannot be
+   * reached is an answer (`ready: false`, `store.error`), never a throw. Error codes:
+   * `INVALID_ARGUMENT` (timeoutMs). ADR 0055.
+   */
+  health(options?: HealthOptions): Promise<RuntimeHealth> {
+    return probeHealth(this.kernel, options);
+  }
+
   /** Executions this node is driving right now. */
   get activeExecutions(): string[] {
     return this.kernel.executions.ids;
@@ -173,20 +187,24 @@ export class KernelRuntime {
    * execution runs again with a fresh attempt budget. Deploy the fix first: the flow replays
    * under the code registered here. Resolves with a handle once the retry is durable. With
    * `handOffStarts`, nothing runs here and no flow need be registered: the retry is written with
-   * the execution due, and the first node whose timer poll takes it replays it.
+   * the execution due, and the first node whose timer poll takes it replays it. `options.by` and
+   * `options.reason` (who asked, and why) are recorded in the `execution.retried` event.
    *
    * Error codes: `EXECUTION_NOT_FOUND`, `EXECUTION_NOT_FAILED` (it runs, completed, was cancelled
    * or continued; `fields.status`), `FLOW_NOT_REGISTERED`, `INVALID_ENVELOPE` (id),
    * `RUNTIME_SHUT_DOWN`, `STORE_BUSY`, store errors.
    *
    * @example
-   * const failed = await runtime.retry('order-42');
+   * const failed = await runtime.retry('order-42', { by: 'ana', reason: 'deployed the fix' });
    * console.log(await failed.result());
    */
-  async retry<O = unknown>(executionId: string): Promise<ExecutionHandle<O>> {
+  async retry<O = unknown>(
+    executionId: string,
+    options: RetryOptions = {},
+  ): Promise<ExecutionHandle<O>> {
     this.kernel.assertRunning();
     checkExecutionId(executionId);
-    await this.kernel.executions.retry(executionId);
+    await this.kernel.executions.retry(executionId, options);
     return this.handle<O>(executionId, true);
   }
 

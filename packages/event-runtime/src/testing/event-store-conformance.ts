@@ -1596,6 +1596,33 @@ export function eventStoreConformance(
         expect(stored.map((event) => event.hash)).toEqual([first, second]);
         expect((await store.read(id)).map((event) => event.hash)).toEqual([first, second]);
       });
+
+      it('the formula holds for a payload past the hash’s scratch buffer, and one byte edited breaks it', async () => {
+        const id = freshId('hash-large');
+        // 1,500 short strings (10,501 UTF-16 units, 16,501 UTF-8 bytes): hashed from one string,
+        // not the scratch buffer (ADR 0054); each element under a content decorator's threshold.
+        const large = Array.from({ length: 1_500 }, () => 'éééé');
+        const stored = await store.append([
+          { executionId: id, sequence: 0, type: 'fixture', payload: large, at: 1_700_000_000_123 },
+          {
+            executionId: id,
+            sequence: 1,
+            type: 'fixture',
+            payload: 'small',
+            at: 1_700_000_000_124,
+          },
+        ]);
+        const first = createHash('sha256')
+          .update(`\n${id}\n0\nfixture\n1700000000123\n${JSON.stringify(large)}`)
+          .digest('hex');
+        const second = createHash('sha256')
+          .update(`${first}\n${id}\n1\nfixture\n1700000000124\n"small"`)
+          .digest('hex');
+        expect(stored.map((event) => event.hash)).toEqual([first, second]);
+        expect(await store.verify(id)).toMatchObject({ ok: true, events: 2, lastHash: second });
+        await harness.tamper(id, 1, '"smalm"');
+        expect(await store.verify(id)).toMatchObject({ ok: false, brokenAtSequence: 1 });
+      });
     });
 
     section('round-trip fidelity', () => {

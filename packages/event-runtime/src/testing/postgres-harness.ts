@@ -1,11 +1,13 @@
 import { PostgresEventStore } from '../store/postgres/postgres-event-store.js';
 import { PostgresLeaseStore } from '../store/postgres/postgres-lease-store.js';
 import { PostgresSnapshotStore } from '../store/postgres/postgres-snapshot-store.js';
+import type { PostgresEventStoreOptions } from '../store/postgres/postgres-store-options.js';
 import type { DurableHarness, DurableHarnessOptions } from './durable-harness.js';
 import { ManualClock } from './manual-clock.js';
 
 /**
- * The stores of a fresh Postgres `schema` (migrated) on a manual clock, for `runtimeConformance`:
+ * The stores of a fresh Postgres `schema` (migrated) on a manual clock, for `runtimeConformance`
+ * (`notifications` and `pollIntervalMs` as `PostgresEventStore.open` takes them):
  * the event store (decorated by `wrap`), the lease and snapshot stores on its pool, and a row
  * count. Closing closes them; dropping the schema is the caller's.
  *
@@ -18,12 +20,15 @@ import { ManualClock } from './manual-clock.js';
  * );
  */
 export async function postgresRuntimeHarness(
-  target: { connectionString: string; schema: string },
+  target: { connectionString: string; schema: string } & Pick<
+    PostgresEventStoreOptions,
+    'notifications' | 'pollIntervalMs'
+  >,
   options: DurableHarnessOptions<PostgresEventStore> = {},
 ): Promise<DurableHarness<PostgresEventStore>> {
   const clock = new ManualClock();
-  const { connectionString, schema } = target;
-  const inner = await PostgresEventStore.open({ connectionString, schema, clock });
+  const { schema } = target;
+  const inner = await PostgresEventStore.open({ ...target, clock });
   await inner.migrate();
   const store = options.wrap === undefined ? inner : await options.wrap(inner, clock);
   const pool = inner.connectionPool;

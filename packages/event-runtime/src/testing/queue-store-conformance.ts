@@ -79,6 +79,7 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
           priority: 0,
           dedupeKey: null,
           partitionKey: null,
+          partitionConcurrencyMax: null,
           status: 'pending',
           owner: null,
           claimExpiresAtMs: null,
@@ -290,11 +291,80 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
         }
       });
 
+      it('items without a partition key are not limited by partitionConcurrencyMax', async () => {
+        for (const id of ['f-0', 'f-1', 'f-2']) await put(id);
+        await put('a-0', { partitionKey: 'A', partitionConcurrencyMax: 1 });
+        await put('a-1', { partitionKey: 'A' });
+        expect(ids(await claimAll('n', { partitionConcurrencyMax: 1 }))).toEqual([
+          'f-0',
+          'f-1',
+          'f-2',
+          'a-0',
+        ]);
+      });
+
       it('a full partition does not hold back items of other partitions', async () => {
         await put('a-0', { partitionKey: 'A', priority: 5 });
         await put('a-1', { partitionKey: 'A', priority: 5 });
         await put('b-0', { partitionKey: 'B' });
         expect(ids(await claimAll('n', { partitionConcurrencyMax: 1 }))).toEqual(['a-0', 'b-0']);
+      });
+
+      it("an item's own partitionConcurrencyMax holds whatever the claim passes, across handles", async () => {
+        const peer = await harness.openPeer();
+        try {
+          for (let index = 0; index < 5; index++) {
+            await put(`a-${index}`, { partitionKey: 'A', partitionConcurrencyMax: 2 });
+            await put(`b-${index}`, { partitionKey: 'B', partitionConcurrencyMax: 1 }, peer);
+          }
+          expect(await store.get(queue, 'a-0')).toMatchObject({
+            partitionKey: 'A',
+            partitionConcurrencyMax: 2,
+          });
+          // Four claims at once, none passing a partition limit of its own.
+          const claims = await Promise.all(
+            [store, peer, store, peer].map((on, index) => claimAll(`node-${index}`, {}, on)),
+          );
+          expect(ids(claims.flat()).sort()).toEqual(['a-0', 'a-1', 'b-0']);
+          // A claim's own limit can only lower it: 5 does not lift A's 2.
+          expect(await claimAll('node-x', { partitionConcurrencyMax: 5 }, peer)).toEqual([]);
+          await peer.complete(queue, ['a-0', 'b-0']);
+          // The lower of the two holds: the claim's 1 under A's 2 (a-1 still runs), so only B.
+          expect(ids(await claimAll('node-x', { partitionConcurrencyMax: 1 }))).toEqual(['b-1']);
+          // B's own 1 under the claim's 3 (b-1 runs), A's own 2 under it (room for one more).
+          expect(ids(await claimAll('node-x', { partitionConcurrencyMax: 3 }))).toEqual(['a-2']);
+        } finally {
+          await peer.close();
+        }
+      });
+
+      it("a dead worker's slots of a key come back when its claims expire, not before", async () => {
+        for (let index = 0; index < 3; index++) {
+          await put(`k-${index}`, { partitionKey: 'K', partitionConcurrencyMax: 2 });
+        }
+        expect(ids(await claimAll('dead'))).toEqual(['k-0', 'k-1']);
+        await clock.advance(ttlMs - 1);
+        expect(await claimAll('alive')).toEqual([]); // both slots still held by live claims
+        await clock.advance(1);
+        // The dead claims expired: their items come back first (enqueue order), still 2 at once.
+        expect(ids(await claimAll('alive'))).toEqual(['k-0', 'k-1']);
+        expect(await claimAll('alive')).toEqual([]);
+        expect(await store.renew(queue, 'dead', ['k-0', 'k-1'], ttlMs)).toEqual(['k-0', 'k-1']);
+      });
+
+      it('a saturated key does not hold back the keys behind it past the claim scan window', async () => {
+        for (let index = 0; index < Limits.queueClaimScanMax + 5; index++) {
+          await put(`hot-${index}`, {
+            partitionKey: 'hot',
+            partitionConcurrencyMax: 1,
+            priority: 1,
+          });
+        }
+        await put('cold-0', { partitionKey: 'cold', partitionConcurrencyMax: 1 });
+        expect(ids(await claimAll('n', { limit: 1 }))).toEqual(['hot-0']);
+        // Every candidate of the scan window is hot and hot is full: cold is still found.
+        expect(ids(await claimAll('n'))).toEqual(['cold-0']);
+        expect(await claimAll('n')).toEqual([]);
       });
 
       it('the rate limit counts claims started within the sliding window', async () => {
@@ -478,6 +548,21 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
           'a partition key over the limit',
           (g) => ({ ...g, partitionKey: 'p'.repeat(Limits.queueKeyLengthMax + 1) }),
           ErrorCode.LIMIT_EXCEEDED,
+        ],
+        [
+          'a zero partitionConcurrencyMax',
+          (g) => ({ ...g, partitionKey: 'p', partitionConcurrencyMax: 0 }),
+          ErrorCode.INVALID_ARGUMENT,
+        ],
+        [
+          'a fractional partitionConcurrencyMax',
+          (g) => ({ ...g, partitionKey: 'p', partitionConcurrencyMax: 1.5 }),
+          ErrorCode.INVALID_ARGUMENT,
+        ],
+        [
+          'a partitionConcurrencyMax without a partitionKey',
+          (g) => ({ ...g, partitionConcurrencyMax: 1 }),
+          ErrorCode.INVALID_ARGUMENT,
         ],
         [
           'an input that is not JSON',

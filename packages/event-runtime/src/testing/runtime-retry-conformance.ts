@@ -487,6 +487,36 @@ export function runtimeRetries(
       );
     });
 
+    it('records who asked for a retry and why in execution.retried; a fresh runtime replays it', async () => {
+      const harness = getHarness();
+      const created = runtime({ inlineWaitMs: 1_000 });
+      let broken = true;
+      const flow: Flow<null, string> = {
+        name: 'retry-who',
+        run: async (ctx) =>
+          ctx.step('charge', () => {
+            if (broken) throw new Error('gateway down');
+            return 'charged';
+          }),
+      };
+      const id = freshId('retry-who');
+      const handle = await created.start(flow, null, { executionId: id });
+      await rejection(drive(harness, handle.result()));
+      broken = false;
+      const retried = await created.retry(id, { by: 'ana', reason: 'gateway fixed' });
+      expect(await drive(harness, retried.result())).toBe('charged');
+      const events = await harness.store.read(id);
+      const retriedEvent = events.find((event) => event.type === 'execution.retried');
+      expect(retriedEvent?.payload).toEqual({
+        stepIndex: 0,
+        failedSequence: (retriedEvent?.sequence ?? 0) - 1,
+        by: 'ana',
+        reason: 'gateway fixed',
+      });
+      const reader = runtime({ nodeId: 'reader-who', flows: [flow as Flow<never, unknown>] });
+      expect(await reader.attach(id).result()).toBe('charged');
+    });
+
     it('two nodes retrying the same failed execution reopen it once', async () => {
       const harness = getHarness();
       let fail = true;

@@ -19,7 +19,7 @@ export interface CrashBackend {
 
 /**
  * `env` names the store (LOOM_CRASH_BACKEND, LOOM_CRASH_DB or LOOM_CRASH_PG_URL and
- * LOOM_CRASH_SCHEMA). `prepare` (default: unless LOOM_CRASH_PREPARED=1) migrates and creates the side table; several
+ * LOOM_CRASH_SCHEMA; LOOM_CRASH_NOTIFICATIONS=poll opens Postgres without LISTEN/NOTIFY). `prepare` (default: unless LOOM_CRASH_PREPARED=1) migrates and creates the side table; several
  * workers opening one log at once leave that to whoever prepared it before they started.
  */
 export async function openCrashBackend(
@@ -50,6 +50,8 @@ export async function openCrashBackend(
     const store = await PostgresEventStore.open({
       connectionString: env.LOOM_CRASH_PG_URL as string,
       schema,
+      // LOOM_CRASH_NOTIFICATIONS=poll: the store without LISTEN/NOTIFY (ADR 0057).
+      ...(env.LOOM_CRASH_NOTIFICATIONS === 'poll' ? { notifications: 'poll' as const } : {}),
     });
     if (prepare) {
       await store.migrate();

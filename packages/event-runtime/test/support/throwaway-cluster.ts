@@ -2,10 +2,10 @@
 // user into a temp dir, a free port, pg_ctl to start, stop and restart it. Fails loudly when it
 // cannot be made: a restart test that silently skipped would prove nothing.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { chmodSync, chownSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort, postgresBinDir, postgresUserIds } from './postgres-server.js';
 
 export interface ThrowawayCluster {
   readonly port: number;
@@ -18,36 +18,6 @@ export interface ThrowawayCluster {
   destroy(): void;
 }
 
-function binDir(): string {
-  const root = '/usr/lib/postgresql';
-  const versions = existsSync(root)
-    ? readdirSync(root)
-        .filter((name) => existsSync(join(root, name, 'bin', 'initdb')))
-        .sort((a, b) => Number(b) - Number(a))
-    : [];
-  const version = versions[0];
-  if (version === undefined) {
-    throw new Error(
-      `no initdb under ${root}/*/bin: this test needs the PostgreSQL server binaries`,
-    );
-  }
-  return join(root, version, 'bin');
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-function uidGid(user: string): { uid: number; gid: number } {
-  const uid = Number(execFileSync('id', ['-u', user]).toString().trim());
-  const gid = Number(execFileSync('id', ['-g', user]).toString().trim());
-  return { uid, gid };
-}
-
 /**
  * initdb (trust auth) and start it on a free port. fsync is off (a test cluster) unless
  * `fsync: true` (a benchmark that must pay for durable commits like a real server).
@@ -55,10 +25,10 @@ function uidGid(user: string): { uid: number; gid: number } {
 export async function startThrowawayCluster(
   settings: { fsync?: boolean } = {},
 ): Promise<ThrowawayCluster> {
-  const bin = binDir();
+  const bin = postgresBinDir();
   const dir = mkdtempSync(join(tmpdir(), 'loom-pg-'));
   const data = join(dir, 'data');
-  const { uid, gid } = uidGid('postgres');
+  const { uid, gid } = postgresUserIds();
   chownSync(dir, uid, gid);
   chmodSync(dir, 0o700);
   const asPostgres = (tool: string, args: string[]) =>

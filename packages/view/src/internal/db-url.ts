@@ -9,7 +9,8 @@ const schemaParam = 'schema';
 
 /**
  * Parses a database URL. `sqlite:<path>` (also `sqlite://<path>`), or `postgres://…` /
- * `postgresql://…` with an optional `?schema=<name>` (default: the store's, `loom`).
+ * `postgresql://…` with an optional `?schema=<name>` (default: the store's, `loom`); a host list
+ * (`postgres://u@h1:5432,h2:5432/db?target_session_attrs=read-write`) goes to the store as it is.
  * Throws `INVALID_DB_URL`.
  */
 export function parseDbUrl(db: string | undefined): DbTarget {
@@ -32,6 +33,21 @@ export function parseDbUrl(db: string | undefined): DbTarget {
     return { kind: 'sqlite', path };
   }
   if (db.startsWith('postgres://') || db.startsWith('postgresql://')) {
+    // A host list (postgres://u@h1:5432,h2:5432/db?target_session_attrs=read-write) is no
+    // WHATWG URL: take the schema out of its query here; the store checks the rest.
+    const authority = /^[a-z]+:\/\/([^/?#]*)/i.exec(db)?.[1] ?? '';
+    if (authority.includes(',')) {
+      const [base, query = ''] = db.split('?', 2) as [string, string?];
+      const params = new URLSearchParams(query);
+      const schema = params.get(schemaParam) ?? undefined;
+      params.delete(schemaParam);
+      const rest = params.toString();
+      return {
+        kind: 'postgres',
+        connectionString: rest === '' ? base : `${base}?${rest}`,
+        schema,
+      };
+    }
     let url: URL;
     try {
       url = new URL(db);

@@ -4,7 +4,7 @@ import {
   type StoredEvent,
   type StoredSignal,
 } from '@loom/event-runtime';
-import type { AgentStepRole, TimelineEntry } from '../run-detail.js';
+import type { AgentStepRole, RunRetry, TimelineEntry } from '../run-detail.js';
 
 /** The prefix of an agent run's flow name (`agentFlowName` in `@loom/agent-loop`). */
 export const agentFlowPrefix = 'agent:';
@@ -21,6 +21,7 @@ export interface FoldedRun {
   error?: { message: string; code?: string };
   timeline: TimelineEntry[];
   consumedSignalIds: Set<number>;
+  retries: RunRetry[];
 }
 
 /** An event's payload as an object of JSON fields. */
@@ -79,6 +80,7 @@ export function foldRun(
     terminalReason: null,
     timeline: [],
     consumedSignalIds: new Set(),
+    retries: [],
   };
   // Open entries by kind and index: a later event of the same index closes them.
   const open = new Map<string, { entry: TimelineEntry; at: number }>();
@@ -233,10 +235,37 @@ export function foldRun(
       case EventType.executionContinuedAsNew:
         folded.terminalReason = `continued as ${text(p.successorId) ?? '?'}`;
         break;
-      case EventType.executionRetried:
+      case EventType.executionRetried: {
         folded.terminalReason = null;
         delete folded.error;
+        // The failed step runs again: its entry is open again, closed by the next attempt's end.
+        const stepIndex = num(p.stepIndex);
+        const at = folded.timeline.findLastIndex(
+          (e) => e.kind === 'step' && e.index === stepIndex && e.status === 'failed',
+        );
+        const failed = folded.timeline[at];
+        if (failed !== undefined) {
+          const { error: _error, ...rest } = failed;
+          const entry: TimelineEntry = {
+            ...rest,
+            status: 'open',
+            endedAtMs: null,
+            durationMs: null,
+          };
+          folded.timeline[at] = entry;
+          open.set(`step:${failed.index}`, { entry, at });
+        }
+        const by = text(p.by);
+        const reason = text(p.reason);
+        folded.retries.push({
+          sequence: event.sequence,
+          atMs: event.at,
+          failedSequence: num(p.failedSequence) ?? -1,
+          ...(by === undefined ? {} : { by }),
+          ...(reason === undefined ? {} : { reason }),
+        });
         break;
+      }
       default:
         break;
     }

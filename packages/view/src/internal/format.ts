@@ -2,7 +2,7 @@ import type { Approval, Question } from '@loom/agent-loop';
 import type { QueueStats, StoredEvent } from '@loom/event-runtime';
 import Table from 'cli-table3';
 import type { Spend } from '../projection/projections.js';
-import type { RunDetail } from '../run-detail.js';
+import type { RunDetail, RunRetry } from '../run-detail.js';
 import type { RunSummary } from '../run-summary.js';
 import type { ScheduleSummary } from '../schedule-summary.js';
 
@@ -90,6 +90,13 @@ export function formatRuns(
   return nextCursor === undefined ? body : `${body}\nmore: loom runs --after ${nextCursor}`;
 }
 
+/** One retry of a run: `retried at … by ana: deployed the fix` (who and why when recorded). */
+export function retryLine(retry: RunRetry): string {
+  const who = retry.by === undefined ? '' : ` by ${retry.by}`;
+  const why = retry.reason === undefined ? '' : `: ${retry.reason}`;
+  return `retried at ${time(retry.atMs)}${who}${why} (event ${retry.sequence})`;
+}
+
 /** The `loom show` page. */
 export function formatDetail(detail: RunDetail): string {
   const r = detail.run;
@@ -104,6 +111,7 @@ export function formatDetail(detail: RunDetail): string {
   lines.push(`input: ${preview(detail.input)}`);
   if (detail.output !== undefined) lines.push(`output: ${preview(detail.output)}`);
   if (detail.error !== undefined) lines.push(`error: ${detail.error.message}`);
+  for (const retry of detail.retries) lines.push(retryLine(retry));
   if (detail.timeline.length > 0) {
     lines.push(
       formatTable(

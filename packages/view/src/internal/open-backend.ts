@@ -38,28 +38,16 @@ export async function openBackend(target: DbTarget, readOnly: boolean): Promise<
     return { ...backend, pages: sqlitePageReader(backend.events.database) };
   }
   const { openPostgres } = await driver(() => import('@loom/event-runtime/postgres'), 'pg@8');
-  const { default: pg } = await driver(() => import('pg'), 'pg@8');
-  // The view's own pool (the stores borrow it), so the page reads can use it too.
-  const pool = new pg.Pool({
+  // The store's own pool (a host list needs the store's connections: ADR 0055); the page reads
+  // borrow it (`connectionPool`), and closing the backend ends it.
+  const backend = await openPostgres({
     connectionString: target.connectionString,
-    connectionTimeoutMillis: pgConnectTimeoutMs,
+    connectTimeoutMs: pgConnectTimeoutMs,
+    readOnly,
+    ...(target.schema === undefined ? {} : { schema: target.schema }),
   });
-  pool.on('error', () => {});
-  let backend: Awaited<ReturnType<typeof openPostgres>>;
-  try {
-    backend = await openPostgres({
-      pool,
-      readOnly,
-      ...(target.schema === undefined ? {} : { schema: target.schema }),
-    });
-  } catch (error) {
-    await pool.end().catch(() => undefined);
-    throw error;
-  }
-  const close = async () => {
-    await backend.close();
-    await pool.end().catch(() => undefined);
-  };
+  const pool = backend.events.connectionPool;
+  const close = () => backend.close();
   try {
     await backend.events.findExecutions({ limit: 1 });
   } catch (error) {

@@ -7,6 +7,7 @@
 import type { EventStore, StoredEvent, StoredSignal } from '@loom/event-runtime';
 import type Database from 'better-sqlite3';
 import type pg from 'pg';
+import type { WaitingItem } from '../waiting-item.js';
 import { readInbox, readLog } from './read-log.js';
 import {
   countsSql,
@@ -48,7 +49,33 @@ export interface PageReader {
   searchRows(query: RunQuery): Promise<IndexRowLite[]>;
   /** The runs its filters match (status and cursor aside), per status (one query). */
   countRows(query: RunQuery): Promise<StatusCount[]>;
+  /**
+   * The queue's oldest waiting item (pending, or claimed with its claim expired at `nowMs`), by
+   * enqueue order, in one query; null when none waits; undefined when this store cannot tell.
+   */
+  oldestWaiting(queue: string, nowMs: number): Promise<WaitingItem | null | undefined>;
 }
+
+interface WaitingSqlRow {
+  item_id: string;
+  flow: string;
+  version: string | null;
+  enqueued_at_ms: number | string;
+}
+
+function waitingOf(row: WaitingSqlRow | undefined): WaitingItem | null {
+  if (row === undefined) return null;
+  return {
+    itemId: row.item_id,
+    flow: row.flow,
+    version: row.version,
+    enqueuedAtMs: Number(row.enqueued_at_ms),
+  };
+}
+
+// The queue's unfinished items are read through its claim index (queue, priority, seq; status
+// <> 'done'), then the first by seq (enqueue order) that is not under a live claim.
+const oldestWaitingWhere = `status <> 'done' AND NOT (status = 'running' AND claim_expires_at_ms > `;
 
 interface CountSqlRow {
   status: string;
@@ -135,6 +162,11 @@ export function sqlitePageReader(database: Database.Database): PageReader {
      WHERE execution_id IN (SELECT value FROM json_each(?)) AND substr(name, 1, ?) = ?
      ORDER BY execution_id, signal_id`,
   );
+  const oldest = database.prepare<[string, number], WaitingSqlRow>(
+    `SELECT item_id, flow, version, enqueued_at_ms FROM loom_queue_items
+     WHERE queue = ? AND ${oldestWaitingWhere}?)
+     ORDER BY seq LIMIT 1`,
+  );
   const tables = database.prepare<[string], { n: number }>(
     `SELECT count(*) AS n FROM sqlite_master
      WHERE type = 'table' AND name IN (SELECT value FROM json_each(?))`,
@@ -159,6 +191,7 @@ export function sqlitePageReader(database: Database.Database): PageReader {
     hasTables: async (names) => Number(tables.get(JSON.stringify(names))?.n) === names.length,
     searchRows: async (query) => all<IndexSqlRow>(pageSql(query, sqliteDialect)).map(indexRowOf),
     countRows: async (query) => all<CountSqlRow>(countsSql(query, sqliteDialect)).map(countOf),
+    oldestWaiting: async (queue, nowMs) => waitingOf(oldest.get(queue, nowMs)),
   };
 }
 
@@ -201,6 +234,15 @@ export function postgresPageReader(pool: pg.Pool, schema: string): PageReader {
     countRows: async (query) => {
       const { text, values } = countsSql(query, dialect);
       return (await pool.query<CountSqlRow>(text, values)).rows.map(countOf);
+    },
+    oldestWaiting: async (queue, nowMs) => {
+      const result = await pool.query<WaitingSqlRow>(
+        `SELECT item_id, flow, version, enqueued_at_ms FROM ${s}.queue_items
+         WHERE queue = $1 AND ${oldestWaitingWhere}$2)
+         ORDER BY seq LIMIT 1`,
+        [queue, nowMs],
+      );
+      return waitingOf(result.rows[0]);
     },
   };
 }
@@ -258,6 +300,8 @@ export function storePageReader(store: EventStore): PageReader {
       }
       return [...counts.values()];
     },
+    // The QueueStore API reads one item by id: it cannot list a queue's waiting items.
+    oldestWaiting: async () => undefined,
   };
 }
 

@@ -40,8 +40,9 @@ export async function openProjectionDb(target: DbTarget, readOnly: boolean): Pro
     if (!readOnly) database.pragma('journal_mode = WAL');
     return sqliteProjectionDb(database, target.path);
   }
-  const { default: pg } = await import('pg');
-  const pool = new pg.Pool({ connectionString: target.connectionString, max: 2 });
+  // Loom's pool (a host list finds its primary again after a failover: ADR 0055).
+  const { createPostgresPool } = await import('@loom/event-runtime/postgres');
+  const pool = createPostgresPool({ connectionString: target.connectionString, max: 2 });
   const schema = target.schema ?? defaultPgSchema;
   const db = new Kysely<ProjectionDatabase>({ dialect: new PostgresDialect({ pool }) }).withSchema(
     schema,

@@ -6,7 +6,12 @@ import { validate } from './standard-schema.js';
 import { type WorkflowContext, workflowContext } from './workflow-context.js';
 import type { FlowOptions, SignalSchemas, WorkflowDefinition } from './workflow-definition.js';
 
-export type { FlowOptions, SignalSchemas, WorkflowDefinition } from './workflow-definition.js';
+export type {
+  FlowConcurrency,
+  FlowOptions,
+  SignalSchemas,
+  WorkflowDefinition,
+} from './workflow-definition.js';
 
 const namePattern = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
 
@@ -17,7 +22,8 @@ const namePattern = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
  * The input and output must be JSON ({@link Json}): a `Date`, `Map`, `bigint` or class instance
  * in either is a compile error (and `PAYLOAD_NOT_JSON` at run time).
  *
- * Error codes: `INVALID_ARGUMENT` for a bad name, version or schema.
+ * Error codes: `INVALID_ARGUMENT` for a bad name, version, schema or `concurrency` (a key that
+ * is not a function, a limit that is not a positive integer).
  *
  * @example
  * const order = defineFlow({ name: 'order', version: '1' }, async (ctx, input: { sku: string }) => {
@@ -50,6 +56,7 @@ export function defineFlow<I, O, S extends SignalSchemas = SignalSchemas>(
   if (options.placement !== undefined) {
     checkTags(options.placement?.tags, `placement.tags of flow '${options.name}'`);
   }
+  if (options.concurrency !== undefined) checkConcurrency(options.name, options.concurrency);
   if (typeof run !== 'function') {
     throw new LoomError(
       WorkflowErrorCode.INVALID_ARGUMENT,
@@ -76,4 +83,31 @@ export function defineFlow<I, O, S extends SignalSchemas = SignalSchemas>(
   };
   if (options.version !== undefined) (flow as { version?: string }).version = options.version;
   return flow;
+}
+
+/** A `concurrency` option: `{ key: function, limit: positive integer }`, else INVALID_ARGUMENT. */
+function checkConcurrency(flow: string, concurrency: unknown): void {
+  const refuse = (path: string, what: string, actual: unknown): never => {
+    throw new LoomError(
+      WorkflowErrorCode.INVALID_ARGUMENT,
+      `flow '${flow}': ${path} must be ${what}, got ${describe(actual)}`,
+      { flow, path, actual: typeof actual === 'function' ? 'function' : actual },
+    );
+  };
+  if (typeof concurrency !== 'object' || concurrency === null) {
+    refuse('concurrency', 'an object { key, limit }', concurrency);
+  }
+  const { key, limit } = concurrency as { key?: unknown; limit?: unknown };
+  if (typeof key !== 'function') {
+    refuse('concurrency.key', 'a function of the input returning the key', key);
+  }
+  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit <= 0) {
+    refuse('concurrency.limit', 'a positive integer', limit);
+  }
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'function') return 'a function';
+  if (typeof value === 'string') return JSON.stringify(value);
+  return value === null ? 'null' : typeof value === 'object' ? 'an object' : String(value);
 }

@@ -14,6 +14,7 @@ const expected: Record<string, RegExp> = {
   'cron.ts': /fired [1-4] runs, e\.g\. cron:every-second:\d+/,
   'find-executions.ts':
     /failed: charge-2\nall: charge-1:completed charge-2:failed charge-3:completed\nqueue charges: depth 0, completed 1, failed 1/,
+  'flow-control.ts': /most at once: 1 per tenant, 2 in all\nstart: FLOW_CONTROL_NEEDS_QUEUE/,
   'queues.ts':
     /dedupe: true true\nran in priority order: ceo@example.com, cto@example.com, newsletter@example.com/,
 };

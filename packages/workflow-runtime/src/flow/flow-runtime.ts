@@ -6,6 +6,7 @@ import type {
   ExecutionHandle,
   ExecutionState,
   FlowKey,
+  HealthOptions,
   JsonValue,
   LeaseStore,
   ListQueuesOptions,
@@ -13,7 +14,9 @@ import type {
   PruneReport,
   QueueStats,
   QueueStore,
+  RetryOptions,
   RuntimeEvents,
+  RuntimeHealth,
   SnapshotStore,
   StartOptions,
   StepRetryPolicy,
@@ -250,6 +253,21 @@ export class Runtime {
   }
 
   /**
+   * Whether this node can do its work now, for an orchestrator's readiness probe: one read of
+   * the store within `timeoutMs` (default 5,000 ms) and the node claim's state. `ready` is true
+   * when the store answered, the node's claim on its id is not lost and the runtime is not
+   * shutting down. An unreachable store is an answer (`ready: false` with `store.error`), never
+   * a throw. Error codes: `INVALID_ARGUMENT` (timeoutMs).
+   *
+   * @example
+   * const { ready, store } = await runtime.health();
+   * if (!ready) console.warn('not ready:', store.error?.message);
+   */
+  health(options?: HealthOptions): Promise<RuntimeHealth> {
+    return this.kernel.health(options);
+  }
+
+  /**
    * Make a flow runnable and resumable here. A flow whose `placement.tags` this node lacks is
    * known (its signals are typed and checked, it can be enqueued) but never driven here: the
    * kernel does not get it, so recovery and timers here leave its executions to a node that fits.
@@ -284,13 +302,23 @@ export class Runtime {
 
   /**
    * Start an execution after validating `input` against the flow's schema (nothing is written
-   * if it fails: `INVALID_INPUT` naming the issues). Idempotent on a caller-chosen id.
+   * if it fails: `INVALID_INPUT` naming the issues). Idempotent on a caller-chosen id. A flow
+   * that declares `concurrency` is refused with `FLOW_CONTROL_NEEDS_QUEUE` (its limit holds only
+   * for queued runs: `enqueue` it).
    */
   async start<I, O>(
     flow: WorkflowDefinition<I, O>,
     input: I,
     options: StartOptions = {},
   ): Promise<ExecutionHandle<O>> {
+    if (flow.options.concurrency !== undefined) {
+      throw new LoomError(
+        WorkflowErrorCode.FLOW_CONTROL_NEEDS_QUEUE,
+        `flow '${flow.name}' declares a per-key concurrency limit, which holds only for runs a ` +
+          'queue admits: runtime.enqueue(queue, flow, input) it and runtime.work(queue)',
+        { flow: flow.name },
+      );
+    }
     if (!this.registry.has(key(flow.name, flow.version ?? null))) this.register(flow as never);
     this.assertPlaceable(flow as never, 'start', options.executionId);
     let value: unknown = input;
@@ -417,17 +445,18 @@ export class Runtime {
    * Retry a failed execution from its failed step: completed steps replay (their effects do not
    * run again), the step whose failure failed the execution runs again with a fresh attempt
    * budget, and the log records the retry (`execution.retried` after `execution.failed`). Deploy
-   * the fix first: the execution replays under the flow registered here.
+   * the fix first: the execution replays under the flow registered here. `options.by` and
+   * `options.reason` (who asked, and why) are recorded in the `execution.retried` event.
    *
    * Error codes: `EXECUTION_NOT_FOUND`, `EXECUTION_NOT_FAILED` (`fields.status`),
    * `FLOW_NOT_REGISTERED`, `STORE_BUSY`, store errors.
    *
    * @example
-   * const handle = await runtime.retry('order-42');
+   * const handle = await runtime.retry('order-42', { by: 'ana', reason: 'deployed the fix' });
    * console.log(await handle.result());
    */
-  retry<O = unknown>(executionId: string): Promise<ExecutionHandle<O>> {
-    return this.placed(executionId, 'retry', () => this.kernel.retry<O>(executionId));
+  retry<O = unknown>(executionId: string, options: RetryOptions = {}): Promise<ExecutionHandle<O>> {
+    return this.placed(executionId, 'retry', () => this.kernel.retry<O>(executionId, options));
   }
 
   /**
@@ -645,10 +674,12 @@ export class Runtime {
    * Put a run of `flow` on `queue` after validating `input` against the flow's schema (nothing
    * is written if it fails: `INVALID_INPUT`). A worker (`work`) runs it as execution
    * `queue:<queue>:<itemId>`. Returns `duplicate: true` (writing nothing) for an existing
-   * `itemId` or an unfinished item with the same `dedupeKey`.
+   * `itemId` or an unfinished item with the same `dedupeKey`. A flow that declares
+   * `concurrency` files the item under `concurrency.key(input)` with its limit (its
+   * `partitionKey` and `partitionConcurrencyMax`), so passing `partitionKey` too is refused.
    *
-   * Error codes: `QUEUE_STORE_MISSING`, `INVALID_INPUT`, the queue store's (`INVALID_ARGUMENT`,
-   * `LIMIT_EXCEEDED`, `PAYLOAD_NOT_JSON`, store errors).
+   * Error codes: `QUEUE_STORE_MISSING`, `INVALID_INPUT`, `INVALID_FLOW_KEY`, `INVALID_ARGUMENT`,
+   * the queue store's (`INVALID_ARGUMENT`, `LIMIT_EXCEEDED`, `PAYLOAD_NOT_JSON`, store errors).
    *
    * @example
    * await runtime.enqueue('emails', sendEmail, { to: 'ada@example.com' }, { priority: 5, partitionKey: 'tenant-1' });
@@ -679,6 +710,7 @@ export class Runtime {
       version: flow.version ?? null,
       input: (value === undefined ? null : value) as JsonValue,
       ...options,
+      ...flowControlOf(flow as unknown as AnyFlow, value, options),
     });
   }
 
@@ -843,4 +875,45 @@ export function createRuntime(options: RuntimeOptions): Runtime {
  */
 function placementTags(flow: WorkflowDefinition<never, unknown>): readonly string[] {
   return (flow as Partial<WorkflowDefinition<never, unknown>>).options?.placement?.tags ?? [];
+}
+
+/**
+ * The partition a flow's per-key `concurrency` files an item under: `concurrency.key(input)` and
+ * its limit. Throws `INVALID_FLOW_KEY` for a key function that throws or returns no non-empty
+ * string, `INVALID_ARGUMENT` when the caller passes its own `partitionKey` as well.
+ */
+function flowControlOf(
+  flow: AnyFlow,
+  input: unknown,
+  options: EnqueueOptions,
+): { partitionKey?: string; partitionConcurrencyMax?: number } {
+  const concurrency = flow.options.concurrency;
+  if (concurrency === undefined) return {};
+  if (options.partitionKey !== undefined) {
+    throw new LoomError(
+      WorkflowErrorCode.INVALID_ARGUMENT,
+      `flow '${flow.name}' keys its runs by its concurrency.key: drop the partitionKey option`,
+      { flow: flow.name, path: 'partitionKey' },
+    );
+  }
+  let partitionKey: unknown;
+  try {
+    partitionKey = concurrency.key(input);
+  } catch (error) {
+    throw new LoomError(
+      WorkflowErrorCode.INVALID_FLOW_KEY,
+      `the concurrency.key of flow '${flow.name}' threw for this input: ${String(error)}`,
+      { flow: flow.name },
+      error,
+    );
+  }
+  if (typeof partitionKey !== 'string' || partitionKey.length === 0) {
+    throw new LoomError(
+      WorkflowErrorCode.INVALID_FLOW_KEY,
+      `the concurrency.key of flow '${flow.name}' must return a non-empty string, got ` +
+        `${typeof partitionKey === 'string' ? "''" : typeof partitionKey}`,
+      { flow: flow.name, actual: typeof partitionKey === 'string' ? '' : typeof partitionKey },
+    );
+  }
+  return { partitionKey, partitionConcurrencyMax: concurrency.limit };
 }

@@ -20,6 +20,12 @@ export interface ClaimObservation {
   queue: string;
   claimedNow: number;
   concurrencyMax: number | undefined;
+  /**
+   * Per key (`partitionKey`) whose items carry their own limit (a flow's per-key `concurrency`,
+   * ADR 0059): its items under a live claim right after the claim, and the lowest limit among
+   * them.
+   */
+  keys: Array<{ key: string; claimed: number; limit: number }>;
   atMs: number;
 }
 
@@ -48,6 +54,8 @@ export class Recorder {
     atMs: number;
   }> = [];
   readonly claims: ClaimObservation[] = [];
+  /** Queue → the ids of the items enqueued into it (by any node), for the per-key counts. */
+  readonly enqueued = new Map<string, Set<string>>();
   readonly signals: SentSignal[] = [];
   readonly faults: FaultCounts = emptyFaultCounts();
   /**

@@ -182,6 +182,18 @@ export interface ExecutionRetriedPayload {
   stepIndex: number | null;
   /** The sequence of the `execution.failed` event it reopens. */
   failedSequence: number;
+  /** Who asked for the retry (an operator's name), when the caller said (absent in older logs). */
+  by?: string;
+  /** Why it was retried ("deployed the fix"), when the caller said (absent in older logs). */
+  reason?: string;
+}
+
+/** Who asked for a retry and why: recorded in its `execution.retried` event. */
+export interface RetryOptions {
+  /** Who asked (an operator's name). */
+  by?: string;
+  /** Why ("deployed the fix for the timeout"). */
+  reason?: string;
 }
 
 export interface ExecutionCompletedPayload {

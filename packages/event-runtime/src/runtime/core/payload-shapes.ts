@@ -142,7 +142,12 @@ export const payloadShapes: { readonly [T in KernelEventType]: ShapeOf<KernelPay
   'execution.completed': { output: 'json' },
   'execution.failed': { error: 'error' },
   'execution.cancelled': { reason: 'string' },
-  'execution.retried': { stepIndex: 'number-or-null', failedSequence: 'number' },
+  'execution.retried': {
+    stepIndex: 'number-or-null',
+    failedSequence: 'number',
+    by: 'string?',
+    reason: 'string?',
+  },
   'execution.suspended': { wakeAtMs: 'unread' },
   'execution.continued_as_new': { successorId: 'string' },
   'timer.scheduled': { index: 'index', name: 'string', wakeAtMs: 'number' },

@@ -10,6 +10,7 @@ import {
   checkQueueOutcome,
   claimBudget,
   listQueuesOptions,
+  partitionLimitOf,
   pickClaims,
   prepareClaim,
   prepareEnqueue,
@@ -88,6 +89,7 @@ export class InMemoryQueueStore implements QueueStore {
       priority: item.priority,
       dedupeKey: item.dedupeKey,
       partitionKey: item.partitionKey,
+      partitionConcurrencyMax: item.partitionConcurrencyMax,
       status: 'pending',
       owner: null,
       claimExpiresAtMs: null,
@@ -130,7 +132,8 @@ export class InMemoryQueueStore implements QueueStore {
           (row.status === 'pending' ||
             (row.status === 'running' && (row.claimExpiresAtMs ?? 0) <= nowMs)) &&
           (claim.flows === undefined ||
-            claim.flows.some((flow) => flow.name === row.flow && flow.version === row.version)),
+            claim.flows.some((flow) => flow.name === row.flow && flow.version === row.version)) &&
+          !partitionFull(row, runningByPartition, claim.partitionConcurrencyMax),
       )
       .sort((a, b) => b.priority - a.priority || a.seq - b.seq)
       .slice(0, Limits.queueClaimScanMax);
@@ -265,4 +268,18 @@ export class InMemoryQueueStore implements QueueStore {
 function toItem(row: Row): QueueItem {
   const { inputText, seq: _seq, ...rest } = row;
   return { ...rest, input: decodePayload(inputText) };
+}
+
+/**
+ * True when the row's partition already runs its limit: the scan skips it, so a saturated hot key
+ * never fills the scan window and holds back the keys behind it.
+ */
+function partitionFull(
+  row: Row,
+  runningByPartition: ReadonlyMap<string, number>,
+  claimPartitionMax: number | null,
+): boolean {
+  if (row.partitionKey === null) return false;
+  const limit = partitionLimitOf(row, claimPartitionMax);
+  return limit !== null && (runningByPartition.get(row.partitionKey) ?? 0) >= limit;
 }

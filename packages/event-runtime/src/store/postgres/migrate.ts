@@ -3,6 +3,7 @@ import { latestSchemaVersion, postgresMigrations } from './migrations/migration-
 import { type CheckedOutClient, checkOut } from './pg-client.js';
 import { classifyPgError, schemaTooNew, toLoomError } from './pg-errors.js';
 import { type PgConnectionOptions, resolvePool } from './pg-pool.js';
+import { beginReadCommitted } from './read-committed.js';
 import { checkSchemaName, quoteIdent } from './schema-name.js';
 import { readSchemaVersion } from './schema-version.js';
 
@@ -109,7 +110,7 @@ async function migrateLocked(client: PoolClient, schema: string): Promise<Postgr
 }
 
 async function inTransaction(client: PoolClient, work: () => Promise<void>): Promise<void> {
-  await client.query('BEGIN');
+  await client.query(beginReadCommitted);
   try {
     await work();
     await client.query('COMMIT');

@@ -6,10 +6,12 @@ import { PostgresLiveStore } from './postgres-live-store.js';
 import { PostgresQueueStore } from './postgres-queue-store.js';
 import { PostgresSnapshotStore } from './postgres-snapshot-store.js';
 import type { PostgresEventStoreOptions } from './postgres-store-options.js';
+import { liveStoreNotifications } from './store-notifications.js';
 
 /**
- * Options of {@link openPostgres}: where to connect (`connectionString`, or a `pool` you own and
- * end yourself), the schema (default `loom`), and the event store's options (`clock` and
+ * Options of {@link openPostgres}: where to connect (`connectionString`, a host list as a
+ * multi-host `connectionString` or `hosts` whose read-write server is found on connect and after
+ * a failover, or a `pool` you own and end yourself), the schema (default `loom`), and the event store's options (`clock` and
  * `readOnly` apply to every store).
  */
 export interface OpenPostgresOptions extends PostgresEventStoreOptions {
@@ -35,10 +37,11 @@ export interface PostgresBackend extends Backend {
  * `migrate: true` (or call `migrate()`, e.g. at deploy time). `close()` closes the stores beside
  * the log, then the log (its LISTEN connection), then ends the pool, if this call created it.
  *
- * Error codes: `INVALID_ARGUMENT` (a connection string that is not a PostgreSQL URL, a bad schema
- * name, both `pool` and `connectionString`), `STORE_UNAVAILABLE` (the server cannot be reached or
- * refused the login), `SCHEMA_TOO_NEW`, and from `migrate: true` the errors of `migrate()`.
- * Nothing is left open when it throws.
+ * Error codes: `INVALID_ARGUMENT` (a connection string that is not a PostgreSQL URL, a bad host
+ * list, a bad schema name, both `pool` and `connectionString`), `STORE_UNAVAILABLE` (the server
+ * cannot be reached or refused the login, or no listed host is a read-write primary),
+ * `SCHEMA_TOO_NEW`, and from `migrate: true` the errors of `migrate()`. Nothing is left open
+ * when it throws.
  *
  * @example
  * import { openPostgres } from '@loom/event-runtime/postgres';
@@ -47,7 +50,14 @@ export interface PostgresBackend extends Backend {
  * await backend.close();
  */
 export async function openPostgres(options: OpenPostgresOptions = {}): Promise<PostgresBackend> {
-  const { migrate, connectionString, connectTimeoutMs, pool: _callerPool, ...rest } = options;
+  const {
+    migrate,
+    connectionString,
+    connectTimeoutMs,
+    hosts,
+    pool: _callerPool,
+    ...rest
+  } = options;
   const { pool, owned } = resolvePool(options);
   const on = {
     pool,
@@ -74,7 +84,7 @@ export async function openPostgres(options: OpenPostgresOptions = {}): Promise<P
     opened.push(snapshots);
     queues = await PostgresQueueStore.open(withClock);
     opened.push(queues);
-    live = await PostgresLiveStore.open(withClock);
+    live = await PostgresLiveStore.open({ ...withClock, ...liveStoreNotifications(rest) });
   } catch (error) {
     for (const store of opened.reverse()) await store.close().catch(() => undefined);
     await endPool();

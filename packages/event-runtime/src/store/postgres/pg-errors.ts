@@ -20,6 +20,15 @@ const socketCodes = new Set([
  */
 const unavailableStates = new Set(['57P01', '57P02', '57P03', '53300']);
 
+/**
+ * `read_only_sql_transaction`: the session is on a server that cannot write, a standby (or an
+ * old primary that rejoined at its old address as one). Not a state of the data: the wrong
+ * server. Read as a lost connection, so the connection is dropped and the next one looks for
+ * the primary (with a host list, Loom finds it; with one host, where it points must move).
+ * ADR 0055.
+ */
+const wrongServerState = '25006';
+
 /** Lock timeouts, serialization failures and deadlocks: retrying later may succeed. */
 const busyStates = new Set(['55P03', '40001', '40P01']);
 
@@ -50,10 +59,16 @@ function codeOf(error: unknown): string | undefined {
 function isConnectionLost(error: unknown): boolean {
   const code = codeOf(error);
   if (code !== undefined && (socketCodes.has(code) || unavailableStates.has(code))) return true;
+  if (code === wrongServerState) return true;
   if (code?.startsWith('08')) return true;
   // Node reports a refused connection to a host with several addresses as an AggregateError.
   if (error instanceof AggregateError) return error.errors.some(isConnectionLost);
   return code === undefined && error instanceof Error && lostConnectionMessage.test(error.message);
+}
+
+/** True for a standby's answer (25006): the connection is on the wrong server, drop it. */
+export function isWrongServer(error: unknown): boolean {
+  return codeOf(error) === wrongServerState;
 }
 
 /** Maps a `pg` error to the kernel's small set of failure kinds. */
@@ -63,7 +78,6 @@ export function classifyPgError(error: unknown): StoreFailureKind {
   if (code !== undefined && busyStates.has(code)) return 'busy';
   if (isConnectionLost(error)) return 'connection_lost';
   if (code === '53100') return 'full';
-  if (code === '25006') return 'read_only';
   return 'other';
 }
 
@@ -158,6 +172,13 @@ function pgFailureMessage(
 ): string {
   switch (kind) {
     case 'connection_lost':
+      if (code === wrongServerState) {
+        return (
+          `${operation} failed: the Postgres server is read-only (${detail}; 25006): a standby, ` +
+          'or an old primary that came back as one; the connection is dropped and the next one ' +
+          'looks for the primary (list every host, or point the address at the new primary)'
+        );
+      }
       if (code === undefined && connectTimeoutMessage.test(detail)) {
         return (
           `${operation} failed: the Postgres server did not answer within connectTimeoutMs ` +

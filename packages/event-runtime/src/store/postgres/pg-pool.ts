@@ -1,5 +1,14 @@
 import pg, { type Pool } from 'pg';
 import { ErrorCode, LoomError } from '../../errors.js';
+import {
+  type HostList,
+  hostLabel,
+  type PgHost,
+  parseHostsOption,
+  splitHostList,
+} from './pg-hosts.js';
+import { failoverClientClass, PrimaryFinder } from './primary-finder.js';
+import { readCommittedStartupOption } from './read-committed.js';
 
 /** How a caller points Loom at Postgres: a connection string, or a pool it owns. */
 export interface PgConnectionOptions {
@@ -9,6 +18,14 @@ export interface PgConnectionOptions {
    * is `INVALID_ARGUMENT`.
    */
   connectionString?: string;
+  /**
+   * Several servers, `"host:port"` each, of which Loom uses the read-write one (the primary),
+   * found on connect and again whenever a connection to it fails (a failover). The same as a
+   * multi-host `connectionString` (`postgres://user@h1:5432,h2:5432/db?target_session_attrs=read-write`);
+   * give the hosts in one place only. User, password and database come from `connectionString`
+   * (without a host) or pg's `PG*` variables. Only for a pool Loom creates. ADR 0055.
+   */
+  hosts?: readonly string[];
   /** A pool the caller created and will end; Loom never ends it. */
   pool?: Pool;
   /**
@@ -31,6 +48,13 @@ export const connectTimeoutMsDefault = 10_000;
 export interface ResolvedPool {
   pool: Pool;
   owned: boolean;
+  /** Over a host list: what finds the primary (undefined for one host or a caller's pool). */
+  finder: PrimaryFinder | undefined;
+}
+
+/** The client class `pool` creates connections with (a host list's aims each at the primary). */
+export function clientClassOf(pool: Pool): typeof pg.Client {
+  return (pool as unknown as { Client?: typeof pg.Client }).Client ?? pg.Client;
 }
 
 /**
@@ -38,7 +62,7 @@ export interface ResolvedPool {
  * `connectTimeoutMs` that is not a positive integer (or comes with a pool), and for a connection
  * string that is not a PostgreSQL URL.
  */
-export function resolvePool(options: PgConnectionOptions): ResolvedPool {
+export function resolvePool(options: PgConnectionOptions, max?: number): ResolvedPool {
   if (options.pool !== undefined) {
     if (options.connectionString !== undefined) {
       throw new LoomError(
@@ -54,7 +78,14 @@ export function resolvePool(options: PgConnectionOptions): ResolvedPool {
         { path: 'connectTimeoutMs' },
       );
     }
-    return { pool: options.pool, owned: false };
+    if (options.hosts !== undefined) {
+      throw new LoomError(
+        ErrorCode.INVALID_ARGUMENT,
+        'hosts applies to a pool Loom creates: a pool already knows where it connects',
+        { path: 'hosts' },
+      );
+    }
+    return { pool: options.pool, owned: false, finder: undefined };
   }
   const connectTimeoutMs = options.connectTimeoutMs ?? connectTimeoutMsDefault;
   if (!Number.isSafeInteger(connectTimeoutMs) || connectTimeoutMs < 1) {
@@ -64,16 +95,54 @@ export function resolvePool(options: PgConnectionOptions): ResolvedPool {
       { path: 'connectTimeoutMs', actual: String(connectTimeoutMs) },
     );
   }
-  const pool = new pg.Pool({
-    ...(options.connectionString === undefined
-      ? {}
-      : { connectionString: checkConnectionString(options.connectionString) }),
+  const list = hostListOf(options);
+  const config: pg.PoolConfig = {
+    ...(list === undefined
+      ? options.connectionString === undefined
+        ? {}
+        : { connectionString: options.connectionString }
+      : list.connectionString === undefined
+        ? { host: list.hosts[0]?.host, port: list.hosts[0]?.port }
+        : { connectionString: list.connectionString }),
     connectionTimeoutMillis: connectTimeoutMs,
-  });
+    options: readCommittedStartupOption,
+    ...(max === undefined ? {} : { max }),
+  };
+  const finder = list === undefined ? undefined : new PrimaryFinder(list.hosts, config);
+  const pool = new pg.Pool(
+    finder === undefined ? config : { ...config, Client: failoverClientClass(finder) },
+  );
   // An idle client whose server went away emits 'error' on the pool; unhandled, that would kill
   // the process. The next query on the pool fails and is mapped to STORE_UNAVAILABLE instead.
   pool.on('error', () => {});
-  return { pool, owned: true };
+  return { pool, owned: true, finder };
+}
+
+/**
+ * The host list of the options, if they give several hosts (or ask for the read-write one):
+ * from `hosts`, or from a multi-host `connectionString`. `INVALID_ARGUMENT` for hosts given in
+ * both places or a bad list.
+ */
+function hostListOf(options: PgConnectionOptions): HostList | undefined {
+  if (options.hosts === undefined) {
+    if (options.connectionString === undefined) return undefined;
+    return splitHostList(checkConnectionString(options.connectionString));
+  }
+  const hosts = parseHostsOption(options.hosts);
+  const given = options.connectionString;
+  if (given === undefined) return { hosts, connectionString: undefined };
+  const authority = /^[a-z]+:\/\/([^/?#]*)/i.exec(String(given))?.[1] ?? '';
+  if (authority.slice(authority.lastIndexOf('@') + 1) !== '') {
+    throw new LoomError(
+      ErrorCode.INVALID_ARGUMENT,
+      'give the hosts either in connectionString or in hosts, not both: write the connection ' +
+        'string without a host (postgres://user@/database) when you pass hosts',
+      { path: 'hosts' },
+    );
+  }
+  const first = hosts[0] as PgHost;
+  const oneHost = String(given).replace(/^([a-z]+:\/\/(?:[^/?#]*@)?)/i, `$1${hostLabel(first)}`);
+  return { hosts, connectionString: checkConnectionString(oneHost) };
 }
 
 const schemes = new Set(['postgres:', 'postgresql:', 'socket:']);
@@ -99,9 +168,11 @@ function checkConnectionString(connectionString: string): string {
     throw refuse('does not start with postgres://');
   }
   if (!schemes.has(scheme)) throw refuse(`has the scheme "${scheme}", not postgres:`);
+  // A host list is checked by splitHostList; its one-host form must still be a URL.
+  const oneHost = splitHostList(connectionString)?.connectionString ?? connectionString;
   let url: URL;
   try {
-    url = new URL(connectionString);
+    url = new URL(oneHost);
   } catch {
     throw refuse('is not a valid URL (a reserved character in the password must be %-encoded)');
   }
@@ -109,4 +180,42 @@ function checkConnectionString(connectionString: string): string {
     throw refuse('names no host');
   }
   return connectionString;
+}
+
+/**
+ * A `pg` pool connected the way Loom's stores connect: the connection string checked, the
+ * connect timeout set, a host list's connections aimed at its read-write primary (found again
+ * after a failover), and an `'error'` listener so a dead idle connection never ends the process.
+ * For your own queries beside Loom's on the same database (a projection, a report). You end it.
+ * Throws `INVALID_ARGUMENT` as `openPostgres` does (`pool` is not accepted here).
+ *
+ * @example
+ * import { createPostgresPool } from '@loom/event-runtime/postgres';
+ * const pool = createPostgresPool({
+ *   connectionString: 'postgres://app@db1:5432,db2:5432/app?target_session_attrs=read-write',
+ *   max: 2,
+ * });
+ * await pool.end();
+ */
+export function createPostgresPool(
+  options: Omit<PgConnectionOptions, 'pool'> & { max?: number },
+): Pool {
+  const { max, ...connection } = options;
+  if (max !== undefined && (!Number.isSafeInteger(max) || max < 1)) {
+    throw new LoomError(
+      ErrorCode.INVALID_ARGUMENT,
+      `max must be a positive integer of connections, got ${String(max)}`,
+      { path: 'max', actual: String(max) },
+    );
+  }
+  if ((connection as PgConnectionOptions).pool !== undefined) {
+    throw new LoomError(
+      ErrorCode.INVALID_ARGUMENT,
+      'createPostgresPool creates a pool: pass no pool',
+      {
+        path: 'pool',
+      },
+    );
+  }
+  return resolvePool(connection, max).pool;
 }

@@ -5,6 +5,7 @@ import { type CheckedOutClient, checkOut } from './pg-client.js';
 import { classifyPgError, schemaNotMigrated, schemaTooNew, toLoomError } from './pg-errors.js';
 import type { ResolvedPool } from './pg-pool.js';
 import type { PgStatement } from './pg-statement.js';
+import { beginReadCommitted } from './read-committed.js';
 import { readSchemaVersion } from './schema-version.js';
 
 /** What a {@link PgStoreHandle} serves: a store that needs the tables of one migration. */
@@ -103,7 +104,7 @@ export class PgStoreHandle {
     const { client } = checkedOut;
     let broken = false;
     try {
-      await client.query('BEGIN');
+      await client.query(beginReadCommitted);
       const result = await work(async <R>(statement: PgStatement, values: unknown[]) => {
         const answer = await client.query({ name: statement.name, text: statement.text, values });
         return answer.rows as R[];

@@ -395,36 +395,48 @@ describe('PostgresEventStore: on a migrated schema', () => {
   });
 });
 
-eventStoreConformance('postgres', async () => {
-  const schema = freshSchema();
-  await migrate({ pool: db.admin, schema });
-  const open = () =>
-    PostgresEventStore.open({ connectionString: url, schema, pollIntervalMs: 200 });
-  const store = await open();
-  const peers: PostgresEventStore[] = [];
-  return {
-    store,
-    openPeer: async () => {
-      const peer = await open();
-      peers.push(peer);
-      return peer;
-    },
-    countRows: async (executionId) => {
-      const result = await db.admin.query(
-        `SELECT count(*)::int AS n FROM "${schema}".events WHERE execution_id = $1`,
-        [executionId],
-      );
-      return result.rows[0].n as number;
-    },
-    tamper: async (executionId, sequence, payloadText) => {
-      await db.admin.query(
-        `UPDATE "${schema}".events SET payload = $3 WHERE execution_id = $1 AND sequence = $2`,
-        [executionId, sequence, payloadText],
-      );
-    },
-    close: async () => {
-      await Promise.all([store.close(), ...peers.map((peer) => peer.close())]);
-      await dropSchema(schema);
-    },
-  };
-});
+/**
+ * The suite once per way of hearing other processes' writes: LISTEN/NOTIFY with a 200 ms safety
+ * poll, and the poll mode (no LISTEN, no NOTIFY; ADR 0057), whose only wake-up is its 50 ms poll.
+ */
+const modes = [
+  { name: 'postgres', options: { pollIntervalMs: 200 } },
+  {
+    name: "postgres, notifications: 'poll'",
+    options: { notifications: 'poll', pollIntervalMs: 50 },
+  },
+] as const;
+
+for (const mode of modes)
+  eventStoreConformance(mode.name, async () => {
+    const schema = freshSchema();
+    await migrate({ pool: db.admin, schema });
+    const open = () => PostgresEventStore.open({ connectionString: url, schema, ...mode.options });
+    const store = await open();
+    const peers: PostgresEventStore[] = [];
+    return {
+      store,
+      openPeer: async () => {
+        const peer = await open();
+        peers.push(peer);
+        return peer;
+      },
+      countRows: async (executionId) => {
+        const result = await db.admin.query(
+          `SELECT count(*)::int AS n FROM "${schema}".events WHERE execution_id = $1`,
+          [executionId],
+        );
+        return result.rows[0].n as number;
+      },
+      tamper: async (executionId, sequence, payloadText) => {
+        await db.admin.query(
+          `UPDATE "${schema}".events SET payload = $3 WHERE execution_id = $1 AND sequence = $2`,
+          [executionId, sequence, payloadText],
+        );
+      },
+      close: async () => {
+        await Promise.all([store.close(), ...peers.map((peer) => peer.close())]);
+        await dropSchema(schema);
+      },
+    };
+  });

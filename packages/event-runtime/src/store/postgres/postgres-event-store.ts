@@ -70,9 +70,16 @@ import { liveChunksMigration } from './migrations/0009-live-chunks.js';
 import { latestSchemaVersion } from './migrations/migration-list.js';
 import { NotifyHub } from './notify-hub.js';
 import { checkOut } from './pg-client.js';
-import { classifyPgError, schemaNotMigrated, schemaTooNew, toLoomError } from './pg-errors.js';
+import {
+  classifyPgError,
+  isWrongServer,
+  schemaNotMigrated,
+  schemaTooNew,
+  toLoomError,
+} from './pg-errors.js';
 import { resolvePool } from './pg-pool.js';
 import type { PgStatement } from './pg-statement.js';
+import { type AppendFeedSource, PolledAppendFeed } from './polled-append-feed.js';
 import { PostgresLeaseStore } from './postgres-lease-store.js';
 import {
   type PostgresEventStoreOptions,
@@ -80,6 +87,7 @@ import {
   resolveStoreOptions,
 } from './postgres-store-options.js';
 import type { PgReadAllRow } from './read-all-statement.js';
+import { beginReadCommitted } from './read-committed.js';
 import { type PgSignalRow, signalFromPg } from './read-signals-statement.js';
 import { type PgEventRow, rowFromPg } from './read-statement.js';
 import { quoteIdent } from './schema-name.js';
@@ -107,6 +115,12 @@ export interface PostgresEventStoreStats {
   notifyStatements: number;
   /** Notify statements that failed: their appends reach other processes by polling instead. */
   notifyFailures: number;
+  /**
+   * With `notifications: 'poll'`: tip statements sent to find other processes' appends (one per
+   * `pollIntervalMs` while anything is subscribed, off the caller's path, so not in `roundTrips`
+   * nor reported to `onQuery`). 0 in `listen` mode.
+   */
+  pollStatements: number;
 }
 
 /** The schema version that created the log's tables: older schemas are not migrated. */
@@ -163,7 +177,7 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
   private leases: PostgresLeaseStore | undefined;
   private readonly sql: StoreStatements;
   private readonly tails: TailCache;
-  private readonly notifications: NotifyHub;
+  private readonly notifications: AppendFeedSource;
   private readonly subscriptions: StoreSubscriptions;
   /** The schema version last found (0: none, or not checked yet). Raised by `migrate()`. */
   private schemaVersion = 0;
@@ -202,15 +216,14 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
     this.readOnly = options.readOnly;
     this.sql = storeStatements(options.schema);
     this.tails = new TailCache(options.tailCacheEntries);
-    this.notifications = new NotifyHub(
-      this.pool,
-      options.schema,
-      options.notifyBuckets,
-      options.clock,
-    );
+    const polled = options.notifications === 'poll';
+    this.notifications = polled
+      ? new PolledAppendFeed(this.pool, options.schema, options.pollIntervalMs, options.clock)
+      : new NotifyHub(this.pool, options.schema, options.notifyBuckets, options.clock);
     this.subscriptions = new StoreSubscriptions(this, {
       watch: (executionId, wake) => this.notifications.watch(executionId, wake),
-      pollIntervalMs: options.pollIntervalMs,
+      // In poll mode the feed's one batched tip statement per interval is the poll.
+      pollIntervalMs: polled ? 0 : options.pollIntervalMs,
       clock: options.clock,
     });
     this.fences = {
@@ -353,7 +366,7 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
     let prepared: PreparedAppend | undefined;
     try {
       this.count('begin');
-      await client.query('BEGIN');
+      await client.query(beginReadCommitted);
       let result: T;
       try {
         result = await work(client);
@@ -376,6 +389,8 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
       await client.query('ROLLBACK').catch(() => {
         broken = true;
       });
+      // A standby's answer (25006) is the wrong server, not a failed append: drop the connection.
+      broken ||= isWrongServer(error);
       // The connection died under the transaction (while `work` ran, or in our own statements):
       // nothing committed, unless a COMMIT whose answer was lost did; the log tells which.
       if (broken || checkedOut.lost !== undefined) {
@@ -636,6 +651,8 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
       notifications: this.notifications.received,
       notifyStatements: sent.statements,
       notifyFailures: sent.failures,
+      pollStatements:
+        this.notifications instanceof PolledAppendFeed ? this.notifications.polls.statements : 0,
     };
   }
 

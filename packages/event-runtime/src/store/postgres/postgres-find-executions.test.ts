@@ -220,7 +220,12 @@ describe('PostgresEventStore: who started an execution, on an upgraded schema', 
     const result = await migrate({ pool: db.admin, schema });
     expect(result).toMatchObject({
       fromVersion: 7,
-      applied: ['0008-started-by', '0009-live-chunks', '0010-runs-page-order'],
+      applied: [
+        '0008-started-by',
+        '0009-live-chunks',
+        '0010-runs-page-order',
+        '0011-queue-partition-limits',
+      ],
     });
     const store = await PostgresEventStore.open({ connectionString: url, schema });
     try {
@@ -253,7 +258,10 @@ describe('PostgresEventStore: migration 10, the runs page orders', () => {
       );
     }
     const result = await migrate({ pool: db.admin, schema });
-    expect(result).toMatchObject({ fromVersion: 9, applied: ['0010-runs-page-order'] });
+    expect(result).toMatchObject({
+      fromVersion: 9,
+      applied: ['0010-runs-page-order', '0011-queue-partition-limits'],
+    });
     const indexes = await db.admin.query<{ indexname: string }>(
       'SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname',
       [schema],
@@ -420,6 +428,7 @@ describe('PostgresEventStore: the signal mark on an upgraded schema', () => {
       '0008-started-by',
       '0009-live-chunks',
       '0010-runs-page-order',
+      '0011-queue-partition-limits',
     ]);
     const marks = await db.admin.query(
       `SELECT execution_id, last_signal_id::int AS mark FROM ${quoted}.executions ORDER BY 1`,
@@ -472,6 +481,7 @@ describe('PostgresQueueStore: outcomes and stats on an upgraded schema', () => {
       '0008-started-by',
       '0009-live-chunks',
       '0010-runs-page-order',
+      '0011-queue-partition-limits',
     ]);
     const queues = await PostgresQueueStore.open({ connectionString: url, schema });
     try {
@@ -487,6 +497,41 @@ describe('PostgresQueueStore: outcomes and stats on an upgraded schema', () => {
         failed: 1,
         cancelled: 1,
       });
+    } finally {
+      await queues.close();
+    }
+  });
+
+  it('migration 11: items enqueued before it have no limit of their own and claim as before', async () => {
+    const { schema, quoted } = await schemaAt(10);
+    const queue = 'tenants';
+    await db.admin.query(`INSERT INTO ${quoted}.queues (queue) VALUES ($1)`, [queue]);
+    for (const itemId of ['old-0', 'old-1']) {
+      await db.admin.query(
+        `INSERT INTO ${quoted}.queue_items
+           (queue, item_id, flow, version, input, priority, partition_key, status, enqueued_at_ms)
+         VALUES ($1, $2, 'send', NULL, 'null', 0, 'A', 'pending', 1)`,
+        [queue, itemId],
+      );
+    }
+    const result = await migrate({ pool: db.admin, schema });
+    expect(result).toMatchObject({ fromVersion: 10, applied: ['0011-queue-partition-limits'] });
+    const queues = await PostgresQueueStore.open({ connectionString: url, schema });
+    try {
+      expect((await queues.get(queue, 'old-0'))?.partitionConcurrencyMax).toBeNull();
+      await queues.enqueue({
+        queue,
+        itemId: 'new-0',
+        flow: 'send',
+        input: null,
+        partitionKey: 'A',
+        partitionConcurrencyMax: 2,
+      });
+      const options = { owner: 'n', limit: 10, claimTtlMs: 60_000 };
+      // The old items have no limit of their own: both run; then A holds 2, new-0's own limit.
+      const claimed = await queues.claim(queue, options);
+      expect(claimed.map((item) => item.itemId)).toEqual(['old-0', 'old-1']);
+      expect(await queues.claim(queue, options)).toEqual([]);
     } finally {
       await queues.close();
     }

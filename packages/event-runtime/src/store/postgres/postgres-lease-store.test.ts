@@ -7,6 +7,7 @@ import { leaseStoreConformance } from '../../testing/lease-store-conformance.js'
 import { ManualClock } from '../../testing/manual-clock.js';
 import { migrate } from './migrate.js';
 import { eventLogMigration } from './migrations/0001-event-log.js';
+import { openPostgres, type PostgresBackend } from './open-postgres.js';
 import { PostgresEventStore } from './postgres-event-store.js';
 import { PostgresLeaseStore } from './postgres-lease-store.js';
 
@@ -137,6 +138,36 @@ leaseStoreConformance('postgres', async () => {
       await Promise.all([store.close(), ...peers.map((peer) => peer.close())]);
       await events.close();
       await dropSchema(schema);
+    },
+  };
+});
+
+// The same suite on the lease store of a whole backend opened in the poll mode (ADR 0057: no
+// LISTEN, no NOTIFY), each peer a backend of its own, as two processes would have.
+leaseStoreConformance("postgres, notifications: 'poll'", async () => {
+  const schema = freshSchema();
+  const clock = new ManualClock();
+  const open = (migrateSchema: boolean) =>
+    openPostgres({
+      connectionString: url,
+      schema,
+      clock,
+      notifications: 'poll',
+      pollIntervalMs: 50,
+      migrate: migrateSchema,
+    });
+  const backend = await open(true);
+  const peers: PostgresBackend[] = [];
+  return {
+    store: backend.leases,
+    clock,
+    openPeer: async () => {
+      const peer = await open(false);
+      peers.push(peer);
+      return peer.leases;
+    },
+    close: async () => {
+      await Promise.all([backend.close(), ...peers.map((peer) => peer.close())]);
     },
   };
 });

@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 import type { Clock } from '../../clock.js';
 import { systemClock } from '../../clock.js';
 import { checkLeaseBatch, checkLeaseOwner, leaseExpiry } from '../../internal/lease-input.js';
@@ -14,7 +14,7 @@ import {
   nodeLockStatements,
 } from './node-lock-statements.js';
 import { toLoomError } from './pg-errors.js';
-import { type PgConnectionOptions, resolvePool } from './pg-pool.js';
+import { clientClassOf, type PgConnectionOptions, resolvePool } from './pg-pool.js';
 import { PgStoreHandle } from './pg-store-handle.js';
 import { checkSchemaName, quoteIdent } from './schema-name.js';
 
@@ -103,7 +103,7 @@ export class PostgresLeaseStore implements LeaseStore {
     options: { clock?: Clock; readOnly?: boolean } = {},
   ): PostgresLeaseStore {
     const handle = new PgStoreHandle(
-      { pool, owned: false },
+      { pool, owned: false, finder: undefined },
       {
         schema: checkSchemaName(schema),
         requiredVersion: leasesAndSnapshotsMigration.version,
@@ -219,7 +219,7 @@ export class PostgresLeaseStore implements LeaseStore {
     this.handle.assertOpen(this.backend);
     checkLeaseOwner(nodeId, 'nodeId');
     const [schemaKey, nodeKey] = nodeLockKeys(this.schema, nodeId);
-    const client = new pg.Client(this.pool.options);
+    const client = new (clientClassOf(this.pool))(this.pool.options);
     // A claim connection that breaks ends the claim (the node then reads as dead to others): it
     // is reported through `lost`, never as an unhandled 'error' event in the user's process.
     let released = false;

@@ -18,6 +18,9 @@ import { type PgConnectionOptions, resolvePool } from './pg-pool.js';
 import { PgStoreHandle } from './pg-store-handle.js';
 import { decodeNotify, notifyStatement, PostCommitNotifier } from './post-commit-notifier.js';
 import { checkSchemaName, quoteIdent } from './schema-name.js';
+import { checkNotifications, type StoreNotifications } from './store-notifications.js';
+import { TipPoller } from './tip-poller.js';
+import { liveTipsStatement, readTips } from './tip-statements.js';
 
 /** How to open a {@link PostgresLiveStore}. */
 export interface PostgresLiveStoreOptions extends PgConnectionOptions {
@@ -27,6 +30,17 @@ export interface PostgresLiveStoreOptions extends PgConnectionOptions {
   readOnly?: boolean;
   /** Stamps chunks (`atMs`) and arms the listener's reconnect backoff. Default: the wall clock. */
   clock?: Clock;
+  /**
+   * `'listen'` (default: LISTEN/NOTIFY on `<schema>_live`) or `'poll'`: no LISTEN and no NOTIFY;
+   * watchers of other processes' writes are woken by one statement every `pollIntervalMs` for
+   * all watched executions (ADR 0057). Use the event store's value.
+   */
+  notifications?: StoreNotifications;
+  /**
+   * With `'poll'` only: how often other processes' writes are looked for, 10 to 60,000 ms;
+   * default 250. Ignored in `'listen'` mode, where notifications wake the watchers.
+   */
+  pollIntervalMs?: number;
 }
 
 interface LiveRow {
@@ -69,6 +83,8 @@ export class PostgresLiveStore implements LiveStore {
   private readonly signal = new AppendSignal();
   private readonly notifier: PostCommitNotifier;
   private listener: BucketListener | undefined;
+  /** Set in `poll` mode: other processes' writes are found by polling, never by NOTIFY. */
+  private readonly poller: TipPoller | undefined;
 
   /**
    * Opens the store on a schema and checks its version (one round trip); an absent or older
@@ -77,6 +93,7 @@ export class PostgresLiveStore implements LiveStore {
    */
   static async open(options: PostgresLiveStoreOptions = {}): Promise<PostgresLiveStore> {
     const schema = checkSchemaName(options.schema ?? 'loom');
+    checkNotifications(options.notifications, options.pollIntervalMs);
     const resolved = resolvePool(options);
     const handle = new PgStoreHandle(resolved, {
       schema,
@@ -104,6 +121,23 @@ export class PostgresLiveStore implements LiveStore {
     this.notifier = new PostCommitNotifier(async (channels, payloads) => {
       await pool.query({ name: notify.name, text: notify.text, values: [channels, payloads] });
     });
+    const { notifications, pollIntervalMs } = checkNotifications(
+      options.notifications,
+      options.pollIntervalMs,
+    );
+    if (notifications === 'poll') {
+      const tips = liveTipsStatement(quoteIdent(handle.schema), handle.schema);
+      this.poller = new TipPoller({
+        readTips: (executionIds) =>
+          readTips(
+            (statement, values) => handle.run(statement, values, 'poll live tips'),
+            tips,
+            executionIds,
+          ),
+        intervalMs: pollIntervalMs,
+        clock: this.clock,
+      });
+    }
   }
 
   async write(input: LiveChunkInput): Promise<boolean> {
@@ -115,6 +149,10 @@ export class PostgresLiveStore implements LiveStore {
       'write live chunk',
     );
     if (rows.length === 0) return false;
+    if (this.poller !== undefined) {
+      this.poller.emit(c.executionId);
+      return true;
+    }
     this.notifier.committed(this.channel, c.executionId);
     this.signal.emit(c.executionId);
     return true;
@@ -145,6 +183,19 @@ export class PostgresLiveStore implements LiveStore {
   watch(executionId: string, wake: () => void): () => void {
     this.handle.assertOpen(this.backend);
     const id = checkExecutionId(executionId);
+    if (this.poller !== undefined) {
+      const unwatch = this.poller.watch(id, wake);
+      // Watching starts at once in this mode: a read after this first wake misses nothing (the
+      // poller's first tip read wakes again).
+      let watching = true;
+      queueMicrotask(() => {
+        if (watching) wake();
+      });
+      return () => {
+        watching = false;
+        unwatch();
+      };
+    }
     const unwatch = this.signal.watch(id, wake);
     this.listener ??= new BucketListener({
       connect: async () => (await checkOut(this.pool)).client,
@@ -181,6 +232,7 @@ export class PostgresLiveStore implements LiveStore {
   }
 
   async close(): Promise<void> {
+    this.poller?.close();
     await this.notifier.close();
     await this.listener?.close();
     await this.handle.close();

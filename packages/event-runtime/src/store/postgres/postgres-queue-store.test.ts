@@ -5,6 +5,7 @@ import { ErrorCode } from '../../errors.js';
 import { ManualClock } from '../../testing/manual-clock.js';
 import { queueStoreConformance } from '../../testing/queue-store-conformance.js';
 import { migrate } from './migrate.js';
+import { openPostgres, type PostgresBackend } from './open-postgres.js';
 import { PostgresQueueStore } from './postgres-queue-store.js';
 
 const db = useThrowawaySchemas();
@@ -34,6 +35,37 @@ queueStoreConformance('postgres', async () => {
       await store.close();
       for (const peer of peers) await peer.close();
       for (const pool of pools) await pool.end();
+    },
+  };
+});
+
+// The same suite on the queue store of a whole backend opened in the poll mode (ADR 0057: no
+// LISTEN, no NOTIFY), each peer a backend of its own, as two processes would have.
+queueStoreConformance("postgres, notifications: 'poll'", async () => {
+  const schema = freshSchema();
+  const clock = new ManualClock();
+  const open = (migrateSchema: boolean) =>
+    openPostgres({
+      connectionString: url,
+      schema,
+      clock,
+      notifications: 'poll',
+      pollIntervalMs: 50,
+      migrate: migrateSchema,
+    });
+  const backend = await open(true);
+  const peers: PostgresBackend[] = [];
+  return {
+    store: backend.queues,
+    clock,
+    openPeer: async () => {
+      const peer = await open(false);
+      peers.push(peer);
+      return peer.queues;
+    },
+    close: async () => {
+      await backend.close();
+      for (const peer of peers) await peer.close();
     },
   };
 });

@@ -24,7 +24,7 @@ import type {
   QueueStats,
   QueueStore,
 } from '../../queue-store.js';
-import { queueOutcomesMigration } from './migrations/0006-queue-outcomes.js';
+import { queuePartitionLimitsMigration } from './migrations/0011-queue-partition-limits.js';
 import { type PgConnectionOptions, resolvePool } from './pg-pool.js';
 import { PgStoreHandle } from './pg-store-handle.js';
 import { type QueueStatements, queueStatements } from './queue-statements.js';
@@ -45,7 +45,7 @@ const enqueueAttemptsMax = 3;
 
 /**
  * Queues in Postgres (`<schema>.queues`, `<schema>.queue_items`, from migration 4
- * '0004-queues'). A claim is one transaction of two named statements: lock the queue's row in
+ * '0004-queues'; an item's own partition limit from '0011-queue-partition-limits'). A claim is one transaction of two named statements: lock the queue's row in
  * `queues` (`FOR UPDATE`), then one statement that counts live claims and recent starts, picks
  * candidates `FOR UPDATE SKIP LOCKED` best first and claims them (see queue-statements.ts). The
  * lock row makes the global limits exact across processes; claims of different queues never
@@ -84,7 +84,7 @@ export class PostgresQueueStore implements QueueStore {
     const schema = checkSchemaName(options.schema ?? 'loom');
     const handle = new PgStoreHandle(resolvePool(options), {
       schema,
-      requiredVersion: queueOutcomesMigration.version,
+      requiredVersion: queuePartitionLimitsMigration.version,
       store: 'queue store',
     });
     try {
@@ -121,6 +121,7 @@ export class PostgresQueueStore implements QueueStore {
           item.dedupeKey,
           item.partitionKey,
           this.clock.now(),
+          item.partitionConcurrencyMax,
         ],
         'enqueue',
       );

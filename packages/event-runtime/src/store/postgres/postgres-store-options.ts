@@ -4,6 +4,7 @@ import { ErrorCode, LoomError } from '../../errors.js';
 import { checkNotifyBuckets } from './notify-bucket.js';
 import type { PgConnectionOptions } from './pg-pool.js';
 import { checkSchemaName } from './schema-name.js';
+import { checkNotifications, type StoreNotifications } from './store-notifications.js';
 
 /** How to open a {@link PostgresEventStore}. */
 export interface PostgresEventStoreOptions extends PgConnectionOptions {
@@ -13,7 +14,17 @@ export interface PostgresEventStoreOptions extends PgConnectionOptions {
   readOnly?: boolean;
   /** Fills `at` when an envelope omits it. Default: the wall clock. */
   clock?: Clock;
-  /** Subscriptions also re-read this often, in case a notification was missed. 0 = never. Default 1000. */
+  /**
+   * How other processes' writes are heard of: `'listen'` (default: LISTEN/NOTIFY) or `'poll'` (no
+   * LISTEN and no NOTIFY is ever sent; subscriptions and live watchers are woken by one batched
+   * statement every `pollIntervalMs`), for engines without notifications (ADR 0057).
+   */
+  notifications?: StoreNotifications;
+  /**
+   * With `'listen'`: subscriptions also re-read this often, in case a notification was missed;
+   * 0 = never; default 1000. With `'poll'`: how often other processes' writes are looked for, an
+   * integer from `pollIntervalMsMin` (10) to `pollIntervalMsMax` (60,000); default 250.
+   */
   pollIntervalMs?: number;
   /**
    * NOTIFY channels per schema (`<schema>_<bucket>`). Every process on a schema must use the same
@@ -31,6 +42,7 @@ export interface ResolvedStoreOptions {
   schema: string;
   readOnly: boolean;
   clock: Clock;
+  notifications: StoreNotifications;
   pollIntervalMs: number;
   notifyBuckets: number;
   tailCacheEntries: number;
@@ -54,7 +66,7 @@ export function resolveStoreOptions(options: PostgresEventStoreOptions): Resolve
     schema: checkSchemaName(options.schema ?? 'loom'),
     readOnly: options.readOnly ?? false,
     clock: options.clock ?? systemClock,
-    pollIntervalMs: positiveInteger(options.pollIntervalMs ?? 1000, 'pollIntervalMs', true),
+    ...checkNotifications(options.notifications, options.pollIntervalMs),
     notifyBuckets: checkNotifyBuckets(options.notifyBuckets ?? 16),
     tailCacheEntries: positiveInteger(
       options.tailCacheEntries ?? 10_000,

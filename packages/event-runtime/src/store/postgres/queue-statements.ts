@@ -16,7 +16,7 @@ export interface QueueStatements {
 /**
  * Insert an item (and its queue's lock row, once); RETURNING is empty for a duplicate id or an
  * unfinished duplicate dedupe key (ON CONFLICT DO NOTHING arbitrates on both unique indexes).
- * `$1` queue … `$8` partition key, `$9` now.
+ * `$1` queue … `$8` partition key, `$9` now, `$10` the item's own partition limit (or NULL).
  */
 function enqueueStatement(q: string, schema: string): PgStatement {
   return {
@@ -25,8 +25,10 @@ function enqueueStatement(q: string, schema: string): PgStatement {
   INSERT INTO ${q}.queues (queue) VALUES ($1::text) ON CONFLICT DO NOTHING
 )
 INSERT INTO ${q}.queue_items
-  (queue, item_id, flow, version, input, priority, dedupe_key, partition_key, status, enqueued_at_ms)
-VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::int, $7::text, $8::text, 'pending', $9::bigint)
+  (queue, item_id, flow, version, input, priority, dedupe_key, partition_key, partition_limit,
+   status, enqueued_at_ms)
+VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::int, $7::text, $8::text, $10::int,
+  'pending', $9::bigint)
 ON CONFLICT DO NOTHING
 RETURNING item_id`,
   };
@@ -63,7 +65,11 @@ function lockQueueStatement(q: string, schema: string): PgStatement {
  * (`running`) and claims started in the window set the budget; candidates (pending, or running
  * with an expired claim) are scanned best first via queue_items_ready_idx, locked SKIP LOCKED,
  * ranked within their partition, and a candidate is taken while its partition's live claims plus
- * its rank stay within `$7`.
+ * its rank stay within its partition limit: the lower of `$7` and the item's own
+ * `partition_limit` (ADR 0059). The partition's live claims are counted once per scanned row
+ * that has a limit (the LATERAL: one probe of queue_items_running_idx), and a row whose partition
+ * already runs its limit is skipped in the scan itself, so a saturated key never fills the scan
+ * window and holds back the keys behind it.
  */
 function claimStatement(q: string, schema: string): PgStatement {
   return {
@@ -81,25 +87,37 @@ budget AS (
   )) AS n
 ),
 candidates AS MATERIALIZED (
-  SELECT c.item_id, c.partition_key, c.priority, c.seq FROM ${q}.queue_items AS c
+  SELECT c.item_id, c.partition_key, c.priority, c.seq, p.max AS partition_max,
+    p.running AS partition_running
+  FROM ${q}.queue_items AS c
+  CROSS JOIN LATERAL (
+    SELECT CASE WHEN c.partition_key IS NOT NULL
+             THEN LEAST($7::bigint, c.partition_limit::bigint) END AS max,
+      CASE WHEN c.partition_key IS NULL OR LEAST($7::bigint, c.partition_limit::bigint) IS NULL
+        THEN 0
+        ELSE (SELECT count(*) FROM ${q}.queue_items AS r
+              WHERE r.queue = $1::text AND r.partition_key = c.partition_key
+                AND r.status = 'running' AND r.claim_expires_at_ms > $3::bigint)
+      END AS running
+  ) AS p
   WHERE c.queue = $1::text AND c.status <> 'done'
     AND (c.status = 'pending' OR c.claim_expires_at_ms <= $3::bigint)
     AND ($11::text[] IS NULL OR EXISTS (
       SELECT 1 FROM unnest($11::text[], $12::text[]) AS f(name, version)
       WHERE f.name = c.flow AND f.version IS NOT DISTINCT FROM c.version))
+    AND (p.max IS NULL OR p.running < p.max)
   ORDER BY c.priority DESC, c.seq
   LIMIT $10::int
-  FOR UPDATE SKIP LOCKED
+  FOR UPDATE OF c SKIP LOCKED
 ),
 ranked AS (
-  SELECT c.item_id, c.partition_key, c.priority, c.seq,
+  SELECT c.item_id, c.partition_key, c.priority, c.seq, c.partition_max, c.partition_running,
     row_number() OVER (PARTITION BY c.partition_key ORDER BY c.priority DESC, c.seq) AS nth
   FROM candidates AS c
 ),
 picked AS (
   SELECT k.item_id FROM ranked AS k
-  WHERE $7::bigint IS NULL OR k.partition_key IS NULL
-     OR k.nth + (SELECT count(*) FROM running AS x WHERE x.partition_key = k.partition_key) <= $7::bigint
+  WHERE k.partition_max IS NULL OR k.nth + k.partition_running <= k.partition_max
   ORDER BY k.priority DESC, k.seq
   LIMIT (SELECT n FROM budget)
 )

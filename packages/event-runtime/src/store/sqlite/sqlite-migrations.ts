@@ -265,6 +265,18 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       CREATE INDEX loom_executions_created ON loom_executions (created_at_ms, execution_id);
     `,
   },
+  {
+    version: 10,
+    name: 'queue-partition-limits',
+    sql: `
+      -- An item's own limit on its partition's live claims (per-key concurrency, ADR 0059),
+      -- written at enqueue and read by claim beside the claim's partitionConcurrencyMax. Older
+      -- rows keep NULL: no limit of their own, as before.
+      ALTER TABLE loom_queue_items ADD COLUMN partition_limit INTEGER;
+      -- No new index: claim counts a candidate's partition's live claims through
+      -- loom_queue_items_running (queue, partition_key) WHERE status = 'running'.
+    `,
+  },
 ];
 
 /** The newest schema version this code knows. */

@@ -5,8 +5,10 @@
 
 export const insertSql = `
   INSERT INTO loom_queue_items
-    (queue, item_id, flow, version, input, priority, dedupe_key, partition_key, status, enqueued_at_ms)
-  VALUES (@queue, @itemId, @flow, @version, @inputText, @priority, @dedupeKey, @partitionKey, 'pending', @nowMs)
+    (queue, item_id, flow, version, input, priority, dedupe_key, partition_key, partition_limit,
+     status, enqueued_at_ms)
+  VALUES (@queue, @itemId, @flow, @version, @inputText, @priority, @dedupeKey, @partitionKey,
+    @partitionConcurrencyMax, 'pending', @nowMs)
   ON CONFLICT DO NOTHING
   RETURNING item_id`;
 
@@ -29,12 +31,22 @@ export const startedSql = `
 /**
  * Claimable items of a queue: pending or with an expired claim, by priority then age; with
  * `@flows` (JSON `[[name, version], …]`), only items of those flows (`IS`: a null version matches).
+ * An item whose partition already runs its limit (the lower of its own `partition_limit` and the
+ * claim's `@partitionMax`) is skipped here, so a saturated key never fills the scan window and
+ * holds back the keys behind it (each such row costs one probe of loom_queue_items_running).
  */
 export const candidatesSql = `
-  SELECT item_id AS itemId, partition_key AS partitionKey FROM loom_queue_items
+  SELECT item_id AS itemId, partition_key AS partitionKey,
+    partition_limit AS partitionConcurrencyMax
+  FROM loom_queue_items AS c
   WHERE queue = @queue AND status <> 'done' AND (status = 'pending' OR claim_expires_at_ms <= @nowMs)
     AND (@flows IS NULL OR EXISTS (SELECT 1 FROM json_each(@flows) f
       WHERE json_extract(f.value, '$[0]') = flow AND json_extract(f.value, '$[1]') IS version))
+    AND (c.partition_key IS NULL OR coalesce(c.partition_limit, @partitionMax) IS NULL
+      OR (SELECT count(*) FROM loom_queue_items AS r
+          WHERE r.queue = @queue AND r.partition_key = c.partition_key AND r.status = 'running'
+            AND r.claim_expires_at_ms > @nowMs)
+         < min(coalesce(c.partition_limit, @partitionMax), coalesce(@partitionMax, c.partition_limit)))
   ORDER BY priority DESC, seq LIMIT @limit`;
 
 /** Claims the chosen items for an owner and returns them. */

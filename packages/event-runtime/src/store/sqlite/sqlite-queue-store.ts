@@ -57,7 +57,15 @@ function prepareStatements(db: Database.Database) {
     running: db.prepare<[string, number], { partition_key: string | null; n: number }>(runningSql),
     started: db.prepare<[string, number], number>(startedSql).pluck(),
     candidates: db.prepare<
-      [{ queue: string; nowMs: number; flows: string | null; limit: number }],
+      [
+        {
+          queue: string;
+          nowMs: number;
+          flows: string | null;
+          limit: number;
+          partitionMax: number | null;
+        },
+      ],
       ClaimCandidate
     >(candidatesSql),
     take: db.prepare<[Record<string, unknown>], QueueItemRow>(takeSql),
@@ -103,7 +111,7 @@ export class SqliteQueueStore implements QueueStore {
     this.tables = new SqliteTableAccess(
       database,
       'queue',
-      'queue-outcomes',
+      'queue-partition-limits',
       prepareStatements,
       options.readOnly,
     );
@@ -153,6 +161,7 @@ export class SqliteQueueStore implements QueueStore {
             ? null
             : JSON.stringify(claim.flows.map((flow) => [flow.name, flow.version])),
         limit: Limits.queueClaimScanMax,
+        partitionMax: claim.partitionConcurrencyMax,
       });
       const ids = pickClaims(candidates, budget, runningByPartition, claim.partitionConcurrencyMax);
       if (ids.length === 0) return [];

@@ -309,8 +309,9 @@ export function dashboardApp(context: DashboardContext): Hono {
     });
     return c.json({ executionId, cancelled });
   });
-  // One action on many runs (the page's runs): each run's outcome, the others going on after a
-  // refusal. Cancel records who and why in each run's log; resume records who.
+  // One action on many runs (the runs selected, on one page or several): each run's outcome, the
+  // others going on after a refusal. Cancel and retry record who and why in each run's log;
+  // resume records who.
   mutation('/api/runs/bulk', async (c) => {
     const body = await objectBody(c.req.raw);
     const { action, runIds } = body;
@@ -340,7 +341,13 @@ export function dashboardApp(context: DashboardContext): Hono {
         } else if (action === 'resume') {
           results.push({ ok: true, ...(await ops.resume(executionId, { by: who })) });
         } else {
-          results.push({ ok: true, ...(await ops.retry(executionId)) });
+          results.push({
+            ok: true,
+            ...(await ops.retry(executionId, {
+              by: who,
+              ...(reason === undefined ? {} : { reason }),
+            })),
+          });
         }
       } catch (error) {
         if (!isLoomError(error)) throw error;
@@ -354,8 +361,14 @@ export function dashboardApp(context: DashboardContext): Hono {
     return c.json({ action, by: who, results });
   });
   mutation('/api/runs/:id/retry', async (c) => {
-    await objectBody(c.req.raw);
-    return c.json(await operator().retry(idOf(c)));
+    const body = await objectBody(c.req.raw);
+    const reason = text(body, 'reason');
+    const who = by(body);
+    const retried = await operator().retry(idOf(c), {
+      by: who,
+      ...(reason === undefined ? {} : { reason }),
+    });
+    return c.json({ ...retried, by: who });
   });
   mutation('/api/runs/:id/resume', async (c) => {
     const body = await objectBody(c.req.raw);
@@ -444,7 +457,8 @@ const scheduleRunsShown = 5;
 /**
  * What the operations panel shows: each schedule with its next fires (from its next one, by
  * its expression) and its latest runs (their ids are `cron:<name>:<fire time>`), and each queue's
- * counts. One index query per schedule for its runs.
+ * counts and oldest waiting item. One index query per schedule for its runs, one query per queue
+ * for its oldest item.
  */
 async function operationsOf(view: View) {
   const [schedules, queues] = await Promise.all([view.schedules(), view.queues()]);
@@ -470,6 +484,12 @@ async function operationsOf(view: View) {
         })),
       })),
     ),
-    queues,
+    // One query per queue for its oldest waiting item (a page lists at most a few dozen queues).
+    queues: await Promise.all(
+      queues.map(async (queue) => ({
+        ...queue,
+        oldestWaiting: await view.oldestWaiting(queue.queue),
+      })),
+    ),
   };
 }

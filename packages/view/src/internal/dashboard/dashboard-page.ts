@@ -24,12 +24,15 @@ export function dashboardHtml(options: { readOnly: boolean }): string {
     ? ''
     : `<form id="bulk-form" class="bulk" aria-label="act on the runs of this page">
         <select id="bulk-action" aria-label="bulk action"><option value="cancel">Cancel</option><option value="resume">Resume</option><option value="retry">Retry</option></select>
-        <input id="bulk-reason" placeholder="why (recorded with a cancel)" size="22" autocomplete="off">
+        <input id="bulk-reason" placeholder="why (recorded with a cancel or retry)" aria-label="why (recorded with a cancel or retry)" size="26" autocomplete="off">
         <button type="submit" id="bulk-apply">Apply to the runs on this page</button>
+        <label><input type="checkbox" id="select-page"> select this page</label>
+        <span id="selected-count" role="status"></span>
+        <button type="button" id="clear-selection" hidden>Clear selection</button>
       </form>`;
   const fork = options.readOnly
     ? ''
-    : `<div class="fork"><button type="button" id="retry-run" hidden title="run its failed step again on a process running its flow (deploy the fix first)">Retry from the failed step</button> <button type="button" id="fork-here" disabled title="a new run whose log is this one's up to the selected event; what follows runs again">Fork at the selected event</button></div>`;
+    : `<div class="fork"><button type="button" id="retry-run" hidden title="run its failed step again on a process running its flow (deploy the fix first)">Retry from the failed step</button> <input id="retry-reason" hidden placeholder="why (recorded with the retry)" aria-label="why retry (recorded in the log)" size="24" autocomplete="off"> <button type="button" id="fork-here" disabled title="a new run whose log is this one's up to the selected event; what follows runs again">Fork at the selected event</button></div>`;
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -80,6 +83,7 @@ export function dashboardHtml(options: { readOnly: boolean }): string {
       <thead><tr><th>Run</th><th>Flow</th><th>Status</th><th>Steps</th><th>Approvals</th><th>Updated (UTC)</th><th>Reason</th></tr></thead>
       <tbody id="runs-body"></tbody>
     </table></div>
+    <p class="note keys" id="key-help">Keys: <kbd>j</kbd>/<kbd>k</kbd> or <kbd>↓</kbd>/<kbd>↑</kbd> move through the runs, <kbd>Enter</kbd> opens one, <kbd>/</kbd> searches, <kbd>Esc</kbd> closes the open run.</p>
     <div class="pager">
       <button type="button" id="prev-page" disabled>← Previous</button>
       <span id="runs-count"></span>
@@ -96,13 +100,15 @@ export function dashboardHtml(options: { readOnly: boolean }): string {
       <div id="queues-box" hidden>
         <h3>Queues</h3>
         <div class="scroll"><table id="queues">
-          <thead><tr><th>Queue</th><th>Waiting</th><th>Running</th><th>Completed</th><th>Failed</th><th>Cancelled</th></tr></thead>
+          <thead><tr><th>Queue</th><th>Waiting</th><th>Running</th><th>Completed</th><th>Failed</th><th>Cancelled</th><th>Oldest waiting</th></tr></thead>
           <tbody id="queues-body"></tbody>
         </table></div>
+        <p class="note" id="queue-limits">Limits (concurrency, per-partition concurrency, rate) are set by each worker when it works a queue and are not stored, so they are not shown here; the queue store enforces them across workers at claim time.</p>
       </div>
     </div>
   </section>
-  <section id="detail" hidden>
+  <section id="detail" hidden aria-label="the open run">
+    <button type="button" id="close-run" class="close" title="close this run (Esc)">Close</button>
     <div id="detail-head"></div>
     ${actions}
     <div id="approvals"></div>
@@ -132,7 +138,7 @@ header h1 { font-size: 18px; margin: 0; }
 header input { font: inherit; padding: 2px 6px; }
 .spacer { flex: 1; }
 .live { font-size: 12px; opacity: .8; }
-.badge { background: #b26a00; padding: 2px 8px; border-radius: 10px; font-size: 12px; }
+.badge { background: #8a5200; padding: 2px 8px; border-radius: 10px; font-size: 12px; }
 /* The runs pane takes the whole width until a run is open, then shares it; below ~1150 px the
    detail goes under the runs. Neither may push the page wider than the window. */
 main { display: flex; flex-wrap: wrap; align-items: flex-start; gap: 16px; padding: 12px 16px; }
@@ -213,6 +219,15 @@ rect.b-cancelled { fill: #757575; } rect.b-timed_out { fill: #8e24aa; }
 #events tbody tr { cursor: pointer; }
 #events tr.selected { background: #e8f0fe; }
 .inspector { margin: 0; max-height: 340px; overflow: auto; background: #1d232a; color: #e6edf3; padding: 8px; border-radius: 4px; font-size: 12px; white-space: pre-wrap; overflow-wrap: anywhere; }
+.note { color: #56606b; font-size: 12px; margin: 4px 0; }
+kbd { font: 11px ui-monospace, monospace; border: 1px solid #8a94a0; border-radius: 3px; padding: 0 3px; background: #fff; color: #1d232a; }
+/* Keyboard focus is always visible: a thick outline, and the focused run's row is highlighted. */
+:focus-visible { outline: 3px solid #0b57d0; outline-offset: 1px; }
+#runs tbody tr:focus-within { background: #e8f0fe; }
+#runs td.id input { margin: 0 4px 0 0; vertical-align: middle; }
+.close { float: right; }
+.turn .approval { margin: 4px 0 4px 12px; }
+.retries { margin: 4px 0; }
 .flash { margin: 0; padding: 0 16px; min-height: 1.6em; line-height: 1.6em; color: #1f7a36; }
 .flash.error { color: #b3261e; }
 /* A long output wraps inside its box instead of stretching the page. */
@@ -224,6 +239,10 @@ export const dashboardJs = `'use strict';
   var readOnly = document.body.getAttribute('data-read-only') === 'true';
   var tokenKey = 'loom-dashboard-token';
   var state = { run: null, detail: null, eventsCount: -1, source: null, events: [], page: null };
+  // Runs picked for a bulk action, by id, kept across pages (keyset paging) until cleared: the
+  // action applies to exactly these. Insertion order is the order they were picked.
+  var selected = {};
+  var selectedOrder = [];
   // The runs search, kept in the address (?id=…&status=…) so a filtered page can be shared and
   // reloaded; the server checks every value (a bad one is a 400 with its name).
   var searchKeys = ['id', 'flow', 'version', 'status', 'waiting', 'updatedFrom', 'updatedBefore', 'sort', 'order', 'limit', 'after', 'before'];
@@ -282,6 +301,11 @@ export const dashboardJs = `'use strict';
   function renderRuns(page) {
     state.page = page;
     var body = $('runs-body');
+    // A re-render (a live update) keeps the keyboard where it was: on the same run's control.
+    var active = document.activeElement;
+    var activeRow = active && active.closest ? active.closest('#runs-body tr') : null;
+    var focusRun = activeRow ? activeRow.getAttribute('data-run') : null;
+    var focusPick = active && active.classList ? active.classList.contains('pick-run') : false;
     body.replaceChildren();
     var flows = {};
     page.runs.forEach(function (run) {
@@ -289,8 +313,12 @@ export const dashboardJs = `'use strict';
       open.addEventListener('click', function () { select(run.id); });
       var reason = run.terminalReason || (run.waitingFor ? 'waiting for ' + run.waitingFor : '');
       var warn = run.terminalReason && (run.status !== 'completed' || plainEndings.indexOf(run.terminalReason) < 0);
+      var pick = el('input', { type: 'checkbox', className: 'pick-run' });
+      pick.checked = selected[run.id] === true;
+      pick.setAttribute('aria-label', 'select ' + run.id + ' for a bulk action');
+      pick.addEventListener('change', function () { toggleSelected(run.id, pick.checked); });
       var row = el('tr', { className: run.id === state.run ? 'selected' : '' }, [
-        el('td', { className: 'id' }, [open]),
+        el('td', { className: 'id' }, [el('span', { className: 'pick' }, readOnly ? [open] : [pick, open])]),
         el('td', { text: (run.flow || '') + (run.version ? ' v' + run.version : '') }),
         el('td', {}, [el('span', { className: 'status s-' + run.status, text: run.status })]),
         el('td', { text: String(run.steps), className: 'num' }),
@@ -311,6 +339,33 @@ export const dashboardJs = `'use strict';
     $('runs-count').textContent = page.runs.length === 0 ? 'no runs match' : page.runs.length + ' runs on this page';
     $('prev-page').disabled = !page.prevCursor;
     $('next-page').disabled = !page.nextCursor;
+    if (focusRun) {
+      var again = body.querySelector('tr[data-run="' + CSS.escape(focusRun) + '"] ' + (focusPick ? 'input.pick-run' : 'button.link'));
+      if (again) again.focus();
+    }
+    showSelection();
+  }
+
+  // Selection for bulk actions, across pages.
+  function toggleSelected(runId, on) {
+    if (on && !selected[runId]) { selected[runId] = true; selectedOrder.push(runId); }
+    if (!on && selected[runId]) {
+      delete selected[runId];
+      selectedOrder = selectedOrder.filter(function (id) { return id !== runId; });
+    }
+    showSelection();
+  }
+  function showSelection() {
+    if (readOnly) return;
+    var n = selectedOrder.length;
+    $('selected-count').textContent = n === 0 ? '' : n + ' selected';
+    $('clear-selection').hidden = n === 0;
+    $('bulk-apply').textContent = n === 0 ? 'Apply to the runs on this page' : 'Apply to the ' + n + ' selected runs';
+    var runs = state.page ? state.page.runs : [];
+    $('select-page').checked = runs.length > 0 && runs.every(function (run) { return selected[run.id] === true; });
+    Array.prototype.forEach.call(document.querySelectorAll('#runs-body input.pick-run'), function (box) {
+      box.checked = selected[box.closest('tr').getAttribute('data-run')] === true;
+    });
   }
 
   var countOrder = ['running', 'suspended', 'completed', 'failed', 'cancelled', 'continued'];
@@ -367,12 +422,23 @@ export const dashboardJs = `'use strict';
     if (detail.output !== undefined) value('output', detail.output).forEach(function (n) { list.appendChild(n); });
     if (detail.error !== undefined) value('error', detail.error).forEach(function (n) { list.appendChild(n); });
     head.appendChild(list);
+    // Each retry with who asked and why, as its execution.retried event records them.
+    var retries = detail.retries || [];
+    if (retries.length > 0) {
+      var box = el('div', { className: 'retries' }, [el('h3', { text: 'Retries' })]);
+      retries.forEach(function (retry) {
+        var line = el('div', { className: 'retry', text: 'retried at ' + time(retry.atMs) + (retry.by ? ' by ' + retry.by : '') + (retry.reason ? ': ' + retry.reason : '') + ' (event ' + retry.sequence + ')' });
+        line.setAttribute('data-sequence', String(retry.sequence));
+        box.appendChild(line);
+      });
+      head.appendChild(box);
+    }
     if (!readOnly) {
       $('actions').hidden = ended(run.status);
       $('retry-run').hidden = run.status !== 'failed';
+      $('retry-reason').hidden = run.status !== 'failed';
     }
-    renderApprovals(detail.approvals);
-    renderQuestions(detail.questions || []);
+    renderAgentParts();
     renderTimeline(detail.timeline, run);
     if (detail.events !== state.eventsCount) loadEvents(run.id, detail.events);
   }
@@ -390,20 +456,40 @@ export const dashboardJs = `'use strict';
     list.appendChild(dd);
   }
 
+  // Approvals and questions of an agent run sit in its conversation, at the call that asked;
+  // what cannot be placed there (the log not read yet, a key of another shape) goes in the panels
+  // above it. Both use the same rows and the same endpoints.
+  function renderAgentParts() {
+    var detail = state.detail;
+    if (!detail) return;
+    var placed = state.events.length > 0 && state.events[0].executionId === detail.run.id
+      ? renderConversation(state.events, detail)
+      : {};
+    renderApprovals(detail.approvals.filter(function (a) { return !placed[a.id]; }));
+    renderQuestions((detail.questions || []).filter(function (q) { return !placed[q.id]; }));
+  }
+  // The call an approval or a question belongs to: its id's key after the run id, '<turn>.<call>'.
+  function callKeyOf(id) {
+    var match = /^([0-9]+[.][0-9]+)(?![0-9])/.exec(id.slice(id.lastIndexOf('~') + 1));
+    return match ? match[1] : null;
+  }
+  // What the run decided (the status), not what was sent: a refused decision says why.
+  function decisionText(approval) {
+    if (!approval.decision) return approval.status;
+    if (approval.refused) return 'rejected: ' + approval.refused + ' (sent by ' + approval.decision.by + ')';
+    var resolution = approval.decision.resolution;
+    var how = !resolution ? '' : resolution.kind === 'rerun' ? ' (re-run)' : ' (outcome recorded)';
+    var when = typeof approval.decision.decidedAtMs === 'number' ? ' at ' + time(approval.decision.decidedAtMs) : '';
+    return approval.status + ' by ' + approval.decision.by + how + when;
+  }
   function renderApprovals(approvals) {
     var box = $('approvals');
     box.replaceChildren();
     if (approvals.length === 0) return;
     box.appendChild(el('h3', { text: 'Approvals' }));
-    // What the run decided (the status), not what was sent: a refused decision says why.
-    function decisionText(approval) {
-      if (!approval.decision) return approval.status;
-      if (approval.refused) return 'rejected: ' + approval.refused + ' (sent by ' + approval.decision.by + ')';
-      var resolution = approval.decision.resolution;
-      var how = !resolution ? '' : resolution.kind === 'rerun' ? ' (re-run)' : ' (outcome recorded)';
-      return approval.status + ' by ' + approval.decision.by + how;
-    }
-    approvals.forEach(function (approval) {
+    approvals.forEach(function (approval) { box.appendChild(approvalRow(approval)); });
+  }
+  function approvalRow(approval) {
       var pending = approval.status === 'pending';
       var what = approval.request.tool + ' ' + JSON.stringify(approval.request.input) + ': ' + approval.reason;
       var row = el('div', { className: pending ? 'approval' : 'approval decided' }, [
@@ -456,8 +542,8 @@ export const dashboardJs = `'use strict';
         });
         (controls || row).appendChild(reject);
       }
-      box.appendChild(row);
-    });
+      row.setAttribute('data-approval', approval.id);
+      return row;
   }
 
   // What the model asked a person (ask_human): a pending question gets a text box and an Answer
@@ -467,14 +553,16 @@ export const dashboardJs = `'use strict';
     box.replaceChildren();
     if (questions.length === 0) return;
     box.appendChild(el('h3', { text: 'Questions' }));
-    questions.forEach(function (question) {
+    questions.forEach(function (question) { box.appendChild(questionRow(question)); });
+  }
+  function questionRow(question) {
       var pending = question.status === 'pending';
       var row = el('div', { className: pending ? 'approval question' : 'approval question decided' }, [
         el('strong', { text: question.id }),
         el('span', { text: question.question }),
         el('span', {
           className: 'status',
-          text: pending ? 'pending' : 'answered by ' + question.answer.by + ': ' + question.answer.text,
+          text: pending ? 'pending' : 'answered by ' + question.answer.by + ': ' + question.answer.text + (typeof question.answer.answeredAtMs === 'number' ? ' (at ' + time(question.answer.answeredAtMs) + ')' : ''),
         }),
       ]);
       if (pending && !readOnly) {
@@ -491,8 +579,8 @@ export const dashboardJs = `'use strict';
         });
         row.appendChild(el('div', { className: 'resolve' }, [answer, send]));
       }
-      box.appendChild(row);
-    });
+      row.setAttribute('data-question', question.id);
+      return row;
   }
 
   // Steps as bars over time: one row per timeline entry, x from its start to its end (an open
@@ -555,11 +643,26 @@ export const dashboardJs = `'use strict';
 
   // An agent run's conversation, folded from its log: the input, then per turn the model's
   // record (model, tokens, cost, latency, its text and its tool calls) with each call's result.
-  function renderConversation(events) {
+  // Returns the ids of the approvals and questions it placed at their calls.
+  function renderConversation(events, detail) {
     var box = $('conversation');
+    // A pending answer being typed survives a re-render.
+    var typing = {};
+    Array.prototype.forEach.call(box.querySelectorAll('input'), function (input) {
+      var owner = input.closest('[data-approval],[data-question]');
+      if (owner && input.value) typing[owner.getAttribute('data-approval') || owner.getAttribute('data-question')] = input.value;
+    });
+    var hadFocus = box.contains(document.activeElement) && document.activeElement.tagName === 'INPUT' ? document.activeElement.closest('[data-approval],[data-question]') : null;
+    var focusId = hadFocus ? hadFocus.getAttribute('data-approval') || hadFocus.getAttribute('data-question') : null;
     box.replaceChildren();
+    var placed = {};
     var started = events[0];
-    if (!started || typeof started.payload.flow !== 'string' || started.payload.flow.indexOf('agent:') !== 0) return;
+    if (!started || typeof started.payload.flow !== 'string' || started.payload.flow.indexOf('agent:') !== 0) return placed;
+    var byCall = {};
+    (detail.approvals || []).concat(detail.questions || []).forEach(function (item) {
+      var key = callKeyOf(item.id);
+      if (key) (byCall[key] = byCall[key] || []).push(item);
+    });
     box.appendChild(el('h3', { text: 'Conversation' }));
     var input = started.payload.input;
     box.appendChild(el('div', { className: 'turn' }, [
@@ -600,9 +703,20 @@ export const dashboardJs = `'use strict';
           line.appendChild(el('span', { className: failed ? 'failed' : 'result', text: ' → ' + JSON.stringify(failed ? result.error : result.output) }));
         }
         card.appendChild(line);
+        // The approval this call waits or waited for, and the question it asked, right here.
+        (byCall[turn + '.' + index] || []).forEach(function (item) {
+          var row = item.question !== undefined ? questionRow(item) : approvalRow(item);
+          var kept = typing[item.id];
+          var input = row.querySelector('input');
+          if (kept !== undefined && input) input.value = kept;
+          card.appendChild(row);
+          placed[item.id] = true;
+          if (focusId === item.id && input) input.focus();
+        });
       });
       box.appendChild(card);
     });
+    return placed;
   }
 
   function loadEvents(runId, count) {
@@ -612,7 +726,7 @@ export const dashboardJs = `'use strict';
       if (state.run !== runId) return;
       state.eventsCount = count;
       state.events = events;
-      renderConversation(events);
+      renderAgentParts();
       var body = $('events-body');
       body.replaceChildren();
       events.forEach(function (event) {
@@ -644,6 +758,7 @@ export const dashboardJs = `'use strict';
     $('inspector').textContent = 'click an event or a timeline bar';
     $('events-body').replaceChildren();
     $('conversation').replaceChildren();
+    state.events = [];
     state.selectedSequence = undefined;
     if ($('fork-here')) $('fork-here').disabled = true;
     history.replaceState(null, '', '#run=' + encodeURIComponent(runId));
@@ -685,7 +800,10 @@ export const dashboardJs = `'use strict';
     var source = new EventSource('/api/stream' + (query ? '?' + query : ''));
     source.addEventListener('runs', function (e) { renderRuns(JSON.parse(e.data)); });
     source.addEventListener('counts', function (e) { renderCounts(JSON.parse(e.data)); });
-    source.addEventListener('run', function (e) { renderDetail(JSON.parse(e.data)); });
+    source.addEventListener('run', function (e) {
+      var detail = JSON.parse(e.data);
+      if (detail.run.id === state.run) renderDetail(detail);
+    });
     source.addEventListener('failure', function (e) { flash(JSON.parse(e.data).error.message, true); });
     source.onopen = function () { $('live').textContent = 'live'; };
     source.onerror = function () {
@@ -750,23 +868,37 @@ export const dashboardJs = `'use strict';
     });
     $('bulk-form').addEventListener('submit', function (e) {
       e.preventDefault();
-      var runs = state.page ? state.page.runs.map(function (run) { return run.id; }) : [];
+      // The runs selected (on any page), else the runs this page shows.
+      var picked = selectedOrder.length > 0;
+      var runs = picked ? selectedOrder.slice() : state.page ? state.page.runs.map(function (run) { return run.id; }) : [];
       var action = $('bulk-action').value;
       if (runs.length === 0) { flash('no runs on this page', true); return; }
-      if (!confirm(action + ' ' + runs.length + ' runs (' + runs.slice(0, 5).join(', ') + (runs.length > 5 ? ', …' : '') + ')?')) return;
+      if (runs.length > 500) { flash('at most 500 runs in one action: ' + runs.length + ' are selected', true); return; }
+      if (!confirm(action + ' ' + runs.length + (picked ? ' selected' : '') + ' runs (' + runs.slice(0, 5).join(', ') + (runs.length > 5 ? ', …' : '') + ')?')) return;
       var reason = $('bulk-reason').value.trim();
       act('/api/runs/bulk', { action: action, runIds: runs, reason: reason || undefined }, function (r) {
+        if (picked) { selected = {}; selectedOrder = []; showSelection(); }
         var done = r.results.filter(function (x) { return x.ok; }).length;
         var refused = r.results.filter(function (x) { return !x.ok; });
         return action + ': ' + done + ' of ' + r.results.length + ' done' +
           (refused.length ? '; refused: ' + refused.map(function (x) { return x.executionId + ' (' + x.error.code + ')'; }).join(', ') : '');
       });
     });
+    $('select-page').addEventListener('change', function (e) {
+      (state.page ? state.page.runs : []).forEach(function (run) { toggleSelected(run.id, e.target.checked); });
+    });
+    $('clear-selection').addEventListener('click', function () {
+      selected = {};
+      selectedOrder = [];
+      showSelection();
+    });
     $('retry-run').addEventListener('click', function () {
       var runId = state.run;
       if (!runId || !confirm('Retry ' + runId + ' from its failed step? Its completed steps replay; the failed one runs again.')) return;
-      act('/api/runs/' + encodeURIComponent(runId) + '/retry', {}, function () {
-        return 'retried ' + runId + ': the next timer poll of a runtime running its flow replays it';
+      var reason = $('retry-reason').value.trim();
+      act('/api/runs/' + encodeURIComponent(runId) + '/retry', { reason: reason || undefined }, function (r) {
+        $('retry-reason').value = '';
+        return 'retried ' + runId + ' (by ' + r.by + '): the next timer poll of a runtime running its flow replays it';
       });
     });
     $('fork-here').addEventListener('click', function () {
@@ -833,12 +965,79 @@ export const dashboardJs = `'use strict';
         var row = el('tr', {}, [queue.queue, queue.depth, queue.claimed, queue.completed, queue.failed, queue.cancelled].map(function (v) {
           return el('td', { text: String(v) });
         }));
+        // The oldest waiting item: its id, its flow and how long it has waited (by this clock).
+        var oldest = queue.oldestWaiting;
+        var cell = el('td', { className: 'oldest' });
+        if (oldest === null) cell.textContent = '';
+        else if (oldest === undefined) cell.textContent = 'not known on this store';
+        else {
+          cell.textContent = oldest.itemId + ' · ' + oldest.flow + (oldest.version ? ' v' + oldest.version : '') + ' · waiting ' + age(Date.now() - oldest.enqueuedAtMs);
+          cell.title = 'enqueued ' + time(oldest.enqueuedAtMs);
+        }
+        row.appendChild(cell);
         row.setAttribute('data-queue', queue.queue);
         qBody.appendChild(row);
       });
       $('queues-box').hidden = ops.queues.length === 0;
     }, function (error) { flash('could not load schedules and queues: ' + error.message, true); });
   }
+  function age(ms) {
+    var sec = Math.max(0, Math.round(ms / 1000));
+    if (sec < 120) return sec + ' s';
+    if (sec < 7200) return Math.round(sec / 60) + ' min';
+    if (sec < 172800) return Math.round(sec / 3600) + ' h';
+    return Math.round(sec / 86400) + ' d';
+  }
+
+  // Closing the open run (the Close button, or Escape): back to the list, focus on its row.
+  function closeRun() {
+    var runId = state.run;
+    if (!runId) return;
+    state.run = null;
+    state.detail = null;
+    state.events = [];
+    $('detail').hidden = true;
+    history.replaceState(null, '', location.pathname + location.search);
+    Array.prototype.forEach.call($('runs-body').children, function (row) { row.className = ''; });
+    connect();
+    var row = document.querySelector('#runs-body tr[data-run="' + CSS.escape(runId) + '"] button.link');
+    if (row) row.focus();
+  }
+  $('close-run').addEventListener('click', closeRun);
+
+  // Keyboard: j/k or the arrows move through the runs (focus on a run's id button, so Enter opens
+  // it), / goes to the search, Escape closes the open run. Keys typed into a field stay there.
+  function moveInRuns(step) {
+    var buttons = Array.prototype.slice.call(document.querySelectorAll('#runs-body button.link'));
+    if (buttons.length === 0) return;
+    var active = document.activeElement;
+    var activeRow = active && active.closest ? active.closest('#runs-body tr') : null;
+    var at = -1;
+    buttons.forEach(function (button, i) {
+      var row = button.closest('tr');
+      if (row === activeRow || (at < 0 && !activeRow && row.getAttribute('data-run') === state.run)) at = i;
+    });
+    var next = at < 0 ? (step > 0 ? 0 : buttons.length - 1) : Math.min(buttons.length - 1, Math.max(0, at + step));
+    buttons[next].focus();
+    buttons[next].scrollIntoView({ block: 'nearest' });
+  }
+  document.addEventListener('keydown', function (e) {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    var target = e.target;
+    var typing = target && (target.tagName === 'INPUT' || target.tagName === 'SELECT' || target.tagName === 'TEXTAREA');
+    if (e.key === 'Escape') {
+      // In a field, Escape only leaves it (what was typed stays); else it closes the open run.
+      if (typing) { target.blur(); return; }
+      if (state.run) { e.preventDefault(); closeRun(); }
+      return;
+    }
+    if (typing) return;
+    var inRuns = target && target.closest && target.closest('#runs-body');
+    if (e.key === '/') { e.preventDefault(); $('search-id').focus(); $('search-id').select(); }
+    else if (e.key === 'j' || (e.key === 'ArrowDown' && (inRuns || target === document.body))) { e.preventDefault(); moveInRuns(1); }
+    else if (e.key === 'k' || (e.key === 'ArrowUp' && (inRuns || target === document.body))) { e.preventDefault(); moveInRuns(-1); }
+  });
+
   loadOperations();
   setInterval(loadOperations, 10000);
   connect();

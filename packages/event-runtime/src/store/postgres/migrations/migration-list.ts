@@ -8,6 +8,7 @@ import { signalMarkMigration } from './0007-signal-mark.js';
 import { startedByMigration } from './0008-started-by.js';
 import { liveChunksMigration } from './0009-live-chunks.js';
 import { runsPageOrderMigration } from './0010-runs-page-order.js';
+import { queuePartitionLimitsMigration } from './0011-queue-partition-limits.js';
 import type { PostgresMigration } from './postgres-migration.js';
 
 /** Every Postgres migration, oldest first. Append only: a shipped migration is never edited. */
@@ -22,6 +23,7 @@ export const postgresMigrations: readonly PostgresMigration[] = [
   startedByMigration,
   liveChunksMigration,
   runsPageOrderMigration,
+  queuePartitionLimitsMigration,
 ];
 
 /** The schema version this code writes and reads: the number of the newest migration. */
