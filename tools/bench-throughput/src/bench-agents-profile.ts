@@ -6,9 +6,10 @@
  * run. With `LOOM_BENCH_BASELINE` (the root of an older checkout, built, or several as
  * `name=path,name=path`) the same cells run on its packages too, interleaved in a rotating order
  * within every repeat, with the ratios paired per repeat. `LOOM_BENCH_AGENT_PROFILE=cpu` (or
- * `alloc`) then runs one more memory cell per variant under the inspector's CPU profiler (or the
- * sampling heap profiler, collected objects included), prints the top functions by self time (or
- * bytes allocated) and the same grouped by package, and writes the raw profile to `results/`.
+ * `alloc`) then runs one more memory cell per variant (`LOOM_BENCH_AGENT_PROFILE_BACKEND=sqlite`:
+ * a SQLite FULL cell of `LOOM_BENCH_DURABLE_EXECS` runs) under the inspector's CPU profiler (or
+ * the sampling heap profiler, collected objects included), prints the top functions by self time
+ * (or bytes allocated) and the same grouped by package, and writes the raw profile to `results/`.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -187,6 +188,7 @@ async function profiled(
   variant: Variant,
   places: Places,
   kind: 'cpu' | 'alloc',
+  backend: Backend,
   runs: number,
   inFlight: number,
 ): Promise<void> {
@@ -207,7 +209,7 @@ async function profiled(
     await session.post('Profiler.enable');
     await session.post('Profiler.setSamplingInterval', { interval: 100 });
     await session.post('Profiler.start');
-    ({ cpuUsPerRun: perRun } = await runCell(variant, places, 'memory', runs, inFlight));
+    ({ cpuUsPerRun: perRun } = await runCell(variant, places, backend, runs, inFlight));
     const { profile } = (await session.post('Profiler.stop')) as unknown as {
       profile: { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
     };
@@ -228,7 +230,7 @@ async function profiled(
       includeObjectsCollectedByMajorGC: true,
       includeObjectsCollectedByMinorGC: true,
     } as never);
-    ({ bytesPerRun: perRun } = await runCell(variant, places, 'memory', runs, inFlight));
+    ({ bytesPerRun: perRun } = await runCell(variant, places, backend, runs, inFlight));
     const { profile } = (await session.post('HeapProfiler.stopSampling')) as unknown as {
       profile: { head: ProfileNode };
     };
@@ -247,7 +249,7 @@ async function profiled(
   mkdirSync(resultsDir, { recursive: true });
   const file = join(
     resultsDir,
-    `${new Date().toISOString().replace(/[:.]/g, '-')}-agents-${variant.name}.${kind === 'cpu' ? 'cpuprofile' : 'heapprofile'}`,
+    `${new Date().toISOString().replace(/[:.]/g, '-')}-agents-${variant.name}-${backend}.${kind === 'cpu' ? 'cpuprofile' : 'heapprofile'}`,
   );
   writeFileSync(file, JSON.stringify(raw));
   const unit = kind === 'cpu' ? 'self time' : 'bytes allocated';
@@ -265,7 +267,7 @@ async function profiled(
       ]);
   const head = kind === 'cpu' ? `${perRun.toFixed(0)} µs of CPU` : `${perRun.toFixed(0)} bytes`;
   console.log(
-    `\n${variant.name}: ${unit} by package, memory, ${runs} runs, ${inFlight} in flight, ${head} per run under the profiler (${file})\n`,
+    `\n${variant.name}: ${unit} by package, ${backend === 'sqlite' ? 'sqlite FULL' : backend}, ${runs} runs, ${inFlight} in flight, ${head} per run under the profiler (${file})\n`,
   );
   console.log(markdownTable(['package', 'share', perRunHeader], rows(byPackage, 20)));
   console.log(`\n${variant.name}: top functions by ${unit}\n`);
@@ -277,6 +279,15 @@ async function profiled(
   );
 }
 
+/** The backend the profiled cell runs on: `LOOM_BENCH_AGENT_PROFILE_BACKEND`, default memory. */
+function profileBackendKnob(): 'memory' | 'sqlite' {
+  const raw = process.env.LOOM_BENCH_AGENT_PROFILE_BACKEND || 'memory';
+  if (raw !== 'memory' && raw !== 'sqlite') {
+    throw new Error(`LOOM_BENCH_AGENT_PROFILE_BACKEND must be memory or sqlite, got ${raw}`);
+  }
+  return raw;
+}
+
 async function main(): Promise<void> {
   const runs = intKnob('LOOM_BENCH_EXECS', 5_000);
   const durableRuns = intKnob('LOOM_BENCH_DURABLE_EXECS', 1_000);
@@ -284,6 +295,7 @@ async function main(): Promise<void> {
   const inFlight = intKnob('LOOM_BENCH_IN_FLIGHT', 256);
   const backends = backendsKnob();
   const profile = profileKnob('LOOM_BENCH_AGENT_PROFILE');
+  const profileBackend = profileBackendKnob();
   if (repeats < 5) {
     process.stderr.write(
       `note: LOOM_BENCH_REPEATS=${repeats}: PERFORMANCE.md asks for at least 5; a smoke run\n`,
@@ -310,7 +322,14 @@ async function main(): Promise<void> {
     if (profile === 'cpu' || profile === 'alloc') {
       for (const variant of variants) {
         collectGarbage();
-        await profiled(variant, places, profile, runs, inFlight);
+        await profiled(
+          variant,
+          places,
+          profile,
+          profileBackend,
+          profileBackend === 'memory' ? runs : durableRuns,
+          inFlight,
+        );
       }
     }
   } finally {

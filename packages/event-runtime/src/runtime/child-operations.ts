@@ -72,7 +72,7 @@ export class ChildOperations {
       this.scope.carryOut();
       suspension.beginInFlight();
       try {
-        await this.scope.barrier();
+        await this.scope.awaitBarrier();
         await this.startChild(flow, inputValue, childId, claim.index);
       } finally {
         suspension.settleInFlight();
@@ -123,7 +123,7 @@ export class ChildOperations {
     const { successorId, input: inputValue } = successorOf(machine, input);
     suspension.beginInFlight();
     try {
-      await this.scope.barrier();
+      await this.scope.awaitBarrier();
       await this.scope.kernel.links.startSuccessor(flow, inputValue, successorId, state);
     } finally {
       suspension.settleInFlight();

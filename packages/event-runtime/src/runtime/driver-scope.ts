@@ -47,17 +47,22 @@ export interface DriverScope {
   /** Throws if the execution must not go on (stopped, cancelled, continued, or a rule broken). */
   interrupt(): void;
   /**
-   * Returns once `wakeAtMs` has passed: at once, after a short in-memory wait, or never (the
+   * Returns once `wakeAtMs` has passed for operation `op`: at once, after a short in-memory wait, or never (the
    * execution suspends until its timer is due), as a durable sleep does.
    */
-  waitUntil(wakeAtMs: number): Promise<void>;
+  waitUntil(op: number, wakeAtMs: number): Promise<void>;
+  /**
+   * Resolves on the machine's `complete` command for operation `op` (an armed timer fired). Call
+   * before carrying out the command that asks for it.
+   */
+  awaitCompletion(op: number): Promise<void>;
   /**
    * Reads the inbox's new signals and returns every signal the driver has read, oldest first; the
    * last one's id is a child wait's signal guard (ADR 0033). Count it as in flight.
    */
   readInbox(): Promise<readonly StoredSignal[]>;
   /** Waits for a durability barrier; a failed append means this node stops driving. */
-  barrier(): Promise<void>;
+  awaitBarrier(): Promise<void>;
   /** Hands what the machine queued (records, status, a write this turn) to the journal. */
   carryOut(): void;
   /** Turns a journal failure into the reason this node stopped. */

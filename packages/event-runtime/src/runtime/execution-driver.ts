@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import type { JsonValue, StoredSignal } from '../envelope.js';
+import type { ExecutionStatus, JsonValue, StoredSignal } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { decodePayload, encodePayload } from '../internal/json-codec.js';
 import { ChildOperations } from './child-operations.js';
 import { childSettledSignal } from './child-settled-signal.js';
-import { type Claim, ExecutionMachine } from './core/execution-machine.js';
+import { type Claim, type CommandSink, ExecutionMachine } from './core/execution-machine.js';
 import type { ExecutionOutcome } from './core/execution-outcome.js';
 import type { ExecutionState, OperationKind } from './core/execution-state.js';
 import { applyTerminal, type Terminal } from './core/execution-terminal.js';
+import type { KernelEventType } from './core/kernel-events.js';
 import type { DriverScope } from './driver-scope.js';
 import type { ExecutionJournal } from './execution-journal.js';
 import type { Flow, FlowContext } from './flow.js';
@@ -23,17 +24,16 @@ import { WaitOperations } from './wait-operations.js';
  * timers, signals and children (suspending the execution when nothing else can progress), and
  * writes the terminal event. One driver per execution per node; it never re-reads the log.
  * What it decides without I/O (the cursor, the claim, the ending, recorded values, patches, the
- * terminal) its {@link ExecutionMachine} decides; the driver carries out the machine's commands.
+ * terminal, when an effect may run) its {@link ExecutionMachine} decides; the driver is the sink
+ * of the machine's commands and carries them out, feeding what the journal answers back in.
  */
-export class ExecutionDriver implements DriverScope {
+export class ExecutionDriver implements DriverScope, CommandSink {
   /** Its signal is made only when the flow or an effect reads one (see `LazyAbort`). */
   readonly abort = new LazyAbort();
   readonly done: Promise<ExecutionOutcome>;
   readonly suspension: Suspension;
   readonly afterStoreFailure: boolean;
   readonly machine: ExecutionMachine;
-  /** The flow function returned or threw: its context refuses every operation from now on. */
-  private flowEnded = false;
   private resolveDone!: (outcome: ExecutionOutcome) => void;
   private resolveInterrupt!: () => void;
   private readonly interrupted: Promise<void>;
@@ -42,6 +42,11 @@ export class ExecutionDriver implements DriverScope {
   private waitOps: WaitOperations | undefined;
   private childOps: ChildOperations | undefined;
   private runningFlow: Flow<never, unknown> | undefined;
+  /**
+   * Operations waiting for the machine's `complete` (an inline timer), flat: the op and its
+   * promise's resolver each (made on first use; few at a time).
+   */
+  private completions: unknown[] | undefined;
 
   /**
    * The driver is its operations' {@link DriverScope} itself (one object per execution rather
@@ -58,9 +63,9 @@ export class ExecutionDriver implements DriverScope {
     this.interrupted = new Promise((resolve) => {
       this.resolveInterrupt = resolve;
     });
-    const machine = new ExecutionMachine(state, kernel.settings);
+    const machine = new ExecutionMachine(state, kernel.settings, journal.sequence);
     this.machine = machine;
-    this.suspension = new Suspension(machine, journal);
+    this.suspension = new Suspension(machine, this, journal.clock);
     this.afterStoreFailure = kernel.storeRetried.delete(state.executionId);
     this.steps = new StepOperations(this);
   }
@@ -77,12 +82,20 @@ export class ExecutionDriver implements DriverScope {
 
   /** DriverScope: true once the flow function returned or threw. */
   ended(): boolean {
-    return this.flowEnded;
+    return this.machine.flowEnded;
   }
 
   /** DriverScope: returns once `wakeAtMs` has passed (see `WaitOperations.waitUntilDue`). */
-  waitUntil(wakeAtMs: number): Promise<void> {
-    return this.waits.waitUntilDue(wakeAtMs);
+  waitUntil(op: number, wakeAtMs: number): Promise<void> {
+    return this.waits.waitUntilDue(op, wakeAtMs);
+  }
+
+  /** DriverScope: resolves on the machine's `complete` for `op`. */
+  awaitCompletion(op: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.completions ??= [];
+      this.completions.push(op, resolve);
+    });
   }
 
   /** DriverScope: reads the inbox (see `WaitOperations.readInbox`). */
@@ -111,7 +124,11 @@ export class ExecutionDriver implements DriverScope {
 
   /** Stop driving without writing anything more (the log stays as it is for another node). */
   stop(error: LoomError): void {
-    if (!this.machine.stop(error)) return;
+    if (this.machine.stop(error)) this.stopped(error);
+  }
+
+  /** The machine stopped for `error`: effects see the abort, `run` stops waiting for the flow. */
+  private stopped(error: LoomError): void {
     this.abort.abort(error);
     this.resolveInterrupt();
   }
@@ -146,10 +163,10 @@ export class ExecutionDriver implements DriverScope {
     try {
       output = await flow.run(this.context(), this.flowInput() as never);
     } catch (thrown) {
-      this.flowEnded = true;
+      this.machine.endFlow();
       return this.machine.threw(thrown);
     }
-    this.flowEnded = true;
+    this.machine.endFlow();
     return this.machine.returned(output);
   }
 
@@ -165,7 +182,7 @@ export class ExecutionDriver implements DriverScope {
   }
 
   ensureOpen(operation: string, name?: unknown): void {
-    if (!this.flowEnded) return;
+    if (!this.machine.flowEnded) return;
     const named = typeof name === 'string' ? `('${name.slice(0, 200)}')` : '()';
     throw new LoomError(
       ErrorCode.CONTEXT_CLOSED,
@@ -217,10 +234,96 @@ export class ExecutionDriver implements DriverScope {
     return stop;
   }
 
-  /** DriverScope: hands what the machine queued to the journal. */
+  /** DriverScope: carries out what the machine queued (the driver is its command sink). */
   carryOut(): void {
-    this.machine.drain(this.journal);
+    this.machine.drain(this);
   }
+
+  /** Command `append`: into the journal, in order. */
+  record(type: KernelEventType, payload: JsonValue, payloadText: string | undefined): void {
+    this.journal.record(type, payload, payloadText);
+  }
+
+  /** Command `status`: with the journal's next write. */
+  setStatus(
+    status: ExecutionStatus,
+    wakeAtMs: number | null,
+    wakeOnSignalsAfter: number | undefined,
+  ): void {
+    this.journal.setStatus(status, wakeAtMs, wakeOnSignalsAfter);
+  }
+
+  /** Command `flushSoon`: this turn's write, nobody waiting (ADR 0045). */
+  flushSoon(): void {
+    this.journal.flushSoon();
+  }
+
+  /**
+   * Command `barrier`: the journal's flush, whose settlement goes back to the machine as the
+   * input `durable` or `appendFailed` (callbacks made once per execution, no promise per
+   * barrier). The journal reports the sequence it made durable, in its numbering, which is the
+   * machine's: the machine's appends go to it in order, and its first is the journal's next.
+   */
+  barrier(_upTo: number): void {
+    this.journal.flushTo(this.durable, this.appendFailed);
+  }
+
+  /** Command `runEffect`: the step's effect runs now (see `StepOperations.runEffect`). */
+  runEffect(op: number, attempt: number): void {
+    this.steps.runEffect(op, attempt);
+  }
+
+  /** Command `runTransaction`: the transactional step's work starts now. */
+  runTransaction(op: number): void {
+    this.steps.runTransaction(op);
+  }
+
+  /** Command `failOperation`: the step waiting to run its effect throws `error` instead. */
+  failOperation(op: number, error: unknown): void {
+    this.steps.failOperation(op, error);
+  }
+
+  /** Command `armTimer`: the node's clock wakes operation `op`; answered by `timerFired`. */
+  armTimer(op: number, wakeAtMs: number): void {
+    const { clock } = this.kernel;
+    clock.setTimer(() => this.timerFired(op), wakeAtMs - clock.now(), { keepAlive: true });
+  }
+
+  /** Command `complete`: operation `op` goes on. */
+  complete(op: number): void {
+    const completions = this.completions as unknown[];
+    for (let at = 0; at < completions.length; at += 2) {
+      if (completions[at] !== op) continue;
+      const resolve = completions[at + 1] as () => void;
+      completions.splice(at, 2);
+      resolve();
+      return;
+    }
+  }
+
+  /** Input `timerFired`: operation `op`'s inline wait is over. */
+  private timerFired(op: number): void {
+    if (this.machine.timerFired(op)) this.suspension.scheduleSuspendCheck();
+    this.carryOut();
+  }
+
+  /** Input `durable`: every append up to `upTo` is in the log. */
+  private readonly durable = (upTo: number): void => {
+    try {
+      this.machine.durable(upTo);
+      this.carryOut();
+    } catch (error) {
+      // Nothing here throws by design; if something did, this node stops driving rather than
+      // leave the step waiting for it hanging.
+      this.appendFailed(error);
+    }
+  };
+
+  /** Input `appendFailed`: the journal broke; the machine stops, its waiting effects fail. */
+  private readonly appendFailed = (error: unknown): void => {
+    if (this.machine.appendFailed(error)) this.stopped(this.machine.stoppedBy as LoomError);
+    this.carryOut();
+  };
 
   /** Throws if the execution must not go on (stopped, cancelled, continued, or a rule broken). */
   interrupt(): void {
@@ -228,7 +331,7 @@ export class ExecutionDriver implements DriverScope {
   }
 
   /** Waits for a durability barrier; a failed append means this node stops driving. */
-  async barrier(): Promise<void> {
+  async awaitBarrier(): Promise<void> {
     try {
       await this.journal.flush();
     } catch (error) {

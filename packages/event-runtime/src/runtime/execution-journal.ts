@@ -36,7 +36,8 @@ export interface JournalBusyRetry {
 interface Waiter {
   /** Durable once every event up to this sequence is in the log. */
   upTo: number;
-  resolve: () => void;
+  /** Called with `upTo` once it is durable. */
+  resolve: (upTo: number) => void;
   reject: (error: unknown) => void;
 }
 
@@ -170,9 +171,29 @@ export class ExecutionJournal implements GroupCommitMember {
     const upTo = this.nextSequence - 1;
     if (upTo <= this.durableUpTo) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
-      this.waiters.push({ upTo, resolve, reject });
+      // Called with the sequence made durable, which the promise's value ignores (void).
+      this.waiters.push({ upTo, resolve: resolve as unknown as (upTo: number) => void, reject });
       if (!this.inFlight) this.pump();
     });
+  }
+
+  /**
+   * `flush` without a promise, for a caller that listens with callbacks made once (the driver's
+   * barrier command): `durable(upTo)` once everything recorded so far (up to sequence `upTo`)
+   * is durable, or `failed(error)` if an append fails. Never called back synchronously.
+   */
+  flushTo(durable: (upTo: number) => void, failed: (error: unknown) => void): void {
+    if (this.broken !== undefined) {
+      Promise.reject(this.broken).catch(failed);
+      return;
+    }
+    const upTo = this.nextSequence - 1;
+    if (upTo <= this.durableUpTo) {
+      Promise.resolve(upTo).then(durable);
+      return;
+    }
+    this.waiters.push({ upTo, resolve: durable, reject: failed });
+    if (!this.inFlight) this.pump();
   }
 
   /** Asks the group commit for a turn, once: it sends what is pending when the turn is over. */
@@ -354,12 +375,12 @@ export class ExecutionJournal implements GroupCommitMember {
       const waiters = this.waiters;
       if (waiters.length === 0) return;
       this.waiters = [];
-      for (const waiter of waiters) waiter.resolve();
+      for (const waiter of waiters) waiter.resolve(waiter.upTo);
       return;
     }
     const still: Waiter[] = [];
     for (const waiter of this.waiters) {
-      if (waiter.upTo <= this.durableUpTo) waiter.resolve();
+      if (waiter.upTo <= this.durableUpTo) waiter.resolve(waiter.upTo);
       else still.push(waiter);
     }
     this.waiters = still;

@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.js';
+import type { JsonValue } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
-import { isTransactional } from '../event-store.js';
+import { isTransactional, type TransactionalEventStore } from '../event-store.js';
 import type { Claim } from './core/execution-machine.js';
 import type { StepRecord } from './core/execution-state.js';
 import { recordedValue } from './core/recorded-values.js';
@@ -26,7 +27,64 @@ import type { LazyAbort } from './lazy-abort.js';
  * it did to the execution's machine, which records it (and answers from the log on replay).
  */
 export class StepOperations {
+  /**
+   * The steps waiting for the machine's `runEffect` / `runTransaction` (made on first use, few
+   * at a time: one per step in flight, found by their op).
+   */
+  private awaiting: AwaitedEffect[] | undefined;
+
   constructor(private readonly scope: DriverScope) {}
+
+  /**
+   * Command `runEffect`: runs attempt `attempt` of step `op`'s effect now (its start record is
+   * durable), and hands what it returned or threw to the step waiting for it.
+   */
+  runEffect(op: number, attempt: number): void {
+    const awaited = this.take(op);
+    try {
+      awaited.ran = (awaited.work as (effect: StepEffectContext) => unknown)(
+        this.effectContext(op, awaited.name, attempt),
+      );
+    } catch (thrown) {
+      awaited.threw = true;
+      awaited.thrown = thrown;
+    }
+    awaited.resolve(awaited);
+  }
+
+  /** Command `runTransaction`: starts transactional step `op`'s work with its `step.completed`. */
+  runTransaction(op: number): void {
+    const awaited = this.take(op);
+    awaited.ran = this.scope.journal.transact(
+      this.scope.kernel.store as TransactionalEventStore,
+      awaited.work as (tx: unknown) => unknown,
+      awaited.completion as (result: unknown) => { type: string; payload: JsonValue },
+    );
+    awaited.resolve(awaited);
+  }
+
+  /** Command `failOperation`: step `op` will not run its effect; it throws `error`. */
+  failOperation(op: number, error: unknown): void {
+    this.take(op).reject(error);
+  }
+
+  /** Step `op` waits for its effect's command: `granted` settles on it. */
+  private awaitEffect(op: number, name: string, work: unknown): AwaitedEffect {
+    const awaited = new AwaitedEffect(op, name, work);
+    this.awaiting ??= [];
+    this.awaiting.push(awaited);
+    return awaited;
+  }
+
+  private take(op: number): AwaitedEffect {
+    const awaiting = this.awaiting as AwaitedEffect[];
+    let at = 0;
+    while ((awaiting[at] as AwaitedEffect).op !== op) at++;
+    const awaited = awaiting[at] as AwaitedEffect;
+    awaiting[at] = awaiting[awaiting.length - 1] as AwaitedEffect;
+    awaiting.pop();
+    return awaited;
+  }
 
   /**
    * `ctx.step`: the effect runs once, after its `step.started` is durable; with a retry policy,
@@ -121,20 +179,25 @@ export class StepOperations {
     for (;;) {
       const retryAtMs = (state.steps[claim.index] as StepRecord).retryAtMs;
       if (retryAtMs !== undefined) {
-        await this.scope.waitUntil(retryAtMs);
+        await this.scope.waitUntil(claim.index, retryAtMs);
         this.scope.interrupt();
       }
       const attempt = nextAttempt(machine, claim);
+      // The effect runs on the machine's `runEffect`, which follows only the `durable` input
+      // covering the start record just queued; the barrier's command asks for that durability.
+      // If the flow returns meanwhile (this step never awaited), nothing could record the
+      // effect's outcome: the machine never grants it and `granted` never settles.
+      const awaited = this.awaitEffect(claim.index, claim.name, fn);
+      machine.requestEffect(claim.index, attempt);
       this.scope.carryOut();
       suspension.beginInFlight();
       try {
-        await this.scope.barrier();
-        // The flow returned while this step (never awaited) waited for its barrier: the execution
-        // has ended and nothing could record the effect's outcome, so the effect must not run.
-        if (this.scope.ended()) return never();
+        // Rejects with why the execution must not go on (stopped, cancelled, journal broken).
+        await awaited.granted;
         let result: T;
         try {
-          result = await fn(this.effectContext(claim.index, claim.name, attempt));
+          if (awaited.threw) throw awaited.thrown;
+          result = await (awaited.ran as T | Promise<T>);
         } catch (thrown) {
           this.scope.interrupt();
           const mayRetry = retry !== undefined && this.retryable(retry, attempt, thrown);
@@ -150,7 +213,7 @@ export class StepOperations {
           this.scope.carryOut();
           if (failed !== undefined) throw failed;
           // Durable before the backoff: a crash while it waits must not forget this attempt.
-          await this.scope.barrier();
+          await this.scope.awaitBarrier();
           releaseLane?.();
           continue;
         }
@@ -163,7 +226,7 @@ export class StepOperations {
         }
         if (releaseLane !== undefined) {
           // The next interrupted step may crash the process: this completion is durable first.
-          await this.scope.barrier();
+          await this.scope.awaitBarrier();
           releaseLane();
         }
         return value as T;
@@ -214,23 +277,23 @@ export class StepOperations {
     }
     suspension.beginInFlight();
     try {
-      if (claim.recorded === undefined) {
-        stepStarted(machine, claim, 'transactional');
-        this.scope.carryOut();
-      }
-      await this.scope.barrier();
-      // The flow returned while this step (never awaited) waited for its barrier: the execution
-      // has ended and nothing could record the effect's outcome, so the effect must not run.
-      if (this.scope.ended()) return never();
-      let raw: unknown;
+      if (claim.recorded === undefined) stepStarted(machine, claim, 'transactional');
       let text = '';
+      const awaited = this.awaitEffect(claim.index, claim.name, work);
+      awaited.completion = (result: unknown) => {
+        // Thrown inside the store's transaction: the work rolls back with it.
+        const completed = transactionCompleted(machine, claim, result);
+        text = completed.payloadText;
+        return completed;
+      };
+      // As a step's effect: the work starts on the machine's `runTransaction`, after the
+      // `durable` covering `step.started`, and never once the flow returned meanwhile.
+      machine.requestEffect(claim.index, 0);
+      this.scope.carryOut();
+      await awaited.granted;
+      let raw: unknown;
       try {
-        raw = await journal.transact(store, work as (tx: unknown) => unknown, (result) => {
-          // Thrown inside the store's transaction: the work rolls back with it.
-          const completed = transactionCompleted(machine, claim, result);
-          text = completed.payloadText;
-          return completed;
-        });
+        raw = await awaited.ran;
       } catch (thrown) {
         if (journal.failure !== undefined) throw this.scope.stopError(journal.failure);
         this.scope.interrupt();
@@ -249,6 +312,35 @@ export class StepOperations {
   private effectContext(index: number, name: string, attempt: number): StepEffectContext {
     const { executionId, abort } = this.scope;
     return new EffectContext(executionId, index, name, attempt, abort, this.scope.kernel.clock);
+  }
+}
+
+/**
+ * A step waiting for the machine's command to run its effect (`runEffect`) or its transaction
+ * (`runTransaction`): `granted` resolves, with this record, once the effect was called (what it
+ * returned or threw is kept here), or rejects with why it will not run (`failOperation`).
+ */
+class AwaitedEffect {
+  /** What the effect returned (a promise, for an async one), or the transaction's promise. */
+  ran: unknown = undefined;
+  threw = false;
+  thrown: unknown = undefined;
+  /** A transaction's `step.completed`, made of its work's result inside the transaction. */
+  completion: ((result: unknown) => unknown) | undefined = undefined;
+  readonly granted: Promise<AwaitedEffect>;
+  resolve!: (awaited: AwaitedEffect) => void;
+  reject!: (error: unknown) => void;
+
+  constructor(
+    readonly op: number,
+    readonly name: string,
+    /** The step's effect function, or the transaction's work. */
+    readonly work: unknown,
+  ) {
+    this.granted = new Promise<AwaitedEffect>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
   }
 }
 

@@ -1,6 +1,6 @@
-import type { ExecutionMachine } from './core/execution-machine.js';
+import type { Clock } from '../clock.js';
+import type { CommandSink, ExecutionMachine } from './core/execution-machine.js';
 import { never } from './driver-support.js';
-import type { ExecutionJournal } from './execution-journal.js';
 
 /**
  * Runs a driver's suspension: the machine counts what is in flight and what is blocked and decides
@@ -15,7 +15,10 @@ export class Suspension {
 
   constructor(
     private readonly machine: ExecutionMachine,
-    private readonly journal: ExecutionJournal,
+    /** What carries out the machine's commands (the driver). */
+    private readonly sink: CommandSink,
+    /** The runtime's clock: defers the check to the end of the turn. */
+    private readonly clock: Clock,
   ) {
     this.suspended = new Promise((resolve) => {
       this.resolveSuspend = resolve;
@@ -55,14 +58,15 @@ export class Suspension {
     return never();
   }
 
-  private scheduleSuspendCheck(): void {
+  /** The machine said the execution may suspend now: it decides at the end of this turn. */
+  scheduleSuspendCheck(): void {
     if (this.suspendCheckScheduled) return;
     this.suspendCheckScheduled = true;
     // After this turn: a branch that is about to start another effect gets to claim it first.
-    this.journal.clock.defer(() => {
+    this.clock.defer(() => {
       this.suspendCheckScheduled = false;
       if (!this.machine.endOfTurn()) return;
-      this.machine.drain(this.journal);
+      this.machine.drain(this.sink);
       this.resolveSuspend(this.machine.wakeAtMs);
     });
   }

@@ -1,4 +1,5 @@
 import type { StoredSignal } from '../envelope.js';
+import { WaitDecision } from './core/execution-machine.js';
 import {
   replaySignal,
   SignalInbox,
@@ -37,7 +38,7 @@ export class WaitOperations {
     if (claim.recorded?.status === 'completed') return;
     const wakeAtMs = timerDue(machine, claim, atMs, ms, this.scope.kernel.clock.now());
     this.scope.carryOut();
-    await this.waitUntilDue(wakeAtMs);
+    await this.waitUntilDue(claim.index, wakeAtMs);
     this.scope.interrupt();
     timerFired(machine, claim);
     this.scope.carryOut();
@@ -72,21 +73,19 @@ export class WaitOperations {
     return suspension.block(timeoutAtMs, this.inbox.newestSeen);
   }
 
-  /** Returns once `wakeAtMs` has passed: at once, after a short in-memory wait, or never (suspend). */
-  async waitUntilDue(wakeAtMs: number): Promise<void> {
-    const { suspension } = this.scope;
-    const { clock, settings } = this.scope.kernel;
-    const remainingMs = wakeAtMs - clock.now();
-    if (remainingMs <= 0) return;
-    if (remainingMs <= settings.inlineWaitMs) {
-      suspension.beginInFlight();
-      try {
-        await new Promise<void>((resolve) => {
-          clock.setTimer(resolve, remainingMs, { keepAlive: true });
-        });
-      } finally {
-        suspension.settleInFlight();
-      }
+  /**
+   * Returns once `wakeAtMs` has passed for operation `op`: at once, after a short in-memory wait
+   * (the machine's `armTimer`, answered by the node's timer), or never (the execution suspends).
+   */
+  async waitUntilDue(op: number, wakeAtMs: number): Promise<void> {
+    const { machine, suspension } = this.scope;
+    const { clock } = this.scope.kernel;
+    const decision = machine.waitUntil(op, wakeAtMs, clock.now());
+    if (decision === WaitDecision.due) return;
+    if (decision === WaitDecision.armed) {
+      const fired = this.scope.awaitCompletion(op);
+      this.scope.carryOut();
+      await fired;
       if (clock.now() >= wakeAtMs) return;
     }
     return suspension.block(wakeAtMs);

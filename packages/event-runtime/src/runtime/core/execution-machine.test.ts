@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { JsonValue } from '../../envelope.js';
 import { ErrorCode, LoomError } from '../../errors.js';
+import { WaitDecision } from './execution-machine.js';
 import { EventType } from './kernel-events.js';
 import {
   commandsOf,
@@ -257,5 +258,21 @@ describe('ExecutionMachine', () => {
     expect(stopped.endOfTurn()).toBe(false);
     expect(cancelled.pending || stopped.pending).toBe(false);
     expect(cancelled.suspending || stopped.suspending).toBe(false);
+  });
+
+  it('a wait is due, armed (an armTimer, in flight until timerFired completes it) or blocks, against inlineWaitMs', () => {
+    const machine = machineOver(folded());
+    expect(machine.waitUntil(0, 1_000, 1_000)).toBe(WaitDecision.due);
+    expect(machine.waitUntil(0, 2_001, 1_000)).toBe(WaitDecision.block);
+    expect(commandsOf(machine)).toEqual([]);
+    expect(machine.waitUntil(1, 2_000, 1_000)).toBe(WaitDecision.armed);
+    expect(commandsOf(machine)).toEqual([{ kind: 'armTimer', op: 1, wakeAtMs: 2_000 }]);
+    // Another wait blocks meanwhile: the armed timer is in flight, so the execution stays.
+    expect(machine.block(9_000)).toBe(false);
+    expect(machine.endOfTurn()).toBe(false);
+    expect(machine.timerFired(1)).toBe(true);
+    expect(commandsOf(machine)).toEqual([{ kind: 'complete', op: 1 }]);
+    expect(machine.endOfTurn()).toBe(true);
+    expect(commandsOf(machine).map((command) => command.kind)).toEqual(['append', 'status']);
   });
 });

@@ -8,7 +8,7 @@ import type { ExecutionStatus, JsonValue } from '../../envelope.js';
 import { ErrorCode, isLoomError, LoomError } from '../../errors.js';
 import type { ExecutionState, OperationKind, StepRecord } from './execution-state.js';
 import { type Terminal, terminalFor } from './execution-terminal.js';
-import { continuedAsNew } from './flow-unwind.js';
+import { continuedAsNew, type FlowUnwind } from './flow-unwind.js';
 import { EventType, type KernelEventType } from './kernel-events.js';
 import { checkStepName } from './operation-names.js';
 import { encodeRecorded, recordedValue } from './recorded-values.js';
@@ -38,12 +38,43 @@ export interface CommandSink {
   ): void;
   /** Make what is recorded durable in this turn's write, with nobody waiting for it (ADR 0045). */
   flushSoon(): void;
+  /**
+   * Make every append up to sequence `upTo` durable; answer with {@link ExecutionMachine.durable}
+   * (`upTo`) once it is, or {@link ExecutionMachine.appendFailed} if the journal broke.
+   */
+  barrier(upTo: number): void;
+  /**
+   * Run attempt `attempt` of the effect of step `op` (its operation index) now: its start record
+   * is durable. Called only after the `durable` input that covers that record.
+   */
+  runEffect(op: number, attempt: number): void;
+  /** Run the work of transactional step `op` now, with its `step.completed` in one transaction. */
+  runTransaction(op: number): void;
+  /**
+   * Step `op`, waiting to run its effect, will not: it throws `error` (why the execution must not
+   * go on: a `LoomError`, or a continue-as-new's unwind).
+   */
+  failOperation(op: number, error: unknown): void;
+  /** Wake operation `op` at `wakeAtMs` (an inline wait): answer {@link ExecutionMachine.timerFired}. */
+  armTimer(op: number, wakeAtMs: number): void;
+  /** Operation `op` may go on: what it waited for (an inline timer) happened. */
+  complete(op: number): void;
 }
 
 /** The kinds of queued commands, as stored in the queue. */
 const APPEND = 0;
 const STATUS = 1;
 const FLUSH_SOON = 2;
+const BARRIER = 3;
+const RUN_EFFECT = 4;
+const RUN_TRANSACTION = 5;
+const FAIL_OPERATION = 6;
+const ARM_TIMER = 7;
+const COMPLETE = 8;
+
+/** What {@link ExecutionMachine.waitUntil} decided: the time has come, a timer is armed, or block. */
+export const WaitDecision = { due: 0, armed: 1, block: 2 } as const;
+export type WaitDecision = (typeof WaitDecision)[keyof typeof WaitDecision];
 /** Slots per command in the queue: its kind and up to three arguments. */
 const STRIDE = 4;
 
@@ -53,6 +84,8 @@ export interface MachineSettings {
   readonly keepResults: boolean;
   /** Interruptions of one step's attempt in a row before it is poison (ADR 0031). */
   readonly stepInterruptionsMax: number;
+  /** The longest wait kept in memory (an armed timer); a longer one suspends the execution. */
+  readonly inlineWaitMs: number;
 }
 
 /**
@@ -66,6 +99,17 @@ export class ExecutionMachine {
    */
   private readonly queue: unknown[] = [];
   private queueLength = 0;
+  /** A drain is carrying commands out (one that calls the machine again queues behind them). */
+  private draining = false;
+  /** The sequence the next append gets (the journal's numbering: it records them in order). */
+  private nextSequence: number;
+  /**
+   * Steps waiting for the durability of their start record before their effect may run, flat:
+   * the op, the sequence that must be durable, the attempt (0: a transaction) each.
+   */
+  private awaitingEffects: number[] | undefined;
+  /** The flow function returned or threw: an effect still waiting for its barrier never runs. */
+  private flowDone = false;
   private cursor = 0;
   private readonly names = new Set<string>();
   /** A broken rule (non-determinism) that fails the execution even if the flow catches it. */
@@ -88,10 +132,117 @@ export class ExecutionMachine {
   private signalsSeen: number | undefined;
   private suspended = false;
 
+  /**
+   * Over `state`, whose next append gets sequence `nextSequence` (the journal's next; by default
+   * the one after the folded log).
+   */
   constructor(
     readonly state: ExecutionState,
     readonly settings: MachineSettings,
-  ) {}
+    nextSequence: number = state.nextSequence,
+  ) {
+    this.nextSequence = nextSequence;
+  }
+
+  /** The sequence of the last append queued (-1 before any). */
+  get lastSequence(): number {
+    return this.nextSequence - 1;
+  }
+
+  /** True once the flow function returned or threw. */
+  get flowEnded(): boolean {
+    return this.flowDone;
+  }
+
+  /** The flow function returned or threw: its context refuses every operation from now on. */
+  endFlow(): void {
+    this.flowDone = true;
+  }
+
+  /**
+   * Step `op` (its claim's index) wants to run its effect's attempt `attempt` (0: the work of a
+   * transactional step). Queues a `barrier` over every append queued so far, its start record
+   * (`step.started`, `step.attempt_started`, `step.interrupted`) among them; the `runEffect` (or
+   * `runTransaction`) follows only the {@link durable} input that covers it, and a
+   * `failOperation` follows instead if the execution must not go on by then. This is the rule
+   * that an effect never runs before its start is durable, as a property of the commands.
+   */
+  requestEffect(op: number, attempt: number): void {
+    const upTo = this.nextSequence - 1;
+    this.awaitingEffects ??= [];
+    this.awaitingEffects.push(op, upTo, attempt);
+    this.enqueue(BARRIER, upTo, undefined, undefined);
+  }
+
+  /**
+   * Input: every append up to `upTo` is durable. Each step waiting for it runs its effect (a
+   * `runEffect` or `runTransaction`), fails with why the execution must not go on
+   * (`failOperation`), or, once the flow function has ended, never runs (nothing could record
+   * its outcome).
+   */
+  durable(upTo: number): void {
+    const waiting = this.awaitingEffects;
+    if (waiting === undefined || waiting.length === 0) return;
+    let kept = 0;
+    for (let at = 0; at < waiting.length; at += 3) {
+      const op = waiting[at] as number;
+      const cover = waiting[at + 1] as number;
+      const attempt = waiting[at + 2] as number;
+      if (cover > upTo) {
+        waiting[kept] = op;
+        waiting[kept + 1] = cover;
+        waiting[kept + 2] = attempt;
+        kept += 3;
+        continue;
+      }
+      const interruption = this.interruption();
+      if (interruption !== undefined) this.enqueue(FAIL_OPERATION, op, interruption, undefined);
+      else if (!this.flowDone)
+        this.enqueue(attempt === 0 ? RUN_TRANSACTION : RUN_EFFECT, op, attempt, undefined);
+    }
+    waiting.length = kept;
+  }
+
+  /**
+   * Operation `op` cannot go on before `wakeAtMs` (a timer, a retry's backoff); it is `nowMs`.
+   * `due` when the time has come; `armed` for a wait of up to `inlineWaitMs`: the wait counts as
+   * in flight (the execution does not suspend meanwhile) and an `armTimer` is queued, answered
+   * by {@link timerFired}; otherwise `block` (the caller blocks, see {@link block}).
+   */
+  waitUntil(op: number, wakeAtMs: number, nowMs: number): WaitDecision {
+    const remainingMs = wakeAtMs - nowMs;
+    if (remainingMs <= 0) return WaitDecision.due;
+    if (remainingMs > this.settings.inlineWaitMs) return WaitDecision.block;
+    this.inFlight++;
+    this.enqueue(ARM_TIMER, op, wakeAtMs, undefined);
+    return WaitDecision.armed;
+  }
+
+  /**
+   * Input: operation `op`'s armed timer fired. Queues its `complete` (it goes on, and looks at
+   * the time again); true when the execution may suspend now (see `settleInFlight`).
+   */
+  timerFired(op: number): boolean {
+    this.enqueue(COMPLETE, op, undefined, undefined);
+    return this.settleInFlight();
+  }
+
+  /**
+   * Input: an append failed (the journal broke: a stale fence, the store). Stops the machine for
+   * it (see {@link stopReason}) and fails every step waiting to run its effect with that reason.
+   * True when this stopped the machine (it had not stopped before).
+   */
+  appendFailed(error: unknown): boolean {
+    const stopped = this.stop(this.stopReason(error));
+    const reason = this.stopped as LoomError;
+    const waiting = this.awaitingEffects;
+    if (waiting === undefined) return stopped;
+    for (let at = 0; at < waiting.length; at += 3) {
+      this.enqueue(FAIL_OPERATION, waiting[at], reason, undefined);
+    }
+    waiting.length = 0;
+    return stopped;
+  }
 
   get executionId(): string {
     return this.state.executionId;
@@ -228,10 +379,20 @@ export class ExecutionMachine {
 
   /** Throws if the execution must not go on (stopped, cancelled, continued, or a rule broken). */
   interrupt(): void {
-    if (this.stopped !== undefined) throw this.stopped;
-    if (this.fatal !== undefined) throw this.fatal;
-    if (this.cancelled !== undefined) throw this.cancelled;
-    if (this.continuedTo !== undefined) throw continuedAsNew(this.executionId, this.continuedTo);
+    const interruption = this.interruption();
+    if (interruption !== undefined) throw interruption;
+  }
+
+  /**
+   * Why the execution must not go on (see {@link interrupt}): a `LoomError`, or the unwind of a
+   * continue-as-new; undefined when it may.
+   */
+  private interruption(): LoomError | FlowUnwind | undefined {
+    if (this.stopped !== undefined) return this.stopped;
+    if (this.fatal !== undefined) return this.fatal;
+    if (this.cancelled !== undefined) return this.cancelled;
+    if (this.continuedTo !== undefined) return continuedAsNew(this.executionId, this.continuedTo);
+    return undefined;
   }
 
   /**
@@ -377,30 +538,49 @@ export class ExecutionMachine {
 
   /** Hands the queued commands to `sink`, in order, and empties the queue. */
   drain(sink: CommandSink): void {
+    // A command carried out may call the machine again (an effect run on `runEffect` that asks
+    // for `ctx.now()`): what that queues goes behind the commands being carried out, and its own
+    // drain returns at once; this loop carries it out next, in order.
+    if (this.draining || this.queueLength === 0) return;
+    this.draining = true;
     const queue = this.queue;
-    const length = this.queueLength;
-    this.queueLength = 0;
-    for (let at = 0; at < length; at += STRIDE) {
-      const kind = queue[at];
-      if (kind === APPEND) {
-        sink.record(
-          queue[at + 1] as KernelEventType,
-          queue[at + 2] as JsonValue,
-          queue[at + 3] as string | undefined,
-        );
-      } else if (kind === STATUS) {
-        sink.setStatus(
-          queue[at + 1] as ExecutionStatus,
-          queue[at + 2] as number | null,
-          queue[at + 3] as number | undefined,
-        );
-      } else {
-        sink.flushSoon();
+    try {
+      for (let at = 0; at < this.queueLength; at += STRIDE) {
+        const kind = queue[at];
+        const first = queue[at + 1];
+        const second = queue[at + 2];
+        const third = queue[at + 3];
+        // Not kept alive by the queue until the next command overwrites them.
+        queue[at + 1] = undefined;
+        queue[at + 2] = undefined;
+        queue[at + 3] = undefined;
+        if (kind === APPEND) {
+          sink.record(first as KernelEventType, second as JsonValue, third as string | undefined);
+        } else if (kind === STATUS) {
+          sink.setStatus(
+            first as ExecutionStatus,
+            second as number | null,
+            third as number | undefined,
+          );
+        } else if (kind === FLUSH_SOON) {
+          sink.flushSoon();
+        } else if (kind === BARRIER) {
+          sink.barrier(first as number);
+        } else if (kind === RUN_EFFECT) {
+          sink.runEffect(first as number, second as number);
+        } else if (kind === RUN_TRANSACTION) {
+          sink.runTransaction(first as number);
+        } else if (kind === ARM_TIMER) {
+          sink.armTimer(first as number, second as number);
+        } else if (kind === COMPLETE) {
+          sink.complete(first as number);
+        } else {
+          sink.failOperation(first as number, second);
+        }
       }
-      // Not kept alive by the queue until the next command overwrites them.
-      queue[at + 1] = undefined;
-      queue[at + 2] = undefined;
-      queue[at + 3] = undefined;
+    } finally {
+      this.queueLength = 0;
+      this.draining = false;
     }
   }
 
@@ -416,7 +596,16 @@ export class ExecutionMachine {
 
   /** Queues `type` to be recorded (`payloadText`: the payload as the log must store it). */
   record(type: KernelEventType, payload: JsonValue, payloadText: string | undefined): void {
+    this.nextSequence++;
     this.enqueue(APPEND, type, payload, payloadText);
+  }
+
+  /**
+   * An append the journal made outside the queue (a transaction's `step.completed`, committed
+   * with the work): the next queued append's sequence moves past it.
+   */
+  appendedOutside(): void {
+    this.nextSequence++;
   }
 
   private nonDeterminism(

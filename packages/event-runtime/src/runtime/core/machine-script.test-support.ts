@@ -33,9 +33,12 @@ export function folded(events: readonly [string, JsonValue][] = []): ExecutionSt
   return state as ExecutionState;
 }
 
-const settings = { keepResults: false, stepInterruptionsMax: 2 };
+const settings = { keepResults: false, stepInterruptionsMax: 2, inlineWaitMs: 1_000 };
 
-/** A machine over `state`, with results not kept and a step poisoned at its third interruption. */
+/**
+ * A machine over `state`, with results not kept, a step poisoned at its third interruption, and
+ * waits of up to 1 s kept in memory.
+ */
 export function machineOver(state: ExecutionState, keepResults = false): ExecutionMachine {
   return new ExecutionMachine(state, { ...settings, keepResults });
 }
@@ -49,7 +52,13 @@ export type Command =
       wakeAtMs: number | null;
       wakeOnSignalsAfter: number | undefined;
     }
-  | { kind: 'flushSoon' };
+  | { kind: 'flushSoon' }
+  | { kind: 'barrier'; upTo: number }
+  | { kind: 'runEffect'; op: number; attempt: number }
+  | { kind: 'runTransaction'; op: number }
+  | { kind: 'failOperation'; op: number; error: unknown }
+  | { kind: 'armTimer'; op: number; wakeAtMs: number }
+  | { kind: 'complete'; op: number };
 
 /** The machine's queued commands, taken out of its queue. */
 export function commandsOf(machine: ExecutionMachine): Command[] {
@@ -60,6 +69,12 @@ export function commandsOf(machine: ExecutionMachine): Command[] {
     setStatus: (status, wakeAtMs, wakeOnSignalsAfter) =>
       void taken.push({ kind: 'status', status, wakeAtMs, wakeOnSignalsAfter }),
     flushSoon: () => void taken.push({ kind: 'flushSoon' }),
+    barrier: (upTo) => void taken.push({ kind: 'barrier', upTo }),
+    runEffect: (op, attempt) => void taken.push({ kind: 'runEffect', op, attempt }),
+    runTransaction: (op) => void taken.push({ kind: 'runTransaction', op }),
+    failOperation: (op, error) => void taken.push({ kind: 'failOperation', op, error }),
+    armTimer: (op, wakeAtMs) => void taken.push({ kind: 'armTimer', op, wakeAtMs }),
+    complete: (op) => void taken.push({ kind: 'complete', op }),
   };
   machine.drain(sink);
   expect(machine.pending).toBe(false);

@@ -150,7 +150,7 @@ export function effectReturned(
 
 /**
  * A transaction's `step.completed`, for the store to commit with the work: the event, with the
- * payload's text. Throws `PAYLOAD_NOT_JSON` or `LIMIT_EXCEEDED` (the work then rolls back).
+ * payload's text (the journal appends it itself: the machine's next sequence moves past it). Throws `PAYLOAD_NOT_JSON` or `LIMIT_EXCEEDED` (the work then rolls back).
  */
 export function transactionCompleted(
   machine: ExecutionMachine,
@@ -158,11 +158,10 @@ export function transactionCompleted(
   result: unknown,
 ): { type: KernelEventType; payload: JsonValue; payloadText: string } {
   const payload = { index: claim.index, name: claim.name, result: (result ?? null) as JsonValue };
-  return {
-    type: EventType.stepCompleted,
-    payload,
-    payloadText: encodeResult(machine, claim, payload),
-  };
+  const payloadText = encodeResult(machine, claim, payload);
+  // The journal appends it with the work, outside the machine's queue, next in its numbering.
+  machine.appendedOutside();
+  return { type: EventType.stepCompleted, payload, payloadText };
 }
 
 /** The step's `step.completed` (its payload text `text`) is recorded: the state has it too. */
