@@ -97,7 +97,7 @@ for (const plainPath of [true, false]) {
   eventStoreConformance(
     `coalescing over postgres${plainPath ? '' : ', every append a batch statement'}`,
     async () => {
-      // A migrated schema emptied after the test before it (or a new one): as fresh, minus 13 migrations.
+      // A migrated schema emptied after the test before it (or a new one): as fresh, without migrating it.
       const schema = await db.migratedSchema();
       const open = async () => {
         const inner = await PostgresEventStore.open({

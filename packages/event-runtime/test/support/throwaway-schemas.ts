@@ -17,7 +17,7 @@ export interface ThrowawaySchemas {
   /**
    * A migrated schema with no rows, dropped after the file: one released by
    * {@link ThrowawaySchemas.releaseSchema} and emptied, or else a fresh one migrated. Migrating
-   * costs about 70 ms of the server's CPU and 250 ms of wall per schema (13 migrations, each its
+   * costs about 70 ms of the server's CPU and 250 ms of wall per schema (11 migrations, each its
    * own commit), emptying about 1 ms: a file whose every test wants a fresh database migrates
    * once per schema it holds at a time, not once per test.
    */

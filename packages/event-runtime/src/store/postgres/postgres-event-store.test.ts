@@ -409,7 +409,7 @@ const modes = [
 
 for (const mode of modes)
   eventStoreConformance(mode.name, async () => {
-    // A migrated schema emptied after the test before it (or a new one): as fresh, minus 13 migrations.
+    // A migrated schema emptied after the test before it (or a new one): as fresh, without migrating it.
     const schema = await db.migratedSchema();
     const open = () => PostgresEventStore.open({ connectionString: url, schema, ...mode.options });
     const store = await open();

@@ -119,7 +119,7 @@ async function openMigrated(clock = new ManualClock()) {
 }
 
 leaseStoreConformance('postgres', async () => {
-  // A migrated schema emptied after the test before it (or a new one): as fresh, minus 13 migrations.
+  // A migrated schema emptied after the test before it (or a new one): as fresh, without migrating it.
   const schema = await db.migratedSchema();
   const clock = new ManualClock();
   // The store shares its event store's pool, as a runtime would; each peer has a pool of its own.

@@ -14,7 +14,7 @@ const { freshSchema } = db;
 const url = pgTestUrl;
 
 queueStoreConformance('postgres', async () => {
-  // A migrated schema emptied after the test before it (or a new one): as fresh, minus 13 migrations.
+  // A migrated schema emptied after the test before it (or a new one): as fresh, without migrating it.
   const schema = await db.migratedSchema();
   const clock = new ManualClock();
   // Two pools, as two processes would have: claims really run concurrently on the server.
