@@ -1,5 +1,4 @@
-import pg from 'pg';
-import { afterAll } from 'vitest';
+import { pgTestUrl, useThrowawaySchemas } from '../../test/support/throwaway-schemas.js';
 import { CoalescingEventStore } from '../coalescing-event-store.js';
 import type { EventStore } from '../event-store.js';
 import type { PostgresEventStore } from '../store/postgres/postgres-event-store.js';
@@ -7,49 +6,40 @@ import type { ManualClock } from '../testing/manual-clock.js';
 import { postgresRuntimeHarness } from '../testing/postgres-harness.js';
 import { type RuntimeHarness, runtimeConformance } from '../testing/runtime-conformance.js';
 
-const url = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
-const schemas: string[] = [];
-let counter = 0;
-const admin = new pg.Pool({ connectionString: url, max: 2 });
-
-afterAll(async () => {
-  for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await admin.end();
-});
+const db = useThrowawaySchemas();
 
 /**
- * The stores of a fresh schema on a manual clock; `wrap` decorates the event store the runtime
- * sees (its close closes the Postgres store under it). Closing drops the schema.
+ * The stores of a migrated schema with no rows (emptied after the test before it, or new) on a
+ * manual clock; `wrap` decorates the event store the runtime sees (its close closes the Postgres
+ * store under it). Closing empties the schema for the next test.
  */
 function harness(
-  prefix: string,
   wrap?: (store: PostgresEventStore, clock: ManualClock) => EventStore,
   mode: { notifications?: 'listen' | 'poll' } = {},
 ): () => Promise<RuntimeHarness> {
   return async () => {
-    const schema = `${prefix}_${process.pid}_${++counter}`;
-    schemas.push(schema);
+    const schema = await db.migratedSchema();
     const opened = await postgresRuntimeHarness(
-      { connectionString: url, schema, ...mode },
+      { connectionString: pgTestUrl, schema, ...mode },
       wrap === undefined ? {} : { wrap },
     );
     return {
       ...opened,
       close: async () => {
         await opened.close();
-        await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        await db.releaseSchema(schema);
       },
     };
   };
 }
 
-runtimeConformance('postgres', harness('loom_rt'));
+runtimeConformance('postgres', harness());
 
 // The poll mode (ADR 0057): no LISTEN, no NOTIFY; a handle's result and every subscription are
 // woken by the store's tip poll on the harness's manual clock, or by this process's own appends.
 runtimeConformance(
   "postgres, notifications: 'poll'",
-  harness('loom_rtp', undefined, { notifications: 'poll' }),
+  harness(undefined, { notifications: 'poll' }),
 );
 
 // What a runtime would see if the coalescing store were the Postgres default (ADR 0030). The store
@@ -57,7 +47,7 @@ runtimeConformance(
 // the sections run again here are those whose appends it queues and batches.
 runtimeConformance(
   'coalescing over postgres',
-  harness('loom_rtc', (store, clock) => new CoalescingEventStore(store, { clock })),
+  harness((store, clock) => new CoalescingEventStore(store, { clock })),
   {
     sections: [
       'steps and barriers',

@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
+import { migrate } from '../../src/store/postgres/migrate.js';
 
 /** The test server (role root, database test); LOOM_TEST_PG_URL overrides it. */
 export const pgTestUrl = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
@@ -13,11 +14,26 @@ export interface ThrowawaySchemas {
   /** A fresh schema name, dropped after the file. */
   freshSchema(): string;
   dropSchema(schema: string): Promise<void>;
+  /**
+   * A migrated schema with no rows, dropped after the file: one released by
+   * {@link ThrowawaySchemas.releaseSchema} and emptied, or else a fresh one migrated. Migrating
+   * costs about 70 ms of the server's CPU and 250 ms of wall per schema (11 migrations, each its
+   * own commit), emptying about 1 ms: a file whose every test wants a fresh database migrates
+   * once per schema it holds at a time, not once per test.
+   */
+  migratedSchema(): Promise<string>;
+  /**
+   * Empties `schema` (every table but `loom_schema_version`, sequences restarted: as migrated)
+   * and hands it to the next {@link ThrowawaySchemas.migratedSchema}. Call it only once every
+   * store on it is closed; if emptying fails the schema is not handed out again.
+   */
+  releaseSchema(schema: string): Promise<void>;
 }
 
 /** Call at the top of a test file. */
 export function useThrowawaySchemas(): ThrowawaySchemas {
   const schemas: string[] = [];
+  const free: string[] = [];
   let admin: pg.Pool | undefined;
   const handle: ThrowawaySchemas = {
     get admin(): pg.Pool {
@@ -32,6 +48,45 @@ export function useThrowawaySchemas(): ThrowawaySchemas {
     },
     dropSchema: async (schema) => {
       await handle.admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    },
+    migratedSchema: async () => {
+      const reused = free.pop();
+      if (reused !== undefined) return reused;
+      const schema = handle.freshSchema();
+      await migrate({ pool: handle.admin, schema });
+      return schema;
+    },
+    releaseSchema: async (schema) => {
+      const client = await handle.admin.connect();
+      try {
+        const tables = await client.query<{ name: string }>(
+          `SELECT tablename AS name FROM pg_tables
+           WHERE schemaname = $1 AND tablename <> 'loom_schema_version'`,
+          [schema],
+        );
+        const sequences = await client.query<{ name: string }>(
+          'SELECT sequencename AS name FROM pg_sequences WHERE schemaname = $1',
+          [schema],
+        );
+        // A store left open would hold a lock here: fail (and drop the schema later), never hang.
+        await client.query(
+          [
+            'BEGIN',
+            "SET LOCAL lock_timeout = '5s'",
+            ...tables.rows.map((table) => `DELETE FROM "${schema}"."${table.name}"`),
+            ...sequences.rows.map(
+              (sequence) => `ALTER SEQUENCE "${schema}"."${sequence.name}" RESTART`,
+            ),
+            'COMMIT',
+          ].join('; '),
+        );
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw error;
+      } finally {
+        client.release();
+      }
+      free.push(schema);
     },
   };
   beforeAll(() => {

@@ -119,8 +119,8 @@ async function openMigrated(clock = new ManualClock()) {
 }
 
 leaseStoreConformance('postgres', async () => {
-  const schema = freshSchema();
-  await migrate({ pool: db.admin, schema });
+  // A migrated schema emptied after the test before it (or a new one): as fresh, without migrating it.
+  const schema = await db.migratedSchema();
   const clock = new ManualClock();
   // The store shares its event store's pool, as a runtime would; each peer has a pool of its own.
   const events = await PostgresEventStore.open({ connectionString: url, schema });
@@ -137,7 +137,7 @@ leaseStoreConformance('postgres', async () => {
     close: async () => {
       await Promise.all([store.close(), ...peers.map((peer) => peer.close())]);
       await events.close();
-      await dropSchema(schema);
+      await db.releaseSchema(schema);
     },
   };
 });
@@ -145,7 +145,7 @@ leaseStoreConformance('postgres', async () => {
 // The same suite on the lease store of a whole backend opened in the poll mode (ADR 0057: no
 // LISTEN, no NOTIFY), each peer a backend of its own, as two processes would have.
 leaseStoreConformance("postgres, notifications: 'poll'", async () => {
-  const schema = freshSchema();
+  const schema = await db.migratedSchema();
   const clock = new ManualClock();
   const open = (migrateSchema: boolean) =>
     openPostgres({
@@ -168,6 +168,7 @@ leaseStoreConformance("postgres, notifications: 'poll'", async () => {
     },
     close: async () => {
       await Promise.all([backend.close(), ...peers.map((peer) => peer.close())]);
+      await db.releaseSchema(schema);
     },
   };
 });

@@ -14,8 +14,8 @@ const { freshSchema } = db;
 const url = pgTestUrl;
 
 queueStoreConformance('postgres', async () => {
-  const schema = freshSchema();
-  await migrate({ pool: db.admin, schema });
+  // A migrated schema emptied after the test before it (or a new one): as fresh, without migrating it.
+  const schema = await db.migratedSchema();
   const clock = new ManualClock();
   // Two pools, as two processes would have: claims really run concurrently on the server.
   const pools = [new pg.Pool({ connectionString: url, max: 3 })];
@@ -35,6 +35,7 @@ queueStoreConformance('postgres', async () => {
       await store.close();
       for (const peer of peers) await peer.close();
       for (const pool of pools) await pool.end();
+      await db.releaseSchema(schema);
     },
   };
 });
@@ -42,7 +43,7 @@ queueStoreConformance('postgres', async () => {
 // The same suite on the queue store of a whole backend opened in the poll mode (ADR 0057: no
 // LISTEN, no NOTIFY), each peer a backend of its own, as two processes would have.
 queueStoreConformance("postgres, notifications: 'poll'", async () => {
-  const schema = freshSchema();
+  const schema = await db.migratedSchema();
   const clock = new ManualClock();
   const open = (migrateSchema: boolean) =>
     openPostgres({
@@ -66,6 +67,7 @@ queueStoreConformance("postgres, notifications: 'poll'", async () => {
     close: async () => {
       await backend.close();
       for (const peer of peers) await peer.close();
+      await db.releaseSchema(schema);
     },
   };
 });
