@@ -5,11 +5,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { PostgresBackend } from '@loom/event-runtime/postgres';
-import type { SqliteBackend } from '@loom/event-runtime/sqlite';
-import { killTestProcesses, spawnTestProcess } from '@loom/event-runtime/testing';
+import { killTestProcesses } from '@loom/event-runtime/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRuntime } from '../../src/index.js';
+import { processTargets, rows, startWorker, until } from './process-harness.js';
 import {
   createTables,
   itemCount,
@@ -21,63 +20,15 @@ import {
 } from './tenant-flow.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'loom-flowctl-processes-'));
-const workerFile = join(import.meta.dirname, 'tenant-worker.ts');
 afterAll(async () => {
   await killTestProcesses();
   rmSync(directory, { recursive: true, force: true });
 });
 
-/** Polls `check` every 20 ms until it holds; fails naming `what` after `deadlineMs`. */
-async function until(what: string, check: () => Promise<boolean>, deadlineMs = 30_000) {
-  for (const deadline = Date.now() + deadlineMs; !(await check()); ) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${deadlineMs} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-/** Rows of one of the test's tables, by SQL without the schema (added for Postgres). */
-async function rows<T>(backend: SqliteBackend | PostgresBackend, sql: string): Promise<T[]> {
-  if (backend.kind === 'sqlite') return backend.events.database.prepare(sql).all() as T[];
-  const text = sql.replace(/FROM (flowctl_\w+)/, `FROM "${backend.schema}".$1`);
-  return (await backend.events.connectionPool.query(text)).rows as T[];
-}
-
-function startWorker(target: string) {
-  const child = spawnTestProcess(workerFile, { args: [target], name: 'tenant worker' });
-  return { child, ready: child.line(/ready/) };
-}
-
-let counter = 0;
-const targets: Array<[string, () => Promise<{ target: string; drop: () => Promise<void> }>]> = [
-  [
-    'sqlite',
-    async () => ({
-      target: `sqlite:${join(directory, `tenants-${++counter}.db`)}`,
-      drop: async () => {},
-    }),
-  ],
-  [
-    'postgres',
-    async () => {
-      const schema = `loom_flowctl_${process.pid}_${++counter}`;
-      return {
-        target: `postgres:${schema}`,
-        drop: async () => {
-          const admin = await openTarget(`postgres:${schema}`);
-          if (admin.kind === 'postgres') {
-            await admin.events.connectionPool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-          }
-          await admin.close();
-        },
-      };
-    },
-  ],
-];
-
-for (const [name, make] of targets) {
+for (const [name, make] of processTargets(directory, 'flowctl')) {
   describe(`per-key concurrency across processes on ${name}`, () => {
     it('three workers, two SIGKILLed mid-item: no tenant over its limit, every item completed, the killed workers items claimed again', async () => {
-      const { target, drop } = await make();
+      const { target, drop } = make();
       const backend = await openTarget(target);
       try {
         await backend.migrate();

@@ -5,60 +5,23 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { PostgresBackend } from '@loom/event-runtime/postgres';
-import type { SqliteBackend } from '@loom/event-runtime/sqlite';
-import { killTestProcesses, spawnTestProcess } from '@loom/event-runtime/testing';
+import { killTestProcesses } from '@loom/event-runtime/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRuntime } from '../../src/index.js';
+import { processTargets, rows, startWorker, until } from './process-harness.js';
 import { singletonFlow, singletonQueue } from './singleton-flow.js';
 import { createTables, openTarget } from './tenant-flow.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'loom-singleton-processes-'));
-const workerFile = join(import.meta.dirname, 'tenant-worker.ts');
 afterAll(async () => {
   await killTestProcesses();
   rmSync(directory, { recursive: true, force: true });
 });
 
-/** Polls `check` every 20 ms until it holds; fails naming `what` after `deadlineMs`. */
-async function until(what: string, check: () => Promise<boolean>, deadlineMs = 20_000) {
-  for (const deadline = Date.now() + deadlineMs; !(await check()); ) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${deadlineMs} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-/** Rows of one of the test's tables, by SQL without the schema (added for Postgres). */
-async function rows<T>(backend: SqliteBackend | PostgresBackend, sql: string): Promise<T[]> {
-  if (backend.kind === 'sqlite') return backend.events.database.prepare(sql).all() as T[];
-  const text = sql.replace(/FROM (flowctl_\w+)/, `FROM "${backend.schema}".$1`);
-  return (await backend.events.connectionPool.query(text)).rows as T[];
-}
-
-function startWorker(target: string) {
-  const child = spawnTestProcess(workerFile, {
-    args: [target, 'singleton'],
-    name: 'singleton worker',
-  });
-  return { child, ready: child.line(/ready/) };
-}
-
-let counter = 0;
-const targets: Array<[string, () => { target: string; schema?: string }]> = [
-  ['sqlite', () => ({ target: `sqlite:${join(directory, `singleton-${++counter}.db`)}` })],
-  [
-    'postgres',
-    () => {
-      const schema = `loom_singleton_${process.pid}_${++counter}`;
-      return { target: `postgres:${schema}`, schema };
-    },
-  ],
-];
-
-for (const [name, make] of targets) {
+for (const [name, make] of processTargets(directory, 'singleton')) {
   describe(`singleton by key across processes on ${name}`, () => {
     it('the worker holding the run SIGKILLed: enqueues answer that run, a fresh worker finishes it once, then the key is free', async () => {
-      const { target, schema } = make();
+      const { target, drop } = make();
       const backend = await openTarget(target);
       const peer = await openTarget(target);
       try {
@@ -75,7 +38,7 @@ for (const [name, make] of targets) {
         const first = await seed.enqueue(singletonQueue, flow, { id: 'r-0', tenant: 'acme' });
         expect(first.duplicate).toBe(false);
 
-        const doomed = startWorker(target);
+        const doomed = startWorker(target, 'singleton');
         await doomed.ready;
         await until('the worker holds the acme run', async () => {
           const held = await rows<{ pid: number | string }>(
@@ -97,7 +60,7 @@ for (const [name, make] of targets) {
         );
         expect(answers).toEqual(answers.map(() => ({ itemId: first.itemId, duplicate: true })));
 
-        const fresh = startWorker(target);
+        const fresh = startWorker(target, 'singleton');
         await fresh.ready;
         await until(
           'the killed run finished on the fresh worker',
@@ -133,13 +96,7 @@ for (const [name, make] of targets) {
       } finally {
         await peer.close().catch(() => undefined);
         await backend.close().catch(() => undefined);
-        if (schema !== undefined) {
-          const admin = await openTarget(target);
-          if (admin.kind === 'postgres') {
-            await admin.events.connectionPool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-          }
-          await admin.close();
-        }
+        await drop();
       }
     });
   });
