@@ -1,9 +1,15 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type EventStore, InMemoryEventStore, type LoomError } from '@loom/event-runtime';
-import { PostgresEventStore } from '@loom/event-runtime/postgres';
-import { SqliteEventStore } from '@loom/event-runtime/sqlite';
+import {
+  type Backend,
+  type EventStore,
+  InMemoryEventStore,
+  type LoomError,
+  openMemory,
+} from '@loom/event-runtime';
+import { openPostgres, PostgresEventStore } from '@loom/event-runtime/postgres';
+import { openSqlite, SqliteEventStore } from '@loom/event-runtime/sqlite';
 import type { ManualClock } from '@loom/event-runtime/testing';
 import { afterAll } from 'vitest';
 
@@ -66,4 +72,67 @@ export async function codeOf(promise: Promise<unknown>): Promise<string> {
     return (error as LoomError).code;
   }
   return 'resolved';
+}
+
+/** One database a test opens as many times as it wants (two runtimes, two processes' worth). */
+export interface SharedDatabase {
+  /** A new backend on the database (memory: the one backend, shared). */
+  open(): Promise<Backend>;
+  /** Removes what the database made. */
+  drop(): Promise<void>;
+}
+
+/**
+ * The backends a flow-control test runs on, each a database opened as many times as the test
+ * wants: memory (one backend shared; left out with `memory: false`), a fresh SQLite file in a
+ * temporary folder removed after the file's tests, a throwaway Postgres schema, migrated once.
+ */
+export function sharedDatabases(
+  prefix: string,
+  { memory = true }: { memory?: boolean } = {},
+): Array<[string, () => Promise<SharedDatabase>]> {
+  const directory = mkdtempSync(join(tmpdir(), `loom-${prefix}-`));
+  afterAll(() => rmSync(directory, { recursive: true, force: true }));
+  const pgUrl = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
+  let counter = 0;
+  const databases: Array<[string, () => Promise<SharedDatabase>]> = [
+    [
+      'sqlite',
+      async () => {
+        const path = join(directory, `${prefix}-${++counter}.db`);
+        return { open: async () => openSqlite({ path, migrate: true }), drop: async () => {} };
+      },
+    ],
+    [
+      'postgres',
+      async () => {
+        const schema = `loom_${prefix.replaceAll('-', '_')}_${process.pid}_${++counter}`;
+        const admin = await openPostgres({ connectionString: pgUrl, schema, migrate: true });
+        return {
+          open: () => openPostgres({ connectionString: pgUrl, schema }),
+          drop: async () => {
+            await admin.events.connectionPool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+            await admin.close();
+          },
+        };
+      },
+    ],
+  ];
+  if (!memory) return databases;
+  const inMemory: [string, () => Promise<SharedDatabase>] = [
+    'memory',
+    async () => {
+      const backend = openMemory();
+      return { open: async () => backend, drop: () => backend.close() };
+    },
+  ];
+  return [inMemory, ...databases];
+}
+
+/** Polls `check` every 10 ms until it holds; fails naming `what` after 20 s. */
+export async function until(what: string, check: () => Promise<boolean> | boolean): Promise<void> {
+  for (const deadline = Date.now() + 20_000; !(await check()); ) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within 20 s`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
 }

@@ -2,57 +2,16 @@
 // runtime: two runtimes on one database never run more than `limit` runs of one key at once,
 // and bad options or keys are typed errors that write nothing. The cross-process proof, with
 // SIGKILL, is test/flow-control/concurrency-processes.test.ts.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type Backend, isLoomError, openMemory } from '@loom/event-runtime';
-import { openPostgres } from '@loom/event-runtime/postgres';
-import { openSqlite } from '@loom/event-runtime/sqlite';
-import { afterAll, describe, expect, it } from 'vitest';
+import { isLoomError, openMemory } from '@loom/event-runtime';
+import { describe, expect, it } from 'vitest';
 import { WorkflowErrorCode } from '../errors.js';
-import { codeOf } from './backends.test-support.js';
+import { codeOf, sharedDatabases, until } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
 import { createRuntime } from './flow-runtime.js';
 
-const directory = mkdtempSync(join(tmpdir(), 'loom-flow-concurrency-'));
-afterAll(() => rmSync(directory, { recursive: true, force: true }));
-const pgUrl = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
-let counter = 0;
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function until(what: string, check: () => Promise<boolean> | boolean): Promise<void> {
-  for (const deadline = Date.now() + 20_000; !(await check()); await sleep(10)) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within 20 s`);
-  }
-}
-
-/** Two backends on one database (two SQLite handles, two Postgres pools), and a cleanup. */
-const shared: Array<
-  [string, () => Promise<{ open: () => Promise<Backend>; drop: () => Promise<void> }>]
-> = [
-  [
-    'sqlite',
-    async () => {
-      const path = join(directory, `concurrency-${++counter}.db`);
-      return { open: async () => openSqlite({ path, migrate: true }), drop: async () => {} };
-    },
-  ],
-  [
-    'postgres',
-    async () => {
-      const schema = `loom_flow_concurrency_${process.pid}_${++counter}`;
-      const admin = await openPostgres({ connectionString: pgUrl, schema, migrate: true });
-      return {
-        open: () => openPostgres({ connectionString: pgUrl, schema }),
-        drop: async () => {
-          await admin.events.connectionPool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-          await admin.close();
-        },
-      };
-    },
-  ],
-];
+const shared = sharedDatabases('flow-concurrency', { memory: false });
 
 for (const [name, make] of shared) {
   describe(`per-key concurrency on ${name}`, () => {

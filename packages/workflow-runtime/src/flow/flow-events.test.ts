@@ -3,32 +3,14 @@
 // duplicates start nothing, an event published while no runtime delivers waits for one, and bad
 // names, ids and triggers are typed errors that write nothing. The cross-process proof, with a
 // SIGKILL, is test/events/events-processes.test.ts.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type Backend, InMemoryEventStore, openMemory } from '@loom/event-runtime';
-import { openPostgres } from '@loom/event-runtime/postgres';
-import { openSqlite } from '@loom/event-runtime/sqlite';
-import { afterAll, describe, expect, it } from 'vitest';
+import { InMemoryEventStore } from '@loom/event-runtime';
+import { describe, expect, it } from 'vitest';
 import { WorkflowErrorCode } from '../errors.js';
-import { codeOf } from './backends.test-support.js';
+import { codeOf, sharedDatabases, until } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
 import type { EventDelivery } from './event-dispatch.js';
 import { createRuntime, type Runtime } from './flow-runtime.js';
 import { eventRunId, eventsQueue, type PublishedEvent } from './published-event.js';
-
-const directory = mkdtempSync(join(tmpdir(), 'loom-flow-events-'));
-afterAll(() => rmSync(directory, { recursive: true, force: true }));
-const pgUrl = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
-let counter = 0;
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(what: string, check: () => Promise<boolean> | boolean): Promise<void> {
-  for (const deadline = Date.now() + 20_000; !(await check()); await sleep(10)) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within 20 s`);
-  }
-}
 
 /** The result of execution `id` once it exists (an event starts it in the background). */
 async function resultOf<O>(runtime: Runtime, id: string): Promise<O> {
@@ -41,39 +23,7 @@ async function resultOf<O>(runtime: Runtime, id: string): Promise<O> {
   return runtime.attach<O>(id).result();
 }
 
-/** One database opened as many times as a test wants (memory: one backend shared), and a cleanup. */
-const databases: Array<
-  [string, () => Promise<{ open: () => Promise<Backend>; drop: () => Promise<void> }>]
-> = [
-  [
-    'memory',
-    async () => {
-      const backend = openMemory();
-      return { open: async () => backend, drop: () => backend.close() };
-    },
-  ],
-  [
-    'sqlite',
-    async () => {
-      const path = join(directory, `events-${++counter}.db`);
-      return { open: async () => openSqlite({ path, migrate: true }), drop: async () => {} };
-    },
-  ],
-  [
-    'postgres',
-    async () => {
-      const schema = `loom_flow_events_${process.pid}_${++counter}`;
-      const admin = await openPostgres({ connectionString: pgUrl, schema, migrate: true });
-      return {
-        open: () => openPostgres({ connectionString: pgUrl, schema }),
-        drop: async () => {
-          await admin.events.connectionPool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-          await admin.close();
-        },
-      };
-    },
-  ],
-];
+const databases = sharedDatabases('flow-events');
 
 it('publish on a runtime without a queue store is QUEUE_STORE_MISSING', async () => {
   const runtime = createRuntime({ store: new InMemoryEventStore() });

@@ -3,63 +3,15 @@
 // unfinished run and answer it to every caller; the key is free again once the run ends; bad
 // options and keys are typed errors that write nothing. The crash proof, with SIGKILL, is
 // test/flow-control/singleton-processes.test.ts.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type Backend, isLoomError, openMemory } from '@loom/event-runtime';
-import { openPostgres } from '@loom/event-runtime/postgres';
-import { openSqlite } from '@loom/event-runtime/sqlite';
-import { afterAll, describe, expect, it } from 'vitest';
+import { isLoomError, openMemory } from '@loom/event-runtime';
+import { describe, expect, it } from 'vitest';
 import { WorkflowErrorCode } from '../errors.js';
-import { codeOf } from './backends.test-support.js';
+import { codeOf, sharedDatabases, until } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
 import { createRuntime } from './flow-runtime.js';
 import { queueExecutionId } from './queue-worker.js';
 
-const directory = mkdtempSync(join(tmpdir(), 'loom-flow-singleton-'));
-afterAll(() => rmSync(directory, { recursive: true, force: true }));
-const pgUrl = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
-let counter = 0;
-
-async function until(what: string, check: () => Promise<boolean>): Promise<void> {
-  for (const deadline = Date.now() + 20_000; !(await check()); ) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within 20 s`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
-const shared: Array<
-  [string, () => Promise<{ open: () => Promise<Backend>; drop: () => Promise<void> }>]
-> = [
-  [
-    'memory',
-    async () => {
-      const backend = openMemory();
-      return { open: async () => backend, drop: async () => {} };
-    },
-  ],
-  [
-    'sqlite',
-    async () => {
-      const path = join(directory, `singleton-${++counter}.db`);
-      return { open: async () => openSqlite({ path, migrate: true }), drop: async () => {} };
-    },
-  ],
-  [
-    'postgres',
-    async () => {
-      const schema = `loom_flow_singleton_${process.pid}_${++counter}`;
-      const admin = await openPostgres({ connectionString: pgUrl, schema, migrate: true });
-      return {
-        open: () => openPostgres({ connectionString: pgUrl, schema }),
-        drop: async () => {
-          await admin.events.connectionPool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-          await admin.close();
-        },
-      };
-    },
-  ],
-];
+const shared = sharedDatabases('flow-singleton');
 
 // The run waits in its step until the test opens the gate (one process: a shared promise).
 let openGate: () => void = () => {};

@@ -6,7 +6,7 @@
 import { isLoomError, Limits, openMemory } from '@loom/event-runtime';
 import { describe, expect, it } from 'vitest';
 import { WorkflowErrorCode } from '../errors.js';
-import { codeOf } from './backends.test-support.js';
+import { codeOf, until } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
 import { createRuntime } from './flow-runtime.js';
 
@@ -17,13 +17,6 @@ const job = defineFlow(
   },
   async (_ctx, input: { tenant: string; n: number }) => `${input.tenant}-${input.n}`,
 );
-
-async function until(what: string, check: () => Promise<boolean>): Promise<void> {
-  for (const deadline = Date.now() + 20_000; !(await check()); ) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within 20 s`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 describe('per-key throttle through the runtime', () => {
   it('files the item under the key, limit and period; a worker starts limit runs per key per window and keeps the rest', async () => {
