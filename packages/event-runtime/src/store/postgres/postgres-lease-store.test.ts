@@ -7,7 +7,7 @@ import { leaseStoreConformance } from '../../testing/lease-store-conformance.js'
 import { ManualClock } from '../../testing/manual-clock.js';
 import { migrate } from './migrate.js';
 import { eventLogMigration } from './migrations/0001-event-log.js';
-import { openPostgres, type PostgresBackend } from './open-postgres.js';
+import { pollModePeers } from './poll-mode-peers.test-support.js';
 import { PostgresEventStore } from './postgres-event-store.js';
 import { PostgresLeaseStore } from './postgres-lease-store.js';
 
@@ -144,34 +144,9 @@ leaseStoreConformance('postgres', async () => {
 
 // The same suite on the lease store of a whole backend opened in the poll mode (ADR 0057: no
 // LISTEN, no NOTIFY), each peer a backend of its own, as two processes would have.
-leaseStoreConformance("postgres, notifications: 'poll'", async () => {
-  const schema = await db.migratedSchema();
-  const clock = new ManualClock();
-  const open = (migrateSchema: boolean) =>
-    openPostgres({
-      connectionString: url,
-      schema,
-      clock,
-      notifications: 'poll',
-      pollIntervalMs: 50,
-      migrate: migrateSchema,
-    });
-  const backend = await open(true);
-  const peers: PostgresBackend[] = [];
-  return {
-    store: backend.leases,
-    clock,
-    openPeer: async () => {
-      const peer = await open(false);
-      peers.push(peer);
-      return peer.leases;
-    },
-    close: async () => {
-      await Promise.all([backend.close(), ...peers.map((peer) => peer.close())]);
-      await db.releaseSchema(schema);
-    },
-  };
-});
+leaseStoreConformance("postgres, notifications: 'poll'", () =>
+  pollModePeers(db, url, (backend) => backend.leases),
+);
 
 describe('PostgresLeaseStore', () => {
   it('a batch of 1,000 ids is one round trip per call; an empty batch is none', async () => {

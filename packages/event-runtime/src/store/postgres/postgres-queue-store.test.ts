@@ -5,7 +5,7 @@ import { ErrorCode } from '../../errors.js';
 import { ManualClock } from '../../testing/manual-clock.js';
 import { queueStoreConformance } from '../../testing/queue-store-conformance.js';
 import { migrate } from './migrate.js';
-import { openPostgres, type PostgresBackend } from './open-postgres.js';
+import { pollModePeers } from './poll-mode-peers.test-support.js';
 import { PostgresQueueStore } from './postgres-queue-store.js';
 
 const db = useThrowawaySchemas();
@@ -42,35 +42,9 @@ queueStoreConformance('postgres', async () => {
 
 // The same suite on the queue store of a whole backend opened in the poll mode (ADR 0057: no
 // LISTEN, no NOTIFY), each peer a backend of its own, as two processes would have.
-queueStoreConformance("postgres, notifications: 'poll'", async () => {
-  const schema = await db.migratedSchema();
-  const clock = new ManualClock();
-  const open = (migrateSchema: boolean) =>
-    openPostgres({
-      connectionString: url,
-      schema,
-      clock,
-      notifications: 'poll',
-      pollIntervalMs: 50,
-      migrate: migrateSchema,
-    });
-  const backend = await open(true);
-  const peers: PostgresBackend[] = [];
-  return {
-    store: backend.queues,
-    clock,
-    openPeer: async () => {
-      const peer = await open(false);
-      peers.push(peer);
-      return peer.queues;
-    },
-    close: async () => {
-      await backend.close();
-      for (const peer of peers) await peer.close();
-      await db.releaseSchema(schema);
-    },
-  };
-});
+queueStoreConformance("postgres, notifications: 'poll'", () =>
+  pollModePeers(db, url, (backend) => backend.queues),
+);
 
 describe('PostgresQueueStore', () => {
   it('claims of many connections racing on one queue never exceed concurrencyMax or a partition limit', async () => {
