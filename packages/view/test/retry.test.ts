@@ -9,7 +9,7 @@ import { eventually, loomInProcess } from './fixture.js';
 const { targets, cleanup } = dbTargets('view-retry');
 afterAll(cleanup);
 
-describe.each(targets)('loom retry on $name', { timeout: 60_000 }, (target) => {
+describe.each(targets)('loom retry on $name', (target) => {
   const env = { LOOM_DB: target.db };
 
   it('retries a failed run from its failed step: the worker replays the rest, the completed step does not run again', async () => {
