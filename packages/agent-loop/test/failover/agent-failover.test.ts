@@ -25,6 +25,7 @@ import {
   type FailoverCluster,
   type Promotion,
   startFailoverCluster,
+  waitUntil as until,
 } from '../../../event-runtime/test/failover/failover-cluster.js';
 import {
   commitAfter,
@@ -51,30 +52,6 @@ const terminalTypes = ['execution.completed', 'execution.failed', 'execution.can
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** When a schedule's run was due: its id is `cron:<name>:<epoch ms>`. */
 const firedAt = (runId: string) => Number(runId.slice(`cron:${scheduleName}:`.length));
-
-/** `check` until it returns a value, or an error naming `what` after `deadlineMs`. */
-async function until<T>(
-  check: () => Promise<T | undefined>,
-  what: string,
-  deadlineMs: number,
-  everyMs = 100,
-): Promise<T> {
-  const deadline = Date.now() + deadlineMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline)
-      throw new Error(
-        `${what}: not within ${deadlineMs} ms${last === undefined ? '' : ` (last error: ${String(last)})`}`,
-      );
-    await pause(everyMs);
-  }
-}
 
 /** `work`, again while it throws (the store is failing over), until it succeeds or 60 s pass. */
 async function acknowledged<T>(work: () => Promise<T>): Promise<T> {

@@ -187,7 +187,8 @@ function killQuietly(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
-async function waitUntil<T>(
+/** `check` until it returns a value, or an error naming `what` (and the last error) after `deadlineMs`. */
+export async function waitUntil<T>(
   check: () => Promise<T | undefined>,
   what: string,
   deadlineMs: number,
@@ -204,7 +205,7 @@ async function waitUntil<T>(
     }
     if (Date.now() > until)
       throw new Error(
-        `failover cluster: ${what} within ${deadlineMs} ms${last === undefined ? '' : ` (last error: ${String(last)})`}`,
+        `${what}: not within ${deadlineMs} ms${last === undefined ? '' : ` (last error: ${String(last)})`}`,
       );
     await pause(everyMs);
   }
