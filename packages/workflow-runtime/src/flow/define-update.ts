@@ -8,7 +8,7 @@ import type { StandardSchemaV1 } from './standard-schema.js';
  */
 export type UpdateValidator<A> = (
   arg: A,
-) => string | undefined | void | Promise<string | undefined | void>;
+) => string | undefined | void | Promise<string | undefined>;
 
 /**
  * An update made with {@link defineUpdate}: a journaled request the flow takes with
