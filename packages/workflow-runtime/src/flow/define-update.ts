@@ -6,9 +6,7 @@ import type { StandardSchemaV1 } from './standard-schema.js';
  * Refuses an update before anything is written: return (or resolve) a message saying why, or
  * nothing to accept it. It sees only the argument (after its schema), never the flow's state.
  */
-export type UpdateValidator<A> = (
-  arg: A,
-) => string | undefined | void | Promise<string | undefined>;
+export type UpdateValidator<A> = (arg: A) => string | undefined | Promise<string | undefined>;
 
 /**
  * An update made with {@link defineUpdate}: a journaled request the flow takes with

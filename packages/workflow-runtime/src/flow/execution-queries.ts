@@ -238,6 +238,9 @@ function answerIn(event: StoredEvent, step: string): Answer | undefined {
     : { answered: false, reason: 'its answer could not be journaled (step.failed)' };
 }
 
+/** How often the timer that keeps a waiting caller's process alive ticks (it does nothing). */
+const keepAliveMs = 60_000;
+
 /** The answer once the log has it (through the store's subscription), within `timeoutMs`. */
 async function awaitAnswer(
   host: ExecutionQueryHost,
@@ -266,9 +269,12 @@ async function awaitAnswer(
     let done = false;
     let subscription: Subscription | undefined;
     let cancelTimer: CancelTimer | undefined;
+    // Someone waits for this answer: keep the process alive until it comes, as `result()` does.
+    const release = host.clock.setRepeating(() => undefined, keepAliveMs, { keepAlive: true });
     const finish = (outcome: () => JsonValue) => {
       if (done) return;
       done = true;
+      release();
       cancelTimer?.();
       void subscription?.close();
       try {
