@@ -58,6 +58,53 @@ const cart = defineFlow({ name: 'cart' }, async (ctx) => {
   return items;
 });
 
+/** Opens while the test holds it: the step `slow` of `gated` waits here. */
+let gate: { open(): void; opened: Promise<void> } = newGate();
+function newGate() {
+  let open = () => {};
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { open, opened };
+}
+
+const stage = defineQuery<void, string>('stage');
+/** A flow driven by the test's runtime that sits inside a step's effect until the gate opens. */
+const gated = defineFlow({ name: 'gated' }, async (ctx) => {
+  let at = 'before';
+  ctx.onQuery(stage, () => at);
+  at = await ctx.step('first', () => 'after first');
+  await ctx.step('slow', () => gate.opened.then(() => 'slow done'));
+  at = 'after slow';
+  return at;
+});
+/** Two versions of one flow's code: the second asks for another step where the log has `one`. */
+const drifted = [
+  defineFlow({ name: 'drift' }, async (ctx) => {
+    ctx.onQuery(stage, () => 'old code');
+    await ctx.step('one', () => 1);
+    await ctx.waitForSignal('never');
+  }),
+  defineFlow({ name: 'drift' }, async (ctx) => {
+    ctx.onQuery(stage, () => 'new code');
+    await ctx.step('renamed', () => 1);
+    await ctx.waitForSignal('never');
+  }),
+] as const;
+const strictAnswer = defineUpdate<void, number>('strict', {
+  result: schemaOf<number>((value) => (typeof value === 'number' ? undefined : 'a number')),
+});
+const wrongAnswer = defineFlow({ name: 'wrong-answer' }, async (ctx) => {
+  const request = await ctx.waitForUpdate(strictAnswer);
+  if (!request.received) return 'none';
+  try {
+    await request.answer('not a number' as never);
+  } catch (error) {
+    return (error as { code: string }).code;
+  }
+  return 'answered';
+});
+
 /** Compile-time checks, never run: each `@ts-expect-error` fails the build if its line compiles. */
 export function callerTypes(runtime: Runtime): void {
   void runtime.query(itemCount, 'c').then((count: number) => count);
@@ -82,7 +129,7 @@ for (const [backend, open] of testBackends('queries')) {
       const runtime = createRuntime({
         store,
         clock,
-        flows: [cart],
+        flows: [cart, gated, drifted[0], wrongAnswer],
         timerPollMs: 0,
         inlineWaitMs: 0,
       });
@@ -105,7 +152,7 @@ for (const [backend, open] of testBackends('queries')) {
         return answer;
       };
       const events = async (id: string) => (await store.read(id)).length;
-      return { runtime, store, clock, suspended, updated, events };
+      return { runtime, store, clock, suspended, updated, events, made };
     };
 
     it('an update is answered by the flow, and a query reads the state it left, writing nothing', async () => {
@@ -195,6 +242,65 @@ for (const [backend, open] of testBackends('queries')) {
         code: WorkflowErrorCode.UPDATE_NOT_ANSWERED,
         fields: { status: 'completed' },
       });
+    });
+
+    it('a query on an execution this runtime drives answers from its last durable point', async () => {
+      const { runtime, store } = await make();
+      gate = newGate();
+      const handle = await runtime.start(gated, undefined as never, { executionId: 'g-1' });
+      await until('the slow step started', async () =>
+        (await store.read('g-1')).some(
+          (event) =>
+            event.type === 'step.started' && (event.payload as { name: string }).name === 'slow',
+        ),
+      );
+      expect(runtime.activeExecutions).toContain('g-1');
+      const before = await events('g-1');
+      expect(await runtime.query(stage, 'g-1')).toBe('after first');
+      expect(await events('g-1')).toBe(before);
+      gate.open();
+      expect(await handle.result()).toBe('after slow');
+      expect(await runtime.query(stage, 'g-1')).toBe('after slow');
+      async function events(id: string) {
+        return (await store.read(id)).length;
+      }
+    });
+
+    it('a query replayed under changed code is NON_DETERMINISM; a refused answer never reaches the log', async () => {
+      const { runtime, store, clock, suspended } = await make();
+      await runtime.start(drifted[0], undefined as never, { executionId: 'd-1' });
+      await suspended('d-1');
+      expect(await runtime.query(stage, 'd-1')).toBe('old code');
+      const deployed = createRuntime({
+        store,
+        clock,
+        flows: [drifted[1]],
+        timerPollMs: 0,
+        recoverEveryMs: 0,
+      });
+      try {
+        await expect(deployed.query(stage, 'd-1')).rejects.toMatchObject({
+          code: 'NON_DETERMINISM',
+          fields: { expected: 'one', actual: 'renamed' },
+        });
+      } finally {
+        await deployed.shutdown();
+      }
+      expect(await codeOf(runtime.query(stage, 'cart-never-started'))).toBe('EXECUTION_NOT_FOUND');
+      // The result schema refuses the flow's answer: the flow sees INVALID_UPDATE, nothing is
+      // journaled, and the caller learns the execution ended without answering.
+      const wrong = await runtime.start(wrongAnswer, undefined as never, { executionId: 'w-1' });
+      await suspended('w-1');
+      const sent = runtime.update(strictAnswer, 'w-1', undefined, { updateId: 'strict-1' });
+      await until(
+        'the update is journaled',
+        async () => (await store.readSignals('w-1')).length === 1,
+      );
+      await until('w-1 wakes', async () => (await runtime.wakeDue(10)).includes('w-1'));
+      expect(await wrong.result()).toBe(WorkflowErrorCode.INVALID_UPDATE);
+      await expect(sent).rejects.toMatchObject({ code: WorkflowErrorCode.UPDATE_NOT_ANSWERED });
+      const steps = (await store.read('w-1')).filter((event) => event.type === 'step.started');
+      expect(steps).toEqual([]);
     });
 
     it('an unanswered update times out at its deadline and stays journaled', async () => {
