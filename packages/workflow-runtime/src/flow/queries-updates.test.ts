@@ -91,6 +91,24 @@ const drifted = [
     await ctx.waitForSignal('never');
   }),
 ] as const;
+/** Catches a failed step and a timed-out signal wait: a replay must take both paths again. */
+const recovers = defineFlow({ name: 'recovers' }, async (ctx) => {
+  const seen: string[] = [];
+  ctx.onQuery(stage, () => seen.join(', '));
+  try {
+    await ctx.step('charge', () => {
+      throw new Error('card declined');
+    });
+  } catch (error) {
+    seen.push(
+      `${(error as { code: string }).code} ${(error as Error).message.includes('card declined')}`,
+    );
+  }
+  const wait = await ctx.waitForSignal('late', { timeout: '1m' });
+  seen.push(wait.received ? 'signal' : 'timed out');
+  seen.push(`${ctx.random() < 1}`);
+  await ctx.waitForSignal('never');
+});
 const strictAnswer = defineUpdate<void, number>('strict', {
   result: schemaOf<number>((value) => (typeof value === 'number' ? undefined : 'a number')),
 });
@@ -129,7 +147,7 @@ for (const [backend, open] of testBackends('queries')) {
       const runtime = createRuntime({
         store,
         clock,
-        flows: [cart, gated, drifted[0], wrongAnswer],
+        flows: [cart, gated, drifted[0], wrongAnswer, recovers],
         timerPollMs: 0,
         inlineWaitMs: 0,
       });
@@ -301,6 +319,17 @@ for (const [backend, open] of testBackends('queries')) {
       await expect(sent).rejects.toMatchObject({ code: WorkflowErrorCode.UPDATE_NOT_ANSWERED });
       const steps = (await store.read('w-1')).filter((event) => event.type === 'step.started');
       expect(steps).toEqual([]);
+    });
+
+    it('a replay for a query takes the paths the log took: a failed step caught, a wait timed out', async () => {
+      const { runtime, clock, suspended } = await make();
+      await runtime.start(recovers, undefined as never, { executionId: 'r-1' });
+      await suspended('r-1');
+      expect(await runtime.query(stage, 'r-1')).toBe('STEP_FAILED true');
+      await clock.advance(60_000);
+      await until('r-1 wakes', async () => (await runtime.wakeDue(10)).includes('r-1'));
+      await suspended('r-1');
+      expect(await runtime.query(stage, 'r-1')).toBe('STEP_FAILED true, timed out, true');
     });
 
     it('an unanswered update times out at its deadline and stays journaled', async () => {

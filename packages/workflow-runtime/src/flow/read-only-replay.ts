@@ -107,16 +107,19 @@ class ReadOnlyReplay {
     const recorded = this.claim('step', name);
     if (recorded?.status === 'completed') return Promise.resolve(recorded.result ?? null);
     if (recorded?.status === 'failed') {
+      // As the kernel's replay throws it (step-records.ts), so a flow that catches it branches alike.
+      const attempts = recorded.attempts ?? 1;
       return Promise.reject(
         new LoomError(
           KernelErrorCode.STEP_FAILED,
-          `step ${index} ('${name}') of execution ${this.state.executionId} failed: ` +
+          `step ${index} ('${name}') of execution ${this.state.executionId} failed` +
+            `${attempts > 1 ? ` after ${attempts} attempts` : ''}: ` +
             `${recorded.error?.message ?? 'unknown error'}`,
           {
             executionId: this.state.executionId,
             step: name,
             stepIndex: index,
-            attempts: recorded.attempts ?? 1,
+            attempts,
             error: (recorded.error ?? null) as never,
           },
         ),
