@@ -15,8 +15,9 @@ import {
   type Subscription,
 } from '@loom/event-runtime';
 import { isLoomError, LoomError, WorkflowErrorCode } from '../errors.js';
-import type { QueryDefinition } from './define-query.js';
+import { isQueryDefinition, type QueryDefinition } from './define-query.js';
 import {
+  isUpdateDefinition,
   type UpdateDefinition,
   updateAnswerStep,
   updateIdLengthMax,
@@ -63,6 +64,13 @@ export async function queryExecution<A, R>(
   executionId: string,
   arg: A,
 ): Promise<R> {
+  if (!isQueryDefinition(query)) {
+    throw new LoomError(
+      WorkflowErrorCode.INVALID_ARGUMENT,
+      'runtime.query takes a query made with defineQuery, then the execution id',
+      { path: 'query' },
+    );
+  }
   let value: unknown = arg;
   if (query.arg !== undefined) {
     const checked = await validate(query.arg, arg);
@@ -131,6 +139,13 @@ export async function updateExecution<A, R>(
   arg: A,
   options: UpdateOptions,
 ): Promise<R> {
+  if (!isUpdateDefinition(update)) {
+    throw new LoomError(
+      WorkflowErrorCode.INVALID_ARGUMENT,
+      'runtime.update takes an update made with defineUpdate, then the execution id',
+      { path: 'update' },
+    );
+  }
   const updateId = options.updateId ?? randomUUID();
   if (
     typeof updateId !== 'string' ||

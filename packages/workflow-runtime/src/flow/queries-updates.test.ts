@@ -225,6 +225,15 @@ for (const [backend, open] of testBackends('queries')) {
       expect(await codeOf(runtime.update(addItem, 'c-3', { sku: 'a' }, { updateId: '' }))).toBe(
         WorkflowErrorCode.INVALID_ARGUMENT,
       );
+      expect(
+        await codeOf(runtime.update(addItem, 'c-3', { sku: 'a' }, { timeout: 'soon' as never })),
+      ).toBe(WorkflowErrorCode.INVALID_ARGUMENT);
+      expect(await codeOf(runtime.update({ name: 'add-item' } as never, 'c-3', { sku: 'a' }))).toBe(
+        WorkflowErrorCode.INVALID_ARGUMENT,
+      );
+      expect(await codeOf(runtime.query('item-count' as never, 'c-3'))).toBe(
+        WorkflowErrorCode.INVALID_ARGUMENT,
+      );
       expect(await store.readSignals('c-3')).toEqual([]);
       expect(await events('c-3')).toBe(before);
     });
