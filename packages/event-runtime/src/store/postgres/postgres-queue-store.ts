@@ -25,7 +25,7 @@ import type {
   QueueStats,
   QueueStore,
 } from '../../queue-store.js';
-import { queueFlowControlMigration } from './migrations/0012-queue-flow-control.js';
+import { queueDebounceMigration } from './migrations/0013-queue-debounce.js';
 import { type PgConnectionOptions, resolvePool } from './pg-pool.js';
 import { PgStoreHandle } from './pg-store-handle.js';
 import { type QueueStatements, queueStatements } from './queue-statements.js';
@@ -47,7 +47,7 @@ const enqueueAttemptsMax = 3;
 /**
  * Queues in Postgres (`<schema>.queues`, `<schema>.queue_items`, from migration 4
  * '0004-queues'; an item's own partition limit from '0011-queue-partition-limits', its throttle from
- * '0012-queue-flow-control'). A claim is one transaction of two named statements: lock the queue's row in
+ * '0012-queue-flow-control', its debounce from '0013-queue-debounce'). A claim is one transaction of two named statements: lock the queue's row in
  * `queues` (`FOR UPDATE`), then one statement that counts live claims and recent starts, picks
  * candidates `FOR UPDATE SKIP LOCKED` best first and claims them (see queue-statements.ts). The
  * lock row makes the global limits exact across processes; claims of different queues never
@@ -86,7 +86,7 @@ export class PostgresQueueStore implements QueueStore {
     const schema = checkSchemaName(options.schema ?? 'loom');
     const handle = new PgStoreHandle(resolvePool(options), {
       schema,
-      requiredVersion: queueFlowControlMigration.version,
+      requiredVersion: queueDebounceMigration.version,
       store: 'queue store',
     });
     try {
@@ -111,6 +111,7 @@ export class PostgresQueueStore implements QueueStore {
     this.assertWritable('enqueue');
     const item = prepareEnqueue(input);
     if (item.idempotencyKey !== null) return this.enqueueIdempotent(item);
+    if (item.debounceKey !== null) return this.enqueueDebounced(item);
     for (let attempt = 1; ; attempt++) {
       const inserted = await this.handle.run<{ item_id: string }>(
         this.sql.enqueue,
@@ -130,6 +131,9 @@ export class PostgresQueueStore implements QueueStore {
           item.throttleWindowMs,
           item.idempotencyKey,
           item.idempotencyWindowMs,
+          item.debounceKey,
+          item.debouncePeriodMs,
+          item.debounceMaxWaitMs,
         ],
         'enqueue',
       );
@@ -181,6 +185,9 @@ export class PostgresQueueStore implements QueueStore {
         item.throttleWindowMs,
         item.idempotencyKey,
         item.idempotencyWindowMs,
+        item.debounceKey,
+        item.debouncePeriodMs,
+        item.debounceMaxWaitMs,
       ]);
       if (inserted[0] !== undefined) return { itemId: inserted[0].item_id, duplicate: false };
       const existing = await query<{ item_id: string }>(this.sql.existing, [
@@ -192,6 +199,60 @@ export class PostgresQueueStore implements QueueStore {
       throw new LoomError(
         ErrorCode.STORE_BUSY,
         `enqueue of ${item.itemId} into ${item.queue} collided with an item finishing meanwhile; retry`,
+        { operation: 'enqueue' },
+      );
+    });
+  }
+
+  /**
+   * A debounced enqueue: one transaction that takes the key's advisory lock, updates the key's
+   * pending item (newer input, later due time) and inserts a new item only when there is none
+   * (ADR 0059). The lock serializes enqueues of the key, so two never both insert; a claim
+   * racing the update either took the row first (the update then finds it no longer pending) or
+   * skips it (SKIP LOCKED) until the update commits.
+   */
+  private async enqueueDebounced(item: PreparedEnqueue): Promise<EnqueueResult> {
+    const nowMs = this.clock.now();
+    return this.handle.transaction('enqueue', async (query) => {
+      await query(this.sql.idempotencyLock, [item.queue, `debounce\u0001${item.debounceKey}`]);
+      const pending = await query<{ item_id: string }>(this.sql.debounce, [
+        item.queue,
+        item.debounceKey,
+        item.inputText,
+        nowMs,
+        item.debouncePeriodMs,
+      ]);
+      if (pending[0] !== undefined) return { itemId: pending[0].item_id, duplicate: true };
+      const inserted = await query<{ item_id: string }>(this.sql.enqueue, [
+        item.queue,
+        item.itemId,
+        item.flow,
+        item.version,
+        item.inputText,
+        item.priority,
+        item.dedupeKey,
+        item.partitionKey,
+        nowMs,
+        item.partitionConcurrencyMax,
+        item.throttleKey,
+        item.throttleCount,
+        item.throttleWindowMs,
+        item.idempotencyKey,
+        item.idempotencyWindowMs,
+        item.debounceKey,
+        item.debouncePeriodMs,
+        item.debounceMaxWaitMs,
+      ]);
+      if (inserted[0] !== undefined) return { itemId: inserted[0].item_id, duplicate: false };
+      const existing = await query<{ item_id: string }>(this.sql.existing, [
+        item.queue,
+        item.itemId,
+        item.dedupeKey,
+      ]);
+      if (existing[0] !== undefined) return { itemId: existing[0].item_id, duplicate: true };
+      throw new LoomError(
+        ErrorCode.STORE_FAILURE,
+        `debounced enqueue of ${item.itemId} into ${item.queue} collided with nothing`,
         { operation: 'enqueue' },
       );
     });

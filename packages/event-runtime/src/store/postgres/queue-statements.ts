@@ -6,6 +6,7 @@ export interface QueueStatements {
   existing: PgStatement;
   idempotencyLock: PgStatement;
   idempotent: PgStatement;
+  debounce: PgStatement;
   lockQueue: PgStatement;
   claim: PgStatement;
   renew: PgStatement;
@@ -20,7 +21,8 @@ export interface QueueStatements {
  * unfinished duplicate dedupe key (ON CONFLICT DO NOTHING arbitrates on both unique indexes).
  * `$1` queue … `$8` partition key, `$9` now, `$10` the item's own partition limit (or NULL),
  * `$11`…`$13` its throttle key, count and window (all NULL for none), `$14`/`$15` its
- * idempotency key and window (NULL for none).
+ * idempotency key and window (NULL for none), `$16`…`$18` its debounce key, period and max wait
+ * (NULL for none; the max wait alone may be NULL: no cap).
  */
 function enqueueStatement(q: string, schema: string): PgStatement {
   return {
@@ -31,9 +33,10 @@ function enqueueStatement(q: string, schema: string): PgStatement {
 INSERT INTO ${q}.queue_items
   (queue, item_id, flow, version, input, priority, dedupe_key, partition_key, partition_limit,
    throttle_key, throttle_count, throttle_window_ms, idempotency_key, idempotency_until_ms,
-   status, enqueued_at_ms)
+   debounce_key, due_at_ms, debounce_deadline_ms, status, enqueued_at_ms)
 VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::int, $7::text, $8::text, $10::int,
-  $11::text, $12::int, $13::bigint, $14::text, $9::bigint + $15::bigint, 'pending', $9::bigint)
+  $11::text, $12::int, $13::bigint, $14::text, $9::bigint + $15::bigint,
+  $16::text, $9::bigint + $17::bigint, $9::bigint + $18::bigint, 'pending', $9::bigint)
 ON CONFLICT DO NOTHING
 RETURNING item_id`,
   };
@@ -72,6 +75,24 @@ ORDER BY idempotency_until_ms DESC LIMIT 1`,
 }
 
 /**
+ * A debounced enqueue of a key whose item is still pending, after the key's advisory lock: the
+ * newer input, and the due time pushed to now + period, never past the item's deadline. A claim
+ * that took the row first (status no longer 'pending' once its lock is released) leaves nothing
+ * to update, and the enqueue inserts a new item. `$1` queue, `$2` key, `$3` input, `$4` now,
+ * `$5` period. Serves: queue_items_debounce_idx.
+ */
+function debounceStatement(q: string, schema: string): PgStatement {
+  return {
+    name: statementName(schema, 'queue-debounce'),
+    text: `UPDATE ${q}.queue_items
+SET input = $3::text,
+    due_at_ms = LEAST($4::bigint + $5::bigint, debounce_deadline_ms)
+WHERE queue = $1::text AND debounce_key = $2::text AND status = 'pending'
+RETURNING item_id`,
+  };
+}
+
+/**
  * The first statement of a claim's transaction: serializes the queue's claims (and its renews,
  * which take FOR SHARE) so the counts the claim statement reads next are exact. Under READ
  * COMMITTED the claim statement's snapshot is taken after this lock is granted, so it sees every
@@ -90,7 +111,7 @@ function lockQueueStatement(q: string, schema: string): PgStatement {
  * start (now - windowMs): `$6`…`$9` may be NULL, and LEAST ignores the NULL terms. `$10` the scan
  * limit; `$11`/`$12` the flows to claim (names and versions side by side), NULL for every flow. Live claims
  * (`running`) and claims started in the window set the budget; candidates (pending, or running
- * with an expired claim) are scanned best first via queue_items_ready_idx, locked SKIP LOCKED,
+ * with an expired claim; due: a debounced item waits for its `due_at_ms`) are scanned best first via queue_items_ready_idx, locked SKIP LOCKED,
  * ranked within their partition, and a candidate is taken while its partition's live claims plus
  * its rank stay within its partition limit: the lower of `$7` and the item's own
  * `partition_limit` (ADR 0059). The partition's live claims are counted once per scanned row
@@ -139,6 +160,7 @@ candidates AS MATERIALIZED (
   ) AS t
   WHERE c.queue = $1::text AND c.status <> 'done'
     AND (c.status = 'pending' OR c.claim_expires_at_ms <= $3::bigint)
+    AND (c.due_at_ms IS NULL OR c.due_at_ms <= $3::bigint)
     AND ($11::text[] IS NULL OR EXISTS (
       SELECT 1 FROM unnest($11::text[], $12::text[]) AS f(name, version)
       WHERE f.name = c.flow AND f.version IS NOT DISTINCT FROM c.version))
@@ -250,6 +272,7 @@ export function queueStatements(quotedSchema: string, schema: string): QueueStat
     existing: existingStatement(quotedSchema, schema),
     idempotencyLock: idempotencyLockStatement(schema),
     idempotent: idempotentStatement(quotedSchema, schema),
+    debounce: debounceStatement(quotedSchema, schema),
     lockQueue: lockQueueStatement(quotedSchema, schema),
     claim: claimStatement(quotedSchema, schema),
     renew: renewStatement(quotedSchema, schema),

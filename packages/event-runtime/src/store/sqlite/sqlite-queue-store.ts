@@ -31,6 +31,7 @@ import { mapSqliteError } from './sqlite-errors.js';
 import {
   candidatesSql,
   completeSql,
+  debounceSql,
   existingSql,
   getSql,
   idempotentSql,
@@ -56,6 +57,7 @@ function prepareStatements(db: Database.Database) {
     insert: db.prepare(insertSql).pluck(),
     existing: db.prepare(existingSql).pluck(),
     idempotent: db.prepare(idempotentSql).pluck(),
+    debounce: db.prepare(debounceSql).pluck(),
     running: db.prepare<[string, number], { partition_key: string | null; n: number }>(runningSql),
     started: db.prepare<[string, number], number>(startedSql).pluck(),
     candidates: db.prepare<
@@ -113,7 +115,7 @@ export class SqliteQueueStore implements QueueStore {
     this.tables = new SqliteTableAccess(
       database,
       'queue',
-      'queue-flow-control',
+      'queue-debounce',
       prepareStatements,
       options.readOnly,
     );
@@ -129,6 +131,10 @@ export class SqliteQueueStore implements QueueStore {
       if (item.idempotencyKey !== null) {
         const open = s.idempotent.get({ ...item, nowMs }) as string | undefined;
         if (open !== undefined) return { itemId: open, duplicate: true };
+      }
+      if (item.debounceKey !== null) {
+        const pending = s.debounce.get({ ...item, nowMs }) as string | undefined;
+        if (pending !== undefined) return { itemId: pending, duplicate: true };
       }
       const inserted = s.insert.get({ ...item, nowMs }) as string | undefined;
       if (inserted !== undefined) return { itemId: inserted, duplicate: false };
