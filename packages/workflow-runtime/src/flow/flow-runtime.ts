@@ -44,6 +44,7 @@ import {
   type FlowExecutionPage,
   findFlowExecutions,
 } from './find-executions.js';
+import { debounceOf } from './flow-debounce.js';
 import { idempotencyOf } from './flow-idempotency.js';
 import { singletonOf } from './flow-singleton.js';
 import { flowControlNameOf, throttleOf } from './flow-throttle.js';
@@ -394,7 +395,7 @@ export class Runtime {
   /**
    * Start an execution after validating `input` against the flow's schema (nothing is written
    * if it fails: `INVALID_INPUT` naming the issues). Idempotent on a caller-chosen id. A flow
-   * that declares `concurrency`, `throttle`, `singleton` or `idempotency` is refused with
+   * that declares `concurrency`, `throttle`, `singleton`, `idempotency` or `debounce` is refused with
    * `FLOW_CONTROL_NEEDS_QUEUE` (it holds only for queued runs: `enqueue` it).
    */
   async start<I, O>(
@@ -773,7 +774,10 @@ export class Runtime {
    * flow that declares `throttle` files it under `throttle.key(input)` with its limit and period;
    * one that declares `singleton` dedupes it by `singleton.key(input)` (an unfinished run of the
    * key answers `duplicate: true` with its `itemId`), so passing `dedupeKey` too is refused; one
-   * that declares `idempotency` answers the first run of its key within the window the same way.
+   * that declares `idempotency` answers the first run of its key within the window the same way;
+   * one that declares `debounce` collapses enqueues of `debounce.key(input)` into the key's
+   * not-yet-started run (`duplicate: true` with its `itemId`; it now carries this input and starts
+   * `periodMs` from now, capped by `maxWaitMs`), so passing `dedupeKey` too is refused.
    *
    * Error codes: `QUEUE_STORE_MISSING`, `INVALID_INPUT`, `INVALID_FLOW_KEY`, `INVALID_ARGUMENT`,
    * the queue store's (`INVALID_ARGUMENT`, `LIMIT_EXCEEDED`, `PAYLOAD_NOT_JSON`, store errors).
@@ -811,6 +815,7 @@ export class Runtime {
       ...throttleOf(flow as unknown as AnyFlow, value),
       ...singletonOf(flow as unknown as AnyFlow, value, options.dedupeKey),
       ...idempotencyOf(flow as unknown as AnyFlow, value),
+      ...debounceOf(flow as unknown as AnyFlow, value, options.dedupeKey),
     });
   }
 
