@@ -52,7 +52,9 @@ for (const [name, make] of shared) {
         }
         const runId = answers[0]?.itemId as string;
         expect(answers[0]?.duplicate).toBe(false);
-        expect(answers.slice(1)).toEqual(answers.slice(1).map(() => ({ itemId: runId, duplicate: true })));
+        expect(answers.slice(1)).toEqual(
+          answers.slice(1).map(() => ({ itemId: runId, duplicate: true })),
+        );
         // Another key is its own debounce.
         const other = await two.enqueue('docs', reindex, { doc: 'd2', n: 0 });
         expect(other.duplicate).toBe(false);
