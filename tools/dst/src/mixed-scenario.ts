@@ -75,6 +75,23 @@ export const keyedFlow = defineFlow(
 );
 
 /**
+ * Debounced per document (ADR 0059): bursts of enqueues of one document collapse into one run
+ * while it has not started; the simulator checks that every claimed debounced item carries the
+ * last input the store applied to it, was due, and took no enqueue after its claim.
+ */
+export const debouncedFlow = defineFlow(
+  {
+    name: 'dst.debounced',
+    debounce: {
+      key: (input: { doc: string; n: number }) => input.doc,
+      periodMs: 1_000,
+      maxWaitMs: 3_000,
+    },
+  },
+  async (ctx, input) => ctx.step('index', () => `${input.doc}-${input.n}`),
+);
+
+/**
  * Started by events `dst.ping` (ADR 0060), one run per `data.key`: the simulator checks that each
  * key published has exactly one run and that nothing else was started.
  */
@@ -96,6 +113,7 @@ const flows = [
   tickFlow,
   keyedFlow,
   eventFlow,
+  debouncedFlow,
 ] as unknown as SimFlow[];
 
 /** What one seed published: event ids, and the keys they carry (ids repeat, keys repeat). */
@@ -109,7 +127,15 @@ const queueName = 'dst-q';
 const queueConcurrencyMax = 2;
 
 /** How much of each kind one seed runs. */
-const counts = { plain: 6, sleep: 3, signal: 3, queued: 6, keyed: 4, events: 5 } as const;
+const counts = {
+  plain: 6,
+  sleep: 3,
+  signal: 3,
+  queued: 6,
+  keyed: 4,
+  events: 5,
+  debounced: 8,
+} as const;
 
 /**
  * The built-in scenario: on 3 nodes, plain flows, durable sleeps, signals (some sent twice with
@@ -182,6 +208,20 @@ export const mixedScenario: Scenario = {
           node.runtime.enqueue(queueName, keyedFlow as unknown as SimFlow, input, itemId),
         );
       }, keyedAtMs + keyedRandom.int(500));
+    }
+    // Bursts of debounced enqueues over two documents, a few hundred ms apart (some within the
+    // period, some past it, and maxWaitMs caps a long burst), from their own fork.
+    const debounceRandom = world.random.fork('debounce-workload');
+    let debounceAtMs = debounceRandom.int(spreadMs);
+    for (let n = 0; n < counts.debounced; n++) {
+      debounceAtMs += debounceRandom.int(700);
+      const itemId = `debounced-${n}`;
+      const input = { doc: `doc-${n % 2}`, n };
+      world.clock.setTimer(() => {
+        void world.client.retryAny(`enqueue ${itemId}`, (node) =>
+          node.runtime.enqueue(queueName, debouncedFlow as unknown as SimFlow, input, itemId),
+        );
+      }, debounceAtMs);
     }
     // Events, some published twice with one id and some with a key another event carries, from
     // their own fork so the rest of the workload is what it was for a given seed.

@@ -146,7 +146,10 @@ export function prepareEnqueue(input: EnqueueInput): PreparedEnqueue {
   const throttle = prepareThrottle(input.throttle);
   const idempotency = prepareIdempotency(input.idempotency);
   const debounce = prepareDebounce(input.debounce);
-  if (debounce.debounceKey !== null && (dedupeKey !== null || idempotency.idempotencyKey !== null)) {
+  if (
+    debounce.debounceKey !== null &&
+    (dedupeKey !== null || idempotency.idempotencyKey !== null)
+  ) {
     argument(
       'debounce cannot be combined with dedupeKey or idempotency: a debounced enqueue of a ' +
         'pending key replaces that item, where those answer it unchanged',

@@ -116,13 +116,21 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
           await clock.advance(40);
           const answers = await Promise.all(
             Array.from({ length: 5 }, (_, index) =>
-              put(`d-${index + 1}`, { debounce, input: { n: index + 1 } }, index % 2 === 0 ? store : peer),
+              put(
+                `d-${index + 1}`,
+                { debounce, input: { n: index + 1 } },
+                index % 2 === 0 ? store : peer,
+              ),
             ),
           );
           expect(answers).toEqual(answers.map(() => ({ itemId: 'd-0', duplicate: true })));
           expect(await store.get(queue, 'd-3')).toBeUndefined();
           const item = await store.get(queue, 'd-0');
-          expect(item?.debounce).toEqual({ key: 'doc-1', dueAtMs: startMs + 140, deadlineMs: null });
+          expect(item?.debounce).toEqual({
+            key: 'doc-1',
+            dueAtMs: startMs + 140,
+            deadlineMs: null,
+          });
           // Last input wins by store order: whichever enqueue the store applied last.
           expect([1, 2, 3, 4, 5]).toContain((item?.input as { n: number }).n);
           // Not claimable before it is due, claimable at it.

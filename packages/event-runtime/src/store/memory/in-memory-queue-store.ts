@@ -131,8 +131,7 @@ export class InMemoryQueueStore implements QueueStore {
           : {
               key: item.debounceKey,
               dueAtMs: nowMs + (item.debouncePeriodMs as number),
-              deadlineMs:
-                item.debounceMaxWaitMs === null ? null : nowMs + item.debounceMaxWaitMs,
+              deadlineMs: item.debounceMaxWaitMs === null ? null : nowMs + item.debounceMaxWaitMs,
             },
       status: 'pending',
       owner: null,

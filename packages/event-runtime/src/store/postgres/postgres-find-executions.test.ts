@@ -262,7 +262,12 @@ describe('PostgresEventStore: migration 10, the runs page orders', () => {
     const result = await migrate({ pool: db.admin, schema });
     expect(result).toMatchObject({
       fromVersion: 9,
-      applied: ['0010-runs-page-order', '0011-queue-partition-limits', '0012-queue-flow-control', '0013-queue-debounce'],
+      applied: [
+        '0010-runs-page-order',
+        '0011-queue-partition-limits',
+        '0012-queue-flow-control',
+        '0013-queue-debounce',
+      ],
     });
     const indexes = await db.admin.query<{ indexname: string }>(
       'SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname',
