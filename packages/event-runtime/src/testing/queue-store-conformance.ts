@@ -132,7 +132,7 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
             deadlineMs: null,
           });
           // Last input wins by store order: whichever enqueue the store applied last.
-          expect([1, 2, 3, 4, 5]).toContain((item?.input as { n: number }).n);
+          expect([1, 2, 3, 4, 5]).toContain((item?.input as { n: number } | undefined)?.n);
           // Not claimable before it is due, claimable at it.
           await clock.advance(99);
           expect(await claimAll('n')).toEqual([]);
