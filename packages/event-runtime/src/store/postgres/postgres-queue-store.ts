@@ -131,9 +131,6 @@ export class PostgresQueueStore implements QueueStore {
           item.throttleWindowMs,
           item.idempotencyKey,
           item.idempotencyWindowMs,
-          item.debounceKey,
-          item.debouncePeriodMs,
-          item.debounceMaxWaitMs,
         ],
         'enqueue',
       );
@@ -185,9 +182,6 @@ export class PostgresQueueStore implements QueueStore {
         item.throttleWindowMs,
         item.idempotencyKey,
         item.idempotencyWindowMs,
-        item.debounceKey,
-        item.debouncePeriodMs,
-        item.debounceMaxWaitMs,
       ]);
       if (inserted[0] !== undefined) return { itemId: inserted[0].item_id, duplicate: false };
       const existing = await query<{ item_id: string }>(this.sql.existing, [
@@ -205,25 +199,14 @@ export class PostgresQueueStore implements QueueStore {
   }
 
   /**
-   * A debounced enqueue: one transaction that takes the key's advisory lock, updates the key's
-   * pending item (newer input, later due time) and inserts a new item only when there is none
-   * (ADR 0059). The lock serializes enqueues of the key, so two never both insert; a claim
-   * racing the update either took the row first (the update then finds it no longer pending) or
-   * skips it (SKIP LOCKED) until the update commits.
+   * A debounced enqueue: one statement that inserts the item or, when its key has a pending item,
+   * gives that item this input and a later due time (ADR 0059; see queue-statements.ts). Only an
+   * item id already taken (a caller's own id) needs a second look.
    */
   private async enqueueDebounced(item: PreparedEnqueue): Promise<EnqueueResult> {
-    const nowMs = this.clock.now();
-    return this.handle.transaction('enqueue', async (query) => {
-      await query(this.sql.idempotencyLock, [item.queue, `debounce\u0001${item.debounceKey}`]);
-      const pending = await query<{ item_id: string }>(this.sql.debounce, [
-        item.queue,
-        item.debounceKey,
-        item.inputText,
-        nowMs,
-        item.debouncePeriodMs,
-      ]);
-      if (pending[0] !== undefined) return { itemId: pending[0].item_id, duplicate: true };
-      const inserted = await query<{ item_id: string }>(this.sql.enqueue, [
+    const written = await this.handle.run<{ item_id: string; inserted: boolean }>(
+      this.sql.debounce,
+      [
         item.queue,
         item.itemId,
         item.flow,
@@ -232,30 +215,30 @@ export class PostgresQueueStore implements QueueStore {
         item.priority,
         item.dedupeKey,
         item.partitionKey,
-        nowMs,
+        this.clock.now(),
         item.partitionConcurrencyMax,
         item.throttleKey,
         item.throttleCount,
         item.throttleWindowMs,
-        item.idempotencyKey,
-        item.idempotencyWindowMs,
         item.debounceKey,
         item.debouncePeriodMs,
         item.debounceMaxWaitMs,
-      ]);
-      if (inserted[0] !== undefined) return { itemId: inserted[0].item_id, duplicate: false };
-      const existing = await query<{ item_id: string }>(this.sql.existing, [
-        item.queue,
-        item.itemId,
-        item.dedupeKey,
-      ]);
-      if (existing[0] !== undefined) return { itemId: existing[0].item_id, duplicate: true };
-      throw new LoomError(
-        ErrorCode.STORE_FAILURE,
-        `debounced enqueue of ${item.itemId} into ${item.queue} collided with nothing`,
-        { operation: 'enqueue' },
-      );
-    });
+      ],
+      'enqueue',
+    );
+    const row = written[0];
+    if (row !== undefined) return { itemId: row.item_id, duplicate: !row.inserted };
+    const existing = await this.handle.run<{ item_id: string }>(
+      this.sql.existing,
+      [item.queue, item.itemId, item.dedupeKey],
+      'enqueue: find duplicate',
+    );
+    if (existing[0] !== undefined) return { itemId: existing[0].item_id, duplicate: true };
+    throw new LoomError(
+      ErrorCode.STORE_FAILURE,
+      `debounced enqueue of ${item.itemId} into ${item.queue} was neither written nor a duplicate`,
+      { operation: 'enqueue' },
+    );
   }
 
   /** See {@link QueueStore.claim}: lock the queue row, then one claim statement, one transaction. */

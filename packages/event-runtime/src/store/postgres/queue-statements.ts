@@ -21,8 +21,7 @@ export interface QueueStatements {
  * unfinished duplicate dedupe key (ON CONFLICT DO NOTHING arbitrates on both unique indexes).
  * `$1` queue … `$8` partition key, `$9` now, `$10` the item's own partition limit (or NULL),
  * `$11`…`$13` its throttle key, count and window (all NULL for none), `$14`/`$15` its
- * idempotency key and window (NULL for none), `$16`…`$18` its debounce key, period and max wait
- * (NULL for none; the max wait alone may be NULL: no cap).
+ * idempotency key and window (NULL for none). A debounced item has its own statement.
  */
 function enqueueStatement(q: string, schema: string): PgStatement {
   return {
@@ -33,10 +32,9 @@ function enqueueStatement(q: string, schema: string): PgStatement {
 INSERT INTO ${q}.queue_items
   (queue, item_id, flow, version, input, priority, dedupe_key, partition_key, partition_limit,
    throttle_key, throttle_count, throttle_window_ms, idempotency_key, idempotency_until_ms,
-   debounce_key, due_at_ms, debounce_deadline_ms, status, enqueued_at_ms)
+   status, enqueued_at_ms)
 VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::int, $7::text, $8::text, $10::int,
-  $11::text, $12::int, $13::bigint, $14::text, $9::bigint + $15::bigint,
-  $16::text, $9::bigint + $17::bigint, $9::bigint + $18::bigint, 'pending', $9::bigint)
+  $11::text, $12::int, $13::bigint, $14::text, $9::bigint + $15::bigint, 'pending', $9::bigint)
 ON CONFLICT DO NOTHING
 RETURNING item_id`,
   };
@@ -75,20 +73,34 @@ ORDER BY idempotency_until_ms DESC LIMIT 1`,
 }
 
 /**
- * A debounced enqueue of a key whose item is still pending, after the key's advisory lock: the
- * newer input, and the due time pushed to now + period, never past the item's deadline. A claim
- * that took the row first (status no longer 'pending' once its lock is released) leaves nothing
- * to update, and the enqueue inserts a new item. `$1` queue, `$2` key, `$3` input, `$4` now,
- * `$5` period. Serves: queue_items_debounce_idx.
+ * A debounced enqueue, one statement: insert the item, or, when the key already has a pending
+ * item (the conflict on queue_items_debounce_idx, which holds at most one per key), give that
+ * item this input and push its due time to now + period, never past its deadline. ON CONFLICT
+ * DO UPDATE arbitrates racing enqueues of a key (one inserts, the rest update it, in commit
+ * order: the last input wins); a claim that took the row first moved it out of the partial
+ * index, so the enqueue inserts a new item. `inserted` tells the two apart. An item id already
+ * taken inserts nothing and returns no row (the caller looks it up). Parameters as the enqueue's
+ * (`$1`…`$9`, `$10`…`$13` limits and throttle), `$14` debounce key, `$15` period, `$16` max wait
+ * (NULL: no cap). Serves: queue_items_pkey, queue_items_debounce_idx.
  */
 function debounceStatement(q: string, schema: string): PgStatement {
   return {
     name: statementName(schema, 'queue-debounce'),
-    text: `UPDATE ${q}.queue_items
-SET input = $3::text,
-    due_at_ms = LEAST($4::bigint + $5::bigint, debounce_deadline_ms)
-WHERE queue = $1::text AND debounce_key = $2::text AND status = 'pending'
-RETURNING item_id`,
+    text: `WITH lock_row AS (
+  INSERT INTO ${q}.queues (queue) VALUES ($1::text) ON CONFLICT DO NOTHING
+)
+INSERT INTO ${q}.queue_items AS i
+  (queue, item_id, flow, version, input, priority, dedupe_key, partition_key, partition_limit,
+   throttle_key, throttle_count, throttle_window_ms, debounce_key, due_at_ms, debounce_deadline_ms,
+   status, enqueued_at_ms)
+SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::int, $7::text, $8::text, $10::int,
+  $11::text, $12::int, $13::bigint, $14::text, $9::bigint + $15::bigint, $9::bigint + $16::bigint,
+  'pending', $9::bigint
+WHERE NOT EXISTS (SELECT 1 FROM ${q}.queue_items WHERE queue = $1::text AND item_id = $2::text)
+ON CONFLICT (queue, debounce_key) WHERE debounce_key IS NOT NULL AND status = 'pending'
+DO UPDATE SET input = EXCLUDED.input,
+  due_at_ms = LEAST($9::bigint + $15::bigint, i.debounce_deadline_ms)
+RETURNING i.item_id, (i.xmax = 0) AS inserted`,
   };
 }
 
