@@ -233,6 +233,12 @@ export interface QueueStore {
   complete(queue: string, itemIds: readonly string[], outcome?: QueueItemOutcome): Promise<void>;
   /** The item, whatever its status; undefined when the queue has no such item. */
   get(queue: string, itemId: string): Promise<QueueItem | undefined>;
+  /**
+   * The queue's unfinished items (pending or running) with this `partitionKey`, in enqueue
+   * order, at most `Limits.queueBatchMax`: what a singleton with `mode: 'cancel'` reads to find
+   * the runs a newer one replaces (ADR 0059).
+   */
+  unfinishedOfPartition(queue: string, partitionKey: string): Promise<QueueItem[]>;
   /** The queue's counts by the store's clock (all zero for a queue nothing was enqueued into). */
   queueStats(queue: string): Promise<QueueStats>;
   /** The counts of every queue that has items, by name, one query per page. */

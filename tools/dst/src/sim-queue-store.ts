@@ -146,6 +146,12 @@ export class SimQueueStore implements QueueStore {
     return this.link.pass('get', () => this.inner.get(queue, itemId));
   }
 
+  unfinishedOfPartition(queue: string, partitionKey: string): Promise<QueueItem[]> {
+    return this.link.pass('unfinishedOfPartition', () =>
+      this.inner.unfinishedOfPartition(queue, partitionKey),
+    );
+  }
+
   queueStats(queue: string): Promise<QueueStats> {
     return this.link.pass('queueStats', () => this.inner.queueStats(queue));
   }

@@ -57,6 +57,11 @@ export function checkQueueName(queue: unknown): string {
   return checkName(queue, 'queue', 'queueNameLengthMax');
 }
 
+/** Validates a partition key (INVALID_ARGUMENT / LIMIT_EXCEEDED). */
+export function checkPartitionKey(partitionKey: unknown): string {
+  return checkName(partitionKey, 'partitionKey', 'queueKeyLengthMax');
+}
+
 /** Validates a queue item id. */
 export function checkQueueItemId(itemId: unknown): string {
   return checkName(itemId, 'itemId', 'queueItemIdLengthMax');

@@ -194,6 +194,29 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
         expect((await store.get(queue, 'a'))?.attempts).toBe(2);
       });
 
+      it("lists a partition's unfinished items in enqueue order, across handles", async () => {
+        const peer = await harness.openPeer();
+        try {
+          await put('p-1', { partitionKey: 'acct', priority: 5 });
+          await put('p-2', { partitionKey: 'acct' }, peer);
+          await put('p-3', { partitionKey: 'other' });
+          await put('p-4', { partitionKey: 'acct' });
+          expect(ids(await claimAll('n', { limit: 1 }))).toEqual(['p-1']);
+          await store.complete(queue, ['p-2']);
+          const unfinished = await peer.unfinishedOfPartition(queue, 'acct');
+          expect(unfinished.map((item) => [item.itemId, item.status])).toEqual([
+            ['p-1', 'running'],
+            ['p-4', 'pending'],
+          ]);
+          expect(await store.unfinishedOfPartition(queue, 'none')).toEqual([]);
+          expect(await codeOf(store.unfinishedOfPartition(queue, ''))).toBe(
+            ErrorCode.INVALID_ARGUMENT,
+          );
+        } finally {
+          await peer.close();
+        }
+      });
+
       it('stores an item with its defaults and returns a copy', async () => {
         const input = { nested: [1, -0, 'ü🧵'], empty: {} };
         expect(await store.enqueue({ queue, itemId: 'a', flow: 'send', input })).toEqual({

@@ -7,6 +7,7 @@ import {
   checkQueueBatch,
   checkQueueItemId,
   checkQueueName,
+  checkPartitionKey,
   checkQueueOutcome,
   claimBudget,
   debounceDueAt,
@@ -311,6 +312,18 @@ export class InMemoryQueueStore implements QueueStore {
     this.assertOpen();
     const row = this.queues.get(checkQueueName(queue))?.get(checkQueueItemId(itemId));
     return row === undefined ? undefined : toItem(row);
+  }
+
+  /** See {@link QueueStore.unfinishedOfPartition}. Throws `INVALID_ARGUMENT`, `STORE_CLOSED`. */
+  async unfinishedOfPartition(queue: string, partitionKey: string): Promise<QueueItem[]> {
+    this.assertOpen();
+    const name = checkQueueName(queue);
+    const key = checkPartitionKey(partitionKey);
+    return [...(this.queues.get(name)?.values() ?? [])]
+      .filter((row) => row.partitionKey === key && row.status !== 'done')
+      .sort((a, b) => a.seq - b.seq)
+      .slice(0, Limits.queueBatchMax)
+      .map(toItem);
   }
 
   /** Further calls fail with `STORE_CLOSED`. Idempotent. */

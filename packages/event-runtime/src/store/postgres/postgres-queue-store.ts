@@ -3,6 +3,7 @@ import { systemClock } from '../../clock.js';
 import { ErrorCode, LoomError } from '../../errors.js';
 import { checkLeaseOwner, leaseExpiry } from '../../internal/lease-input.js';
 import {
+  checkPartitionKey,
   checkQueueBatch,
   checkQueueItemId,
   checkQueueName,
@@ -335,6 +336,17 @@ export class PostgresQueueStore implements QueueStore {
       'get queue item',
     );
     return rows[0] === undefined ? undefined : queueItemFromRow(rows[0]);
+  }
+
+  /** See {@link QueueStore.unfinishedOfPartition}: one statement. */
+  async unfinishedOfPartition(queue: string, partitionKey: string): Promise<QueueItem[]> {
+    this.handle.assertOpen(this.backend);
+    const rows = await this.handle.run<QueueItemRow>(
+      this.sql.unfinished,
+      [checkQueueName(queue), checkPartitionKey(partitionKey), Limits.queueBatchMax],
+      'read a partition',
+    );
+    return rows.map(queueItemFromRow);
   }
 
   /** Further calls fail with `STORE_CLOSED`. Ends the pool only if the store created it. */

@@ -12,6 +12,7 @@ export interface QueueStatements {
   renew: PgStatement;
   complete: PgStatement;
   get: PgStatement;
+  unfinished: PgStatement;
   stats: PgStatement;
   list: PgStatement;
 }
@@ -254,6 +255,20 @@ function getStatement(q: string, schema: string): PgStatement {
 }
 
 /**
+ * A partition's unfinished items in enqueue order (a cancel-mode singleton's lookup). `$1`
+ * queue, `$2` partition key, `$3` limit. Serves: queue_items_running_idx for the running ones,
+ * the queue's ready index for the pending ones.
+ */
+function unfinishedStatement(q: string, schema: string): PgStatement {
+  return {
+    name: statementName(schema, 'queue-unfinished-of-partition'),
+    text: `SELECT * FROM ${q}.queue_items
+WHERE queue = $1::text AND partition_key = $2::text AND status <> 'done'
+ORDER BY seq LIMIT $3::int`,
+  };
+}
+
+/**
  * Counts per queue in one pass over its items. `$1` queue (`= $1` for one queue, `> $1` for the
  * page after it), `$2` now, `$3` limit. Serves: queue_items_pkey (queue, item_id), whose order
  * groups the items by queue without a sort.
@@ -290,6 +305,7 @@ export function queueStatements(quotedSchema: string, schema: string): QueueStat
     renew: renewStatement(quotedSchema, schema),
     complete: completeStatement(quotedSchema, schema),
     get: getStatement(quotedSchema, schema),
+    unfinished: unfinishedStatement(quotedSchema, schema),
     stats: statsStatement(quotedSchema, schema, false),
     list: statsStatement(quotedSchema, schema, true),
   };

@@ -124,3 +124,12 @@ export function statsSql(where: string): string {
 
 /** One item by queue and id. Serves: loom_queue_items_id. */
 export const getSql = 'SELECT * FROM loom_queue_items WHERE queue = ? AND item_id = ?';
+
+/**
+ * A partition's unfinished items in enqueue order (a cancel-mode singleton's lookup). Serves:
+ * loom_queue_items_running for the running ones; pending ones through the queue's ready index.
+ */
+export const unfinishedOfPartitionSql = `
+  SELECT * FROM loom_queue_items
+  WHERE queue = ? AND partition_key = ? AND status <> 'done'
+  ORDER BY seq LIMIT ?`;

@@ -8,6 +8,7 @@ import {
   checkQueueBatch,
   checkQueueItemId,
   checkQueueName,
+  checkPartitionKey,
   checkQueueOutcome,
   claimBudget,
   listQueuesOptions,
@@ -41,6 +42,7 @@ import {
   startedSql,
   statsSql,
   takeSql,
+  unfinishedOfPartitionSql,
 } from './sqlite-queue-statements.js';
 import { SqliteTableAccess } from './sqlite-table-access.js';
 
@@ -76,6 +78,7 @@ function prepareStatements(db: Database.Database) {
     renew: db.prepare(renewSql).pluck(),
     complete: db.prepare(completeSql),
     get: db.prepare<[string, string], QueueItemRow>(getSql),
+    unfinished: db.prepare<[string, string, number], QueueItemRow>(unfinishedOfPartitionSql),
     stats: db.prepare<[Record<string, unknown>], QueueStats>(statsSql('queue = @queue')),
     list: db.prepare<[Record<string, unknown>], QueueStats>(statsSql('queue > @queue')),
   };
@@ -268,6 +271,19 @@ export class SqliteQueueStore implements QueueStore {
       throw mapSqliteError(error, 'get queue item');
     }
     return row === undefined ? undefined : queueItemFromRow(row);
+  }
+
+  /** See {@link QueueStore.unfinishedOfPartition}: one statement. */
+  async unfinishedOfPartition(queue: string, partitionKey: string): Promise<QueueItem[]> {
+    this.tables.assertOpen();
+    const name = checkQueueName(queue);
+    const key = checkPartitionKey(partitionKey);
+    const s = this.tables.ready();
+    try {
+      return s.unfinished.all(name, key, Limits.queueBatchMax).map(queueItemFromRow);
+    } catch (error) {
+      throw mapSqliteError(error, 'read a partition');
+    }
   }
 
   /** Further calls fail with `STORE_CLOSED`. Leaves the database handle open. Idempotent. */
