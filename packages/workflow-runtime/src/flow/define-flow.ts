@@ -34,7 +34,8 @@ const namePattern = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
  *
  * Error codes: `INVALID_ARGUMENT` for a bad name, version, schema, `concurrency`, `throttle`,
  * `singleton`, `idempotency` or `debounce` (a key that is not a function, a limit or period that
- * is not a positive integer, a mode other than `'skip'`, a `debounce.maxWaitMs` below its
+ * is not a positive integer, a mode other than `'skip'` or `'cancel'`, `concurrency` beside
+ * singleton mode `'cancel'`, a `debounce.maxWaitMs` below its
  * `periodMs`, `debounce` beside `singleton` or `idempotency`) or `trigger` (a bad event name, an `if` or
  * `idempotency` that is not a function, a trigger beside any of those flow controls).
  *
@@ -71,7 +72,7 @@ export function defineFlow<I, O, S extends SignalSchemas = SignalSchemas>(
   }
   if (options.concurrency !== undefined) checkConcurrency(options.name, options.concurrency);
   if (options.throttle !== undefined) checkThrottle(options.name, options.throttle);
-  if (options.singleton !== undefined) checkSingleton(options.name, options.singleton);
+  if (options.singleton !== undefined) checkSingleton(options.name, options.singleton, options);
   if (options.idempotency !== undefined) checkIdempotency(options.name, options.idempotency);
   if (options.debounce !== undefined) checkDebounce(options.name, options.debounce, options);
   if (options.trigger !== undefined) {

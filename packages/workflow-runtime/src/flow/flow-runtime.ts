@@ -47,6 +47,7 @@ import {
 import { debounceOf } from './flow-debounce.js';
 import { idempotencyOf } from './flow-idempotency.js';
 import { singletonOf } from './flow-singleton.js';
+import { supersedeOlder } from './singleton-cancel.js';
 import { flowControlNameOf, throttleOf } from './flow-throttle.js';
 import { pruneRuns, type RuntimePruneOptions } from './prune-runs.js';
 import {
@@ -773,7 +774,10 @@ export class Runtime {
    * `partitionKey` and `partitionConcurrencyMax`), so passing `partitionKey` too is refused; a
    * flow that declares `throttle` files it under `throttle.key(input)` with its limit and period;
    * one that declares `singleton` dedupes it by `singleton.key(input)` (an unfinished run of the
-   * key answers `duplicate: true` with its `itemId`), so passing `dedupeKey` too is refused; one
+   * key answers `duplicate: true` with its `itemId`), so passing `dedupeKey` too is refused — with
+   * `mode: 'cancel'` it files the item under the key's own partition of limit 1 instead and
+   * cancels the key's older runs (a claimed one now, a waiting one when a worker claims it), so
+   * passing `partitionKey` too is refused; one
    * that declares `idempotency` answers the first run of its key within the window the same way;
    * one that declares `debounce` collapses enqueues of `debounce.key(input)` into the key's
    * not-yet-started run (`duplicate: true` with its `itemId`; it now carries this input and starts
@@ -805,7 +809,8 @@ export class Runtime {
       }
       value = checked.value;
     }
-    return queues.enqueue({
+    const singleton = singletonOf(flow as unknown as AnyFlow, value, options);
+    const result = await queues.enqueue({
       queue,
       flow: flow.name,
       version: flow.version ?? null,
@@ -813,10 +818,21 @@ export class Runtime {
       ...options,
       ...flowControlOf(flow as unknown as AnyFlow, value, options),
       ...throttleOf(flow as unknown as AnyFlow, value),
-      ...singletonOf(flow as unknown as AnyFlow, value, options.dedupeKey),
+      ...singleton,
       ...idempotencyOf(flow as unknown as AnyFlow, value),
       ...debounceOf(flow as unknown as AnyFlow, value, options.dedupeKey),
     });
+    // Singleton mode 'cancel': the newer item is written; cancel the key's older runs.
+    if (singleton.partitionKey !== undefined && !result.duplicate) {
+      await supersedeOlder(
+        queues,
+        (executionId, reason) => this.cancel(executionId, reason),
+        queue,
+        singleton.partitionKey,
+        result.itemId,
+      );
+    }
+    return result;
   }
 
   /**
