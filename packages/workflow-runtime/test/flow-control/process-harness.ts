@@ -26,7 +26,10 @@ export async function rows<T>(backend: SqliteBackend | PostgresBackend, sql: str
 }
 
 /** A worker process on `target`, running the flows of `mode` (tenant-worker.ts's argument). */
-export function startWorker(target: string, mode?: 'throttle' | 'singleton' | 'debounce') {
+export function startWorker(
+  target: string,
+  mode?: 'throttle' | 'singleton' | 'debounce' | 'cancel',
+) {
   const child = spawnTestProcess(workerFile, {
     args: mode === undefined ? [target] : [target, mode],
     name: `${mode ?? 'tenant'} worker`,
