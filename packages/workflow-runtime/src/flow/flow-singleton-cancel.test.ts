@@ -29,8 +29,56 @@ const render = defineFlow(
   },
 );
 
+// Busy in its steps (no durable wait): a cancel from another runtime lands while a step runs.
+const busy = defineFlow(
+  {
+    name: 'busy-preview',
+    singleton: { key: (input: { doc: string; n: number }) => input.doc, mode: 'cancel' },
+  },
+  async (ctx, input) => {
+    await ctx.step('enter', async () => {
+      entered.push(input.n);
+    });
+    await ctx.step('work', () => new Promise((resolve) => setTimeout(resolve, 300)));
+    await ctx.step('more', () => new Promise((resolve) => setTimeout(resolve, 300)));
+    return input.n;
+  },
+);
+
 for (const [name, make] of shared) {
   describe(`singleton mode 'cancel' on ${name}`, () => {
+    it('a run cancelled mid-step on a live worker frees its key at once, not when its claim expires', async () => {
+      entered.length = 0;
+      const database = await make();
+      const [a, b] = [await database.open(), await database.open()];
+      const one = createRuntime({ backend: a, flows: [busy], timerPollMs: 20 });
+      const two = createRuntime({ backend: b, flows: [busy], timerPollMs: 20 });
+      try {
+        const first = await two.enqueue('busy', busy, { doc: 'd', n: 0 });
+        // A claim far longer than any wait here: freeing the key by expiry would time out.
+        const worker = one.work('busy', { pollMs: 5, claimTtlMs: 600_000 });
+        await until('the first run entered', async () => entered.includes(0));
+        const second = await two.enqueue('busy', busy, { doc: 'd', n: 1 });
+        await until(
+          'the newer run finished',
+          async () => (await a.queues.get('busy', second.itemId))?.status === 'done',
+        );
+        expect(await a.queues.get('busy', first.itemId)).toMatchObject({
+          outcome: 'cancelled',
+          attempts: 1,
+        });
+        expect((await a.queues.get('busy', second.itemId))?.outcome).toBe('completed');
+        expect(entered).toEqual([0, 1]);
+        await worker.stop();
+      } finally {
+        await one.shutdown();
+        await two.shutdown();
+        if (b !== a) await b.close();
+        await a.close();
+        await database.drop();
+      }
+    });
+
     it('a newer start cancels the running run (naming itself), a waiting one never starts, the newest runs after', async () => {
       entered.length = 0;
       const database = await make();
