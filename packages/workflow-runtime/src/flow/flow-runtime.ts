@@ -47,7 +47,6 @@ import {
 import { debounceOf } from './flow-debounce.js';
 import { idempotencyOf } from './flow-idempotency.js';
 import { singletonOf } from './flow-singleton.js';
-import { supersedeOlder } from './singleton-cancel.js';
 import { flowControlNameOf, throttleOf } from './flow-throttle.js';
 import { pruneRuns, type RuntimePruneOptions } from './prune-runs.js';
 import {
@@ -64,6 +63,7 @@ import {
   type WorkOptions,
 } from './queue-worker.js';
 import { ScheduleChain, type ScheduleDescription } from './schedule-chain.js';
+import { supersedeOlder } from './singleton-cancel.js';
 import { type InferInput, type StandardSchemaV1, validate } from './standard-schema.js';
 import { stopOnTerminal } from './workflow-context.js';
 

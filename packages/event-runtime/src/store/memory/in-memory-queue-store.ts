@@ -4,10 +4,10 @@ import { ErrorCode, LoomError } from '../../errors.js';
 import { decodePayload } from '../../internal/json-codec.js';
 import { checkLeaseOwner, leaseExpiry } from '../../internal/lease-input.js';
 import {
+  checkPartitionKey,
   checkQueueBatch,
   checkQueueItemId,
   checkQueueName,
-  checkPartitionKey,
   checkQueueOutcome,
   claimBudget,
   debounceDueAt,

@@ -5,10 +5,10 @@ import { ErrorCode, isLoomError, LoomError } from '../../errors.js';
 import { checkLeaseOwner, leaseExpiry } from '../../internal/lease-input.js';
 import {
   type ClaimCandidate,
+  checkPartitionKey,
   checkQueueBatch,
   checkQueueItemId,
   checkQueueName,
-  checkPartitionKey,
   checkQueueOutcome,
   claimBudget,
   listQueuesOptions,
