@@ -147,6 +147,14 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
             itemId: 'd-7',
             duplicate: false,
           });
+          // An item id already taken answers itself and leaves the pending item alone.
+          await put('taken');
+          expect(await put('taken', { debounce, input: { n: 9 } })).toEqual({
+            itemId: 'taken',
+            duplicate: true,
+          });
+          expect((await store.get(queue, 'd-7'))?.input).toEqual({ n: 7 });
+          expect(ids(await claimAll('m'))).toEqual(['taken']);
           // Other keys and undebounced items are independent.
           expect((await put('e-0', { debounce: { key: 'doc-2', periodMs: 100 } })).duplicate).toBe(
             false,

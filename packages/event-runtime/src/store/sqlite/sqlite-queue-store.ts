@@ -136,6 +136,9 @@ export class SqliteQueueStore implements QueueStore {
         if (open !== undefined) return { itemId: open, duplicate: true };
       }
       if (item.debounceKey !== null) {
+        // An item id already taken answers itself, as on the other backends.
+        const taken = s.existing.get(item) as string | undefined;
+        if (taken !== undefined) return { itemId: taken, duplicate: true };
         const pending = s.debounce.get({ ...item, nowMs }) as string | undefined;
         if (pending !== undefined) return { itemId: pending, duplicate: true };
       }
