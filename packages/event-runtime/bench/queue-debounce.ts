@@ -11,7 +11,8 @@
  * runs about once a second. Beside them, in the same process, a worker loop claims up to 100
  * items every 20 ms and completes them at once. Prints per backend: enqueues sent, the median
  * and p99 enqueue latency (call to answer), items written (runs started) vs. collapsed,
- * runs claimed, and process CPU per enqueue (user + system of this process over the run, the
+ * runs claimed, and process CPU per enqueue; and the same pace without `debounce` (plain items,
+ * every one a run) as the baseline (user + system of this process over the run, the
  * worker loop included; Postgres' own CPU is not in it). Absolute times are printed, never
  * asserted. SQLite runs with `synchronous=NORMAL` unless `LOOM_BENCH_SQLITE_SYNC=FULL`. Postgres
  * is `LOOM_TEST_PG_URL` (default the local test database), in a throwaway schema; a backend it
@@ -40,8 +41,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const quantile = (sorted: readonly number[], q: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
 
-async function bench(name: string, queues: QueueStore): Promise<string> {
-  const queue = `bench-debounce-${process.pid}`;
+async function bench(name: string, queues: QueueStore, debounced: boolean): Promise<string> {
+  const queue = `bench-${debounced ? 'debounce' : 'plain'}-${process.pid}`;
   const total = RATE * SECONDS;
   const latenciesMs: number[] = [];
   let written = 0;
@@ -75,7 +76,9 @@ async function bench(name: string, queues: QueueStore): Promise<string> {
             queue,
             flow: 'job',
             input: { n },
-            debounce: { key: `k-${n % KEYS}`, periodMs: PERIOD_MS, maxWaitMs: MAX_WAIT_MS },
+            ...(debounced
+              ? { debounce: { key: `k-${n % KEYS}`, periodMs: PERIOD_MS, maxWaitMs: MAX_WAIT_MS } }
+              : {}),
           })
           .then((result) => {
             latenciesMs.push(performance.now() - callAt);
@@ -95,7 +98,7 @@ async function bench(name: string, queues: QueueStore): Promise<string> {
   const sorted = [...latenciesMs].sort((a, b) => a - b);
   const cpuUsPerEnqueue = (cpu.user + cpu.system) / total;
   return (
-    `| ${name} | ${total} in ${elapsedS.toFixed(1)} s | ${quantile(sorted, 0.5).toFixed(2)} | ` +
+    `| ${name} | ${debounced ? 'debounced' : 'plain'} | ${total} in ${elapsedS.toFixed(1)} s | ${quantile(sorted, 0.5).toFixed(2)} | ` +
     `${quantile(sorted, 0.99).toFixed(2)} | ${written} | ${total - written} | ${claimed} | ` +
     `${cpuUsPerEnqueue.toFixed(0)} |`
   );
@@ -106,8 +109,8 @@ const lines = [
     `maxWait ${MAX_WAIT_MS} ms), SQLite synchronous=${SQLITE_SYNC}, ` +
     `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}, ${new Date().toISOString()}`,
   '',
-  '| backend | enqueues | latency median (ms) | p99 (ms) | runs started (items written) | collapsed | runs claimed | CPU µs per enqueue |',
-  '|---|---|---|---|---|---|---|---|',
+  '| backend | enqueue | enqueues | latency median (ms) | p99 (ms) | runs started (items written) | collapsed | runs claimed | CPU µs per enqueue |',
+  '|---|---|---|---|---|---|---|---|---|',
 ];
 
 const directory = mkdtempSync(join(tmpdir(), 'loom-bench-debounce-'));
@@ -117,7 +120,8 @@ try {
     migrate: true,
     synchronous: SQLITE_SYNC,
   });
-  lines.push(await bench('sqlite', sqlite.queues));
+  lines.push(await bench('sqlite', sqlite.queues, false));
+  lines.push(await bench('sqlite', sqlite.queues, true));
   await sqlite.close();
 } finally {
   rmSync(directory, { recursive: true, force: true });
@@ -128,11 +132,12 @@ let postgres: Awaited<ReturnType<typeof openPostgres>> | undefined;
 try {
   postgres = await openPostgres({ connectionString: pgUrl, schema, migrate: true });
 } catch (error) {
-  lines.push(`| postgres | skipped: ${String(error)} | | | | | | |`);
+  lines.push(`| postgres | skipped: ${String(error)} | | | | | | | |`);
 }
 if (postgres !== undefined) {
   try {
-    lines.push(await bench('postgres', postgres.queues));
+    lines.push(await bench('postgres', postgres.queues, false));
+    lines.push(await bench('postgres', postgres.queues, true));
   } finally {
     await postgres.events.connectionPool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     await postgres.close();
