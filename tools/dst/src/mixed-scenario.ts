@@ -92,6 +92,22 @@ export const debouncedFlow = defineFlow(
 );
 
 /**
+ * A singleton with `mode: 'cancel'` per document (ADR 0059): a newer start cancels the unfinished
+ * one. Its items share a partition of limit 1, so the `key-limit` invariant checks that two runs
+ * of a document are never claimed at once, through the cancels, crashes and re-claims.
+ */
+export const latestFlow = defineFlow(
+  {
+    name: 'dst.latest',
+    singleton: { key: (input: { doc: string; n: number }) => input.doc, mode: 'cancel' },
+  },
+  async (ctx, input) => {
+    await ctx.sleep(500);
+    return ctx.step('render', () => `${input.doc}-${input.n}`);
+  },
+);
+
+/**
  * Started by events `dst.ping` (ADR 0060), one run per `data.key`: the simulator checks that each
  * key published has exactly one run and that nothing else was started.
  */
@@ -114,6 +130,7 @@ const flows = [
   keyedFlow,
   eventFlow,
   debouncedFlow,
+  latestFlow,
 ] as unknown as SimFlow[];
 
 /** What one seed published: event ids, and the keys they carry (ids repeat, keys repeat). */
@@ -135,6 +152,7 @@ const counts = {
   keyed: 4,
   events: 5,
   debounced: 8,
+  latest: 6,
 } as const;
 
 /**
@@ -222,6 +240,20 @@ export const mixedScenario: Scenario = {
           node.runtime.enqueue(queueName, debouncedFlow as unknown as SimFlow, input, itemId),
         );
       }, debounceAtMs);
+    }
+    // Starts of a cancel-mode singleton over two documents, close enough that newer ones replace
+    // older ones still running or waiting, from their own fork.
+    const latestRandom = world.random.fork('latest-workload');
+    let latestAtMs = latestRandom.int(spreadMs);
+    for (let n = 0; n < counts.latest; n++) {
+      latestAtMs += latestRandom.int(400);
+      const itemId = `latest-${n}`;
+      const input = { doc: `doc-${n % 2}`, n };
+      world.clock.setTimer(() => {
+        void world.client.retryAny(`enqueue ${itemId}`, (node) =>
+          node.runtime.enqueue(queueName, latestFlow as unknown as SimFlow, input, itemId),
+        );
+      }, latestAtMs);
     }
     // Events, some published twice with one id and some with a key another event carries, from
     // their own fork so the rest of the workload is what it was for a given seed.
