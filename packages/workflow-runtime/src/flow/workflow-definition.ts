@@ -79,9 +79,10 @@ export interface FlowOptions<I, O, S extends SignalSchemas = SignalSchemas> {
    */
   throttle?: FlowThrottle<I>;
   /**
-   * One unfinished queued run per key (see {@link FlowSingleton} and ADR 0059): enqueueing another
-   * while one waits or runs starts nothing and answers the existing run. Holds for queued runs:
-   * `runtime.start` of such a flow is refused with `FLOW_CONTROL_NEEDS_QUEUE`.
+   * One queued run per key at a time (see {@link FlowSingleton} and ADR 0059). `mode: 'skip'`:
+   * enqueueing another while one waits or runs starts nothing and answers the existing run.
+   * `mode: 'cancel'`: enqueueing another cancels the unfinished one and runs after it. Holds for
+   * queued runs: `runtime.start` of such a flow is refused with `FLOW_CONTROL_NEEDS_QUEUE`.
    */
   singleton?: FlowSingleton<I>;
   /**
