@@ -66,6 +66,7 @@ export type {
   EnqueueInput,
   EnqueueResult,
   ListQueuesOptions,
+  QueueDebounce,
   QueueItem,
   QueueItemOutcome,
   QueueItemStatus,

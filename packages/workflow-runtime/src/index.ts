@@ -46,6 +46,7 @@ export {
 export {
   defineFlow,
   type FlowConcurrency,
+  type FlowDebounce,
   type FlowIdempotency,
   type FlowOptions,
   type FlowSingleton,

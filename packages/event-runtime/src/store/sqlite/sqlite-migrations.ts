@@ -300,6 +300,24 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
         WHERE idempotency_key IS NOT NULL;
     `,
   },
+  {
+    version: 12,
+    name: 'queue-debounce',
+    sql: `
+      -- Debounce by key (ADR 0059): an item is not claimed before due_at_ms; a debounced enqueue
+      -- of a key whose item is still pending replaces its input and pushes due_at_ms, never past
+      -- debounce_deadline_ms (first enqueue + maxWaitMs, NULL for no cap). Older rows keep NULL:
+      -- due at once, as before.
+      ALTER TABLE loom_queue_items ADD COLUMN debounce_key TEXT;
+      ALTER TABLE loom_queue_items ADD COLUMN due_at_ms INTEGER;
+      ALTER TABLE loom_queue_items ADD COLUMN debounce_deadline_ms INTEGER;
+      -- Serves enqueue's lookup of the key's pending item (debounce_key = ? AND status =
+      -- 'pending'), and makes a second pending item of a key impossible.
+      CREATE UNIQUE INDEX loom_queue_items_debounce
+        ON loom_queue_items (queue, debounce_key)
+        WHERE debounce_key IS NOT NULL AND status = 'pending';
+    `,
+  },
 ];
 
 /** The newest schema version this code knows. */
