@@ -51,10 +51,11 @@ export class Suspension {
   /**
    * The flow cannot progress past this wait now; the execution suspends when nothing else runs.
    * `signalsSeen`: for a wait a signal ends (a signal or a child's end), the newest inbox signal
-   * id it had read when it found nothing.
+   * id it had read when it found nothing. `kind`: what else than its wake time it waits for (a bit
+   * of `waitKindBits`; 0 for a timer alone), for the index (ADR 0062).
    */
-  block<T>(wakeAtMs: number | null, signalsSeen?: number): Promise<T> {
-    if (this.machine.block(wakeAtMs, signalsSeen)) this.scheduleSuspendCheck();
+  block<T>(wakeAtMs: number | null, signalsSeen?: number, kind = 0): Promise<T> {
+    if (this.machine.block(wakeAtMs, signalsSeen, kind)) this.scheduleSuspendCheck();
     return never();
   }
 

@@ -12,6 +12,7 @@ import { continuedAsNew, type FlowUnwind } from './flow-unwind.js';
 import { EventType, type KernelEventType } from './kernel-events.js';
 import { checkStepName } from './operation-names.js';
 import { encodeRecorded, recordedValue } from './recorded-values.js';
+import { waitKindBits } from '../../wait-kinds.js';
 
 /** An operation's place in the log: its index, its checked name, and what the log has there. */
 export interface Claim {
@@ -29,12 +30,13 @@ export interface CommandSink {
   record(type: KernelEventType, payload: JsonValue, payloadText: string | undefined): unknown;
   /**
    * Set the execution's status in the next write (`wakeOnSignalsAfter`: a suspension's signal
-   * guard, ADR 0033).
+   * guard, ADR 0033; `waitingFor`: what the suspension waits for, bits of `waitKindBits`, ADR 0062).
    */
   setStatus(
     status: ExecutionStatus,
     wakeAtMs: number | null,
     wakeOnSignalsAfter: number | undefined,
+    waitingFor?: number,
   ): void;
   /** Make what is recorded durable in this turn's write, with nobody waiting for it (ADR 0045). */
   flushSoon(): void;
@@ -130,6 +132,8 @@ export class ExecutionMachine {
    * (ADR 0033). Undefined while only timers block.
    */
   private signalsSeen: number | undefined;
+  /** What the blocked waits wait for: bits of `waitKindBits` (ADR 0062). */
+  private waitingFor = 0;
   private suspended = false;
 
   /**
@@ -292,11 +296,13 @@ export class ExecutionMachine {
 
   /**
    * A wait cannot progress before `wakeAtMs` (null: before a signal or a child's end); for a wait a
-   * signal ends, `signalsSeen` is the newest inbox id it had read when it found nothing. True when
-   * the execution may suspend now (see `settleInFlight`).
+   * signal ends, `signalsSeen` is the newest inbox id it had read when it found nothing. `kind`: what
+   * else than its wake time it waits for (a bit of `waitKindBits`: signal, approval, question,
+   * child; 0 for a timer alone). True when the execution may suspend now (see `settleInFlight`).
    */
-  block(wakeAtMs: number | null, signalsSeen?: number): boolean {
+  block(wakeAtMs: number | null, signalsSeen?: number, kind = 0): boolean {
     this.blockedWaits++;
+    this.waitingFor |= wakeAtMs === null ? kind : kind | waitKindBits.timer;
     if (signalsSeen !== undefined) {
       this.signalsSeen = Math.min(signalsSeen, this.signalsSeen ?? signalsSeen);
     }
@@ -316,7 +322,8 @@ export class ExecutionMachine {
     if (!this.maySuspend() || this.suspended || this.ending) return false;
     this.suspended = true;
     this.record(EventType.executionSuspended, { wakeAtMs: this.earliestWakeAtMs }, undefined);
-    this.enqueue(STATUS, 'suspended', this.earliestWakeAtMs, this.signalsSeen);
+    // The one status command is a suspension's: its wait kinds ride in the status's slot.
+    this.enqueue(STATUS, this.waitingFor, this.earliestWakeAtMs, this.signalsSeen);
     return true;
   }
 
@@ -558,9 +565,10 @@ export class ExecutionMachine {
           sink.record(first as KernelEventType, second as JsonValue, third as string | undefined);
         } else if (kind === STATUS) {
           sink.setStatus(
-            first as ExecutionStatus,
+            'suspended',
             second as number | null,
             third as number | undefined,
+            first as number,
           );
         } else if (kind === FLUSH_SOON) {
           sink.flushSoon();

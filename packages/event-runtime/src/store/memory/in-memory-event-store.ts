@@ -31,6 +31,7 @@ import { admitAppend } from '../../internal/admit-append.js';
 import { AppendSignal } from '../../internal/append-signal.js';
 import { checkClaimDue, checkUnclaimDue } from '../../internal/claim-due-arguments.js';
 import { matchesIndexFilter, mergeIndexUpdate } from '../../internal/index-filter.js';
+import { waitingForOf } from '../../internal/waiting-for-of.js';
 import { decodePayload } from '../../internal/json-codec.js';
 import {
   checkExecutionId,
@@ -196,6 +197,7 @@ export class InMemoryEventStore implements BatchAppendingEventStore {
         version: entry.version,
         startedBy: entry.startedBy,
         wakeAtMs: entry.wakeAtMs,
+        ...waitingForOf(entry.status, entry.waitingFor),
         createdAtMs: entry.createdAtMs,
         updatedAtMs: entry.updatedAtMs,
         lastEventAt: last.at,

@@ -300,6 +300,24 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
         WHERE idempotency_key IS NOT NULL;
     `,
   },
+  {
+    version: 14,
+    name: 'waiting-for',
+    sql: `
+      -- What a suspended execution waits for (ADR 0062), written by the append that suspends it:
+      -- bits of timer 1, signal 2, approval 4, question 8, child 16. NULL when the writer did not
+      -- say (every row written before this migration): a view then falls back to wake_at_ms
+      -- (a timer when set, some input when not). Nothing to backfill: the log is not read.
+      ALTER TABLE loom_executions ADD COLUMN waiting_for INTEGER;
+      -- Serves the runs page filtered by what a run waits for (@loom/view searchRuns, waiting =
+      -- timer, signal, approval, question, child or input: status = 'suspended' AND waiting_for &
+      -- bit <> 0, ORDER BY updated_at_ms DESC, execution_id DESC) and its counts: a walk of the
+      -- suspended rows alone, in page order, the bit test read from the index (covering).
+      CREATE INDEX loom_executions_waiting_updated
+        ON loom_executions (updated_at_ms, execution_id, waiting_for, wake_at_ms)
+        WHERE status = 'suspended';
+    `,
+  },
 ];
 
 /** The newest schema version this code knows. */

@@ -63,10 +63,14 @@ export function dashboardHtml(options: { readOnly: boolean }): string {
         <option>running</option><option>suspended</option><option>completed</option>
         <option>failed</option><option>cancelled</option><option>continued</option><option>settled</option>
       </select></label>
-      <label title="a suspended run waits for a timer (a sleep, a timeout, an expiry) or for input (an approval, an answer, a signal, a child)">Waiting for <select id="waiting-filter">
+      <label title="what a suspended run waits for: a timer (a sleep, a timeout, an expiry), a signal, an approval, an answer to a question, a child run; a wait for a signal with a timeout is both">Waiting for <select id="waiting-filter">
         <option value="">anything</option>
         <option value="timer">a timer</option>
-        <option value="input">input</option>
+        <option value="signal">a signal</option>
+        <option value="approval">an approval</option>
+        <option value="question">an answer</option>
+        <option value="child">a child run</option>
+        <option value="input">any input</option>
       </select></label>
       <label>Updated from <input id="updated-from" type="datetime-local" step="1" aria-label="updated from (UTC)"></label>
       <label>to <input id="updated-before" type="datetime-local" step="1" aria-label="updated before (UTC)"></label>

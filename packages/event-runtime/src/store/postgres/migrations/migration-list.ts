@@ -10,6 +10,7 @@ import { liveChunksMigration } from './0009-live-chunks.js';
 import { runsPageOrderMigration } from './0010-runs-page-order.js';
 import { queuePartitionLimitsMigration } from './0011-queue-partition-limits.js';
 import { queueFlowControlMigration } from './0012-queue-flow-control.js';
+import { waitingForMigration } from './0015-waiting-for.js';
 import type { PostgresMigration } from './postgres-migration.js';
 
 /** Every Postgres migration, oldest first. Append only: a shipped migration is never edited. */
@@ -26,6 +27,7 @@ export const postgresMigrations: readonly PostgresMigration[] = [
   runsPageOrderMigration,
   queuePartitionLimitsMigration,
   queueFlowControlMigration,
+  waitingForMigration,
 ];
 
 /** The schema version this code writes and reads: the number of the newest migration. */
