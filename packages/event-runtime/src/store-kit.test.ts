@@ -35,6 +35,7 @@ import {
   type IndexUpdate,
   matchesIndexFilter,
   mergeIndexUpdate,
+  waitingForOf,
   type PreparedSignal,
   prepareAppend,
   prepareSignal,
@@ -157,6 +158,7 @@ class MapEventStore implements EventStore {
         return {
           ...{ executionId, createdAtMs, flow, settledAs, status, updatedAtMs, version, wakeAtMs },
           startedBy,
+          ...waitingForOf(status, entry.waitingFor),
           lastEventAt: (rows[rows.length - 1] as StoredRow).at,
           nextSequence: rows.length,
         };

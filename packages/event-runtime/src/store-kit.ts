@@ -42,6 +42,7 @@ export {
 } from './internal/find-executions-query.js';
 export { matchesIndexFilter, mergeIndexUpdate } from './internal/index-filter.js';
 export { decodePayload, encodePayload } from './internal/json-codec.js';
+export { waitingForOf } from './internal/waiting-for-of.js';
 export {
   chainEvents,
   checkExecutionId,
