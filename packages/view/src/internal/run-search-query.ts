@@ -2,8 +2,8 @@
 // view's read-only SQL over the kernel's tables). The page is a keyset read: `(sort column,
 // execution_id)` compared with the cursor's row, ordered by both, LIMIT n + 1 (the extra row says
 // whether there is a page beyond), served by the indexes of the kernel's migration 9 (SQLite) /
-// 10 (Postgres); a waiting filter by the partial index of migration 14 / 15 (ADR 0062). The counts
-// are one GROUP BY over the same filters.
+// 10 (Postgres); a waiting filter by the status index on SQLite and the partial index of migration
+// 15 on Postgres (ADR 0062). The counts are one GROUP BY over the same filters.
 import {
   type DetailedExecutionStatus,
   type ExecutionSummary,
@@ -210,7 +210,7 @@ const inputBits =
 
 /**
  * The SQL test of a waiting filter (ADR 0062): a bit of `waiting_for` (constants, not parameters,
- * so Postgres matches the partial index's `status = 'suspended'` and the test reads the index).
+ * so Postgres matches its partial index `WHERE status = 'suspended'` and tests the bit in it).
  * A row whose writer said nothing (NULL) falls back to its wake time: `timer` when it has one,
  * `input` when not.
  */
