@@ -35,7 +35,6 @@ import {
   type IndexUpdate,
   matchesIndexFilter,
   mergeIndexUpdate,
-  waitingForOf,
   type PreparedSignal,
   prepareAppend,
   prepareSignal,
@@ -50,6 +49,7 @@ import {
   storeClosed,
   storedRowOf,
   verifyRows,
+  waitingForOf,
 } from './store-kit.js';
 import { eventStoreConformance, sameProcessPeer } from './testing.js';
 

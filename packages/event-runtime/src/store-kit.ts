@@ -42,7 +42,6 @@ export {
 } from './internal/find-executions-query.js';
 export { matchesIndexFilter, mergeIndexUpdate } from './internal/index-filter.js';
 export { decodePayload, encodePayload } from './internal/json-codec.js';
-export { waitingForOf } from './internal/waiting-for-of.js';
 export {
   chainEvents,
   checkExecutionId,
@@ -80,3 +79,4 @@ export {
 export { type AppendFeed, StoreSubscriptions } from './internal/store-subscriptions.js';
 export { rowToEvent, type StoredRow, storedRowOf } from './internal/stored-row.js';
 export { verifyRows } from './internal/verify-rows.js';
+export { waitingForOf } from './internal/waiting-for-of.js';

@@ -4,8 +4,13 @@ import type { WaitKind } from './envelope.js';
  * Every {@link WaitKind}, in the order of their bits in the execution index's `waiting_for`
  * column (bit `1 << i` for `waitKinds[i]`). Append only: a stored bit never changes meaning.
  */
-export const waitKinds = ['timer', 'signal', 'approval', 'question', 'child'] as const satisfies
-  readonly WaitKind[];
+export const waitKinds = [
+  'timer',
+  'signal',
+  'approval',
+  'question',
+  'child',
+] as const satisfies readonly WaitKind[];
 
 /**
  * The bit of each wait kind in the index's `waiting_for` column (an integer; NULL when the writer

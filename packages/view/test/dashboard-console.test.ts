@@ -359,14 +359,18 @@ describe('the runs list filtered by what a run waits for', () => {
         async () => {
           shown = await page
             .locator('#runs-body tr[data-run]')
-            .evaluateAll((rows) => rows.map((row) => (row as unknown as El).getAttribute('data-run')));
+            .evaluateAll((rows) =>
+              rows.map((row) => (row as unknown as El).getAttribute('data-run')),
+            );
           return JSON.stringify(shown) === JSON.stringify(ids) ? true : undefined;
         },
         `the runs table to be [${ids.join(', ')}]`,
         waitMs,
       );
     } catch (error) {
-      throw new Error(`${(error as Error).message}; it shows [${shown.join(', ')}] at ${page.url()}`);
+      throw new Error(
+        `${(error as Error).message}; it shows [${shown.join(', ')}] at ${page.url()}`,
+      );
     }
   }
 

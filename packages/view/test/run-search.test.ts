@@ -37,7 +37,8 @@ function plan(i: number): {
   if (i % 11 === 0) return { status: 'suspended', wakeAtMs: later };
   if (i % 13 === 0) return { status: 'suspended' };
   if (i % 17 === 0) return { status: 'running' };
-  if (i % 19 === 0) return { status: 'suspended', wakeAtMs: later, waitingFor: ['timer', 'approval'] };
+  if (i % 19 === 0)
+    return { status: 'suspended', wakeAtMs: later, waitingFor: ['timer', 'approval'] };
   if (i % 23 === 0) return { status: 'suspended', waitingFor: ['question'] };
   if (i === 29) return { status: 'suspended', wakeAtMs: later, waitingFor: ['timer', 'signal'] };
   if (i === 31) return { status: 'suspended', waitingFor: ['child'] };
@@ -222,7 +223,10 @@ describe.each([...targets, memory])('searchRuns and runCounts on $name', (target
     const waitsFor = (i: number, kind: RunWaiting) => {
       const { status, wakeAtMs, waitingFor } = plan(i);
       if (status !== 'suspended') return false;
-      if (waitingFor === undefined) return (kind === 'timer') === (wakeAtMs !== undefined) && (kind === 'timer' || kind === 'input');
+      if (waitingFor === undefined)
+        return (
+          (kind === 'timer') === (wakeAtMs !== undefined) && (kind === 'timer' || kind === 'input')
+        );
       return kind === 'input' ? waitingFor.some((k) => k !== 'timer') : waitingFor.includes(kind);
     };
     for (const kind of ['timer', 'signal', 'approval', 'question', 'child', 'input'] as const) {
@@ -231,7 +235,12 @@ describe.each([...targets, memory])('searchRuns and runCounts on $name', (target
       expect(want.length).toBeGreaterThan(0);
     }
     // The exact sets, so the predicate above cannot drift into agreeing with a wrong search.
-    expect((await ids({ waiting: 'approval' })).sort()).toEqual(['r-019', 'r-037', 'r-038', 'r-057']);
+    expect((await ids({ waiting: 'approval' })).sort()).toEqual([
+      'r-019',
+      'r-037',
+      'r-038',
+      'r-057',
+    ]);
     expect((await ids({ waiting: 'question' })).sort()).toEqual(['r-023', 'r-046']);
     expect((await ids({ waiting: 'signal' })).sort()).toEqual(['r-029', 'r-037']);
     expect(await ids({ waiting: 'child' })).toEqual(['r-031']);

@@ -251,7 +251,10 @@ function checkWaitingFor(guard: AppendGuard): number | null {
   if (!Array.isArray(kinds)) invalid('guard.waitingFor must be an array of wait kinds');
   let bits = 0;
   for (const kind of kinds) {
-    const bit = typeof kind === 'string' && Object.hasOwn(waitKindBits, kind) ? waitKindBits[kind as keyof typeof waitKindBits] : undefined;
+    const bit =
+      typeof kind === 'string' && Object.hasOwn(waitKindBits, kind)
+        ? waitKindBits[kind as keyof typeof waitKindBits]
+        : undefined;
     if (bit === undefined) {
       invalid(
         `guard.waitingFor has ${describe(kind)}; a wait kind is timer, signal, approval, question or child`,

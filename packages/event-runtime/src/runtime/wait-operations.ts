@@ -1,6 +1,6 @@
 import type { StoredSignal } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
-import type { SignalWaitKind } from './flow.js';
+import { waitKindBits } from '../wait-kinds.js';
 import { WaitDecision } from './core/execution-machine.js';
 import {
   replaySignal,
@@ -11,9 +11,9 @@ import {
   timerDue,
   timerFired,
 } from './core/wait-records.js';
-import { waitKindBits } from '../wait-kinds.js';
 import type { DriverScope } from './driver-scope.js';
 import { never } from './driver-support.js';
+import type { SignalWaitKind } from './flow.js';
 import { isTransientStoreError } from './store-retry.js';
 
 /** The index bit of each kind a signal wait may carry (ADR 0062). */

@@ -1528,7 +1528,10 @@ export function runtimeConformance(
           run: async (ctx) => (await ctx.waitForSignal('go')).received,
         };
         const flows: Array<[Flow<null, JsonValue>, string[]]> = [
-          [{ name: 'waits-sleep', run: async (ctx) => ctx.sleep(60_000).then(() => null) }, ['timer']],
+          [
+            { name: 'waits-sleep', run: async (ctx) => ctx.sleep(60_000).then(() => null) },
+            ['timer'],
+          ],
           [
             {
               name: 'waits-signal-timeout',

@@ -148,9 +148,11 @@ for (const [backend, open] of testBackends('signals')) {
       await runtime.signal('l-1', 'answer', 'blue');
       expect(await runtime.wakeDue(10)).toEqual(['l-1']);
       expect(await handle.result()).toEqual([true, true]);
-      const wrong = defineFlow({ name: 'wrong-kind' }, async (ctx) =>
-        ctx.waitForSignal('x', { kind: 'child' as never }),
-      );
+      const wrong = defineFlow({ name: 'wrong-kind' }, async (ctx) => {
+        const kind = 'child' as 'signal';
+        const wait = await ctx.waitForSignal('x', { kind });
+        return wait.received;
+      });
       const failed = await runtime.start(wrong, undefined as never, { executionId: 'w-1' });
       await expect(failed.result()).rejects.toMatchObject({ code: 'EXECUTION_FAILED' });
       await expect(failed.result()).rejects.toThrow(/got kind "child": a signal wait's kind is/);

@@ -12,7 +12,6 @@ import { continuedAsNew, type FlowUnwind } from './flow-unwind.js';
 import { EventType, type KernelEventType } from './kernel-events.js';
 import { checkStepName } from './operation-names.js';
 import { encodeRecorded, recordedValue } from './recorded-values.js';
-import { waitKindBits } from '../../wait-kinds.js';
 
 /** An operation's place in the log: its index, its checked name, and what the log has there. */
 export interface Claim {
@@ -296,13 +295,13 @@ export class ExecutionMachine {
 
   /**
    * A wait cannot progress before `wakeAtMs` (null: before a signal or a child's end); for a wait a
-   * signal ends, `signalsSeen` is the newest inbox id it had read when it found nothing. `kind`: what
-   * else than its wake time it waits for (a bit of `waitKindBits`: signal, approval, question,
-   * child; 0 for a timer alone). True when the execution may suspend now (see `settleInFlight`).
+   * signal ends, `signalsSeen` is the newest inbox id it had read when it found nothing. `kinds`:
+   * what it waits for, as bits of `waitKindBits` (the shell's: the core only ORs them into the
+   * suspension). True when the execution may suspend now (see `settleInFlight`).
    */
-  block(wakeAtMs: number | null, signalsSeen?: number, kind = 0): boolean {
+  block(wakeAtMs: number | null, signalsSeen?: number, kinds = 0): boolean {
     this.blockedWaits++;
-    this.waitingFor |= wakeAtMs === null ? kind : kind | waitKindBits.timer;
+    this.waitingFor |= kinds;
     if (signalsSeen !== undefined) {
       this.signalsSeen = Math.min(signalsSeen, this.signalsSeen ?? signalsSeen);
     }

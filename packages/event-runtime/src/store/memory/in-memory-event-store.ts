@@ -31,7 +31,6 @@ import { admitAppend } from '../../internal/admit-append.js';
 import { AppendSignal } from '../../internal/append-signal.js';
 import { checkClaimDue, checkUnclaimDue } from '../../internal/claim-due-arguments.js';
 import { matchesIndexFilter, mergeIndexUpdate } from '../../internal/index-filter.js';
-import { waitingForOf } from '../../internal/waiting-for-of.js';
 import { decodePayload } from '../../internal/json-codec.js';
 import {
   checkExecutionId,
@@ -55,6 +54,7 @@ import { StoreSubscriptions } from '../../internal/store-subscriptions.js';
 import { rowToEvent, type StoredRow, storedRowOf } from '../../internal/stored-row.js';
 import { storedRowsHook } from '../../internal/test-hooks.js';
 import { verifyRows } from '../../internal/verify-rows.js';
+import { waitingForOf } from '../../internal/waiting-for-of.js';
 
 export interface InMemoryEventStoreOptions {
   clock?: Clock;

@@ -1,7 +1,7 @@
 import type { ExecutionStatus, ExecutionSummary, SettledAs } from '../../envelope.js';
 import { findExecutionsWhere } from '../../internal/find-executions-query.js';
-import { waitingForOf } from '../../internal/waiting-for-of.js';
 import type { FindExecutionsFilter } from '../../internal/read-options.js';
+import { waitingForOf } from '../../internal/waiting-for-of.js';
 import { type PgStatement, statementName } from './pg-statement.js';
 
 /** A findExecutions row as pg returns it (bigint columns arrive as strings). */
