@@ -77,6 +77,34 @@ export const WorkflowErrorCode = {
    * `terminalError()` thrown remotely comes back as `TERMINAL` instead and is never retried.
    */
   REMOTE_EFFECT_FAILED: 'REMOTE_EFFECT_FAILED',
+  /**
+   * `runtime.query`: the argument is refused by the query's `arg` schema, or the handler's result
+   * by its `result` schema (`fields.query`, `fields.issues`), or the handler threw (the error is
+   * the `cause`). Nothing was written.
+   */
+  INVALID_QUERY: 'INVALID_QUERY',
+  /**
+   * `runtime.query` of a query the execution's flow has not registered (with `ctx.onQuery`) by
+   * the log's last durable point (`fields.query`, `fields.executionId`, `fields.registered`).
+   */
+  QUERY_NOT_HANDLED: 'QUERY_NOT_HANDLED',
+  /**
+   * `runtime.update`: the argument is refused by the update's `arg` schema or its `validate`
+   * (`fields.update`, `fields.issues` or `fields.reason`): nothing was written. In the flow:
+   * an answer its `result` schema refuses (unjournaled), or an update signal without an id.
+   */
+  INVALID_UPDATE: 'INVALID_UPDATE',
+  /**
+   * `runtime.update`: the execution settled without answering the update (`fields.update`,
+   * `fields.updateId`, `fields.status`). Whether it took the update is in its log.
+   */
+  UPDATE_NOT_ANSWERED: 'UPDATE_NOT_ANSWERED',
+  /**
+   * `runtime.update`: no answer within the caller's `timeout` (`fields.updateId`,
+   * `fields.timeoutMs`). The update stays journaled and will be handled: call `update` again
+   * with the same `updateId` to keep waiting (nothing more is written).
+   */
+  UPDATE_TIMEOUT: 'UPDATE_TIMEOUT',
 } as const;
 
 /** One of the stable error codes in {@link WorkflowErrorCode}. */

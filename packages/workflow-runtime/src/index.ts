@@ -54,9 +54,16 @@ export {
   type SignalSchemas,
   type WorkflowDefinition,
 } from './flow/define-flow.js';
+export { defineQuery, type QueryDefinition } from './flow/define-query.js';
 export { defineSignal, type SignalDefinition } from './flow/define-signal.js';
+export {
+  defineUpdate,
+  type UpdateDefinition,
+  type UpdateValidator,
+} from './flow/define-update.js';
 export { type Duration, parseDuration } from './flow/duration.js';
 export type { EventDelivery } from './flow/event-dispatch.js';
+export type { UpdateOptions } from './flow/execution-queries.js';
 export {
   type FindFlowExecutionsOptions,
   type FlowExecutionPage,
@@ -102,7 +109,12 @@ export {
   type Worker,
   type WorkerOptions,
 } from './flow/start-worker.js';
-export type { Received, StepOptions, WorkflowContext } from './flow/workflow-context.js';
+export type {
+  Received,
+  ReceivedUpdate,
+  StepOptions,
+  WorkflowContext,
+} from './flow/workflow-context.js';
 export {
   defineEffect,
   type EffectCallContext,

@@ -6,8 +6,9 @@ import { agentScenario } from './agent-scenario.js';
 import type { Faults } from './faults.js';
 import { mixedScenario } from './mixed-scenario.js';
 import { runSeed } from './run-seed.js';
+import { updateScenario } from './update-scenario.js';
 
-const scenarios = { mixed: mixedScenario, agent: agentScenario } as const;
+const scenarios = { mixed: mixedScenario, agent: agentScenario, updates: updateScenario } as const;
 /** Seeds between two progress lines. */
 const progressEvery = 100;
 

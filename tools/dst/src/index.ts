@@ -22,3 +22,4 @@ export {
   simulate,
   simulateSeedsMax,
 } from './simulate.js';
+export { bump, updateFlow, updateScenario } from './update-scenario.js';

@@ -1,7 +1,12 @@
 // The one file that calls the runtime's API: when a runtime export is renamed or moved, this is
 // the file to change.
 import type { Clock, EventStore, LeaseStore, QueueStore } from '@loom/event-runtime';
-import { createRuntime, type Runtime, type WorkflowDefinition } from '@loom/workflow-runtime';
+import {
+  createRuntime,
+  type Runtime,
+  type UpdateDefinition,
+  type WorkflowDefinition,
+} from '@loom/workflow-runtime';
 
 /** A flow the simulation can run: what `defineFlow` returns. */
 export type SimFlow = WorkflowDefinition<never, unknown>;
@@ -30,6 +35,13 @@ export interface SimRuntime {
   enqueue(queue: string, flow: SimFlow, input: unknown, itemId: string): Promise<void>;
   /** Publishes an event (ADR 0060): durable when it resolves, a repeated id is a no-op. */
   publish(name: string, data: unknown, id: string): Promise<void>;
+  /** Sends an update (ADR 0061) under `updateId` and resolves with the flow's answer. */
+  update(
+    update: UpdateDefinition<string, never, unknown>,
+    executionId: string,
+    arg: unknown,
+    updateId: string,
+  ): Promise<unknown>;
   work(queue: string, options: { concurrencyMax: number }): { stop(): Promise<void> };
   schedule(flow: SimFlow, expression: string, name: string): Promise<void>;
   recover(): Promise<void>;
@@ -79,6 +91,8 @@ export function createSimRuntime(options: SimRuntimeOptions): SimRuntime {
     publish: async (name, data, id) => {
       await runtime.publish({ name, data: data as never, id });
     },
+    update: (update, executionId, arg, updateId) =>
+      runtime.update(update, executionId, arg as never, { updateId }),
     work: (queue, { concurrencyMax }) =>
       runtime.work(queue, { concurrencyMax, pollMs: 500, claimTtlMs: 3_000 }),
     schedule: async (flow, expression, name) => {

@@ -35,16 +35,18 @@ async function openBackends(
   schema: string,
   options: { clock?: ManualClock } = {},
 ): Promise<ShardedBackend> {
+  // Opened on the servers at once; if one fails, the others are closed before the error goes on.
+  const opened = await Promise.allSettled(
+    shardServers.servers.map((server) =>
+      openPostgres({ connectionString: server.url, schema, migrate: true, ...options }),
+    ),
+  );
   const backends: Backend[] = [];
-  try {
-    for (const server of shardServers.servers) {
-      backends.push(
-        await openPostgres({ connectionString: server.url, schema, migrate: true, ...options }),
-      );
-    }
-  } catch (error) {
+  for (const result of opened) if (result.status === 'fulfilled') backends.push(result.value);
+  const failed = opened.find((result) => result.status === 'rejected');
+  if (failed !== undefined) {
     for (const backend of backends) await backend.close();
-    throw error;
+    throw failed.reason;
   }
   return openSharded(backends);
 }
@@ -56,9 +58,8 @@ async function openBackends(
 eventStoreConformance(
   'sharded over 3 postgres servers',
   async () => {
-    const schema = shardServers.freshSchema();
+    const schema = await shardServers.migratedSchema();
     const store = await openStores(schema);
-    for (const shard of store.shards) await (shard as PostgresEventStore).migrate();
     const peers: ShardedEventStore[] = [];
     return {
       store,
@@ -85,7 +86,7 @@ eventStoreConformance(
       },
       close: async () => {
         await Promise.all([store.close(), ...peers.map((peer) => peer.close())]);
-        await shardServers.dropSchema(schema);
+        await shardServers.releaseSchema(schema);
       },
     };
   },
@@ -108,7 +109,7 @@ runtimeConformance(
   'sharded over 3 postgres servers',
   async () => {
     const clock = new ManualClock();
-    const schema = shardServers.freshSchema();
+    const schema = await shardServers.migratedSchema();
     const backend = await openBackends(schema, { clock });
     return {
       store: backend.events,
@@ -126,7 +127,7 @@ runtimeConformance(
         ),
       close: async () => {
         await backend.close();
-        await shardServers.dropSchema(schema);
+        await shardServers.releaseSchema(schema);
       },
     };
   },
@@ -147,7 +148,7 @@ backendConformance('sharded over 3 postgres servers', () =>
 
 describe('sharded over 3 postgres servers', () => {
   it('each execution is stored on its own server only, and a cursor read sees all three', async () => {
-    const schema = shardServers.freshSchema();
+    const schema = await shardServers.migratedSchema();
     const backend = await openBackends(schema);
     try {
       const ids: string[] = [];
@@ -178,12 +179,12 @@ describe('sharded over 3 postgres servers', () => {
       expect(ShardCursor.start(shardCount).advance(events).toString()).toBe('1.1.1');
     } finally {
       await backend.close();
-      await shardServers.dropSchema(schema);
+      await shardServers.releaseSchema(schema);
     }
   });
 
   it('a plain position no shard holds is INVALID_ARGUMENT naming the merged position', async () => {
-    const schema = shardServers.freshSchema();
+    const schema = await shardServers.migratedSchema();
     const backend = await openBackends(schema);
     try {
       const position = 999_999 * shardCount + 1;
@@ -196,7 +197,7 @@ describe('sharded over 3 postgres servers', () => {
       expect(error?.message).toContain(`afterPosition ${position}`);
     } finally {
       await backend.close();
-      await shardServers.dropSchema(schema);
+      await shardServers.releaseSchema(schema);
     }
   });
 });

@@ -6,8 +6,9 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
+import { migrate } from '../../src/store/postgres/migrate.js';
 import { startThrowawayCluster, type ThrowawayCluster } from './throwaway-cluster.js';
-import { pgTestUrl } from './throwaway-schemas.js';
+import { emptySchema, pgTestUrl } from './throwaway-schemas.js';
 
 export interface ShardServer {
   /** A connection string (trust auth). */
@@ -22,6 +23,14 @@ export interface ShardServers {
   /** A fresh schema name, dropped on every server after the file. */
   freshSchema(): string;
   dropSchema(schema: string): Promise<void>;
+  /**
+   * A schema migrated on every server with no rows, dropped after the file: one released by
+   * {@link ShardServers.releaseSchema}, or else a fresh one migrated on the servers at once
+   * (migrating is ~250 ms of wall per server; emptying ~1 ms).
+   */
+  migratedSchema(): Promise<string>;
+  /** Empties `schema` on every server and hands it out again; only once its stores are closed. */
+  releaseSchema(schema: string): Promise<void>;
 }
 
 /** Call at the top of a test file: the shared server and `extra` clusters of its own. */
@@ -29,6 +38,7 @@ export function useShardServers(extra = 2): ShardServers {
   const clusters: ThrowawayCluster[] = [];
   const servers: ShardServer[] = [];
   const schemas: string[] = [];
+  const free: string[] = [];
   const destroyAll = () => {
     for (const cluster of clusters) cluster.destroy();
   };
@@ -44,6 +54,17 @@ export function useShardServers(extra = 2): ShardServers {
       await Promise.all(
         servers.map((server) => server.admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)),
       );
+    },
+    migratedSchema: async () => {
+      const reused = free.pop();
+      if (reused !== undefined) return reused;
+      const schema = handle.freshSchema();
+      await Promise.all(servers.map((server) => migrate({ pool: server.admin, schema })));
+      return schema;
+    },
+    releaseSchema: async (schema) => {
+      await Promise.all(servers.map((server) => emptySchema(server.admin, schema)));
+      free.push(schema);
     },
   };
   beforeAll(async () => {

@@ -57,35 +57,7 @@ export function useThrowawaySchemas(): ThrowawaySchemas {
       return schema;
     },
     releaseSchema: async (schema) => {
-      const client = await handle.admin.connect();
-      try {
-        const tables = await client.query<{ name: string }>(
-          `SELECT tablename AS name FROM pg_tables
-           WHERE schemaname = $1 AND tablename <> 'loom_schema_version'`,
-          [schema],
-        );
-        const sequences = await client.query<{ name: string }>(
-          'SELECT sequencename AS name FROM pg_sequences WHERE schemaname = $1',
-          [schema],
-        );
-        // A store left open would hold a lock here: fail (and drop the schema later), never hang.
-        await client.query(
-          [
-            'BEGIN',
-            "SET LOCAL lock_timeout = '5s'",
-            ...tables.rows.map((table) => `DELETE FROM "${schema}"."${table.name}"`),
-            ...sequences.rows.map(
-              (sequence) => `ALTER SEQUENCE "${schema}"."${sequence.name}" RESTART`,
-            ),
-            'COMMIT',
-          ].join('; '),
-        );
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw error;
-      } finally {
-        client.release();
-      }
+      await emptySchema(handle.admin, schema);
       free.push(schema);
     },
   };
@@ -97,4 +69,40 @@ export function useThrowawaySchemas(): ThrowawaySchemas {
     await admin?.end();
   });
   return handle;
+}
+
+/**
+ * Empties a migrated schema: every table but `loom_schema_version` deleted from and every sequence
+ * restarted, in one transaction (as freshly migrated). Call it only once every store on it is
+ * closed: a store left open holds a lock here, and the 5 s lock timeout fails it rather than hang.
+ */
+export async function emptySchema(pool: pg.Pool, schema: string): Promise<void> {
+  const client = await pool.connect();
+  try {
+    const tables = await client.query<{ name: string }>(
+      `SELECT tablename AS name FROM pg_tables
+       WHERE schemaname = $1 AND tablename <> 'loom_schema_version'`,
+      [schema],
+    );
+    const sequences = await client.query<{ name: string }>(
+      'SELECT sequencename AS name FROM pg_sequences WHERE schemaname = $1',
+      [schema],
+    );
+    await client.query(
+      [
+        'BEGIN',
+        "SET LOCAL lock_timeout = '5s'",
+        ...tables.rows.map((table) => `DELETE FROM "${schema}"."${table.name}"`),
+        ...sequences.rows.map(
+          (sequence) => `ALTER SEQUENCE "${schema}"."${sequence.name}" RESTART`,
+        ),
+        'COMMIT',
+      ].join('; '),
+    );
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
 }

@@ -17,6 +17,8 @@ const expected: Record<string, RegExp> = {
   'events.ts': /duplicate: true\nreceipt for o-7: 42\nruns: event:send-receipt:o-7/,
   'flow-control.ts':
     /most at once: 1 per tenant, 2 in all\nstart: FLOW_CONTROL_NEEDS_QUEUE\nthrottled: 3 started, 1 waiting for the next minute\nsingleton: duplicate true, same run true\ndedupe window: after the run finished, duplicate true, same run true/,
+  'queries-and-updates.ts':
+    /refused: INVALID_UPDATE\nanswers: 1 1\nitems: apple\nresult: apple, pear/,
   'queues.ts':
     /dedupe: true true\nran in priority order: ceo@example.com, cto@example.com, newsletter@example.com/,
 };

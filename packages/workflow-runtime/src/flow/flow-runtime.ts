@@ -37,8 +37,16 @@ import {
   scheduleInput,
 } from './cron-schedule.js';
 import type { SignalSchemas, WorkflowDefinition } from './define-flow.js';
+import type { QueryDefinition } from './define-query.js';
 import { isSignalDefinition, type SignalDefinition } from './define-signal.js';
+import type { UpdateDefinition } from './define-update.js';
 import { eventDispatchFlow } from './event-dispatch.js';
+import {
+  type ExecutionQueryHost,
+  queryExecution,
+  type UpdateOptions,
+  updateExecution,
+} from './execution-queries.js';
 import {
   type FindFlowExecutionsOptions,
   type FlowExecutionPage,
@@ -531,6 +539,59 @@ export class Runtime {
       value = await checkSignal(schema, name, executionId, payload);
     }
     return this.kernel.signal(executionId, name, value, options);
+  }
+
+  /**
+   * Ask a running (or finished) execution `query` (made with `defineQuery`) with `arg`: the
+   * execution's log is replayed read-only in this process (no effect runs, nothing is written,
+   * no lease is taken) up to its last durable point, and the handler the flow registered there
+   * with `ctx.onQuery` answers. Wherever the execution is driven, and whether it is driven at
+   * all, the answer reflects what its log holds (ADR 0061). The flow must be registered here.
+   *
+   * Error codes: `INVALID_QUERY` (argument or result refused by the query's schemas, or the
+   * handler threw), `QUERY_NOT_HANDLED`, `EXECUTION_NOT_FOUND`, `FLOW_NOT_REGISTERED`,
+   * `NON_DETERMINISM`, store errors.
+   *
+   * @example
+   * const progress = defineQuery<void, { done: number }>('progress');
+   * const { done } = await runtime.query(progress, 'import-7');
+   */
+  query<A, R>(query: QueryDefinition<string, A, R>, executionId: string, arg?: A): Promise<R> {
+    return queryExecution(this.queryHost(), query, executionId, arg as A);
+  }
+
+  /**
+   * Send `update` (made with `defineUpdate`) with `arg` to an execution and wait for the flow's
+   * answer (`ctx.waitForUpdate(update)` … `answer(result)`). The argument is checked by the
+   * update's schema and `validate` before anything is written (`INVALID_UPDATE`); the request is
+   * journaled in the execution's inbox once per `updateId` (a second call with the same id writes
+   * nothing and resolves with the same answer); the answer is awaited on the log, so it arrives
+   * whichever process drives the execution, across a crash of the one that took the update.
+   *
+   * Error codes: `INVALID_UPDATE`, `INVALID_ARGUMENT` (updateId, timeout), `UPDATE_TIMEOUT`,
+   * `UPDATE_NOT_ANSWERED`, `EXECUTION_NOT_FOUND`, `PAYLOAD_NOT_JSON`, `LIMIT_EXCEEDED`, store errors.
+   *
+   * @example
+   * const addItem = defineUpdate<{ sku: string }, { count: number }>('add-item');
+   * const { count } = await runtime.update(addItem, 'cart-7', { sku: 'loom-1' }, { updateId: 'req-1' });
+   */
+  update<A, R>(
+    update: UpdateDefinition<string, A, R>,
+    executionId: string,
+    arg: A,
+    options: UpdateOptions = {},
+  ): Promise<R> {
+    return updateExecution(this.queryHost(), update, executionId, arg, options);
+  }
+
+  private queryHost(): ExecutionQueryHost {
+    return {
+      store: this.kernel.store,
+      clock: this.kernel.clock,
+      flow: (name, version) => this.registry.get(key(name, version)),
+      signal: (executionId, name, payload, options) =>
+        this.kernel.signal(executionId, name, payload, options),
+    };
   }
 
   /**

@@ -14,9 +14,17 @@ import {
   wrapEffect,
 } from '@loom/middleware';
 import { LoomError, WorkflowErrorCode } from '../errors.js';
+import type { QueryDefinition } from './define-query.js';
 import { isSignalDefinition, type SignalDefinition } from './define-signal.js';
+import {
+  isUpdateDefinition,
+  type UpdateDefinition,
+  updateAnswerStep,
+  updateSignalName,
+} from './define-update.js';
 import { type Duration, parseDuration } from './duration.js';
 import type { Json } from './json.js';
+import { registerQueryHandler } from './query-handlers.js';
 import { type InferOutput, type StandardSchemaV1, validate } from './standard-schema.js';
 import type { WorkflowDefinition } from './workflow-definition.js';
 
@@ -43,6 +51,24 @@ export interface StepOptions {
 
 /** What `waitForSignal` gives back. */
 export type Received<T> = { received: true; payload: T; signalId: number } | { received: false };
+
+/**
+ * What `waitForUpdate` gives back: the update's id and argument, and `answer`, which journals
+ * the flow's answer (a durable step named `loom.update:<updateId>`); or that the wait timed out.
+ */
+export type ReceivedUpdate<A, R> =
+  | {
+      received: true;
+      updateId: string;
+      arg: A;
+      /**
+       * Journal the answer and hand it to the caller (once it is durable). Call it once per
+       * update (`DUPLICATE_STEP_NAME` otherwise); the answer must be JSON. With the update's
+       * `result` schema, an answer the schema refuses throws `INVALID_UPDATE` here, unjournaled.
+       */
+      answer(result: R): Promise<void>;
+    }
+  | { received: false };
 
 /** What a flow defined with `defineFlow` gets. */
 export interface WorkflowContext {
@@ -96,6 +122,31 @@ export interface WorkflowContext {
     signal: SignalDefinition<string, S>,
     options?: { timeout?: Duration; kind?: SignalWaitKind },
   ): Promise<Received<InferOutput<S>>>;
+  /**
+   * Answer `query` (made with `defineQuery`) with `handler` from now on: `runtime.query` calls it
+   * over the flow's state as a read-only replay of the log rebuilds it (ADR 0061). The handler
+   * must be synchronous and must not change the flow's state or call `ctx`; a later
+   * registration of the same query replaces it.
+   *
+   * @example
+   * let done = 0;
+   * ctx.onQuery(progress, () => ({ done }));
+   */
+  onQuery<A, R>(query: QueryDefinition<string, A, R>, handler: (arg: A) => R): void;
+  /**
+   * Wait for the next update (made with `defineUpdate`) sent with `runtime.update`; earlier
+   * ones are kept in order, each taken once. With `timeout`, resolves `{ received: false }`
+   * once it passes. Answer it with `answer(result)`: the caller's `runtime.update` resolves with
+   * that result, whichever process drives the execution by then.
+   *
+   * @example
+   * const request = await ctx.waitForUpdate(addItem);
+   * if (request.received) await request.answer({ count: ++count });
+   */
+  waitForUpdate<A, R>(
+    update: UpdateDefinition<string, A, R>,
+    options?: { timeout?: Duration },
+  ): Promise<ReceivedUpdate<A, R>>;
   /** Run a child flow and wait for its output (`CHILD_FAILED` if it fails). */
   child<I, O>(
     flow: WorkflowDefinition<I, O>,
@@ -175,12 +226,74 @@ export function workflowContext(ctx: FlowContext): WorkflowContext {
       }
       return { received: true, payload: checked.value, signalId: wait.signalId };
     }) as WorkflowContext['waitForSignal'],
+    onQuery: (query, handler) => {
+      if (typeof handler !== 'function' || typeof query?.name !== 'string') {
+        throw new LoomError(
+          WorkflowErrorCode.INVALID_ARGUMENT,
+          'ctx.onQuery takes a query made with defineQuery and a function',
+          { path: 'onQuery' },
+        );
+      }
+      registerQueryHandler(ctx, query.name, handler as (arg: unknown) => unknown);
+    },
+    waitForUpdate: (update, options) => waitForUpdate(ctx, update, options),
     child: (flow, input, options) => ctx.child(flow, input, options),
     continueAsNew: (input) => ctx.continueAsNew(input),
     now: () => ctx.now(),
     random: () => ctx.random(),
     uuid: () => ctx.uuid(),
     patched: (id) => ctx.patched(id),
+  };
+}
+
+/** `ctx.waitForUpdate`: an inbox signal carrying `{ updateId, arg }`, answered by a step. */
+async function waitForUpdate<A, R>(
+  ctx: FlowContext,
+  update: UpdateDefinition<string, A, R>,
+  options: { timeout?: Duration } | undefined,
+): Promise<ReceivedUpdate<A, R>> {
+  if (!isUpdateDefinition(update)) {
+    throw new LoomError(
+      WorkflowErrorCode.INVALID_ARGUMENT,
+      'ctx.waitForUpdate takes an update made with defineUpdate',
+      { path: 'update' },
+    );
+  }
+  const wait = await ctx.waitForSignal(
+    updateSignalName(update.name),
+    options?.timeout === undefined
+      ? undefined
+      : { timeoutMs: parseDuration(options.timeout, 'timeout') },
+  );
+  if (!wait.received) return { received: false };
+  const request = wait.payload as { updateId?: unknown; arg?: unknown } | null;
+  if (typeof request?.updateId !== 'string') {
+    throw new LoomError(
+      WorkflowErrorCode.INVALID_UPDATE,
+      `update '${update.name}' #${wait.signalId} has no update id: it was sent as a plain signal, not with runtime.update`,
+      { update: update.name, signalId: wait.signalId },
+    );
+  }
+  const updateId = request.updateId;
+  return {
+    received: true,
+    updateId,
+    arg: (request.arg ?? undefined) as A,
+    answer: async (result: R) => {
+      let value: unknown = result;
+      if (update.result !== undefined) {
+        const checked = await validate(update.result, result);
+        if (!checked.ok) {
+          throw new LoomError(
+            WorkflowErrorCode.INVALID_UPDATE,
+            `the answer to update '${update.name}' (${updateId}) is refused by its result schema: ${checked.message}`,
+            { update: update.name, updateId, issues: checked.issues },
+          );
+        }
+        value = checked.value;
+      }
+      await ctx.step(updateAnswerStep(updateId), () => (value ?? null) as JsonValue);
+    },
   };
 }
 

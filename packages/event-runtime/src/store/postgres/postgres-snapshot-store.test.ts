@@ -30,8 +30,7 @@ async function openMigrated() {
 }
 
 snapshotStoreConformance('postgres', async () => {
-  const schema = freshSchema();
-  await migrate({ pool: db.admin, schema });
+  const schema = await db.migratedSchema();
   // The store shares its event store's pool, as a runtime would; each peer has a pool of its own.
   const events = await PostgresEventStore.open({ connectionString: url, schema });
   const store = await PostgresSnapshotStore.open({ pool: events.connectionPool, schema });
@@ -46,7 +45,7 @@ snapshotStoreConformance('postgres', async () => {
     close: async () => {
       await Promise.all([store.close(), ...peers.map((peer) => peer.close())]);
       await events.close();
-      await dropSchema(schema);
+      await db.releaseSchema(schema);
     },
   };
 });
