@@ -227,6 +227,7 @@ describe('PostgresEventStore: who started an execution, on an upgraded schema', 
         '0011-queue-partition-limits',
         '0012-queue-flow-control',
         '0013-queue-debounce',
+        '0014-waiting-for',
       ],
     });
     const store = await PostgresEventStore.open({ connectionString: url, schema });
@@ -267,6 +268,7 @@ describe('PostgresEventStore: migration 10, the runs page orders', () => {
         '0011-queue-partition-limits',
         '0012-queue-flow-control',
         '0013-queue-debounce',
+        '0014-waiting-for',
       ],
     });
     const indexes = await db.admin.query<{ indexname: string }>(
@@ -438,6 +440,7 @@ describe('PostgresEventStore: the signal mark on an upgraded schema', () => {
       '0011-queue-partition-limits',
       '0012-queue-flow-control',
       '0013-queue-debounce',
+      '0014-waiting-for',
     ]);
     const marks = await db.admin.query(
       `SELECT execution_id, last_signal_id::int AS mark FROM ${quoted}.executions ORDER BY 1`,
@@ -493,6 +496,7 @@ describe('PostgresQueueStore: outcomes and stats on an upgraded schema', () => {
       '0011-queue-partition-limits',
       '0012-queue-flow-control',
       '0013-queue-debounce',
+      '0014-waiting-for',
     ]);
     const queues = await PostgresQueueStore.open({ connectionString: url, schema });
     try {
@@ -528,7 +532,12 @@ describe('PostgresQueueStore: outcomes and stats on an upgraded schema', () => {
     const result = await migrate({ pool: db.admin, schema });
     expect(result).toMatchObject({
       fromVersion: 10,
-      applied: ['0011-queue-partition-limits', '0012-queue-flow-control', '0013-queue-debounce'],
+      applied: [
+        '0011-queue-partition-limits',
+        '0012-queue-flow-control',
+        '0013-queue-debounce',
+        '0014-waiting-for',
+      ],
     });
     const queues = await PostgresQueueStore.open({ connectionString: url, schema });
     try {
