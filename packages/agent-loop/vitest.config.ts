@@ -4,6 +4,12 @@ export default defineConfig({
   test: {
     // vitest's default on 2 cores is one file at a time (cores - 1). Its files mostly wait on child processes (kill matrices, MCP servers, isolated tools): three at a time.
     maxWorkers: 3,
+    // Files share their worker's module cache (vitest's isolate: false): each file no longer loads
+    // the runtime, pg and better-sqlite3 afresh, which was a third of this package's test CPU
+    // (2026-12-07, loaded 2-core box: event-runtime 155 -> 112 s CPU, workflow-runtime's src/flow
+    // 22 -> 13 s). The files' own state is theirs (schemas, folders, ports named per file); a file
+    // that needs a fresh module graph (vi.mock) must not be added to such a package.
+    isolate: false,
     include: ['src/**/*.test.ts', 'test/**/*.test.ts', 'demo/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 30_000,

@@ -118,9 +118,13 @@ for (const [name, make] of shared) {
         expect(newest?.outcome).toBe('completed');
         expect(await one.attach(queueExecutionId('previews', third.itemId)).result()).toBe('d1-2');
         expect(entered).toEqual([0, 2]);
-        // Never two in flight: each item of the key was claimed after the one before finished.
-        expect(replaced?.completedAtMs).toBeLessThanOrEqual(skipped?.startedAtMs as number);
-        expect(skipped?.completedAtMs).toBeLessThanOrEqual(newest?.startedAtMs as number);
+        // Claimed in the order they were enqueued. Not compared: one item's completedAtMs with the
+        // next one's startedAtMs. Each is the clock read by its caller before its statement waited
+        // for a connection, so a claim that ran after a completion may carry a time 1 ms earlier
+        // (seen on Postgres under load); that two never run at once is the store's partition
+        // limit, checked by the queue-store conformance and the simulator's key-limit invariant.
+        expect(replaced?.startedAtMs).toBeLessThanOrEqual(skipped?.startedAtMs as number);
+        expect(skipped?.startedAtMs).toBeLessThanOrEqual(newest?.startedAtMs as number);
         await resumed.stop();
         await worker.stop();
       } finally {
