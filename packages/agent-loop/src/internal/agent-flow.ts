@@ -856,7 +856,10 @@ async function toolAttempt(
               turn: request.turn,
               callId: request.callId,
               idempotencyKey: `${runId}/${key}`,
-              signal: effect.signal,
+              // Read when the tool reads it: the step makes its AbortSignal on that first read.
+              get signal() {
+                return effect.signal;
+              },
             }),
           () => ({
             name: `execute_tool ${tool.name}`,
