@@ -502,19 +502,22 @@ async function toolTurn(
       : [],
   );
   // Every approval of the turn is recorded before the run waits for any, so people see them all
-  // at once, and they may be decided in any order.
-  const records = await Promise.all(
-    asked.map(({ index, request, decision }) =>
-      recordApproval(
-        ctx,
-        `${turn}.${index}`,
-        'tool_call',
-        request,
-        decision.reason,
-        decision.expiresInMs,
-      ),
-    ),
-  );
+  // at once, and they may be decided in any order. A turn without any (most) awaits nothing here.
+  const records: Approval[] =
+    asked.length === 0
+      ? []
+      : await Promise.all(
+          asked.map(({ index, request, decision }) =>
+            recordApproval(
+              ctx,
+              `${turn}.${index}`,
+              'tool_call',
+              request,
+              decision.reason,
+              decision.expiresInMs,
+            ),
+          ),
+        );
   for (const [n, approval] of records.entries()) {
     const { index, request, decision } = asked[n] as (typeof asked)[number];
     approvals.push({ index, wait: decideOrReask(ctx, approval, request, decision, budget) });
@@ -538,7 +541,8 @@ async function toolTurn(
       allowed.add(index);
     }
   });
-  const decided = await Promise.all(approvals.map((a) => a.wait));
+  const decided: ApprovalOutcome[] =
+    approvals.length === 0 ? [] : await Promise.all(approvals.map((a) => a.wait));
   for (const [n, outcome] of decided.entries()) {
     const index = approvals[n]?.index as number;
     const verdict = verdicts[index] as Verdict;
@@ -805,7 +809,7 @@ async function decideOrReask(
  * when a crash left a non-rerunnable call's outcome unknown ({@link resolveInterrupted} asks a
  * person what to do).
  */
-async function runCall(
+function runCall(
   ctx: TurnContext,
   notify: (transition: AgentTransition) => void,
   tool: Tool<never, JsonValue>,
@@ -814,9 +818,15 @@ async function runCall(
   markedHere: () => boolean,
   agentRetry: ToolRetry | false,
 ): Promise<CallOutcome | { kind: 'interrupted' }> {
-  const child = childAgentCall(tool);
-  if (child !== undefined) return runChildCall(ctx, notify, child, request, key, markedHere);
-  return toolAttempt(ctx, notify, tool, request, key, key, markedHere, agentRetry);
+  // Not an async function: it only picks the call's kind (no frame and promise of its own); a
+  // throw still reaches the caller as a rejection, after the turn's other calls started.
+  try {
+    const child = childAgentCall(tool);
+    if (child !== undefined) return runChildCall(ctx, notify, child, request, key, markedHere);
+    return toolAttempt(ctx, notify, tool, request, key, key, markedHere, agentRetry);
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }
 
 /** One attempt's tool step (`tool:<attemptKey>`). */
