@@ -12,7 +12,7 @@ let taken = poolBytes;
  * id, which an agent run (one id each) paid in allocations and CPU. The pool is refilled from the
  * same source, so every character is as random as before.
  */
-function pooledRandom(): number {
+export function pooledRandom(): number {
   if (taken === poolBytes) {
     getRandomValues(pool);
     taken = 0;
