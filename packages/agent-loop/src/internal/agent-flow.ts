@@ -309,19 +309,8 @@ async function runTurns(
           if (!called && turn > 1) notify({ type: 'observed', runId, turn: turn - 1 });
           called = true;
           return spansOf(ctx).around(
-            async () => {
-              // Each attempt (a retry, a resume on another process) streams as a new attempt;
-              // its writer is made at its first text (a call that only calls tools makes none).
-              let writer: LiveTextWriter | undefined;
-              try {
-                return await callModel(agent, requestOf(effect.signal), (text) => {
-                  writer ??= live.attempt(runId, turn);
-                  writer.text(text);
-                });
-              } finally {
-                writer?.end();
-              }
-            },
+            // Each attempt (a retry, a resume on another process) streams as a new attempt.
+            () => callModel(agent, requestOf(effect.signal), { live, runId, turn }),
             () => ({
               name: `chat ${agent.model.id}`,
               attributes: {
@@ -343,7 +332,7 @@ async function runTurns(
       )) as unknown as ModelResponse;
       if (!called && bugStrikes('forget-decisions')) {
         // Test-only bug: the recorded decision is not trusted, the model is asked again.
-        response = await callModel(agent, requestOf(new AbortController().signal), () => {});
+        response = await callModel(agent, requestOf(new AbortController().signal), undefined);
       }
     } catch (error) {
       if (!isStepFailure(error)) throw error;
@@ -439,20 +428,31 @@ async function runTurns(
 }
 
 /**
- * One model call, streamed when the provider can stream: each piece of text goes to `onText`
- * (live only), and the call's result is the `finish` delta's response, which a provider makes
- * equal to what `generate` returns. Only that response is recorded.
+ * One model call, streamed when the provider can stream: each piece of text goes live to the
+ * attempt's writer (made at its first text: a call that only calls tools makes none, and ended
+ * with the call), and the call's result is the `finish` delta's response, which a provider makes
+ * equal to what `generate` returns. Only that response is recorded. Without `live`, the text goes
+ * nowhere.
  */
 async function callModel(
   agent: Agent,
   request: ModelRequest,
-  onText: (text: string) => void,
+  live: { live: LiveTextPublisher; runId: string; turn: number } | undefined,
 ): Promise<ModelResponse> {
   const { model } = agent;
   if (typeof model.stream !== 'function') return model.generate(request);
-  for await (const delta of model.stream(request)) {
-    if (delta.type === 'text') onText(delta.text);
-    else if (delta.type === 'finish') return delta.response;
+  let writer: LiveTextWriter | undefined;
+  try {
+    for await (const delta of model.stream(request)) {
+      if (delta.type === 'text') {
+        if (live !== undefined) {
+          writer ??= live.live.attempt(live.runId, live.turn);
+          writer.text(delta.text);
+        }
+      } else if (delta.type === 'finish') return delta.response;
+    }
+  } finally {
+    writer?.end();
   }
   throw new KernelLoomError(
     ReasoningErrorCode.MODEL_BAD_RESPONSE,
