@@ -10,7 +10,12 @@
  * a SQLite FULL cell of `LOOM_BENCH_DURABLE_EXECS` runs) under the inspector's CPU profiler (or
  * the sampling heap profiler, collected objects included), prints the top functions by self time
  * (or bytes allocated) and the same grouped by package, and writes the raw profile to `results/`.
+ * `LOOM_BENCH_AGENT_PROMISES=1` runs one more memory cell per variant under an `async_hooks`
+ * promise hook and prints the promises made per run: an exact count, where this shared box's CPU
+ * figures move by more than a cut that saves a few awaits (the hook slows the cell; only the count
+ * is read, and it includes the cell's own few promises per run, the same for every variant).
  */
+import { createHook } from 'node:async_hooks';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
@@ -279,6 +284,29 @@ async function profiled(
   );
 }
 
+/** Promises made per run in one memory cell of `variant` (an `async_hooks` promise hook). */
+async function promisesPerRun(
+  variant: Variant,
+  places: Places,
+  runs: number,
+  inFlight: number,
+): Promise<number> {
+  let made = 0;
+  const hook = createHook({
+    init(_id, type) {
+      if (type === 'PROMISE') made++;
+    },
+  });
+  collectGarbage();
+  hook.enable();
+  try {
+    await runCell(variant, places, 'memory', runs, inFlight);
+  } finally {
+    hook.disable();
+  }
+  return made / runs;
+}
+
 /** The backend the profiled cell runs on: `LOOM_BENCH_AGENT_PROFILE_BACKEND`, default memory. */
 function profileBackendKnob(): 'memory' | 'sqlite' {
   const raw = process.env.LOOM_BENCH_AGENT_PROFILE_BACKEND || 'memory';
@@ -331,6 +359,15 @@ async function main(): Promise<void> {
           inFlight,
         );
       }
+    }
+    if (process.env.LOOM_BENCH_AGENT_PROMISES === '1') {
+      const rows: string[][] = [];
+      for (const variant of variants) {
+        const perRun = await promisesPerRun(variant, places, runs, inFlight);
+        rows.push([variant.name, formatNumber(perRun, 1)]);
+      }
+      console.log(`\nPromises made per run (memory, ${runs} runs, ${inFlight} in flight)\n`);
+      console.log(markdownTable(['variant', 'promises per run'], rows));
     }
   } finally {
     rmSync(places.directory, { recursive: true, force: true });

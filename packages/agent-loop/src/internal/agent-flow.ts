@@ -309,19 +309,8 @@ async function runTurns(
           if (!called && turn > 1) notify({ type: 'observed', runId, turn: turn - 1 });
           called = true;
           return spansOf(ctx).around(
-            async () => {
-              // Each attempt (a retry, a resume on another process) streams as a new attempt;
-              // its writer is made at its first text (a call that only calls tools makes none).
-              let writer: LiveTextWriter | undefined;
-              try {
-                return await callModel(agent, requestOf(effect.signal), (text) => {
-                  writer ??= live.attempt(runId, turn);
-                  writer.text(text);
-                });
-              } finally {
-                writer?.end();
-              }
-            },
+            // Each attempt (a retry, a resume on another process) streams as a new attempt.
+            () => callModel(agent, requestOf(effect.signal), { live, runId, turn }),
             () => ({
               name: `chat ${agent.model.id}`,
               attributes: {
@@ -343,7 +332,7 @@ async function runTurns(
       )) as unknown as ModelResponse;
       if (!called && bugStrikes('forget-decisions')) {
         // Test-only bug: the recorded decision is not trusted, the model is asked again.
-        response = await callModel(agent, requestOf(new AbortController().signal), () => {});
+        response = await callModel(agent, requestOf(new AbortController().signal), undefined);
       }
     } catch (error) {
       if (!isStepFailure(error)) throw error;
@@ -439,20 +428,31 @@ async function runTurns(
 }
 
 /**
- * One model call, streamed when the provider can stream: each piece of text goes to `onText`
- * (live only), and the call's result is the `finish` delta's response, which a provider makes
- * equal to what `generate` returns. Only that response is recorded.
+ * One model call, streamed when the provider can stream: each piece of text goes live to the
+ * attempt's writer (made at its first text: a call that only calls tools makes none, and ended
+ * with the call), and the call's result is the `finish` delta's response, which a provider makes
+ * equal to what `generate` returns. Only that response is recorded. Without `live`, the text goes
+ * nowhere.
  */
 async function callModel(
   agent: Agent,
   request: ModelRequest,
-  onText: (text: string) => void,
+  live: { live: LiveTextPublisher; runId: string; turn: number } | undefined,
 ): Promise<ModelResponse> {
   const { model } = agent;
   if (typeof model.stream !== 'function') return model.generate(request);
-  for await (const delta of model.stream(request)) {
-    if (delta.type === 'text') onText(delta.text);
-    else if (delta.type === 'finish') return delta.response;
+  let writer: LiveTextWriter | undefined;
+  try {
+    for await (const delta of model.stream(request)) {
+      if (delta.type === 'text') {
+        if (live !== undefined) {
+          writer ??= live.live.attempt(live.runId, live.turn);
+          writer.text(delta.text);
+        }
+      } else if (delta.type === 'finish') return delta.response;
+    }
+  } finally {
+    writer?.end();
   }
   throw new KernelLoomError(
     ReasoningErrorCode.MODEL_BAD_RESPONSE,
@@ -502,19 +502,22 @@ async function toolTurn(
       : [],
   );
   // Every approval of the turn is recorded before the run waits for any, so people see them all
-  // at once, and they may be decided in any order.
-  const records = await Promise.all(
-    asked.map(({ index, request, decision }) =>
-      recordApproval(
-        ctx,
-        `${turn}.${index}`,
-        'tool_call',
-        request,
-        decision.reason,
-        decision.expiresInMs,
-      ),
-    ),
-  );
+  // at once, and they may be decided in any order. A turn without any (most) awaits nothing here.
+  const records: Approval[] =
+    asked.length === 0
+      ? []
+      : await Promise.all(
+          asked.map(({ index, request, decision }) =>
+            recordApproval(
+              ctx,
+              `${turn}.${index}`,
+              'tool_call',
+              request,
+              decision.reason,
+              decision.expiresInMs,
+            ),
+          ),
+        );
   for (const [n, approval] of records.entries()) {
     const { index, request, decision } = asked[n] as (typeof asked)[number];
     approvals.push({ index, wait: decideOrReask(ctx, approval, request, decision, budget) });
@@ -538,7 +541,8 @@ async function toolTurn(
       allowed.add(index);
     }
   });
-  const decided = await Promise.all(approvals.map((a) => a.wait));
+  const decided: ApprovalOutcome[] =
+    approvals.length === 0 ? [] : await Promise.all(approvals.map((a) => a.wait));
   for (const [n, outcome] of decided.entries()) {
     const index = approvals[n]?.index as number;
     const verdict = verdicts[index] as Verdict;
@@ -806,7 +810,7 @@ async function decideOrReask(
  * when a crash left a non-rerunnable call's outcome unknown ({@link resolveInterrupted} asks a
  * person what to do).
  */
-async function runCall(
+function runCall(
   ctx: TurnContext,
   notify: (transition: AgentTransition) => void,
   tool: Tool<never, JsonValue>,
@@ -815,9 +819,15 @@ async function runCall(
   markedHere: () => boolean,
   agentRetry: ToolRetry | false,
 ): Promise<CallOutcome | { kind: 'interrupted' }> {
-  const child = childAgentCall(tool);
-  if (child !== undefined) return runChildCall(ctx, notify, child, request, key, markedHere);
-  return toolAttempt(ctx, notify, tool, request, key, key, markedHere, agentRetry);
+  // Not an async function: it only picks the call's kind (no frame and promise of its own); a
+  // throw still reaches the caller as a rejection, after the turn's other calls started.
+  try {
+    const child = childAgentCall(tool);
+    if (child !== undefined) return runChildCall(ctx, notify, child, request, key, markedHere);
+    return toolAttempt(ctx, notify, tool, request, key, key, markedHere, agentRetry);
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }
 
 /** One attempt's tool step (`tool:<attemptKey>`). */
@@ -857,7 +867,10 @@ async function toolAttempt(
               turn: request.turn,
               callId: request.callId,
               idempotencyKey: `${runId}/${key}`,
-              signal: effect.signal,
+              // Read when the tool reads it: the step makes its AbortSignal on that first read.
+              get signal() {
+                return effect.signal;
+              },
             }),
           () => ({
             name: `execute_tool ${tool.name}`,

@@ -43,15 +43,31 @@ export class AgentSpans {
   /**
    * Runs `work`; with a tracer, in a span (a child of the active span) named and attributed by
    * `describe` (called only then), `after` adding what the result says. A throw is recorded
-   * (exception, status ERROR, `error.type`) and rethrown.
+   * (exception, status ERROR, `error.type`) and rethrown. Without a tracer it is `work()` itself:
+   * no async frame and no promise of its own, as every record, model call and tool call pays it.
    */
-  async around<T>(
+  around<T>(
     work: () => Promise<T>,
     describe: () => { name: string; attributes: Attributes },
     after?: (result: T) => Attributes,
   ): Promise<T> {
     const tracer = this.tracer;
-    if (tracer === undefined) return work();
+    if (tracer === undefined) {
+      try {
+        return work();
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    return this.traced(tracer, work, describe, after);
+  }
+
+  private async traced<T>(
+    tracer: Tracer,
+    work: () => Promise<T>,
+    describe: () => { name: string; attributes: Attributes },
+    after?: (result: T) => Attributes,
+  ): Promise<T> {
     this.api ??= await loadOtelApi();
     const api = this.api;
     const { name, attributes } = describe();

@@ -146,11 +146,20 @@ export class ExecutionDriver implements DriverScope, CommandSink {
   async run(flow: Flow<never, unknown>): Promise<ExecutionOutcome> {
     this.runningFlow = flow;
     const finished = this.runFlow(flow);
-    const first = await Promise.race([
-      finished.then((terminal) => ({ kind: 'finished' as const, terminal })),
-      this.suspension.suspended.then((wakeAtMs) => ({ kind: 'suspended' as const, wakeAtMs })),
-      this.interrupted.then(() => ({ kind: 'interrupted' as const })),
-    ]);
+    // The first of the three, as `Promise.race` over them would give it, without the race's own
+    // promise and the `then` it adds to each (three promises fewer per execution).
+    const first = await new Promise<
+      | { kind: 'finished'; terminal: Terminal | undefined }
+      | { kind: 'suspended'; wakeAtMs: number | null }
+      | { kind: 'interrupted' }
+    >((resolve, reject) => {
+      finished.then((terminal) => resolve({ kind: 'finished', terminal }), reject);
+      this.suspension.suspended.then(
+        (wakeAtMs) => resolve({ kind: 'suspended', wakeAtMs }),
+        reject,
+      );
+      this.interrupted.then(() => resolve({ kind: 'interrupted' }), reject);
+    });
     if (first.kind === 'suspended')
       return this.settle(undefined, { status: 'suspended', wakeAtMs: first.wakeAtMs });
     const terminal = first.kind === 'finished' ? first.terminal : this.machine.threw(undefined);

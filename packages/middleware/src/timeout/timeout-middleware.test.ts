@@ -113,6 +113,42 @@ describe('timeoutMiddleware', () => {
     expect(seen[0]?.reason).toBe('gone');
   });
 
+  it("reads the caller's signal only when the effect reads its own, and at the timeout", async () => {
+    const time = new ManualClock();
+    const caller = new AbortController();
+    let reads = 0;
+    // The caller's signal a getter on the prototype, as the kernel's effect context has it.
+    const { signal: _, ...fields } = testEffectContext();
+    class Caller {
+      readonly executionId = fields.executionId;
+      readonly stepIndex = fields.stepIndex;
+      readonly stepName = fields.stepName;
+      readonly idempotencyKey = fields.idempotencyKey;
+      readonly attempt = fields.attempt;
+      get signal(): AbortSignal {
+        reads++;
+        return caller.signal;
+      }
+    }
+    const ctx: AttemptContext = new Caller();
+    const timeout = timeoutMiddleware({ ms: 10, setTimer: (fn, ms) => time.setTimer(fn, ms) });
+    await expect(wrapEffect(timeout, () => 'quick')(ctx)).resolves.toBe('quick');
+    expect(reads).toBe(0);
+    let late: AttemptContext | undefined;
+    const abandoned = wrapEffect(timeout, (attempt) => {
+      late = attempt;
+      return new Promise<string>(() => {});
+    })(ctx);
+    const timedOut = expect(abandoned).rejects.toMatchObject({ code: MiddlewareErrorCode.TIMEOUT });
+    await time.advance(10);
+    await timedOut;
+    expect(reads).toBe(1);
+    // The abandoned effect reads its signal after the timeout: aborted, with the TIMEOUT.
+    expect(late?.signal.aborted).toBe(true);
+    expect(isLoomError(late?.signal.reason, MiddlewareErrorCode.TIMEOUT)).toBe(true);
+    expect(caller.signal.aborted).toBe(false);
+  });
+
   it('inside retry, gives each attempt its own timeout', async () => {
     const time = new ManualClock();
     const signals: AbortSignal[] = [];

@@ -19,7 +19,9 @@ const where = 'timeoutMiddleware';
  * Bounds each call to `ms`. Downstream gets a derived `signal` that aborts when the caller's
  * does (same reason) or when the time is up (reason: the `TIMEOUT` error). At the timeout the
  * call rejects at once; an effect that ignores its signal is abandoned, its late result or
- * error dropped. A call that settles in time passes through unchanged.
+ * error dropped. A call that settles in time passes through unchanged. The derived signal is
+ * made when downstream first reads it (an effect that never reads it costs no AbortController);
+ * one first read after the call settled follows the caller's signal as it is then.
  *
  * Error codes: `TIMEOUT` (`fields.timeoutMs`, `attempt`, …). `INVALID_ARGUMENT` for a bad option.
  *
@@ -36,31 +38,49 @@ export function timeoutMiddleware(options: TimeoutOptions): EffectMiddleware {
   const time = resolveTime(where, o);
 
   return (next) => (ctx) => {
-    const controller = new AbortController();
-    const parent = ctx.signal;
-    const onParentAbort = () => controller.abort(parent.reason);
-    if (parent.aborted) onParentAbort();
-    else parent.addEventListener('abort', onParentAbort, { once: true });
+    // The derived signal is made when downstream first reads it: an AbortController and a
+    // listener on the caller's signal (which makes that one too, when the kernel made it lazily)
+    // cost more than the rest of a call, and most effects never read `signal`. Read before the
+    // call settled, it is what an eager one would be; at the timeout it is made (and aborted)
+    // whether read or not, so an abandoned effect that reads it later sees the TIMEOUT.
+    let controller: AbortController | undefined;
+    let parent: AbortSignal | undefined;
+    let settled = false;
+    const onParentAbort = () => controller?.abort((parent as AbortSignal).reason);
+    const derived = (): AbortSignal => {
+      if (controller === undefined) {
+        controller = new AbortController();
+        parent = ctx.signal;
+        if (parent.aborted) onParentAbort();
+        else if (!settled) parent.addEventListener('abort', onParentAbort, { once: true });
+      }
+      return controller.signal;
+    };
 
     return new Promise((resolve, reject) => {
-      let settled = false;
       let cancelTimer = () => {};
       const settle = () => {
         settled = true;
         cancelTimer();
-        parent.removeEventListener('abort', onParentAbort);
+        parent?.removeEventListener('abort', onParentAbort);
       };
       cancelTimer = timerFor(time, ctx)(() => {
         if (settled) return;
+        derived();
         settle();
         const error = timeoutError(ctx, ms);
-        controller.abort(error);
+        controller?.abort(error);
         reject(error);
       }, ms);
 
       let running: ReturnType<typeof next>;
       try {
-        running = next({ ...ctx, signal: controller.signal });
+        running = next({
+          ...ctx,
+          get signal() {
+            return derived();
+          },
+        });
       } catch (error) {
         running = Promise.reject(error);
       }

@@ -47,6 +47,20 @@ describe('StubModel', () => {
     expect((await model.generate(request)).text).toBe('1:1');
   });
 
+  it("a function script may answer with a promise, and its rejection is the call's", async () => {
+    const { model } = stub({
+      script: async (_req, index) => {
+        if (index === 1) throw new Error('script broke');
+        return { toolCalls: [{ tool: 'search', input: { q: 'later' } }] };
+      },
+    });
+    const streamed = await collectResponse(model.stream(request));
+    expect(streamed.toolCalls).toEqual([
+      { callId: 'stub-0-0', tool: 'search', input: { q: 'later' } },
+    ]);
+    await expect(model.generate(request)).rejects.toThrow('script broke');
+  });
+
   it('latency is simulated on the injected clock and reported exactly', async () => {
     const { model, clock } = stub({
       latencyMs: 50,

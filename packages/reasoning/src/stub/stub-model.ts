@@ -157,14 +157,20 @@ export class StubModel implements ModelProvider {
     this.requests.push(journaled);
     if (this.requests.length > stubRequestsKept) this.requests.shift();
     const startMs = this.clock.now();
-    const turn = await this.turnFor(request, callIndex);
+    // A script's turn is awaited only when the script answers with a promise: a list script and
+    // a synchronous function cost no extra promise and turn of the event loop per call.
+    const next = this.turnFor(request, callIndex);
+    const turn =
+      typeof (next as Partial<PromiseLike<StubTurn>>).then === 'function'
+        ? await next
+        : (next as StubTurn);
     const latencyMs = turn.latencyMs ?? this.options.latencyMs ?? 0;
     if (latencyMs > 0) await sleep(latencyMs, this.setTimer, signal);
     else if (signal?.aborted) throw signal.reason;
     return { turn, startMs, callIndex };
   }
 
-  private async turnFor(request: ModelRequest, callIndex: number): Promise<StubTurn> {
+  private turnFor(request: ModelRequest, callIndex: number): StubTurn | Promise<StubTurn> {
     const { script } = this.options;
     if (typeof script === 'function') return script(request, callIndex);
     const turn = script[callIndex];

@@ -192,6 +192,39 @@ for (const [backend, open] of backends) {
       expect(aborted).toBe(true);
     });
 
+    it("a step with a timeout gets the step's context, and a signal of its own when it reads one", async () => {
+      const { runtime, clock } = make();
+      const seen: Record<string, unknown>[] = [];
+      const flow = defineFlow({ name: 'bounded' }, async (ctx) =>
+        ctx.step(
+          'quick',
+          (effect) => {
+            const { signal, ...fields } = effect;
+            seen.push({
+              ...fields,
+              aborted: signal.aborted,
+              clock: effect.clock !== undefined && effect.clock === runtime.clock,
+            });
+            return 'done';
+          },
+          { timeout: 1_000 },
+        ),
+      );
+      const handle = await runtime.start(flow, null);
+      expect(await clock.runUntilSettled(handle.result())).toBe('done');
+      expect(seen).toEqual([
+        {
+          executionId: handle.executionId,
+          stepIndex: 0,
+          stepName: 'quick',
+          idempotencyKey: `${handle.executionId}/0`,
+          attempt: 1,
+          aborted: false,
+          clock: true,
+        },
+      ]);
+    });
+
     it('sleeps for a duration text; bad durations are INVALID_ARGUMENT', async () => {
       const { runtime, clock } = make();
       const flow = defineFlow({ name: 'nap' }, async (ctx, duration: string) => {

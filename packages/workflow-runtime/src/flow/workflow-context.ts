@@ -7,6 +7,7 @@ import type {
   TransactionHandle,
 } from '@loom/event-runtime';
 import {
+  type AttemptContext,
   composeMiddleware,
   type EffectMiddleware,
   isTerminalError,
@@ -189,9 +190,7 @@ export function workflowContext(ctx: FlowContext): WorkflowContext {
           : (effect: StepEffectContext) =>
               // A middleware may hand down a context of its own making: the step's clock and
               // attempt (counted by the kernel, from the log) stay.
-              wrapEffect(chain, (attempt) =>
-                fn({ ...attempt, clock: attempt.clock ?? effect.clock, attempt: effect.attempt }),
-              )(effect);
+              wrapEffect(chain, (attempt) => fn(stepAttempt(attempt, effect)))(effect);
       return ctx.step(name, effect, kernelStepOptions(options));
     }) as WorkflowContext['step'],
     transaction: (name, work) => ctx.transaction(name, work),
@@ -295,6 +294,31 @@ async function waitForUpdate<A, R>(
       await ctx.step(updateAnswerStep(updateId), () => (value ?? null) as JsonValue);
     },
   };
+}
+
+/**
+ * What a step's effect gets from its middleware chain: the context the chain handed down, its
+ * `signal` read only when the effect reads it (the timeout middleware makes its derived signal,
+ * an AbortController, on that first read; a spread would read it here), with the step's clock and
+ * attempt.
+ */
+function stepAttempt(
+  from: AttemptContext,
+  step: StepEffectContext,
+): StepEffectContext & { attempt: number } {
+  const context: Record<string, unknown> = {
+    get signal() {
+      return from.signal;
+    },
+  };
+  for (const key in from) {
+    if (key !== 'signal' && Object.hasOwn(from, key)) {
+      context[key] = (from as unknown as Record<string, unknown>)[key];
+    }
+  }
+  context.clock = from.clock ?? step.clock;
+  context.attempt = step.attempt;
+  return context as unknown as StepEffectContext & { attempt: number };
 }
 
 /** The kernel's options for a step: its idempotence and its retry policy (a terminalError() stops it). */
