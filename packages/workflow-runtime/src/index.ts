@@ -50,11 +50,14 @@ export {
   type FlowOptions,
   type FlowSingleton,
   type FlowThrottle,
+  type FlowCancelOn,
   type FlowTrigger,
   type SignalSchemas,
   type WorkflowDefinition,
 } from './flow/define-flow.js';
 export { defineQuery, type QueryDefinition } from './flow/define-query.js';
+export type { EventMatch } from './flow/event-match.js';
+export type { EventReceived, WaitForEventOptions } from './flow/event-wait.js';
 export { defineSignal, type SignalDefinition } from './flow/define-signal.js';
 export {
   defineUpdate,
