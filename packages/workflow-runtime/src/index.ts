@@ -45,19 +45,17 @@ export {
 } from './flow/cron-schedule.js';
 export {
   defineFlow,
+  type FlowCancelOn,
   type FlowConcurrency,
   type FlowIdempotency,
   type FlowOptions,
   type FlowSingleton,
   type FlowThrottle,
-  type FlowCancelOn,
   type FlowTrigger,
   type SignalSchemas,
   type WorkflowDefinition,
 } from './flow/define-flow.js';
 export { defineQuery, type QueryDefinition } from './flow/define-query.js';
-export type { EventMatch } from './flow/event-match.js';
-export type { EventReceived, WaitForEventOptions } from './flow/event-wait.js';
 export { defineSignal, type SignalDefinition } from './flow/define-signal.js';
 export {
   defineUpdate,
@@ -66,6 +64,8 @@ export {
 } from './flow/define-update.js';
 export { type Duration, parseDuration } from './flow/duration.js';
 export type { EventDelivery } from './flow/event-dispatch.js';
+export type { EventMatch } from './flow/event-match.js';
+export type { EventReceived, WaitForEventOptions } from './flow/event-wait.js';
 export type { UpdateOptions } from './flow/execution-queries.js';
 export {
   type FindFlowExecutionsOptions,

@@ -14,9 +14,9 @@ export type { FlowIdempotency } from './flow-idempotency.js';
 export type { FlowSingleton } from './flow-singleton.js';
 export type { FlowThrottle } from './flow-throttle.js';
 export type {
+  FlowCancelOn,
   FlowConcurrency,
   FlowOptions,
-  FlowCancelOn,
   FlowTrigger,
   SignalSchemas,
   WorkflowDefinition,

@@ -43,7 +43,10 @@ function checkPairs(match: unknown, where: string): Array<[string, unknown]> {
     throw new LoomError(
       WorkflowErrorCode.INVALID_ARGUMENT,
       `${where} must be an object of event path → value, such as { 'data.orderId': 'o-7' }`,
-      { path: where, actual: Array.isArray(match) ? 'array' : match === null ? null : typeof match },
+      {
+        path: where,
+        actual: Array.isArray(match) ? 'array' : match === null ? null : typeof match,
+      },
     );
   }
   const pairs = Object.entries(match);

@@ -215,10 +215,16 @@ for (const [name, make] of databases) {
         await runtime.start(ship, { orderId: 'o-1' }, { executionId: 's-1' });
         await runtime.start(ship, { orderId: 'o-2' }, { executionId: 's-2' });
         await until('both suspended', async () => {
-          return (await runtime.findExecutions({ flow: ship, status: 'suspended' })).executions
-            .length === 2;
+          return (
+            (await runtime.findExecutions({ flow: ship, status: 'suspended' })).executions
+              .length === 2
+          );
         });
-        await runtime.publish({ name: 'shop/order.cancelled', id: 'x-1', data: { orderId: 'o-1' } });
+        await runtime.publish({
+          name: 'shop/order.cancelled',
+          id: 'x-1',
+          data: { orderId: 'o-1' },
+        });
         expect(await codeOf(runtime.attach('s-1').result())).toBe('EXECUTION_CANCELLED');
         const cancelled = await runtime.store.read('s-1');
         expect(cancelled.at(-1)?.type).toBe('execution.cancelled');

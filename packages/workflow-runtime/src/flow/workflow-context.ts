@@ -172,7 +172,10 @@ export interface WorkflowContext {
    * });
    * if (!paid.received) return 'expired';
    */
-  waitForEvent<D = JsonValue>(name: string, options?: WaitForEventOptions): Promise<EventReceived<D>>;
+  waitForEvent<D = JsonValue>(
+    name: string,
+    options?: WaitForEventOptions,
+  ): Promise<EventReceived<D>>;
   /** Epoch ms, recorded on first run and replayed. */
   now(): number;
   /** In [0, 1), recorded and replayed. */

@@ -10,8 +10,8 @@ import { openPostgres } from '@loom/event-runtime/postgres';
 import { openSqlite } from '@loom/event-runtime/sqlite';
 import { killTestProcesses, spawnTestProcess } from '@loom/event-runtime/testing';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createRuntime } from '../../src/index.js';
 import { eventWaitFlowName } from '../../src/flow/event-wait.js';
+import { createRuntime } from '../../src/index.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'loom-event-waits-processes-'));
 const workerFile = join(import.meta.dirname, 'event-waits-worker.ts');
@@ -144,7 +144,10 @@ for (const [name, make] of databases) {
         expect(await publisher.status('s-2')).not.toBe('settled');
         worker.child.kill('SIGKILL');
         await worker.exited;
-        const cancelled = await publisher.store.findExecutions({ flow: 'ship', status: 'cancelled' });
+        const cancelled = await publisher.store.findExecutions({
+          flow: 'ship',
+          status: 'cancelled',
+        });
         expect(cancelled.map((execution) => execution.executionId)).toEqual(['s-1']);
       } finally {
         await publisher.shutdown();
