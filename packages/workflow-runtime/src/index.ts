@@ -65,7 +65,11 @@ export {
 export { type Duration, parseDuration } from './flow/duration.js';
 export type { EventDelivery } from './flow/event-dispatch.js';
 export type { EventMatch } from './flow/event-match.js';
-export type { EventReceived, WaitForEventOptions } from './flow/event-wait.js';
+export {
+  type EventReceived,
+  eventWaitPrefix,
+  type WaitForEventOptions,
+} from './flow/event-wait.js';
 export type { UpdateOptions } from './flow/execution-queries.js';
 export {
   type FindFlowExecutionsOptions,

@@ -98,6 +98,46 @@ for (const [name, make] of databases) {
       }
     });
 
+    it('an event published before a wait started, delivered after it started, is not taken', async () => {
+      const database = await make();
+      // The waiter's runtime delivers nothing: the early event stays pending until `late` starts.
+      const waiter = createRuntime({
+        backend: await database.open(),
+        closeBackend: name !== 'memory',
+        flows: [checkout],
+        eventDelivery: false,
+      });
+      const early = await waiter.publish({
+        name: 'shop/order.paid',
+        id: 'early',
+        data: { orderId: 'o-4' },
+      });
+      expect(early.duplicate).toBe(false);
+      // The wait's start is stamped after the publish (same clock): wait for the next ms.
+      const publishedAtMs = Date.now();
+      await until('the clock moved on', () => Date.now() > publishedAtMs);
+      const handle = await waiter.start(checkout, { orderId: 'o-4' }, { executionId: 'c-4' });
+      await waitsStarted(waiter, 1);
+      const late = createRuntime({
+        backend: await database.open(),
+        closeBackend: name !== 'memory',
+        flows: [checkout],
+        eventDelivery: { pollMs: 20 },
+      });
+      try {
+        await until('the early event delivered', async () => {
+          return (await late.queueStats(eventsQueue)).completed === 1;
+        });
+        expect(await late.status('c-4')).not.toBe('settled');
+        await late.publish({ name: 'shop/order.paid', id: 'on-time', data: { orderId: 'o-4' } });
+        expect(await handle.result()).toBe('on-time:o-4');
+      } finally {
+        await waiter.shutdown();
+        await late.shutdown();
+        await database.drop();
+      }
+    });
+
     it('a wait with a timeout answers received: false once it passes', async () => {
       const database = await make();
       const runtime = createRuntime({
