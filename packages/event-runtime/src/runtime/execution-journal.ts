@@ -280,6 +280,8 @@ export class ExecutionJournal implements GroupCommitMember {
       if (guard.wakeOnSignalsAfter !== undefined) {
         this.pendingStatus.wakeOnSignalsAfter = guard.wakeOnSignalsAfter;
       }
+      // A child's end wakes its parent in the write that settles it: the resend must carry it too.
+      if (guard.notify !== undefined) this.pendingStatus.notify = guard.notify;
     }
     const attempt = this.busyAttempts++;
     retry.retrying(attempt + 1, error);

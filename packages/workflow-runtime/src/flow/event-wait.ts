@@ -42,6 +42,9 @@ interface EventWaitInput {
 /** How many index rows one delivery reads per page while it looks for waits or runs. */
 const scanPageSize = 500;
 
+/** Room a wait id keeps after its prefix: `#`, a base64url SHA-256 (43), `.` and an index. */
+const waitSuffixLengthMax = 52;
+
 /**
  * The id prefix of the waits for events named `name`: `loom.wait:<name>:`, or, for a name too long
  * to leave room for the wait's UUID in an execution id, a hash of it. Delivery lists the waits of
@@ -49,8 +52,20 @@ const scanPageSize = 500;
  */
 export function eventWaitPrefix(name: string): string {
   const plain = `loom.wait:${name}:`;
-  if (plain.length + 36 <= Limits.executionIdLengthMax) return plain;
+  if (plain.length + waitSuffixLengthMax <= Limits.executionIdLengthMax) return plain;
   return `loom.wait:#${createHash('sha256').update(name).digest('base64url')}:`;
+}
+
+/**
+ * The id of the `index`th wait (0, 1, …, counted per run of the flow function, so a replay finds
+ * the same ids) of execution `parent` for events named `name`: the name's prefix, then the
+ * parent's id and the index, or a hash of the parent's id where it would not fit.
+ */
+export function eventWaitId(name: string, parent: string, index: number): string {
+  const prefix = eventWaitPrefix(name);
+  const plain = `${prefix}${parent}.${index}`;
+  if (plain.length <= Limits.executionIdLengthMax) return plain;
+  return `${prefix}#${createHash('sha256').update(parent).digest('base64url')}.${index}`;
 }
 
 /**
@@ -74,13 +89,14 @@ export const eventWaitFlow: WorkflowDefinition<EventWaitInput, EventReceived> = 
 
 /**
  * `ctx.waitForEvent`: checks its arguments (`INVALID_ARGUMENT`), then runs the wait as a child
- * execution `loom.wait:<name>:<uuid>` of {@link eventWaitFlow}. The child's start is the wait's
+ * execution `loom.wait:<name>:<parent>.<n>` of {@link eventWaitFlow}. The child's start is the wait's
  * registration: durable before any event it should see is published, and found by delivery in
  * the execution index while it is unsettled. An event delivered before the child suspends lands
  * in its inbox and the wait takes it.
  */
 export async function waitForEvent<D>(
   ctx: FlowContext,
+  waitIndex: () => number,
   declared: readonly string[],
   flow: string,
   name: string,
@@ -109,7 +125,7 @@ export async function waitForEvent<D>(
   const timeoutMs =
     options.timeout === undefined ? null : parseDuration(options.timeout, 'timeout');
   const input: EventWaitInput = { event: name, match, timeoutMs };
-  const executionId = `${eventWaitPrefix(name)}${ctx.uuid()}`;
+  const executionId = eventWaitId(name, ctx.executionId, waitIndex());
   return (await ctx.child(eventWaitFlow, input, { executionId })) as EventReceived<D>;
 }
 

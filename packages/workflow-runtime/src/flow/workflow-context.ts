@@ -161,7 +161,7 @@ export interface WorkflowContext {
    * started whose fields equal `match` (`{ 'data.orderId': 'o-7' }`), or `{ received: false }`
    * once `timeout` passes. The name must be listed in the flow's `waitsForEvents`. The execution
    * suspends while it waits; an event published while no worker runs wakes it when one does.
-   * The wait is a child execution (`loom.wait:<name>:<uuid>`, ADR 0060).
+   * The wait is a child execution (`loom.wait:<name>:<executionId>.<n>`, ADR 0060).
    *
    * Error codes: `INVALID_ARGUMENT` (an undeclared or bad name, a bad match or timeout).
    *
@@ -195,6 +195,8 @@ export function workflowContext(
   flow = '',
   waitsForEvents: readonly string[] = [],
 ): WorkflowContext {
+  // Numbers this run's event waits (their ids), in call order: a replay counts them the same way.
+  let waitCount = 0;
   return {
     executionId: ctx.executionId,
     // A getter: the kernel makes the execution's AbortSignal only when someone reads it.
@@ -258,7 +260,8 @@ export function workflowContext(
       registerQueryHandler(ctx, query.name, handler as (arg: unknown) => unknown);
     },
     waitForUpdate: (update, options) => waitForUpdate(ctx, update, options),
-    waitForEvent: (name, options) => waitForEvent(ctx, waitsForEvents, flow, name, options),
+    waitForEvent: (name, options) =>
+      waitForEvent(ctx, () => waitCount++, waitsForEvents, flow, name, options),
     child: (flow, input, options) => ctx.child(flow, input, options),
     continueAsNew: (input) => ctx.continueAsNew(input),
     now: () => ctx.now(),
