@@ -233,6 +233,48 @@ for (const [name, make] of databases) {
   });
 
   describe(`cancelOn on ${name}`, () => {
+    it('a cancelOn without match cancels every run, but not one started after the event was published', async () => {
+      const database = await make();
+      const hold = defineFlow({ name: 'hold', cancelOn: [{ event: 'ops/stop' }] }, async (ctx) => {
+        await ctx.waitForSignal('go');
+        return 'went';
+      });
+      // This runtime delivers nothing: `ops/stop` #early waits until `late` starts.
+      const quiet = createRuntime({
+        backend: await database.open(),
+        closeBackend: name !== 'memory',
+        flows: [hold],
+        eventDelivery: false,
+      });
+      await quiet.publish({ name: 'ops/stop', id: 'early' });
+      const publishedAtMs = Date.now();
+      await until('the clock moved on', () => Date.now() > publishedAtMs);
+      await quiet.start(hold, null, { executionId: 'h-1' });
+      await quiet.start(hold, null, { executionId: 'h-2' });
+      const late = createRuntime({
+        backend: await database.open(),
+        closeBackend: name !== 'memory',
+        flows: [hold],
+        eventDelivery: { pollMs: 20 },
+      });
+      try {
+        await until('the early stop delivered', async () => {
+          return (await late.queueStats(eventsQueue)).completed === 1;
+        });
+        expect(await late.status('h-1')).not.toBe('settled');
+        await late.publish({ name: 'ops/stop', id: 'now' });
+        expect(await codeOf(late.attach('h-1').result())).toBe('EXECUTION_CANCELLED');
+        expect(await codeOf(late.attach('h-2').result())).toBe('EXECUTION_CANCELLED');
+        expect(await late.attach(`queue:${eventsQueue}:now`).result()).toEqual([
+          { flow: 'hold', cancelled: 2 },
+        ]);
+      } finally {
+        await quiet.shutdown();
+        await late.shutdown();
+        await database.drop();
+      }
+    });
+
     it('a matching event cancels the runs whose input it names, running or suspended, and no other', async () => {
       const database = await make();
       const ship = defineFlow(
