@@ -157,8 +157,8 @@ export interface WorkflowContext {
    */
   continueAsNew(input: unknown): Promise<never>;
   /**
-   * Wait durably for the first event named `name` (`runtime.publish`) published after the wait
-   * started whose fields equal `match` (`{ 'data.orderId': 'o-7' }`), or `{ received: false }`
+   * Wait durably for the first event to reach it named `name` (`runtime.publish`), published after
+   * the wait started, whose fields equal `match` (`{ 'data.orderId': 'o-7' }`), or `{ received: false }`
    * once `timeout` passes. The name must be listed in the flow's `waitsForEvents`. The execution
    * suspends while it waits; an event published while no worker runs wakes it when one does.
    * The wait is a child execution (`loom.wait:<name>:<executionId>.<n>`, ADR 0060).
