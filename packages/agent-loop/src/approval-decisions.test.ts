@@ -1,8 +1,9 @@
 // Decisions the run must not take at face value, on a SQLite file and on Postgres: an
 // interrupted call approved without saying how (re-run or record) is refused and never re-runs;
 // a decision sent straight as a signal is listed as the run decided it; deciding on a run that
-// has ended is APPROVAL_NOT_PENDING with the run's state. Real calls are counted in a file the
-// tool writes.
+// has ended is APPROVAL_NOT_PENDING with the run's state (and while a run waits, the execution
+// index says it waits for an approval or an answer). Real calls are counted in a file the tool
+// writes.
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type EventStore, EventType } from '@loom/event-runtime';
@@ -229,6 +230,16 @@ describe.each(backends)('decisions on %s', (_name, openStore) => {
         async () => (await agents.questions(`ask-${name}`)).find((q) => q.status === 'pending'),
         'the question',
       );
+      // While they wait, the execution index says for what: an approval, an answer (ADR 0062).
+      const waitingFor = (id: string) =>
+        eventually(async () => {
+          const row = (await store.findExecutions({ status: 'suspended' })).find(
+            (found) => found.executionId === id,
+          );
+          return row?.waitingFor;
+        }, `${id} suspended`);
+      expect(await waitingFor(`run-${name}`)).toEqual(['approval']);
+      expect(await waitingFor(`ask-${name}`)).toEqual(['question']);
       expect(await agents.cancel(`run-${name}`, { by: 'ops' })).toBe(true);
       expect(await agents.cancel(`ask-${name}`, { by: 'ops' })).toBe(true);
       for (const decide of [

@@ -42,6 +42,14 @@ export interface StoredEvent<P extends JsonValue = JsonValue> {
  */
 export type ExecutionStatus = 'running' | 'suspended' | 'settled';
 
+/**
+ * What a suspended execution waits for, as the execution index records it: `timer` (a sleep, or a
+ * wait's timeout or expiry), `signal` (a plain signal), `approval` and `question` (a signal a
+ * person answers, labelled so by the flow: an agent run's approvals and questions), `child` (a
+ * child execution's end). ADR 0062.
+ */
+export type WaitKind = 'timer' | 'signal' | 'approval' | 'question' | 'child';
+
 /** What a writer claims when it appends, and what the append records besides events. */
 export interface AppendGuard {
   /**
@@ -67,6 +75,12 @@ export interface AppendGuard {
    * for a suspension no signal can end (timers only). ADR 0033.
    */
   wakeOnSignalsAfter?: number;
+  /**
+   * With `status: 'suspended'`: what the execution waits for, as the index records it for
+   * operators' filters (a wait for a signal with a timeout is both `signal` and `timer`). Omit
+   * it when unknown: the row then says only whether it has a wake time. ADR 0062.
+   */
+  waitingFor?: readonly WaitKind[];
   /**
    * With `status: 'settled'`: a signal put in another execution's inbox in the same write, as
    * `sendSignal` would (a repeated idempotency key is a no-op; a suspended target is made due),
@@ -108,6 +122,12 @@ export interface ExecutionSummary {
    */
   startedBy: string | null;
   wakeAtMs: number | null;
+  /**
+   * While suspended: what it waits for, when the writer that suspended it said so (every kind
+   * once, in {@link WaitKind} order). Absent otherwise (not suspended, or suspended by a writer
+   * that gave no `waitingFor`, such as one older than schema version 14 / SQLite 13).
+   */
+  waitingFor?: WaitKind[];
   /** When the execution entered the index: the `at` of its `execution.started` (epoch ms). */
   createdAtMs: number;
   /** When its status last changed: the `at` of the newest event appended with a status. */

@@ -26,6 +26,7 @@ export type {
   SignalInput,
   StoredEvent,
   StoredSignal,
+  WaitKind,
 } from './envelope.js';
 export { ErrorCode, isLoomError, LoomError, type LoomErrorFields } from './errors.js';
 export type {
@@ -66,6 +67,7 @@ export type {
   EnqueueInput,
   EnqueueResult,
   ListQueuesOptions,
+  QueueDebounce,
   QueueItem,
   QueueItemOutcome,
   QueueItemStatus,
@@ -94,6 +96,7 @@ export type {
   Flow,
   FlowContext,
   KernelStepOptions,
+  SignalWaitKind,
   StepEffectContext,
   TransactionHandle,
 } from './runtime/flow.js';
@@ -144,3 +147,4 @@ export {
   type InMemoryQueueStoreOptions,
 } from './store/memory/in-memory-queue-store.js';
 export { InMemorySnapshotStore } from './store/memory/in-memory-snapshot-store.js';
+export { waitKindBits, waitKinds, waitKindsOf } from './wait-kinds.js';

@@ -48,6 +48,27 @@ export interface EnqueueInput {
    * `idempotency` writes it (ADR 0059).
    */
   idempotency?: QueueIdempotency;
+  /**
+   * Debounce by key: while an item of the queue enqueued with the same `debounce.key` is still
+   * `pending` (never claimed), this enqueue writes no new item: it replaces that item's input with
+   * this one and pushes the item's due time to `now + periodMs` (capped at its first enqueue +
+   * `maxWaitMs`), and answers it (`duplicate: true`). An item is not claimed before its due time,
+   * so it runs once, with the last input, after `periodMs` without a newer enqueue. Once claimed,
+   * the next enqueue of the key writes a new item. Not with `dedupeKey` or `idempotency`
+   * (`INVALID_ARGUMENT`). The workflow layer's `debounce` writes it (ADR 0059).
+   */
+  debounce?: QueueDebounce;
+}
+
+/**
+ * A debounce: `key` (1 to `Limits.queueKeyLengthMax` characters), `periodMs` (a positive integer
+ * up to `Limits.queueThrottleWindowMsMax`) and optionally `maxWaitMs` (at least `periodMs`, at
+ * most the same limit): how long after its first enqueue the item becomes due at the latest.
+ */
+export interface QueueDebounce {
+  key: string;
+  periodMs: number;
+  maxWaitMs?: number;
 }
 
 /**
@@ -92,6 +113,12 @@ export interface QueueItem {
   throttle: QueueThrottle | null;
   /** The item's dedupe window: its key and the epoch ms it ends (exclusive), null for none. */
   idempotency: { key: string; untilMs: number } | null;
+  /**
+   * The item's debounce: its key, the epoch ms before which it is not claimed (`dueAtMs`, pushed
+   * by every debounced enqueue of the key while pending) and the latest it may be pushed to
+   * (`deadlineMs`, first enqueue + `maxWaitMs`; null without one). Null for none.
+   */
+  debounce: { key: string; dueAtMs: number; deadlineMs: number | null } | null;
   status: QueueItemStatus;
   /** The worker holding the claim (`running`), else the last one that did, else null. */
   owner: string | null;
@@ -178,8 +205,9 @@ export interface ClaimOptions {
  */
 export interface QueueStore {
   /**
-   * Add an item, or report the existing one (same `itemId`, same unfinished `dedupeKey`, or an
-   * item whose `idempotency` window for the same key is still open).
+   * Add an item, or report the existing one (same `itemId`, same unfinished `dedupeKey`, an
+   * item whose `idempotency` window for the same key is still open, or the pending item of the
+   * same `debounce` key, which this enqueue's input and due time replace).
    */
   enqueue(input: EnqueueInput): Promise<EnqueueResult>;
   /**
@@ -205,6 +233,12 @@ export interface QueueStore {
   complete(queue: string, itemIds: readonly string[], outcome?: QueueItemOutcome): Promise<void>;
   /** The item, whatever its status; undefined when the queue has no such item. */
   get(queue: string, itemId: string): Promise<QueueItem | undefined>;
+  /**
+   * The queue's unfinished items (pending or running) with this `partitionKey`, in enqueue
+   * order, at most `Limits.queueBatchMax`: what a singleton with `mode: 'cancel'` reads to find
+   * the runs a newer one replaces (ADR 0059).
+   */
+  unfinishedOfPartition(queue: string, partitionKey: string): Promise<QueueItem[]>;
   /** The queue's counts by the store's clock (all zero for a queue nothing was enqueued into). */
   queueStats(queue: string): Promise<QueueStats>;
   /** The counts of every queue that has items, by name, one query per page. */

@@ -49,6 +49,7 @@ import {
   storeClosed,
   storedRowOf,
   verifyRows,
+  waitingForOf,
 } from './store-kit.js';
 import { eventStoreConformance, sameProcessPeer } from './testing.js';
 
@@ -157,6 +158,7 @@ class MapEventStore implements EventStore {
         return {
           ...{ executionId, createdAtMs, flow, settledAs, status, updatedAtMs, version, wakeAtMs },
           startedBy,
+          ...waitingForOf(status, entry.waitingFor),
           lastEventAt: (rows[rows.length - 1] as StoredRow).at,
           nextSequence: rows.length,
         };

@@ -79,3 +79,4 @@ export {
 export { type AppendFeed, StoreSubscriptions } from './internal/store-subscriptions.js';
 export { rowToEvent, type StoredRow, storedRowOf } from './internal/stored-row.js';
 export { verifyRows } from './internal/verify-rows.js';
+export { waitingForOf } from './internal/waiting-for-of.js';

@@ -1,5 +1,6 @@
 // The dashboard's runs page over 100,000 runs (issue 30, item 6): view.searchRuns (the first page,
-// a filtered page, a page deep in by cursor) and view.runCounts, each beside a bare SELECT of the
+// a filtered page, a page deep in by cursor, the runs waiting for an approval) and view.runCounts
+// (all, and of those waiting for an approval), each beside a bare SELECT of the
 // same rows, on SQLite and Postgres, variants interleaved in each round.
 // Run: pnpm --filter @loom/view exec tsx bench/runs-page.ts   (RUNS_PAGE_ROUNDS, default 15;
 // RUNS_PAGE_RUNS, default 100,000). Postgres: LOOM_TEST_PG (default
@@ -7,7 +8,8 @@
 //
 // Seeding: three real runs are recorded by the runtime (a completed 2-step `order`, a failed
 // `charge`, a `waiter` suspended on a signal), then copied by one INSERT … SELECT per table under
-// ids run-000000 … (every 20th failed, the next one waiting, the rest completed), created 25 s
+// ids run-000000 … (every 20th failed, the next one waiting — for an approval, a question, a signal
+// with a timeout or a child, by turns — the rest completed), created 25 s
 // apart, last changed up to an hour after their creation (so the two orders differ). Copies keep
 // the template's hashes: the view does not read them (`loom verify` would refuse these logs).
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -30,6 +32,14 @@ const base = Date.UTC(2026, 10, 1);
 /** Which template run `i` copies (an SQL expression over the series' `i`). */
 const templateOf = (i: string) =>
   `CASE WHEN ${i} % 20 = 0 THEN 'seed-charge' WHEN ${i} % 20 = 1 THEN 'seed-wait' ELSE 'seed-order' END`;
+
+/**
+ * What a copied waiting run waits for (ADR 0062), by turns: an approval, a question, a signal with
+ * a timeout, a child (`waiting_for` bits; NULL for the copies of runs that do not wait).
+ */
+const waitingOf = (i: string, template: string) =>
+  `CASE WHEN ${template} IS NULL THEN NULL WHEN (${i} / 20) % 4 = 0 THEN 4 ` +
+  `WHEN (${i} / 20) % 4 = 1 THEN 8 WHEN (${i} / 20) % 4 = 2 THEN 3 ELSE 16 END`;
 
 /** A bare read: rows as the driver returns them, nothing decoded. */
 type Bare = (sql: string, values?: unknown[]) => Promise<Array<Record<string, unknown>>>;
@@ -75,9 +85,10 @@ const targets: Target[] = [
             ON t.execution_id = e.execution_id`);
         db.exec(`${series}
           INSERT INTO loom_executions (execution_id, status, wake_at_ms, updated_at_ms, settled_as,
-                                       flow, version, created_at_ms, started_by)
+                                       flow, version, created_at_ms, started_by, waiting_for)
           SELECT ${id}, x.status, NULL, ${base} + n.i * 25000 + (n.i * 7919) % 3600000,
-                 x.settled_as, x.flow, x.version, ${base} + n.i * 25000, NULL
+                 x.settled_as, x.flow, x.version, ${base} + n.i * 25000, NULL,
+                 ${waitingOf('n.i', 'x.waiting_for')}
           FROM n JOIN loom_executions x ON x.execution_id = ${templateOf('n.i')}`);
       })();
       db.close();
@@ -130,9 +141,10 @@ const targets: Target[] = [
           ON t.execution_id = e.execution_id`);
       await client.query(`
         INSERT INTO ${s}.executions (execution_id, status, wake_at_ms, updated_at_ms, settled_as,
-                                     flow, version, created_at_ms, started_by)
+                                     flow, version, created_at_ms, started_by, waiting_for)
         SELECT ${id}, x.status, NULL, ${base} + n.i * 25000 + (n.i * 7919) % 3600000,
-               x.settled_as, x.flow, x.version, ${base} + n.i * 25000, NULL
+               x.settled_as, x.flow, x.version, ${base} + n.i * 25000, NULL,
+               ${waitingOf('n.i', 'x.waiting_for')}
         FROM generate_series(0::bigint, ${runs - 1}) AS n(i)
         JOIN ${s}.executions x ON x.execution_id = ${templateOf('n.i')}`);
       // What autovacuum does shortly after a bulk load; without it the planner guesses.
@@ -185,7 +197,7 @@ async function recordTemplates(backend: Backend): Promise<void> {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
 const columns =
-  'execution_id, status, settled_as, flow, version, started_by, wake_at_ms, created_at_ms, updated_at_ms';
+  'execution_id, status, settled_as, flow, version, started_by, wake_at_ms, waiting_for, created_at_ms, updated_at_ms';
 
 console.log(
   `Runs page: ${runs.toLocaleString('en')} runs (+3 templates; 90 % completed 2-step flows, 5 % failed, 5 % suspended), ` +
@@ -239,6 +251,11 @@ for (const target of targets) {
         list.values,
       );
     };
+    const approvalWhere = "WHERE x.status = 'suspended' AND (x.waiting_for & 4) <> 0";
+    const approvals = await view.runCounts({ waiting: 'approval' });
+    if (approvals.suspended !== Math.ceil((runs - 1) / 80)) {
+      throw new Error(`counted ${approvals.suspended} runs waiting for an approval`);
+    }
     const countsSql = `SELECT status, settled_as, count(*) AS n FROM ${target.executions} GROUP BY status, settled_as`;
     const variants: Array<[string, () => Promise<unknown>, () => Promise<unknown>]> = [
       [
@@ -261,6 +278,19 @@ for (const target of targets) {
           ]),
       ],
       ['counts per status', () => view.runCounts(), () => bare.query(countsSql)],
+      [
+        'first page waiting for an approval',
+        () => view.searchRuns({ waiting: 'approval', limit: pageSize }),
+        () => barePage(approvalWhere, []),
+      ],
+      [
+        'counts of runs waiting for an approval',
+        () => view.runCounts({ waiting: 'approval' }),
+        () =>
+          bare.query(
+            `SELECT status, settled_as, count(*) AS n FROM ${target.executions} x ${approvalWhere} GROUP BY status, settled_as`,
+          ),
+      ],
     ];
     const samples = new Map<string, { view: number[]; bare: number[] }>(
       variants.map(([name]) => [name, { view: [], bare: [] }]),
@@ -295,7 +325,7 @@ for (const target of targets) {
     console.log(
       `${target.name}: seeded in ${(seedMs / 1000).toFixed(1)} s; plan of the first page: ${await bare.plan(
         pageSql('').replace(`LIMIT ${pageSize + 1}`, `LIMIT ${pageSize + 1}`),
-      )}`,
+      )}; of the approvals page: ${await bare.plan(pageSql(approvalWhere))}`,
     );
     await bare.close();
     await view.close();

@@ -65,6 +65,7 @@ export {
   runCountStatuses,
   runSearchLimitDefault,
   runSearchLimitMax,
+  runWaitings,
 } from './run-search.js';
 export type { RunSummary } from './run-summary.js';
 export {

@@ -317,7 +317,7 @@ class LogView implements View {
 
   /**
    * The projection tables when they are initialised and current — their checkpoint is the log's
-   * last event (one checkpoint query, one `readAll` of at most one event after it) — else
+   * last event (one checkpoint query, one query for a committed event after it) — else
    * undefined, and the caller reads the log. Never creates or migrates anything; a projection
    * that cannot be read (absent, older version, unreachable) is the same as none.
    */
@@ -349,8 +349,10 @@ class LogView implements View {
       this.projectionTablesKnown = false;
       return undefined;
     }
-    const after = await this.opened.events.readAll({ afterPosition: position, limit: 1 });
-    return after.length === 0 ? projectionsOn(opened) : undefined;
+    // Not readAll: on Postgres it holds back rows while any older transaction on the server is
+    // open, and a projection judged current then would miss a committed write (a pruned run, a new
+    // run) until that transaction ended.
+    return (await this.pages.hasEventsAfter(position)) ? undefined : projectionsOn(opened);
   }
 
   async runs(filter: RunsFilter = {}): Promise<RunsPage> {

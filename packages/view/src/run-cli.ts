@@ -25,8 +25,9 @@ import {
 } from './internal/format.js';
 import { count, type Progress, progressAfterMs, startProgress } from './internal/progress.js';
 import type { Operator } from './open-operator.js';
-import type { View } from './open-view.js';
+import type { RunsPage, View } from './open-view.js';
 import { addProjectionCommands } from './projection/projection-cli.js';
+import { type RunWaiting, runWaitings } from './run-search.js';
 import { runStatuses } from './run-statuses.js';
 import { addWorkerCommand } from './worker-command.js';
 
@@ -94,6 +95,34 @@ function integer(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n)) throw new InvalidArgumentError('not an integer');
   return n;
+}
+
+function waitingKind(value: string): RunWaiting {
+  if (!(runWaitings as readonly string[]).includes(value)) {
+    throw new InvalidArgumentError(`one of ${runWaitings.join(', ')}`);
+  }
+  return value as RunWaiting;
+}
+
+/**
+ * `loom runs`: the id-ordered list, or with `--waiting` the runs search (the dashboard's, newest
+ * change first: the execution index alone knows what a run waits for), whose cursor `--after`
+ * takes back with the same `--waiting`.
+ */
+async function runsPage(
+  view: View,
+  options: {
+    status?: DetailedExecutionStatus;
+    flow?: string;
+    waiting?: RunWaiting;
+    limit?: number;
+    after?: string;
+  },
+): Promise<RunsPage> {
+  const { waiting, ...filter } = options;
+  if (waiting === undefined) return view.runs(filter);
+  const page = await view.searchRuns({ ...filter, waiting });
+  return { runs: page.runs, nextCursor: page.nextCursor ?? undefined };
 }
 
 function status(value: string): DetailedExecutionStatus {
@@ -232,6 +261,11 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     .description('list runs (flows and agent runs), newest status from the execution index')
     .option('--status <status>', `one of ${runStatuses.join(', ')}`, status)
     .option('--flow <name>', 'only runs of this flow (agent runs: agent:<name>)')
+    .option(
+      '--waiting <kind>',
+      `only suspended runs waiting for ${runWaitings.join(', ')} (newest change first)`,
+      waitingKind,
+    )
     .option('--limit <n>', 'most runs to list (default 50)', integer)
     .option('--after <id>', 'the cursor printed after a full page')
     .action(
@@ -239,13 +273,14 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
         options: {
           status?: DetailedExecutionStatus;
           flow?: string;
+          waiting?: RunWaiting;
           limit?: number;
           after?: string;
         },
         command: Command,
       ) => {
         const { page, spend } = await withView(command, async (view) => {
-          const page = await withProgress('reading runs', () => view.runs(options));
+          const page = await withProgress('reading runs', () => runsPage(view, options));
           const { spendOfRuns } = await import('./projection/run-spend.js');
           return { page, spend: await spendOfRuns(view, page.runs) };
         });
@@ -254,7 +289,14 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
             runs: page.runs.map((run) => ({ ...run, spend: spend.get(run.id) })),
             nextCursor: page.nextCursor,
           },
-          () => formatRuns(page.runs, page.nextCursor, io.color === true, spend),
+          () =>
+            formatRuns(
+              page.runs,
+              page.nextCursor,
+              io.color === true,
+              spend,
+              options.waiting === undefined ? '' : `--waiting ${options.waiting}`,
+            ),
         );
       },
     );

@@ -8,11 +8,25 @@ export type RunSort = 'updated' | 'created';
 export type RunOrder = 'asc' | 'desc';
 
 /**
- * What a suspended run waits for, as far as the execution index can tell without reading logs:
- * `timer` (it has a wake-up time: a sleep, or a wait with a timeout or an expiry) or `input` (it
- * has none: an approval or a question without expiry, a signal without timeout, a child).
+ * What a suspended run waits for, as the execution index records it in the write that suspends
+ * it (ADR 0062): `timer` (a sleep, or a wait's timeout or expiry), `signal` (a plain signal),
+ * `approval` and `question` (an agent run's, or a flow's wait labelled so), `child` (a child
+ * run's end). A run waiting for several matches each: a signal with a timeout is found by
+ * `signal` and by `timer`. `input` is any of signal, approval, question or child (deprecated:
+ * say which). A run suspended by a writer older than schema version 14 (SQLite 13) has only its
+ * wake time: `timer` finds it when it has one, `input` when it has none.
  */
-export type RunWaiting = 'timer' | 'input';
+export type RunWaiting = 'timer' | 'signal' | 'approval' | 'question' | 'child' | 'input';
+
+/** Every {@link RunWaiting} a search takes, in the order the dashboard offers them. */
+export const runWaitings = [
+  'timer',
+  'signal',
+  'approval',
+  'question',
+  'child',
+  'input',
+] as const satisfies readonly RunWaiting[];
 
 /** Ways of a run that `view.runCounts` counts (the statuses the runs page shows). */
 export const runCountStatuses = [
@@ -46,7 +60,7 @@ export interface RunSearch {
   version?: string;
   /** `running`, `suspended`, `settled`, or one way of ending (`completed`, `failed`, …). */
   status?: DetailedExecutionStatus;
-  /** Only suspended runs that wait for a timer, or for input (see {@link RunWaiting}). */
+  /** Only suspended runs that wait for this (see {@link RunWaiting}). */
   waiting?: RunWaiting;
   /** Runs whose status last changed at or after this instant (epoch ms, inclusive). */
   updatedFromMs?: number;

@@ -149,6 +149,34 @@ describe.each(targets)('loom on $name', (target) => {
     expect(table.stdout).not.toContain('charge-1');
   });
 
+  it('runs --waiting lists the suspended runs that wait for that kind, and its next page repeats it', async () => {
+    const ids = async (kind: string) =>
+      (await json<RunsPage>(['runs', '--waiting', kind])).runs.map((r) => r.id).sort();
+    expect(await ids('approval')).toEqual(['agent-1']);
+    expect(await ids('signal')).toEqual(['wait-cancel', 'wait-signal']);
+    expect(await ids('child')).toEqual([]);
+    expect(await ids('question')).toEqual([]);
+    const input = await ids('input');
+    expect(input).toEqual([...new Set([...input, 'agent-1', 'wait-signal'])].sort());
+    const first = await json<RunsPage>(['runs', '--waiting', 'input', '--limit', '1']);
+    expect(first.runs).toHaveLength(1);
+    const next = await json<RunsPage>([
+      'runs',
+      '--waiting',
+      'input',
+      '--limit',
+      '1',
+      '--after',
+      first.nextCursor as string,
+    ]);
+    expect(next.runs.map((r) => r.id)).not.toContain(first.runs[0]?.id);
+    const table = await loomInProcess(['runs', '--waiting', 'input', '--limit', '1'], env());
+    expect(table.stdout).toContain(`more: loom runs --waiting input --after ${first.nextCursor}`);
+    const bad = await loomInProcess(['runs', '--waiting', 'sleep'], env());
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('one of timer, signal, approval, question, child, input');
+  });
+
   it('show gives a flow timeline with durations, and children', async () => {
     const order = await json<RunDetail>(['show', 'order-7']);
     expect(order.timeline.map((e) => [e.kind, e.name, e.status])).toEqual([

@@ -2,7 +2,8 @@
 // j/k and the arrows, Enter opens a run, / goes to the search, Escape closes the run, every
 // control reachable by Tab; and the WCAG contrast of every text on the page, in the runs list,
 // with an agent run open (its conversation with an approval and a question inline), and read-only
-// in a narrow window (CSS labels included). Screenshots for docs/operations.md.
+// in a narrow window (CSS labels included); the runs list filtered by what a run waits for (an
+// approval, an answer, a signal). Screenshots for docs/operations.md.
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -344,6 +345,59 @@ describe('the keyboard', () => {
       controls.filter((id) => !reached.has(id)),
     );
     expect(missed).toEqual([]);
+  });
+});
+
+// Before the approval and the question are answered below: agent-1 waits for an approval, ask-1
+// for an answer, wait-1 for a signal.
+describe('the runs list filtered by what a run waits for', () => {
+  /** The ids the runs table shows once it shows `ids` (fails naming what it showed instead). */
+  async function shows(ids: readonly string[]): Promise<void> {
+    let shown: Array<string | null> = [];
+    try {
+      await until(
+        async () => {
+          shown = await page
+            .locator('#runs-body tr[data-run]')
+            .evaluateAll((rows) =>
+              rows.map((row) => (row as unknown as El).getAttribute('data-run')),
+            );
+          return JSON.stringify(shown) === JSON.stringify(ids) ? true : undefined;
+        },
+        `the runs table to be [${ids.join(', ')}]`,
+        waitMs,
+      );
+    } catch (error) {
+      throw new Error(
+        `${(error as Error).message}; it shows [${shown.join(', ')}] at ${page.url()}`,
+      );
+    }
+  }
+
+  it('an approval shows the agent run waiting for one, an answer the run that asked, and the counts follow', async () => {
+    await page.goto(dashboard.urlWithToken);
+    await page.waitForSelector('tr[data-run="order-1"]', { timeout: waitMs });
+    await page.selectOption('#waiting-filter', 'approval');
+    await shows(['agent-1']);
+    expect(new URL(page.url()).searchParams.get('waiting')).toBe('approval');
+    await page.waitForSelector('#status-counts button[data-status="all"][data-count="1"]', {
+      timeout: waitMs,
+    });
+    await page.selectOption('#waiting-filter', 'question');
+    await shows(['ask-1']);
+    expect(new URL(page.url()).searchParams.get('waiting')).toBe('question');
+    await page.selectOption('#waiting-filter', 'signal');
+    await shows(['wait-1']);
+    await page.selectOption('#waiting-filter', 'child');
+    await shows([]);
+    // A link with the filter opens on it (the select says so).
+    const linked = new URL(dashboard.urlWithToken);
+    linked.searchParams.set('waiting', 'question');
+    await page.goto(linked.toString());
+    await shows(['ask-1']);
+    expect(await page.locator('#waiting-filter').inputValue()).toBe('question');
+    await page.goto(dashboard.urlWithToken);
+    await page.waitForSelector('tr[data-run="order-1"]', { timeout: waitMs });
   });
 });
 

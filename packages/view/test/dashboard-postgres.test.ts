@@ -107,6 +107,17 @@ describe('the dashboard API on Postgres', () => {
         (r) => r.id,
       ),
     ).toEqual(['wait-signal', 'wait-cancel', 'agent-1']);
+    const waitingFor = async (kind: string) =>
+      (await get<RunSearchPage>(`api/runs?waiting=${kind}&sort=created&order=asc`)).runs.map(
+        (r) => r.id,
+      );
+    expect(await waitingFor('approval')).toEqual(['agent-1']);
+    expect(await waitingFor('signal')).toEqual(['wait-signal', 'wait-cancel']);
+    expect(await waitingFor('question')).toEqual([]);
+    expect(await get<RunCounts>('api/counts?waiting=approval')).toMatchObject({
+      suspended: 1,
+      total: 1,
+    });
     const newest = await get<RunSearchPage>('api/runs?sort=created');
     const ids = newest.runs.map((r) => r.id);
     const first = await get<RunSearchPage>('api/runs?sort=created&limit=3');

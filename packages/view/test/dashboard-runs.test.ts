@@ -481,7 +481,7 @@ describe('the runs read API', () => {
       ['api/runs?order=sideways', 'order'],
       ['api/runs?limit=0', 'limit'],
       ['api/runs?limit=ten', 'limit'],
-      ['api/runs?waiting=approval', 'waiting'],
+      ['api/runs?waiting=sleep', 'waiting'],
       ['api/runs?updatedFrom=yesterday', 'updatedFrom'],
       ['api/runs?updatedFrom=10&updatedBefore=5', 'updatedBefore'],
       ['api/runs?after=garbage', 'after'],

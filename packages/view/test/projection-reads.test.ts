@@ -4,12 +4,13 @@
 // caught up after a restart, and never read while the log is ahead of the checkpoint.
 import type { Backend } from '@loom/event-runtime';
 import { createRuntime, defineFlow } from '@loom/workflow-runtime';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunsPage, ScheduleSummary } from '../src/index.js';
 import { applyBatch, catchUpProjections } from '../src/index.js';
 import { parseDbUrl } from '../src/internal/db-url.js';
 import { openProjectionDb, type ProjectionDb } from '../src/projection/projection-db.js';
-import { dbTargets } from './db-targets.js';
+import { dbTargets, pgUrl } from './db-targets.js';
 import { eventually, loomInProcess, populate, runtimeOn } from './fixture.js';
 import { memoryProjectionDb, projectionRows, tableNames, wholeLog } from './projection-support.js';
 
@@ -169,6 +170,38 @@ describe.each(targets)('loom runs and loom schedules over projections on $name',
       expect(first).toEqual(await projectionRows(writable));
     } finally {
       await fresh.close();
+    }
+  });
+
+  it('a write committed while another transaction on the server is still open takes the reads off the projection', async () => {
+    const caughtUp = await loomInProcess(['projections', 'run', '--once'], env);
+    expect(caughtUp.code, caughtUp.stderr).toBe(0);
+    // Which path answers: a tampered projection row shows only while the projection is current.
+    const tamper = (steps: number) =>
+      writable.db
+        .updateTable('loom_projection_runs')
+        .set({ steps })
+        .where('id', '=', 'order-7')
+        .execute();
+    await tamper(999);
+    expect((await json<RunsPage>(['runs', '--flow', 'order'])).runs[0]?.steps).toBe(999);
+    // On Postgres an open transaction anywhere on the server holds the log's commit-safe reading
+    // order (readAll) back, so the write below is committed but not yet readable in that order:
+    // the view must still see that the projection is behind.
+    const holder =
+      target.name === 'postgres' ? new pg.Client({ connectionString: pgUrl }) : undefined;
+    try {
+      if (holder !== undefined) {
+        await holder.connect();
+        await holder.query('BEGIN');
+        await holder.query('SELECT pg_current_xact_id()');
+      }
+      await fire(target.open, 1);
+      expect((await json<RunsPage>(['runs', '--flow', 'order'])).runs[0]?.steps).toBe(2);
+    } finally {
+      await holder?.query('ROLLBACK').catch(() => undefined);
+      await holder?.end();
+      await tamper(2);
     }
   });
 });

@@ -1,11 +1,11 @@
 // view.searchRuns and view.runCounts, the runs page of the dashboard, on a real SQLite file, real
 // Postgres and the memory backend: filters, both sorts in both directions, keyset paging forwards
 // and back, counts per status, the typed errors, and how many queries a page and the counts cost.
-import type { Backend, EventStore, ExecutionStatus } from '@loom/event-runtime';
+import type { Backend, EventStore, ExecutionStatus, WaitKind } from '@loom/event-runtime';
 import { openMemory } from '@loom/event-runtime';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunSearch, RunSummary } from '../src/index.js';
+import type { RunSearch, RunSummary, RunWaiting } from '../src/index.js';
 import {
   type PageReader,
   postgresPageReader,
@@ -20,13 +20,30 @@ afterAll(cleanup);
 const base = 1_700_000_000_000;
 const runCount = 60;
 
-/** How run `i` ends: every fifth fails, every seventh is cancelled, some wait, the rest complete. */
-function plan(i: number): { status: ExecutionStatus; end?: string; wakeAtMs?: number } {
+/**
+ * How run `i` ends: every fifth fails, every seventh is cancelled, some wait, the rest complete.
+ * Those suspended at multiples of 11 and 13 say nothing of what they wait for (rows as a writer
+ * older than the `waiting_for` column left them: a wake time or none); the others say.
+ */
+function plan(i: number): {
+  status: ExecutionStatus;
+  end?: string;
+  wakeAtMs?: number;
+  waitingFor?: WaitKind[];
+} {
+  const later = base + 10_000_000;
   if (i % 5 === 0) return { status: 'settled', end: 'execution.failed' };
   if (i % 7 === 0) return { status: 'settled', end: 'execution.cancelled' };
-  if (i % 11 === 0) return { status: 'suspended', wakeAtMs: base + 10_000_000 };
+  if (i % 11 === 0) return { status: 'suspended', wakeAtMs: later };
   if (i % 13 === 0) return { status: 'suspended' };
   if (i % 17 === 0) return { status: 'running' };
+  if (i % 19 === 0)
+    return { status: 'suspended', wakeAtMs: later, waitingFor: ['timer', 'approval'] };
+  if (i % 23 === 0) return { status: 'suspended', waitingFor: ['question'] };
+  if (i === 29) return { status: 'suspended', wakeAtMs: later, waitingFor: ['timer', 'signal'] };
+  if (i === 31) return { status: 'suspended', waitingFor: ['child'] };
+  if (i === 37) return { status: 'suspended', waitingFor: ['signal', 'approval'] };
+  if (i === 41) return { status: 'suspended', wakeAtMs: later, waitingFor: ['timer'] };
   return { status: 'settled', end: 'execution.completed' };
 }
 
@@ -72,6 +89,7 @@ async function seed(events: EventStore): Promise<void> {
           {
             status: 'suspended',
             ...(how.wakeAtMs === undefined ? {} : { wakeAtMs: how.wakeAtMs }),
+            ...(how.waitingFor === undefined ? {} : { waitingFor: how.waitingFor }),
           },
         );
       }
@@ -200,15 +218,34 @@ describe.each([...targets, memory])('searchRuns and runCounts on $name', (target
     expect(await ids({ status: 'settled', sort: 'created', order: 'asc' })).toEqual(
       expected((i) => plan(i).status === 'settled', 'created', 'asc'),
     );
-    expect(await ids({ waiting: 'timer' })).toEqual(
-      expected((i) => plan(i).wakeAtMs !== undefined, 'updated', 'desc'),
-    );
-    expect(await ids({ waiting: 'input' })).toEqual(
-      expected(
-        (i) => plan(i).status === 'suspended' && plan(i).wakeAtMs === undefined,
-        'updated',
-        'desc',
-      ),
+    // A row that says what it waits for is found by each kind it names; one that does not, by
+    // its wake time alone (timer, or input without one).
+    const waitsFor = (i: number, kind: RunWaiting) => {
+      const { status, wakeAtMs, waitingFor } = plan(i);
+      if (status !== 'suspended') return false;
+      if (waitingFor === undefined)
+        return (
+          (kind === 'timer') === (wakeAtMs !== undefined) && (kind === 'timer' || kind === 'input')
+        );
+      return kind === 'input' ? waitingFor.some((k) => k !== 'timer') : waitingFor.includes(kind);
+    };
+    for (const kind of ['timer', 'signal', 'approval', 'question', 'child', 'input'] as const) {
+      const want = expected((i) => waitsFor(i, kind), 'updated', 'desc');
+      expect([kind, await ids({ waiting: kind })]).toEqual([kind, want]);
+      expect(want.length).toBeGreaterThan(0);
+    }
+    // The exact sets, so the predicate above cannot drift into agreeing with a wrong search.
+    expect((await ids({ waiting: 'approval' })).sort()).toEqual([
+      'r-019',
+      'r-037',
+      'r-038',
+      'r-057',
+    ]);
+    expect((await ids({ waiting: 'question' })).sort()).toEqual(['r-023', 'r-046']);
+    expect((await ids({ waiting: 'signal' })).sort()).toEqual(['r-029', 'r-037']);
+    expect(await ids({ waiting: 'child' })).toEqual(['r-031']);
+    expect(await ids({ waiting: 'approval', flow: 'beta' })).toEqual(
+      expected((i) => i % 2 === 1 && waitsFor(i, 'approval'), 'updated', 'desc'),
     );
     const from = base + 10 * 60_000;
     const before = base + 20 * 60_000;
@@ -279,7 +316,7 @@ describe.each([...targets, memory])('searchRuns and runCounts on $name', (target
     await refused({ status: 'sleeping' as never }, 'status');
     await refused({ sort: 'name' as never }, 'sort');
     await refused({ order: 'up' as never }, 'order');
-    await refused({ waiting: 'approval' as never }, 'waiting');
+    await refused({ waiting: 'sleep' as never }, 'waiting');
     await refused({ after: 'not-a-cursor' }, 'after');
     await refused({ updatedFromMs: -1 }, 'updatedFromMs');
     await refused({ updatedFromMs: 5, updatedBeforeMs: 5 }, 'updatedBeforeMs');

@@ -47,6 +47,7 @@ export {
   defineFlow,
   type FlowCancelOn,
   type FlowConcurrency,
+  type FlowDebounce,
   type FlowIdempotency,
   type FlowOptions,
   type FlowSingleton,

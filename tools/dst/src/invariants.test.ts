@@ -156,6 +156,26 @@ describe('the invariant checker', () => {
     ).toEqual(['throttle-limit']);
   });
 
+  it('reports a debounced item claimed with a stale input, before it was due, or updated after its claim', async () => {
+    const recorder = new Recorder();
+    recorder.claims.push({
+      queue: 'q',
+      claimedNow: 3,
+      concurrencyMax: undefined,
+      keys: [],
+      debounced: [
+        { itemId: 'fine', lastInput: true, due: true },
+        { itemId: 'stale', lastInput: false, due: true },
+        { itemId: 'early', lastInput: true, due: false },
+      ],
+      atMs: 0,
+    });
+    recorder.debounced.set('late', { lastInput: '1', claimed: true, appliedAfterClaim: 1 });
+    expect(
+      invariants(await check([[...started] as [string, JsonValue], completed], recorder)),
+    ).toEqual(['debounce-last-input', 'debounce-last-input', 'debounce-last-input']);
+  });
+
   it('reports a running execution that neither ended nor waits', async () => {
     expect(
       invariants(await check([[...started] as [string, JsonValue], step('step.started', 0)])),

@@ -156,6 +156,14 @@ function oneOwnerPerEpoch(recorder: Recorder, report: Report) {
 }
 
 function queueLimits(recorder: Recorder, report: Report) {
+  for (const [itemId, item] of recorder.debounced) {
+    if (item.appliedAfterClaim > 0) {
+      report(
+        'debounce-last-input',
+        `${item.appliedAfterClaim} debounced enqueues were applied to item ${itemId} after a claim took it`,
+      );
+    }
+  }
   for (const claim of recorder.claims) {
     if (claim.concurrencyMax !== undefined && claim.claimedNow > claim.concurrencyMax) {
       report(
@@ -168,6 +176,15 @@ function queueLimits(recorder: Recorder, report: Report) {
         report(
           'key-limit',
           `${key.claimed} items of key ${key.key} in ${claim.queue} under claim, its limit ${key.limit}, at ${claim.atMs}`,
+        );
+      }
+    }
+    for (const item of claim.debounced ?? []) {
+      if (!item.lastInput || !item.due) {
+        report(
+          'debounce-last-input',
+          `debounced item ${item.itemId} of ${claim.queue} was claimed at ${claim.atMs} ` +
+            (item.lastInput ? 'before it was due' : 'with an input other than its last'),
         );
       }
     }

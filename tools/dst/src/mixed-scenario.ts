@@ -81,6 +81,39 @@ export const keyedFlow = defineFlow(
 );
 
 /**
+ * Debounced per document (ADR 0059): bursts of enqueues of one document collapse into one run
+ * while it has not started; the simulator checks that every claimed debounced item carries the
+ * last input the store applied to it, was due, and took no enqueue after its claim.
+ */
+export const debouncedFlow = defineFlow(
+  {
+    name: 'dst.debounced',
+    debounce: {
+      key: (input: { doc: string; n: number }) => input.doc,
+      periodMs: 1_000,
+      maxWaitMs: 3_000,
+    },
+  },
+  async (ctx, input) => ctx.step('index', () => `${input.doc}-${input.n}`),
+);
+
+/**
+ * A singleton with `mode: 'cancel'` per document (ADR 0059): a newer start cancels the unfinished
+ * one. Its items share a partition of limit 1, so the `key-limit` invariant checks that two runs
+ * of a document are never claimed at once, through the cancels, crashes and re-claims.
+ */
+export const latestFlow = defineFlow(
+  {
+    name: 'dst.latest',
+    singleton: { key: (input: { doc: string; n: number }) => input.doc, mode: 'cancel' },
+  },
+  async (ctx, input) => {
+    await ctx.sleep(500);
+    return ctx.step('render', () => `${input.doc}-${input.n}`);
+  },
+);
+
+/**
  * Started by events `dst.ping` (ADR 0060), one run per `data.key`: the simulator checks that each
  * key published has exactly one run and that nothing else was started.
  */
@@ -121,6 +154,8 @@ const flows = [
   tickFlow,
   keyedFlow,
   eventFlow,
+  debouncedFlow,
+  latestFlow,
   waitFlow,
 ] as unknown as SimFlow[];
 
@@ -142,6 +177,8 @@ const counts = {
   queued: 6,
   keyed: 4,
   events: 5,
+  debounced: 8,
+  latest: 6,
   waiters: 3,
 } as const;
 
@@ -216,6 +253,34 @@ export const mixedScenario: Scenario = {
           node.runtime.enqueue(queueName, keyedFlow as unknown as SimFlow, input, itemId),
         );
       }, keyedAtMs + keyedRandom.int(500));
+    }
+    // Bursts of debounced enqueues over two documents, a few hundred ms apart (some within the
+    // period, some past it, and maxWaitMs caps a long burst), from their own fork.
+    const debounceRandom = world.random.fork('debounce-workload');
+    let debounceAtMs = debounceRandom.int(spreadMs);
+    for (let n = 0; n < counts.debounced; n++) {
+      debounceAtMs += debounceRandom.int(700);
+      const itemId = `debounced-${n}`;
+      const input = { doc: `doc-${n % 2}`, n };
+      world.clock.setTimer(() => {
+        void world.client.retryAny(`enqueue ${itemId}`, (node) =>
+          node.runtime.enqueue(queueName, debouncedFlow as unknown as SimFlow, input, itemId),
+        );
+      }, debounceAtMs);
+    }
+    // Starts of a cancel-mode singleton over two documents, close enough that newer ones replace
+    // older ones still running or waiting, from their own fork.
+    const latestRandom = world.random.fork('latest-workload');
+    let latestAtMs = latestRandom.int(spreadMs);
+    for (let n = 0; n < counts.latest; n++) {
+      latestAtMs += latestRandom.int(400);
+      const itemId = `latest-${n}`;
+      const input = { doc: `doc-${n % 2}`, n };
+      world.clock.setTimer(() => {
+        void world.client.retryAny(`enqueue ${itemId}`, (node) =>
+          node.runtime.enqueue(queueName, latestFlow as unknown as SimFlow, input, itemId),
+        );
+      }, latestAtMs);
     }
     // Events, some published twice with one id and some with a key another event carries, from
     // their own fork so the rest of the workload is what it was for a given seed.

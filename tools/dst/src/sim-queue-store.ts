@@ -30,6 +30,17 @@ export class SimQueueStore implements QueueStore {
       const { enqueued } = this.link.recorder;
       const ids = enqueued.get(input.queue) ?? new Set<string>();
       enqueued.set(input.queue, ids.add(result.itemId));
+      if (input.debounce !== undefined) {
+        // The memory store applies an enqueue in one synchronous call, so this continuation runs
+        // in store order: what is recorded last is what the store holds.
+        const debounced = this.link.recorder.debounced;
+        const seen = debounced.get(result.itemId);
+        debounced.set(result.itemId, {
+          lastInput: JSON.stringify(input.input),
+          claimed: seen?.claimed ?? false,
+          appliedAfterClaim: (seen?.appliedAfterClaim ?? 0) + (seen?.claimed ? 1 : 0),
+        });
+      }
       return result;
     });
   }
@@ -44,6 +55,7 @@ export class SimQueueStore implements QueueStore {
         concurrencyMax: options.concurrencyMax,
         keys: await this.keyedClaims(queue),
         throttles: await this.throttledClaims(queue),
+        debounced: this.debouncedClaims(items),
         atMs: this.nowMs(),
       });
       return items;
@@ -67,6 +79,23 @@ export class SimQueueStore implements QueueStore {
       byKey.set(item.partitionKey, seen);
     }
     return [...byKey].map(([key, { claimed, limit }]) => ({ key, claimed, limit }));
+  }
+
+  /** For each debounced item claimed: claimed with its last applied input, and due. */
+  private debouncedClaims(items: readonly QueueItem[]): NonNullable<ClaimObservation['debounced']> {
+    const nowMs = this.nowMs();
+    return items.flatMap((item) => {
+      if (item.debounce === null) return [];
+      const seen = this.link.recorder.debounced.get(item.itemId);
+      if (seen !== undefined) seen.claimed = true;
+      return [
+        {
+          itemId: item.itemId,
+          lastInput: seen?.lastInput === JSON.stringify(item.input),
+          due: item.debounce.dueAtMs <= nowMs,
+        },
+      ];
+    });
   }
 
   /**
@@ -115,6 +144,12 @@ export class SimQueueStore implements QueueStore {
 
   get(queue: string, itemId: string): Promise<QueueItem | undefined> {
     return this.link.pass('get', () => this.inner.get(queue, itemId));
+  }
+
+  unfinishedOfPartition(queue: string, partitionKey: string): Promise<QueueItem[]> {
+    return this.link.pass('unfinishedOfPartition', () =>
+      this.inner.unfinishedOfPartition(queue, partitionKey),
+    );
   }
 
   queueStats(queue: string): Promise<QueueStats> {

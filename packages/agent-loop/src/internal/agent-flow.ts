@@ -579,6 +579,7 @@ async function toolTurn(
         ctx.waitForSignal(
           RecordName.answerSignal(`${turn}.${index}`),
           waitBound(budget, (recorded[n] as { askedAtMs: number }).askedAtMs, null).timeoutMs,
+          'question',
         ),
       ),
     );
@@ -999,7 +1000,7 @@ async function awaitDecision(
     approval.requestedAtMs,
     approval.expiresAtMs,
   );
-  const wait = await ctx.waitForSignal(RecordName.approvalSignal(key), timeoutMs);
+  const wait = await ctx.waitForSignal(RecordName.approvalSignal(key), timeoutMs, 'approval');
   if (!wait.received) return budgetFirst ? { kind: 'time_up' } : { kind: 'expired' };
   const decision = wait.payload as unknown as ApprovalDecision;
   // Both times are recorded, so replay judges the same: a decision at or after the expiry is none.

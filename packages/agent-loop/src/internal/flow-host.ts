@@ -31,10 +31,14 @@ export interface TurnContext {
   ): Promise<T>;
   /** The runtime clock's time, recorded in the log the first time and read back on replay. */
   now(): number;
-  /** Waits durably for a signal; suspends the run (no lease, no memory) while nothing else runs. */
+  /**
+   * Waits durably for a signal; suspends the run (no lease, no memory) while nothing else runs.
+   * `kind` labels the wait in the execution index (`approval`, `question`; default `signal`).
+   */
   waitForSignal(
     name: string,
     timeoutMs: number | undefined,
+    kind?: 'signal' | 'approval' | 'question',
   ): Promise<{ received: true; payload: JsonValue } | { received: false }>;
   /**
    * Runs the flow named `flowName` as a durable child of this run (started once, whatever
@@ -101,11 +105,11 @@ function turnContext(ctx: WorkflowContext, flowOf: FlowLookup): TurnContext {
       ) as never;
     },
     now: () => ctx.now(),
-    waitForSignal: async (name, timeoutMs) => {
-      const wait = await ctx.waitForSignal(
-        name,
-        timeoutMs === undefined ? undefined : { timeout: timeoutMs },
-      );
+    waitForSignal: async (name, timeoutMs, kind) => {
+      const wait = await ctx.waitForSignal(name, {
+        ...(timeoutMs === undefined ? {} : { timeout: timeoutMs }),
+        ...(kind === undefined ? {} : { kind }),
+      });
       return wait.received ? { received: true, payload: wait.payload } : { received: false };
     },
     child: (flowName, input, executionId) => {

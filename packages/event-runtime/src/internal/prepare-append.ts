@@ -8,6 +8,7 @@ import type {
 } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { Limits } from '../limits.js';
+import { waitKindBits } from '../wait-kinds.js';
 import { checkExecutionId } from './check-execution-id.js';
 import { encodedTextOf } from './encoded-payloads.js';
 import { eventHash } from './hash-chain.js';
@@ -53,6 +54,11 @@ export interface PreparedAppend {
 export interface IndexUpdate {
   status: ExecutionStatus;
   wakeAtMs: number | null;
+  /**
+   * A suspension's `waitingFor` as bits of `waitKindBits` (the `waiting_for` column); null when
+   * the guard gave none or the status is not `suspended`.
+   */
+  waitingFor: number | null;
   settledAs: SettledAs | null;
   flow: string | null;
   version: string | null;
@@ -77,7 +83,14 @@ const terminalTypes: ReadonlyMap<string, SettledAs> = new Map([
 ]);
 
 const envelopeKeys = new Set(['executionId', 'sequence', 'type', 'payload', 'at']);
-const guardKeys = new Set(['fenceEpoch', 'status', 'wakeAtMs', 'wakeOnSignalsAfter', 'notify']);
+const guardKeys = new Set([
+  'fenceEpoch',
+  'status',
+  'wakeAtMs',
+  'wakeOnSignalsAfter',
+  'waitingFor',
+  'notify',
+]);
 const statuses = new Set(['running', 'suspended', 'settled']);
 
 function invalid(message: string, fields: Record<string, unknown> = {}): never {
@@ -187,14 +200,18 @@ export function guardedWakeAtMs(
  * facts the batch itself carries. Undefined when the index is left alone.
  */
 function indexUpdate(
-  guarded: { status: ExecutionStatus; wakeAtMs: number | null } | undefined,
+  guarded: Guarded | undefined,
   firstSequence: number,
   events: readonly PreparedEvent[],
 ): IndexUpdate | undefined {
   const head = events[0] as PreparedEvent;
   const starts = firstSequence === 0 && head.type === startedType;
   if (guarded === undefined && !starts) return undefined;
-  const { status, wakeAtMs } = guarded ?? { status: 'running' as const, wakeAtMs: null };
+  const { status, wakeAtMs, waitingFor } = guarded ?? {
+    status: 'running' as const,
+    wakeAtMs: null,
+    waitingFor: null,
+  };
   let settledAs: SettledAs | null = null;
   if (status === 'settled') {
     for (let index = events.length - 1; index >= 0 && settledAs === null; index--) {
@@ -207,6 +224,7 @@ function indexUpdate(
   return {
     status,
     wakeAtMs,
+    waitingFor,
     settledAs,
     flow: typeof fields.flow === 'string' ? fields.flow : null,
     version: typeof fields.version === 'string' ? fields.version : null,
@@ -216,11 +234,41 @@ function indexUpdate(
   };
 }
 
-function checkStatus(
-  guard: AppendGuard | undefined,
-): { status: ExecutionStatus; wakeAtMs: number | null } | undefined {
+/** A guard's checked status, wake time and wait kinds (as bits). */
+interface Guarded {
+  status: ExecutionStatus;
+  wakeAtMs: number | null;
+  waitingFor: number | null;
+}
+
+/** `guard.waitingFor`: known wait kinds, only with `status: 'suspended'`; their bits. */
+function checkWaitingFor(guard: AppendGuard): number | null {
+  const kinds = guard.waitingFor;
+  if (kinds === undefined) return null;
+  if (guard.status !== 'suspended') {
+    invalid('guard.waitingFor is only meaningful with status suspended');
+  }
+  if (!Array.isArray(kinds)) invalid('guard.waitingFor must be an array of wait kinds');
+  let bits = 0;
+  for (const kind of kinds) {
+    const bit =
+      typeof kind === 'string' && Object.hasOwn(waitKindBits, kind)
+        ? waitKindBits[kind as keyof typeof waitKindBits]
+        : undefined;
+    if (bit === undefined) {
+      invalid(
+        `guard.waitingFor has ${describe(kind)}; a wait kind is timer, signal, approval, question or child`,
+      );
+    }
+    bits |= bit;
+  }
+  return bits;
+}
+
+function checkStatus(guard: AppendGuard | undefined): Guarded | undefined {
   if (guard?.status === undefined) {
     if (guard?.wakeAtMs !== undefined) invalid('guard.wakeAtMs needs guard.status');
+    if (guard?.waitingFor !== undefined) invalid('guard.waitingFor needs guard.status');
     return undefined;
   }
   if (!statuses.has(guard.status)) {
@@ -232,7 +280,7 @@ function checkStatus(
     if (guard.status !== 'suspended')
       invalid('guard.wakeAtMs is only meaningful with status suspended');
   }
-  return { status: guard.status, wakeAtMs };
+  return { status: guard.status, wakeAtMs, waitingFor: checkWaitingFor(guard) };
 }
 
 function checkGuard(guard: AppendGuard | undefined): number | undefined {

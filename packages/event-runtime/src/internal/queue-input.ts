@@ -57,6 +57,11 @@ export function checkQueueName(queue: unknown): string {
   return checkName(queue, 'queue', 'queueNameLengthMax');
 }
 
+/** Validates a partition key (INVALID_ARGUMENT / LIMIT_EXCEEDED). */
+export function checkPartitionKey(partitionKey: unknown): string {
+  return checkName(partitionKey, 'partitionKey', 'queueKeyLengthMax');
+}
+
 /** Validates a queue item id. */
 export function checkQueueItemId(itemId: unknown): string {
   return checkName(itemId, 'itemId', 'queueItemIdLengthMax');
@@ -78,6 +83,10 @@ export interface PreparedEnqueue {
   throttleWindowMs: number | null;
   idempotencyKey: string | null;
   idempotencyWindowMs: number | null;
+  debounceKey: string | null;
+  debouncePeriodMs: number | null;
+  /** Null without `maxWaitMs`: the due time is pushed without a cap. */
+  debounceMaxWaitMs: number | null;
 }
 
 /**
@@ -141,6 +150,17 @@ export function prepareEnqueue(input: EnqueueInput): PreparedEnqueue {
   }
   const throttle = prepareThrottle(input.throttle);
   const idempotency = prepareIdempotency(input.idempotency);
+  const debounce = prepareDebounce(input.debounce);
+  if (
+    debounce.debounceKey !== null &&
+    (dedupeKey !== null || idempotency.idempotencyKey !== null)
+  ) {
+    argument(
+      'debounce cannot be combined with dedupeKey or idempotency: a debounced enqueue of a ' +
+        'pending key replaces that item, where those answer it unchanged',
+      { path: 'debounce' },
+    );
+  }
   const inputText = encodePayload(input.input === undefined ? null : (input.input as JsonValue));
   const bytes = Buffer.byteLength(inputText, 'utf8');
   if (bytes > Limits.payloadBytesMax) {
@@ -163,7 +183,58 @@ export function prepareEnqueue(input: EnqueueInput): PreparedEnqueue {
     partitionConcurrencyMax,
     ...throttle,
     ...idempotency,
+    ...debounce,
   };
+}
+
+/** Validates an item's debounce: `{ key, periodMs, maxWaitMs? }` or absent. */
+function prepareDebounce(
+  debounce: unknown,
+): Pick<PreparedEnqueue, 'debounceKey' | 'debouncePeriodMs' | 'debounceMaxWaitMs'> {
+  if (debounce === undefined) {
+    return { debounceKey: null, debouncePeriodMs: null, debounceMaxWaitMs: null };
+  }
+  if (typeof debounce !== 'object' || debounce === null) {
+    argument('debounce must be { key, periodMs, maxWaitMs? }', { path: 'debounce' });
+  }
+  const { key, periodMs, maxWaitMs } = debounce as {
+    key?: unknown;
+    periodMs?: unknown;
+    maxWaitMs?: unknown;
+  };
+  const debounceKey = checkName(key, 'debounce.key', 'queueKeyLengthMax');
+  const debouncePeriodMs = windowOf(periodMs, 'debounce.periodMs');
+  const debounceMaxWaitMs =
+    maxWaitMs === undefined ? null : windowOf(maxWaitMs, 'debounce.maxWaitMs');
+  if (debounceMaxWaitMs !== null && debounceMaxWaitMs < debouncePeriodMs) {
+    argument(
+      `debounce.maxWaitMs (${debounceMaxWaitMs}) must be at least debounce.periodMs ` +
+        `(${debouncePeriodMs})`,
+      { path: 'debounce.maxWaitMs', actual: debounceMaxWaitMs },
+    );
+  }
+  return { debounceKey, debouncePeriodMs, debounceMaxWaitMs };
+}
+
+/** A positive integer of at most `queueThrottleWindowMsMax` ms: INVALID_ARGUMENT / LIMIT_EXCEEDED. */
+function windowOf(value: unknown, path: string): number {
+  const ms = positiveInteger(value, path);
+  if (ms > Limits.queueThrottleWindowMsMax) {
+    throw new LoomError(
+      ErrorCode.LIMIT_EXCEEDED,
+      `${path} ${ms} is over queueThrottleWindowMsMax (${Limits.queueThrottleWindowMsMax})`,
+      { limit: 'queueThrottleWindowMsMax', path, actual: ms },
+    );
+  }
+  return ms;
+}
+
+/**
+ * The due time of a debounced enqueue at `nowMs`: `now + periodMs`, but never past the item's
+ * deadline (its first enqueue + `maxWaitMs`). The memory store's twin of the SQL of the others.
+ */
+export function debounceDueAt(nowMs: number, periodMs: number, deadlineMs: number | null): number {
+  return deadlineMs === null ? nowMs + periodMs : Math.min(nowMs + periodMs, deadlineMs);
 }
 
 /** Validates an item's dedupe window: `{ key, windowMs }` or absent. */

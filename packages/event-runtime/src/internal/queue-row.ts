@@ -20,6 +20,10 @@ export interface QueueItemRow {
   /** The item's dedupe window (both or none); absent in rows from before the migration. */
   idempotency_key?: string | null;
   idempotency_until_ms?: number | string | null;
+  /** The item's debounce (key and due time, deadline optional); absent in rows from before. */
+  debounce_key?: string | null;
+  due_at_ms?: number | string | null;
+  debounce_deadline_ms?: number | string | null;
   status: string;
   owner: string | null;
   claim_expires_at_ms: number | string | null;
@@ -58,6 +62,14 @@ export function queueItemFromRow(row: QueueItemRow): QueueItem {
       row.idempotency_key == null
         ? null
         : { key: row.idempotency_key, untilMs: Number(row.idempotency_until_ms) },
+    debounce:
+      row.debounce_key == null
+        ? null
+        : {
+            key: row.debounce_key,
+            dueAtMs: Number(row.due_at_ms),
+            deadlineMs: row.debounce_deadline_ms == null ? null : Number(row.debounce_deadline_ms),
+          },
     status: row.status as QueueItemStatus,
     owner: row.owner,
     claimExpiresAtMs: orNull(row.claim_expires_at_ms),

@@ -1,4 +1,5 @@
 import type { JsonValue } from '../envelope.js';
+import { waitKindBits } from '../wait-kinds.js';
 import {
   childEnded,
   childIdOf,
@@ -105,7 +106,7 @@ export class ChildOperations {
       suspension.settleInFlight();
     }
     this.scope.interrupt();
-    if (outcome === undefined) return suspension.block(null, signalsSeen);
+    if (outcome === undefined) return suspension.block(null, signalsSeen, waitKindBits.child);
     const ended = childEnded(machine, claim, childId, outcome);
     this.scope.carryOut();
     if (!ended.ok) throw ended.error;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ExecutionStatus, JsonValue, StoredSignal } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { decodePayload, encodePayload } from '../internal/json-codec.js';
+import { waitKindsOf } from '../wait-kinds.js';
 import { ChildOperations } from './child-operations.js';
 import { childSettledSignal } from './child-settled-signal.js';
 import { type Claim, type CommandSink, ExecutionMachine } from './core/execution-machine.js';
@@ -249,8 +250,14 @@ export class ExecutionDriver implements DriverScope, CommandSink {
     status: ExecutionStatus,
     wakeAtMs: number | null,
     wakeOnSignalsAfter: number | undefined,
+    waitingFor?: number,
   ): void {
-    this.journal.setStatus(status, wakeAtMs, wakeOnSignalsAfter);
+    this.journal.setStatus(
+      status,
+      wakeAtMs,
+      wakeOnSignalsAfter,
+      waitingFor === undefined ? undefined : waitKindsOf(waitingFor),
+    );
   }
 
   /** Command `flushSoon`: this turn's write, nobody waiting (ADR 0045). */
@@ -352,7 +359,8 @@ export class ExecutionDriver implements DriverScope, CommandSink {
       transaction: (name, work) => this.steps.transaction(name, work),
       sleep: (ms, name) => this.waits.sleepUntil(undefined, ms, name),
       sleepUntil: (atMs, name) => this.waits.sleepUntil(atMs, undefined, name),
-      waitForSignal: (name, options) => this.waits.waitForSignal(name, options?.timeoutMs),
+      waitForSignal: (name, options) =>
+        this.waits.waitForSignal(name, options?.timeoutMs, options?.kind),
       child: (flow, input, options) =>
         this.children.child(flow as Flow<never, unknown>, input, options?.executionId) as never,
       continueAsNew: (input) => this.children.continueAsNew(input),

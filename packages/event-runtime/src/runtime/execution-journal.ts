@@ -6,6 +6,7 @@ import type {
   JsonValue,
   SignalInput,
   StoredEvent,
+  WaitKind,
 } from '../envelope.js';
 import { ErrorCode, isLoomError } from '../errors.js';
 import type { AppendRequest, TransactionalEventStore } from '../event-store.js';
@@ -72,6 +73,7 @@ export class ExecutionJournal implements GroupCommitMember {
         status: ExecutionStatus;
         wakeAtMs: number | null;
         wakeOnSignalsAfter?: number;
+        waitingFor?: readonly WaitKind[];
         notify?: SignalInput;
       }
     | undefined;
@@ -135,16 +137,19 @@ export class ExecutionJournal implements GroupCommitMember {
 
   /**
    * Record the execution's new status with the next append (the index is updated atomically).
-   * `wakeOnSignalsAfter`: a suspension's signal guard (`AppendGuard.wakeOnSignalsAfter`).
+   * `wakeOnSignalsAfter`: a suspension's signal guard (`AppendGuard.wakeOnSignalsAfter`);
+   * `waitingFor`: what a suspension waits for (`AppendGuard.waitingFor`).
    */
   setStatus(
     status: ExecutionStatus,
     wakeAtMs: number | null = null,
     wakeOnSignalsAfter?: number,
+    waitingFor?: readonly WaitKind[],
   ): void {
     this.pendingStatus = { status, wakeAtMs };
     if (wakeOnSignalsAfter !== undefined)
       this.pendingStatus.wakeOnSignalsAfter = wakeOnSignalsAfter;
+    if (waitingFor !== undefined) this.pendingStatus.waitingFor = waitingFor;
   }
 
   /**
@@ -216,6 +221,7 @@ export class ExecutionJournal implements GroupCommitMember {
       if (status.wakeOnSignalsAfter !== undefined) {
         guard.wakeOnSignalsAfter = status.wakeOnSignalsAfter;
       }
+      if (status.waitingFor !== undefined) guard.waitingFor = status.waitingFor;
       if (status.notify !== undefined) guard.notify = status.notify;
       this.pendingStatus = undefined;
     }
@@ -280,6 +286,7 @@ export class ExecutionJournal implements GroupCommitMember {
       if (guard.wakeOnSignalsAfter !== undefined) {
         this.pendingStatus.wakeOnSignalsAfter = guard.wakeOnSignalsAfter;
       }
+      if (guard.waitingFor !== undefined) this.pendingStatus.waitingFor = guard.waitingFor;
       // A child's end wakes its parent in the write that settles it: the resend must carry it too.
       if (guard.notify !== undefined) this.pendingStatus.notify = guard.notify;
     }

@@ -49,6 +49,9 @@ export interface KernelStepOptions {
 /** The handle a transactional step's work gets: the store's own database connection. */
 export type TransactionHandle = unknown;
 
+/** What the index records a blocked `waitForSignal` as waiting for (ADR 0062). */
+export type SignalWaitKind = 'signal' | 'approval' | 'question';
+
 /** What `waitForSignal` gives back: the signal's payload, or that the wait timed out. */
 export type { SignalWait };
 
@@ -95,9 +98,14 @@ export interface FlowContext {
    * arrived earlier are kept in order and taken first; each is delivered to one wait. With
    * `timeoutMs`, resolves `{ received: false }` once it passes. Throws `LIMIT_EXCEEDED` when the
    * payload, with the fields of the event that records its receipt, is over `payloadBytesMax`
-   * (the inbox limits the payload alone); a replay fails the same way.
+   * (the inbox limits the payload alone); a replay fails the same way. `kind` labels the wait in
+   * the execution index while it blocks (default `signal`; `approval` or `question` for a signal a
+   * person answers), so operators can filter runs by it: it changes nothing else (ADR 0062).
    */
-  waitForSignal(name: string, options?: { timeoutMs?: number }): Promise<SignalWait>;
+  waitForSignal(
+    name: string,
+    options?: { timeoutMs?: number; kind?: SignalWaitKind },
+  ): Promise<SignalWait>;
   /**
    * Start a child execution of `flow` (id `<parent>.<index>` unless given) and wait durably for
    * its output. Throws `CHILD_FAILED` if it failed or was cancelled (`fields.status`:

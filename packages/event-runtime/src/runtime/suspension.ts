@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.js';
+import { waitKindBits } from '../wait-kinds.js';
 import type { CommandSink, ExecutionMachine } from './core/execution-machine.js';
 import { never } from './driver-support.js';
 
@@ -51,10 +52,12 @@ export class Suspension {
   /**
    * The flow cannot progress past this wait now; the execution suspends when nothing else runs.
    * `signalsSeen`: for a wait a signal ends (a signal or a child's end), the newest inbox signal
-   * id it had read when it found nothing.
+   * id it had read when it found nothing. `kind`: what else than its wake time it waits for (a bit
+   * of `waitKindBits`; 0 for a timer alone), for the index (ADR 0062): a wake time adds `timer`.
    */
-  block<T>(wakeAtMs: number | null, signalsSeen?: number): Promise<T> {
-    if (this.machine.block(wakeAtMs, signalsSeen)) this.scheduleSuspendCheck();
+  block<T>(wakeAtMs: number | null, signalsSeen?: number, kind = 0): Promise<T> {
+    const kinds = wakeAtMs === null ? kind : kind | waitKindBits.timer;
+    if (this.machine.block(wakeAtMs, signalsSeen, kinds)) this.scheduleSuspendCheck();
     return never();
   }
 

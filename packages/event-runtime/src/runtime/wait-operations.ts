@@ -1,4 +1,6 @@
 import type { StoredSignal } from '../envelope.js';
+import { ErrorCode, LoomError } from '../errors.js';
+import { waitKindBits } from '../wait-kinds.js';
 import { WaitDecision } from './core/execution-machine.js';
 import {
   replaySignal,
@@ -11,7 +13,15 @@ import {
 } from './core/wait-records.js';
 import type { DriverScope } from './driver-scope.js';
 import { never } from './driver-support.js';
+import type { SignalWaitKind } from './flow.js';
 import { isTransientStoreError } from './store-retry.js';
+
+/** The index bit of each kind a signal wait may carry (ADR 0062). */
+const signalKindBits: Readonly<Record<string, number | undefined>> = {
+  signal: waitKindBits.signal,
+  approval: waitKindBits.approval,
+  question: waitKindBits.question,
+};
 
 /**
  * `ctx.sleep`, `ctx.sleepUntil` and `ctx.waitForSignal`: durable waits. The machine decides what
@@ -44,11 +54,26 @@ export class WaitOperations {
     this.scope.carryOut();
   }
 
-  /** `ctx.waitForSignal`: the next unconsumed inbox signal named `name`, or a timeout. */
-  async waitForSignal(name: string, timeoutMs: number | undefined): Promise<SignalWait> {
+  /**
+   * `ctx.waitForSignal`: the next unconsumed inbox signal named `name`, or a timeout. `kind`: what
+   * the index says the execution waits for while this wait blocks (default `signal`).
+   */
+  async waitForSignal(
+    name: string,
+    timeoutMs: number | undefined,
+    kind: SignalWaitKind = 'signal',
+  ): Promise<SignalWait> {
     const { machine, suspension } = this.scope;
     const { clock } = this.scope.kernel;
     this.scope.ensureOpen('waitForSignal', name);
+    const kindBit = signalKindBits[kind];
+    if (kindBit === undefined) {
+      throw new LoomError(
+        ErrorCode.INVALID_ARGUMENT,
+        `waitForSignal('${name}') got kind ${JSON.stringify(kind)}: a signal wait's kind is signal, approval or question`,
+        { executionId: this.scope.executionId, path: 'kind' },
+      );
+    }
     if (machine.suspending) return never();
     const claim = machine.claim('signal', name);
     if (claim.recorded?.status === 'completed') return replaySignal(machine, claim);
@@ -70,7 +95,7 @@ export class WaitOperations {
       this.scope.carryOut();
     }
     if (outcome !== undefined) return outcome;
-    return suspension.block(timeoutAtMs, this.inbox.newestSeen);
+    return suspension.block(timeoutAtMs, this.inbox.newestSeen, kindBit);
   }
 
   /**

@@ -499,6 +499,47 @@ export function eventStoreConformance(
         expect(done.map((summary) => summary.executionId)).toContain(settled);
       });
 
+      it('records what a suspension waits for in the same append, and forgets it on the next status', async () => {
+        const signal = freshId('idx-wait-signal');
+        const unsaid = freshId('idx-wait-unsaid');
+        await store.append([env(signal, 0)], { status: 'running' });
+        await store.append([env(signal, 1)], {
+          status: 'suspended',
+          wakeAtMs: 9_000,
+          waitingFor: ['signal', 'timer', 'signal'],
+        });
+        await store.append([env(unsaid, 0)], { status: 'running' });
+        await store.append([env(unsaid, 1)], { status: 'suspended' });
+        const waiting = async (id: string) =>
+          (await store.findExecutions({ status: 'suspended' })).find(
+            (summary) => summary.executionId === id,
+          );
+        // Each kind once, in waitKinds order, whatever order the writer gave.
+        expect((await waiting(signal))?.waitingFor).toEqual(['timer', 'signal']);
+        expect(await waiting(unsaid)).not.toHaveProperty('waitingFor');
+        await store.append([env(signal, 2)], { status: 'running' });
+        await store.append([env(signal, 3)], { status: 'suspended', waitingFor: ['approval'] });
+        expect((await waiting(signal))?.waitingFor).toEqual(['approval']);
+        await store.append([env(signal, 4)], { status: 'settled' });
+        const settled = (await store.findExecutions({ status: 'settled' })).find(
+          (summary) => summary.executionId === signal,
+        );
+        expect(settled).toBeDefined();
+        expect(settled).not.toHaveProperty('waitingFor');
+        if (!canAppendBatch(store)) return;
+        // The group-committed path records it the same way.
+        const batched = freshId('idx-wait-batch');
+        await store.append([env(batched, 0)], { status: 'running' });
+        const outcomes = await store.appendBatch([
+          {
+            envelopes: [env(batched, 1)],
+            guard: { status: 'suspended', waitingFor: ['question', 'child'] },
+          },
+        ]);
+        expect(outcomes[0]?.ok).toBe(true);
+        expect((await waiting(batched))?.waitingFor).toEqual(['question', 'child']);
+      });
+
       it('pages by execution id', async () => {
         const prefix = freshId('page');
         for (let index = 0; index < 7; index++) {
@@ -541,6 +582,10 @@ export function eventStoreConformance(
           { wakeAtMs: 5 },
           { status: 'running', wakeAtMs: 5 },
           { status: 'suspended', wakeAtMs: -1 },
+          { waitingFor: ['timer'] },
+          { status: 'running', waitingFor: ['signal'] },
+          { status: 'suspended', waitingFor: ['sleep'] },
+          { status: 'suspended', waitingFor: 'timer' },
         ];
         for (const guard of bad) {
           expect(await codeOf(store.append([env(id, 0)], guard as never))).toBe(

@@ -105,6 +105,126 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
         }
       });
 
+      it('a debounced key keeps one pending item: the last input, due a period after the last enqueue', async () => {
+        const peer = await harness.openPeer();
+        try {
+          const debounce = { key: 'doc-1', periodMs: 100 };
+          const first = await put('d-0', { debounce, input: { n: 0 } });
+          expect(first).toEqual({ itemId: 'd-0', duplicate: false });
+          const startMs = clock.now();
+          // Five more enqueues of the key racing from two handles: still one item.
+          await clock.advance(40);
+          const answers = await Promise.all(
+            Array.from({ length: 5 }, (_, index) =>
+              put(
+                `d-${index + 1}`,
+                { debounce, input: { n: index + 1 } },
+                index % 2 === 0 ? store : peer,
+              ),
+            ),
+          );
+          expect(answers).toEqual(answers.map(() => ({ itemId: 'd-0', duplicate: true })));
+          expect(await store.get(queue, 'd-3')).toBeUndefined();
+          const item = await store.get(queue, 'd-0');
+          expect(item?.debounce).toEqual({
+            key: 'doc-1',
+            dueAtMs: startMs + 140,
+            deadlineMs: null,
+          });
+          // Last input wins by store order: whichever enqueue the store applied last.
+          expect([1, 2, 3, 4, 5]).toContain((item?.input as { n: number } | undefined)?.n);
+          // Not claimable before it is due, claimable at it.
+          await clock.advance(99);
+          expect(await claimAll('n')).toEqual([]);
+          await put('d-6', { debounce, input: { n: 6 } }, peer);
+          await clock.advance(99);
+          expect(await claimAll('n')).toEqual([]);
+          await clock.advance(1);
+          const claimed = await claimAll('n', {}, peer);
+          expect(claimed.map((c) => [c.itemId, c.input])).toEqual([['d-0', { n: 6 }]]);
+          // Once claimed, the next enqueue of the key starts a new item.
+          expect(await put('d-7', { debounce, input: { n: 7 } })).toEqual({
+            itemId: 'd-7',
+            duplicate: false,
+          });
+          // An item id already taken answers itself and leaves the pending item alone.
+          await put('taken');
+          expect(await put('taken', { debounce, input: { n: 9 } })).toEqual({
+            itemId: 'taken',
+            duplicate: true,
+          });
+          expect((await store.get(queue, 'd-7'))?.input).toEqual({ n: 7 });
+          expect(ids(await claimAll('m'))).toEqual(['taken']);
+          // Other keys and undebounced items are independent.
+          expect((await put('e-0', { debounce: { key: 'doc-2', periodMs: 100 } })).duplicate).toBe(
+            false,
+          );
+          expect(ids(await claimAll('m', {}, peer))).toEqual([]);
+          await put('plain');
+          expect(ids(await claimAll('m'))).toEqual(['plain']);
+        } finally {
+          await peer.close();
+        }
+      });
+
+      it('a debounced item becomes due at its first enqueue plus maxWaitMs however often it is pushed', async () => {
+        const debounce = { key: 'feed', periodMs: 100, maxWaitMs: 250 };
+        const startMs = clock.now();
+        await put('f-0', { debounce, input: 0 });
+        for (let n = 1; n <= 4; n++) {
+          await clock.advance(60);
+          expect(await put(`f-${n}`, { debounce, input: n })).toEqual({
+            itemId: 'f-0',
+            duplicate: true,
+          });
+        }
+        // Pushed to now + 100 each time, but capped at start + 250.
+        expect((await store.get(queue, 'f-0'))?.debounce).toEqual({
+          key: 'feed',
+          dueAtMs: startMs + 250,
+          deadlineMs: startMs + 250,
+        });
+        await clock.advance(249 - 240);
+        expect(await claimAll('n')).toEqual([]);
+        await clock.advance(1);
+        expect((await claimAll('n')).map((c) => c.input)).toEqual([4]);
+      });
+
+      it('a debounced item whose claim expired is claimed again, and new enqueues start a new item', async () => {
+        const debounce = { key: 'k', periodMs: 10 };
+        await put('a', { debounce, input: 'a' });
+        await clock.advance(10);
+        expect(ids(await claimAll('dead'))).toEqual(['a']);
+        expect(await put('b', { debounce, input: 'b' })).toEqual({ itemId: 'b', duplicate: false });
+        await clock.advance(ttlMs);
+        // 'a' (expired claim) first by enqueue order, and 'b' is due too.
+        expect(ids(await claimAll('live'))).toEqual(['a', 'b']);
+        expect((await store.get(queue, 'a'))?.attempts).toBe(2);
+      });
+
+      it("lists a partition's unfinished items in enqueue order, across handles", async () => {
+        const peer = await harness.openPeer();
+        try {
+          await put('p-1', { partitionKey: 'acct', priority: 5 });
+          await put('p-2', { partitionKey: 'acct' }, peer);
+          await put('p-3', { partitionKey: 'other' });
+          await put('p-4', { partitionKey: 'acct' });
+          expect(ids(await claimAll('n', { limit: 1 }))).toEqual(['p-1']);
+          await store.complete(queue, ['p-2']);
+          const unfinished = await peer.unfinishedOfPartition(queue, 'acct');
+          expect(unfinished.map((item) => [item.itemId, item.status])).toEqual([
+            ['p-1', 'running'],
+            ['p-4', 'pending'],
+          ]);
+          expect(await store.unfinishedOfPartition(queue, 'none')).toEqual([]);
+          expect(await codeOf(store.unfinishedOfPartition(queue, ''))).toBe(
+            ErrorCode.INVALID_ARGUMENT,
+          );
+        } finally {
+          await peer.close();
+        }
+      });
+
       it('stores an item with its defaults and returns a copy', async () => {
         const input = { nested: [1, -0, 'ü🧵'], empty: {} };
         expect(await store.enqueue({ queue, itemId: 'a', flow: 'send', input })).toEqual({
@@ -124,6 +244,7 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
           partitionConcurrencyMax: null,
           throttle: null,
           idempotency: null,
+          debounce: null,
           status: 'pending',
           owner: null,
           claimExpiresAtMs: null,
@@ -723,6 +844,43 @@ export function queueStoreConformance(name: string, open: () => Promise<QueueSto
             idempotency: { key: 'k', windowMs: Limits.queueThrottleWindowMsMax + 1 },
           }),
           ErrorCode.LIMIT_EXCEEDED,
+        ],
+        [
+          'a debounce without a period',
+          (g) => ({ ...g, debounce: { key: 'k' } }),
+          ErrorCode.INVALID_ARGUMENT,
+        ],
+        [
+          'a debounce period of zero',
+          (g) => ({ ...g, debounce: { key: 'k', periodMs: 0 } }),
+          ErrorCode.INVALID_ARGUMENT,
+        ],
+        [
+          'a debounce maxWaitMs below its period',
+          (g) => ({ ...g, debounce: { key: 'k', periodMs: 100, maxWaitMs: 99 } }),
+          ErrorCode.INVALID_ARGUMENT,
+        ],
+        [
+          'a debounce period over queueThrottleWindowMsMax',
+          (g) => ({
+            ...g,
+            debounce: { key: 'k', periodMs: Limits.queueThrottleWindowMsMax + 1 },
+          }),
+          ErrorCode.LIMIT_EXCEEDED,
+        ],
+        [
+          'a debounce beside a dedupeKey',
+          (g) => ({ ...g, dedupeKey: 'd', debounce: { key: 'k', periodMs: 1 } }),
+          ErrorCode.INVALID_ARGUMENT,
+        ],
+        [
+          'a debounce beside an idempotency window',
+          (g) => ({
+            ...g,
+            idempotency: { key: 'i', windowMs: 1 },
+            debounce: { key: 'k', periodMs: 1 },
+          }),
+          ErrorCode.INVALID_ARGUMENT,
         ],
         [
           'a partitionConcurrencyMax without a partitionKey',

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { EventEnvelope, JsonValue } from '../envelope.js';
+import type { AppendGuard, EventEnvelope, JsonValue } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { type AppendRequest, type EventStore, isTransactional } from '../event-store.js';
 import type { LeaseStore } from '../lease-store.js';
@@ -1520,6 +1520,92 @@ export function runtimeConformance(
         expect(await oldHandle.result()).toBe('v2-old');
         expect(await newHandle.result()).toBe('v2-new');
         expect(await typesOf(newHandle.executionId)).toContain('patch.marked');
+      });
+
+      it('the append that suspends says what the execution waits for, in the same write (ADR 0062)', async () => {
+        const child: Flow<null, JsonValue> = {
+          name: 'waits-child-signal',
+          run: async (ctx) => (await ctx.waitForSignal('go')).received,
+        };
+        const flows: Array<[Flow<null, JsonValue>, string[]]> = [
+          [
+            { name: 'waits-sleep', run: async (ctx) => ctx.sleep(60_000).then(() => null) },
+            ['timer'],
+          ],
+          [
+            {
+              name: 'waits-signal-timeout',
+              run: async (ctx) => (await ctx.waitForSignal('go', { timeoutMs: 60_000 })).received,
+            },
+            ['timer', 'signal'],
+          ],
+          [
+            {
+              name: 'waits-approval',
+              run: async (ctx) => (await ctx.waitForSignal('ok', { kind: 'approval' })).received,
+            },
+            ['approval'],
+          ],
+          [
+            {
+              name: 'waits-several',
+              run: async (ctx) => {
+                const [, answer] = await Promise.all([
+                  ctx.sleep(60_000),
+                  ctx.waitForSignal('answer', { kind: 'question' }),
+                ]);
+                return answer.received;
+              },
+            },
+            ['timer', 'question'],
+          ],
+          [{ name: 'waits-child', run: async (ctx) => ctx.child(child, null) }, ['child']],
+        ];
+        for (const [flow, kinds] of flows) {
+          const guards: AppendGuard[] = [];
+          const counting = new CountingEventStore(harness.store);
+          const recording: EventStore = Object.assign(Object.create(counting) as EventStore, {
+            append: (envelopes: readonly EventEnvelope[], guard?: AppendGuard) => {
+              if (guard !== undefined) guards.push(guard);
+              return counting.append(envelopes, guard);
+            },
+            ...(counting.appendBatch === undefined
+              ? {}
+              : {
+                  appendBatch: (requests: readonly AppendRequest[]) => {
+                    for (const request of requests) {
+                      if (request.guard !== undefined) guards.push(request.guard);
+                    }
+                    return (counting.appendBatch as NonNullable<typeof counting.appendBatch>)(
+                      requests,
+                    );
+                  },
+                }),
+          });
+          const node = runtime({
+            store: recording,
+            flows: [flow as Flow<never, unknown>, child as Flow<never, unknown>],
+          });
+          const id = freshId(flow.name);
+          await node.start(flow, null, { executionId: id });
+          await wait(async () => (await statusOf(id)) === 'suspended', `${flow.name} suspended`);
+          const summary = (await harness.store.findExecutions({ status: 'suspended' })).find(
+            (found) => found.executionId === id,
+          );
+          expect([flow.name, summary?.waitingFor]).toEqual([flow.name, kinds]);
+          // The suspending append carried the kinds: they cost no write of their own (the start,
+          // then the wait's record with the suspension: two appends per execution, as before).
+          const suspending = guards.filter((guard) => guard.status === 'suspended');
+          expect(suspending.map((guard) => guard.waitingFor)).toEqual(
+            flow.name === 'waits-child' ? [['signal'], kinds] : [kinds],
+          );
+          const appendsAtRest = counting.counts.appends;
+          expect([flow.name, appendsAtRest]).toEqual([
+            flow.name,
+            flow.name === 'waits-child' ? 4 : 2,
+          ]);
+          await node.shutdown();
+        }
       });
 
       it('a child runs to its output; a failing child is CHILD_FAILED in the parent', async () => {

@@ -59,6 +59,8 @@ export function formatRuns(
   nextCursor: string | undefined,
   color = false,
   spend?: ReadonlyMap<string, Spend>,
+  /** The options the next page's command repeats before `--after` (e.g. `--waiting approval`). */
+  repeat = '',
 ): string {
   if (runs.length === 0) return 'no runs match';
   const body = formatTable(
@@ -87,7 +89,8 @@ export function formatRuns(
       r.waitingFor ?? '',
     ]),
   );
-  return nextCursor === undefined ? body : `${body}\nmore: loom runs --after ${nextCursor}`;
+  const again = repeat === '' ? '' : `${repeat} `;
+  return nextCursor === undefined ? body : `${body}\nmore: loom runs ${again}--after ${nextCursor}`;
 }
 
 /** One retry of a run: `retried at … by ana: deployed the fix` (who and why when recorded). */

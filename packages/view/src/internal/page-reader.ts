@@ -43,6 +43,14 @@ export interface PageReader {
    */
   hasTables(names: readonly string[]): Promise<boolean>;
   /**
+   * Whether the log holds a committed event a reader at `position` (a `readAll` cursor, 0 for the
+   * start) has not read, in one query. Unlike `readAll`, which on Postgres holds rows back while
+   * any older transaction on the server is open, this sees every committed event: a projection is
+   * current only when nothing is after its checkpoint, held back or not. A cursor whose row is gone
+   * (pruned) counts as behind.
+   */
+  hasEventsAfter(position: number): Promise<boolean>;
+  /**
    * A runs search's page from the execution index (one query): at most `limit + 1` rows from its
    * cursor, in the order read (see `pageSql`).
    */
@@ -167,6 +175,9 @@ export function sqlitePageReader(database: Database.Database): PageReader {
      WHERE queue = ? AND ${oldestWaitingWhere}?)
      ORDER BY seq LIMIT 1`,
   );
+  const after = database.prepare<[number], { ahead: number }>(
+    'SELECT EXISTS (SELECT 1 FROM loom_events WHERE position > ?) AS ahead',
+  );
   const tables = database.prepare<[string], { n: number }>(
     `SELECT count(*) AS n FROM sqlite_master
      WHERE type = 'table' AND name IN (SELECT value FROM json_each(?))`,
@@ -189,6 +200,8 @@ export function sqlitePageReader(database: Database.Database): PageReader {
         ? new Map()
         : group(signals.all(JSON.stringify(ids), prefix.length, prefix), signalOf),
     hasTables: async (names) => Number(tables.get(JSON.stringify(names))?.n) === names.length,
+    // One writer at a time: positions are handed out in commit order, so `>` is the reading order.
+    hasEventsAfter: async (position) => Number(after.get(position)?.ahead) === 1,
     searchRows: async (query) => all<IndexSqlRow>(pageSql(query, sqliteDialect)).map(indexRowOf),
     countRows: async (query) => all<CountSqlRow>(countsSql(query, sqliteDialect)).map(countOf),
     oldestWaiting: async (queue, nowMs) => waitingOf(oldest.get(queue, nowMs)),
@@ -226,6 +239,23 @@ export function postgresPageReader(pool: pg.Pool, schema: string): PageReader {
         [schema, names],
       );
       return Number(result.rows[0]?.n) === names.length;
+    },
+    // readAll's order is (tx_id, position), behind a cursor row; here without its "older than every
+    // open transaction" line, so a committed row it still holds back counts. Serves:
+    // events_position_key (the cursor), then events_tx_id_position_idx (the first row after it).
+    hasEventsAfter: async (position) => {
+      const result = await pool.query<{ ahead: boolean }>(
+        position <= 0
+          ? `SELECT EXISTS (SELECT 1 FROM ${s}.events) AS ahead`
+          : `SELECT COALESCE((
+               SELECT EXISTS (
+                 SELECT 1 FROM ${s}.events e
+                 WHERE (e.tx_id, e.position) > (cur.tx_id, $1::bigint))
+               FROM ${s}.events cur WHERE cur.position = $1::bigint
+             ), true) AS ahead`,
+        position <= 0 ? [] : [position],
+      );
+      return result.rows[0]?.ahead === true;
     },
     searchRows: async (query) => {
       const { text, values } = pageSql(query, dialect);
@@ -268,6 +298,9 @@ export function storePageReader(store: EventStore): PageReader {
     },
     // The store's API has no tables: whoever has projection tables reads them with their own.
     hasTables: async () => false,
+    // The memory store holds nothing back: its readAll is the whole committed log in order.
+    hasEventsAfter: async (position) =>
+      (await store.readAll({ afterPosition: position, limit: 1 })).length > 0,
     // The store's API pages by id only: every index row is read and filtered here (the memory
     // backend of tests and examples, not thousands of runs).
     searchRows: async (query) => {

@@ -2,8 +2,15 @@
 // view's read-only SQL over the kernel's tables). The page is a keyset read: `(sort column,
 // execution_id)` compared with the cursor's row, ordered by both, LIMIT n + 1 (the extra row says
 // whether there is a page beyond), served by the indexes of the kernel's migration 9 (SQLite) /
-// 10 (Postgres). The counts are one GROUP BY over the same filters.
-import type { DetailedExecutionStatus, ExecutionSummary } from '@loom/event-runtime';
+// 10 (Postgres); a waiting filter by the status index on SQLite and the partial index of migration
+// 15 on Postgres (ADR 0062). The counts are one GROUP BY over the same filters.
+import {
+  type DetailedExecutionStatus,
+  type ExecutionSummary,
+  type WaitKind,
+  waitKindBits,
+  waitKindsOf,
+} from '@loom/event-runtime';
 import { LoomError, ViewErrorCode } from '../errors.js';
 import {
   type RunOrder,
@@ -13,6 +20,7 @@ import {
   runSearchLimitDefault,
   runSearchLimitMax,
   runSearchTextMax,
+  runWaitings,
 } from '../run-search.js';
 import { runStatuses } from '../run-statuses.js';
 
@@ -117,8 +125,11 @@ export function runQueryOf(search: RunSearch): RunQuery {
       `status must be one of ${runStatuses.join(', ')}, got '${search.status}'`,
     );
   }
-  if (search.waiting !== undefined && search.waiting !== 'timer' && search.waiting !== 'input') {
-    throw invalid('waiting', `waiting must be timer or input, got '${search.waiting}'`);
+  if (search.waiting !== undefined && !runWaitings.includes(search.waiting)) {
+    throw invalid(
+      'waiting',
+      `waiting must be one of ${runWaitings.join(', ')}, got '${search.waiting}'`,
+    );
   }
   const sort = search.sort ?? 'updated';
   if (sort !== 'updated' && sort !== 'created') {
@@ -191,7 +202,40 @@ export function postgresDialect(quotedSchema: string): Dialect {
 
 const indexColumns =
   'x.execution_id, x.status, x.settled_as, x.flow, x.version, x.started_by, x.wake_at_ms, ' +
-  'x.created_at_ms, x.updated_at_ms';
+  'x.waiting_for, x.created_at_ms, x.updated_at_ms';
+
+/** The bits `input` stands for: any wait a timer alone does not end. */
+const inputBits =
+  waitKindBits.signal | waitKindBits.approval | waitKindBits.question | waitKindBits.child;
+
+/**
+ * The SQL test of a waiting filter (ADR 0062): a bit of `waiting_for` (constants, not parameters,
+ * so Postgres matches its partial index `WHERE status = 'suspended'` and tests the bit in it).
+ * A row whose writer said nothing (NULL) falls back to its wake time: `timer` when it has one,
+ * `input` when not.
+ */
+function waitingSql(waiting: RunWaiting): string {
+  const suspended = "x.status = 'suspended'";
+  if (waiting === 'timer') {
+    return `${suspended} AND ((x.waiting_for & ${waitKindBits.timer}) <> 0 OR (x.waiting_for IS NULL AND x.wake_at_ms IS NOT NULL))`;
+  }
+  if (waiting === 'input') {
+    return `${suspended} AND ((x.waiting_for & ${inputBits}) <> 0 OR (x.waiting_for IS NULL AND x.wake_at_ms IS NULL))`;
+  }
+  return `${suspended} AND (x.waiting_for & ${waitKindBits[waiting]}) <> 0`;
+}
+
+/** Whether an index row passes a waiting filter: {@link waitingSql} in code. */
+function waitingMatches(waiting: RunWaiting, row: IndexRowLite): boolean {
+  if (row.status !== 'suspended') return false;
+  const kinds: readonly WaitKind[] | undefined = row.waitingFor;
+  if (kinds === undefined) {
+    if (waiting === 'timer') return row.wakeAtMs !== null;
+    return waiting === 'input' && row.wakeAtMs === null;
+  }
+  if (waiting === 'input') return kinds.some((kind) => kind !== 'timer');
+  return kinds.includes(waiting);
+}
 
 /** The filters of a query (its cursor and, for counts, its status aside) as SQL conditions. */
 function conditionsOf(
@@ -219,11 +263,7 @@ function conditionsOf(
     const column = settledWays.has(query.status) ? 'settled_as' : 'status';
     conditions.push(`x.${column} = ${add(query.status, 'text')}`);
   }
-  if (query.waiting !== undefined) {
-    conditions.push(
-      `x.status = 'suspended' AND x.wake_at_ms IS ${query.waiting === 'timer' ? 'NOT NULL' : 'NULL'}`,
-    );
-  }
+  if (query.waiting !== undefined) conditions.push(waitingSql(query.waiting));
   if (query.flow !== undefined) conditions.push(`x.flow = ${add(query.flow, 'text')}`);
   if (query.version !== undefined) conditions.push(`x.version = ${add(query.version, 'text')}`);
   if (query.updatedFromMs !== undefined) {
@@ -281,6 +321,7 @@ export interface IndexSqlRow {
   version: string | null;
   started_by: string | null;
   wake_at_ms: number | string | null;
+  waiting_for: number | string | null;
   created_at_ms: number | string;
   updated_at_ms: number | string;
 }
@@ -294,6 +335,9 @@ export function indexRowOf(row: IndexSqlRow): IndexRowLite {
     version: row.version,
     startedBy: row.started_by,
     wakeAtMs: row.wake_at_ms === null ? null : Number(row.wake_at_ms),
+    ...(row.status === 'suspended' && row.waiting_for !== null
+      ? { waitingFor: waitKindsOf(Number(row.waiting_for)) }
+      : {}),
     createdAtMs: Number(row.created_at_ms),
     updatedAtMs: Number(row.updated_at_ms),
   };
@@ -306,10 +350,7 @@ export function matches(query: RunQuery, row: IndexRowLite, withStatus: boolean)
     const status = settledWays.has(query.status) ? row.settledAs : row.status;
     if (status !== query.status) return false;
   }
-  if (query.waiting !== undefined) {
-    if (row.status !== 'suspended') return false;
-    if ((row.wakeAtMs !== null) !== (query.waiting === 'timer')) return false;
-  }
+  if (query.waiting !== undefined && !waitingMatches(query.waiting, row)) return false;
   if (query.flow !== undefined && row.flow !== query.flow) return false;
   if (query.version !== undefined && row.version !== query.version) return false;
   if (query.updatedFromMs !== undefined && row.updatedAtMs < query.updatedFromMs) return false;

@@ -1,6 +1,7 @@
 import type { FlowContext } from '@loom/event-runtime';
 import { LoomError, WorkflowErrorCode } from '../errors.js';
 import { checkTags } from '../placement/placement.js';
+import { checkDebounce } from './flow-debounce.js';
 import { checkIdempotency } from './flow-idempotency.js';
 import { checkSingleton } from './flow-singleton.js';
 import { checkThrottle, flowControlNameOf } from './flow-throttle.js';
@@ -10,6 +11,7 @@ import { validate } from './standard-schema.js';
 import { type WorkflowContext, workflowContext } from './workflow-context.js';
 import type { FlowOptions, SignalSchemas, WorkflowDefinition } from './workflow-definition.js';
 
+export type { FlowDebounce } from './flow-debounce.js';
 export type { FlowIdempotency } from './flow-idempotency.js';
 export type { FlowSingleton } from './flow-singleton.js';
 export type { FlowThrottle } from './flow-throttle.js';
@@ -32,8 +34,10 @@ const namePattern = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
  * in either is a compile error (and `PAYLOAD_NOT_JSON` at run time).
  *
  * Error codes: `INVALID_ARGUMENT` for a bad name, version, schema, `concurrency`, `throttle`,
- * `singleton` or `idempotency` (a key that is not a function, a limit or period that is not a
- * positive integer, a mode other than `'skip'`) or `trigger` (a bad event name, an `if` or
+ * `singleton`, `idempotency` or `debounce` (a key that is not a function, a limit or period that
+ * is not a positive integer, a mode other than `'skip'` or `'cancel'`, `concurrency` beside
+ * singleton mode `'cancel'`, a `debounce.maxWaitMs` below its
+ * `periodMs`, `debounce` beside `singleton` or `idempotency`) or `trigger` (a bad event name, an `if` or
  * `idempotency` that is not a function, a trigger beside any of those flow controls).
  *
  * @example
@@ -69,8 +73,9 @@ export function defineFlow<I, O, S extends SignalSchemas = SignalSchemas>(
   }
   if (options.concurrency !== undefined) checkConcurrency(options.name, options.concurrency);
   if (options.throttle !== undefined) checkThrottle(options.name, options.throttle);
-  if (options.singleton !== undefined) checkSingleton(options.name, options.singleton);
+  if (options.singleton !== undefined) checkSingleton(options.name, options.singleton, options);
   if (options.idempotency !== undefined) checkIdempotency(options.name, options.idempotency);
+  if (options.debounce !== undefined) checkDebounce(options.name, options.debounce, options);
   if (options.trigger !== undefined) {
     checkTrigger(options.name, options.trigger);
     const control = flowControlNameOf(options);

@@ -53,6 +53,7 @@ import {
   type FlowExecutionPage,
   findFlowExecutions,
 } from './find-executions.js';
+import { debounceOf } from './flow-debounce.js';
 import { idempotencyOf } from './flow-idempotency.js';
 import { singletonOf } from './flow-singleton.js';
 import { flowControlNameOf, throttleOf } from './flow-throttle.js';
@@ -71,6 +72,7 @@ import {
   type WorkOptions,
 } from './queue-worker.js';
 import { ScheduleChain, type ScheduleDescription } from './schedule-chain.js';
+import { supersedeOlder } from './singleton-cancel.js';
 import { type InferInput, type StandardSchemaV1, validate } from './standard-schema.js';
 import { stopOnTerminal } from './workflow-context.js';
 
@@ -424,7 +426,7 @@ export class Runtime {
   /**
    * Start an execution after validating `input` against the flow's schema (nothing is written
    * if it fails: `INVALID_INPUT` naming the issues). Idempotent on a caller-chosen id. A flow
-   * that declares `concurrency`, `throttle`, `singleton` or `idempotency` is refused with
+   * that declares `concurrency`, `throttle`, `singleton`, `idempotency` or `debounce` is refused with
    * `FLOW_CONTROL_NEEDS_QUEUE` (it holds only for queued runs: `enqueue` it).
    */
   async start<I, O>(
@@ -855,8 +857,14 @@ export class Runtime {
    * `partitionKey` and `partitionConcurrencyMax`), so passing `partitionKey` too is refused; a
    * flow that declares `throttle` files it under `throttle.key(input)` with its limit and period;
    * one that declares `singleton` dedupes it by `singleton.key(input)` (an unfinished run of the
-   * key answers `duplicate: true` with its `itemId`), so passing `dedupeKey` too is refused; one
-   * that declares `idempotency` answers the first run of its key within the window the same way.
+   * key answers `duplicate: true` with its `itemId`), so passing `dedupeKey` too is refused — with
+   * `mode: 'cancel'` it files the item under the key's own partition of limit 1 instead and
+   * cancels the key's older runs (a claimed one now, a waiting one when a worker claims it), so
+   * passing `partitionKey` too is refused; one
+   * that declares `idempotency` answers the first run of its key within the window the same way;
+   * one that declares `debounce` collapses enqueues of `debounce.key(input)` into the key's
+   * not-yet-started run (`duplicate: true` with its `itemId`; it now carries this input and starts
+   * `periodMs` from now, capped by `maxWaitMs`), so passing `dedupeKey` too is refused.
    *
    * Error codes: `QUEUE_STORE_MISSING`, `INVALID_INPUT`, `INVALID_FLOW_KEY`, `INVALID_ARGUMENT`,
    * the queue store's (`INVALID_ARGUMENT`, `LIMIT_EXCEEDED`, `PAYLOAD_NOT_JSON`, store errors).
@@ -884,7 +892,8 @@ export class Runtime {
       }
       value = checked.value;
     }
-    return queues.enqueue({
+    const singleton = singletonOf(flow as unknown as AnyFlow, value, options);
+    const result = await queues.enqueue({
       queue,
       flow: flow.name,
       version: flow.version ?? null,
@@ -892,9 +901,21 @@ export class Runtime {
       ...options,
       ...flowControlOf(flow as unknown as AnyFlow, value, options),
       ...throttleOf(flow as unknown as AnyFlow, value),
-      ...singletonOf(flow as unknown as AnyFlow, value, options.dedupeKey),
+      ...singleton,
       ...idempotencyOf(flow as unknown as AnyFlow, value),
+      ...debounceOf(flow as unknown as AnyFlow, value, options.dedupeKey),
     });
+    // Singleton mode 'cancel': the newer item is written; cancel the key's older runs.
+    if (singleton.partitionKey !== undefined && !result.duplicate) {
+      await supersedeOlder(
+        queues,
+        (executionId, reason) => this.cancel(executionId, reason),
+        queue,
+        singleton.partitionKey,
+        result.itemId,
+      );
+    }
+    return result;
   }
 
   /**

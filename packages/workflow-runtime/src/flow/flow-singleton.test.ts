@@ -97,7 +97,7 @@ describe('singleton by key: options and keys', () => {
   it('refuses bad definitions with INVALID_ARGUMENT naming the option', () => {
     const key = (input: { t: string }) => input.t;
     const bad: Array<[unknown, string]> = [
-      [{ key, mode: 'cancel' }, 'singleton.mode'],
+      [{ key, mode: 'replace' }, 'singleton.mode'],
       [{ key }, 'singleton.mode'],
       [{ key: 'input.t', mode: 'skip' }, 'singleton.key'],
       [true, 'singleton'],

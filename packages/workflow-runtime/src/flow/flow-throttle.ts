@@ -102,10 +102,12 @@ export function flowControlNameOf(options: {
   throttle?: unknown;
   singleton?: unknown;
   idempotency?: unknown;
+  debounce?: unknown;
 }): string | undefined {
   if (options.concurrency !== undefined) return 'concurrency limit';
   if (options.throttle !== undefined) return 'throttle';
   if (options.singleton !== undefined) return 'singleton';
   if (options.idempotency !== undefined) return 'dedupe window (idempotency)';
+  if (options.debounce !== undefined) return 'debounce';
   return undefined;
 }

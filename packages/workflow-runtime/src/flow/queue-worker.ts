@@ -10,6 +10,7 @@ import {
 } from '@loom/event-runtime';
 import type { KernelRuntime } from '@loom/event-runtime/kernel';
 import type { WorkflowDefinition } from './define-flow.js';
+import { newerOfSingleton, supersededReason } from './singleton-cancel.js';
 
 /** How `Runtime.enqueue` files an item besides its flow and input. */
 export interface EnqueueOptions {
@@ -176,6 +177,20 @@ export class QueueWorkerLoop implements QueueWorker {
     return this.handedBack;
   }
 
+  /**
+   * Cancel the execution of a cancel-mode singleton's item (if it has one: a re-claim after a
+   * crash, or one just started) for the newer item. The item finishes `cancelled`.
+   */
+  private async supersede(item: QueueItem, newer: string): Promise<QueueItemOutcome> {
+    const reason = supersededReason(this.queue, newer, item.partitionKey as string);
+    await this.deps.kernel
+      .cancel(queueExecutionId(this.queue, item.itemId), reason)
+      .catch((error: unknown) => {
+        if (!isLoomError(error, KernelErrorCode.EXECUTION_NOT_FOUND)) throw error;
+      });
+    return 'cancelled';
+  }
+
   private async loop(): Promise<void> {
     while (!this.stopped) {
       this.poked = false;
@@ -232,15 +247,24 @@ export class QueueWorkerLoop implements QueueWorker {
       const { kernel } = this.deps;
       const flow = this.deps.lookup(item.flow, item.version);
       const executionId = queueExecutionId(this.queue, item.itemId);
-      let handle = await kernel.start(flow, item.input as never, { executionId });
-      // Started before (a restart, or a claim that expired): drive it here if nobody finished it.
-      if (handle.existing && (await kernel.status(executionId)) === 'running') {
-        handle = await kernel.resume(executionId);
+      // Singleton mode 'cancel': a newer start of the key replaced this one before it began.
+      const newer = await newerOfSingleton(this.deps.queues, item);
+      if (newer !== undefined) {
+        settled = await this.supersede(item, newer.itemId);
+      } else {
+        let handle = await kernel.start(flow, item.input as never, { executionId });
+        // A newer start written between the check and the start found no execution to cancel.
+        const newerNow = await newerOfSingleton(this.deps.queues, item);
+        if (newerNow !== undefined) await this.supersede(item, newerNow.itemId);
+        // Started before (a restart, or a claim that expired): drive it here if nobody finished it.
+        if (handle.existing && (await kernel.status(executionId)) === 'running') {
+          handle = await kernel.resume(executionId);
+        }
+        settled = await handle.result().then(
+          () => 'completed' as const,
+          (error: unknown) => (isShutDown(error) ? undefined : outcomeOf(error)),
+        );
       }
-      settled = await handle.result().then(
-        () => 'completed' as const,
-        (error: unknown) => (isShutDown(error) ? undefined : outcomeOf(error)),
-      );
     } catch (error) {
       this.deps.onError(error);
     } finally {

@@ -47,6 +47,12 @@ const approvalByDefinition = defineFlow({ name: 'approval-by-definition' }, asyn
   const decision = await ctx.waitForSignal(approveSignal, { timeout: '1h' });
   return decision.received ? `approved by ${decision.payload.by.toUpperCase()}` : 'timed out';
 });
+/** Labels its waits for operators: an approval (with an expiry) and a question. */
+const labelled = defineFlow({ name: 'labelled' }, async (ctx) => {
+  const decision = await ctx.waitForSignal(approveSignal, { timeout: '1h', kind: 'approval' });
+  const answer = await ctx.waitForSignal('answer', { kind: 'question' });
+  return [decision.received, answer.received];
+});
 const shipment = defineFlow(
   { name: 'shipment', version: '3', signals: { delivered: reason } },
   async (ctx, input: { sku: string }) => {
@@ -110,7 +116,7 @@ for (const [backend, open] of testBackends('signals')) {
       const runtime = createRuntime({
         store,
         clock,
-        flows: [order, payment, approvalByDefinition],
+        flows: [order, payment, approvalByDefinition, labelled],
         timerPollMs: 0,
         inlineWaitMs: 0,
       });
@@ -121,6 +127,36 @@ for (const [backend, open] of testBackends('signals')) {
       });
       return { runtime, store, clock };
     };
+
+    it("a wait's kind is what the execution index says it waits for while it blocks", async () => {
+      const { runtime, store } = await make();
+      const waitingFor = async () => {
+        for (let poll = 0; poll < 400; poll++) {
+          const row = (await store.findExecutions({ status: 'suspended' })).find(
+            (found) => found.executionId === 'l-1',
+          );
+          if (row !== undefined && !runtime.activeExecutions.includes('l-1')) return row.waitingFor;
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+        throw new Error('l-1 did not suspend within 2 s');
+      };
+      const handle = await runtime.start(labelled, undefined as never, { executionId: 'l-1' });
+      expect(await waitingFor()).toEqual(['timer', 'approval']);
+      await runtime.signal(approveSignal, 'l-1', { by: 'ada' });
+      expect(await runtime.wakeDue(10)).toEqual(['l-1']);
+      expect(await waitingFor()).toEqual(['question']);
+      await runtime.signal('l-1', 'answer', 'blue');
+      expect(await runtime.wakeDue(10)).toEqual(['l-1']);
+      expect(await handle.result()).toEqual([true, true]);
+      const wrong = defineFlow({ name: 'wrong-kind' }, async (ctx) => {
+        const kind = 'child' as 'signal';
+        const wait = await ctx.waitForSignal('x', { kind });
+        return wait.received;
+      });
+      const failed = await runtime.start(wrong, undefined as never, { executionId: 'w-1' });
+      await expect(failed.result()).rejects.toMatchObject({ code: 'EXECUTION_FAILED' });
+      await expect(failed.result()).rejects.toThrow(/got kind "child": a signal wait's kind is/);
+    });
 
     it('a typed signal reaches the flow', async () => {
       const { runtime } = await make();

@@ -1,6 +1,7 @@
 import type {
   FlowContext,
   JsonValue,
+  SignalWaitKind,
   StepEffectContext,
   StepRetryPolicy,
   TransactionHandle,
@@ -100,11 +101,13 @@ export interface WorkflowContext {
   /**
    * Wait for a signal. Earlier signals are kept in order. With `timeout`, resolves
    * `{ received: false }` once it passes. With `schema`, the payload is validated (and
-   * transformed) on receipt; a payload the schema refuses fails the execution.
+   * transformed) on receipt; a payload the schema refuses fails the execution. `kind` labels the
+   * wait for operators while it blocks (`loom runs --waiting approval`): `signal` (the default),
+   * `approval` or `question` (a signal a person answers); it changes nothing else.
    */
   waitForSignal<T = JsonValue>(
     name: string,
-    options?: { timeout?: Duration; schema?: StandardSchemaV1<unknown, T> },
+    options?: { timeout?: Duration; schema?: StandardSchemaV1<unknown, T>; kind?: SignalWaitKind },
   ): Promise<Received<T>>;
   /**
    * Wait for a signal made with `defineSignal`: its name, and its schema validating (and
@@ -118,7 +121,7 @@ export interface WorkflowContext {
    */
   waitForSignal<S extends StandardSchemaV1>(
     signal: SignalDefinition<string, S>,
-    options?: { timeout?: Duration },
+    options?: { timeout?: Duration; kind?: SignalWaitKind },
   ): Promise<Received<InferOutput<S>>>;
   /**
    * Answer `query` (made with `defineQuery`) with `handler` from now on: `runtime.query` calls it
@@ -226,18 +229,22 @@ export function workflowContext(
     sleepUntil: (at) => ctx.sleepUntil(instant(at)),
     waitForSignal: (async <T>(
       target: string | SignalDefinition,
-      options?: { timeout?: Duration; schema?: StandardSchemaV1<unknown, T> },
+      options?: {
+        timeout?: Duration;
+        schema?: StandardSchemaV1<unknown, T>;
+        kind?: SignalWaitKind;
+      },
     ): Promise<Received<T>> => {
       const name = isSignalDefinition(target) ? target.name : target;
       const schema = (isSignalDefinition(target) ? target.schema : options?.schema) as
         | StandardSchemaV1<unknown, T>
         | undefined;
-      const wait = await ctx.waitForSignal(
-        name,
-        options?.timeout === undefined
-          ? undefined
-          : { timeoutMs: parseDuration(options.timeout, 'timeout') },
-      );
+      const wait = await ctx.waitForSignal(name, {
+        ...(options?.timeout === undefined
+          ? {}
+          : { timeoutMs: parseDuration(options.timeout, 'timeout') }),
+        ...(options?.kind === undefined ? {} : { kind: options.kind }),
+      });
       if (!wait.received || schema === undefined) return wait as Received<T>;
       const checked = await validate(schema, wait.payload);
       if (!checked.ok) {

@@ -1,4 +1,5 @@
 import type { Flow } from '@loom/event-runtime';
+import type { FlowDebounce } from './flow-debounce.js';
 import type { FlowIdempotency } from './flow-idempotency.js';
 import type { FlowSingleton } from './flow-singleton.js';
 import type { FlowThrottle } from './flow-throttle.js';
@@ -78,9 +79,10 @@ export interface FlowOptions<I, O, S extends SignalSchemas = SignalSchemas> {
    */
   throttle?: FlowThrottle<I>;
   /**
-   * One unfinished queued run per key (see {@link FlowSingleton} and ADR 0059): enqueueing another
-   * while one waits or runs starts nothing and answers the existing run. Holds for queued runs:
-   * `runtime.start` of such a flow is refused with `FLOW_CONTROL_NEEDS_QUEUE`.
+   * One queued run per key at a time (see {@link FlowSingleton} and ADR 0059). `mode: 'skip'`:
+   * enqueueing another while one waits or runs starts nothing and answers the existing run.
+   * `mode: 'cancel'`: enqueueing another cancels the unfinished one and runs after it. Holds for
+   * queued runs: `runtime.start` of such a flow is refused with `FLOW_CONTROL_NEEDS_QUEUE`.
    */
   singleton?: FlowSingleton<I>;
   /**
@@ -89,6 +91,14 @@ export interface FlowOptions<I, O, S extends SignalSchemas = SignalSchemas> {
    * runs: `runtime.start` of such a flow is refused with `FLOW_CONTROL_NEEDS_QUEUE`.
    */
   idempotency?: FlowIdempotency<I>;
+  /**
+   * Debounce by key (see {@link FlowDebounce} and ADR 0059): enqueues of a key collapse into one
+   * queued run while it has not started; it starts once, with the last input, after `periodMs`
+   * without a newer enqueue (at the latest `maxWaitMs` after the first). Holds for queued runs:
+   * `runtime.start` of such a flow is refused with `FLOW_CONTROL_NEEDS_QUEUE`. Not beside
+   * `singleton` or `idempotency`.
+   */
+  debounce?: FlowDebounce<I>;
   /**
    * Start a run of this flow for every event published with this name (`runtime.publish`), on
    * whichever runtime that registers this flow takes the event first; the input is the event

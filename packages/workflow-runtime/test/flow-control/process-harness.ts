@@ -1,4 +1,4 @@
-// What the flow-control process tests share (concurrency, throttle, singleton): the worker
+// What the flow-control process tests share (concurrency, throttle, singleton, debounce): the worker
 // process (tenant-worker.ts, in the mode its test names), a bounded poll that names what it waited
 // for, reads of the tables the flows record themselves in, and a fresh target per backend (a
 // SQLite file, or a Postgres schema dropped after the test).
@@ -26,7 +26,10 @@ export async function rows<T>(backend: SqliteBackend | PostgresBackend, sql: str
 }
 
 /** A worker process on `target`, running the flows of `mode` (tenant-worker.ts's argument). */
-export function startWorker(target: string, mode?: 'throttle' | 'singleton') {
+export function startWorker(
+  target: string,
+  mode?: 'throttle' | 'singleton' | 'debounce' | 'cancel',
+) {
   const child = spawnTestProcess(workerFile, {
     args: mode === undefined ? [target] : [target, mode],
     name: `${mode ?? 'tenant'} worker`,

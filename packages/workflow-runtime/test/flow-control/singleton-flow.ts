@@ -1,4 +1,4 @@
-// The flow of the singleton process test (ADR 0059): one unfinished run per account. Each run
+// The flows of the singleton process tests (ADR 0059): one unfinished run per account. Each run
 // enters and exits through tenant-flow.ts's recorder (the account as the tenant), so
 // flowctl_running tells the test which worker holds it and flowctl_seen how many runs of the
 // account were in flight as it entered.
@@ -8,6 +8,7 @@ import { defineFlow } from '../../src/index.js';
 import { recorderOf, type TenantInput } from './tenant-flow.js';
 
 export const singletonQueue = 'singletons';
+export const cancelQueue = 'replaced';
 
 export function singletonFlow(backend: SqliteBackend | PostgresBackend | undefined) {
   const recorder = backend === undefined ? undefined : recorderOf(backend);
@@ -15,6 +16,27 @@ export function singletonFlow(backend: SqliteBackend | PostgresBackend | undefin
     {
       name: 'singleton-job',
       singleton: { key: (input: TenantInput) => input.tenant, mode: 'skip' },
+    },
+    async (ctx, input) => {
+      await ctx.step('enter', () => recorder?.enter(input, process.pid));
+      await ctx.step('work', () => new Promise<void>((resolve) => setTimeout(resolve, 1_500)));
+      await ctx.step('exit', () => recorder?.exit(input, process.pid));
+      return input.id;
+    },
+  );
+}
+
+/**
+ * The flow of the singleton `mode: 'cancel'` process test: a newer start of an account replaces
+ * the unfinished one. Each run enters and exits through the recorder, so flowctl_running tells the
+ * test which worker holds it and flowctl_done which runs finished.
+ */
+export function cancelSingletonFlow(backend: SqliteBackend | PostgresBackend | undefined) {
+  const recorder = backend === undefined ? undefined : recorderOf(backend);
+  return defineFlow(
+    {
+      name: 'singleton-cancel-job',
+      singleton: { key: (input: TenantInput) => input.tenant, mode: 'cancel' },
     },
     async (ctx, input) => {
       await ctx.step('enter', () => recorder?.enter(input, process.pid));

@@ -1,9 +1,17 @@
 // A worker process of the per-key concurrency and throttle tests: works queue 'tenants' with the
 // flow of tenant-flow.ts (or, with `throttle`, queue 'throttled' with throttle-flow.ts's; with
-// `singleton`, queue 'singletons' with singleton-flow.ts's) until the test SIGKILLs it.
-// argv: <sqlite:path | postgres:schema> [throttle | singleton]
+// `singleton`, queue 'singletons' with singleton-flow.ts's; with `debounce`, queue 'debounced'
+// with debounce-flow.ts's; with `cancel`, queue 'replaced' with singleton-flow.ts's cancel-mode
+// flow) until the test SIGKILLs it.
+// argv: <sqlite:path | postgres:schema> [throttle | singleton | debounce | cancel]
 import { startWorker } from '../../src/index.js';
-import { singletonFlow, singletonQueue } from './singleton-flow.js';
+import { debounceFlow, debounceQueue } from './debounce-flow.js';
+import {
+  cancelQueue,
+  cancelSingletonFlow,
+  singletonFlow,
+  singletonQueue,
+} from './singleton-flow.js';
 import { openTarget, recorderOf, tenantFlow } from './tenant-flow.js';
 import { throttledFlow, throttleQueue } from './throttle-flow.js';
 
@@ -14,7 +22,11 @@ const [flow, queue] =
     ? [throttledFlow(backend), throttleQueue]
     : mode === 'singleton'
       ? [singletonFlow(backend), singletonQueue]
-      : [tenantFlow(recorderOf(backend)), 'tenants'];
+      : mode === 'debounce'
+        ? [debounceFlow(backend), debounceQueue]
+        : mode === 'cancel'
+          ? [cancelSingletonFlow(backend), cancelQueue]
+          : [tenantFlow(recorderOf(backend)), 'tenants'];
 await startWorker({
   backend,
   flows: [flow as never],

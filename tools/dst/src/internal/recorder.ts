@@ -32,6 +32,12 @@ export interface ClaimObservation {
    * hand-made observations.
    */
   throttles?: Array<{ key: string; started: number; limit: number }>;
+  /**
+   * Per debounced item this claim took (a flow's `debounce`, ADR 0059): whether the input it was
+   * claimed with is the last one the store applied to it, and whether it was due. Absent in
+   * hand-made observations.
+   */
+  debounced?: Array<{ itemId: string; lastInput: boolean; due: boolean }>;
   atMs: number;
 }
 
@@ -62,6 +68,15 @@ export class Recorder {
   readonly claims: ClaimObservation[] = [];
   /** Queue → the ids of the items enqueued into it (by any node), for the per-key counts. */
   readonly enqueued = new Map<string, Set<string>>();
+  /**
+   * Debounced item → the input (JSON) of the last enqueue the store applied to it, whether a
+   * claim took it, and how many enqueues were applied to it after that (a store that updates a
+   * claimed item would run it with a stale input).
+   */
+  readonly debounced = new Map<
+    string,
+    { lastInput: string; claimed: boolean; appliedAfterClaim: number }
+  >();
   readonly signals: SentSignal[] = [];
   readonly faults: FaultCounts = emptyFaultCounts();
   /**

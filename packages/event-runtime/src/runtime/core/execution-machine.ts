@@ -29,12 +29,13 @@ export interface CommandSink {
   record(type: KernelEventType, payload: JsonValue, payloadText: string | undefined): unknown;
   /**
    * Set the execution's status in the next write (`wakeOnSignalsAfter`: a suspension's signal
-   * guard, ADR 0033).
+   * guard, ADR 0033; `waitingFor`: what the suspension waits for, bits of `waitKindBits`, ADR 0062).
    */
   setStatus(
     status: ExecutionStatus,
     wakeAtMs: number | null,
     wakeOnSignalsAfter: number | undefined,
+    waitingFor?: number,
   ): void;
   /** Make what is recorded durable in this turn's write, with nobody waiting for it (ADR 0045). */
   flushSoon(): void;
@@ -130,6 +131,8 @@ export class ExecutionMachine {
    * (ADR 0033). Undefined while only timers block.
    */
   private signalsSeen: number | undefined;
+  /** What the blocked waits wait for: bits of `waitKindBits` (ADR 0062). */
+  private waitingFor = 0;
   private suspended = false;
 
   /**
@@ -292,11 +295,13 @@ export class ExecutionMachine {
 
   /**
    * A wait cannot progress before `wakeAtMs` (null: before a signal or a child's end); for a wait a
-   * signal ends, `signalsSeen` is the newest inbox id it had read when it found nothing. True when
-   * the execution may suspend now (see `settleInFlight`).
+   * signal ends, `signalsSeen` is the newest inbox id it had read when it found nothing. `kinds`:
+   * what it waits for, as bits of `waitKindBits` (the shell's: the core only ORs them into the
+   * suspension). True when the execution may suspend now (see `settleInFlight`).
    */
-  block(wakeAtMs: number | null, signalsSeen?: number): boolean {
+  block(wakeAtMs: number | null, signalsSeen?: number, kinds = 0): boolean {
     this.blockedWaits++;
+    this.waitingFor |= kinds;
     if (signalsSeen !== undefined) {
       this.signalsSeen = Math.min(signalsSeen, this.signalsSeen ?? signalsSeen);
     }
@@ -316,7 +321,8 @@ export class ExecutionMachine {
     if (!this.maySuspend() || this.suspended || this.ending) return false;
     this.suspended = true;
     this.record(EventType.executionSuspended, { wakeAtMs: this.earliestWakeAtMs }, undefined);
-    this.enqueue(STATUS, 'suspended', this.earliestWakeAtMs, this.signalsSeen);
+    // The one status command is a suspension's: its wait kinds ride in the status's slot.
+    this.enqueue(STATUS, this.waitingFor, this.earliestWakeAtMs, this.signalsSeen);
     return true;
   }
 
@@ -558,9 +564,10 @@ export class ExecutionMachine {
           sink.record(first as KernelEventType, second as JsonValue, third as string | undefined);
         } else if (kind === STATUS) {
           sink.setStatus(
-            first as ExecutionStatus,
+            'suspended',
             second as number | null,
             third as number | undefined,
+            first as number,
           );
         } else if (kind === FLUSH_SOON) {
           sink.flushSoon();

@@ -54,6 +54,7 @@ import { StoreSubscriptions } from '../../internal/store-subscriptions.js';
 import { rowToEvent, type StoredRow, storedRowOf } from '../../internal/stored-row.js';
 import { storedRowsHook } from '../../internal/test-hooks.js';
 import { verifyRows } from '../../internal/verify-rows.js';
+import { waitingForOf } from '../../internal/waiting-for-of.js';
 
 export interface InMemoryEventStoreOptions {
   clock?: Clock;
@@ -196,6 +197,7 @@ export class InMemoryEventStore implements BatchAppendingEventStore {
         version: entry.version,
         startedBy: entry.startedBy,
         wakeAtMs: entry.wakeAtMs,
+        ...waitingForOf(entry.status, entry.waitingFor),
         createdAtMs: entry.createdAtMs,
         updatedAtMs: entry.updatedAtMs,
         lastEventAt: last.at,

@@ -17,6 +17,7 @@ function peerOf(store: InMemoryQueueStore): QueueStore {
     renew: (queue, owner, ids, ttlMs) => guard(() => store.renew(queue, owner, ids, ttlMs)),
     complete: (queue, ids, outcome) => guard(() => store.complete(queue, ids, outcome)),
     get: (queue, id) => guard(() => store.get(queue, id)),
+    unfinishedOfPartition: (queue, key) => guard(() => store.unfinishedOfPartition(queue, key)),
     queueStats: (queue) => guard(() => store.queueStats(queue)),
     listQueues: (options) => guard(() => store.listQueues(options)),
     close: async () => {

@@ -4,11 +4,13 @@ import { ErrorCode, LoomError } from '../../errors.js';
 import { decodePayload } from '../../internal/json-codec.js';
 import { checkLeaseOwner, leaseExpiry } from '../../internal/lease-input.js';
 import {
+  checkPartitionKey,
   checkQueueBatch,
   checkQueueItemId,
   checkQueueName,
   checkQueueOutcome,
   claimBudget,
+  debounceDueAt,
   listQueuesOptions,
   partitionLimitOf,
   pickClaims,
@@ -85,6 +87,19 @@ export class InMemoryQueueStore implements QueueStore {
         }
       }
     }
+    if (item.debounceKey !== null && rows !== undefined) {
+      for (const row of rows.values()) {
+        if (row.debounce?.key === item.debounceKey && row.status === 'pending') {
+          row.inputText = item.inputText;
+          row.debounce.dueAtMs = debounceDueAt(
+            nowMs,
+            item.debouncePeriodMs as number,
+            row.debounce.deadlineMs,
+          );
+          return { itemId: row.itemId, duplicate: true };
+        }
+      }
+    }
     if (rows === undefined) {
       rows = new Map();
       this.queues.set(item.queue, rows);
@@ -111,6 +126,14 @@ export class InMemoryQueueStore implements QueueStore {
         item.idempotencyKey === null
           ? null
           : { key: item.idempotencyKey, untilMs: nowMs + (item.idempotencyWindowMs as number) },
+      debounce:
+        item.debounceKey === null
+          ? null
+          : {
+              key: item.debounceKey,
+              dueAtMs: nowMs + (item.debouncePeriodMs as number),
+              deadlineMs: item.debounceMaxWaitMs === null ? null : nowMs + item.debounceMaxWaitMs,
+            },
       status: 'pending',
       owner: null,
       claimExpiresAtMs: null,
@@ -162,6 +185,7 @@ export class InMemoryQueueStore implements QueueStore {
         (row) =>
           (row.status === 'pending' ||
             (row.status === 'running' && (row.claimExpiresAtMs ?? 0) <= nowMs)) &&
+          (row.debounce === null || row.debounce.dueAtMs <= nowMs) &&
           (claim.flows === undefined ||
             claim.flows.some((flow) => flow.name === row.flow && flow.version === row.version)) &&
           !partitionFull(row, runningByPartition, claim.partitionConcurrencyMax) &&
@@ -290,6 +314,18 @@ export class InMemoryQueueStore implements QueueStore {
     return row === undefined ? undefined : toItem(row);
   }
 
+  /** See {@link QueueStore.unfinishedOfPartition}. Throws `INVALID_ARGUMENT`, `STORE_CLOSED`. */
+  async unfinishedOfPartition(queue: string, partitionKey: string): Promise<QueueItem[]> {
+    this.assertOpen();
+    const name = checkQueueName(queue);
+    const key = checkPartitionKey(partitionKey);
+    return [...(this.queues.get(name)?.values() ?? [])]
+      .filter((row) => row.partitionKey === key && row.status !== 'done')
+      .sort((a, b) => a.seq - b.seq)
+      .slice(0, Limits.queueBatchMax)
+      .map(toItem);
+  }
+
   /** Further calls fail with `STORE_CLOSED`. Idempotent. */
   async close(): Promise<void> {
     this.closed = true;
@@ -305,8 +341,8 @@ export class InMemoryQueueStore implements QueueStore {
 }
 
 function toItem(row: Row): QueueItem {
-  const { inputText, seq: _seq, ...rest } = row;
-  return { ...rest, input: decodePayload(inputText) };
+  const { inputText, seq: _seq, debounce, ...rest } = row;
+  return { ...rest, debounce: debounce && { ...debounce }, input: decodePayload(inputText) };
 }
 
 /**

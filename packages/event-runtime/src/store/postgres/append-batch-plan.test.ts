@@ -39,9 +39,9 @@ describe('PostgresEventStore: the batch append statement', () => {
         "'{NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL}'",
         "'{h,h,h,h,h,h,h,h}'",
       ];
-      // Then per execution: the suspension's signal guard and the starting node.
+      // Then per execution: the suspension's signal guard, the starting node, the wait kinds.
       const nulls = "'{NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL}'";
-      const args = [...perExecution, ...perEvent, nulls, nulls];
+      const args = [...perExecution, ...perEvent, nulls, nulls, nulls];
       const plan = (
         await client.query(
           `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) EXECUTE batch_plan(${args.join(', ')})`,

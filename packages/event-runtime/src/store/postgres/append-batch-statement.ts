@@ -45,9 +45,10 @@ export function appendBatchStatement(quotedSchema: string, schema: string): PgSt
     name: statementName(schema, 'append-batch'),
     text: `WITH batch AS (
   SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::bigint[],
-    $6::bigint[], $7::text[], $8::text[], $9::text[], $10::bigint[], $18::bigint[], $19::text[])
+    $6::bigint[], $7::text[], $8::text[], $9::text[], $10::bigint[], $18::bigint[], $19::text[],
+    $20::integer[])
     AS b(execution_id, first_sequence, fence_epoch, status, wake_at_ms, updated_at_ms,
-         settled_as, flow, version, created_at_ms, signals_after, started_by)
+         settled_as, flow, version, created_at_ms, signals_after, started_by, waiting_for)
 ), checked AS MATERIALIZED (
   SELECT b.*,
     CASE WHEN b.fence_epoch IS NULL THEN NULL
@@ -71,12 +72,12 @@ export function appendBatchStatement(quotedSchema: string, schema: string): PgSt
 ), indexed AS (
   INSERT INTO ${quotedSchema}.executions AS x
     (execution_id, status, wake_at_ms, updated_at_ms, settled_as, flow, version, created_at_ms,
-     started_by)
+     started_by, waiting_for)
   SELECT a.execution_id, a.status, a.wake_at_ms, a.updated_at_ms, a.settled_as, a.flow,
-    a.version, a.created_at_ms, a.started_by
+    a.version, a.created_at_ms, a.started_by, a.waiting_for
   FROM admitted a WHERE a.status IS NOT NULL
   ON CONFLICT (execution_id) DO UPDATE
-    SET status = excluded.status,
+    SET status = excluded.status, waiting_for = excluded.waiting_for,
         wake_at_ms = ${guardedWake(`(SELECT a.signals_after FROM admitted a WHERE a.execution_id = excluded.execution_id)`)},
         updated_at_ms = excluded.updated_at_ms, settled_as = excluded.settled_as
 )
@@ -110,7 +111,7 @@ export interface ChainedAppend {
   stored: StoredEvent[];
 }
 
-/** The statement's parameters: per execution $1–$10, then per event $11–$17, then per execution $18 (the suspension's signal guard) and $19 (started-by). */
+/** The statement's parameters: per execution $1–$10, then per event $11–$17, then per execution $18 (the suspension's signal guard), $19 (started-by) and $20 (its wait kinds' bits). */
 export function appendBatchValues(appends: readonly ChainedAppend[]): unknown[] {
   const ids: string[] = [];
   const firsts: number[] = [];
@@ -124,6 +125,7 @@ export function appendBatchValues(appends: readonly ChainedAppend[]): unknown[] 
   const createds: (number | null)[] = [];
   const signalsAfters: (number | null)[] = [];
   const startedBys: (string | null)[] = [];
+  const waitingFors: (number | null)[] = [];
   const rowIds: string[] = [];
   const sequences: number[] = [];
   const types: string[] = [];
@@ -145,6 +147,7 @@ export function appendBatchValues(appends: readonly ChainedAppend[]): unknown[] 
     createds.push(index?.createdAtMs ?? null);
     signalsAfters.push(prepared.wakeOnSignalsAfter ?? null);
     startedBys.push(index?.startedBy ?? null);
+    waitingFors.push(index?.waitingFor ?? null);
     for (let at = 0; at < stored.length; at++) {
       const event = stored[at] as StoredEvent;
       rowIds.push(prepared.executionId);
@@ -176,5 +179,6 @@ export function appendBatchValues(appends: readonly ChainedAppend[]): unknown[] 
     hashes,
     signalsAfters,
     startedBys,
+    waitingFors,
   ];
 }

@@ -45,13 +45,14 @@ export function appendStatement(
     ? `, indexed AS (
   INSERT INTO ${quotedSchema}.executions AS x
     (execution_id, status, wake_at_ms, updated_at_ms, settled_as, flow, version, created_at_ms,
-     started_by)
+     started_by, waiting_for)
   SELECT $1::text, $${next}::text, $${next + 1}::bigint, $${next + 2}::bigint, $${next + 3}::text,
-    $${next + 4}::text, $${next + 5}::text, $${next + 6}::bigint, $${next + 8}::text
+    $${next + 4}::text, $${next + 5}::text, $${next + 6}::bigint, $${next + 8}::text,
+    $${next + 9}::integer
   FROM inserted
   HAVING count(*) > 0
   ON CONFLICT (execution_id) DO UPDATE
-    SET status = excluded.status,
+    SET status = excluded.status, waiting_for = excluded.waiting_for,
         wake_at_ms = ${guardedWake(`$${next + 7}::bigint`)},
         updated_at_ms = excluded.updated_at_ms, settled_as = excluded.settled_as
 )`
@@ -86,7 +87,8 @@ export function guardedWake(after: string): string {
 
 /**
  * The statement's parameters: $1–$7, then the claimed epoch, then the index row (status, wake-at,
- * updated-at, settled-as, flow, version, created-at, the suspension's signal guard, started-by).
+ * updated-at, settled-as, flow, version, created-at, the suspension's signal guard, started-by,
+ * the suspension's wait kinds as bits).
  */
 export function appendValues(prepared: PreparedAppend, stored: readonly StoredEvent[]): unknown[] {
   const count = prepared.events.length;
@@ -125,6 +127,7 @@ export function appendValues(prepared: PreparedAppend, stored: readonly StoredEv
       index.createdAtMs,
       prepared.wakeOnSignalsAfter ?? null,
       index.startedBy,
+      index.waitingFor,
     );
   }
   return values;

@@ -1,6 +1,7 @@
 import type { ExecutionStatus, ExecutionSummary, SettledAs } from '../../envelope.js';
 import { findExecutionsWhere } from '../../internal/find-executions-query.js';
 import type { FindExecutionsFilter } from '../../internal/read-options.js';
+import { waitingForOf } from '../../internal/waiting-for-of.js';
 import { type PgStatement, statementName } from './pg-statement.js';
 
 /** A findExecutions row as pg returns it (bigint columns arrive as strings). */
@@ -12,6 +13,7 @@ export interface PgExecutionRow {
   version: string | null;
   started_by: string | null;
   wake_at_ms: string | null;
+  waiting_for: number | null;
   created_at_ms: string;
   updated_at_ms: string;
   at: string;
@@ -28,6 +30,7 @@ export function summaryFromPg(row: PgExecutionRow): ExecutionSummary {
     version: row.version,
     startedBy: row.started_by,
     wakeAtMs: row.wake_at_ms === null ? null : Number(row.wake_at_ms),
+    ...waitingForOf(row.status as ExecutionStatus, row.waiting_for),
     createdAtMs: Number(row.created_at_ms),
     updatedAtMs: Number(row.updated_at_ms),
     lastEventAt: Number(row.at),
@@ -57,7 +60,7 @@ export function findExecutionsQuery(
     statement: {
       name: statementName(schema, `find-${where.shape}`),
       text: `SELECT x.execution_id, x.status, x.settled_as, x.flow, x.version, x.started_by,
-  x.wake_at_ms, x.created_at_ms, x.updated_at_ms, tail.at, tail.sequence
+  x.wake_at_ms, x.waiting_for, x.created_at_ms, x.updated_at_ms, tail.at, tail.sequence
 FROM ${quotedSchema}.executions x
 CROSS JOIN LATERAL (
   SELECT e.at, e.sequence FROM ${quotedSchema}.events e

@@ -226,6 +226,8 @@ describe('PostgresEventStore: who started an execution, on an upgraded schema', 
         '0010-runs-page-order',
         '0011-queue-partition-limits',
         '0012-queue-flow-control',
+        '0013-queue-debounce',
+        '0014-waiting-for',
       ],
     });
     const store = await PostgresEventStore.open({ connectionString: url, schema });
@@ -261,7 +263,13 @@ describe('PostgresEventStore: migration 10, the runs page orders', () => {
     const result = await migrate({ pool: db.admin, schema });
     expect(result).toMatchObject({
       fromVersion: 9,
-      applied: ['0010-runs-page-order', '0011-queue-partition-limits', '0012-queue-flow-control'],
+      applied: [
+        '0010-runs-page-order',
+        '0011-queue-partition-limits',
+        '0012-queue-flow-control',
+        '0013-queue-debounce',
+        '0014-waiting-for',
+      ],
     });
     const indexes = await db.admin.query<{ indexname: string }>(
       'SELECT indexname FROM pg_indexes WHERE schemaname = $1 ORDER BY indexname',
@@ -431,6 +439,8 @@ describe('PostgresEventStore: the signal mark on an upgraded schema', () => {
       '0010-runs-page-order',
       '0011-queue-partition-limits',
       '0012-queue-flow-control',
+      '0013-queue-debounce',
+      '0014-waiting-for',
     ]);
     const marks = await db.admin.query(
       `SELECT execution_id, last_signal_id::int AS mark FROM ${quoted}.executions ORDER BY 1`,
@@ -485,6 +495,8 @@ describe('PostgresQueueStore: outcomes and stats on an upgraded schema', () => {
       '0010-runs-page-order',
       '0011-queue-partition-limits',
       '0012-queue-flow-control',
+      '0013-queue-debounce',
+      '0014-waiting-for',
     ]);
     const queues = await PostgresQueueStore.open({ connectionString: url, schema });
     try {
@@ -520,7 +532,12 @@ describe('PostgresQueueStore: outcomes and stats on an upgraded schema', () => {
     const result = await migrate({ pool: db.admin, schema });
     expect(result).toMatchObject({
       fromVersion: 10,
-      applied: ['0011-queue-partition-limits', '0012-queue-flow-control'],
+      applied: [
+        '0011-queue-partition-limits',
+        '0012-queue-flow-control',
+        '0013-queue-debounce',
+        '0014-waiting-for',
+      ],
     });
     const queues = await PostgresQueueStore.open({ connectionString: url, schema });
     try {

@@ -3,6 +3,7 @@ import { systemClock } from '../../clock.js';
 import { ErrorCode, LoomError } from '../../errors.js';
 import { checkLeaseOwner, leaseExpiry } from '../../internal/lease-input.js';
 import {
+  checkPartitionKey,
   checkQueueBatch,
   checkQueueItemId,
   checkQueueName,
@@ -25,7 +26,7 @@ import type {
   QueueStats,
   QueueStore,
 } from '../../queue-store.js';
-import { queueFlowControlMigration } from './migrations/0012-queue-flow-control.js';
+import { queueDebounceMigration } from './migrations/0013-queue-debounce.js';
 import { type PgConnectionOptions, resolvePool } from './pg-pool.js';
 import { PgStoreHandle } from './pg-store-handle.js';
 import { type QueueStatements, queueStatements } from './queue-statements.js';
@@ -47,7 +48,7 @@ const enqueueAttemptsMax = 3;
 /**
  * Queues in Postgres (`<schema>.queues`, `<schema>.queue_items`, from migration 4
  * '0004-queues'; an item's own partition limit from '0011-queue-partition-limits', its throttle from
- * '0012-queue-flow-control'). A claim is one transaction of two named statements: lock the queue's row in
+ * '0012-queue-flow-control', its debounce from '0013-queue-debounce'). A claim is one transaction of two named statements: lock the queue's row in
  * `queues` (`FOR UPDATE`), then one statement that counts live claims and recent starts, picks
  * candidates `FOR UPDATE SKIP LOCKED` best first and claims them (see queue-statements.ts). The
  * lock row makes the global limits exact across processes; claims of different queues never
@@ -86,7 +87,7 @@ export class PostgresQueueStore implements QueueStore {
     const schema = checkSchemaName(options.schema ?? 'loom');
     const handle = new PgStoreHandle(resolvePool(options), {
       schema,
-      requiredVersion: queueFlowControlMigration.version,
+      requiredVersion: queueDebounceMigration.version,
       store: 'queue store',
     });
     try {
@@ -111,6 +112,7 @@ export class PostgresQueueStore implements QueueStore {
     this.assertWritable('enqueue');
     const item = prepareEnqueue(input);
     if (item.idempotencyKey !== null) return this.enqueueIdempotent(item);
+    if (item.debounceKey !== null) return this.enqueueDebounced(item);
     for (let attempt = 1; ; attempt++) {
       const inserted = await this.handle.run<{ item_id: string }>(
         this.sql.enqueue,
@@ -195,6 +197,49 @@ export class PostgresQueueStore implements QueueStore {
         { operation: 'enqueue' },
       );
     });
+  }
+
+  /**
+   * A debounced enqueue: one statement that inserts the item or, when its key has a pending item,
+   * gives that item this input and a later due time (ADR 0059; see queue-statements.ts). Only an
+   * item id already taken (a caller's own id) needs a second look.
+   */
+  private async enqueueDebounced(item: PreparedEnqueue): Promise<EnqueueResult> {
+    const written = await this.handle.run<{ item_id: string; inserted: boolean }>(
+      this.sql.debounce,
+      [
+        item.queue,
+        item.itemId,
+        item.flow,
+        item.version,
+        item.inputText,
+        item.priority,
+        item.dedupeKey,
+        item.partitionKey,
+        this.clock.now(),
+        item.partitionConcurrencyMax,
+        item.throttleKey,
+        item.throttleCount,
+        item.throttleWindowMs,
+        item.debounceKey,
+        item.debouncePeriodMs,
+        item.debounceMaxWaitMs,
+      ],
+      'enqueue',
+    );
+    const row = written[0];
+    if (row !== undefined) return { itemId: row.item_id, duplicate: !row.inserted };
+    const existing = await this.handle.run<{ item_id: string }>(
+      this.sql.existing,
+      [item.queue, item.itemId, item.dedupeKey],
+      'enqueue: find duplicate',
+    );
+    if (existing[0] !== undefined) return { itemId: existing[0].item_id, duplicate: true };
+    throw new LoomError(
+      ErrorCode.STORE_FAILURE,
+      `debounced enqueue of ${item.itemId} into ${item.queue} was neither written nor a duplicate`,
+      { operation: 'enqueue' },
+    );
   }
 
   /** See {@link QueueStore.claim}: lock the queue row, then one claim statement, one transaction. */
@@ -291,6 +336,17 @@ export class PostgresQueueStore implements QueueStore {
       'get queue item',
     );
     return rows[0] === undefined ? undefined : queueItemFromRow(rows[0]);
+  }
+
+  /** See {@link QueueStore.unfinishedOfPartition}: one statement. */
+  async unfinishedOfPartition(queue: string, partitionKey: string): Promise<QueueItem[]> {
+    this.handle.assertOpen(this.backend);
+    const rows = await this.handle.run<QueueItemRow>(
+      this.sql.unfinished,
+      [checkQueueName(queue), checkPartitionKey(partitionKey), Limits.queueBatchMax],
+      'read a partition',
+    );
+    return rows.map(queueItemFromRow);
   }
 
   /** Further calls fail with `STORE_CLOSED`. Ends the pool only if the store created it. */

@@ -6,11 +6,13 @@ export interface QueueStatements {
   existing: PgStatement;
   idempotencyLock: PgStatement;
   idempotent: PgStatement;
+  debounce: PgStatement;
   lockQueue: PgStatement;
   claim: PgStatement;
   renew: PgStatement;
   complete: PgStatement;
   get: PgStatement;
+  unfinished: PgStatement;
   stats: PgStatement;
   list: PgStatement;
 }
@@ -20,7 +22,7 @@ export interface QueueStatements {
  * unfinished duplicate dedupe key (ON CONFLICT DO NOTHING arbitrates on both unique indexes).
  * `$1` queue … `$8` partition key, `$9` now, `$10` the item's own partition limit (or NULL),
  * `$11`…`$13` its throttle key, count and window (all NULL for none), `$14`/`$15` its
- * idempotency key and window (NULL for none).
+ * idempotency key and window (NULL for none). A debounced item has its own statement.
  */
 function enqueueStatement(q: string, schema: string): PgStatement {
   return {
@@ -72,6 +74,38 @@ ORDER BY idempotency_until_ms DESC LIMIT 1`,
 }
 
 /**
+ * A debounced enqueue, one statement: insert the item, or, when the key already has a pending
+ * item (the conflict on queue_items_debounce_idx, which holds at most one per key), give that
+ * item this input and push its due time to now + period, never past its deadline. ON CONFLICT
+ * DO UPDATE arbitrates racing enqueues of a key (one inserts, the rest update it, in commit
+ * order: the last input wins); a claim that took the row first moved it out of the partial
+ * index, so the enqueue inserts a new item. `inserted` tells the two apart. An item id already
+ * taken inserts nothing and returns no row (the caller looks it up). Parameters as the enqueue's
+ * (`$1`…`$9`, `$10`…`$13` limits and throttle), `$14` debounce key, `$15` period, `$16` max wait
+ * (NULL: no cap). Serves: queue_items_pkey, queue_items_debounce_idx.
+ */
+function debounceStatement(q: string, schema: string): PgStatement {
+  return {
+    name: statementName(schema, 'queue-debounce'),
+    text: `WITH lock_row AS (
+  INSERT INTO ${q}.queues (queue) VALUES ($1::text) ON CONFLICT DO NOTHING
+)
+INSERT INTO ${q}.queue_items AS i
+  (queue, item_id, flow, version, input, priority, dedupe_key, partition_key, partition_limit,
+   throttle_key, throttle_count, throttle_window_ms, debounce_key, due_at_ms, debounce_deadline_ms,
+   status, enqueued_at_ms)
+SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::int, $7::text, $8::text, $10::int,
+  $11::text, $12::int, $13::bigint, $14::text, $9::bigint + $15::bigint, $9::bigint + $16::bigint,
+  'pending', $9::bigint
+WHERE NOT EXISTS (SELECT 1 FROM ${q}.queue_items WHERE queue = $1::text AND item_id = $2::text)
+ON CONFLICT (queue, debounce_key) WHERE debounce_key IS NOT NULL AND status = 'pending'
+DO UPDATE SET input = EXCLUDED.input,
+  due_at_ms = LEAST($9::bigint + $15::bigint, i.debounce_deadline_ms)
+RETURNING i.item_id, (i.xmax = 0) AS inserted`,
+  };
+}
+
+/**
  * The first statement of a claim's transaction: serializes the queue's claims (and its renews,
  * which take FOR SHARE) so the counts the claim statement reads next are exact. Under READ
  * COMMITTED the claim statement's snapshot is taken after this lock is granted, so it sees every
@@ -90,7 +124,7 @@ function lockQueueStatement(q: string, schema: string): PgStatement {
  * start (now - windowMs): `$6`…`$9` may be NULL, and LEAST ignores the NULL terms. `$10` the scan
  * limit; `$11`/`$12` the flows to claim (names and versions side by side), NULL for every flow. Live claims
  * (`running`) and claims started in the window set the budget; candidates (pending, or running
- * with an expired claim) are scanned best first via queue_items_ready_idx, locked SKIP LOCKED,
+ * with an expired claim; due: a debounced item waits for its `due_at_ms`) are scanned best first via queue_items_ready_idx, locked SKIP LOCKED,
  * ranked within their partition, and a candidate is taken while its partition's live claims plus
  * its rank stay within its partition limit: the lower of `$7` and the item's own
  * `partition_limit` (ADR 0059). The partition's live claims are counted once per scanned row
@@ -139,6 +173,7 @@ candidates AS MATERIALIZED (
   ) AS t
   WHERE c.queue = $1::text AND c.status <> 'done'
     AND (c.status = 'pending' OR c.claim_expires_at_ms <= $3::bigint)
+    AND (c.due_at_ms IS NULL OR c.due_at_ms <= $3::bigint)
     AND ($11::text[] IS NULL OR EXISTS (
       SELECT 1 FROM unnest($11::text[], $12::text[]) AS f(name, version)
       WHERE f.name = c.flow AND f.version IS NOT DISTINCT FROM c.version))
@@ -220,6 +255,20 @@ function getStatement(q: string, schema: string): PgStatement {
 }
 
 /**
+ * A partition's unfinished items in enqueue order (a cancel-mode singleton's lookup). `$1`
+ * queue, `$2` partition key, `$3` limit. Serves: queue_items_running_idx for the running ones,
+ * the queue's ready index for the pending ones.
+ */
+function unfinishedStatement(q: string, schema: string): PgStatement {
+  return {
+    name: statementName(schema, 'queue-unfinished-of-partition'),
+    text: `SELECT * FROM ${q}.queue_items
+WHERE queue = $1::text AND partition_key = $2::text AND status <> 'done'
+ORDER BY seq LIMIT $3::int`,
+  };
+}
+
+/**
  * Counts per queue in one pass over its items. `$1` queue (`= $1` for one queue, `> $1` for the
  * page after it), `$2` now, `$3` limit. Serves: queue_items_pkey (queue, item_id), whose order
  * groups the items by queue without a sort.
@@ -250,11 +299,13 @@ export function queueStatements(quotedSchema: string, schema: string): QueueStat
     existing: existingStatement(quotedSchema, schema),
     idempotencyLock: idempotencyLockStatement(schema),
     idempotent: idempotentStatement(quotedSchema, schema),
+    debounce: debounceStatement(quotedSchema, schema),
     lockQueue: lockQueueStatement(quotedSchema, schema),
     claim: claimStatement(quotedSchema, schema),
     renew: renewStatement(quotedSchema, schema),
     complete: completeStatement(quotedSchema, schema),
     get: getStatement(quotedSchema, schema),
+    unfinished: unfinishedStatement(quotedSchema, schema),
     stats: statsStatement(quotedSchema, schema, false),
     list: statsStatement(quotedSchema, schema, true),
   };

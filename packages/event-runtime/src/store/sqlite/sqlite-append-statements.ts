@@ -13,6 +13,7 @@ const insertSql =
  * The execution index row an append writes. flow, version, created_at_ms and started_by come from
  * the append that starts the execution and are kept by later status changes (they are not in the
  * DO UPDATE).
+ * waiting_for is a suspension's wait kinds as bits (null: not said, or not suspended).
  * The last two parameters are a suspension's `wakeOnSignalsAfter` (null without one), twice: with
  * a signal newer than it in the inbox, the suspension is due at once, its append's time (ADR
  * 0033). One writer at a time (the append's IMMEDIATE transaction), so no signal can land between
@@ -20,8 +21,10 @@ const insertSql =
  */
 const upsertExecutionSql =
   'INSERT INTO loom_executions (execution_id, status, wake_at_ms, updated_at_ms, ' +
-  'settled_as, flow, version, created_at_ms, started_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ' +
+  'settled_as, flow, version, created_at_ms, started_by, waiting_for) ' +
+  'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ' +
   'ON CONFLICT (execution_id) DO UPDATE SET status = excluded.status, ' +
+  'waiting_for = excluded.waiting_for, ' +
   'wake_at_ms = CASE WHEN ? IS NOT NULL AND EXISTS (SELECT 1 FROM loom_signals s ' +
   'WHERE s.execution_id = excluded.execution_id AND s.signal_id > ?) ' +
   'THEN min(coalesce(excluded.wake_at_ms, excluded.updated_at_ms), excluded.updated_at_ms) ' +
@@ -39,6 +42,7 @@ type UpsertExecutionArgs = [
   string | null,
   number,
   string | null,
+  number | null,
   number | null,
   number | null,
 ];

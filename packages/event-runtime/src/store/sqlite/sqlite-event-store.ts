@@ -348,6 +348,7 @@ export class SqliteEventStore implements TransactionalEventStore, BatchAppending
         index.version,
         index.createdAtMs,
         index.startedBy,
+        index.waitingFor,
         prepared.wakeOnSignalsAfter ?? null,
         prepared.wakeOnSignalsAfter ?? null,
       );

@@ -7,10 +7,11 @@ export const insertSql = `
   INSERT INTO loom_queue_items
     (queue, item_id, flow, version, input, priority, dedupe_key, partition_key, partition_limit,
      throttle_key, throttle_count, throttle_window_ms, idempotency_key, idempotency_until_ms,
-     status, enqueued_at_ms)
+     debounce_key, due_at_ms, debounce_deadline_ms, status, enqueued_at_ms)
   VALUES (@queue, @itemId, @flow, @version, @inputText, @priority, @dedupeKey, @partitionKey,
     @partitionConcurrencyMax, @throttleKey, @throttleCount, @throttleWindowMs, @idempotencyKey,
-    @nowMs + @idempotencyWindowMs, 'pending', @nowMs)
+    @nowMs + @idempotencyWindowMs, @debounceKey, @nowMs + @debouncePeriodMs,
+    @nowMs + @debounceMaxWaitMs, 'pending', @nowMs)
   ON CONFLICT DO NOTHING
   RETURNING item_id`;
 
@@ -26,6 +27,18 @@ export const idempotentSql = `
   WHERE queue = @queue AND idempotency_key = @idempotencyKey AND idempotency_until_ms > @nowMs
   ORDER BY idempotency_until_ms DESC LIMIT 1`;
 
+/**
+ * A debounced enqueue of a key whose item is still pending: the newer input, and the due time
+ * pushed to now + period, never past the item's deadline (enqueue runs it in its IMMEDIATE
+ * transaction, before the insert). Serves: loom_queue_items_debounce.
+ */
+export const debounceSql = `
+  UPDATE loom_queue_items
+  SET input = @inputText,
+      due_at_ms = min(@nowMs + @debouncePeriodMs, coalesce(debounce_deadline_ms, @nowMs + @debouncePeriodMs))
+  WHERE queue = @queue AND debounce_key = @debounceKey AND status = 'pending'
+  RETURNING item_id`;
+
 /** Live claims of a queue per partition (for the concurrency limits). */
 export const runningSql = `
   SELECT partition_key, count(*) AS n FROM loom_queue_items
@@ -37,7 +50,8 @@ export const startedSql = `
   SELECT count(*) FROM loom_queue_items WHERE queue = ? AND started_at_ms > ?`;
 
 /**
- * Claimable items of a queue: pending or with an expired claim, by priority then age; with
+ * Claimable items of a queue: pending or with an expired claim, due (a debounced item waits for
+ * its `due_at_ms`), by priority then age; with
  * `@flows` (JSON `[[name, version], …]`), only items of those flows (`IS`: a null version matches).
  * An item whose partition already runs its limit (the lower of its own `partition_limit` and the
  * claim's `@partitionMax`) is skipped here, so a saturated key never fills the scan window and
@@ -56,6 +70,7 @@ export const candidatesSql = `
                   AND t.started_at_ms > @nowMs - c.throttle_window_ms) END AS throttleStarted
         FROM loom_queue_items AS c) AS c
   WHERE queue = @queue AND status <> 'done' AND (status = 'pending' OR claim_expires_at_ms <= @nowMs)
+    AND (due_at_ms IS NULL OR due_at_ms <= @nowMs)
     AND (@flows IS NULL OR EXISTS (SELECT 1 FROM json_each(@flows) f
       WHERE json_extract(f.value, '$[0]') = flow AND json_extract(f.value, '$[1]') IS version))
     AND (c.partition_key IS NULL OR coalesce(c.partition_limit, @partitionMax) IS NULL
@@ -109,3 +124,12 @@ export function statsSql(where: string): string {
 
 /** One item by queue and id. Serves: loom_queue_items_id. */
 export const getSql = 'SELECT * FROM loom_queue_items WHERE queue = ? AND item_id = ?';
+
+/**
+ * A partition's unfinished items in enqueue order (a cancel-mode singleton's lookup). Serves:
+ * loom_queue_items_running for the running ones; pending ones through the queue's ready index.
+ */
+export const unfinishedOfPartitionSql = `
+  SELECT * FROM loom_queue_items
+  WHERE queue = ? AND partition_key = ? AND status <> 'done'
+  ORDER BY seq LIMIT ?`;

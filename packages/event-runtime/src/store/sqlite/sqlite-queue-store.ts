@@ -5,6 +5,7 @@ import { ErrorCode, isLoomError, LoomError } from '../../errors.js';
 import { checkLeaseOwner, leaseExpiry } from '../../internal/lease-input.js';
 import {
   type ClaimCandidate,
+  checkPartitionKey,
   checkQueueBatch,
   checkQueueItemId,
   checkQueueName,
@@ -31,6 +32,7 @@ import { mapSqliteError } from './sqlite-errors.js';
 import {
   candidatesSql,
   completeSql,
+  debounceSql,
   existingSql,
   getSql,
   idempotentSql,
@@ -40,6 +42,7 @@ import {
   startedSql,
   statsSql,
   takeSql,
+  unfinishedOfPartitionSql,
 } from './sqlite-queue-statements.js';
 import { SqliteTableAccess } from './sqlite-table-access.js';
 
@@ -56,6 +59,7 @@ function prepareStatements(db: Database.Database) {
     insert: db.prepare(insertSql).pluck(),
     existing: db.prepare(existingSql).pluck(),
     idempotent: db.prepare(idempotentSql).pluck(),
+    debounce: db.prepare(debounceSql).pluck(),
     running: db.prepare<[string, number], { partition_key: string | null; n: number }>(runningSql),
     started: db.prepare<[string, number], number>(startedSql).pluck(),
     candidates: db.prepare<
@@ -74,6 +78,7 @@ function prepareStatements(db: Database.Database) {
     renew: db.prepare(renewSql).pluck(),
     complete: db.prepare(completeSql),
     get: db.prepare<[string, string], QueueItemRow>(getSql),
+    unfinished: db.prepare<[string, string, number], QueueItemRow>(unfinishedOfPartitionSql),
     stats: db.prepare<[Record<string, unknown>], QueueStats>(statsSql('queue = @queue')),
     list: db.prepare<[Record<string, unknown>], QueueStats>(statsSql('queue > @queue')),
   };
@@ -113,7 +118,7 @@ export class SqliteQueueStore implements QueueStore {
     this.tables = new SqliteTableAccess(
       database,
       'queue',
-      'queue-flow-control',
+      'queue-debounce',
       prepareStatements,
       options.readOnly,
     );
@@ -129,6 +134,13 @@ export class SqliteQueueStore implements QueueStore {
       if (item.idempotencyKey !== null) {
         const open = s.idempotent.get({ ...item, nowMs }) as string | undefined;
         if (open !== undefined) return { itemId: open, duplicate: true };
+      }
+      if (item.debounceKey !== null) {
+        // An item id already taken answers itself, as on the other backends.
+        const taken = s.existing.get(item) as string | undefined;
+        if (taken !== undefined) return { itemId: taken, duplicate: true };
+        const pending = s.debounce.get({ ...item, nowMs }) as string | undefined;
+        if (pending !== undefined) return { itemId: pending, duplicate: true };
       }
       const inserted = s.insert.get({ ...item, nowMs }) as string | undefined;
       if (inserted !== undefined) return { itemId: inserted, duplicate: false };
@@ -262,6 +274,19 @@ export class SqliteQueueStore implements QueueStore {
       throw mapSqliteError(error, 'get queue item');
     }
     return row === undefined ? undefined : queueItemFromRow(row);
+  }
+
+  /** See {@link QueueStore.unfinishedOfPartition}: one statement. */
+  async unfinishedOfPartition(queue: string, partitionKey: string): Promise<QueueItem[]> {
+    this.tables.assertOpen();
+    const name = checkQueueName(queue);
+    const key = checkPartitionKey(partitionKey);
+    const s = this.tables.ready();
+    try {
+      return s.unfinished.all(name, key, Limits.queueBatchMax).map(queueItemFromRow);
+    } catch (error) {
+      throw mapSqliteError(error, 'read a partition');
+    }
   }
 
   /** Further calls fail with `STORE_CLOSED`. Leaves the database handle open. Idempotent. */

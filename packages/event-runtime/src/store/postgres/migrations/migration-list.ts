@@ -10,6 +10,8 @@ import { liveChunksMigration } from './0009-live-chunks.js';
 import { runsPageOrderMigration } from './0010-runs-page-order.js';
 import { queuePartitionLimitsMigration } from './0011-queue-partition-limits.js';
 import { queueFlowControlMigration } from './0012-queue-flow-control.js';
+import { queueDebounceMigration } from './0013-queue-debounce.js';
+import { waitingForMigration } from './0014-waiting-for.js';
 import type { PostgresMigration } from './postgres-migration.js';
 
 /** Every Postgres migration, oldest first. Append only: a shipped migration is never edited. */
@@ -26,6 +28,8 @@ export const postgresMigrations: readonly PostgresMigration[] = [
   runsPageOrderMigration,
   queuePartitionLimitsMigration,
   queueFlowControlMigration,
+  queueDebounceMigration,
+  waitingForMigration,
 ];
 
 /** The schema version this code writes and reads: the number of the newest migration. */

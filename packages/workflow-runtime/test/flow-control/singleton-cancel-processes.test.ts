@@ -1,0 +1,82 @@
+// Singleton `mode: 'cancel'` across real processes, the worker holding the older run SIGKILLed
+// (ADR 0059): a newer start of the key cancels the dead worker's run (its reason names the newer
+// item), a fresh worker finishes the old item as cancelled and only then runs the newer one; the
+// newer run is not lost and the two never run at once.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { killTestProcesses } from '@loom/event-runtime/testing';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createRuntime } from '../../src/index.js';
+import { processTargets, rows, startWorker, until } from './process-harness.js';
+import { cancelQueue, cancelSingletonFlow } from './singleton-flow.js';
+import { createTables, openTarget } from './tenant-flow.js';
+
+const directory = mkdtempSync(join(tmpdir(), 'loom-singleton-cancel-processes-'));
+afterAll(async () => {
+  await killTestProcesses();
+  rmSync(directory, { recursive: true, force: true });
+});
+
+for (const [name, make] of processTargets(directory, 'sgcancel')) {
+  describe(`singleton mode 'cancel' across processes on ${name}`, () => {
+    it('the worker holding the older run SIGKILLed: the newer start cancels it, a fresh worker finishes it cancelled, then runs the newer once', async () => {
+      const { target, drop } = make();
+      const backend = await openTarget(target);
+      try {
+        await backend.migrate();
+        await createTables(backend);
+        const flow = cancelSingletonFlow(undefined);
+        const client = createRuntime({ backend, flows: [flow], timerPollMs: 0, recoverEveryMs: 0 });
+        const older = await client.enqueue(cancelQueue, flow, { id: 'r-0', tenant: 'acme' });
+
+        const doomed = startWorker(target, 'cancel');
+        await doomed.ready;
+        await until('the worker holds the older run', async () => {
+          const held = await rows<{ pid: number | string }>(
+            backend,
+            'SELECT pid FROM flowctl_running',
+          );
+          return held.some((row) => Number(row.pid) === doomed.child.child.pid);
+        });
+        expect((await doomed.child.kill('SIGKILL')).signal).toBe('SIGKILL');
+
+        // The newer start, while the older item is still claimed by the dead worker.
+        const newer = await client.enqueue(cancelQueue, flow, { id: 'r-1', tenant: 'acme' });
+        expect(newer.duplicate).toBe(false);
+        const olderRun = `queue:${cancelQueue}:${older.itemId}`;
+        const cancelled = (await backend.events.read(olderRun)).find(
+          (event) => event.type === 'execution.cancelled',
+        );
+        expect((cancelled?.payload as { reason?: string } | undefined)?.reason).toContain(
+          newer.itemId,
+        );
+
+        const fresh = startWorker(target, 'cancel');
+        await fresh.ready;
+        await until(
+          'the newer run finished on the fresh worker',
+          async () => (await backend.queues.get(cancelQueue, newer.itemId))?.status === 'done',
+        );
+        const olderItem = await backend.queues.get(cancelQueue, older.itemId);
+        const newerItem = await backend.queues.get(cancelQueue, newer.itemId);
+        expect(olderItem).toMatchObject({ status: 'done', outcome: 'cancelled' });
+        expect(newerItem).toMatchObject({ outcome: 'completed', attempts: 1 });
+        // The newer was claimed only after the older item finished.
+        expect(olderItem?.completedAtMs).toBeLessThanOrEqual(newerItem?.startedAtMs as number);
+        expect(await client.attach(`queue:${cancelQueue}:${newer.itemId}`).result()).toBe('r-1');
+        // Only the newer run finished; the older never ran its exit step.
+        const done = await rows<{ item_id: string }>(
+          backend,
+          'SELECT item_id FROM flowctl_done ORDER BY item_id',
+        );
+        expect(done.map((row) => row.item_id)).toEqual(['r-1']);
+        await fresh.child.kill('SIGKILL');
+        await client.shutdown();
+      } finally {
+        await backend.close().catch(() => undefined);
+        await drop();
+      }
+    }, 60_000);
+  });
+}
