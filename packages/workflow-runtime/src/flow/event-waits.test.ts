@@ -138,6 +138,40 @@ for (const [name, make] of databases) {
       }
     });
 
+    it('a runtime that knows only a triggered flow of the name wakes a wait it does not run', async () => {
+      const database = await make();
+      const waiter = createRuntime({
+        backend: await database.open(),
+        closeBackend: name !== 'memory',
+        flows: [checkout],
+        eventDelivery: false,
+      });
+      const receipt = defineFlow(
+        { name: 'receipt', trigger: { event: 'shop/order.paid' } },
+        async (ctx) => ctx.step('mail', () => 'mailed'),
+      );
+      const other = createRuntime({
+        backend: await database.open(),
+        closeBackend: name !== 'memory',
+        flows: [receipt],
+        eventDelivery: { pollMs: 20 },
+      });
+      try {
+        const handle = await waiter.start(checkout, { orderId: 'o-6' }, { executionId: 'c-6' });
+        await waitsStarted(waiter, 1);
+        await waiter.publish({ name: 'shop/order.paid', id: 'p-6', data: { orderId: 'o-6' } });
+        expect(await handle.result()).toBe('p-6:o-6');
+        expect(await other.attach(`queue:${eventsQueue}:p-6`).result()).toEqual([
+          { flow: 'receipt', executionId: 'event:receipt:p-6', existing: false },
+          { waitsWoken: 1 },
+        ]);
+      } finally {
+        await waiter.shutdown();
+        await other.shutdown();
+        await database.drop();
+      }
+    });
+
     it('a wait with a timeout answers received: false once it passes', async () => {
       const database = await make();
       const runtime = createRuntime({
