@@ -45,6 +45,7 @@ export {
 } from './flow/cron-schedule.js';
 export {
   defineFlow,
+  type FlowCancelOn,
   type FlowConcurrency,
   type FlowDebounce,
   type FlowIdempotency,
@@ -64,6 +65,12 @@ export {
 } from './flow/define-update.js';
 export { type Duration, parseDuration } from './flow/duration.js';
 export type { EventDelivery } from './flow/event-dispatch.js';
+export type { EventMatch } from './flow/event-match.js';
+export {
+  type EventReceived,
+  eventWaitPrefix,
+  type WaitForEventOptions,
+} from './flow/event-wait.js';
 export type { UpdateOptions } from './flow/execution-queries.js';
 export {
   type FindFlowExecutionsOptions,

@@ -1,5 +1,11 @@
 import type { StoredEvent } from '@loom/event-runtime';
-import { defineFlow, eventRunId, eventsQueue, type PublishedEvent } from '@loom/workflow-runtime';
+import {
+  defineFlow,
+  eventRunId,
+  eventsQueue,
+  eventWaitPrefix,
+  type PublishedEvent,
+} from '@loom/workflow-runtime';
 import type { SimFlow } from './runtime-adapter.js';
 import { type Scenario, signalAt, startAt } from './scenario.js';
 import type { SimWorld, Violation } from './sim-world.js';
@@ -122,6 +128,25 @@ export const eventFlow = defineFlow(
   async (ctx, event) => ctx.step('pong', () => event.data.key),
 );
 
+/** How long a waiter waits for its ping (virtual ms): pings are published in the first minute. */
+const waitTimeoutMs = 100_000;
+
+/**
+ * Waits for a `dst.ping` of its key (`ctx.waitForEvent`, ADR 0060), a wait no node is triggered
+ * for: the simulator checks each wait is woken once, by an event of its key published after it
+ * started, and that one published well inside its window does wake it.
+ */
+export const waitFlow = defineFlow(
+  { name: 'dst.wait-ping', waitsForEvents: ['dst.ping'] },
+  async (ctx, input: { key: string }) => {
+    const ping = await ctx.waitForEvent<{ key: string }>('dst.ping', {
+      match: { 'data.key': input.key },
+      timeout: waitTimeoutMs,
+    });
+    return ctx.step('after-ping', () => (ping.received ? ping.event.id : 'timed out'));
+  },
+);
+
 const flows = [
   plainFlow,
   sleepFlow,
@@ -131,6 +156,7 @@ const flows = [
   eventFlow,
   debouncedFlow,
   latestFlow,
+  waitFlow,
 ] as unknown as SimFlow[];
 
 /** What one seed published: event ids, and the keys they carry (ids repeat, keys repeat). */
@@ -153,6 +179,7 @@ const counts = {
   events: 5,
   debounced: 8,
   latest: 6,
+  waiters: 3,
 } as const;
 
 /**
@@ -275,6 +302,18 @@ export const mixedScenario: Scenario = {
       publish(atMs);
       if (eventRandom.chance(0.5)) publish(atMs + eventRandom.int(5_000));
     }
+    // Waiters for the pings' keys, started in the first half minute (some before their key's
+    // pings, some after), from their own fork.
+    const waitRandom = world.random.fork('wait-workload');
+    for (let index = 0; index < counts.waiters; index++) {
+      startAt(
+        world,
+        waitRandom.int(30_000),
+        waitFlow as unknown as SimFlow,
+        { key: `key-${index}` },
+        `waiter-${index}`,
+      );
+    }
   },
   mustSettle: (world) => [
     ...[...(publishedBy.get(world)?.ids ?? [])].map((id) => `queue:${eventsQueue}:${id}`),
@@ -282,11 +321,76 @@ export const mixedScenario: Scenario = {
     ...ids('plain', counts.plain),
     ...ids('sleep', counts.sleep),
     ...ids('signal', counts.signal),
+    ...ids('waiter', counts.waiters),
     ...Array.from({ length: counts.queued }, (_, index) => `queue:${queueName}:item-${index}`),
     ...Array.from({ length: counts.keyed }, (_, index) => `queue:${queueName}:keyed-${index}`),
   ],
-  check: async (world, log) => eventStartsOnce(publishedBy.get(world), log),
+  check: async (world, log) => [
+    ...eventStartsOnce(publishedBy.get(world), log),
+    ...waitsWokenOnce(log),
+  ],
 };
+
+/** How far inside a waiter's window a matching ping must be published to be owed to it. */
+const waitOwedMarginMs = 1_000;
+
+/**
+ * `wait-once`: every wait (`loom.wait:dst.ping:…`) took at most one event, and that event has the
+ * wait's key and was published no earlier than the wait started; a wait that timed out had no
+ * matching ping published inside its window (with a margin each side for clock granularity).
+ */
+function waitsWokenOnce(log: readonly StoredEvent[]): Violation[] {
+  const violations: Violation[] = [];
+  const report = (detail: string, executionId: string) =>
+    violations.push({ invariant: 'wait-once', detail, executionId });
+  // Every ping as delivered: the delivery execution's input is the published event.
+  const pings: Array<{ id: string; key: string; publishedAtMs: number }> = [];
+  const waits = new Map<string, StoredEvent[]>();
+  for (const event of log) {
+    if (
+      event.type === 'execution.started' &&
+      event.executionId.startsWith(`queue:${eventsQueue}:`)
+    ) {
+      const input = (event.payload as { input?: PublishedEvent<{ key: string }> }).input;
+      if (input?.name === 'dst.ping') {
+        pings.push({ id: input.id, key: input.data.key, publishedAtMs: input.publishedAtMs });
+      }
+    }
+    if (event.executionId.startsWith(eventWaitPrefix('dst.ping'))) {
+      waits.set(event.executionId, [...(waits.get(event.executionId) ?? []), event]);
+    }
+  }
+  for (const [executionId, events] of waits) {
+    const started = events.find((event) => event.type === 'execution.started');
+    if (started === undefined) continue;
+    const input = (started.payload as { input?: { match?: Record<string, unknown> } }).input;
+    const key = input?.match?.['data.key'];
+    const received = events.filter((event) => event.type === 'signal.received');
+    if (received.length > 1) report(`took ${received.length} events, want at most 1`, executionId);
+    const taken = (
+      received[0]?.payload as { payload?: PublishedEvent<{ key: string }> } | undefined
+    )?.payload;
+    if (taken !== undefined) {
+      if (taken.data.key !== key)
+        report(`took ping ${taken.id} of ${taken.data.key}, not ${String(key)}`, executionId);
+      if (taken.publishedAtMs < started.at)
+        report(`took ping ${taken.id}, published before the wait started`, executionId);
+    } else if (events.some((event) => event.type === 'signal.timed_out')) {
+      const owed = pings.find(
+        (ping) =>
+          ping.key === key &&
+          ping.publishedAtMs >= started.at + waitOwedMarginMs &&
+          ping.publishedAtMs <= started.at + waitTimeoutMs - waitOwedMarginMs,
+      );
+      if (owed !== undefined)
+        report(
+          `timed out though ping ${owed.id} of its key was published inside its window`,
+          executionId,
+        );
+    }
+  }
+  return violations;
+}
 
 /**
  * `event-once`: every key published has exactly one run of the triggered flow, started once,

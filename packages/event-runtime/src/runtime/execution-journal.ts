@@ -287,6 +287,8 @@ export class ExecutionJournal implements GroupCommitMember {
         this.pendingStatus.wakeOnSignalsAfter = guard.wakeOnSignalsAfter;
       }
       if (guard.waitingFor !== undefined) this.pendingStatus.waitingFor = guard.waitingFor;
+      // A child's end wakes its parent in the write that settles it: the resend must carry it too.
+      if (guard.notify !== undefined) this.pendingStatus.notify = guard.notify;
     }
     const attempt = this.busyAttempts++;
     retry.retrying(attempt + 1, error);

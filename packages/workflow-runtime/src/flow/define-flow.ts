@@ -6,7 +6,7 @@ import { checkIdempotency } from './flow-idempotency.js';
 import { checkSingleton } from './flow-singleton.js';
 import { checkThrottle, flowControlNameOf } from './flow-throttle.js';
 import type { Json } from './json.js';
-import { checkTrigger } from './published-event.js';
+import { checkCancelOn, checkTrigger, checkWaitsForEvents } from './published-event.js';
 import { validate } from './standard-schema.js';
 import { type WorkflowContext, workflowContext } from './workflow-context.js';
 import type { FlowOptions, SignalSchemas, WorkflowDefinition } from './workflow-definition.js';
@@ -16,6 +16,7 @@ export type { FlowIdempotency } from './flow-idempotency.js';
 export type { FlowSingleton } from './flow-singleton.js';
 export type { FlowThrottle } from './flow-throttle.js';
 export type {
+  FlowCancelOn,
   FlowConcurrency,
   FlowOptions,
   FlowTrigger,
@@ -88,6 +89,8 @@ export function defineFlow<I, O, S extends SignalSchemas = SignalSchemas>(
       );
     }
   }
+  const waitsForEvents = checkWaitsForEvents(options.name, options.waitsForEvents);
+  if (options.cancelOn !== undefined) checkCancelOn(options.name, options.cancelOn);
   if (typeof run !== 'function') {
     throw new LoomError(
       WorkflowErrorCode.INVALID_ARGUMENT,
@@ -99,7 +102,7 @@ export function defineFlow<I, O, S extends SignalSchemas = SignalSchemas>(
     name: options.name,
     options: options as FlowOptions<unknown, unknown, S>,
     run: async (ctx: FlowContext, input: I) => {
-      const result = await run(workflowContext(ctx), input);
+      const result = await run(workflowContext(ctx, options.name, waitsForEvents), input);
       if (output === undefined) return result;
       const checked = await validate(output, result);
       if (!checked.ok) {

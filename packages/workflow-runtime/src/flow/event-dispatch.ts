@@ -1,6 +1,7 @@
 import type { KernelRuntime } from '@loom/event-runtime/kernel';
 import { LoomError, WorkflowErrorCode } from '../errors.js';
 import { defineFlow } from './define-flow.js';
+import { cancelOnEvent, type EventWaitDeps, wakeWaits } from './event-wait.js';
 import { eventDispatchFlowName, eventRunId, type PublishedEvent } from './published-event.js';
 import { validate } from './standard-schema.js';
 import type { WorkflowContext } from './workflow-context.js';
@@ -10,13 +11,21 @@ import type { FlowTrigger, WorkflowDefinition } from './workflow-definition.js';
 export type EventDelivery =
   | { flow: string; executionId: string; existing: boolean }
   | { flow: string; skipped: 'filter' }
-  | { flow: string; refused: string };
+  | { flow: string; refused: string }
+  /** Runs of `flow` this delivery cancelled (its `cancelOn`). */
+  | { flow: string; cancelled: number }
+  /** Waits (`ctx.waitForEvent`) this delivery woke. */
+  | { waitsWoken: number };
 
 /** What the dispatch flow needs of its runtime: the flows triggered by a name, and a start. */
 export interface EventDispatchDeps {
   kernel: Pick<KernelRuntime, 'start'>;
   /** The flows of this runtime (registered and placeable here) whose trigger is `eventName`. */
   subscribers: (eventName: string) => ReadonlyArray<WorkflowDefinition<unknown, unknown>>;
+  /** The flows of this runtime (registered and placeable here) with a `cancelOn` for `eventName`. */
+  cancellable: (eventName: string) => ReadonlyArray<WorkflowDefinition<unknown, unknown>>;
+  /** The index reads, signal and cancel that wake waits and cancel runs. */
+  waits: EventWaitDeps;
   onError: (error: unknown) => void;
 }
 
@@ -31,7 +40,9 @@ const deliverRetry = { attempts: 10, backoff: { initialMs: 1_000, factor: 2, max
 /**
  * The built-in flow that delivers events of one name: the queue worker of `loom.events` runs
  * each event as its execution (`queue:loom.events:<id>`), and its one step starts every flow of
- * this runtime triggered by the name whose `if` accepts the event, under `eventRunId`. The step
+ * this runtime triggered by the name whose `if` accepts the event, under `eventRunId`, cancels
+ * the matching runs of its flows with a `cancelOn` for the name, and wakes every matching wait
+ * (`ctx.waitForEvent`, whichever runtime registered it). The step
  * is at-least-once and each start idempotent by its id, so a crash anywhere in it starts each run
  * once; its result (recorded in the log) says what was started, skipped or refused.
  */
@@ -49,6 +60,14 @@ export function eventDispatchFlow(
         for (const flow of deps.subscribers(event.name)) {
           deliveries.push(await deliverTo(flow, event, deps));
         }
+        for (const flow of deps.cancellable(event.name)) {
+          deliveries.push({
+            flow: flow.name,
+            cancelled: await cancelOnEvent(deps.waits, flow, event),
+          });
+        }
+        const waitsWoken = await wakeWaits(deps.waits, event);
+        if (waitsWoken > 0) deliveries.push({ waitsWoken });
         return deliveries as never;
       },
       { retry: deliverRetry },

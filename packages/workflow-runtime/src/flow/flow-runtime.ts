@@ -41,6 +41,7 @@ import type { QueryDefinition } from './define-query.js';
 import { isSignalDefinition, type SignalDefinition } from './define-signal.js';
 import type { UpdateDefinition } from './define-update.js';
 import { eventDispatchFlow } from './event-dispatch.js';
+import { eventWaitFlow } from './event-wait.js';
 import {
   type ExecutionQueryHost,
   queryExecution,
@@ -251,6 +252,7 @@ export class Runtime {
       this.lookup(name, version),
     );
     this.register(scheduleFlow as never);
+    this.register(eventWaitFlow as never);
     this.schedules = new ScheduleChain(this.kernel, () => scheduleFlow);
     for (const flow of flows ?? []) this.register(flow);
   }
@@ -312,8 +314,12 @@ export class Runtime {
     this.registry.set(key(flow.name, flow.version ?? null), flow as unknown as AnyFlow);
     if (this.placeable(flow)) this.kernel.register(flow);
     else this.kernel.declineFlow(flow.name, flow.version ?? null);
-    const trigger = (flow as Partial<WorkflowDefinition<never, unknown>>).options?.trigger;
-    if (trigger !== undefined && this.placeable(flow)) this.deliverEventsOf(trigger.event);
+    const options = (flow as Partial<WorkflowDefinition<never, unknown>>).options;
+    if (options === undefined || !this.placeable(flow)) return;
+    // Whoever runs a flow delivers the events that start, cancel or wake it (ADR 0060).
+    if (options.trigger !== undefined) this.deliverEventsOf(options.trigger.event);
+    for (const entry of options.cancelOn ?? []) this.deliverEventsOf(entry.event);
+    for (const name of options.waitsForEvents ?? []) this.deliverEventsOf(name);
   }
 
   /**
@@ -327,6 +333,13 @@ export class Runtime {
       eventDispatchFlow(eventName, {
         kernel: this.kernel,
         subscribers: (name) => this.subscribers(name),
+        cancellable: (name) => this.cancellable(name),
+        waits: {
+          store: this.kernel.store,
+          signal: (executionId, name, payload, options) =>
+            this.kernel.signal(executionId, name, payload, options),
+          cancel: (executionId, reason) => this.kernel.cancel(executionId, reason),
+        },
         onError: this.onError,
       }) as never,
     );
@@ -349,6 +362,15 @@ export class Runtime {
       }
     }
     return flows;
+  }
+
+  /** The flows registered here, placeable here, that events named `eventName` may cancel. */
+  private cancellable(eventName: string): AnyFlow[] {
+    return [...this.registry.values()].filter(
+      (flow) =>
+        flow.options?.cancelOn?.some((entry) => entry.event === eventName) === true &&
+        this.placeable(flow as never),
+    );
   }
 
   /**

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type JsonValue, Limits } from '@loom/event-runtime';
 import { LoomError, WorkflowErrorCode } from '../errors.js';
+import { checkCancelMatch } from './event-match.js';
 
 /**
  * An event as a triggered flow receives it (its input): what `runtime.publish` was given, with
@@ -90,6 +91,45 @@ export function checkTrigger(flow: string, trigger: unknown): void {
       );
     }
   }
+}
+
+/** The most event names one flow may list in `waitsForEvents` or `cancelOn`. */
+export const flowEventNamesMax = 32;
+
+function checkList(flow: string, path: string, list: unknown): unknown[] {
+  if (!Array.isArray(list) || list.length > flowEventNamesMax) {
+    throw new LoomError(
+      WorkflowErrorCode.INVALID_ARGUMENT,
+      `flow '${flow}': ${path} must be an array of at most ${flowEventNamesMax} entries`,
+      { flow, path, actual: Array.isArray(list) ? list.length : typeof list },
+    );
+  }
+  return list;
+}
+
+/** A `waitsForEvents` option: event names, else `INVALID_ARGUMENT`. Returns the names. */
+export function checkWaitsForEvents(flow: string, names: unknown): readonly string[] {
+  if (names === undefined) return [];
+  return checkList(flow, 'waitsForEvents', names).map((name, index) =>
+    checkEventName(name, `waitsForEvents[${index}] of flow '${flow}'`),
+  );
+}
+
+/** A `cancelOn` option: `[{ event, match? }]`, else `INVALID_ARGUMENT` naming the entry. */
+export function checkCancelOn(flow: string, cancelOn: unknown): void {
+  checkList(flow, 'cancelOn', cancelOn).forEach((entry, index) => {
+    const path = `cancelOn[${index}] of flow '${flow}'`;
+    if (typeof entry !== 'object' || entry === null) {
+      throw new LoomError(
+        WorkflowErrorCode.INVALID_ARGUMENT,
+        `${path} must be an object { event, match? }`,
+        { flow, path: 'cancelOn' },
+      );
+    }
+    const { event, match } = entry as Record<string, unknown>;
+    checkEventName(event, `${path}.event`);
+    if (match !== undefined) checkCancelMatch(match, `${path}.match`);
+  });
 }
 
 /**

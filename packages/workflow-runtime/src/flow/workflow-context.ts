@@ -24,6 +24,7 @@ import {
   updateSignalName,
 } from './define-update.js';
 import { type Duration, parseDuration } from './duration.js';
+import { type EventReceived, type WaitForEventOptions, waitForEvent } from './event-wait.js';
 import type { Json } from './json.js';
 import { registerQueryHandler } from './query-handlers.js';
 import { type InferOutput, type StandardSchemaV1, validate } from './standard-schema.js';
@@ -159,6 +160,26 @@ export interface WorkflowContext {
    * flow with a `ContinuedAsNew` signal (not an error code); rethrow it if you catch it.
    */
   continueAsNew(input: unknown): Promise<never>;
+  /**
+   * Wait durably for the first event to reach it named `name` (`runtime.publish`), published after
+   * the wait started, whose fields equal `match` (`{ 'data.orderId': 'o-7' }`), or `{ received: false }`
+   * once `timeout` passes. The name must be listed in the flow's `waitsForEvents`. The execution
+   * suspends while it waits; an event published while no worker runs wakes it when one does.
+   * The wait is a child execution (`loom.wait:<name>:<executionId>.<n>`, ADR 0060).
+   *
+   * Error codes: `INVALID_ARGUMENT` (an undeclared or bad name, a bad match or timeout).
+   *
+   * @example
+   * const paid = await ctx.waitForEvent<{ orderId: string }>('shop/order.paid', {
+   *   match: { 'data.orderId': input.orderId },
+   *   timeout: '1d',
+   * });
+   * if (!paid.received) return 'expired';
+   */
+  waitForEvent<D = JsonValue>(
+    name: string,
+    options?: WaitForEventOptions,
+  ): Promise<EventReceived<D>>;
   /** Epoch ms, recorded on first run and replayed. */
   now(): number;
   /** In [0, 1), recorded and replayed. */
@@ -169,8 +190,17 @@ export interface WorkflowContext {
   patched(id: string): boolean;
 }
 
-/** Wraps the kernel's context into the flow author's. */
-export function workflowContext(ctx: FlowContext): WorkflowContext {
+/**
+ * Wraps the kernel's context into the flow author's. `flow` names the flow, and `waitsForEvents`
+ * lists the event names it declared (`ctx.waitForEvent` refuses others).
+ */
+export function workflowContext(
+  ctx: FlowContext,
+  flow = '',
+  waitsForEvents: readonly string[] = [],
+): WorkflowContext {
+  // Numbers this run's event waits (their ids), in call order: a replay counts them the same way.
+  let waitCount = 0;
   return {
     executionId: ctx.executionId,
     // A getter: the kernel makes the execution's AbortSignal only when someone reads it.
@@ -236,6 +266,8 @@ export function workflowContext(ctx: FlowContext): WorkflowContext {
       registerQueryHandler(ctx, query.name, handler as (arg: unknown) => unknown);
     },
     waitForUpdate: (update, options) => waitForUpdate(ctx, update, options),
+    waitForEvent: (name, options) =>
+      waitForEvent(ctx, () => waitCount++, waitsForEvents, flow, name, options),
     child: (flow, input, options) => ctx.child(flow, input, options),
     continueAsNew: (input) => ctx.continueAsNew(input),
     now: () => ctx.now(),

@@ -105,6 +105,35 @@ export interface FlowOptions<I, O, S extends SignalSchemas = SignalSchemas> {
    * (see {@link FlowTrigger}, `docs/flows.md` and ADR 0060).
    */
   trigger?: FlowTrigger<I>;
+  /**
+   * The event names this flow's code waits for with `ctx.waitForEvent` (which refuses a name not
+   * listed): a runtime that registers the flow delivers events of these names, so a waiting
+   * execution is woken even where no flow is triggered by them (ADR 0060).
+   */
+  waitsForEvents?: readonly string[];
+  /**
+   * Cancel a running or suspended execution of this flow when a matching event is published
+   * (Inngest's `cancelOn`, see {@link FlowCancelOn}): delivered by the runtimes that register this
+   * flow, like a trigger.
+   */
+  cancelOn?: ReadonlyArray<FlowCancelOn>;
+}
+
+/**
+ * An event that cancels an execution: one named `event`, published after the execution started,
+ * whose fields equal the execution's input where `match` says. `match` maps a dotted path in the
+ * event (`data.orderId`) to a dotted path in the input written `input.<path>` (`input.orderId`;
+ * `input` alone is the whole input). Without `match` every such event cancels every execution
+ * of the flow. Data, not a function, so any process can evaluate it.
+ *
+ * @example
+ * defineFlow({ name: 'ship', cancelOn: [{ event: 'shop/order.cancelled', match: { 'data.orderId': 'input.orderId' } }] }, run);
+ */
+export interface FlowCancelOn {
+  /** The event name (`runtime.publish({ name })`). */
+  event: string;
+  /** Event path → `input.<path>`: every pair must be equal for the event to cancel. */
+  match?: Readonly<Record<string, string>>;
 }
 
 /**

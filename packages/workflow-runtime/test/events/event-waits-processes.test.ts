@@ -1,0 +1,161 @@
+// ctx.waitForEvent and cancelOn across processes (ADR 0060), on SQLite and Postgres: a flow
+// waiting for an event in a worker that is SIGKILLed, the events published while no worker runs,
+// is resolved once, with one matching event, by a worker started later; an event published
+// by a process that runs no flow cancels the matching run in a worker and no other.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Backend } from '@loom/event-runtime';
+import { openPostgres } from '@loom/event-runtime/postgres';
+import { openSqlite } from '@loom/event-runtime/sqlite';
+import { killTestProcesses, spawnTestProcess } from '@loom/event-runtime/testing';
+import { afterAll, describe, expect, it } from 'vitest';
+import { eventWaitFlowName } from '../../src/flow/event-wait.js';
+import { createRuntime } from '../../src/index.js';
+
+const directory = mkdtempSync(join(tmpdir(), 'loom-event-waits-processes-'));
+const workerFile = join(import.meta.dirname, 'event-waits-worker.ts');
+const pgUrl = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
+afterAll(async () => {
+  await killTestProcesses();
+  rmSync(directory, { recursive: true, force: true });
+});
+let counter = 0;
+
+function startWorker(target: string, logFile: string, mode: 'start' | 'serve') {
+  const spawned = spawnTestProcess(workerFile, {
+    args: [target, logFile, mode],
+    name: `event waits worker (${mode})`,
+  });
+  return { child: spawned.child, ready: spawned.line(/ready/), exited: spawned.exit };
+}
+
+async function until(what: string, check: () => Promise<boolean> | boolean, deadlineMs = 30_000) {
+  for (const deadline = Date.now() + deadlineMs; !(await check()); ) {
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+const lines = (file: string) => readFileSync(file, 'utf8').split('\n').filter(Boolean);
+
+const databases: Array<
+  [
+    string,
+    () => Promise<{ target: string; open: () => Promise<Backend>; drop: () => Promise<void> }>,
+  ]
+> = [
+  [
+    'sqlite',
+    async () => {
+      const path = join(directory, `event-waits-${++counter}.db`);
+      await openSqlite({ path, migrate: true }).close();
+      return {
+        target: `sqlite:${path}`,
+        open: async () => openSqlite({ path, busyTimeoutMs: 10_000 }),
+        drop: async () => {},
+      };
+    },
+  ],
+  [
+    'postgres',
+    async () => {
+      const schema = `loom_event_waits_processes_${process.pid}_${++counter}`;
+      const admin = await openPostgres({ connectionString: pgUrl, schema, migrate: true });
+      return {
+        target: `postgres:${schema}`,
+        open: () => openPostgres({ connectionString: pgUrl, schema }),
+        drop: async () => {
+          await admin.events.connectionPool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+          await admin.close();
+        },
+      };
+    },
+  ],
+];
+
+for (const [name, make] of databases) {
+  describe(`event waits and cancels across processes on ${name}`, () => {
+    it('a wait in a worker SIGKILLed, the event published while none runs: the next worker resolves it once', async () => {
+      const database = await make();
+      const logFile = join(directory, `log-${name}-wait.txt`);
+      writeFileSync(logFile, '');
+      // The publisher runs no flow: it stores events and delivers nothing.
+      const publisher = createRuntime({ backend: await database.open() });
+      try {
+        const doomed = startWorker(database.target, logFile, 'start');
+        await doomed.ready;
+        await until('the wait registered and suspended', async () => {
+          const waits = await publisher.store.findExecutions({
+            flow: eventWaitFlowName,
+            status: 'suspended',
+          });
+          return waits.length === 1;
+        });
+        doomed.child.kill('SIGKILL');
+        await doomed.exited;
+        await publisher.publish({ name: 'shop/order.paid', id: 'p-0', data: { orderId: 'o-9' } });
+        await publisher.publish({ name: 'shop/order.paid', id: 'p-1', data: { orderId: 'o-1' } });
+        await publisher.publish({ name: 'shop/order.paid', id: 'p-2', data: { orderId: 'o-1' } });
+        expect(lines(logFile)).toEqual([]);
+
+        const next = startWorker(database.target, logFile, 'serve');
+        await next.ready;
+        // The worker delivers the waiting events concurrently: the wait takes whichever matching
+        // one reaches it first (p-1 or p-2, only one of them, never p-0).
+        const taken = await publisher.attach<string>('c-1').result();
+        expect(['p-1', 'p-2']).toContain(taken);
+        await until('every event delivered', async () => {
+          return (await publisher.queueStats('loom.events')).completed === 3;
+        });
+        next.child.kill('SIGKILL');
+        await next.exited;
+        expect(lines(logFile)).toEqual([`took c-1 ${taken} ${next.child.pid}`]);
+        // The wait took one event; the other found it settled, or lies in its inbox unused.
+        const [wait] = await publisher.store.findExecutions({ flow: eventWaitFlowName });
+        expect(wait?.status).toBe('settled');
+      } finally {
+        await publisher.shutdown();
+        await database.drop();
+      }
+    }, 60_000);
+
+    it('an event published in another process cancels the matching run in a worker, and no other', async () => {
+      const database = await make();
+      const logFile = join(directory, `log-${name}-cancel.txt`);
+      writeFileSync(logFile, '');
+      const publisher = createRuntime({ backend: await database.open() });
+      try {
+        const worker = startWorker(database.target, logFile, 'start');
+        await worker.ready;
+        await publisher.publish({
+          name: 'shop/order.cancelled',
+          id: 'x-1',
+          data: { orderId: 'o-2' },
+        });
+        await until('s-1 cancelled', async () => {
+          const [s1] = await publisher.store.findExecutions({
+            flow: 'ship',
+            status: 'cancelled',
+          });
+          return s1?.executionId === 's-1';
+        });
+        await until('the cancel delivered', async () => {
+          return (await publisher.queueStats('loom.events')).completed === 1;
+        });
+        expect(await publisher.status('s-2')).not.toBe('settled');
+        worker.child.kill('SIGKILL');
+        await worker.exited;
+        const cancelled = await publisher.store.findExecutions({
+          flow: 'ship',
+          status: 'cancelled',
+        });
+        expect(cancelled.map((execution) => execution.executionId)).toEqual(['s-1']);
+      } finally {
+        await publisher.shutdown();
+        await database.drop();
+      }
+    }, 60_000);
+  });
+}
