@@ -60,10 +60,16 @@ export function eventDispatchFlow(
         for (const flow of deps.subscribers(event.name)) {
           deliveries.push(await deliverTo(flow, event, deps));
         }
+        // Runs this event started (now, or by an earlier attempt of this step): never cancelled
+        // by it, even when a flow both triggers and cancels on the name and the start's time
+        // equals the event's (a clock's millisecond, or hosts' clocks apart).
+        const started = new Set<string>();
+        for (const delivery of deliveries)
+          if ('executionId' in delivery) started.add(delivery.executionId);
         for (const flow of deps.cancellable(event.name)) {
           deliveries.push({
             flow: flow.name,
-            cancelled: await cancelOnEvent(deps.waits, flow, event),
+            cancelled: await cancelOnEvent(deps.waits, flow, event, started),
           });
         }
         const waitsWoken = await wakeWaits(deps.waits, event);

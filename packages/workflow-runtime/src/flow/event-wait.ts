@@ -212,19 +212,22 @@ export async function wakeWaits(deps: EventWaitDeps, event: PublishedEvent): Pro
 
 /**
  * Cancel every unsettled execution of `flow` that started no later than `event` was published
- * and whose input matches one of the flow's `cancelOn` entries for the event's name. Returns how
- * many this call cancelled.
+ * and whose input matches one of the flow's `cancelOn` entries for the event's name, except the
+ * runs the same event started (`startedByEvent`). Returns how many this call cancelled.
  */
 export async function cancelOnEvent(
   deps: EventWaitDeps,
   flow: WorkflowDefinition<unknown, unknown>,
   event: PublishedEvent,
+  startedByEvent: ReadonlySet<string> = new Set(),
 ): Promise<number> {
   const entries = (flow.options.cancelOn ?? []).filter((entry) => entry.event === event.name);
   if (entries.length === 0) return 0;
   let cancelled = 0;
   const runs = unsettled(deps.store, flow.name, undefined, () => true, event.publishedAtMs);
   for await (const { executionId, input } of runs) {
+    // A run this event started (its trigger) is never cancelled by it, whatever the clocks say.
+    if (startedByEvent.has(executionId)) continue;
     const hit = entries.some((entry) => {
       const match = cancelMatchFor(entry.match, input);
       return match !== undefined && eventMatches(event, match);

@@ -4,6 +4,8 @@
 // every matching wait; a duplicate id wakes nothing; a timeout answers `received: false`; a
 // matching event cancels the runs it names and no other; bad options are typed errors. The
 // cross-process proof, with a SIGKILL, is test/events/event-waits-processes.test.ts.
+import { openMemory } from '@loom/event-runtime';
+import { ManualClock } from '@loom/event-runtime/testing';
 import { describe, expect, it } from 'vitest';
 import { WorkflowErrorCode } from '../errors.js';
 import { codeOf, sharedDatabases, until } from './backends.test-support.js';
@@ -357,3 +359,45 @@ for (const [name, make] of databases) {
     });
   });
 }
+
+describe('cancelOn beside a trigger of the same name', () => {
+  it('the run an event starts is never cancelled by that event, even in the millisecond it was published', async () => {
+    // A clock that does not move: the run's start and the event share one millisecond.
+    const clock = new ManualClock();
+    const order = defineFlow(
+      {
+        name: 'order-by-event',
+        trigger: { event: 'shop/order.placed' },
+        cancelOn: [{ event: 'shop/order.placed', match: { 'data.orderId': 'input.data.orderId' } }],
+      },
+      async (ctx) => {
+        await ctx.waitForSignal('go');
+        return 'went';
+      },
+    );
+    const runtime = createRuntime({
+      backend: openMemory({ clock }),
+      clock,
+      flows: [order],
+      timerPollMs: 0,
+      eventDelivery: { pollMs: 20 },
+    });
+    try {
+      await runtime.publish({ name: 'shop/order.placed', id: 'p-1', data: { orderId: 'o-1' } });
+      await until('the event delivered', async () => {
+        return (await runtime.queueStats(eventsQueue)).completed === 1;
+      });
+      const [delivery] = (await runtime.attach(`queue:${eventsQueue}:p-1`).result()) as {
+        executionId?: string;
+      }[];
+      const runId = delivery?.executionId as string;
+      expect(runId).toBeDefined();
+      expect(await runtime.status(runId)).not.toBe('settled');
+      expect((await runtime.store.read(runId)).map((event) => event.type)).not.toContain(
+        'execution.cancelled',
+      );
+    } finally {
+      await runtime.shutdown();
+    }
+  });
+});

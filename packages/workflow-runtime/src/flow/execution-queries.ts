@@ -146,6 +146,15 @@ export async function updateExecution<A, R>(
       { path: 'update' },
     );
   }
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new LoomError(
+      WorkflowErrorCode.INVALID_ARGUMENT,
+      `runtime.update's options must be an object ({ updateId, timeout }), got ${
+        options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options
+      }`,
+      { update: update.name, path: 'options' },
+    );
+  }
   const updateId = options.updateId ?? randomUUID();
   if (
     typeof updateId !== 'string' ||

@@ -143,7 +143,7 @@ describe('debounce by key: options and keys', () => {
     expect(await backend.events.read('direct')).toEqual([]);
     const { itemId } = await runtime.enqueue('jobs', picky, { doc: 'a' });
     expect((await backend.queues.get('jobs', itemId))?.debounce).toMatchObject({
-      key: 'picky:a',
+      key: '5:picky:a',
       deadlineMs: expect.any(Number),
     });
     await runtime.shutdown();

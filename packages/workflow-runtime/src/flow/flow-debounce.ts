@@ -1,5 +1,6 @@
 import { Limits } from '@loom/event-runtime';
 import { LoomError, WorkflowErrorCode } from '../errors.js';
+import { flowScopedKey } from './flow-key.js';
 
 /**
  * Debounce by key (Inngest's `debounce: { key, period, timeout }`): queued runs of this flow whose
@@ -13,7 +14,7 @@ export interface FlowDebounce<I> {
   /**
    * The key of an input (a document, a user): called once at `runtime.enqueue`, after the input
    * schema. A non-empty string; with the flow's name it is at most `Limits.queueKeyLengthMax`
-   * characters (the item's debounce key is `<flow>:<key>`).
+   * characters (the item's debounce key is `<len>:<flow>:<key>`).
    */
   key: (input: I) => string;
   /** How long a key must stay quiet before its run starts, in ms: a positive integer up to `Limits.queueThrottleWindowMsMax`. */
@@ -84,7 +85,7 @@ function isWindow(value: unknown): value is number {
 }
 
 /**
- * The queue debounce of an item of `flow`: `<flow>:<key(input)>` with the flow's period and max
+ * The queue debounce of an item of `flow`: `<len>:<flow>:<key(input)>` with the flow's period and max
  * wait, or nothing for a flow without `debounce`. Throws `INVALID_FLOW_KEY` for a key function
  * that throws, returns no non-empty string, or one too long with the flow's name;
  * `INVALID_ARGUMENT` when the caller passes its own `dedupeKey` as well.
@@ -122,7 +123,7 @@ export function debounceOf(
       { flow: flow.name, actual: typeof key === 'string' ? '' : typeof key },
     );
   }
-  const full = `${flow.name}:${key}`;
+  const full = flowScopedKey(flow.name, key);
   if (full.length > Limits.queueKeyLengthMax) {
     throw new LoomError(
       WorkflowErrorCode.INVALID_FLOW_KEY,

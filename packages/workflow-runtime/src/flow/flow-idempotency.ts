@@ -1,5 +1,6 @@
 import { Limits } from '@loom/event-runtime';
 import { LoomError, WorkflowErrorCode } from '../errors.js';
+import { flowScopedKey } from './flow-key.js';
 
 /**
  * A dedupe window for starts (Inngest's `idempotency`, with a window of your choosing): the first
@@ -11,7 +12,7 @@ export interface FlowIdempotency<I> {
   /**
    * The key of an input (an order id, an event id): called once at `runtime.enqueue`, after the
    * input schema. A non-empty string; with the flow's name it is at most
-   * `Limits.queueKeyLengthMax` characters (the item's key is `<flow>:<key>`).
+   * `Limits.queueKeyLengthMax` characters (the item's key is `<len>:<flow>:<key>`).
    */
   key: (input: I) => string;
   /** How long the window stays open after the first enqueue, in ms: a positive integer up to `Limits.queueThrottleWindowMsMax`. */
@@ -49,7 +50,7 @@ export function checkIdempotency(flow: string, idempotency: unknown): void {
 }
 
 /**
- * The queue dedupe window of an item of `flow`: `<flow>:<key(input)>` with the flow's window, or
+ * The queue dedupe window of an item of `flow`: `<len>:<flow>:<key(input)>` with the flow's window, or
  * nothing for a flow without `idempotency`. Throws `INVALID_FLOW_KEY` for a key function that
  * throws, returns no non-empty string, or one too long with the flow's name.
  */
@@ -78,7 +79,7 @@ export function idempotencyOf(
       { flow: flow.name, actual: typeof key === 'string' ? '' : typeof key },
     );
   }
-  const full = `${flow.name}:${key}`;
+  const full = flowScopedKey(flow.name, key);
   if (full.length > Limits.queueKeyLengthMax) {
     throw new LoomError(
       WorkflowErrorCode.INVALID_FLOW_KEY,

@@ -72,7 +72,7 @@ import {
   type WorkOptions,
 } from './queue-worker.js';
 import { ScheduleChain, type ScheduleDescription } from './schedule-chain.js';
-import { supersedeOlder } from './singleton-cancel.js';
+import { singletonCancelPrefix, supersedeOlder } from './singleton-cancel.js';
 import { type InferInput, type StandardSchemaV1, validate } from './standard-schema.js';
 import { stopOnTerminal } from './workflow-context.js';
 
@@ -893,13 +893,15 @@ export class Runtime {
       value = checked.value;
     }
     const singleton = singletonOf(flow as unknown as AnyFlow, value, options);
+    const control = flowControlOf(flow as unknown as AnyFlow, value, options);
+    checkCancelPartition(flow.name, singleton.partitionKey !== undefined, control, options);
     const result = await queues.enqueue({
       queue,
       flow: flow.name,
       version: flow.version ?? null,
       input: (value === undefined ? null : value) as JsonValue,
       ...options,
-      ...flowControlOf(flow as unknown as AnyFlow, value, options),
+      ...control,
       ...throttleOf(flow as unknown as AnyFlow, value),
       ...singleton,
       ...idempotencyOf(flow as unknown as AnyFlow, value),
@@ -1079,6 +1081,38 @@ export function createRuntime(options: RuntimeOptions): Runtime {
  */
 function placementTags(flow: WorkflowDefinition<never, unknown>): readonly string[] {
   return (flow as Partial<WorkflowDefinition<never, unknown>>).options?.placement?.tags ?? [];
+}
+
+/**
+ * A cancel-mode singleton's partition is the queue worker's signal to cancel all but the newest
+ * item of it, claimed in enqueue order. So: its items take no `priority` (a claim orders by
+ * priority first: an older item of higher priority would run after the newer one), and no other
+ * item may use a partition key with its reserved prefix (a caller's `partitionKey`, or a
+ * `concurrency.key` result). `INVALID_ARGUMENT` otherwise.
+ */
+function checkCancelPartition(
+  flow: string,
+  cancelMode: boolean,
+  control: { partitionKey?: string },
+  options: EnqueueOptions,
+): void {
+  if (cancelMode && options.priority !== undefined && options.priority !== 0) {
+    throw new LoomError(
+      WorkflowErrorCode.INVALID_ARGUMENT,
+      `flow '${flow}' is a singleton with mode 'cancel', whose newest start must run last: drop ` +
+        `the priority option (got ${options.priority})`,
+      { flow, path: 'priority', actual: options.priority },
+    );
+  }
+  const partitionKey = control.partitionKey ?? options.partitionKey;
+  if (!cancelMode && partitionKey?.startsWith(singletonCancelPrefix) === true) {
+    throw new LoomError(
+      WorkflowErrorCode.INVALID_ARGUMENT,
+      `partition key '${partitionKey}' of flow '${flow}' starts with '${singletonCancelPrefix}', ` +
+        "which is reserved for singletons with mode 'cancel'",
+      { flow, path: 'partitionKey', actual: partitionKey },
+    );
+  }
 }
 
 /**

@@ -3,6 +3,7 @@
 // cancel reason names the newer item), a waiting older item finishes cancelled without starting,
 // the newest runs after, and never two runs of the key are in flight.
 import { isLoomError, openMemory } from '@loom/event-runtime';
+import { createKernelRuntime } from '@loom/event-runtime/kernel';
 import { describe, expect, it } from 'vitest';
 import { WorkflowErrorCode } from '../errors.js';
 import { codeOf, sharedDatabases, until } from './backends.test-support.js';
@@ -162,5 +163,110 @@ describe("singleton mode 'cancel': options", () => {
       WorkflowErrorCode.FLOW_CONTROL_NEEDS_QUEUE,
     );
     await runtime.shutdown();
+  });
+
+  it('refuses a priority (the newest start must run last) and the reserved partition prefix on other flows', async () => {
+    const plain = defineFlow({ name: 'plain' }, async () => null);
+    const runtime = createRuntime({
+      backend: openMemory(),
+      flows: [render, plain],
+      timerPollMs: 0,
+    });
+    expect(await codeOf(runtime.enqueue('q', render, { doc: 'd', n: 0 }, { priority: 5 }))).toBe(
+      WorkflowErrorCode.INVALID_ARGUMENT,
+    );
+    expect(
+      await codeOf(
+        runtime.enqueue('q', plain, null, { partitionKey: 'singleton-cancel:12:render-preview:d' }),
+      ),
+    ).toBe(WorkflowErrorCode.INVALID_ARGUMENT);
+    // Nothing was written by either refusal.
+    expect((await runtime.queueStats('q')).depth).toBe(0);
+    await runtime.shutdown();
+  });
+});
+
+describe('flow-control keys are scoped to the flow', () => {
+  it("flow 'a' with key 'b:c' and flow 'a:b' with key 'c' never share a singleton, debounce or dedupe window", async () => {
+    const keyed = (name: string) =>
+      defineFlow(
+        { name, singleton: { key: (input: { k: string }) => input.k, mode: 'skip' } },
+        async () => null,
+      );
+    const windowed = (name: string) =>
+      defineFlow(
+        { name, idempotency: { key: (input: { k: string }) => input.k, windowMs: 60_000 } },
+        async () => null,
+      );
+    const debounced = (name: string) =>
+      defineFlow(
+        { name, debounce: { key: (input: { k: string }) => input.k, periodMs: 60_000 } },
+        async (_ctx, input: { k: string }) => input.k,
+      );
+    const runtime = createRuntime({ backend: openMemory(), timerPollMs: 0 });
+    for (const make of [keyed, windowed, debounced]) {
+      const [a, ab] = [make('a'), make('a:b')];
+      const first = await runtime.enqueue('keys', a as never, { k: 'b:c' });
+      const second = await runtime.enqueue('keys', ab as never, { k: 'c' });
+      expect(second.duplicate).toBe(false);
+      expect(second.itemId).not.toBe(first.itemId);
+      // Each item keeps its own flow's input.
+      expect((await runtime.queues?.get('keys', first.itemId))?.input).toEqual({ k: 'b:c' });
+      expect((await runtime.queues?.get('keys', second.itemId))?.flow).toBe('a:b');
+    }
+    await runtime.shutdown();
+  });
+});
+
+describe("singleton mode 'cancel': an older item whose run already ended", () => {
+  it('keeps the outcome its execution had when a worker died after the end and before completing the item', async () => {
+    const quick = defineFlow(
+      {
+        name: 'quick-preview',
+        singleton: { key: (input: { doc: string; n: number }) => input.doc, mode: 'cancel' },
+      },
+      async (ctx, input) => ctx.step('render', () => input.n),
+    );
+    const backend = openMemory();
+    const runtime = createRuntime({ backend, flows: [quick], timerPollMs: 0, closeBackend: false });
+    const dead = createKernelRuntime({
+      store: backend.events,
+      leases: backend.leases,
+      timerPollMs: 0,
+    });
+    try {
+      const older = await runtime.enqueue('q', quick, { doc: 'd', n: 0 });
+      // A worker claims it, runs its execution to the end, and dies before completing the item.
+      const [claimed] = await backend.queues.claim('q', {
+        owner: 'dead',
+        limit: 1,
+        claimTtlMs: 50,
+      });
+      expect(claimed?.itemId).toBe(older.itemId);
+      const olderRun = queueExecutionId('q', older.itemId);
+      expect(
+        await (
+          await dead.start(quick as never, { doc: 'd', n: 0 }, { executionId: olderRun })
+        ).result(),
+      ).toBe(0);
+      const newer = await runtime.enqueue('q', quick, { doc: 'd', n: 1 });
+      const worker = runtime.work('q', { pollMs: 5, claimTtlMs: 1_000 });
+      await until('both items finished', async () => {
+        const [a, b] = [
+          await backend.queues.get('q', older.itemId),
+          await backend.queues.get('q', newer.itemId),
+        ];
+        return a?.status === 'done' && b?.status === 'done';
+      });
+      // The older item was re-claimed after its claim expired, found superseded, and ends as its
+      // execution did: completed, not cancelled.
+      expect(await backend.queues.get('q', older.itemId)).toMatchObject({ outcome: 'completed' });
+      expect(await backend.queues.get('q', newer.itemId)).toMatchObject({ outcome: 'completed' });
+      await worker.stop();
+    } finally {
+      await dead.shutdown();
+      await runtime.shutdown();
+      await backend.close();
+    }
   });
 });

@@ -1,5 +1,6 @@
 import { Limits } from '@loom/event-runtime';
 import { LoomError, WorkflowErrorCode } from '../errors.js';
+import { flowScopedKey } from './flow-key.js';
 import { singletonCancelPrefix } from './singleton-cancel.js';
 
 /**
@@ -14,7 +15,7 @@ export interface FlowSingleton<I> {
    * The key of an input (an account, a document): called once at `runtime.enqueue`, after the
    * input schema. A non-empty string; with the flow's name it is at most
    * `Limits.queueKeyLengthMax` characters (the queue item's dedupe key is
-   * `singleton:<flow>:<key>`).
+   * `singleton:<len>:<flow>:<key>`).
    */
   key: (input: I) => string;
   /**
@@ -63,8 +64,8 @@ export function checkSingleton(
 
 /**
  * The queue key of an item of `flow`: with `mode: 'skip'` its dedupe key
- * `singleton:<flow>:<key(input)>`; with `mode: 'cancel'` its partition
- * `singleton-cancel:<flow>:<key(input)>` of limit 1; nothing for a flow without `singleton`.
+ * `singleton:<len>:<flow>:<key(input)>`; with `mode: 'cancel'` its partition
+ * `singleton-cancel:<len>:<flow>:<key(input)>` of limit 1; nothing for a flow without `singleton`.
  * Throws `INVALID_FLOW_KEY` for a key function that throws, returns no non-empty string, or one
  * too long for a key; `INVALID_ARGUMENT` when the caller passes its own `dedupeKey` (skip) or
  * `partitionKey` (cancel) as well.
@@ -110,7 +111,7 @@ export function singletonOf(
       { flow: flow.name, actual: typeof key === 'string' ? '' : typeof key },
     );
   }
-  const full = `${cancel ? singletonCancelPrefix : 'singleton:'}${flow.name}:${key}`;
+  const full = `${cancel ? singletonCancelPrefix : 'singleton:'}${flowScopedKey(flow.name, key)}`;
   if (full.length > Limits.queueKeyLengthMax) {
     throw new LoomError(
       WorkflowErrorCode.INVALID_FLOW_KEY,

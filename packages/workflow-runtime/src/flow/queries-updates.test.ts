@@ -228,6 +228,9 @@ for (const [backend, open] of testBackends('queries')) {
       expect(
         await codeOf(runtime.update(addItem, 'c-3', { sku: 'a' }, { timeout: 'soon' as never })),
       ).toBe(WorkflowErrorCode.INVALID_ARGUMENT);
+      expect(await codeOf(runtime.update(addItem, 'c-3', { sku: 'a' }, null as never))).toBe(
+        WorkflowErrorCode.INVALID_ARGUMENT,
+      );
       expect(await codeOf(runtime.update({ name: 'add-item' } as never, 'c-3', { sku: 'a' }))).toBe(
         WorkflowErrorCode.INVALID_ARGUMENT,
       );

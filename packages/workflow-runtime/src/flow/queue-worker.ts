@@ -183,12 +183,19 @@ export class QueueWorkerLoop implements QueueWorker {
    */
   private async supersede(item: QueueItem, newer: string): Promise<QueueItemOutcome> {
     const reason = supersededReason(this.queue, newer, item.partitionKey as string);
-    await this.deps.kernel
-      .cancel(queueExecutionId(this.queue, item.itemId), reason)
-      .catch((error: unknown) => {
-        if (!isLoomError(error, KernelErrorCode.EXECUTION_NOT_FOUND)) throw error;
-      });
-    return 'cancelled';
+    const executionId = queueExecutionId(this.queue, item.itemId);
+    const cancelled = await this.deps.kernel.cancel(executionId, reason).catch((error: unknown) => {
+      // Never started: nothing ran, the item ends cancelled.
+      if (isLoomError(error, KernelErrorCode.EXECUTION_NOT_FOUND)) return true;
+      throw error;
+    });
+    if (cancelled) return 'cancelled';
+    // Already settled (its worker died after the end, before completing the item): the item
+    // ends as its execution did, not as cancelled.
+    return this.deps.kernel
+      .attach(executionId)
+      .result()
+      .then(() => 'completed' as const, outcomeOf);
   }
 
   private async loop(): Promise<void> {

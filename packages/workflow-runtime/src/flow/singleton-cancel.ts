@@ -6,7 +6,7 @@ import {
 } from '@loom/event-runtime';
 
 /**
- * The partition key prefix of a singleton with `mode: 'cancel'` (`singleton-cancel:<flow>:<key>`,
+ * The partition key prefix of a singleton with `mode: 'cancel'` (`singleton-cancel:<len>:<flow>:<key>`,
  * limit 1): the queue worker recognises such items by it. Partition keys of this form are
  * reserved for it.
  */
