@@ -1,6 +1,6 @@
 import { Limits } from '@loom/event-runtime';
 import { LoomError, WorkflowErrorCode } from '../errors.js';
-import { flowScopedKey } from './flow-key.js';
+import { flowKeyOf } from './flow-key.js';
 
 /**
  * Debounce by key (Inngest's `debounce: { key, period, timeout }`): queued runs of this flow whose
@@ -104,35 +104,7 @@ export function debounceOf(
       { flow: flow.name, path: 'dedupeKey' },
     );
   }
-  let key: unknown;
-  try {
-    key = (debounce.key as (input: unknown) => unknown)(input);
-  } catch (error) {
-    throw new LoomError(
-      WorkflowErrorCode.INVALID_FLOW_KEY,
-      `the debounce.key of flow '${flow.name}' threw for this input: ${String(error)}`,
-      { flow: flow.name },
-      error,
-    );
-  }
-  if (typeof key !== 'string' || key.length === 0) {
-    throw new LoomError(
-      WorkflowErrorCode.INVALID_FLOW_KEY,
-      `the debounce.key of flow '${flow.name}' must return a non-empty string, got ` +
-        `${typeof key === 'string' ? "''" : typeof key}`,
-      { flow: flow.name, actual: typeof key === 'string' ? '' : typeof key },
-    );
-  }
-  const full = flowScopedKey(flow.name, key);
-  if (full.length > Limits.queueKeyLengthMax) {
-    throw new LoomError(
-      WorkflowErrorCode.INVALID_FLOW_KEY,
-      `the debounce.key of flow '${flow.name}' returned ${key.length} characters: with the ` +
-        `flow's name that is over queueKeyLengthMax (${Limits.queueKeyLengthMax}); return a ` +
-        'shorter key (a hash of it, say)',
-      { flow: flow.name, actual: key.length },
-    );
-  }
+  const full = flowKeyOf(flow.name, 'debounce', debounce.key, input);
   return {
     debounce: {
       key: full,

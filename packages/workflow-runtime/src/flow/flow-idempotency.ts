@@ -1,6 +1,6 @@
 import { Limits } from '@loom/event-runtime';
 import { LoomError, WorkflowErrorCode } from '../errors.js';
-import { flowScopedKey } from './flow-key.js';
+import { flowKeyOf } from './flow-key.js';
 
 /**
  * A dedupe window for starts (Inngest's `idempotency`, with a window of your choosing): the first
@@ -60,35 +60,7 @@ export function idempotencyOf(
 ): { idempotency?: { key: string; windowMs: number } } {
   const idempotency = flow.options.idempotency;
   if (idempotency === undefined) return {};
-  let key: unknown;
-  try {
-    key = (idempotency.key as (input: unknown) => unknown)(input);
-  } catch (error) {
-    throw new LoomError(
-      WorkflowErrorCode.INVALID_FLOW_KEY,
-      `the idempotency.key of flow '${flow.name}' threw for this input: ${String(error)}`,
-      { flow: flow.name },
-      error,
-    );
-  }
-  if (typeof key !== 'string' || key.length === 0) {
-    throw new LoomError(
-      WorkflowErrorCode.INVALID_FLOW_KEY,
-      `the idempotency.key of flow '${flow.name}' must return a non-empty string, got ` +
-        `${typeof key === 'string' ? "''" : typeof key}`,
-      { flow: flow.name, actual: typeof key === 'string' ? '' : typeof key },
-    );
-  }
-  const full = flowScopedKey(flow.name, key);
-  if (full.length > Limits.queueKeyLengthMax) {
-    throw new LoomError(
-      WorkflowErrorCode.INVALID_FLOW_KEY,
-      `the idempotency.key of flow '${flow.name}' returned ${key.length} characters: with the ` +
-        `flow's name that is over queueKeyLengthMax (${Limits.queueKeyLengthMax}); return a ` +
-        'shorter key (a hash of it, say)',
-      { flow: flow.name, actual: key.length },
-    );
-  }
+  const full = flowKeyOf(flow.name, 'idempotency', idempotency.key, input);
   return { idempotency: { key: full, windowMs: idempotency.windowMs } };
 }
 

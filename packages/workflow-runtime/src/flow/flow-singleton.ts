@@ -1,6 +1,5 @@
-import { Limits } from '@loom/event-runtime';
 import { LoomError, WorkflowErrorCode } from '../errors.js';
-import { flowScopedKey } from './flow-key.js';
+import { flowKeyOf } from './flow-key.js';
 import { singletonCancelPrefix } from './singleton-cancel.js';
 
 /**
@@ -92,35 +91,13 @@ export function singletonOf(
       { flow: flow.name, path: 'dedupeKey' },
     );
   }
-  let key: unknown;
-  try {
-    key = (singleton.key as (input: unknown) => unknown)(input);
-  } catch (error) {
-    throw new LoomError(
-      WorkflowErrorCode.INVALID_FLOW_KEY,
-      `the singleton.key of flow '${flow.name}' threw for this input: ${String(error)}`,
-      { flow: flow.name },
-      error,
-    );
-  }
-  if (typeof key !== 'string' || key.length === 0) {
-    throw new LoomError(
-      WorkflowErrorCode.INVALID_FLOW_KEY,
-      `the singleton.key of flow '${flow.name}' must return a non-empty string, got ` +
-        `${typeof key === 'string' ? "''" : typeof key}`,
-      { flow: flow.name, actual: typeof key === 'string' ? '' : typeof key },
-    );
-  }
-  const full = `${cancel ? singletonCancelPrefix : 'singleton:'}${flowScopedKey(flow.name, key)}`;
-  if (full.length > Limits.queueKeyLengthMax) {
-    throw new LoomError(
-      WorkflowErrorCode.INVALID_FLOW_KEY,
-      `the singleton.key of flow '${flow.name}' returned ${key.length} characters: with the ` +
-        `flow's name that is over queueKeyLengthMax (${Limits.queueKeyLengthMax}); return a ` +
-        'shorter key (a hash of it, say)',
-      { flow: flow.name, actual: key.length },
-    );
-  }
+  const full = flowKeyOf(
+    flow.name,
+    'singleton',
+    singleton.key,
+    input,
+    cancel ? singletonCancelPrefix : 'singleton:',
+  );
   return cancel ? { partitionKey: full, partitionConcurrencyMax: 1 } : { dedupeKey: full };
 }
 
