@@ -2,78 +2,17 @@
 // waiting for an event in a worker that is SIGKILLed, the events published while no worker runs,
 // is resolved once, with one matching event, by a worker started later; an event published
 // by a process that runs no flow cancels the matching run in a worker and no other.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Backend } from '@loom/event-runtime';
-import { openPostgres } from '@loom/event-runtime/postgres';
-import { openSqlite } from '@loom/event-runtime/sqlite';
-import { killTestProcesses, spawnTestProcess } from '@loom/event-runtime/testing';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { eventWaitFlowName } from '../../src/flow/event-wait.js';
 import { createRuntime } from '../../src/index.js';
+import { eventProcesses, lines, until } from './event-processes.js';
 
-const directory = mkdtempSync(join(tmpdir(), 'loom-event-waits-processes-'));
-const workerFile = join(import.meta.dirname, 'event-waits-worker.ts');
-const pgUrl = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
-afterAll(async () => {
-  await killTestProcesses();
-  rmSync(directory, { recursive: true, force: true });
-});
-let counter = 0;
-
-function startWorker(target: string, logFile: string, mode: 'start' | 'serve') {
-  const spawned = spawnTestProcess(workerFile, {
-    args: [target, logFile, mode],
-    name: `event waits worker (${mode})`,
-  });
-  return { child: spawned.child, ready: spawned.line(/ready/), exited: spawned.exit };
-}
-
-async function until(what: string, check: () => Promise<boolean> | boolean, deadlineMs = 30_000) {
-  for (const deadline = Date.now() + deadlineMs; !(await check()); ) {
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
-const lines = (file: string) => readFileSync(file, 'utf8').split('\n').filter(Boolean);
-
-const databases: Array<
-  [
-    string,
-    () => Promise<{ target: string; open: () => Promise<Backend>; drop: () => Promise<void> }>,
-  ]
-> = [
-  [
-    'sqlite',
-    async () => {
-      const path = join(directory, `event-waits-${++counter}.db`);
-      await openSqlite({ path, migrate: true }).close();
-      return {
-        target: `sqlite:${path}`,
-        open: async () => openSqlite({ path, busyTimeoutMs: 10_000 }),
-        drop: async () => {},
-      };
-    },
-  ],
-  [
-    'postgres',
-    async () => {
-      const schema = `loom_event_waits_processes_${process.pid}_${++counter}`;
-      const admin = await openPostgres({ connectionString: pgUrl, schema, migrate: true });
-      return {
-        target: `postgres:${schema}`,
-        open: () => openPostgres({ connectionString: pgUrl, schema }),
-        drop: async () => {
-          await admin.events.connectionPool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-          await admin.close();
-        },
-      };
-    },
-  ],
-];
+const { directory, startWorker, databases } = eventProcesses<'start' | 'serve'>(
+  'event-waits-processes',
+  join(import.meta.dirname, 'event-waits-worker.ts'),
+);
 
 for (const [name, make] of databases) {
   describe(`event waits and cancels across processes on ${name}`, () => {

@@ -2,77 +2,16 @@
 // runs starts its flow once when a worker process starts later; a worker SIGKILLed after it
 // claimed the event and began delivering it, before the triggered run's start was durable, loses
 // nothing: the next worker delivers the event and the run starts once.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Backend } from '@loom/event-runtime';
-import { openPostgres } from '@loom/event-runtime/postgres';
-import { openSqlite } from '@loom/event-runtime/sqlite';
-import { killTestProcesses, spawnTestProcess } from '@loom/event-runtime/testing';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRuntime, eventRunId, eventsQueue } from '../../src/index.js';
+import { eventProcesses, lines, until } from './event-processes.js';
 
-const directory = mkdtempSync(join(tmpdir(), 'loom-events-processes-'));
-const workerFile = join(import.meta.dirname, 'events-worker.ts');
-const pgUrl = process.env.LOOM_TEST_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
-afterAll(async () => {
-  await killTestProcesses();
-  rmSync(directory, { recursive: true, force: true });
-});
-let counter = 0;
-
-function startWorker(target: string, logFile: string, mode: 'normal' | 'hang') {
-  const spawned = spawnTestProcess(workerFile, {
-    args: [target, logFile, mode],
-    name: `events worker (${mode})`,
-  });
-  return { child: spawned.child, ready: spawned.line(/ready/), exited: spawned.exit };
-}
-
-async function until(what: string, check: () => Promise<boolean> | boolean, deadlineMs = 30_000) {
-  for (const deadline = Date.now() + deadlineMs; !(await check()); ) {
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
-const lines = (file: string) => readFileSync(file, 'utf8').split('\n').filter(Boolean);
-
-const databases: Array<
-  [
-    string,
-    () => Promise<{ target: string; open: () => Promise<Backend>; drop: () => Promise<void> }>,
-  ]
-> = [
-  [
-    'sqlite',
-    async () => {
-      const path = join(directory, `events-${++counter}.db`);
-      await openSqlite({ path, migrate: true }).close();
-      return {
-        target: `sqlite:${path}`,
-        open: async () => openSqlite({ path, busyTimeoutMs: 10_000 }),
-        drop: async () => {},
-      };
-    },
-  ],
-  [
-    'postgres',
-    async () => {
-      const schema = `loom_events_processes_${process.pid}_${++counter}`;
-      const admin = await openPostgres({ connectionString: pgUrl, schema, migrate: true });
-      return {
-        target: `postgres:${schema}`,
-        open: () => openPostgres({ connectionString: pgUrl, schema }),
-        drop: async () => {
-          await admin.events.connectionPool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-          await admin.close();
-        },
-      };
-    },
-  ],
-];
+const { directory, startWorker, databases } = eventProcesses<'normal' | 'hang'>(
+  'events-processes',
+  join(import.meta.dirname, 'events-worker.ts'),
+);
 
 for (const [name, make] of databases) {
   describe(`events across processes on ${name}`, () => {
