@@ -116,23 +116,7 @@ export class PostgresQueueStore implements QueueStore {
     for (let attempt = 1; ; attempt++) {
       const inserted = await this.handle.run<{ item_id: string }>(
         this.sql.enqueue,
-        [
-          item.queue,
-          item.itemId,
-          item.flow,
-          item.version,
-          item.inputText,
-          item.priority,
-          item.dedupeKey,
-          item.partitionKey,
-          this.clock.now(),
-          item.partitionConcurrencyMax,
-          item.throttleKey,
-          item.throttleCount,
-          item.throttleWindowMs,
-          item.idempotencyKey,
-          item.idempotencyWindowMs,
-        ],
+        [...this.itemValues(item, this.clock.now()), item.idempotencyKey, item.idempotencyWindowMs],
         'enqueue',
       );
       if (inserted[0] !== undefined) return { itemId: inserted[0].item_id, duplicate: false };
@@ -153,6 +137,25 @@ export class PostgresQueueStore implements QueueStore {
     }
   }
 
+  /** The values every enqueue statement starts with ($1–$13: the item, enqueued at `nowMs`). */
+  private itemValues(item: PreparedEnqueue, nowMs: number): unknown[] {
+    return [
+      item.queue,
+      item.itemId,
+      item.flow,
+      item.version,
+      item.inputText,
+      item.priority,
+      item.dedupeKey,
+      item.partitionKey,
+      nowMs,
+      item.partitionConcurrencyMax,
+      item.throttleKey,
+      item.throttleCount,
+      item.throttleWindowMs,
+    ];
+  }
+
   /**
    * An enqueue with a dedupe window: one transaction that takes the key's advisory lock, looks
    * for an open window of the key, and inserts only when there is none (ADR 0059).
@@ -168,19 +171,7 @@ export class PostgresQueueStore implements QueueStore {
       ]);
       if (open[0] !== undefined) return { itemId: open[0].item_id, duplicate: true };
       const inserted = await query<{ item_id: string }>(this.sql.enqueue, [
-        item.queue,
-        item.itemId,
-        item.flow,
-        item.version,
-        item.inputText,
-        item.priority,
-        item.dedupeKey,
-        item.partitionKey,
-        nowMs,
-        item.partitionConcurrencyMax,
-        item.throttleKey,
-        item.throttleCount,
-        item.throttleWindowMs,
+        ...this.itemValues(item, nowMs),
         item.idempotencyKey,
         item.idempotencyWindowMs,
       ]);
@@ -208,19 +199,7 @@ export class PostgresQueueStore implements QueueStore {
     const written = await this.handle.run<{ item_id: string; inserted: boolean }>(
       this.sql.debounce,
       [
-        item.queue,
-        item.itemId,
-        item.flow,
-        item.version,
-        item.inputText,
-        item.priority,
-        item.dedupeKey,
-        item.partitionKey,
-        this.clock.now(),
-        item.partitionConcurrencyMax,
-        item.throttleKey,
-        item.throttleCount,
-        item.throttleWindowMs,
+        ...this.itemValues(item, this.clock.now()),
         item.debounceKey,
         item.debouncePeriodMs,
         item.debounceMaxWaitMs,
