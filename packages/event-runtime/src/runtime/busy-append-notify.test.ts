@@ -53,6 +53,7 @@ it('a child whose terminal append is refused as busy still wakes its parent', as
   });
   try {
     const handle = await runtime.start(parent, null, { executionId: 'mom' });
+    // Without the fix this never settles: the package's 60 s test timeout is the bound.
     expect(await handle.result()).toBe('parent got done');
     expect(store.refused).toBe(1);
     const inbox = await store.readSignals('mom');
@@ -60,4 +61,4 @@ it('a child whose terminal append is refused as busy still wakes its parent', as
   } finally {
     await runtime.shutdown();
   }
-}, 20_000);
+});
