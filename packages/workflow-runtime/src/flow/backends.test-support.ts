@@ -12,6 +12,8 @@ import { openPostgres, PostgresEventStore } from '@loom/event-runtime/postgres';
 import { openSqlite, SqliteEventStore } from '@loom/event-runtime/sqlite';
 import type { ManualClock } from '@loom/event-runtime/testing';
 import { afterAll } from 'vitest';
+import { isLoomError, WorkflowErrorCode } from '../errors.js';
+import { defineFlow } from './define-flow.js';
 
 /** One test's event store on a backend, and how to drop what it made. */
 export interface TestBackend {
@@ -135,4 +137,20 @@ export async function until(what: string, check: () => Promise<boolean> | boolea
     if (Date.now() > deadline) throw new Error(`${what}: not within 20 s`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
+}
+
+/**
+ * The `fields.path` of the `INVALID_ARGUMENT` that `defineFlow` throws for these options (merged
+ * into a flow named `bad`). Any other outcome (accepted, another error) fails the calling test.
+ */
+export function refusedOptionPath(options: object): string {
+  try {
+    defineFlow({ name: 'bad', ...options } as never, async () => null);
+  } catch (error) {
+    if (isLoomError(error, WorkflowErrorCode.INVALID_ARGUMENT)) {
+      return String((error.fields as { path?: unknown } | undefined)?.path);
+    }
+    throw error;
+  }
+  throw new Error(`defineFlow accepted ${JSON.stringify(options)}`);
 }

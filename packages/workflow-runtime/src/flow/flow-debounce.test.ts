@@ -3,10 +3,10 @@
 // one queued run that starts once with the last input; once it started, the next enqueue begins
 // a new run; bad options and keys are typed errors that write nothing. The crash proof, with
 // SIGKILL, is test/flow-control/debounce-processes.test.ts.
-import { isLoomError, openMemory } from '@loom/event-runtime';
+import { openMemory } from '@loom/event-runtime';
 import { describe, expect, it } from 'vitest';
 import { WorkflowErrorCode } from '../errors.js';
-import { codeOf, sharedDatabases, until } from './backends.test-support.js';
+import { codeOf, refusedOptionPath, sharedDatabases, until } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
 import { createRuntime } from './flow-runtime.js';
 import { queueExecutionId } from './queue-worker.js';
@@ -99,16 +99,8 @@ describe('debounce by key: options and keys', () => {
       [{ debounce: { key, periodMs: 100 }, idempotency: { key, windowMs: 100 } }, 'debounce'],
       [{ debounce: { key, periodMs: 100 }, trigger: { event: 'doc.changed' } }, 'trigger'],
     ];
-    for (const [options, path] of bad) {
-      let caught: unknown;
-      try {
-        defineFlow({ name: 'bad', ...(options as object) }, async () => null);
-      } catch (error) {
-        caught = error;
-      }
-      expect(isLoomError(caught, WorkflowErrorCode.INVALID_ARGUMENT), path).toBe(true);
-      expect((caught as { fields: { path: string } }).fields.path, path).toBe(path);
-    }
+    for (const [options, path] of bad)
+      expect(refusedOptionPath(options as object), path).toBe(path);
   });
 
   it('a bad key is INVALID_FLOW_KEY, a dedupeKey beside it INVALID_ARGUMENT; nothing is enqueued', async () => {
