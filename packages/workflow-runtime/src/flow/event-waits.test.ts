@@ -4,7 +4,7 @@
 // every matching wait; a duplicate id wakes nothing; a timeout answers `received: false`; a
 // matching event cancels the runs it names and no other; bad options are typed errors. The
 // cross-process proof, with a SIGKILL, is test/events/event-waits-processes.test.ts.
-import { openMemory } from '@loom/event-runtime';
+import { type Backend, openMemory } from '@loom/event-runtime';
 import { ManualClock } from '@loom/event-runtime/testing';
 import { describe, expect, it } from 'vitest';
 import { WorkflowErrorCode } from '../errors.js';
@@ -22,6 +22,14 @@ async function waitsStarted(runtime: Runtime, count: number): Promise<void> {
     const waits = await runtime.store.findExecutions({ flow: eventWaitFlowName });
     return waits.length >= count;
   });
+}
+
+/** A runtime's backend on `database`, closed by the runtime except the shared memory one. */
+async function onDatabase(
+  database: { open: () => Promise<Backend> },
+  name: string,
+): Promise<{ backend: Backend; closeBackend: boolean }> {
+  return { backend: await database.open(), closeBackend: name !== 'memory' };
 }
 
 const checkout = defineFlow(
@@ -61,8 +69,7 @@ for (const [name, make] of databases) {
       const database = await make();
       // No flow here is triggered by the name: the waiting flow's declaration makes it deliver.
       const runtime = createRuntime({
-        backend: await database.open(),
-        closeBackend: name !== 'memory',
+        ...(await onDatabase(database, name)),
         flows: [checkout],
         eventDelivery: { pollMs: 20 },
       });
@@ -104,8 +111,7 @@ for (const [name, make] of databases) {
       const database = await make();
       // The waiter's runtime delivers nothing: the early event stays pending until `late` starts.
       const waiter = createRuntime({
-        backend: await database.open(),
-        closeBackend: name !== 'memory',
+        ...(await onDatabase(database, name)),
         flows: [checkout],
         eventDelivery: false,
       });
@@ -121,8 +127,7 @@ for (const [name, make] of databases) {
       const handle = await waiter.start(checkout, { orderId: 'o-4' }, { executionId: 'c-4' });
       await waitsStarted(waiter, 1);
       const late = createRuntime({
-        backend: await database.open(),
-        closeBackend: name !== 'memory',
+        ...(await onDatabase(database, name)),
         flows: [checkout],
         eventDelivery: { pollMs: 20 },
       });
@@ -143,8 +148,7 @@ for (const [name, make] of databases) {
     it('a runtime that knows only a triggered flow of the name wakes a wait it does not run', async () => {
       const database = await make();
       const waiter = createRuntime({
-        backend: await database.open(),
-        closeBackend: name !== 'memory',
+        ...(await onDatabase(database, name)),
         flows: [checkout],
         eventDelivery: false,
       });
@@ -153,8 +157,7 @@ for (const [name, make] of databases) {
         async (ctx) => ctx.step('mail', () => 'mailed'),
       );
       const other = createRuntime({
-        backend: await database.open(),
-        closeBackend: name !== 'memory',
+        ...(await onDatabase(database, name)),
         flows: [receipt],
         eventDelivery: { pollMs: 20 },
       });
@@ -177,8 +180,7 @@ for (const [name, make] of databases) {
     it('a wait with a timeout answers received: false once it passes', async () => {
       const database = await make();
       const runtime = createRuntime({
-        backend: await database.open(),
-        closeBackend: name !== 'memory',
+        ...(await onDatabase(database, name)),
         flows: [checkout],
         eventDelivery: { pollMs: 20 },
         timerPollMs: 20,
@@ -195,8 +197,7 @@ for (const [name, make] of databases) {
     it('an event published while no runtime runs wakes the wait once one does', async () => {
       const database = await make();
       const first = createRuntime({
-        backend: await database.open(),
-        closeBackend: name !== 'memory',
+        ...(await onDatabase(database, name)),
         flows: [checkout],
         eventDelivery: { pollMs: 20 },
       });
@@ -209,14 +210,12 @@ for (const [name, make] of databases) {
       await first.shutdown();
       // A publisher that runs nothing.
       const publisher = createRuntime({
-        backend: await database.open(),
-        closeBackend: name !== 'memory',
+        ...(await onDatabase(database, name)),
       });
       await publisher.publish({ name: 'shop/order.paid', id: 'late', data: { orderId: 'o-7' } });
       await publisher.shutdown();
       const second = createRuntime({
-        backend: await database.open(),
-        closeBackend: name !== 'memory',
+        ...(await onDatabase(database, name)),
         flows: [checkout],
         eventDelivery: { pollMs: 20 },
         timerPollMs: 20,
@@ -244,8 +243,7 @@ for (const [name, make] of databases) {
         },
       );
       const runtime = createRuntime({
-        backend: await database.open(),
-        closeBackend: name !== 'memory',
+        ...(await onDatabase(database, name)),
         flows: [sloppy],
         eventDelivery: { pollMs: 20 },
       });
@@ -277,8 +275,7 @@ for (const [name, make] of databases) {
       });
       // This runtime delivers nothing: `ops/stop` #early waits until `late` starts.
       const quiet = createRuntime({
-        backend: await database.open(),
-        closeBackend: name !== 'memory',
+        ...(await onDatabase(database, name)),
         flows: [hold],
         eventDelivery: false,
       });
@@ -288,8 +285,7 @@ for (const [name, make] of databases) {
       await quiet.start(hold, null, { executionId: 'h-1' });
       await quiet.start(hold, null, { executionId: 'h-2' });
       const late = createRuntime({
-        backend: await database.open(),
-        closeBackend: name !== 'memory',
+        ...(await onDatabase(database, name)),
         flows: [hold],
         eventDelivery: { pollMs: 20 },
       });
@@ -324,8 +320,7 @@ for (const [name, make] of databases) {
         },
       );
       const runtime = createRuntime({
-        backend: await database.open(),
-        closeBackend: name !== 'memory',
+        ...(await onDatabase(database, name)),
         flows: [ship],
         eventDelivery: { pollMs: 20 },
       });
