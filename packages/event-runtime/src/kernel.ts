@@ -15,3 +15,4 @@ export {
   kernelRuntimeSlot,
 } from './runtime/runtime.js';
 export { runtimeDefaults } from './runtime/runtime-options.js';
+export { isTransientStoreError, retryDelayMs } from './runtime/store-retry.js';

@@ -2,9 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  ErrorCode,
   InMemoryEventStore,
   InMemoryQueueStore,
-  type LoomError,
+  LoomError,
+  type QueueItemOutcome,
   type QueueStore,
 } from '@loom/event-runtime';
 import { SqliteEventStore, SqliteQueueStore } from '@loom/event-runtime/sqlite';
@@ -251,6 +253,46 @@ describe('queues on Runtime', () => {
     await handle.result();
     work(runtime, 'once', {});
     await eventually(async () => (await queues.get('once', 'a'))?.status === 'done', 'the item');
+    expect(g.state.order).toEqual(['a']);
+  });
+
+  it('a completion the store refuses for a moment is retried: the item ends done long before its claim expires', async () => {
+    // Seen in the agent failover campaign: the worker's `complete` met the lost primary, was
+    // reported and dropped, and the item stayed claimed (then waiting) though its run had ended.
+    class CompleteFailsTwice extends InMemoryQueueStore {
+      calls = 0;
+      override complete(queue: string, itemIds: readonly string[], outcome?: QueueItemOutcome) {
+        this.calls += 1;
+        if (this.calls <= 2) {
+          return Promise.reject(
+            new LoomError(ErrorCode.STORE_UNAVAILABLE, 'complete failed: connection lost'),
+          );
+        }
+        return super.complete(queue, itemIds, outcome);
+      }
+    }
+    const queues = new CompleteFailsTwice();
+    const errors: unknown[] = [];
+    const runtime = createRuntime({
+      store: new InMemoryEventStore(),
+      queues,
+      timerPollMs: 0,
+      onError: (error) => errors.push(error),
+    });
+    cleanups.push(() => runtime.shutdown());
+    const g = gauge();
+    const flow = defineFlow({ name: 'settles' }, async (ctx, id: string) =>
+      ctx.step('run', () => g.run(id, 'all', 1)),
+    );
+    await runtime.enqueue('settles', flow, 'a', { itemId: 'a' });
+    work(runtime, 'settles', { claimTtlMs: 600_000 });
+    await eventually(async () => (await queues.get('settles', 'a'))?.status === 'done', 'the item');
+    expect(queues.calls).toBe(3);
+    expect((await queues.get('settles', 'a'))?.outcome).toBe('completed');
+    expect(errors.map((error) => (error as LoomError).code)).toEqual([
+      ErrorCode.STORE_UNAVAILABLE,
+      ErrorCode.STORE_UNAVAILABLE,
+    ]);
     expect(g.state.order).toEqual(['a']);
   });
 

@@ -8,7 +8,12 @@ import {
   type QueueRate,
   type QueueStore,
 } from '@loom/event-runtime';
-import type { KernelRuntime } from '@loom/event-runtime/kernel';
+import {
+  isTransientStoreError,
+  type KernelRuntime,
+  retryDelayMs,
+  runtimeDefaults,
+} from '@loom/event-runtime/kernel';
 import type { WorkflowDefinition } from './define-flow.js';
 import { newerOfSingleton, supersededReason } from './singleton-cancel.js';
 
@@ -113,6 +118,10 @@ export class QueueWorkerLoop implements QueueWorker {
   /** `complete` calls in flight. */
   private readonly completing = new Set<Promise<void>>();
   private handingBack = false;
+  /** Whether a `complete` that met a transient store error tries again (until `stop`). */
+  private retrying = true;
+  /** Ends the backoff of `complete` calls retrying a transient store error (on `stop`). */
+  private readonly retryWakes = new Set<() => void>();
   /** Set by `poke`: look again at once instead of waiting `pollMs` (something was just added). */
   private poked = false;
   handedBack = 0;
@@ -150,6 +159,9 @@ export class QueueWorkerLoop implements QueueWorker {
 
   async stop(): Promise<void> {
     this.stopRenewing();
+    this.retrying = false;
+    for (const wake of this.retryWakes) wake();
+    this.retryWakes.clear();
     await this.pause();
   }
 
@@ -279,14 +291,48 @@ export class QueueWorkerLoop implements QueueWorker {
     }
     // Handed back (the runtime shut down): another worker owns the item now.
     if (settled !== undefined && !this.handingBack) {
-      const completing = this.deps.queues.complete(this.queue, [item.itemId], settled).then(() => {
-        this.held.delete(item.itemId);
-      }, this.deps.onError);
+      const completing = this.complete(item.itemId, settled);
       this.completing.add(completing);
       await completing;
       this.completing.delete(completing);
     }
     this.wake?.();
+  }
+
+  /**
+   * Records how an item ended. A transient store error (a lost connection, a failover, a busy
+   * database) is retried with the kernel's backoff until it takes or the worker stops: without
+   * it, a settled item stayed claimed until its claim expired and another worker reconciled it,
+   * and was left waiting for good if every worker stopped first. A paused worker still retries;
+   * one that stops makes a last attempt, and an item still not completed stays in `held`, so
+   * `handBack` returns it to the queue for another worker.
+   */
+  private async complete(itemId: string, outcome: QueueItemOutcome): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.deps.queues.complete(this.queue, [itemId], outcome);
+        this.held.delete(itemId);
+        return;
+      } catch (error) {
+        this.deps.onError(error);
+        if (!this.retrying || !isTransientStoreError(error)) return;
+      }
+      await new Promise<void>((resolve) => {
+        const cancel = this.deps.kernel.clock.setTimer(
+          () => {
+            this.retryWakes.delete(wake);
+            resolve();
+          },
+          retryDelayMs(runtimeDefaults, attempt),
+          { keepAlive: true },
+        );
+        const wake = () => {
+          cancel();
+          resolve();
+        };
+        this.retryWakes.add(wake);
+      });
+    }
   }
 
   private async renew(): Promise<void> {
