@@ -1562,20 +1562,23 @@ export function runtimeConformance(
           [{ name: 'waits-child', run: async (ctx) => ctx.child(child, null) }, ['child']],
         ];
         for (const [flow, kinds] of flows) {
-          const guards: AppendGuard[] = [];
+          // Each guard with the execution whose append carried it: the parent's and the child's
+          // suspensions race (either may be written first).
+          const guards: Array<AppendGuard & { of: string | undefined }> = [];
+          const keep = (envelopes: readonly EventEnvelope[], guard: AppendGuard | undefined) => {
+            if (guard !== undefined) guards.push({ ...guard, of: envelopes[0]?.executionId });
+          };
           const counting = new CountingEventStore(harness.store);
           const recording: EventStore = Object.assign(Object.create(counting) as EventStore, {
             append: (envelopes: readonly EventEnvelope[], guard?: AppendGuard) => {
-              if (guard !== undefined) guards.push(guard);
+              keep(envelopes, guard);
               return counting.append(envelopes, guard);
             },
             ...(counting.appendBatch === undefined
               ? {}
               : {
                   appendBatch: (requests: readonly AppendRequest[]) => {
-                    for (const request of requests) {
-                      if (request.guard !== undefined) guards.push(request.guard);
-                    }
+                    for (const request of requests) keep(request.envelopes, request.guard);
                     return (counting.appendBatch as NonNullable<typeof counting.appendBatch>)(
                       requests,
                     );
@@ -1596,8 +1599,17 @@ export function runtimeConformance(
           // The suspending append carried the kinds: they cost no write of their own (the start,
           // then the wait's record with the suspension: two appends per execution, as before).
           const suspending = guards.filter((guard) => guard.status === 'suspended');
-          expect(suspending.map((guard) => guard.waitingFor)).toEqual(
-            flow.name === 'waits-child' ? [['signal'], kinds] : [kinds],
+          expect(
+            suspending
+              .map((guard) => [guard.of === id ? 'parent' : 'child', guard.waitingFor])
+              .sort(),
+          ).toEqual(
+            flow.name === 'waits-child'
+              ? [
+                  ['child', ['signal']],
+                  ['parent', kinds],
+                ]
+              : [['parent', kinds]],
           );
           const appendsAtRest = counting.counts.appends;
           expect([flow.name, appendsAtRest]).toEqual([
