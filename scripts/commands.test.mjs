@@ -1,6 +1,7 @@
 // The root commands do what the README says (issue 18): `pnpm bench` runs the vitest
 // micro-benchmarks of every package and never the sustained sweeps of @loom/bench-throughput,
-// no turbo run prints (or sends) telemetry, and LOOM_* overrides reach the tasks; `pnpm demo`
+// `pnpm test` every package's tests (the longest suites first), no turbo run prints (or sends)
+// telemetry, and LOOM_* overrides reach the tasks; `pnpm demo`
 // (the README's first command) runs the agent demo and its contract holds, `pnpm demo:openai`
 // without settings says how to set them, `pnpm demo:flow` still runs the flow demo. Run by `bash scripts/dev.sh test`:
 // `node --test scripts/commands.test.mjs`.
@@ -30,7 +31,8 @@ let runs = 0;
 /**
  * Runs a root script with `--dry=json` appended (pnpm appends extra arguments to the script),
  * as on a machine where turbo never ran and nobody exported an opt-out: stdout and stderr
- * together (the notice goes to stderr), and the plan turbo printed.
+ * together (the notice goes to stderr), and the plan printed (turbo's, or for `test` the package
+ * runner's).
  */
 function dryRun(script, extraEnv = {}) {
   runs += 1;
@@ -81,15 +83,13 @@ test('root `pnpm bench` runs the vitest micro-benchmarks of every package, no sw
 });
 
 test('turbo prints no telemetry notice', () => {
-  for (const script of ['bench', 'test']) {
-    const { output } = dryRun(script);
-    assert.doesNotMatch(output, /telemetry/i, `pnpm ${script} printed turbo's telemetry notice`);
-  }
+  const { output } = dryRun('bench');
+  assert.doesNotMatch(output, /telemetry/i, "pnpm bench printed turbo's telemetry notice");
 });
 
 test('LOOM_* settings reach the tasks turbo runs (strict env mode filters the rest)', () => {
-  // Without a pass-through, `LOOM_TEST_PG_URL=… pnpm test` ran the tests on the default URL.
-  const { plan } = dryRun('test', { LOOM_TEST_PG_URL: 'postgres://elsewhere/test' });
+  // Without a pass-through, `LOOM_BENCH_…=… pnpm bench` ran the benchmarks on the defaults.
+  const { plan } = dryRun('bench', { LOOM_TEST_PG_URL: 'postgres://elsewhere/test' });
   const passed = [
     ...(plan.globalCacheInputs.environmentVariables.passthrough ?? []),
     ...plan.tasks.flatMap((task) => task.environmentVariables.passthrough ?? []),
@@ -98,6 +98,23 @@ test('LOOM_* settings reach the tasks turbo runs (strict env mode filters the re
     passed.some((entry) => entry.startsWith('LOOM_TEST_PG_URL=')),
     `turbo does not pass LOOM_TEST_PG_URL to its tasks: ${JSON.stringify(passed)}`,
   );
+});
+
+test('root `pnpm test` runs every package with tests, the longest first, with LOOM_* settings', () => {
+  const { plan, output } = dryRun('test', { LOOM_TEST_PG_URL: 'postgres://elsewhere/test' });
+  assert.doesNotMatch(output, /telemetry/i);
+  const names = plan.order.map((pkg) => pkg.name);
+  assert.deepEqual(
+    [...names].sort(),
+    packagesWithScript('test')
+      .map((manifest) => manifest.name)
+      .sort(),
+  );
+  // The kernel's suite, the longest, starts first; the smallest last.
+  assert.equal(names[0], '@loom/event-runtime');
+  assert.equal(names.at(-1), '@loom/scheduler');
+  assert.equal(plan.concurrency, 2);
+  assert.equal(plan.settings.LOOM_TEST_PG_URL, 'postgres://elsewhere/test');
 });
 
 test('`pnpm changeset version` writes CHANGELOG.md entries (in a scratch copy)', () => {
