@@ -41,7 +41,7 @@ import type { QueryDefinition } from './define-query.js';
 import { isSignalDefinition, type SignalDefinition } from './define-signal.js';
 import type { UpdateDefinition } from './define-update.js';
 import { type EventDispatchDeps, eventDispatchFlow } from './event-dispatch.js';
-import { eventWaitFlow } from './event-wait.js';
+import { eventWaitFlow, legacyEventWaitFlow } from './event-wait.js';
 import {
   type ExecutionQueryHost,
   queryExecution,
@@ -253,7 +253,14 @@ export class Runtime {
       this.lookup(name, version),
     );
     this.register(scheduleFlow as never);
-    this.register(eventWaitFlow as never);
+    this.register(legacyEventWaitFlow as never);
+    this.register(
+      eventWaitFlow({
+        store: this.kernel.store,
+        signal: (executionId, name, payload, options) =>
+          this.kernel.signal(executionId, name, payload, options),
+      }) as never,
+    );
     this.schedules = new ScheduleChain(this.kernel, () => scheduleFlow);
     for (const flow of flows ?? []) this.register(flow);
   }
