@@ -3,65 +3,16 @@
 // the write sent again later with its earlier time) while a matching event is published and
 // delivered still takes that event; and a wait started by a node of the release before the wait
 // flow had versions (unversioned, no catch-up step) replays and is woken here.
-import {
-  type AppendGuard,
-  type EventEnvelope,
-  type EventStore,
-  ForwardingEventStore,
-  type StoredEvent,
-} from '@loom/event-runtime';
 import { createKernelRuntime } from '@loom/event-runtime/kernel';
 import { describe, expect, it } from 'vitest';
 import { sharedDatabases, until } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
 import { eventWaitFlowName, eventWaitId, legacyEventWaitFlow } from './event-wait.js';
 import { createRuntime } from './flow-runtime.js';
+import { HeldWaitStart } from './held-wait-start.test-support.js';
 import { eventsQueue } from './published-event.js';
 
 const databases = sharedDatabases('wait-catch-up');
-
-/**
- * An event store that holds the first append starting a wait (`loom.wait:…`, its
- * `execution.started` already stamped with its time) until `release()`: what a store that refused
- * the write as busy, and the journal's later resend with the same time, look like to everyone else.
- */
-class HeldWaitStart extends ForwardingEventStore {
-  private holding = true;
-  private let: () => void = () => undefined;
-  private readonly gate = new Promise<void>((resolve) => {
-    this.let = resolve;
-  });
-  /** Resolves once the wait's start write is being held. */
-  readonly held: Promise<void>;
-  private heldNow: () => void = () => undefined;
-
-  constructor(inner: EventStore) {
-    super(inner);
-    this.held = new Promise<void>((resolve) => {
-      this.heldNow = resolve;
-    });
-  }
-
-  release(): void {
-    this.let();
-  }
-
-  override async append(
-    envelopes: readonly EventEnvelope[],
-    guard?: AppendGuard,
-  ): Promise<StoredEvent[]> {
-    const startsWait = envelopes.some(
-      (envelope) =>
-        envelope.type === 'execution.started' && envelope.executionId.startsWith('loom.wait:'),
-    );
-    if (this.holding && startsWait) {
-      this.holding = false;
-      this.heldNow();
-      await this.gate;
-    }
-    return super.append(envelopes, guard);
-  }
-}
 
 const checkout = defineFlow(
   { name: 'checkout', waitsForEvents: ['shop/order.paid'] },
@@ -79,7 +30,13 @@ for (const [name, make] of databases) {
     it('a wait whose start write was held while a matching event was delivered still takes it', async () => {
       const database = await make();
       const [a, b] = [await database.open(), await database.open()];
-      const store = new HeldWaitStart(a.events);
+      let release: () => void = () => undefined;
+      const store = new HeldWaitStart(
+        a.events,
+        new Promise<void>((resolve) => {
+          release = resolve;
+        }),
+      );
       // The waiter's store holds the wait's start; it delivers nothing itself.
       const waiter = createRuntime({
         store,
@@ -114,7 +71,7 @@ for (const [name, make] of databases) {
           ),
         );
         expect(await deliverer.attach(delivery).result()).toEqual([]);
-        store.release();
+        release();
         // The wait's own catch-up finds the delivered event (without it: 'timed out' after 4 s).
         expect(await handle.result()).toBe('p-1:o-1');
         const waits = await deliverer.store.findExecutions({ flow: eventWaitFlowName });
@@ -123,7 +80,7 @@ for (const [name, make] of databases) {
         const signals = await deliverer.store.readSignals(wait?.executionId as string);
         expect(signals.map((signal) => signal.idempotencyKey)).toEqual(['p-1']);
       } finally {
-        store.release();
+        release();
         await waiter.shutdown();
         await deliverer.shutdown();
         if (b !== a) await b.close();
