@@ -1,6 +1,6 @@
 // Runs started by events (ADR 0060): a flow declares the event name that starts it, a filter, and
 // the key that makes its run unique; `runtime.publish` stores the event and every triggered flow
-// starts once, as `event:<flow>:<key>`, whoever delivers it and however often it is published.
+// starts once, as `event:<len>:<flow>:<key>`, whoever delivers it and however often it is published.
 // A running flow can also wait for an event (`ctx.waitForEvent`) or be cancelled by one (`cancelOn`).
 import {
   createRuntime,

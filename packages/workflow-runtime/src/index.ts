@@ -91,9 +91,11 @@ export {
 export type { Json, NotJson } from './flow/json.js';
 export type { RuntimePruneOptions } from './flow/prune-runs.js';
 export {
+  eventDeliveryVersion,
   eventNameLengthMax,
   eventRunId,
   eventsQueue,
+  legacyEventRunId,
   type PublishEventInput,
   type PublishedEvent,
   type PublishResult,

@@ -30,7 +30,10 @@ export class SimQueueStore implements QueueStore {
       const { enqueued } = this.link.recorder;
       const ids = enqueued.get(input.queue) ?? new Set<string>();
       enqueued.set(input.queue, ids.add(result.itemId));
-      if (input.debounce !== undefined) {
+      // A resend of an enqueue whose first attempt was written (its ack lost) answers the item of
+      // its own id, `duplicate`, and applies nothing: the store checks the id before any debounce.
+      const resent = result.duplicate && result.itemId === input.itemId;
+      if (input.debounce !== undefined && !resent) {
         // The memory store applies an enqueue in one synchronous call, so this continuation runs
         // in store order: what is recorded last is what the store holds.
         const debounced = this.link.recorder.debounced;

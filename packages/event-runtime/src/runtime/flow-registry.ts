@@ -59,15 +59,20 @@ export class FlowRegistry {
     return this.declined.get(name)?.has(version) === true;
   }
 
-  /** Registers a flow being started unless its name (and version) already is. Throws `INVALID_FLOW`. */
-  registerIfAbsent(flow: Flow<never, unknown>): void {
+  /**
+   * Registers a flow being started unless its name (and version) already is, and returns the flow
+   * registered under them: the code a resume of the execution would run, so its start runs it too.
+   * Throws `INVALID_FLOW`.
+   */
+  registerIfAbsent(flow: Flow<never, unknown>): Flow<never, unknown> {
     checkFlow(flow);
     const versions = this.versionsOf(flow.name);
     const version = flow.version ?? null;
-    if (!versions.has(version)) {
-      versions.set(version, flow);
-      this.keys = undefined;
-    }
+    const registered = versions.get(version);
+    if (registered !== undefined) return registered;
+    versions.set(version, flow);
+    this.keys = undefined;
+    return flow;
   }
 
   /** The flow `state`'s execution runs. Throws `FLOW_NOT_REGISTERED`. */

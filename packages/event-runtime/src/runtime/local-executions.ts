@@ -134,7 +134,9 @@ export class LocalExecutions implements ExecutionsPort {
       // A start that waited for a lost claim to come back may outlive the runtime.
       this.kernel.assertRunning();
     }
-    this.kernel.flows.registerIfAbsent(flow);
+    // The flow registered under its name and version runs it, here as on a resume: a flow object
+    // handed to start (or to ctx.child) names the code, the runtime's registration supplies it.
+    const driven = this.kernel.flows.registerIfAbsent(flow);
     // The started event is encoded once, here, and the append stores that text. The flow runs
     // on the input decoded from it, as a replay will. (Errors name the input: the kernel's own
     // fields around it are plain strings and numbers.)
@@ -157,7 +159,7 @@ export class LocalExecutions implements ExecutionsPort {
     const text = encodeRecorded(started, `the input of execution ${executionId}`, { executionId });
     if (handOff) return this.handOff(executionId, started, text);
     started.input = recordedValue(started.input, text, 'input');
-    return this.start(flow, executionId, started, text);
+    return this.start(driven, executionId, started, text);
   }
 
   /**

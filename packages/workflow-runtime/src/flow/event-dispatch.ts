@@ -2,7 +2,12 @@ import type { KernelRuntime } from '@loom/event-runtime/kernel';
 import { LoomError, WorkflowErrorCode } from '../errors.js';
 import { defineFlow } from './define-flow.js';
 import { cancelOnEvent, type EventWaitDeps, wakeWaits } from './event-wait.js';
-import { eventDispatchFlowName, eventRunId, type PublishedEvent } from './published-event.js';
+import {
+  eventDispatchFlowName,
+  eventRunId,
+  legacyEventRunId,
+  type PublishedEvent,
+} from './published-event.js';
 import { validate } from './standard-schema.js';
 import type { WorkflowContext } from './workflow-context.js';
 import type { FlowTrigger, WorkflowDefinition } from './workflow-definition.js';
@@ -38,17 +43,21 @@ export interface EventDispatchDeps {
 const deliverRetry = { attempts: 10, backoff: { initialMs: 1_000, factor: 2, maxMs: 30_000 } };
 
 /**
- * The built-in flow that delivers events of one name: the queue worker of `loom.events` runs
- * each event as its execution (`queue:loom.events:<id>`), and its one step starts every flow of
- * this runtime triggered by the name whose `if` accepts the event, under `eventRunId`, cancels
- * the matching runs of its flows with a `cancelOn` for the name, and wakes every matching wait
- * (`ctx.waitForEvent`, whichever runtime registered it). The step
- * is at-least-once and each start idempotent by its id, so a crash anywhere in it starts each run
- * once; its result (recorded in the log) says what was started, skipped or refused.
+ * The built-in flow that delivers events of one name, in one version: `eventDeliveryVersion` for
+ * the events `publish` writes now, `null` for unversioned ones (published by a node of an older
+ * release). The queue worker of `loom.events` runs each event as its execution
+ * (`queue:loom.events:<id>`), and its one step starts every flow of this runtime triggered by the
+ * name whose `if` accepts the event (under `eventRunId`, or for an unversioned event the
+ * `legacyEventRunId` older nodes use), cancels the matching runs of its flows with a `cancelOn`
+ * for the name, and wakes every matching wait (`ctx.waitForEvent`, whichever runtime registered
+ * it). The step is at-least-once and each start idempotent by its id, so a crash anywhere in it
+ * starts each run once; its result (recorded in the log) says what was started, skipped or
+ * refused. An execution is pinned to its version: one begun under a version resumes under it.
  */
 export function eventDispatchFlow(
   eventName: string,
   deps: EventDispatchDeps,
+  version: string | null,
 ): WorkflowDefinition<PublishedEvent, EventDelivery[]> {
   // The result is JSON by construction; checking PublishedEvent's JsonValue data against Json<>
   // is too deep for the compiler, so the function is typed by hand.
@@ -58,7 +67,7 @@ export function eventDispatchFlow(
       async () => {
         const deliveries: EventDelivery[] = [];
         for (const flow of deps.subscribers(event.name)) {
-          deliveries.push(await deliverTo(flow, event, deps));
+          deliveries.push(await deliverTo(flow, event, deps, version));
         }
         // Runs this event started (now, or by an earlier attempt of this step): never cancelled
         // by it, even when a flow both triggers and cancels on the name and the start's time
@@ -79,15 +88,29 @@ export function eventDispatchFlow(
       { retry: deliverRetry },
     );
   return defineFlow<PublishedEvent, EventDelivery[]>(
-    { name: eventDispatchFlowName(eventName) },
+    {
+      name: eventDispatchFlowName(eventName),
+      ...(version === null ? {} : { version }),
+    },
     run as never,
   );
+}
+
+/**
+ * Whether `executionId` is a run of `flow` already: the other id form's run, started for the same
+ * key by a delivery of the other version (during a rolling deploy). The flow is compared because a
+ * legacy id is ambiguous across flows whose names contain ':'.
+ */
+async function runOf(deps: EventDispatchDeps, executionId: string, flow: string): Promise<boolean> {
+  const [started] = await deps.waits.store.read(executionId, { limit: 1 });
+  return (started?.payload as { flow?: unknown } | undefined)?.flow === flow;
 }
 
 async function deliverTo(
   flow: WorkflowDefinition<unknown, unknown>,
   event: PublishedEvent,
   deps: EventDispatchDeps,
+  version: string | null,
 ): Promise<EventDelivery> {
   const trigger = flow.options.trigger as FlowTrigger<PublishedEvent> | undefined;
   // A user's function that throws refuses this flow's run, never the other flows' of the event.
@@ -126,7 +149,17 @@ async function deliverTo(
     if (!checked.ok) return refuse(`its input schema refused the event: ${checked.message}`);
     input = checked.value;
   }
-  const executionId = eventRunId(flow.name, key);
+  // An unversioned event may also be delivered by an old node, which starts the legacy id: a new
+  // node delivering it starts the same one. Each version looks for the other form's run first, so
+  // one key's events published on both sides of a deploy start one run (unless an old node
+  // delivers after a new one: it cannot look).
+  const [executionId, other] =
+    version === null
+      ? [legacyEventRunId(flow.name, key), eventRunId(flow.name, key)]
+      : [eventRunId(flow.name, key), legacyEventRunId(flow.name, key)];
+  if (await runOf(deps, other, flow.name)) {
+    return { flow: flow.name, executionId: other, existing: true };
+  }
   const handle = await deps.kernel.start(flow, input, { executionId });
   return { flow: flow.name, executionId, existing: handle.existing === true };
 }

@@ -10,7 +10,7 @@ import {
 import { isLoomError, LoomError, WorkflowErrorCode } from '../errors.js';
 import { type Duration, parseDuration } from './duration.js';
 import { cancelMatchFor, checkEventMatch, type EventMatch, eventMatches } from './event-match.js';
-import { checkEventName, type PublishedEvent } from './published-event.js';
+import { checkEventName, eventDispatchFlowName, type PublishedEvent } from './published-event.js';
 import type { WorkflowDefinition } from './workflow-definition.js';
 
 /** What `ctx.waitForEvent` gives back: the first matching event, or that the timeout passed. */
@@ -68,22 +68,151 @@ export function eventWaitId(name: string, parent: string, index: number): string
   return `${prefix}#${createHash('sha256').update(parent).digest('base64url')}.${index}`;
 }
 
+/** Turns a delivered signal (or none by the timeout) into what `ctx.waitForEvent` resolves with. */
+async function takeEvent(ctx: FlowContext, input: EventWaitInput): Promise<EventReceived> {
+  const wait = await ctx.waitForSignal(
+    eventSignalName,
+    input.timeoutMs === null ? undefined : { timeoutMs: input.timeoutMs },
+  );
+  return wait.received
+    ? { received: true, event: wait.payload as unknown as PublishedEvent }
+    : { received: false };
+}
+
 /**
- * The built-in flow of a wait: it waits for the signal a delivery sends (the event) until the
- * timeout, and returns what `ctx.waitForEvent` resolves with. Every runtime registers it, so a
- * wait is woken by whichever node claims it.
+ * The wait flow of the release before versions (unversioned): only the signal. Registered by
+ * every runtime so the waits such a node started replay and are woken here.
  */
-export const eventWaitFlow: WorkflowDefinition<EventWaitInput, EventReceived> = {
+export const legacyEventWaitFlow: WorkflowDefinition<EventWaitInput, EventReceived> = {
   name: eventWaitFlowName,
   options: { name: eventWaitFlowName },
-  run: async (ctx: FlowContext, input: EventWaitInput): Promise<EventReceived> => {
-    const wait = await ctx.waitForSignal(
-      eventSignalName,
-      input.timeoutMs === null ? undefined : { timeoutMs: input.timeoutMs },
+  run: takeEvent,
+};
+
+/**
+ * The version of the wait flow that catches up on events delivered before its start was in the
+ * index (ADR 0060, "A wait catches up"). Executions are pinned to their version: a wait started
+ * unversioned (by an older node) keeps the legacy body; a node without this version never drives
+ * one of these (its timer and recovery claims are kept to the flows it registers).
+ */
+export const eventWaitFlowVersion = '2';
+
+/** What a wait's catch-up needs of its runtime: the index, the logs, and a signal. */
+export interface EventWaitCatchUpDeps {
+  store: Pick<EventStore, 'findExecutions' | 'read'>;
+  signal: EventWaitDeps['signal'];
+}
+
+/** How a catch-up is retried on a store failure: as a delivery is (1 s doubling to 30 s, 10 attempts). */
+const catchUpRetry = { attempts: 10, backoff: { initialMs: 1_000, factor: 2, maxMs: 30_000 } };
+
+/**
+ * The most deliveries one catch-up reads. They are the deliveries of the name begun since the wait
+ * started (the catch-up runs right after): more than this means thousands of events of one name
+ * within that moment, and the wait relies on the deliveries' own scans for the rest.
+ */
+export const catchUpDeliveriesMax = 10_000;
+
+/**
+ * A wait's catch-up, run once its start is durable: the first matching event (earliest published,
+ * then lowest id) among the name's deliveries that exist now and were published at or after the
+ * wait started, signalled to the wait itself with the event's id as idempotency key, so it is the
+ * same signal as the delivery's own (which finds the wait if it scanned after the start was in
+ * the index). It closes the gap of a start written late with an earlier time (a store busy and
+ * the write sent again): a delivery that scanned in between did not see the wait. Returns the
+ * event's id, or null.
+ */
+export async function catchUpOnEvents(
+  deps: EventWaitCatchUpDeps,
+  waitId: string,
+  input: EventWaitInput,
+): Promise<string | null> {
+  const [started] = await deps.store.read(waitId, { limit: 1 });
+  if (started === undefined) return null;
+  const sinceMs = started.at;
+  let first: PublishedEvent | undefined;
+  let cursor: string | undefined;
+  for (let read = 0; read < catchUpDeliveriesMax; ) {
+    const page = await deps.store.findExecutions({
+      flow: eventDispatchFlowName(input.event),
+      createdFromMs: sinceMs,
+      limit: scanPageSize,
+      ...(cursor === undefined ? {} : { afterExecutionId: cursor }),
+    });
+    for (const summary of page) {
+      const [delivery] = await deps.store.read(summary.executionId, { limit: 1 });
+      const event = (delivery?.payload as { input?: PublishedEvent } | undefined)?.input;
+      if (
+        event?.name !== input.event ||
+        event.publishedAtMs < sinceMs ||
+        !eventMatches(event, input.match)
+      )
+        continue;
+      if (
+        first === undefined ||
+        event.publishedAtMs < first.publishedAtMs ||
+        (event.publishedAtMs === first.publishedAtMs && event.id < first.id)
+      )
+        first = event;
+    }
+    read += page.length;
+    if (page.length < scanPageSize) break;
+    cursor = page.at(-1)?.executionId;
+  }
+  if (first === undefined) return null;
+  try {
+    await deps.signal(waitId, eventSignalName, first, { idempotencyKey: first.id });
+  } catch (error) {
+    // Settled since (cancelled with its parent): nothing to wake.
+    if (!isLoomError(error, KernelErrorCode.EXECUTION_SETTLED)) throw error;
+  }
+  return first.id;
+}
+
+/**
+ * The built-in flow of a wait, built per runtime (its catch-up reads that runtime's store): once
+ * its start is durable (the step's barrier), it catches up on events already delivered
+ * ({@link catchUpOnEvents}), then waits for the signal a delivery sends (the event) until the
+ * timeout, and returns what `ctx.waitForEvent` resolves with. Every runtime registers it, so a
+ * wait is woken by whichever node claims it. A catch-up that fails past its retries is recorded
+ * and the wait goes on: deliveries that scan from then on still find it.
+ */
+export function eventWaitFlow(
+  deps: EventWaitCatchUpDeps,
+): WorkflowDefinition<EventWaitInput, EventReceived> {
+  return {
+    name: eventWaitFlowName,
+    version: eventWaitFlowVersion,
+    options: { name: eventWaitFlowName, version: eventWaitFlowVersion },
+    run: async (ctx: FlowContext, input: EventWaitInput): Promise<EventReceived> => {
+      try {
+        await ctx.step('catch-up', () => catchUpOnEvents(deps, ctx.executionId, input), {
+          retry: catchUpRetry,
+        });
+      } catch (error) {
+        if (!isLoomError(error, KernelErrorCode.STEP_FAILED)) throw error;
+      }
+      return takeEvent(ctx, input);
+    },
+  };
+}
+
+/**
+ * What `ctx.waitForEvent` starts its child with: the name and version of {@link eventWaitFlow}.
+ * The kernel runs the flow its runtime registered under them (the runtime's own store); this
+ * object's body only runs on a bare kernel runtime, which cannot catch up, and says so.
+ */
+const eventWaitFlowRef: WorkflowDefinition<EventWaitInput, EventReceived> = {
+  name: eventWaitFlowName,
+  version: eventWaitFlowVersion,
+  options: { name: eventWaitFlowName, version: eventWaitFlowVersion },
+  run: async () => {
+    throw new LoomError(
+      WorkflowErrorCode.INVALID_ARGUMENT,
+      'ctx.waitForEvent needs a runtime made by createRuntime (it registers the wait flow that ' +
+        'reads its store); this flow runs on a bare kernel runtime',
+      { flow: eventWaitFlowName },
     );
-    return wait.received
-      ? { received: true, event: wait.payload as unknown as PublishedEvent }
-      : { received: false };
   },
 };
 
@@ -126,7 +255,7 @@ export async function waitForEvent<D>(
     options.timeout === undefined ? null : parseDuration(options.timeout, 'timeout');
   const input: EventWaitInput = { event: name, match, timeoutMs };
   const executionId = eventWaitId(name, ctx.executionId, waitIndex());
-  return (await ctx.child(eventWaitFlow, input, { executionId })) as EventReceived<D>;
+  return (await ctx.child(eventWaitFlowRef, input, { executionId })) as EventReceived<D>;
 }
 
 /** What waking waits and cancelling runs needs of the runtime. */

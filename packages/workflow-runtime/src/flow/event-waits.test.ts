@@ -12,7 +12,7 @@ import { codeOf, sharedDatabases, until } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
 import { eventWaitFlowName } from './event-wait.js';
 import { createRuntime, type Runtime } from './flow-runtime.js';
-import { eventsQueue } from './published-event.js';
+import { eventRunId, eventsQueue } from './published-event.js';
 
 const databases = sharedDatabases('event-waits');
 
@@ -167,7 +167,7 @@ for (const [name, make] of databases) {
         await waiter.publish({ name: 'shop/order.paid', id: 'p-6', data: { orderId: 'o-6' } });
         expect(await handle.result()).toBe('p-6:o-6');
         expect(await other.attach(`queue:${eventsQueue}:p-6`).result()).toEqual([
-          { flow: 'receipt', executionId: 'event:receipt:p-6', existing: false },
+          { flow: 'receipt', executionId: eventRunId('receipt', 'p-6'), existing: false },
           { waitsWoken: 1 },
         ]);
       } finally {

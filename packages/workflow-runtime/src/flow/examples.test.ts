@@ -15,7 +15,7 @@ const expected: Record<string, RegExp> = {
   'find-executions.ts':
     /failed: charge-2\nall: charge-1:completed charge-2:failed charge-3:completed\nqueue charges: depth 0, completed 1, failed 1/,
   'events.ts':
-    /duplicate: true\nreceipt for o-7: 42\nruns: event:send-receipt:o-7\no-8: shipped, paid 42\nEXECUTION_CANCELLED/,
+    /duplicate: true\nreceipt for o-7: 42\nruns: event:12:send-receipt:o-7\no-8: shipped, paid 42\nEXECUTION_CANCELLED/,
   'flow-control.ts':
     /most at once: 1 per tenant, 2 in all\nstart: FLOW_CONTROL_NEEDS_QUEUE\nthrottled: 3 started, 1 waiting for the next minute\nsingleton: duplicate true, same run true\ndedupe window: after the run finished, duplicate true, same run true/,
   'queries-and-updates.ts':

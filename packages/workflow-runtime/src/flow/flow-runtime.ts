@@ -40,8 +40,8 @@ import type { SignalSchemas, WorkflowDefinition } from './define-flow.js';
 import type { QueryDefinition } from './define-query.js';
 import { isSignalDefinition, type SignalDefinition } from './define-signal.js';
 import type { UpdateDefinition } from './define-update.js';
-import { eventDispatchFlow } from './event-dispatch.js';
-import { eventWaitFlow } from './event-wait.js';
+import { type EventDispatchDeps, eventDispatchFlow } from './event-dispatch.js';
+import { eventWaitFlow, legacyEventWaitFlow } from './event-wait.js';
 import {
   type ExecutionQueryHost,
   queryExecution,
@@ -59,6 +59,7 @@ import { singletonOf } from './flow-singleton.js';
 import { flowControlNameOf, throttleOf } from './flow-throttle.js';
 import { pruneRuns, type RuntimePruneOptions } from './prune-runs.js';
 import {
+  eventDeliveryVersion,
   eventDispatchFlowName,
   eventsQueue,
   type PublishEventInput,
@@ -252,7 +253,14 @@ export class Runtime {
       this.lookup(name, version),
     );
     this.register(scheduleFlow as never);
-    this.register(eventWaitFlow as never);
+    this.register(legacyEventWaitFlow as never);
+    this.register(
+      eventWaitFlow({
+        store: this.kernel.store,
+        signal: (executionId, name, payload, options) =>
+          this.kernel.signal(executionId, name, payload, options),
+      }) as never,
+    );
     this.schedules = new ScheduleChain(this.kernel, () => scheduleFlow);
     for (const flow of flows ?? []) this.register(flow);
   }
@@ -329,20 +337,22 @@ export class Runtime {
   private deliverEventsOf(eventName: string): void {
     if (this.eventNames.has(eventName)) return;
     this.eventNames.add(eventName);
-    this.register(
-      eventDispatchFlow(eventName, {
-        kernel: this.kernel,
-        subscribers: (name) => this.subscribers(name),
-        cancellable: (name) => this.cancellable(name),
-        waits: {
-          store: this.kernel.store,
-          signal: (executionId, name, payload, options) =>
-            this.kernel.signal(executionId, name, payload, options),
-          cancel: (executionId, reason) => this.kernel.cancel(executionId, reason),
-        },
-        onError: this.onError,
-      }) as never,
-    );
+    const deps: EventDispatchDeps = {
+      kernel: this.kernel,
+      subscribers: (name) => this.subscribers(name),
+      cancellable: (name) => this.cancellable(name),
+      waits: {
+        store: this.kernel.store,
+        signal: (executionId, name, payload, options) =>
+          this.kernel.signal(executionId, name, payload, options),
+        cancel: (executionId, reason) => this.kernel.cancel(executionId, reason),
+      },
+      onError: this.onError,
+    };
+    // The current version, and the unversioned one for events published by older nodes.
+    for (const version of [eventDeliveryVersion, null]) {
+      this.register(eventDispatchFlow(eventName, deps, version) as never);
+    }
     if (
       this.eventWorker === undefined &&
       this.eventDelivery !== false &&
@@ -376,7 +386,7 @@ export class Runtime {
   /**
    * Publish an event: it is stored (in the `loom.events` queue) before this returns, and every
    * flow whose `trigger` names it (and whose `if` accepts it) is started once, as
-   * `event:<flow>:<key>` (the trigger's `idempotency(event)`, else the event's id), by a runtime
+   * `event:<len>:<flow>:<key>` (`eventRunId`: the trigger's `idempotency(event)`, else the event's id), by a runtime
    * that registers those flows: this one at once if it does, else whichever takes it first, also
    * one started after the publish (the event waits). An id published before (any name) is a
    * no-op: `duplicate: true`, nothing written, nothing started.
@@ -394,7 +404,7 @@ export class Runtime {
       queue: eventsQueue,
       itemId: published.id,
       flow: eventDispatchFlowName(published.name),
-      version: null,
+      version: eventDeliveryVersion,
       input: published as unknown as JsonValue,
     });
     if (!duplicate) this.eventWorker?.poke();

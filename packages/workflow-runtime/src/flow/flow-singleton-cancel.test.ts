@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { WorkflowErrorCode } from '../errors.js';
 import { codeOf, sharedDatabases, until } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
+import { flowScopedKey } from './flow-key.js';
 import { createRuntime } from './flow-runtime.js';
 import { queueExecutionId } from './queue-worker.js';
 
@@ -133,6 +134,82 @@ for (const [name, make] of shared) {
         await two.shutdown();
         if (b !== a) await b.close();
         await a.close();
+        await database.drop();
+      }
+    });
+  });
+}
+
+/** What the newer run of `doc-export` saw of the older run when it began (its status). */
+const olderSeen: string[] = [];
+let statusOfOlder: (() => Promise<string>) | undefined;
+
+/** Version v1 waits for good; v2 records how the older run stood when it entered. */
+const exportFlow = (version: 'v1' | 'v2') =>
+  defineFlow(
+    {
+      name: 'doc-export',
+      version,
+      singleton: { key: (input: { doc: string }) => input.doc, mode: 'cancel' },
+    },
+    async (ctx) => {
+      if (version === 'v1') return (await ctx.waitForSignal('never', { timeout: '1h' })).received;
+      await ctx.step('enter', async () => {
+        olderSeen.push(await (statusOfOlder as () => Promise<string>)());
+      });
+      return true;
+    },
+  );
+
+for (const [name, make] of shared) {
+  describe(`singleton mode 'cancel' on ${name}: the enqueuer and the older run's worker both died`, () => {
+    it('the newer run starts only after the older execution ended, though its item is unfinished', async () => {
+      olderSeen.length = 0;
+      const database = await make();
+      const [a, b] = [await database.open(), await database.open()];
+      const [v1, v2] = [exportFlow('v1'), exportFlow('v2')];
+      const old = createRuntime({ backend: a, flows: [v1], timerPollMs: 20, closeBackend: false });
+      const fresh = createRuntime({ backend: b, flows: [v2], timerPollMs: 20 });
+      try {
+        const first = await old.enqueue('exports', v1, { doc: 'd' });
+        const olderRun = queueExecutionId('exports', first.itemId);
+        statusOfOlder = () => fresh.status(olderRun).catch(() => 'not started');
+        old.work('exports', { pollMs: 5, claimTtlMs: 60_000 });
+        await until('the older run waits', async () =>
+          (await b.events.read(olderRun)).some((event) => event.type === 'execution.suspended'),
+        );
+        // Its worker dies: the claim ends (handed back, as an expiry would end it), nobody drives
+        // the execution, and it stays unsettled (recovery anywhere may resume it).
+        await old.shutdown();
+        // The enqueuer writes the newer item (a deploy later: version v2, which claims apart from
+        // v1) and dies before cancelling the older run: the item as runtime.enqueue writes it.
+        const newer = await b.queues.enqueue({
+          queue: 'exports',
+          flow: 'doc-export',
+          version: 'v2',
+          input: { doc: 'd' },
+          partitionKey: `singleton-cancel:${flowScopedKey('doc-export', 'd')}`,
+          partitionConcurrencyMax: 1,
+        });
+        // A v2 worker: the older item (v1) is not its to claim, and its expired claim no longer
+        // holds the key, so the newer item is admitted while the older is unfinished.
+        fresh.work('exports', { pollMs: 5, claimTtlMs: 60_000 });
+        const newerRun = queueExecutionId('exports', newer.itemId);
+        await until(
+          'the newer run started',
+          async () => (await b.events.read(newerRun)).length > 0,
+        );
+        expect(await fresh.attach(newerRun).result()).toBe(true);
+        // The older execution had ended when the newer one began, cancelled in its name.
+        expect(olderSeen).toEqual(['cancelled']);
+        const end = (await b.events.read(olderRun)).at(-1);
+        expect(end?.type).toBe('execution.cancelled');
+        expect((end?.payload as { reason?: string } | undefined)?.reason).toContain(newer.itemId);
+      } finally {
+        statusOfOlder = undefined;
+        await old.shutdown();
+        await fresh.shutdown();
+        if (b !== a) await a.close();
         await database.drop();
       }
     });

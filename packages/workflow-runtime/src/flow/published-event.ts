@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type JsonValue, Limits } from '@loom/event-runtime';
 import { LoomError, WorkflowErrorCode } from '../errors.js';
 import { checkCancelMatch } from './event-match.js';
+import { flowScopedKey } from './flow-key.js';
 
 /**
  * An event as a triggered flow receives it (its input): what `runtime.publish` was given, with
@@ -49,11 +50,28 @@ const eventNamePattern = new RegExp(`^[A-Za-z0-9][A-Za-z0-9._:/-]{0,${eventNameL
 export const eventDispatchFlowName = (eventName: string) => `loom.event:${eventName}`;
 
 /**
- * The execution id of the run of `flow` that an event starts: `event:<flow>:<key>`, where the key
- * is the trigger's `idempotency(event)` or else the event's id. Fixed by the event, so delivering
- * it twice (a crash, a duplicate with the same key) starts one run.
+ * The version of the delivery flow `loom.event:<name>` that `publish` writes on each event, so
+ * that only a runtime registering that version delivers it (ADR 0060, "Versioned delivery"). A
+ * queue worker claims only the items of flow versions its runtime registers: a node of an older
+ * release, whose delivery is unversioned, leaves these events to nodes that know what this
+ * delivery does. Bump it whenever a delivery does something an older one does not.
  */
-export const eventRunId = (flow: string, key: string) => `event:${flow}:${key}`;
+export const eventDeliveryVersion = '2';
+
+/**
+ * The execution id of the run of `flow` that an event starts: `event:<len>:<flow>:<key>`, where
+ * `len` is the flow name's length and the key is the trigger's `idempotency(event)` or else the
+ * event's id. Fixed by the event, so delivering it twice (a crash, a duplicate with the same key)
+ * starts one run; the length keeps flow `a` with key `b:c` apart from flow `a:b` with key `c`.
+ */
+export const eventRunId = (flow: string, key: string) => `event:${flowScopedKey(flow, key)}`;
+
+/**
+ * The id an event's run had before {@link eventRunId} (`event:<flow>:<key>`, ambiguous when a
+ * flow's name has ':'): what deliveries of unversioned events (published by nodes of an older
+ * release) still start, so an old node and a new one delivering them agree on it.
+ */
+export const legacyEventRunId = (flow: string, key: string) => `event:${flow}:${key}`;
 
 /** Throws `INVALID_ARGUMENT` unless `name` is a valid event name; `path` names the option. */
 export function checkEventName(name: unknown, path: string): string {

@@ -15,7 +15,12 @@ import {
   runtimeDefaults,
 } from '@loom/event-runtime/kernel';
 import type { WorkflowDefinition } from './define-flow.js';
-import { newerOfSingleton, supersededReason } from './singleton-cancel.js';
+import {
+  cancelRuns,
+  newerOfSingleton,
+  singletonPeers,
+  supersededReason,
+} from './singleton-cancel.js';
 
 /** How `Runtime.enqueue` files an item besides its flow and input. */
 export interface EnqueueOptions {
@@ -267,10 +272,16 @@ export class QueueWorkerLoop implements QueueWorker {
       const flow = this.deps.lookup(item.flow, item.version);
       const executionId = queueExecutionId(this.queue, item.itemId);
       // Singleton mode 'cancel': a newer start of the key replaced this one before it began.
-      const newer = await newerOfSingleton(this.deps.queues, item);
+      const { newer, older } = await singletonPeers(this.deps.queues, item);
       if (newer !== undefined) {
         settled = await this.supersede(item, newer.itemId);
       } else {
+        // Older items of the key still unfinished: their enqueuer-side cancel never happened (the
+        // enqueuing process died after writing this item) and their claims expired (their worker
+        // died too), which is how this one was admitted. Their executions may still be resumed by
+        // recovery elsewhere: end them now, before this run starts, so the two never overlap.
+        // (Their items are completed `cancelled` by whichever worker claims them next.)
+        await cancelRuns((id, reason) => kernel.cancel(id, reason), older, item.itemId);
         let handle = await kernel.start(flow, item.input as never, { executionId });
         // A newer start written between the check and the start found no execution to cancel.
         const newerNow = await newerOfSingleton(this.deps.queues, item);

@@ -23,6 +23,32 @@ export function supersededReason(queue: string, newer: string, key: string): str
   );
 }
 
+/** Where an item of a cancel-mode singleton key stands among the key's unfinished items. */
+export interface SingletonPeers {
+  /** The newest unfinished item enqueued after it: it replaces this one. */
+  newer: QueueItem | undefined;
+  /** The unfinished items enqueued before it, oldest first. */
+  older: QueueItem[];
+}
+
+/**
+ * The unfinished items of `item`'s cancel-mode singleton key around it, from one read of its
+ * partition; none for an item of another kind (or one no longer unfinished).
+ */
+export async function singletonPeers(queues: QueueStore, item: QueueItem): Promise<SingletonPeers> {
+  const key = item.partitionKey;
+  if (key === null || !key.startsWith(singletonCancelPrefix))
+    return { newer: undefined, older: [] };
+  const unfinished = await queues.unfinishedOfPartition(item.queue, key);
+  const at = unfinished.findIndex((other) => other.itemId === item.itemId);
+  if (at === -1) return { newer: undefined, older: [] };
+  const newest = unfinished.at(-1);
+  return {
+    newer: newest === undefined || newest.itemId === item.itemId ? undefined : newest,
+    older: unfinished.slice(0, at),
+  };
+}
+
 /**
  * The newest unfinished item of `item`'s cancel-mode singleton key enqueued after it, or
  * undefined when it is the newest (or not such an item).
@@ -31,12 +57,7 @@ export async function newerOfSingleton(
   queues: QueueStore,
   item: QueueItem,
 ): Promise<QueueItem | undefined> {
-  const key = item.partitionKey;
-  if (key === null || !key.startsWith(singletonCancelPrefix)) return undefined;
-  const unfinished = await queues.unfinishedOfPartition(item.queue, key);
-  const at = unfinished.findIndex((other) => other.itemId === item.itemId);
-  const newest = unfinished.at(-1);
-  return at === -1 || newest === undefined || newest.itemId === item.itemId ? undefined : newest;
+  return (await singletonPeers(queues, item)).newer;
 }
 
 /**
@@ -55,11 +76,24 @@ export async function supersedeOlder(
   newer: string,
 ): Promise<void> {
   const unfinished = await queues.unfinishedOfPartition(queue, key);
-  const reason = supersededReason(queue, newer, key);
-  for (const older of unfinished) {
-    if (older.itemId === newer) break;
-    if (older.status !== 'running') continue;
-    await cancel(executionOf(queue, older.itemId), reason).catch((error: unknown) => {
+  const at = unfinished.findIndex((item) => item.itemId === newer);
+  await cancelRuns(cancel, unfinished.slice(0, at === -1 ? unfinished.length : at), newer);
+}
+
+/**
+ * Cancel the executions of `older` (items of one cancel-mode singleton key) that a worker claimed,
+ * for the item `newer`. An item never started has no execution (`EXECUTION_NOT_FOUND`, ignored);
+ * one already settled answers false and keeps its outcome.
+ */
+export async function cancelRuns(
+  cancel: (executionId: string, reason: string) => Promise<boolean>,
+  older: readonly QueueItem[],
+  newer: string,
+): Promise<void> {
+  for (const item of older) {
+    if (item.status !== 'running' || item.partitionKey === null) continue;
+    const reason = supersededReason(item.queue, newer, item.partitionKey);
+    await cancel(executionOf(item.queue, item.itemId), reason).catch((error: unknown) => {
       if (!isLoomError(error, KernelErrorCode.EXECUTION_NOT_FOUND)) throw error;
     });
   }

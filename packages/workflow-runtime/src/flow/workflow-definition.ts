@@ -38,8 +38,8 @@ export interface FlowTrigger<I> {
   if?: (event: I) => boolean;
   /**
    * The key that makes a run unique (a non-empty string): the run's id is
-   * `event:<flow>:<key>`, so a second event with the same key starts nothing. Default: the
-   * event's id.
+   * `event:<len>:<flow>:<key>` (`eventRunId`, `len` the flow name's length), so a second event
+   * with the same key starts nothing. Default: the event's id.
    */
   idempotency?: (event: I) => string;
 }

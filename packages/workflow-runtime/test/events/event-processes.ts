@@ -49,7 +49,12 @@ export function eventProcesses<Mode extends string>(name: string, workerFile: st
       args: [target, logFile, mode],
       name: `${name} worker (${mode})`,
     });
-    return { child: spawned.child, ready: spawned.line(/ready/), exited: spawned.exit };
+    return {
+      child: spawned.child,
+      ready: spawned.line(/ready/),
+      exited: spawned.exit,
+      line: (pattern: RegExp) => spawned.line(pattern),
+    };
   };
   const databases: Array<[string, () => Promise<EventDatabase>]> = [
     [

@@ -1,15 +1,17 @@
 // ctx.waitForEvent and cancelOn across processes (ADR 0060), on SQLite and Postgres: a flow
 // waiting for an event in a worker that is SIGKILLed, the events published while no worker runs,
 // is resolved once, with one matching event, by a worker started later; an event published
-// by a process that runs no flow cancels the matching run in a worker and no other.
+// by a process that runs no flow cancels the matching run in a worker and no other; a wait whose
+// start write its worker holds while another process delivers a matching event takes that event
+// once the write goes through (its catch-up).
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { eventWaitFlowName } from '../../src/flow/event-wait.js';
-import { createRuntime } from '../../src/index.js';
+import { createRuntime, defineFlow } from '../../src/index.js';
 import { eventProcesses, lines, until } from './event-processes.js';
 
-const { directory, startWorker, databases } = eventProcesses<'start' | 'serve'>(
+const { directory, startWorker, databases } = eventProcesses<'start' | 'serve' | 'held'>(
   'event-waits-processes',
   join(import.meta.dirname, 'event-waits-worker.ts'),
 );
@@ -93,6 +95,42 @@ for (const [name, make] of databases) {
         expect(cancelled.map((execution) => execution.executionId)).toEqual(['s-1']);
       } finally {
         await publisher.shutdown();
+        await database.drop();
+      }
+    }, 60_000);
+
+    it('a wait whose start write is held in its worker while another process delivers a matching event takes it once the write goes through', async () => {
+      const database = await make();
+      const logFile = join(directory, `log-${name}-held.txt`);
+      writeFileSync(logFile, '');
+      // The deliverer declares the event (a flow that waits for it), so it delivers the name.
+      const listener = defineFlow(
+        { name: 'listener', waitsForEvents: ['shop/order.paid'] },
+        async () => null,
+      );
+      const deliverer = createRuntime({
+        backend: await database.open(),
+        flows: [listener],
+        eventDelivery: { pollMs: 20 },
+      });
+      try {
+        const worker = startWorker(database.target, logFile, 'held');
+        await worker.line(/held/);
+        await deliverer.publish({ name: 'shop/order.paid', id: 'p-4', data: { orderId: 'o-4' } });
+        await until('the event delivered', async () => {
+          return (await deliverer.queueStats('loom.events')).completed === 1;
+        });
+        // Its delivery woke no wait: the wait's start was not in the index yet.
+        expect(await deliverer.attach('queue:loom.events:p-4').result()).toEqual([]);
+        writeFileSync(`${logFile}.release`, '');
+        // Without its catch-up the wait would sit until its 10-minute timeout.
+        await until('the wait took the event', () => lines(logFile).length > 0);
+        expect(await deliverer.attach<string>('c-2').result()).toBe('p-4');
+        worker.child.kill('SIGKILL');
+        await worker.exited;
+        expect(lines(logFile)).toEqual([`took c-2 p-4 ${worker.child.pid}`]);
+      } finally {
+        await deliverer.shutdown();
         await database.drop();
       }
     }, 60_000);

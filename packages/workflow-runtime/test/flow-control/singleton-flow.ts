@@ -29,13 +29,18 @@ export function singletonFlow(backend: SqliteBackend | PostgresBackend | undefin
 /**
  * The flow of the singleton `mode: 'cancel'` process test: a newer start of an account replaces
  * the unfinished one. Each run enters and exits through the recorder, so flowctl_running tells the
- * test which worker holds it and flowctl_done which runs finished.
+ * test which worker holds it and flowctl_done which runs finished. `version` makes the same flow
+ * of a later release (the key is shared across versions).
  */
-export function cancelSingletonFlow(backend: SqliteBackend | PostgresBackend | undefined) {
+export function cancelSingletonFlow(
+  backend: SqliteBackend | PostgresBackend | undefined,
+  version?: string,
+) {
   const recorder = backend === undefined ? undefined : recorderOf(backend);
   return defineFlow(
     {
       name: 'singleton-cancel-job',
+      ...(version === undefined ? {} : { version }),
       singleton: { key: (input: TenantInput) => input.tenant, mode: 'cancel' },
     },
     async (ctx, input) => {
