@@ -95,9 +95,9 @@ export class ChildOperations {
         // About to block: the newest inbox id is the suspension's guard, so a child that ends
         // before the suspension is durable makes it due at once (ADR 0033). A child that ended
         // since the look above already signalled: look at it again instead of waiting.
-        const inbox = await this.scope.readInbox();
-        signalsSeen = inbox[inbox.length - 1]?.signalId ?? 0;
-        if (childEndedIn(inbox, childId)) {
+        await this.scope.awaitInbox(claim.index);
+        signalsSeen = machine.inbox.newestSeen;
+        if (childEndedIn(machine.inbox.read, childId)) {
           found = await this.childOutcome(childId);
           outcome = found === childMissing ? undefined : found;
         }

@@ -1,4 +1,3 @@
-import type { StoredSignal } from '../envelope.js';
 import type { LoomError } from '../errors.js';
 import type { Claim, ExecutionMachine } from './core/execution-machine.js';
 import type { ExecutionState, OperationKind } from './core/execution-state.js';
@@ -52,15 +51,17 @@ export interface DriverScope {
    */
   waitUntil(op: number, wakeAtMs: number): Promise<void>;
   /**
-   * Resolves on the machine's `complete` command for operation `op` (an armed timer fired). Call
-   * before carrying out the command that asks for it.
+   * Resolves on the machine's `complete` command for operation `op` (an armed timer fired, an
+   * inbox read returned), rejects on its `failOperation`. Call before carrying out the command
+   * that asks for it.
    */
   awaitCompletion(op: number): Promise<void>;
   /**
-   * Reads the inbox's new signals and returns every signal the driver has read, oldest first; the
-   * last one's id is a child wait's signal guard (ADR 0033). Count it as in flight.
+   * Reads the inbox's new signals for operation `op` into the machine's `inbox` (the machine's
+   * `readInbox` command, answered by its `inboxRead` input; in flight meanwhile). Rejects with
+   * the read's error, or, for a transient store failure, with why this node stopped driving.
    */
-  readInbox(): Promise<readonly StoredSignal[]>;
+  awaitInbox(op: number): Promise<void>;
   /** Waits for a durability barrier; a failed append means this node stops driving. */
   awaitBarrier(): Promise<void>;
   /** Hands what the machine queued (records, status, a write this turn) to the journal. */

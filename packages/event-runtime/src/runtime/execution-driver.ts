@@ -16,6 +16,7 @@ import type { Flow, FlowContext } from './flow.js';
 import type { KernelContext } from './kernel-context.js';
 import { LazyAbort } from './lazy-abort.js';
 import { StepOperations } from './step-operations.js';
+import { isTransientStoreError } from './store-retry.js';
 import { Suspension } from './suspension.js';
 import { WaitOperations } from './wait-operations.js';
 
@@ -44,8 +45,9 @@ export class ExecutionDriver implements DriverScope, CommandSink {
   private childOps: ChildOperations | undefined;
   private runningFlow: Flow<never, unknown> | undefined;
   /**
-   * Operations waiting for the machine's `complete` (an inline timer), flat: the op and its
-   * promise's resolver each (made on first use; few at a time).
+   * Operations waiting for the machine's `complete` or `failOperation` (an inline timer, an inbox
+   * read), flat: the op and its promise's resolver and rejecter each (made on first use; few at a
+   * time).
    */
   private completions: unknown[] | undefined;
 
@@ -91,17 +93,20 @@ export class ExecutionDriver implements DriverScope, CommandSink {
     return this.waits.waitUntilDue(op, wakeAtMs);
   }
 
-  /** DriverScope: resolves on the machine's `complete` for `op`. */
+  /** DriverScope: resolves on the machine's `complete` for `op`, rejects on its `failOperation`. */
   awaitCompletion(op: number): Promise<void> {
-    return new Promise<void>((resolve) => {
+    return new Promise<void>((resolve, reject) => {
       this.completions ??= [];
-      this.completions.push(op, resolve);
+      this.completions.push(op, resolve, reject);
     });
   }
 
-  /** DriverScope: reads the inbox (see `WaitOperations.readInbox`). */
-  readInbox(): Promise<readonly StoredSignal[]> {
-    return this.waits.readInbox();
+  /** DriverScope: the machine reads the inbox's new signals for `op` (its `readInbox` command). */
+  awaitInbox(op: number): Promise<void> {
+    const read = this.awaitCompletion(op);
+    this.machine.requestInbox(op);
+    this.carryOut();
+    return read;
   }
 
   /** DriverScope: the flow being driven. */
@@ -294,9 +299,43 @@ export class ExecutionDriver implements DriverScope, CommandSink {
     this.steps.runTransaction(op);
   }
 
-  /** Command `failOperation`: the step waiting to run its effect throws `error` instead. */
+  /**
+   * Command `failOperation`: the operation waiting for I/O (an inbox read), or else the step
+   * waiting to run its effect, throws `error` instead.
+   */
   failOperation(op: number, error: unknown): void {
-    this.steps.failOperation(op, error);
+    const reject = this.takeCompletion(op, 2);
+    if (reject !== undefined) reject(error);
+    else this.steps.failOperation(op, error);
+  }
+
+  /**
+   * Command `readInbox`: the store's inbox signals of this execution after `afterSignalId`, for
+   * operation `op`; answered by `inboxRead`, or by `operationFailed` (a transient store failure
+   * stops this node's driving, ADR 0010: found by the simulator, tools/dst).
+   */
+  readInbox(op: number, afterSignalId: number): void {
+    let read: Promise<StoredSignal[]>;
+    try {
+      read = this.kernel.store.readSignals(this.executionId, { afterSignalId });
+    } catch (error) {
+      read = Promise.reject(error);
+    }
+    read.then(
+      (signals) => {
+        if (this.machine.inboxRead(op, signals)) this.suspension.scheduleSuspendCheck();
+        this.carryOut();
+      },
+      (error: unknown) => this.operationFailed(op, error),
+    );
+  }
+
+  /** Input `operationFailed`: the I/O operation `op` waited for failed with `error`. */
+  private operationFailed(op: number, error: unknown): void {
+    if (this.machine.operationFailed(op, error, isTransientStoreError(error)))
+      this.stopped(this.machine.stoppedBy as LoomError);
+    else this.suspension.scheduleSuspendCheck();
+    this.carryOut();
   }
 
   /** Command `armTimer`: the node's clock wakes operation `op`; answered by `timerFired`. */
@@ -307,14 +346,23 @@ export class ExecutionDriver implements DriverScope, CommandSink {
 
   /** Command `complete`: operation `op` goes on. */
   complete(op: number): void {
-    const completions = this.completions as unknown[];
-    for (let at = 0; at < completions.length; at += 2) {
+    this.takeCompletion(op, 1)?.(undefined);
+  }
+
+  /**
+   * Takes operation `op`'s entry out of the completions: its resolver (`slot` 1) or rejecter
+   * (`slot` 2); undefined when nothing waits for `op` there.
+   */
+  private takeCompletion(op: number, slot: 1 | 2): ((value: unknown) => void) | undefined {
+    const completions = this.completions;
+    if (completions === undefined) return undefined;
+    for (let at = 0; at < completions.length; at += 3) {
       if (completions[at] !== op) continue;
-      const resolve = completions[at + 1] as () => void;
-      completions.splice(at, 2);
-      resolve();
-      return;
+      const settle = completions[at + slot] as (value: unknown) => void;
+      completions.splice(at, 3);
+      return settle;
     }
+    return undefined;
   }
 
   /** Input `timerFired`: operation `op`'s inline wait is over. */

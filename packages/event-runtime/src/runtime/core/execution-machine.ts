@@ -2,9 +2,11 @@
 // says there, why the execution must stop, and which events to record. It never awaits and never
 // calls out: what it wants written it queues as commands, which the driver (the shell) drains into
 // the journal after each call. Here: the cursor, the claim, the ending, recorded values, patches,
-// the terminal and the decision to suspend; a step's records are `step-records.ts`, over this
-// machine. Running a step's effect, and waits and children, are still the driver's operations'.
-import type { ExecutionStatus, JsonValue } from '../../envelope.js';
+// the terminal, the decision to suspend, when an effect may run and the inbox's signals; a step's
+// records are `step-records.ts`, a wait's `wait-records.ts`, a child's `child-records.ts`, over
+// this machine. The order of an operation's work is still the driver's operations' (ADR 0046,
+// step 8).
+import type { ExecutionStatus, JsonValue, StoredSignal } from '../../envelope.js';
 import { ErrorCode, isLoomError, LoomError } from '../../errors.js';
 import type { ExecutionState, OperationKind, StepRecord } from './execution-state.js';
 import { type Terminal, terminalFor } from './execution-terminal.js';
@@ -12,6 +14,7 @@ import { continuedAsNew, type FlowUnwind } from './flow-unwind.js';
 import { EventType, type KernelEventType } from './kernel-events.js';
 import { checkStepName } from './operation-names.js';
 import { encodeRecorded, recordedValue } from './recorded-values.js';
+import { SignalInbox } from './signal-inbox.js';
 
 /** An operation's place in the log: its index, its checked name, and what the log has there. */
 export interface Claim {
@@ -52,13 +55,22 @@ export interface CommandSink {
   /** Run the work of transactional step `op` now, with its `step.completed` in one transaction. */
   runTransaction(op: number): void;
   /**
-   * Step `op`, waiting to run its effect, will not: it throws `error` (why the execution must not
-   * go on: a `LoomError`, or a continue-as-new's unwind).
+   * Operation `op` will not go on: it throws `error`. A step waiting to run its effect: why the
+   * execution must not go on (a `LoomError`, or a continue-as-new's unwind); an operation waiting
+   * for I/O (an inbox read): what the I/O failed with, or why the machine stopped for it.
    */
   failOperation(op: number, error: unknown): void;
   /** Wake operation `op` at `wakeAtMs` (an inline wait): answer {@link ExecutionMachine.timerFired}. */
   armTimer(op: number, wakeAtMs: number): void;
-  /** Operation `op` may go on: what it waited for (an inline timer) happened. */
+  /**
+   * Read the execution's inbox signals newer than `afterSignalId` for operation `op`: answer
+   * {@link ExecutionMachine.inboxRead} with them, or {@link ExecutionMachine.operationFailed}.
+   */
+  readInbox(op: number, afterSignalId: number): void;
+  /**
+   * Operation `op` may go on: what it waited for (an inline timer, an inbox read) happened; what
+   * it learned is the machine's (its `inbox`).
+   */
   complete(op: number): void;
 }
 
@@ -72,6 +84,7 @@ const RUN_TRANSACTION = 5;
 const FAIL_OPERATION = 6;
 const ARM_TIMER = 7;
 const COMPLETE = 8;
+const READ_INBOX = 9;
 
 /** What {@link ExecutionMachine.waitUntil} decided: the time has come, a timer is armed, or block. */
 export const WaitDecision = { due: 0, armed: 1, block: 2 } as const;
@@ -134,6 +147,8 @@ export class ExecutionMachine {
   /** What the blocked waits wait for: bits of `waitKindBits` (ADR 0062). */
   private waitingFor = 0;
   private suspended = false;
+  /** The signals read from the inbox and those taken (made on the first signal or child wait). */
+  private signalInbox: SignalInbox | undefined;
 
   /**
    * Over `state`, whose next append gets sequence `nextSequence` (the journal's next; by default
@@ -228,6 +243,54 @@ export class ExecutionMachine {
   timerFired(op: number): boolean {
     this.enqueue(COMPLETE, op, undefined, undefined);
     return this.settleInFlight();
+  }
+
+  /**
+   * The signals this execution has read from its inbox, and those its waits took (the log's
+   * taken ones among them): the machine is their one keeper.
+   */
+  get inbox(): SignalInbox {
+    this.signalInbox ??= new SignalInbox(this.state.consumedSignals);
+    return this.signalInbox;
+  }
+
+  /**
+   * Operation `op` (a signal or child wait) needs the inbox's newer signals: queues `readInbox`
+   * after the newest read so far. The read counts as in flight until its answer,
+   * {@link inboxRead} or {@link operationFailed}.
+   */
+  requestInbox(op: number): void {
+    this.inFlight++;
+    this.enqueue(READ_INBOX, op, this.inbox.newestSeen, undefined);
+  }
+
+  /**
+   * Input: operation `op`'s inbox read returned `signals`. They join the inbox (one read before
+   * is skipped), and `complete{op}` is queued. True when the execution may suspend now (see
+   * `settleInFlight`).
+   */
+  inboxRead(op: number, signals: readonly StoredSignal[]): boolean {
+    this.inbox.add(signals);
+    this.enqueue(COMPLETE, op, undefined, undefined);
+    return this.settleInFlight();
+  }
+
+  /**
+   * Input: the I/O operation `op` waited for (an inbox read) failed with `error`. A `transient`
+   * store failure is not the flow's to see: the machine stops for it (this node resumes the
+   * execution from the log after a backoff, ADR 0010) and the operation fails with that reason;
+   * any other error is the operation's, thrown into the flow. Queues `failOperation{op}`; true
+   * when this stopped the machine.
+   */
+  operationFailed(op: number, error: unknown, transient: boolean): boolean {
+    this.inFlight--;
+    if (!transient) {
+      this.enqueue(FAIL_OPERATION, op, error, undefined);
+      return false;
+    }
+    const stopped = this.stop(this.stopReason(error));
+    this.enqueue(FAIL_OPERATION, op, this.stopped, undefined);
+    return stopped;
   }
 
   /**
@@ -581,6 +644,8 @@ export class ExecutionMachine {
           sink.armTimer(first as number, second as number);
         } else if (kind === COMPLETE) {
           sink.complete(first as number);
+        } else if (kind === READ_INBOX) {
+          sink.readInbox(first as number, second as number);
         } else {
           sink.failOperation(first as number, second);
         }

@@ -58,6 +58,7 @@ export type Command =
   | { kind: 'runTransaction'; op: number }
   | { kind: 'failOperation'; op: number; error: unknown }
   | { kind: 'armTimer'; op: number; wakeAtMs: number }
+  | { kind: 'readInbox'; op: number; afterSignalId: number }
   | { kind: 'complete'; op: number };
 
 /** The machine's queued commands, taken out of its queue. */
@@ -74,6 +75,7 @@ export function commandsOf(machine: ExecutionMachine): Command[] {
     runTransaction: (op) => void taken.push({ kind: 'runTransaction', op }),
     failOperation: (op, error) => void taken.push({ kind: 'failOperation', op, error }),
     armTimer: (op, wakeAtMs) => void taken.push({ kind: 'armTimer', op, wakeAtMs }),
+    readInbox: (op, afterSignalId) => void taken.push({ kind: 'readInbox', op, afterSignalId }),
     complete: (op) => void taken.push({ kind: 'complete', op }),
   };
   machine.drain(sink);
