@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import type { JsonValue } from '../envelope.js';
 import type { EventStore } from '../event-store.js';
-import type { childMissing, ExecutionOutcome } from './core/execution-outcome.js';
+import type { ChildLookup } from './core/execution-outcome.js';
 import type { ExecutionState } from './core/execution-state.js';
 import type { Flow } from './flow.js';
 import type { RuntimeSettings } from './runtime-options.js';
@@ -21,7 +21,7 @@ export interface ChildLinks {
    * `childMissing` when it has no log at all (its parent recorded `child.started` and died before
    * starting it).
    */
-  childOutcome(childId: string): Promise<ExecutionOutcome | undefined | typeof childMissing>;
+  childOutcome(childId: string): Promise<ChildLookup>;
   /** Starts the continue-as-new successor of `predecessor` (idempotent on its id). */
   startSuccessor(
     flow: Flow<never, unknown>,

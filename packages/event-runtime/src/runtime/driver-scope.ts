@@ -3,7 +3,6 @@ import type { Claim, ExecutionMachine } from './core/execution-machine.js';
 import type { ExecutionState, OperationKind } from './core/execution-state.js';
 import type { DriverNode } from './driver-node.js';
 import type { ExecutionJournal } from './execution-journal.js';
-import type { Flow } from './flow.js';
 import type { LazyAbort } from './lazy-abort.js';
 import type { Suspension } from './suspension.js';
 
@@ -52,10 +51,11 @@ export interface DriverScope {
   waitUntil(op: number, wakeAtMs: number): Promise<void>;
   /**
    * Resolves on the machine's `complete` command for operation `op` (an armed timer fired, an
-   * inbox read returned), rejects on its `failOperation`. Call before carrying out the command
-   * that asks for it.
+   * inbox read, a child's start or lookup, a successor's start returned), with the command's
+   * value (a child lookup's answer); rejects on its `failOperation`. Call before carrying out the
+   * command that asks for it.
    */
-  awaitCompletion(op: number): Promise<void>;
+  awaitCompletion(op: number): Promise<unknown>;
   /**
    * Reads the inbox's new signals for operation `op` into the machine's `inbox` (the machine's
    * `readInbox` command, answered by its `inboxRead` input; in flight meanwhile). Rejects with
@@ -68,8 +68,6 @@ export interface DriverScope {
   carryOut(): void;
   /** Turns a journal failure into the reason this node stopped. */
   stopError(error: unknown): LoomError;
-  /** The flow being driven (for its continue-as-new successor). */
-  flow(): Flow<never, unknown>;
   /** Ends the execution as continued by `successorId`, whatever the flow does next. */
   continueAs(successorId: string): void;
 }

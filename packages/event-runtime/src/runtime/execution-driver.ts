@@ -6,7 +6,7 @@ import { waitKindsOf } from '../wait-kinds.js';
 import { ChildOperations } from './child-operations.js';
 import { childSettledSignal } from './child-settled-signal.js';
 import { type Claim, type CommandSink, ExecutionMachine } from './core/execution-machine.js';
-import type { ExecutionOutcome } from './core/execution-outcome.js';
+import type { ChildLookup, ExecutionOutcome } from './core/execution-outcome.js';
 import type { ExecutionState, OperationKind } from './core/execution-state.js';
 import { applyTerminal, type Terminal } from './core/execution-terminal.js';
 import type { KernelEventType } from './core/kernel-events.js';
@@ -94,8 +94,8 @@ export class ExecutionDriver implements DriverScope, CommandSink {
   }
 
   /** DriverScope: resolves on the machine's `complete` for `op`, rejects on its `failOperation`. */
-  awaitCompletion(op: number): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+  awaitCompletion(op: number): Promise<unknown> {
+    return new Promise<unknown>((resolve, reject) => {
       this.completions ??= [];
       this.completions.push(op, resolve, reject);
     });
@@ -106,12 +106,7 @@ export class ExecutionDriver implements DriverScope, CommandSink {
     const read = this.awaitCompletion(op);
     this.machine.requestInbox(op);
     this.carryOut();
-    return read;
-  }
-
-  /** DriverScope: the flow being driven. */
-  flow(): Flow<never, unknown> {
-    return this.runningFlow as Flow<never, unknown>;
+    return read as Promise<void>;
   }
 
   /** DriverScope: ends the execution as continued by `successorId`. */
@@ -315,27 +310,90 @@ export class ExecutionDriver implements DriverScope, CommandSink {
    * stops this node's driving, ADR 0010: found by the simulator, tools/dst).
    */
   readInbox(op: number, afterSignalId: number): void {
-    let read: Promise<StoredSignal[]>;
-    try {
-      read = this.kernel.store.readSignals(this.executionId, { afterSignalId });
-    } catch (error) {
-      read = Promise.reject(error);
-    }
-    read.then(
-      (signals) => {
-        if (this.machine.inboxRead(op, signals)) this.suspension.scheduleSuspendCheck();
-        this.carryOut();
-      },
-      (error: unknown) => this.operationFailed(op, error),
+    const { store } = this.kernel;
+    this.carryIo(
+      op,
+      () => store.readSignals(this.executionId, { afterSignalId }),
+      (signals) => this.machine.inboxRead(op, signals as StoredSignal[]),
+      true,
     );
   }
 
-  /** Input `operationFailed`: the I/O operation `op` waited for failed with `error`. */
-  private operationFailed(op: number, error: unknown): void {
-    if (this.machine.operationFailed(op, error, isTransientStoreError(error)))
-      this.stopped(this.machine.stoppedBy as LoomError);
-    else this.suspension.scheduleSuspendCheck();
-    this.carryOut();
+  /**
+   * Command `startChild`: child `childId` of operation `op` starts (idempotent on its id; its
+   * `child.started` is durable); answered by `childStarted`, or by `operationFailed` (a transient
+   * store failure stops this node's driving: the parent resumes later, finds the child missing
+   * and starts it then).
+   */
+  startChild(op: number, childId: string, input: JsonValue): void {
+    const flow = this.children.flowOf(op);
+    const { links } = this.kernel;
+    const parent = { executionId: this.executionId, index: op };
+    this.carryIo(
+      op,
+      () => links.startChild(flow, input, childId, parent),
+      () => this.machine.childStarted(op),
+      true,
+    );
+  }
+
+  /** Command `lookupChild`: child `childId`'s outcome, answered by `childLookedUp`. */
+  lookupChild(op: number, childId: string): void {
+    const { links } = this.kernel;
+    this.carryIo(
+      op,
+      () => links.childOutcome(childId),
+      (found) => this.machine.childLookedUp(op, found as ChildLookup),
+      true,
+    );
+  }
+
+  /**
+   * Command `startSuccessor`: the continue-as-new successor starts (idempotent on its id);
+   * answered by `successorStarted`. Its store's failure is the flow's, transient or not (as
+   * before the command: ADR 0046).
+   */
+  startSuccessor(op: number, successorId: string, input: JsonValue): void {
+    const flow = this.runningFlow as Flow<never, unknown>;
+    const { links } = this.kernel;
+    this.carryIo(
+      op,
+      () => links.startSuccessor(flow, input, successorId, this.state),
+      () => this.machine.successorStarted(),
+      false,
+    );
+  }
+
+  /**
+   * Carries out the I/O of operation `op`'s command and feeds its answer back: `answered` (the
+   * machine's input, true when the execution may suspend now), or `operationFailed`, where a
+   * transient store failure stops this node's driving when `transientStops`.
+   */
+  private carryIo(
+    op: number,
+    io: () => Promise<unknown>,
+    answered: (value: unknown) => boolean,
+    transientStops: boolean,
+  ): void {
+    let running: Promise<unknown>;
+    try {
+      running = io();
+    } catch (error) {
+      running = Promise.reject(error);
+    }
+    running.then(
+      (value) => {
+        if (answered(value)) this.suspension.scheduleSuspendCheck();
+        this.carryOut();
+      },
+      (error: unknown) => {
+        const transient = transientStops && isTransientStoreError(error);
+        if (this.machine.operationFailed(op, error, transient))
+          this.stopped(this.machine.stoppedBy as LoomError);
+        else this.suspension.scheduleSuspendCheck();
+        this.carryOut();
+      },
+    );
   }
 
   /** Command `armTimer`: the node's clock wakes operation `op`; answered by `timerFired`. */
@@ -344,9 +402,9 @@ export class ExecutionDriver implements DriverScope, CommandSink {
     clock.setTimer(() => this.timerFired(op), wakeAtMs - clock.now(), { keepAlive: true });
   }
 
-  /** Command `complete`: operation `op` goes on. */
-  complete(op: number): void {
-    this.takeCompletion(op, 1)?.(undefined);
+  /** Command `complete`: operation `op` goes on (with `value`, a child lookup's answer). */
+  complete(op: number, value: unknown): void {
+    this.takeCompletion(op, 1)?.(value);
   }
 
   /**

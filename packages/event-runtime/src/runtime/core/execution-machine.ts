@@ -8,6 +8,7 @@
 // step 8).
 import type { ExecutionStatus, JsonValue, StoredSignal } from '../../envelope.js';
 import { ErrorCode, isLoomError, LoomError } from '../../errors.js';
+import type { ChildLookup } from './execution-outcome.js';
 import type { ExecutionState, OperationKind, StepRecord } from './execution-state.js';
 import { type Terminal, terminalFor } from './execution-terminal.js';
 import { continuedAsNew, type FlowUnwind } from './flow-unwind.js';
@@ -68,11 +69,32 @@ export interface CommandSink {
    */
   readInbox(op: number, afterSignalId: number): void;
   /**
-   * Operation `op` may go on: what it waited for (an inline timer, an inbox read) happened; what
-   * it learned is the machine's (its `inbox`).
+   * Start child `childId` of operation `op` (this execution's child at index `op`) with `input`,
+   * idempotently: `op`'s `child.started` is durable. Answer {@link ExecutionMachine.childStarted}
+   * or {@link ExecutionMachine.operationFailed}.
    */
-  complete(op: number): void;
+  startChild(op: number, childId: string, input: JsonValue): void;
+  /**
+   * Look up child `childId`'s outcome for operation `op`: answer
+   * {@link ExecutionMachine.childLookedUp} or {@link ExecutionMachine.operationFailed}.
+   */
+  lookupChild(op: number, childId: string): void;
+  /**
+   * Start this execution's continue-as-new successor `successorId` with `input`, idempotently:
+   * everything recorded before is durable. Answer {@link ExecutionMachine.successorStarted} or
+   * {@link ExecutionMachine.operationFailed} (op {@link successorOp}).
+   */
+  startSuccessor(op: number, successorId: string, input: JsonValue): void;
+  /**
+   * Operation `op` may go on: what it waited for (an inline timer, an inbox read, a child's start
+   * or lookup, a successor's start) happened. `value`: a child lookup's answer (undefined for the
+   * rest; what an inbox read learned is the machine's `inbox`).
+   */
+  complete(op: number, value: unknown): void;
 }
+
+/** The op a continue-as-new's successor start is answered for (it claims no operation index). */
+export const successorOp = -1;
 
 /** The kinds of queued commands, as stored in the queue. */
 const APPEND = 0;
@@ -85,6 +107,9 @@ const FAIL_OPERATION = 6;
 const ARM_TIMER = 7;
 const COMPLETE = 8;
 const READ_INBOX = 9;
+const START_CHILD = 10;
+const LOOKUP_CHILD = 11;
+const START_SUCCESSOR = 12;
 
 /** What {@link ExecutionMachine.waitUntil} decided: the time has come, a timer is armed, or block. */
 export const WaitDecision = { due: 0, armed: 1, block: 2 } as const;
@@ -122,6 +147,12 @@ export class ExecutionMachine {
    * the op, the sequence that must be durable, the attempt (0: a transaction) each.
    */
   private awaitingEffects: number[] | undefined;
+  /**
+   * Children and successors waiting for the durability of the records before them to start,
+   * flat: the op, the sequence that must be durable, the command (`START_CHILD`,
+   * `START_SUCCESSOR`), the id and the input each.
+   */
+  private awaitingStarts: unknown[] | undefined;
   /** The flow function returned or threw: an effect still waiting for its barrier never runs. */
   private flowDone = false;
   private cursor = 0;
@@ -199,6 +230,7 @@ export class ExecutionMachine {
    * its outcome).
    */
   durable(upTo: number): void {
+    if (this.awaitingStarts !== undefined && this.awaitingStarts.length > 0) this.grantStarts(upTo);
     const waiting = this.awaitingEffects;
     if (waiting === undefined || waiting.length === 0) return;
     let kept = 0;
@@ -219,6 +251,103 @@ export class ExecutionMachine {
         this.enqueue(attempt === 0 ? RUN_TRANSACTION : RUN_EFFECT, op, attempt, undefined);
     }
     waiting.length = kept;
+  }
+
+  /**
+   * Child `childId` of operation `op` is to start with `input` (its checked input; `child.started`
+   * queued, or read from the log). Queues a `barrier` over every append queued so far; the
+   * `startChild` follows only the {@link durable} input that covers it (no child starts before
+   * its parent's `child.started` is durable: a crash in between leaves a child the parent's log
+   * does not know), and a `failOperation` instead if the execution must not go on by then. In
+   * flight until its answer, {@link childStarted} or {@link operationFailed}.
+   */
+  requestChildStart(op: number, childId: string, input: JsonValue): void {
+    this.requestStart(op, START_CHILD, childId, input);
+  }
+
+  /**
+   * The continue-as-new successor `successorId` is to start with `input` (checked): as
+   * {@link requestChildStart}, behind the durability of everything recorded before (the
+   * successor's log starts where this one ends), answered by {@link successorStarted}; its op is
+   * {@link successorOp}.
+   */
+  requestSuccessorStart(successorId: string, input: JsonValue): void {
+    this.requestStart(successorOp, START_SUCCESSOR, successorId, input);
+  }
+
+  private requestStart(op: number, kind: number, id: string, input: JsonValue): void {
+    const upTo = this.nextSequence - 1;
+    this.inFlight++;
+    this.awaitingStarts ??= [];
+    this.awaitingStarts.push(op, upTo, kind, id, input);
+    this.enqueue(BARRIER, upTo, undefined, undefined);
+  }
+
+  /**
+   * Each start the durability up to `upTo` covers: its `startChild` / `startSuccessor`, or its
+   * `failOperation` when the execution must not go on. Unlike an effect, a start is carried out
+   * even once the flow function has ended: its record is in the log (as before, ADR 0046).
+   */
+  private grantStarts(upTo: number): void {
+    const waiting = this.awaitingStarts as unknown[];
+    let kept = 0;
+    for (let at = 0; at < waiting.length; at += 5) {
+      const op = waiting[at];
+      const cover = waiting[at + 1] as number;
+      const kind = waiting[at + 2] as number;
+      const id = waiting[at + 3];
+      const input = waiting[at + 4];
+      if (cover > upTo) {
+        waiting[kept] = op;
+        waiting[kept + 1] = cover;
+        waiting[kept + 2] = kind;
+        waiting[kept + 3] = id;
+        waiting[kept + 4] = input;
+        kept += 5;
+        continue;
+      }
+      const interruption = this.interruption();
+      if (interruption === undefined) {
+        this.enqueue(kind, op, id, input);
+      } else {
+        this.inFlight--;
+        this.enqueue(FAIL_OPERATION, op, interruption, undefined);
+      }
+    }
+    waiting.length = kept;
+  }
+
+  /** Input: child `op`'s start returned. Queues `complete{op}`; true when it may suspend now. */
+  childStarted(op: number): boolean {
+    return this.answered(op, undefined);
+  }
+
+  /** Input: the successor's start returned. Queues `complete{successorOp}`; see `childStarted`. */
+  successorStarted(): boolean {
+    return this.answered(successorOp, undefined);
+  }
+
+  /**
+   * Operation `op` (a child wait) needs child `childId`'s outcome: queues `lookupChild`, in
+   * flight until its answer, {@link childLookedUp} or {@link operationFailed}.
+   */
+  requestChildLookup(op: number, childId: string): void {
+    this.inFlight++;
+    this.enqueue(LOOKUP_CHILD, op, childId, undefined);
+  }
+
+  /**
+   * Input: child lookup `op` found `found` (the outcome, undefined while the child runs, or
+   * `childMissing`). Queues `complete{op, found}`; true when the execution may suspend now.
+   */
+  childLookedUp(op: number, found: ChildLookup): boolean {
+    return this.answered(op, found);
+  }
+
+  /** An I/O command of `op` answered: `complete{op, value}`, out of flight. */
+  private answered(op: number, value: unknown): boolean {
+    this.enqueue(COMPLETE, op, value, undefined);
+    return this.settleInFlight();
   }
 
   /**
@@ -271,12 +400,12 @@ export class ExecutionMachine {
    */
   inboxRead(op: number, signals: readonly StoredSignal[]): boolean {
     this.inbox.add(signals);
-    this.enqueue(COMPLETE, op, undefined, undefined);
-    return this.settleInFlight();
+    return this.answered(op, undefined);
   }
 
   /**
-   * Input: the I/O operation `op` waited for (an inbox read) failed with `error`. A `transient`
+   * Input: the I/O operation `op` waited for (an inbox read, a child's start or lookup, a
+   * successor's start) failed with `error`. A `transient`
    * store failure is not the flow's to see: the machine stops for it (this node resumes the
    * execution from the log after a backoff, ADR 0010) and the operation fails with that reason;
    * any other error is the operation's, thrown into the flow. Queues `failOperation{op}`; true
@@ -295,12 +424,21 @@ export class ExecutionMachine {
 
   /**
    * Input: an append failed (the journal broke: a stale fence, the store). Stops the machine for
-   * it (see {@link stopReason}) and fails every step waiting to run its effect with that reason.
+   * it (see {@link stopReason}) and fails every step waiting to run its effect, and every child
+   * or successor waiting to start, with that reason.
    * True when this stopped the machine (it had not stopped before).
    */
   appendFailed(error: unknown): boolean {
     const stopped = this.stop(this.stopReason(error));
     const reason = this.stopped as LoomError;
+    const starts = this.awaitingStarts;
+    if (starts !== undefined) {
+      for (let at = 0; at < starts.length; at += 5) {
+        this.inFlight--;
+        this.enqueue(FAIL_OPERATION, starts[at], reason, undefined);
+      }
+      starts.length = 0;
+    }
     const waiting = this.awaitingEffects;
     if (waiting === undefined) return stopped;
     for (let at = 0; at < waiting.length; at += 3) {
@@ -643,9 +781,15 @@ export class ExecutionMachine {
         } else if (kind === ARM_TIMER) {
           sink.armTimer(first as number, second as number);
         } else if (kind === COMPLETE) {
-          sink.complete(first as number);
+          sink.complete(first as number, second);
         } else if (kind === READ_INBOX) {
           sink.readInbox(first as number, second as number);
+        } else if (kind === START_CHILD) {
+          sink.startChild(first as number, second as string, third as JsonValue);
+        } else if (kind === LOOKUP_CHILD) {
+          sink.lookupChild(first as number, second as string);
+        } else if (kind === START_SUCCESSOR) {
+          sink.startSuccessor(first as number, second as string, third as JsonValue);
         } else {
           sink.failOperation(first as number, second);
         }

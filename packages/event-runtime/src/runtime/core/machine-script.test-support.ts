@@ -59,7 +59,10 @@ export type Command =
   | { kind: 'failOperation'; op: number; error: unknown }
   | { kind: 'armTimer'; op: number; wakeAtMs: number }
   | { kind: 'readInbox'; op: number; afterSignalId: number }
-  | { kind: 'complete'; op: number };
+  | { kind: 'startChild'; op: number; childId: string; input: JsonValue }
+  | { kind: 'lookupChild'; op: number; childId: string }
+  | { kind: 'startSuccessor'; op: number; successorId: string; input: JsonValue }
+  | { kind: 'complete'; op: number; value?: unknown };
 
 /** The machine's queued commands, taken out of its queue. */
 export function commandsOf(machine: ExecutionMachine): Command[] {
@@ -76,7 +79,14 @@ export function commandsOf(machine: ExecutionMachine): Command[] {
     failOperation: (op, error) => void taken.push({ kind: 'failOperation', op, error }),
     armTimer: (op, wakeAtMs) => void taken.push({ kind: 'armTimer', op, wakeAtMs }),
     readInbox: (op, afterSignalId) => void taken.push({ kind: 'readInbox', op, afterSignalId }),
-    complete: (op) => void taken.push({ kind: 'complete', op }),
+    startChild: (op, childId, input) => void taken.push({ kind: 'startChild', op, childId, input }),
+    lookupChild: (op, childId) => void taken.push({ kind: 'lookupChild', op, childId }),
+    startSuccessor: (op, successorId, input) =>
+      void taken.push({ kind: 'startSuccessor', op, successorId, input }),
+    complete: (op, value) =>
+      void taken.push(
+        value === undefined ? { kind: 'complete', op } : { kind: 'complete', op, value },
+      ),
   };
   machine.drain(sink);
   expect(machine.pending).toBe(false);
