@@ -5,9 +5,11 @@ import type { ChildLookup } from './core/execution-outcome.js';
 import type { ExecutionState } from './core/execution-state.js';
 import type { Flow } from './flow.js';
 import type { RuntimeSettings } from './runtime-options.js';
-import type { SuspectLane } from './suspect-lane.js';
 
-/** What a driver's child operations use of the node's links (`ExecutionLinks`). */
+/**
+ * What a driver uses of the node's links (`ExecutionLinks`) to carry out the machine's child and
+ * successor commands.
+ */
 export interface ChildLinks {
   /** Starts a child execution of `parent` (idempotent on its id). */
   startChild(
@@ -33,18 +35,15 @@ export interface ChildLinks {
 
 /**
  * What the flow's operations (steps, waits, children) use of the node that drives them, through
- * `DriverScope.kernel`: the settings, the clock, the store (a step's transaction, a wait's
- * inbox), the links to other executions and the suspect lane. Narrower than the node's
- * `KernelContext`, which satisfies it, and in a file of its own so that the operations do not
- * import the node (ADR 0046, step 1).
+ * `DriverScope.kernel`: the settings, the clock and the store (a step's transaction). The inbox,
+ * the links to other executions and the suspect lane are the driver's, which carries out the
+ * machine's commands for them (ADR 0046, step 8). Narrower than the node's `KernelContext`, which
+ * satisfies it, and in a file of its own so that the operations do not import the node (ADR 0046,
+ * step 1).
  */
 export interface DriverNode {
   readonly settings: RuntimeSettings;
   /** The one source of time and timers of everything the node does. */
   readonly clock: Clock;
   readonly store: EventStore;
-  /** Parent, child and continue-as-new links between executions. */
-  readonly links: ChildLinks;
-  /** The one lane interrupted steps run their effects in again, one at a time (ADR 0031). */
-  readonly suspects: SuspectLane;
 }

@@ -62,8 +62,6 @@ export interface DriverScope {
    * the read's error, or, for a transient store failure, with why this node stopped driving.
    */
   awaitInbox(op: number): Promise<void>;
-  /** Waits for a durability barrier; a failed append means this node stops driving. */
-  awaitBarrier(): Promise<void>;
   /** Hands what the machine queued (records, status, a write this turn) to the journal. */
   carryOut(): void;
   /** Turns a journal failure into the reason this node stopped. */

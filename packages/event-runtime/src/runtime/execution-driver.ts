@@ -50,6 +50,8 @@ export class ExecutionDriver implements DriverScope, CommandSink {
    * time).
    */
   private completions: unknown[] | undefined;
+  /** The lane's release of each step holding it (made on first use: only interrupted steps). */
+  private lanes: Map<number, () => void> | undefined;
 
   /**
    * The driver is its operations' {@link DriverScope} itself (one object per execution rather
@@ -402,6 +404,27 @@ export class ExecutionDriver implements DriverScope, CommandSink {
     clock.setTimer(() => this.timerFired(op), wakeAtMs - clock.now(), { keepAlive: true });
   }
 
+  /**
+   * Command `acquireLane`: step `op` waits for the node's lane for interrupted steps (ADR 0031);
+   * answered by `laneAcquired` once it holds it.
+   */
+  acquireLane(op: number): void {
+    this.kernel.suspects.acquire().then((release) => {
+      this.lanes ??= new Map();
+      this.lanes.set(op, release);
+      this.machine.laneAcquired(op);
+      this.carryOut();
+    });
+  }
+
+  /** Command `releaseLane`: step `op` gives the lane back (once; again: nothing). */
+  releaseLane(op: number): void {
+    const release = this.lanes?.get(op);
+    if (release === undefined) return;
+    this.lanes?.delete(op);
+    release();
+  }
+
   /** Command `complete`: operation `op` goes on (with `value`, a child lookup's answer). */
   complete(op: number, value: unknown): void {
     this.takeCompletion(op, 1)?.(value);
@@ -450,16 +473,6 @@ export class ExecutionDriver implements DriverScope, CommandSink {
   /** Throws if the execution must not go on (stopped, cancelled, continued, or a rule broken). */
   interrupt(): void {
     this.machine.interrupt();
-  }
-
-  /** Waits for a durability barrier; a failed append means this node stops driving. */
-  async awaitBarrier(): Promise<void> {
-    try {
-      await this.journal.flush();
-    } catch (error) {
-      throw this.stopError(error);
-    }
-    this.interrupt();
   }
 
   private context(): FlowContext {

@@ -86,8 +86,15 @@ export interface CommandSink {
    */
   startSuccessor(op: number, successorId: string, input: JsonValue): void;
   /**
+   * Wait for the node's one lane for interrupted steps (ADR 0031) for step `op`: answer
+   * {@link ExecutionMachine.laneAcquired} once it holds it.
+   */
+  acquireLane(op: number): void;
+  /** Step `op` gives the lane back (a lane not held, or given back already: nothing). */
+  releaseLane(op: number): void;
+  /**
    * Operation `op` may go on: what it waited for (an inline timer, an inbox read, a child's start
-   * or lookup, a successor's start) happened. `value`: a child lookup's answer (undefined for the
+   * or lookup, a successor's start, a barrier, the lane) happened. `value`: a child lookup's answer (undefined for the
    * rest; what an inbox read learned is the machine's `inbox`).
    */
   complete(op: number, value: unknown): void;
@@ -110,6 +117,8 @@ const READ_INBOX = 9;
 const START_CHILD = 10;
 const LOOKUP_CHILD = 11;
 const START_SUCCESSOR = 12;
+const ACQUIRE_LANE = 13;
+const RELEASE_LANE = 14;
 
 /** What {@link ExecutionMachine.waitUntil} decided: the time has come, a timer is armed, or block. */
 export const WaitDecision = { due: 0, armed: 1, block: 2 } as const;
@@ -148,9 +157,9 @@ export class ExecutionMachine {
    */
   private awaitingEffects: number[] | undefined;
   /**
-   * Children and successors waiting for the durability of the records before them to start,
-   * flat: the op, the sequence that must be durable, the command (`START_CHILD`,
-   * `START_SUCCESSOR`), the id and the input each.
+   * Operations waiting for the durability of the records before them, flat: the op, the sequence
+   * that must be durable, the command that answers (`START_CHILD`, `START_SUCCESSOR`, or
+   * `COMPLETE` for a plain barrier), the id and the input each.
    */
   private awaitingStarts: unknown[] | undefined;
   /** The flow function returned or threw: an effect still waiting for its barrier never runs. */
@@ -275,18 +284,54 @@ export class ExecutionMachine {
     this.requestStart(successorOp, START_SUCCESSOR, successorId, input);
   }
 
-  private requestStart(op: number, kind: number, id: string, input: JsonValue): void {
+  /**
+   * Operation `op` (a step) may go on only once everything queued so far is durable (a failed
+   * attempt before its backoff, a completion before the lane is given back): queues a `barrier`;
+   * the {@link durable} input that covers it queues `complete{op}`, or `failOperation{op}` when
+   * the execution must not go on by then. The step counts as in flight itself.
+   */
+  requestDurable(op: number): void {
+    this.requestStart(op, COMPLETE, undefined, undefined);
+  }
+
+  /**
+   * Step `op` (an interrupted one) needs the node's lane to run alone: queues `acquireLane`,
+   * answered by {@link laneAcquired}. Not in flight meanwhile: an execution whose other waits
+   * all block may suspend while this one waits its turn (as before the command).
+   */
+  requestLane(op: number): void {
+    this.enqueue(ACQUIRE_LANE, op, undefined, undefined);
+  }
+
+  /** Input: step `op` holds the lane. Queues `complete{op}`. */
+  laneAcquired(op: number): void {
+    this.enqueue(COMPLETE, op, undefined, undefined);
+  }
+
+  /** Step `op` is done with the lane (its effect settled, or it will not run): `releaseLane`. */
+  releaseLane(op: number): void {
+    this.enqueue(RELEASE_LANE, op, undefined, undefined);
+  }
+
+  private requestStart(
+    op: number,
+    kind: number,
+    id: string | undefined,
+    input: JsonValue | undefined,
+  ): void {
     const upTo = this.nextSequence - 1;
-    this.inFlight++;
+    // A plain barrier's op counts itself in flight; a start is in flight until its answer.
+    if (kind !== COMPLETE) this.inFlight++;
     this.awaitingStarts ??= [];
     this.awaitingStarts.push(op, upTo, kind, id, input);
     this.enqueue(BARRIER, upTo, undefined, undefined);
   }
 
   /**
-   * Each start the durability up to `upTo` covers: its `startChild` / `startSuccessor`, or its
-   * `failOperation` when the execution must not go on. Unlike an effect, a start is carried out
-   * even once the flow function has ended: its record is in the log (as before, ADR 0046).
+   * Each start or barrier the durability up to `upTo` covers: its `startChild` / `startSuccessor`
+   * / `complete`, or its `failOperation` when the execution must not go on. Unlike an effect, a
+   * start is carried out even once the flow function has ended: its record is in the log (as
+   * before, ADR 0046).
    */
   private grantStarts(upTo: number): void {
     const waiting = this.awaitingStarts as unknown[];
@@ -310,7 +355,7 @@ export class ExecutionMachine {
       if (interruption === undefined) {
         this.enqueue(kind, op, id, input);
       } else {
-        this.inFlight--;
+        if (kind !== COMPLETE) this.inFlight--;
         this.enqueue(FAIL_OPERATION, op, interruption, undefined);
       }
     }
@@ -434,7 +479,7 @@ export class ExecutionMachine {
     const starts = this.awaitingStarts;
     if (starts !== undefined) {
       for (let at = 0; at < starts.length; at += 5) {
-        this.inFlight--;
+        if (starts[at + 2] !== COMPLETE) this.inFlight--;
         this.enqueue(FAIL_OPERATION, starts[at], reason, undefined);
       }
       starts.length = 0;
@@ -790,6 +835,10 @@ export class ExecutionMachine {
           sink.lookupChild(first as number, second as string);
         } else if (kind === START_SUCCESSOR) {
           sink.startSuccessor(first as number, second as string, third as JsonValue);
+        } else if (kind === ACQUIRE_LANE) {
+          sink.acquireLane(first as number);
+        } else if (kind === RELEASE_LANE) {
+          sink.releaseLane(first as number);
         } else {
           sink.failOperation(first as number, second);
         }

@@ -62,6 +62,8 @@ export type Command =
   | { kind: 'startChild'; op: number; childId: string; input: JsonValue }
   | { kind: 'lookupChild'; op: number; childId: string }
   | { kind: 'startSuccessor'; op: number; successorId: string; input: JsonValue }
+  | { kind: 'acquireLane'; op: number }
+  | { kind: 'releaseLane'; op: number }
   | { kind: 'complete'; op: number; value?: unknown };
 
 /** The machine's queued commands, taken out of its queue. */
@@ -83,6 +85,8 @@ export function commandsOf(machine: ExecutionMachine): Command[] {
     lookupChild: (op, childId) => void taken.push({ kind: 'lookupChild', op, childId }),
     startSuccessor: (op, successorId, input) =>
       void taken.push({ kind: 'startSuccessor', op, successorId, input }),
+    acquireLane: (op) => void taken.push({ kind: 'acquireLane', op }),
+    releaseLane: (op) => void taken.push({ kind: 'releaseLane', op }),
     complete: (op, value) =>
       void taken.push(
         value === undefined ? { kind: 'complete', op } : { kind: 'complete', op, value },
