@@ -1,6 +1,6 @@
 import type { LoomError } from '../errors.js';
-import type { Claim, ExecutionMachine } from './core/execution-machine.js';
-import type { ExecutionState, OperationKind } from './core/execution-state.js';
+import type { ExecutionMachine } from './core/execution-machine.js';
+import type { ExecutionState } from './core/execution-state.js';
 import type { DriverNode } from './driver-node.js';
 import type { ExecutionJournal } from './execution-journal.js';
 import type { LazyAbort } from './lazy-abort.js';
@@ -8,13 +8,16 @@ import type { Suspension } from './suspension.js';
 
 /**
  * What the flow's operations (steps, waits, children) may use of the driver that runs them.
- * The driver keeps its lifecycle state private and hands out only these.
+ * The driver keeps its lifecycle state private and hands out only these. Every I/O the
+ * operations wait for is now one of the machine's commands (ADR 0046, step 8); what is left here
+ * is the order of an operation's work (its awaits on `awaitCompletion`), which the flow binding
+ * takes over when this interface goes.
  */
 export interface DriverScope {
   readonly executionId: string;
   readonly state: ExecutionState;
   readonly journal: ExecutionJournal;
-  /** What the operations use of the node: clock, settings, store, links to other executions. */
+  /** What the operations use of the node: clock, settings, store. */
   readonly kernel: DriverNode;
   readonly suspension: Suspension;
   /** The execution's machine: what the operations decide without I/O, and what they record. */
@@ -31,17 +34,10 @@ export interface DriverScope {
    */
   readonly abort: LazyAbort;
   /**
-   * Claims the next operation index for `name` of `kind`, checking the log's record there.
-   * Throws `DUPLICATE_STEP_NAME`, `NON_DETERMINISM`, or why the execution must not go on.
-   */
-  claim(kind: OperationKind, name: unknown): Claim;
-  /**
    * Throws `CONTEXT_CLOSED` once the flow function returned or threw: an operation called after
    * that must not run its effect or record anything. `operation` and `name` go in the message.
    */
   ensureOpen(operation: string, name?: unknown): void;
-  /** True once the flow function returned or threw. */
-  ended(): boolean;
   /** Throws if the execution must not go on (stopped, cancelled, continued, or a rule broken). */
   interrupt(): void;
   /**

@@ -5,9 +5,9 @@ import { decodePayload, encodePayload } from '../internal/json-codec.js';
 import { waitKindsOf } from '../wait-kinds.js';
 import { ChildOperations } from './child-operations.js';
 import { childSettledSignal } from './child-settled-signal.js';
-import { type Claim, type CommandSink, ExecutionMachine } from './core/execution-machine.js';
+import { type CommandSink, ExecutionMachine } from './core/execution-machine.js';
 import type { ChildLookup, ExecutionOutcome } from './core/execution-outcome.js';
-import type { ExecutionState, OperationKind } from './core/execution-state.js';
+import type { ExecutionState } from './core/execution-state.js';
 import { applyTerminal, type Terminal } from './core/execution-terminal.js';
 import type { KernelEventType } from './core/kernel-events.js';
 import type { DriverScope } from './driver-scope.js';
@@ -83,11 +83,6 @@ export class ExecutionDriver implements DriverScope, CommandSink {
   private get children(): ChildOperations {
     this.childOps ??= new ChildOperations(this);
     return this.childOps;
-  }
-
-  /** DriverScope: true once the flow function returned or threw. */
-  ended(): boolean {
-    return this.machine.flowEnded;
   }
 
   /** DriverScope: returns once `wakeAtMs` has passed (see `WaitOperations.waitUntilDue`). */
@@ -502,11 +497,6 @@ export class ExecutionDriver implements DriverScope, CommandSink {
         return patched;
       },
     };
-  }
-
-  /** Claims the next operation index for `name` of `kind` (see {@link ExecutionMachine.claim}). */
-  claim(kind: OperationKind, name: unknown): Claim {
-    return this.machine.claim(kind, name);
   }
 
   /** `now`, `random`, `uuid`: recorded on first run, returned from the log on replay. */
