@@ -1,22 +1,23 @@
-import type { StoredSignal } from '../envelope.js';
 import type { LoomError } from '../errors.js';
-import type { Claim, ExecutionMachine } from './core/execution-machine.js';
-import type { ExecutionState, OperationKind } from './core/execution-state.js';
+import type { ExecutionMachine } from './core/execution-machine.js';
+import type { ExecutionState } from './core/execution-state.js';
 import type { DriverNode } from './driver-node.js';
 import type { ExecutionJournal } from './execution-journal.js';
-import type { Flow } from './flow.js';
 import type { LazyAbort } from './lazy-abort.js';
 import type { Suspension } from './suspension.js';
 
 /**
  * What the flow's operations (steps, waits, children) may use of the driver that runs them.
- * The driver keeps its lifecycle state private and hands out only these.
+ * The driver keeps its lifecycle state private and hands out only these. Every I/O the
+ * operations wait for is now one of the machine's commands (ADR 0046, step 8); what is left here
+ * is the order of an operation's work (its awaits on `awaitCompletion`), which the flow binding
+ * takes over when this interface goes.
  */
 export interface DriverScope {
   readonly executionId: string;
   readonly state: ExecutionState;
   readonly journal: ExecutionJournal;
-  /** What the operations use of the node: clock, settings, store, links to other executions. */
+  /** What the operations use of the node: clock, settings, store. */
   readonly kernel: DriverNode;
   readonly suspension: Suspension;
   /** The execution's machine: what the operations decide without I/O, and what they record. */
@@ -33,17 +34,10 @@ export interface DriverScope {
    */
   readonly abort: LazyAbort;
   /**
-   * Claims the next operation index for `name` of `kind`, checking the log's record there.
-   * Throws `DUPLICATE_STEP_NAME`, `NON_DETERMINISM`, or why the execution must not go on.
-   */
-  claim(kind: OperationKind, name: unknown): Claim;
-  /**
    * Throws `CONTEXT_CLOSED` once the flow function returned or threw: an operation called after
    * that must not run its effect or record anything. `operation` and `name` go in the message.
    */
   ensureOpen(operation: string, name?: unknown): void;
-  /** True once the flow function returned or threw. */
-  ended(): boolean;
   /** Throws if the execution must not go on (stopped, cancelled, continued, or a rule broken). */
   interrupt(): void;
   /**
@@ -52,23 +46,22 @@ export interface DriverScope {
    */
   waitUntil(op: number, wakeAtMs: number): Promise<void>;
   /**
-   * Resolves on the machine's `complete` command for operation `op` (an armed timer fired). Call
-   * before carrying out the command that asks for it.
+   * Resolves on the machine's `complete` command for operation `op` (an armed timer fired, an
+   * inbox read, a child's start or lookup, a successor's start returned), with the command's
+   * value (a child lookup's answer); rejects on its `failOperation`. Call before carrying out the
+   * command that asks for it.
    */
-  awaitCompletion(op: number): Promise<void>;
+  awaitCompletion(op: number): Promise<unknown>;
   /**
-   * Reads the inbox's new signals and returns every signal the driver has read, oldest first; the
-   * last one's id is a child wait's signal guard (ADR 0033). Count it as in flight.
+   * Reads the inbox's new signals for operation `op` into the machine's `inbox` (the machine's
+   * `readInbox` command, answered by its `inboxRead` input; in flight meanwhile). Rejects with
+   * the read's error, or, for a transient store failure, with why this node stopped driving.
    */
-  readInbox(): Promise<readonly StoredSignal[]>;
-  /** Waits for a durability barrier; a failed append means this node stops driving. */
-  awaitBarrier(): Promise<void>;
+  awaitInbox(op: number): Promise<void>;
   /** Hands what the machine queued (records, status, a write this turn) to the journal. */
   carryOut(): void;
   /** Turns a journal failure into the reason this node stopped. */
   stopError(error: unknown): LoomError;
-  /** The flow being driven (for its continue-as-new successor). */
-  flow(): Flow<never, unknown>;
   /** Ends the execution as continued by `successorId`, whatever the flow does next. */
   continueAs(successorId: string): void;
 }

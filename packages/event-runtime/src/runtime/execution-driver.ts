@@ -5,9 +5,9 @@ import { decodePayload, encodePayload } from '../internal/json-codec.js';
 import { waitKindsOf } from '../wait-kinds.js';
 import { ChildOperations } from './child-operations.js';
 import { childSettledSignal } from './child-settled-signal.js';
-import { type Claim, type CommandSink, ExecutionMachine } from './core/execution-machine.js';
-import type { ExecutionOutcome } from './core/execution-outcome.js';
-import type { ExecutionState, OperationKind } from './core/execution-state.js';
+import { type CommandSink, ExecutionMachine } from './core/execution-machine.js';
+import type { ChildLookup, ExecutionOutcome } from './core/execution-outcome.js';
+import type { ExecutionState } from './core/execution-state.js';
 import { applyTerminal, type Terminal } from './core/execution-terminal.js';
 import type { KernelEventType } from './core/kernel-events.js';
 import type { DriverScope } from './driver-scope.js';
@@ -16,6 +16,7 @@ import type { Flow, FlowContext } from './flow.js';
 import type { KernelContext } from './kernel-context.js';
 import { LazyAbort } from './lazy-abort.js';
 import { StepOperations } from './step-operations.js';
+import { isTransientStoreError } from './store-retry.js';
 import { Suspension } from './suspension.js';
 import { WaitOperations } from './wait-operations.js';
 
@@ -44,10 +45,13 @@ export class ExecutionDriver implements DriverScope, CommandSink {
   private childOps: ChildOperations | undefined;
   private runningFlow: Flow<never, unknown> | undefined;
   /**
-   * Operations waiting for the machine's `complete` (an inline timer), flat: the op and its
-   * promise's resolver each (made on first use; few at a time).
+   * Operations waiting for the machine's `complete` or `failOperation` (an inline timer, an inbox
+   * read), flat: the op and its promise's resolver and rejecter each (made on first use; few at a
+   * time).
    */
   private completions: unknown[] | undefined;
+  /** The lane's release of each step holding it (made on first use: only interrupted steps). */
+  private lanes: Map<number, () => void> | undefined;
 
   /**
    * The driver is its operations' {@link DriverScope} itself (one object per execution rather
@@ -81,32 +85,25 @@ export class ExecutionDriver implements DriverScope, CommandSink {
     return this.childOps;
   }
 
-  /** DriverScope: true once the flow function returned or threw. */
-  ended(): boolean {
-    return this.machine.flowEnded;
-  }
-
   /** DriverScope: returns once `wakeAtMs` has passed (see `WaitOperations.waitUntilDue`). */
   waitUntil(op: number, wakeAtMs: number): Promise<void> {
     return this.waits.waitUntilDue(op, wakeAtMs);
   }
 
-  /** DriverScope: resolves on the machine's `complete` for `op`. */
-  awaitCompletion(op: number): Promise<void> {
-    return new Promise<void>((resolve) => {
+  /** DriverScope: resolves on the machine's `complete` for `op`, rejects on its `failOperation`. */
+  awaitCompletion(op: number): Promise<unknown> {
+    return new Promise<unknown>((resolve, reject) => {
       this.completions ??= [];
-      this.completions.push(op, resolve);
+      this.completions.push(op, resolve, reject);
     });
   }
 
-  /** DriverScope: reads the inbox (see `WaitOperations.readInbox`). */
-  readInbox(): Promise<readonly StoredSignal[]> {
-    return this.waits.readInbox();
-  }
-
-  /** DriverScope: the flow being driven. */
-  flow(): Flow<never, unknown> {
-    return this.runningFlow as Flow<never, unknown>;
+  /** DriverScope: the machine reads the inbox's new signals for `op` (its `readInbox` command). */
+  awaitInbox(op: number): Promise<void> {
+    const read = this.awaitCompletion(op);
+    this.machine.requestInbox(op);
+    this.carryOut();
+    return read as Promise<void>;
   }
 
   /** DriverScope: ends the execution as continued by `successorId`. */
@@ -294,9 +291,106 @@ export class ExecutionDriver implements DriverScope, CommandSink {
     this.steps.runTransaction(op);
   }
 
-  /** Command `failOperation`: the step waiting to run its effect throws `error` instead. */
+  /**
+   * Command `failOperation`: the operation waiting for I/O (an inbox read), or else the step
+   * waiting to run its effect, throws `error` instead.
+   */
   failOperation(op: number, error: unknown): void {
-    this.steps.failOperation(op, error);
+    const reject = this.takeCompletion(op, 2);
+    if (reject !== undefined) reject(error);
+    else this.steps.failOperation(op, error);
+  }
+
+  /**
+   * Command `readInbox`: the store's inbox signals of this execution after `afterSignalId`, for
+   * operation `op`; answered by `inboxRead`, or by `operationFailed` (a transient store failure
+   * stops this node's driving, ADR 0010: found by the simulator, tools/dst).
+   */
+  readInbox(op: number, afterSignalId: number): void {
+    const { store } = this.kernel;
+    this.carryIo(
+      op,
+      () => store.readSignals(this.executionId, { afterSignalId }),
+      (signals) => this.machine.inboxRead(op, signals as StoredSignal[]),
+      true,
+    );
+  }
+
+  /**
+   * Command `startChild`: child `childId` of operation `op` starts (idempotent on its id; its
+   * `child.started` is durable); answered by `childStarted`, or by `operationFailed` (a transient
+   * store failure stops this node's driving: the parent resumes later, finds the child missing
+   * and starts it then).
+   */
+  startChild(op: number, childId: string, input: JsonValue): void {
+    const flow = this.children.flowOf(op);
+    const { links } = this.kernel;
+    const parent = { executionId: this.executionId, index: op };
+    this.carryIo(
+      op,
+      () => links.startChild(flow, input, childId, parent),
+      () => this.machine.childStarted(op),
+      true,
+    );
+  }
+
+  /** Command `lookupChild`: child `childId`'s outcome, answered by `childLookedUp`. */
+  lookupChild(op: number, childId: string): void {
+    const { links } = this.kernel;
+    this.carryIo(
+      op,
+      () => links.childOutcome(childId),
+      (found) => this.machine.childLookedUp(op, found as ChildLookup),
+      true,
+    );
+  }
+
+  /**
+   * Command `startSuccessor`: the continue-as-new successor starts (idempotent on its id);
+   * answered by `successorStarted`. Its store's failure is the flow's, transient or not (as
+   * before the command: ADR 0046).
+   */
+  startSuccessor(op: number, successorId: string, input: JsonValue): void {
+    const flow = this.runningFlow as Flow<never, unknown>;
+    const { links } = this.kernel;
+    this.carryIo(
+      op,
+      () => links.startSuccessor(flow, input, successorId, this.state),
+      () => this.machine.successorStarted(),
+      false,
+    );
+  }
+
+  /**
+   * Carries out the I/O of operation `op`'s command and feeds its answer back: `answered` (the
+   * machine's input, true when the execution may suspend now), or `operationFailed`, where a
+   * transient store failure stops this node's driving when `transientStops`.
+   */
+  private carryIo(
+    op: number,
+    io: () => Promise<unknown>,
+    answered: (value: unknown) => boolean,
+    transientStops: boolean,
+  ): void {
+    let running: Promise<unknown>;
+    try {
+      running = io();
+    } catch (error) {
+      running = Promise.reject(error);
+    }
+    running.then(
+      (value) => {
+        if (answered(value)) this.suspension.scheduleSuspendCheck();
+        this.carryOut();
+      },
+      (error: unknown) => {
+        const transient = transientStops && isTransientStoreError(error);
+        if (this.machine.operationFailed(op, error, transient))
+          this.stopped(this.machine.stoppedBy as LoomError);
+        else this.suspension.scheduleSuspendCheck();
+        this.carryOut();
+      },
+    );
   }
 
   /** Command `armTimer`: the node's clock wakes operation `op`; answered by `timerFired`. */
@@ -305,16 +399,46 @@ export class ExecutionDriver implements DriverScope, CommandSink {
     clock.setTimer(() => this.timerFired(op), wakeAtMs - clock.now(), { keepAlive: true });
   }
 
-  /** Command `complete`: operation `op` goes on. */
-  complete(op: number): void {
-    const completions = this.completions as unknown[];
-    for (let at = 0; at < completions.length; at += 2) {
+  /**
+   * Command `acquireLane`: step `op` waits for the node's lane for interrupted steps (ADR 0031);
+   * answered by `laneAcquired` once it holds it.
+   */
+  acquireLane(op: number): void {
+    this.kernel.suspects.acquire().then((release) => {
+      this.lanes ??= new Map();
+      this.lanes.set(op, release);
+      this.machine.laneAcquired(op);
+      this.carryOut();
+    });
+  }
+
+  /** Command `releaseLane`: step `op` gives the lane back (once; again: nothing). */
+  releaseLane(op: number): void {
+    const release = this.lanes?.get(op);
+    if (release === undefined) return;
+    this.lanes?.delete(op);
+    release();
+  }
+
+  /** Command `complete`: operation `op` goes on (with `value`, a child lookup's answer). */
+  complete(op: number, value: unknown): void {
+    this.takeCompletion(op, 1)?.(value);
+  }
+
+  /**
+   * Takes operation `op`'s entry out of the completions: its resolver (`slot` 1) or rejecter
+   * (`slot` 2); undefined when nothing waits for `op` there.
+   */
+  private takeCompletion(op: number, slot: 1 | 2): ((value: unknown) => void) | undefined {
+    const completions = this.completions;
+    if (completions === undefined) return undefined;
+    for (let at = 0; at < completions.length; at += 3) {
       if (completions[at] !== op) continue;
-      const resolve = completions[at + 1] as () => void;
-      completions.splice(at, 2);
-      resolve();
-      return;
+      const settle = completions[at + slot] as (value: unknown) => void;
+      completions.splice(at, 3);
+      return settle;
     }
+    return undefined;
   }
 
   /** Input `timerFired`: operation `op`'s inline wait is over. */
@@ -346,16 +470,6 @@ export class ExecutionDriver implements DriverScope, CommandSink {
     this.machine.interrupt();
   }
 
-  /** Waits for a durability barrier; a failed append means this node stops driving. */
-  async awaitBarrier(): Promise<void> {
-    try {
-      await this.journal.flush();
-    } catch (error) {
-      throw this.stopError(error);
-    }
-    this.interrupt();
-  }
-
   private context(): FlowContext {
     const abort = this.abort;
     return {
@@ -383,11 +497,6 @@ export class ExecutionDriver implements DriverScope, CommandSink {
         return patched;
       },
     };
-  }
-
-  /** Claims the next operation index for `name` of `kind` (see {@link ExecutionMachine.claim}). */
-  claim(kind: OperationKind, name: unknown): Claim {
-    return this.machine.claim(kind, name);
   }
 
   /** `now`, `random`, `uuid`: recorded on first run, returned from the log on replay. */

@@ -146,7 +146,16 @@ export class StepOperations {
     retry: ResolvedRetry | undefined,
   ): Promise<T> {
     const { machine } = this.scope;
-    const releaseLane = await this.scope.kernel.suspects.acquire();
+    const op = claim.index;
+    // The machine's `acquireLane`, answered once this step holds the node's lane.
+    const acquired = this.scope.awaitCompletion(op);
+    machine.requestLane(op);
+    this.scope.carryOut();
+    await acquired;
+    const releaseLane = (): void => {
+      machine.releaseLane(op);
+      this.scope.carryOut();
+    };
     try {
       this.scope.ensureOpen('step', name);
       const poisoned = stepInterrupted(machine, claim);
@@ -213,7 +222,7 @@ export class StepOperations {
           this.scope.carryOut();
           if (failed !== undefined) throw failed;
           // Durable before the backoff: a crash while it waits must not forget this attempt.
-          await this.scope.awaitBarrier();
+          await this.awaitDurable(claim.index);
           releaseLane?.();
           continue;
         }
@@ -226,7 +235,7 @@ export class StepOperations {
         }
         if (releaseLane !== undefined) {
           // The next interrupted step may crash the process: this completion is durable first.
-          await this.scope.awaitBarrier();
+          await this.awaitDurable(claim.index);
           releaseLane();
         }
         return value as T;
@@ -234,6 +243,17 @@ export class StepOperations {
         suspension.settleInFlight();
       }
     }
+  }
+
+  /**
+   * Resolves once everything step `op` recorded so far is durable (the machine's barrier and its
+   * `complete`); rejects with why the execution must not go on, or the broken journal's reason.
+   */
+  private awaitDurable(op: number): Promise<unknown> {
+    const durable = this.scope.awaitCompletion(op);
+    this.scope.machine.requestDurable(op);
+    this.scope.carryOut();
+    return durable;
   }
 
   /** The step's retry policy: its own, else the runtime's; undefined for one attempt. */

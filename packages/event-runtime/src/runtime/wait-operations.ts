@@ -1,10 +1,8 @@
-import type { StoredSignal } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { waitKindBits } from '../wait-kinds.js';
 import { WaitDecision } from './core/execution-machine.js';
 import {
   replaySignal,
-  SignalInbox,
   type SignalWait,
   signalOutcome,
   signalTimeoutAt,
@@ -14,7 +12,6 @@ import {
 import type { DriverScope } from './driver-scope.js';
 import { never } from './driver-support.js';
 import type { SignalWaitKind } from './flow.js';
-import { isTransientStoreError } from './store-retry.js';
 
 /** The index bit of each kind a signal wait may carry (ADR 0062). */
 const signalKindBits: Readonly<Record<string, number | undefined>> = {
@@ -25,15 +22,12 @@ const signalKindBits: Readonly<Record<string, number | undefined>> = {
 
 /**
  * `ctx.sleep`, `ctx.sleepUntil` and `ctx.waitForSignal`: durable waits. The machine decides what
- * they record (`wait-records.ts`); this reads the inbox and runs a short wait in memory. A wait
- * that cannot progress now blocks, and the execution suspends when nothing else runs.
+ * they record (`wait-records.ts`) and keeps the inbox's signals; this waits for its commands'
+ * answers (an inbox read, a short wait in memory). A wait that cannot progress now blocks, and
+ * the execution suspends when nothing else runs.
  */
 export class WaitOperations {
-  private readonly inbox: SignalInbox;
-
-  constructor(private readonly scope: DriverScope) {
-    this.inbox = new SignalInbox(scope.state.consumedSignals);
-  }
+  constructor(private readonly scope: DriverScope) {}
 
   /** `ctx.sleep` (`ms` from now) and `ctx.sleepUntil` (`atMs`): a durable timer. */
   async sleepUntil(
@@ -79,23 +73,16 @@ export class WaitOperations {
     if (claim.recorded?.status === 'completed') return replaySignal(machine, claim);
     const timeoutAtMs = signalTimeoutAt(machine, claim, timeoutMs, clock.now());
     this.scope.carryOut();
-    if (this.inbox.find(claim.name) === undefined) {
-      suspension.beginInFlight();
-      try {
-        await this.readInbox();
-      } finally {
-        suspension.settleInFlight();
-      }
-    }
+    if (machine.inbox.find(claim.name) === undefined) await this.scope.awaitInbox(claim.index);
     this.scope.interrupt();
     let outcome: SignalWait | undefined;
     try {
-      outcome = signalOutcome(machine, this.inbox, claim, timeoutAtMs, clock.now());
+      outcome = signalOutcome(machine, claim, timeoutAtMs, clock.now());
     } finally {
       this.scope.carryOut();
     }
     if (outcome !== undefined) return outcome;
-    return suspension.block(timeoutAtMs, this.inbox.newestSeen, kindBit);
+    return suspension.block(timeoutAtMs, machine.inbox.newestSeen, kindBit);
   }
 
   /**
@@ -114,26 +101,5 @@ export class WaitOperations {
       if (clock.now() >= wakeAtMs) return;
     }
     return suspension.block(wakeAtMs);
-  }
-
-  /**
-   * Reads the signals that came since the last look; returns every signal read so far, oldest
-   * first. A child wait about to block reads it for its suspension's guard (the child's end comes
-   * as a newer signal; ADR 0033). The caller counts it as in flight.
-   */
-  async readInbox(): Promise<readonly StoredSignal[]> {
-    let fresh: StoredSignal[];
-    try {
-      fresh = await this.scope.kernel.store.readSignals(this.scope.executionId, {
-        afterSignalId: this.inbox.newestSeen,
-      });
-    } catch (error) {
-      // A transient store failure is not the flow's to see: this node stops driving and resumes
-      // the execution from the log after a backoff, as after a failed append (ADR 0010). Thrown
-      // into the flow, it failed the execution (found by the simulator, tools/dst).
-      throw isTransientStoreError(error) ? this.scope.stopError(error) : error;
-    }
-    this.inbox.add(fresh);
-    return this.inbox.read;
   }
 }

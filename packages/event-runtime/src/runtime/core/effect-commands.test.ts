@@ -203,6 +203,66 @@ describe("the machine's effect commands", () => {
     expect(commandsOf(fenced)).toEqual([]);
   });
 
+  it('a failed attempt waits for the durable covering its step.attempt_failed before its backoff (complete), or fails with why the execution must not go on', () => {
+    const retry = { attempts: 3, retryable: undefined, delayMs: () => 100 };
+    const machine = machineOver(folded());
+    const claim = machine.claim('step', 'fetch');
+    stepStarted(machine, claim, undefined);
+    machine.requestEffect(claim.index, nextAttempt(machine, claim));
+    machine.durable(1);
+    commandsOf(machine);
+    expect(attemptThrew(machine, claim, 1, new Error('503'), retry, true, 0)).toBeUndefined();
+    machine.requestDurable(claim.index);
+    expect(commandsOf(machine).map((command) => command.kind)).toEqual(['append', 'barrier']);
+    // execution.started 0, step.started 1, step.attempt_failed 2.
+    machine.durable(1);
+    expect(commandsOf(machine)).toEqual([]);
+    machine.durable(2);
+    expect(commandsOf(machine)).toEqual([{ kind: 'complete', op: 0 }]);
+
+    machine.requestDurable(claim.index);
+    commandsOf(machine);
+    const reason = machine.cancel('by test');
+    machine.durable(2);
+    expect(commandsOf(machine)).toEqual([{ kind: 'failOperation', op: 0, error: reason }]);
+
+    const fenced = machineOver(folded());
+    fenced.requestDurable(0);
+    commandsOf(fenced);
+    fenced.appendFailed(new LoomError(ErrorCode.FENCE_STALE, 'stale', {}));
+    expect(commandsOf(fenced)).toMatchObject([
+      { kind: 'failOperation', op: 0, error: { code: ErrorCode.OWNERSHIP_LOST } },
+    ]);
+  });
+
+  it('an interrupted step asks for the lane, counts its interruption once it holds it, and gives it back', () => {
+    const machine = machineOver(folded([[EventType.stepStarted, { index: 0, name: 'a' }]]));
+    const a = machine.claim('step', 'a');
+    machine.requestLane(a.index);
+    expect(commandsOf(machine)).toEqual([{ kind: 'acquireLane', op: 0 }]);
+    // Waiting for the lane is not in flight: a blocked wait may suspend meanwhile.
+    machine.laneAcquired(a.index);
+    expect(commandsOf(machine)).toEqual([{ kind: 'complete', op: 0 }]);
+    expect(stepInterrupted(machine, a)).toBeUndefined();
+    machine.requestEffect(a.index, nextAttempt(machine, a));
+    machine.durable(2);
+    effectReturned(machine, a, 'done', undefined);
+    machine.requestDurable(a.index);
+    expect(commandsOf(machine).map((command) => command.kind)).toEqual([
+      'append',
+      'barrier',
+      'runEffect',
+      'append',
+      'barrier',
+    ]);
+    machine.durable(3);
+    machine.releaseLane(a.index);
+    expect(commandsOf(machine)).toEqual([
+      { kind: 'complete', op: 0 },
+      { kind: 'releaseLane', op: 0 },
+    ]);
+  });
+
   it('over 300 scripted interleavings of parallel steps, retries, interruptions and barriers, no runEffect precedes the durable covering its start record', () => {
     const retry = { attempts: 4, retryable: undefined, delayMs: () => 10 };
     let effectsRun = 0;

@@ -2,16 +2,20 @@
 // says there, why the execution must stop, and which events to record. It never awaits and never
 // calls out: what it wants written it queues as commands, which the driver (the shell) drains into
 // the journal after each call. Here: the cursor, the claim, the ending, recorded values, patches,
-// the terminal and the decision to suspend; a step's records are `step-records.ts`, over this
-// machine. Running a step's effect, and waits and children, are still the driver's operations'.
-import type { ExecutionStatus, JsonValue } from '../../envelope.js';
+// the terminal, the decision to suspend, when an effect may run and the inbox's signals; a step's
+// records are `step-records.ts`, a wait's `wait-records.ts`, a child's `child-records.ts`, over
+// this machine. The order of an operation's work is still the driver's operations' (ADR 0046,
+// step 8).
+import type { ExecutionStatus, JsonValue, StoredSignal } from '../../envelope.js';
 import { ErrorCode, isLoomError, LoomError } from '../../errors.js';
+import type { ChildLookup } from './execution-outcome.js';
 import type { ExecutionState, OperationKind, StepRecord } from './execution-state.js';
 import { type Terminal, terminalFor } from './execution-terminal.js';
 import { continuedAsNew, type FlowUnwind } from './flow-unwind.js';
 import { EventType, type KernelEventType } from './kernel-events.js';
 import { checkStepName } from './operation-names.js';
 import { encodeRecorded, recordedValue } from './recorded-values.js';
+import { SignalInbox } from './signal-inbox.js';
 
 /** An operation's place in the log: its index, its checked name, and what the log has there. */
 export interface Claim {
@@ -52,15 +56,52 @@ export interface CommandSink {
   /** Run the work of transactional step `op` now, with its `step.completed` in one transaction. */
   runTransaction(op: number): void;
   /**
-   * Step `op`, waiting to run its effect, will not: it throws `error` (why the execution must not
-   * go on: a `LoomError`, or a continue-as-new's unwind).
+   * Operation `op` will not go on: it throws `error`. A step waiting to run its effect: why the
+   * execution must not go on (a `LoomError`, or a continue-as-new's unwind); an operation waiting
+   * for I/O (an inbox read): what the I/O failed with, or why the machine stopped for it.
    */
   failOperation(op: number, error: unknown): void;
   /** Wake operation `op` at `wakeAtMs` (an inline wait): answer {@link ExecutionMachine.timerFired}. */
   armTimer(op: number, wakeAtMs: number): void;
-  /** Operation `op` may go on: what it waited for (an inline timer) happened. */
-  complete(op: number): void;
+  /**
+   * Read the execution's inbox signals newer than `afterSignalId` for operation `op`: answer
+   * {@link ExecutionMachine.inboxRead} with them, or {@link ExecutionMachine.operationFailed}.
+   */
+  readInbox(op: number, afterSignalId: number): void;
+  /**
+   * Start child `childId` of operation `op` (this execution's child at index `op`) with `input`,
+   * idempotently: `op`'s `child.started` is durable. Answer {@link ExecutionMachine.childStarted}
+   * or {@link ExecutionMachine.operationFailed}.
+   */
+  startChild(op: number, childId: string, input: JsonValue): void;
+  /**
+   * Look up child `childId`'s outcome for operation `op`: answer
+   * {@link ExecutionMachine.childLookedUp} or {@link ExecutionMachine.operationFailed}.
+   */
+  lookupChild(op: number, childId: string): void;
+  /**
+   * Start this execution's continue-as-new successor `successorId` with `input`, idempotently:
+   * everything recorded before is durable. Answer {@link ExecutionMachine.successorStarted} or
+   * {@link ExecutionMachine.operationFailed} (op {@link successorOp}).
+   */
+  startSuccessor(op: number, successorId: string, input: JsonValue): void;
+  /**
+   * Wait for the node's one lane for interrupted steps (ADR 0031) for step `op`: answer
+   * {@link ExecutionMachine.laneAcquired} once it holds it.
+   */
+  acquireLane(op: number): void;
+  /** Step `op` gives the lane back (a lane not held, or given back already: nothing). */
+  releaseLane(op: number): void;
+  /**
+   * Operation `op` may go on: what it waited for (an inline timer, an inbox read, a child's start
+   * or lookup, a successor's start, a barrier, the lane) happened. `value`: a child lookup's answer (undefined for the
+   * rest; what an inbox read learned is the machine's `inbox`).
+   */
+  complete(op: number, value: unknown): void;
 }
+
+/** The op a continue-as-new's successor start is answered for (it claims no operation index). */
+export const successorOp = -1;
 
 /** The kinds of queued commands, as stored in the queue. */
 const APPEND = 0;
@@ -72,6 +113,12 @@ const RUN_TRANSACTION = 5;
 const FAIL_OPERATION = 6;
 const ARM_TIMER = 7;
 const COMPLETE = 8;
+const READ_INBOX = 9;
+const START_CHILD = 10;
+const LOOKUP_CHILD = 11;
+const START_SUCCESSOR = 12;
+const ACQUIRE_LANE = 13;
+const RELEASE_LANE = 14;
 
 /** What {@link ExecutionMachine.waitUntil} decided: the time has come, a timer is armed, or block. */
 export const WaitDecision = { due: 0, armed: 1, block: 2 } as const;
@@ -109,6 +156,12 @@ export class ExecutionMachine {
    * the op, the sequence that must be durable, the attempt (0: a transaction) each.
    */
   private awaitingEffects: number[] | undefined;
+  /**
+   * Operations waiting for the durability of the records before them, flat: the op, the sequence
+   * that must be durable, the command that answers (`START_CHILD`, `START_SUCCESSOR`, or
+   * `COMPLETE` for a plain barrier), the id and the input each.
+   */
+  private awaitingStarts: unknown[] | undefined;
   /** The flow function returned or threw: an effect still waiting for its barrier never runs. */
   private flowDone = false;
   private cursor = 0;
@@ -134,6 +187,8 @@ export class ExecutionMachine {
   /** What the blocked waits wait for: bits of `waitKindBits` (ADR 0062). */
   private waitingFor = 0;
   private suspended = false;
+  /** The signals read from the inbox and those taken (made on the first signal or child wait). */
+  private signalInbox: SignalInbox | undefined;
 
   /**
    * Over `state`, whose next append gets sequence `nextSequence` (the journal's next; by default
@@ -184,6 +239,7 @@ export class ExecutionMachine {
    * its outcome).
    */
   durable(upTo: number): void {
+    if (this.awaitingStarts !== undefined && this.awaitingStarts.length > 0) this.grantStarts(upTo);
     const waiting = this.awaitingEffects;
     if (waiting === undefined || waiting.length === 0) return;
     let kept = 0;
@@ -204,6 +260,139 @@ export class ExecutionMachine {
         this.enqueue(attempt === 0 ? RUN_TRANSACTION : RUN_EFFECT, op, attempt, undefined);
     }
     waiting.length = kept;
+  }
+
+  /**
+   * Child `childId` of operation `op` is to start with `input` (its checked input; `child.started`
+   * queued, or read from the log). Queues a `barrier` over every append queued so far; the
+   * `startChild` follows only the {@link durable} input that covers it (no child starts before
+   * its parent's `child.started` is durable: a crash in between leaves a child the parent's log
+   * does not know), and a `failOperation` instead if the execution must not go on by then. In
+   * flight until its answer, {@link childStarted} or {@link operationFailed}.
+   */
+  requestChildStart(op: number, childId: string, input: JsonValue): void {
+    this.requestStart(op, START_CHILD, childId, input);
+  }
+
+  /**
+   * The continue-as-new successor `successorId` is to start with `input` (checked): as
+   * {@link requestChildStart}, behind the durability of everything recorded before (the
+   * successor's log starts where this one ends), answered by {@link successorStarted}; its op is
+   * {@link successorOp}.
+   */
+  requestSuccessorStart(successorId: string, input: JsonValue): void {
+    this.requestStart(successorOp, START_SUCCESSOR, successorId, input);
+  }
+
+  /**
+   * Operation `op` (a step) may go on only once everything queued so far is durable (a failed
+   * attempt before its backoff, a completion before the lane is given back): queues a `barrier`;
+   * the {@link durable} input that covers it queues `complete{op}`, or `failOperation{op}` when
+   * the execution must not go on by then. The step counts as in flight itself.
+   */
+  requestDurable(op: number): void {
+    this.requestStart(op, COMPLETE, undefined, undefined);
+  }
+
+  /**
+   * Step `op` (an interrupted one) needs the node's lane to run alone: queues `acquireLane`,
+   * answered by {@link laneAcquired}. Not in flight meanwhile: an execution whose other waits
+   * all block may suspend while this one waits its turn (as before the command).
+   */
+  requestLane(op: number): void {
+    this.enqueue(ACQUIRE_LANE, op, undefined, undefined);
+  }
+
+  /** Input: step `op` holds the lane. Queues `complete{op}`. */
+  laneAcquired(op: number): void {
+    this.enqueue(COMPLETE, op, undefined, undefined);
+  }
+
+  /** Step `op` is done with the lane (its effect settled, or it will not run): `releaseLane`. */
+  releaseLane(op: number): void {
+    this.enqueue(RELEASE_LANE, op, undefined, undefined);
+  }
+
+  private requestStart(
+    op: number,
+    kind: number,
+    id: string | undefined,
+    input: JsonValue | undefined,
+  ): void {
+    const upTo = this.nextSequence - 1;
+    // A plain barrier's op counts itself in flight; a start is in flight until its answer.
+    if (kind !== COMPLETE) this.inFlight++;
+    this.awaitingStarts ??= [];
+    this.awaitingStarts.push(op, upTo, kind, id, input);
+    this.enqueue(BARRIER, upTo, undefined, undefined);
+  }
+
+  /**
+   * Each start or barrier the durability up to `upTo` covers: its `startChild` / `startSuccessor`
+   * / `complete`, or its `failOperation` when the execution must not go on. Unlike an effect, a
+   * start is carried out even once the flow function has ended: its record is in the log (as
+   * before, ADR 0046).
+   */
+  private grantStarts(upTo: number): void {
+    const waiting = this.awaitingStarts as unknown[];
+    let kept = 0;
+    for (let at = 0; at < waiting.length; at += 5) {
+      const op = waiting[at];
+      const cover = waiting[at + 1] as number;
+      const kind = waiting[at + 2] as number;
+      const id = waiting[at + 3];
+      const input = waiting[at + 4];
+      if (cover > upTo) {
+        waiting[kept] = op;
+        waiting[kept + 1] = cover;
+        waiting[kept + 2] = kind;
+        waiting[kept + 3] = id;
+        waiting[kept + 4] = input;
+        kept += 5;
+        continue;
+      }
+      const interruption = this.interruption();
+      if (interruption === undefined) {
+        this.enqueue(kind, op, id, input);
+      } else {
+        if (kind !== COMPLETE) this.inFlight--;
+        this.enqueue(FAIL_OPERATION, op, interruption, undefined);
+      }
+    }
+    waiting.length = kept;
+  }
+
+  /** Input: child `op`'s start returned. Queues `complete{op}`; true when it may suspend now. */
+  childStarted(op: number): boolean {
+    return this.answered(op, undefined);
+  }
+
+  /** Input: the successor's start returned. Queues `complete{successorOp}`; see `childStarted`. */
+  successorStarted(): boolean {
+    return this.answered(successorOp, undefined);
+  }
+
+  /**
+   * Operation `op` (a child wait) needs child `childId`'s outcome: queues `lookupChild`, in
+   * flight until its answer, {@link childLookedUp} or {@link operationFailed}.
+   */
+  requestChildLookup(op: number, childId: string): void {
+    this.inFlight++;
+    this.enqueue(LOOKUP_CHILD, op, childId, undefined);
+  }
+
+  /**
+   * Input: child lookup `op` found `found` (the outcome, undefined while the child runs, or
+   * `childMissing`). Queues `complete{op, found}`; true when the execution may suspend now.
+   */
+  childLookedUp(op: number, found: ChildLookup): boolean {
+    return this.answered(op, found);
+  }
+
+  /** An I/O command of `op` answered: `complete{op, value}`, out of flight. */
+  private answered(op: number, value: unknown): boolean {
+    this.enqueue(COMPLETE, op, value, undefined);
+    return this.settleInFlight();
   }
 
   /**
@@ -231,13 +420,70 @@ export class ExecutionMachine {
   }
 
   /**
+   * The signals this execution has read from its inbox, and those its waits took (the log's
+   * taken ones among them): the machine is their one keeper.
+   */
+  get inbox(): SignalInbox {
+    this.signalInbox ??= new SignalInbox(this.state.consumedSignals);
+    return this.signalInbox;
+  }
+
+  /**
+   * Operation `op` (a signal or child wait) needs the inbox's newer signals: queues `readInbox`
+   * after the newest read so far. The read counts as in flight until its answer,
+   * {@link inboxRead} or {@link operationFailed}.
+   */
+  requestInbox(op: number): void {
+    this.inFlight++;
+    this.enqueue(READ_INBOX, op, this.inbox.newestSeen, undefined);
+  }
+
+  /**
+   * Input: operation `op`'s inbox read returned `signals`. They join the inbox (one read before
+   * is skipped), and `complete{op}` is queued. True when the execution may suspend now (see
+   * `settleInFlight`).
+   */
+  inboxRead(op: number, signals: readonly StoredSignal[]): boolean {
+    this.inbox.add(signals);
+    return this.answered(op, undefined);
+  }
+
+  /**
+   * Input: the I/O operation `op` waited for (an inbox read, a child's start or lookup, a
+   * successor's start) failed with `error`. A `transient`
+   * store failure is not the flow's to see: the machine stops for it (this node resumes the
+   * execution from the log after a backoff, ADR 0010) and the operation fails with that reason;
+   * any other error is the operation's, thrown into the flow. Queues `failOperation{op}`; true
+   * when this stopped the machine.
+   */
+  operationFailed(op: number, error: unknown, transient: boolean): boolean {
+    this.inFlight--;
+    if (!transient) {
+      this.enqueue(FAIL_OPERATION, op, error, undefined);
+      return false;
+    }
+    const stopped = this.stop(this.stopReason(error));
+    this.enqueue(FAIL_OPERATION, op, this.stopped, undefined);
+    return stopped;
+  }
+
+  /**
    * Input: an append failed (the journal broke: a stale fence, the store). Stops the machine for
-   * it (see {@link stopReason}) and fails every step waiting to run its effect with that reason.
+   * it (see {@link stopReason}) and fails every step waiting to run its effect, and every child
+   * or successor waiting to start, with that reason.
    * True when this stopped the machine (it had not stopped before).
    */
   appendFailed(error: unknown): boolean {
     const stopped = this.stop(this.stopReason(error));
     const reason = this.stopped as LoomError;
+    const starts = this.awaitingStarts;
+    if (starts !== undefined) {
+      for (let at = 0; at < starts.length; at += 5) {
+        if (starts[at + 2] !== COMPLETE) this.inFlight--;
+        this.enqueue(FAIL_OPERATION, starts[at], reason, undefined);
+      }
+      starts.length = 0;
+    }
     const waiting = this.awaitingEffects;
     if (waiting === undefined) return stopped;
     for (let at = 0; at < waiting.length; at += 3) {
@@ -580,7 +826,19 @@ export class ExecutionMachine {
         } else if (kind === ARM_TIMER) {
           sink.armTimer(first as number, second as number);
         } else if (kind === COMPLETE) {
-          sink.complete(first as number);
+          sink.complete(first as number, second);
+        } else if (kind === READ_INBOX) {
+          sink.readInbox(first as number, second as number);
+        } else if (kind === START_CHILD) {
+          sink.startChild(first as number, second as string, third as JsonValue);
+        } else if (kind === LOOKUP_CHILD) {
+          sink.lookupChild(first as number, second as string);
+        } else if (kind === START_SUCCESSOR) {
+          sink.startSuccessor(first as number, second as string, third as JsonValue);
+        } else if (kind === ACQUIRE_LANE) {
+          sink.acquireLane(first as number);
+        } else if (kind === RELEASE_LANE) {
+          sink.releaseLane(first as number);
         } else {
           sink.failOperation(first as number, second);
         }

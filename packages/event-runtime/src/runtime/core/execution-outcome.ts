@@ -16,6 +16,12 @@ export type ExecutionOutcome =
 export const childMissing: unique symbol = Symbol('child missing');
 
 /**
+ * A child lookup's answer: the child's outcome if it settled, undefined while it runs, and
+ * `childMissing` when it has no log.
+ */
+export type ChildLookup = ExecutionOutcome | undefined | typeof childMissing;
+
+/**
  * The fields of the `EXECUTION_FAILED` error `result()` rejects with: where the execution failed
  * and the error that failed it, as the log recorded it.
  */

@@ -58,7 +58,13 @@ export type Command =
   | { kind: 'runTransaction'; op: number }
   | { kind: 'failOperation'; op: number; error: unknown }
   | { kind: 'armTimer'; op: number; wakeAtMs: number }
-  | { kind: 'complete'; op: number };
+  | { kind: 'readInbox'; op: number; afterSignalId: number }
+  | { kind: 'startChild'; op: number; childId: string; input: JsonValue }
+  | { kind: 'lookupChild'; op: number; childId: string }
+  | { kind: 'startSuccessor'; op: number; successorId: string; input: JsonValue }
+  | { kind: 'acquireLane'; op: number }
+  | { kind: 'releaseLane'; op: number }
+  | { kind: 'complete'; op: number; value?: unknown };
 
 /** The machine's queued commands, taken out of its queue. */
 export function commandsOf(machine: ExecutionMachine): Command[] {
@@ -74,7 +80,17 @@ export function commandsOf(machine: ExecutionMachine): Command[] {
     runTransaction: (op) => void taken.push({ kind: 'runTransaction', op }),
     failOperation: (op, error) => void taken.push({ kind: 'failOperation', op, error }),
     armTimer: (op, wakeAtMs) => void taken.push({ kind: 'armTimer', op, wakeAtMs }),
-    complete: (op) => void taken.push({ kind: 'complete', op }),
+    readInbox: (op, afterSignalId) => void taken.push({ kind: 'readInbox', op, afterSignalId }),
+    startChild: (op, childId, input) => void taken.push({ kind: 'startChild', op, childId, input }),
+    lookupChild: (op, childId) => void taken.push({ kind: 'lookupChild', op, childId }),
+    startSuccessor: (op, successorId, input) =>
+      void taken.push({ kind: 'startSuccessor', op, successorId, input }),
+    acquireLane: (op) => void taken.push({ kind: 'acquireLane', op }),
+    releaseLane: (op) => void taken.push({ kind: 'releaseLane', op }),
+    complete: (op, value) =>
+      void taken.push(
+        value === undefined ? { kind: 'complete', op } : { kind: 'complete', op, value },
+      ),
   };
   machine.drain(sink);
   expect(machine.pending).toBe(false);

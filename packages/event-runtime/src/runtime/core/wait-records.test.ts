@@ -5,7 +5,6 @@ import { EventType } from './kernel-events.js';
 import { drained, executionId, folded, machineOver } from './machine-script.test-support.js';
 import {
   replaySignal,
-  SignalInbox,
   signalOutcome,
   signalTimeoutAt,
   timerDue,
@@ -60,8 +59,15 @@ describe("a wait's records", () => {
   });
 
   it('parallel waits take different signals of their name, never one the log says was taken', () => {
-    const live = machineOver(folded());
-    const inbox = new SignalInbox([1]);
+    // The log took signal 1 already (operation 0).
+    const live = machineOver(
+      folded([
+        [EventType.signalWaiting, { index: 0, name: 'early', timeoutAtMs: null }],
+        [EventType.signalReceived, { index: 0, name: 'early', signalId: 1, payload: 1 }],
+      ]),
+    );
+    expect(replaySignal(live, live.claim('signal', 'early'))).toMatchObject({ signalId: 1 });
+    const inbox = live.inbox;
     inbox.add([
       signal(1, 'go', 10),
       signal(2, 'go', 20),
@@ -76,22 +82,27 @@ describe("a wait's records", () => {
     const second = live.claim('signal', 'go');
     signalTimeoutAt(live, first, undefined, 0);
     signalTimeoutAt(live, second, undefined, 0);
-    expect(signalOutcome(live, inbox, first, null, 100)).toEqual({
+    expect(signalOutcome(live, first, null, 100)).toEqual({
       received: true,
       payload: 2,
       signalId: 2,
     });
-    expect(signalOutcome(live, inbox, second, null, 100)).toMatchObject({ signalId: 4 });
+    expect(signalOutcome(live, second, null, 100)).toMatchObject({ signalId: 4 });
     const third = live.claim('signal', 'go');
     signalTimeoutAt(live, third, undefined, 0);
     // Nothing left for it and no deadline: it blocks.
-    expect(signalOutcome(live, inbox, third, null, 100)).toBeUndefined();
+    expect(signalOutcome(live, third, null, 100)).toBeUndefined();
 
     const appended = drained(live);
-    const state = folded(appended);
-    expect(state.consumedSignals).toEqual([2, 4]);
-    expect(state.steps.slice(0, 2)).toEqual(live.state.steps.slice(0, 2));
+    const state = folded([
+      [EventType.signalWaiting, { index: 0, name: 'early', timeoutAtMs: null }],
+      [EventType.signalReceived, { index: 0, name: 'early', signalId: 1, payload: 1 }],
+      ...appended,
+    ]);
+    expect(state.consumedSignals).toEqual([1, 2, 4]);
+    expect(state.steps.slice(0, 3)).toEqual(live.state.steps.slice(0, 3));
     const replay = machineOver(state, true);
+    replay.claim('signal', 'early');
     expect(replaySignal(replay, replay.claim('signal', 'go'))).toEqual({
       received: true,
       payload: 2,
@@ -101,20 +112,19 @@ describe("a wait's records", () => {
 
   it('a signal that came at or after the deadline times the wait out and stays for a later wait; a clock past the deadline times it out too', () => {
     const live = machineOver(folded());
-    const inbox = new SignalInbox([]);
-    inbox.add([signal(7, 'reply', 2_000, { ok: true })]);
+    live.inbox.add([signal(7, 'reply', 2_000, { ok: true })]);
     const waiting = live.claim('signal', 'reply');
     expect(signalTimeoutAt(live, waiting, 1_000, 1_000)).toBe(2_000);
     // This node's clock says 1,500: the signal's arrival proves the deadline passed anyway.
-    expect(signalOutcome(live, inbox, waiting, 2_000, 1_500)).toEqual({ received: false });
+    expect(signalOutcome(live, waiting, 2_000, 1_500)).toEqual({ received: false });
     const later = live.claim('signal', 'reply');
     signalTimeoutAt(live, later, undefined, 3_000);
-    expect(signalOutcome(live, inbox, later, null, 3_000)).toMatchObject({ signalId: 7 });
+    expect(signalOutcome(live, later, null, 3_000)).toMatchObject({ signalId: 7 });
 
     const clockPast = live.claim('signal', 'never');
     signalTimeoutAt(live, clockPast, 10, 4_000);
-    expect(signalOutcome(live, inbox, clockPast, 4_010, 4_009)).toBeUndefined();
-    expect(signalOutcome(live, inbox, clockPast, 4_010, 4_010)).toEqual({ received: false });
+    expect(signalOutcome(live, clockPast, 4_010, 4_009)).toBeUndefined();
+    expect(signalOutcome(live, clockPast, 4_010, 4_010)).toEqual({ received: false });
 
     const appended = drained(live);
     expect(appended.filter(([type]) => type === EventType.signalTimedOut)).toEqual([

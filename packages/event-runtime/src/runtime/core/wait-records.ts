@@ -2,8 +2,9 @@
 // the execution's machine: when a timer is due and that it fired, when a signal wait times out,
 // which inbox signal a wait takes (never one a parallel wait took, never one that came at or
 // after its deadline: ADR 0042), and what a replay answers. Each function queues what it records
-// on the machine and applies it to the machine's state; the shell reads the inbox and arms the
-// in-memory timers.
+// on the machine and applies it to the machine's state; the signals come from the machine's inbox
+// (`SignalInbox`, filled by its `inboxRead` input); the shell reads the store's inbox and arms the
+// in-memory timers on the machine's commands.
 import type { JsonValue, StoredSignal } from '../../envelope.js';
 import { ErrorCode, LoomError } from '../../errors.js';
 import { decodePayload } from '../../internal/json-codec.js';
@@ -16,45 +17,6 @@ import { encodeRecorded, recordedValue, replayedValue } from './recorded-values.
 export type SignalWait =
   | { received: true; payload: JsonValue; signalId: number }
   | { received: false };
-
-/** The signals an execution's driver has read from its inbox, and those its waits consumed. */
-export class SignalInbox {
-  private readonly signals: StoredSignal[] = [];
-  private readonly consumed: Set<number>;
-
-  /** `consumed`: the signals the log says were taken already (the state's `consumedSignals`). */
-  constructor(consumed: readonly number[]) {
-    this.consumed = new Set(consumed);
-  }
-
-  /** Every signal read so far, oldest first. */
-  get read(): readonly StoredSignal[] {
-    return this.signals;
-  }
-
-  /** The newest signal id read (0: none): where the next read starts, and a suspension's guard. */
-  get newestSeen(): number {
-    return this.signals[this.signals.length - 1]?.signalId ?? 0;
-  }
-
-  /** Adds what a read returned (signals already read are skipped). */
-  add(fresh: readonly StoredSignal[]): void {
-    const newest = this.newestSeen;
-    for (const signal of fresh) if (signal.signalId > newest) this.signals.push(signal);
-  }
-
-  /** The first signal named `name` no wait has taken, if one was read. */
-  find(name: string): StoredSignal | undefined {
-    return this.signals.find(
-      (signal) => signal.name === name && !this.consumed.has(signal.signalId),
-    );
-  }
-
-  /** Marks `signalId` taken: no other wait gets it. */
-  consume(signalId: number): void {
-    this.consumed.add(signalId);
-  }
-}
 
 /**
  * A timer (`claim`) the flow asked for: when it is due. New: `atMs`, or `ms` after `nowMs` (the
@@ -136,7 +98,8 @@ export function signalTimeoutAt(
 }
 
 /**
- * What the signal wait (`claim`, timing out at `timeoutAtMs`) ends with, given the signals read:
+ * What the signal wait (`claim`, timing out at `timeoutAtMs`) ends with, given the signals the
+ * machine's inbox has read:
  * the first one of its name no other wait took, taken and queued as `signal.received`; or, when a
  * signal came at or after the deadline (proof it passed, whatever this node's clock says) or
  * `nowMs` is past it, the timeout, queued as `signal.timed_out` (with the late signal, which stays
@@ -145,11 +108,11 @@ export function signalTimeoutAt(
  */
 export function signalOutcome(
   machine: ExecutionMachine,
-  inbox: SignalInbox,
   claim: Claim,
   timeoutAtMs: number | null,
   nowMs: number,
 ): SignalWait | undefined {
+  const inbox = machine.inbox;
   const found = inbox.find(claim.name);
   const late = found !== undefined && timeoutAtMs !== null && found.at >= timeoutAtMs;
   const record = machine.state.steps[claim.index] as StepRecord;
