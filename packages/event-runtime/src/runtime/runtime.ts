@@ -133,7 +133,10 @@ export class KernelRuntime {
   }
 
   /**
-   * Start an execution of `flow`. Resolves once sequence 0 is durable. With a caller-chosen id
+   * Start an execution of `flow`. The code that runs is the flow registered here under
+   * `flow`'s name and version when there is one (the code a resume of the execution runs), not
+   * necessarily the object given; `flow` is registered when none is. Resolves once sequence 0 is
+   * durable. With a caller-chosen id
    * that already exists, no effect runs and the handle follows the existing execution; one that
    * another `start()` on this runtime is still writing resolves once that write is durable too
    * (and, if that start failed, starts the execution itself).

@@ -2,7 +2,8 @@
 // Postgres: flows whose names contain ':' get runs of their own from one event; a node of an older
 // release (an unversioned delivery flow) claims none of the events published now and leaves them to
 // a node of this version; an unversioned event (published by an older node) delivered here starts
-// the id an older node would, and a later event of its key answers that run.
+// the id an older node would, and a later event of its key answers that run; a key whose run id is
+// over the id limit refuses its flow only (and a legacy id that fits still starts).
 import { describe, expect, it } from 'vitest';
 import { sharedDatabases, until } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
@@ -155,6 +156,81 @@ for (const [name, make] of databases) {
         ]);
         const runs = await runtime.findExecutions({ flow: receipt });
         expect(runs.executions.map((execution) => execution.id)).toEqual([legacy]);
+      } finally {
+        await runtime.shutdown();
+        await database.drop();
+      }
+    });
+
+    it('a key whose run id is too long refuses its flow only, and an id of the other form too long is no run', async () => {
+      const database = await make();
+      // The legacy id of this key is exactly executionIdLengthMax; the length-prefixed one is over.
+      const longKey = (event: Keyed) =>
+        `${event.data.key}${'k'.repeat(200 - 'event:long:'.length - event.data.key.length)}`;
+      const long = defineFlow(
+        { name: 'long', trigger: { event: 'ids/long', idempotency: longKey } },
+        async (ctx, event: Keyed) => ctx.step('ran', () => event.id),
+      );
+      const short = defineFlow(
+        { name: 'short', trigger: { event: 'ids/long' } },
+        async (ctx, event: Keyed) => ctx.step('ran', () => event.id),
+      );
+      const errors: unknown[] = [];
+      const runtime = createRuntime({
+        backend: await database.open(),
+        closeBackend: name !== 'memory',
+        flows: [long, short],
+        eventDelivery: { pollMs: 20 },
+        onError: (error) => errors.push(error),
+      });
+      /** What the delivery of event `id` did, once it completed. */
+      const delivered = async (id: string) => {
+        const executionId = `queue:${eventsQueue}:${id}`;
+        await until(`delivery ${id} completed`, () =>
+          runtime.status(executionId).then(
+            (status) => status === 'completed',
+            () => false,
+          ),
+        );
+        return runtime.attach(executionId).result();
+      };
+      try {
+        const queues = runtime.queues;
+        if (queues === undefined) throw new Error('no queue store');
+        const old: Keyed = { name: 'ids/long', id: 'old-3', data: { key: 'a' }, publishedAtMs: 0 };
+        expect(legacyEventRunId('long', longKey(old))).toHaveLength(200);
+        // Published by an older node: its delivery there starts the legacy id, which fits; so does
+        // this one (the length-prefixed id it looks for first cannot exist).
+        await queues.enqueue({
+          queue: eventsQueue,
+          itemId: old.id,
+          flow: eventDispatchFlowName('ids/long'),
+          version: null,
+          input: old as never,
+        });
+        expect(await delivered(old.id)).toEqual([
+          { flow: 'long', executionId: legacyEventRunId('long', longKey(old)), existing: false },
+          { flow: 'short', executionId: legacyEventRunId('short', old.id), existing: false },
+        ]);
+        // Published now, same key: the legacy run is the one.
+        await runtime.publish({ name: 'ids/long', id: 'new-3', data: { key: 'a' } });
+        expect(await delivered('new-3')).toEqual([
+          { flow: 'long', executionId: legacyEventRunId('long', longKey(old)), existing: true },
+          { flow: 'short', executionId: eventRunId('short', 'new-3'), existing: false },
+        ]);
+        // Another key of that length, no legacy run: 'long' is refused, 'short' still starts.
+        await runtime.publish({ name: 'ids/long', id: 'new-4', data: { key: 'b' } });
+        const [refused, started] = (await delivered('new-4')) as Array<Record<string, unknown>>;
+        expect(refused).toMatchObject({ flow: 'long' });
+        expect(String(refused?.refused)).toContain('executionIdLengthMax');
+        expect(started).toEqual({
+          flow: 'short',
+          executionId: eventRunId('short', 'new-4'),
+          existing: false,
+        });
+        expect(errors.map((error) => (error as { code?: unknown }).code)).toEqual([
+          'INVALID_ARGUMENT',
+        ]);
       } finally {
         await runtime.shutdown();
         await database.drop();

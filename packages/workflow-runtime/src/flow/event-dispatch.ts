@@ -1,3 +1,4 @@
+import { Limits } from '@loom/event-runtime';
 import type { KernelRuntime } from '@loom/event-runtime/kernel';
 import { LoomError, WorkflowErrorCode } from '../errors.js';
 import { defineFlow } from './define-flow.js';
@@ -157,8 +158,18 @@ async function deliverTo(
     version === null
       ? [legacyEventRunId(flow.name, key), eventRunId(flow.name, key)]
       : [eventRunId(flow.name, key), legacyEventRunId(flow.name, key)];
-  if (await runOf(deps, other, flow.name)) {
+  // An id of the other form over the limit names no run: the length prefix makes the new form the
+  // longer, so a legacy id that fits (what an older node started) may have a new form that does not.
+  if (other.length <= Limits.executionIdLengthMax && (await runOf(deps, other, flow.name))) {
     return { flow: flow.name, executionId: other, existing: true };
+  }
+  // The key is the user's: an id over the limit refuses this flow, never the event's other flows
+  // (the store would refuse it on every attempt of the step).
+  if (executionId.length > Limits.executionIdLengthMax) {
+    return refuse(
+      `its run id is ${executionId.length} characters, over executionIdLengthMax ` +
+        `(${Limits.executionIdLengthMax}): shorten what its trigger.idempotency returns`,
+    );
   }
   const handle = await deps.kernel.start(flow, input, { executionId });
   return { flow: flow.name, executionId, existing: handle.existing === true };

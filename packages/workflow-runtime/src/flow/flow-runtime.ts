@@ -435,7 +435,10 @@ export class Runtime {
 
   /**
    * Start an execution after validating `input` against the flow's schema (nothing is written
-   * if it fails: `INVALID_INPUT` naming the issues). Idempotent on a caller-chosen id. A flow
+   * if it fails: `INVALID_INPUT` naming the issues). Idempotent on a caller-chosen id. The body
+   * that runs is the flow registered under `flow`'s name and version (the one a resume runs),
+   * registered from `flow` when none is: another definition of the same name and version (built
+   * again, with other closures) does not replace it; `register` it, or give it a new version. A flow
    * that declares `concurrency`, `throttle`, `singleton`, `idempotency` or `debounce` is refused with
    * `FLOW_CONTROL_NEEDS_QUEUE` (it holds only for queued runs: `enqueue` it).
    */

@@ -1,7 +1,8 @@
 // Singleton by key with `mode: 'cancel'` (ADR 0059) through the runtime: on memory, SQLite and
 // Postgres, a newer enqueue of a key cancels the key's running run from another runtime (its
 // cancel reason names the newer item), a waiting older item finishes cancelled without starting,
-// the newest runs after, and never two runs of the key are in flight.
+// the newest runs after, and never two runs of the key are in flight; an enqueuer whose cancel of
+// older runs comes after its own item finished never cancels a newer run.
 import { isLoomError, openMemory } from '@loom/event-runtime';
 import { createKernelRuntime } from '@loom/event-runtime/kernel';
 import { describe, expect, it } from 'vitest';
@@ -210,6 +211,79 @@ for (const [name, make] of shared) {
         await old.shutdown();
         await fresh.shutdown();
         if (b !== a) await a.close();
+        await database.drop();
+      }
+    });
+  });
+}
+
+// Finishes at once for n = 1, waits for n = 2: the newest start of a key, still running.
+const quickThenSlow = defineFlow(
+  {
+    name: 'slow-preview',
+    singleton: { key: (input: { doc: string; n: number }) => input.doc, mode: 'cancel' },
+  },
+  async (ctx, input) => {
+    await ctx.sleep(input.n === 1 ? 1 : 60_000);
+    return input.n;
+  },
+);
+
+for (const [name, make] of shared) {
+  describe(`singleton mode 'cancel' on ${name}: an enqueuer late to cancel`, () => {
+    it('an enqueue whose item finished before its cancel ran never cancels a newer run', async () => {
+      const database = await make();
+      const [a, b] = [await database.open(), await database.open()];
+      // The enqueuer's read of the key's items is held until released (a stalled process).
+      let release: () => void = () => undefined;
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const stalled = Object.create(b.queues) as typeof b.queues;
+      stalled.unfinishedOfPartition = async (queue, key) => {
+        await released;
+        return b.queues.unfinishedOfPartition(queue, key);
+      };
+      const late = createRuntime({
+        backend: Object.assign(Object.create(b), { queues: stalled }),
+        flows: [quickThenSlow],
+        timerPollMs: 20,
+        closeBackend: false,
+      });
+      const worker = createRuntime({ backend: a, flows: [quickThenSlow], timerPollMs: 20 });
+      try {
+        const partition = `singleton-cancel:${flowScopedKey('slow-preview', 'd')}`;
+        const enqueuing = late.enqueue('slow', quickThenSlow, { doc: 'd', n: 1 });
+        let first: string | undefined;
+        await until('the first item was written', async () => {
+          first = (await a.queues.unfinishedOfPartition('slow', partition))[0]?.itemId;
+          return first !== undefined;
+        });
+        // Its enqueuer stalls before cancelling older runs; a worker runs the item to its end.
+        worker.work('slow', { pollMs: 5, claimTtlMs: 60_000 });
+        await until(
+          'the first item finished',
+          async () => (await a.queues.get('slow', first as string))?.status === 'done',
+        );
+        // A newer start of the key, enqueued elsewhere, runs.
+        const newer = await worker.enqueue('slow', quickThenSlow, { doc: 'd', n: 2 });
+        const newerRun = queueExecutionId('slow', newer.itemId);
+        await until(
+          'the newer run waits',
+          async () => (await worker.status(newerRun).catch(() => undefined)) === 'running',
+        );
+        // The first enqueue's cancel of its older runs goes through only now: the newer one is not.
+        release();
+        await enqueuing;
+        expect(await worker.status(newerRun)).toBe('running');
+        expect((await a.events.read(newerRun)).map((event) => event.type)).not.toContain(
+          'execution.cancelled',
+        );
+      } finally {
+        release();
+        await late.shutdown();
+        await worker.shutdown();
+        if (b !== a) await b.close();
         await database.drop();
       }
     });

@@ -66,7 +66,8 @@ export async function newerOfSingleton(
  * item still pending is left to the worker that claims it, which completes it as cancelled
  * without starting it (only a claim holder can do that without racing a claim). An older item
  * claimed but not started yet has no execution to cancel: its worker checks for a newer item
- * after starting it and cancels it then.
+ * after starting it and cancels it then. If `newer` finished before this reads (the enqueuer
+ * stalled), it cancels nothing: the runs left may be of still newer items.
  */
 export async function supersedeOlder(
   queues: QueueStore,
@@ -77,7 +78,17 @@ export async function supersedeOlder(
 ): Promise<void> {
   const unfinished = await queues.unfinishedOfPartition(queue, key);
   const at = unfinished.findIndex((item) => item.itemId === newer);
-  await cancelRuns(cancel, unfinished.slice(0, at === -1 ? unfinished.length : at), newer);
+  if (at === -1) {
+    // Finished already (run, or replaced by a still newer item) before this read: the items left
+    // may be newer than it, and whatever was older was ended by the worker that started it (or
+    // is the newer item's to end). Only an item past the read's cap is still unfinished: then
+    // every item listed is older.
+    if ((await queues.get(queue, newer))?.status !== 'done') {
+      await cancelRuns(cancel, unfinished, newer);
+    }
+    return;
+  }
+  await cancelRuns(cancel, unfinished.slice(0, at), newer);
 }
 
 /**
