@@ -429,15 +429,10 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
     this.assertOpen();
     const { afterPosition, limit } = readAllOptions(options);
     await this.requireSchema();
-    if (afterPosition === 0) {
-      const rows = await this.run<PgEventRow>(this.sql.readAllFromStart, [limit], 'readAll');
-      return rows.map((row) => rowToEvent(rowFromPg(row)));
-    }
-    const rows = await this.run<PgReadAllRow>(
-      this.sql.readAllAfter,
-      [afterPosition, limit],
-      'readAll',
-    );
+    const rows =
+      afterPosition === 0
+        ? await this.run<PgReadAllRow>(this.sql.readAllFromStart, [limit], 'readAll')
+        : await this.run<PgReadAllRow>(this.sql.readAllAfter, [afterPosition, limit], 'readAll');
     if (rows[0]?.cursor_found !== true) {
       throw new LoomError(
         ErrorCode.INVALID_ARGUMENT,
@@ -446,6 +441,9 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
         { path: 'afterPosition', actual: afterPosition },
       );
     }
+    // Rows held back behind an open transaction: no notification is left to announce them once
+    // it ends, so the global subscriptions are woken again until none is held back.
+    this.notifications.readAllHeldBack(rows[0].held_back);
     const events: StoredEvent[] = [];
     for (const row of rows) {
       if (row.execution_id !== null) events.push(rowToEvent(rowFromPg(row as PgEventRow)));
