@@ -433,8 +433,9 @@ describe('PostgresEventStore: on a migrated schema', () => {
         await other.query('SELECT pg_current_xact_id()');
         const readsBefore = reads.length;
         await store.append(range(id, 0, 3));
-        // Two reads after the append: the notification's, then the late wake's 25 ms later
-        // (in poll mode: two ticks). Both ran while the transaction was open.
+        // Two reads after the append, both while the transaction was open: the notification's,
+        // then the wake-up 25 ms later (all the store ever did before: one late wake, then only
+        // the poll; in poll mode, two ticks). Then the transaction ends, and nothing is appended.
         await waitFor(() => reads.length >= readsBefore + 2, 'two reads after the append');
         await Promise.allSettled(reads);
         expect(delivered).toEqual([]);
