@@ -29,6 +29,11 @@ export class AppendSignal {
     return this.global.size > 0 || this.byExecution.size > 0;
   }
 
+  /** True when someone watches every append (a global subscription). */
+  get watchedGlobally(): boolean {
+    return this.global.size > 0;
+  }
+
   /** True when someone watches this execution in particular. */
   watching(executionId: string): boolean {
     return this.byExecution.has(executionId);
@@ -39,6 +44,11 @@ export class AppendSignal {
     for (const wake of this.global) wake();
     const set = this.byExecution.get(executionId);
     if (set !== undefined) for (const wake of set) wake();
+  }
+
+  /** Wakes the global watchers only (their reads may find what an earlier one could not). */
+  emitGlobal(): void {
+    for (const wake of this.global) wake();
   }
 
   /** Wakes every watcher (after appends whose executions are not known one by one). */

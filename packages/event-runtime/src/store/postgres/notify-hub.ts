@@ -2,30 +2,25 @@ import type { Pool } from 'pg';
 import type { Clock } from '../../clock.js';
 import { AppendSignal } from '../../internal/append-signal.js';
 import { BucketListener } from './bucket-listener.js';
+import { HeldBackWake } from './held-back-wake.js';
 import { bucketOf, channelName } from './notify-bucket.js';
 import { checkOut } from './pg-client.js';
 import { decodeNotify, notifyStatement, PostCommitNotifier } from './post-commit-notifier.js';
 
 /**
- * A second wake this long after a notification: readAll only returns rows below the snapshot
- * xmin, so a row whose notification arrives while another transaction is still open stays
- * hidden from the first re-read; most such transactions are over by then.
- */
-const lateWakeMs = 25;
-
-/**
  * Both ends of a schema's bucketed NOTIFY channels. Sending: committed appends are announced
  * after their commit by one {@link PostCommitNotifier} per store (ADR 0028), never inside the
  * appending transaction. Receiving: NOTIFYs become wake-ups of the store's subscriptions: global
- * watchers hear every append, an execution's watchers hear its own. The one listener connection
- * is created on the first watch.
+ * watchers hear every append, an execution's watchers hear its own, and global watchers are woken
+ * again, with backoff, for as long as their reads find rows held back behind an open transaction
+ * ({@link HeldBackWake}). The one listener connection is
+ * created on the first watch.
  */
 export class NotifyHub {
   private readonly signal = new AppendSignal();
   private readonly channels: readonly string[];
   private listener: BucketListener | undefined;
-  private readonly lateWakes = new Set<string>();
-  private cancelLateWake: (() => void) | undefined;
+  private readonly heldBack: HeldBackWake;
   private readonly notifier: PostCommitNotifier;
   /** Notifications received (for the store's stats). */
   received = 0;
@@ -36,6 +31,11 @@ export class NotifyHub {
     private readonly buckets: number,
     private readonly clock: Clock,
   ) {
+    this.heldBack = new HeldBackWake(
+      clock,
+      () => this.signal.watchedGlobally,
+      () => this.signal.emitGlobal(),
+    );
     this.channels = Array.from({ length: buckets }, (_, bucket) => channelName(schema, bucket));
     const statement = notifyStatement(schema);
     this.notifier = new PostCommitNotifier(async (channels, payloads) => {
@@ -87,10 +87,15 @@ export class NotifyHub {
     if (this.signal.watched) this.signal.emit(executionId);
   }
 
+  /** A readAll of the store ran and found rows held back, or none: see {@link HeldBackWake}. */
+  readAllHeldBack(heldBack: boolean): void {
+    this.heldBack.readAll(heldBack);
+  }
+
   /** Sends the announcements still pending, then closes the listener connection. */
   async close(): Promise<void> {
+    this.heldBack.close();
     await this.notifier.close();
-    this.cancelLateWake?.();
     await this.listener?.close();
   }
 
@@ -104,20 +109,13 @@ export class NotifyHub {
     return this.listener?.processId;
   }
 
-  /** A notification's payload is a JSON array of execution ids (see `encodeNotifies`). */
+  /**
+   * A notification's payload is a JSON array of execution ids (see `encodeNotifies`). A row it
+   * announces may still be held back from readAll when it arrives: the read it causes says so
+   * ({@link readAllHeldBack}), and the global watchers are woken again until it is not.
+   */
   private notified(payload: string): void {
     this.received++;
-    for (const executionId of decodeNotify(payload)) {
-      this.signal.emit(executionId);
-      this.lateWakes.add(executionId);
-    }
-    if (this.lateWakes.size === 0) return;
-    if (this.cancelLateWake !== undefined) return;
-    this.cancelLateWake = this.clock.setTimer(() => {
-      this.cancelLateWake = undefined;
-      const executionIds = [...this.lateWakes];
-      this.lateWakes.clear();
-      for (const id of executionIds) this.signal.emit(id);
-    }, lateWakeMs);
+    for (const executionId of decodeNotify(payload)) this.signal.emit(executionId);
   }
 }

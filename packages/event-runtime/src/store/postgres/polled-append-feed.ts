@@ -11,6 +11,12 @@ import { eventTipsStatement, readTips } from './tip-statements.js';
 export interface AppendFeedSource {
   watch(executionId: string | undefined, wake: () => void): () => void;
   appended(executionId: string): void;
+  /**
+   * A readAll of the store just ran: `heldBack` says whether it left committed rows behind an
+   * open transaction (see read-all-statement.ts). The global watchers must then read again after
+   * that transaction ends, which no notification will announce.
+   */
+  readAllHeldBack(heldBack: boolean): void;
   close(): Promise<void>;
   readonly sent: { statements: number; failures: number };
   readonly received: number;
@@ -59,6 +65,12 @@ export class PolledAppendFeed implements AppendFeedSource {
   appended(executionId: string): void {
     if (this.poller.watched) this.poller.emit(executionId);
   }
+
+  /**
+   * Nothing to do: every tick wakes the global watchers whatever moved (their readAll is the
+   * poll), so rows held back now are read on the first tick after their transaction ends.
+   */
+  readAllHeldBack(): void {}
 
   async close(): Promise<void> {
     this.poller.close();

@@ -62,6 +62,10 @@ async function readAllUntil(
   }
 }
 
+function eventsOf(executionId: string, events: StoredEvent[]): StoredEvent[] {
+  return events.filter((event) => event.executionId === executionId);
+}
+
 async function waitFor(check: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
@@ -387,6 +391,65 @@ describe('PostgresEventStore: on a migrated schema', () => {
       await subscription.close();
     }
   });
+
+  // A global subscription reads with readAll, which holds back every commit newer than the
+  // oldest transaction still open anywhere on the server. If that transaction outlives every
+  // wake-up the append caused, nothing but a poll would read again: with the poll off (listen,
+  // pollIntervalMs 0) the events were never delivered (issue 33's remote-wake flake).
+  const heldBackModes = [
+    { mode: 'listen, pollIntervalMs 0', options: { pollIntervalMs: 0 }, end: 'COMMIT' },
+    { mode: 'listen, pollIntervalMs 0', options: { pollIntervalMs: 0 }, end: 'ROLLBACK' },
+    {
+      mode: "'poll'",
+      options: { notifications: 'poll', pollIntervalMs: 50 },
+      end: 'COMMIT',
+    },
+  ] as const;
+  for (const { mode, options, end } of heldBackModes)
+    it(`a global subscription (${mode}) delivers events an open transaction held back once it ends (${end}), with no further append`, async () => {
+      const id = freshId('held');
+      const cursor = (await store.readAll()).at(-1)?.position ?? 0;
+      const follower = await PostgresEventStore.open({ connectionString: url, schema, ...options });
+      const delivered: StoredEvent[] = [];
+      const reads: Promise<StoredEvent[]>[] = [];
+      const realReadAll = follower.readAll.bind(follower);
+      vi.spyOn(follower, 'readAll').mockImplementation((readOptions) => {
+        const read = realReadAll(readOptions);
+        reads.push(read);
+        return read;
+      });
+      const subscription = follower.subscribe({ afterPosition: cursor }, (events) => {
+        delivered.push(...events.filter((event) => event.executionId === id));
+      });
+      const other = new pg.Client({ connectionString: url });
+      await other.connect();
+      try {
+        if (!('notifications' in options))
+          await waitFor(() => listenerProcessId(follower) !== undefined, 'the listener');
+        await waitFor(() => reads.length > 0, 'the catch-up read');
+        await Promise.allSettled(reads);
+        // Older than the appends below, and open across every wake-up they cause.
+        await other.query('BEGIN');
+        await other.query('SELECT pg_current_xact_id()');
+        const readsBefore = reads.length;
+        await store.append(range(id, 0, 3));
+        // Two reads after the append, both while the transaction was open: the notification's,
+        // then the wake-up 25 ms later (all the store ever did before: one late wake, then only
+        // the poll; in poll mode, two ticks). Then the transaction ends, and nothing is appended.
+        await waitFor(() => reads.length >= readsBefore + 2, 'two reads after the append');
+        await Promise.allSettled(reads);
+        expect(delivered).toEqual([]);
+        expect(eventsOf(id, await follower.readAll({ afterPosition: cursor }))).toEqual([]);
+        await other.query(end);
+        await waitFor(() => delivered.length === 3, 'delivery once the transaction ended');
+        expect(delivered.map((event) => event.sequence)).toEqual([0, 1, 2]);
+      } finally {
+        await other.query('ROLLBACK').catch(() => undefined);
+        await other.end();
+        await subscription.close();
+        await follower.close();
+      }
+    });
 
   it('pins the bucket hash, which every process on a schema must agree on', () => {
     // FNV-1a of "a" is 0xe40c292c; of "" the offset basis 0x811c9dc5.

@@ -21,8 +21,11 @@ export interface PostgresEventStoreOptions extends PgConnectionOptions {
    */
   notifications?: StoreNotifications;
   /**
-   * With `'listen'`: subscriptions also re-read this often, in case a notification was missed;
-   * 0 = never; default 1000. With `'poll'`: how often other processes' writes are looked for, an
+   * With `'listen'`: subscriptions also re-read this often, in case a notification was lost
+   * (its sender died after the commit, the listener connection dropped); 0 = never; default
+   * 1000. Events held back from `readAll` by another open transaction reach global
+   * subscriptions without it: they are re-read (25 ms, doubling to 1 s) until none is held back.
+   * With `'poll'`: how often other processes' writes are looked for, an
    * integer from `pollIntervalMsMin` (10) to `pollIntervalMsMax` (60,000); default 250.
    */
   pollIntervalMs?: number;
