@@ -108,7 +108,15 @@ for (const [name, make] of processTargets(directory, 'sgcancel')) {
         await createTables(backend);
         const flow = cancelSingletonFlow(undefined);
         const client = createRuntime({ backend, flows: [flow], timerPollMs: 0, recoverEveryMs: 0 });
-        const older = await client.enqueue(cancelQueue, flow, { id: 'r-0', tenant: 'acme' });
+        // The older run's work outlasts the later-release worker's start-up on a loaded box: with
+        // the 1.5 s default, the recovering node could finish the older run before that worker
+        // claimed the newer item (no overlap, nothing to cancel: the benign order ADR 0059
+        // allows), and the race this test is about would not happen.
+        const older = await client.enqueue(cancelQueue, flow, {
+          id: 'r-0',
+          tenant: 'acme',
+          workMs: 30_000,
+        });
         const olderRun = `queue:${cancelQueue}:${older.itemId}`;
 
         const doomed = startWorker(target, 'cancel');

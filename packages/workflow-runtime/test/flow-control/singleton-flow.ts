@@ -26,6 +26,11 @@ export function singletonFlow(backend: SqliteBackend | PostgresBackend | undefin
   );
 }
 
+/** A cancel-mode run's input: `workMs` is how long its work step takes (default 1.5 s). */
+export interface CancelInput extends TenantInput {
+  workMs?: number;
+}
+
 /**
  * The flow of the singleton `mode: 'cancel'` process test: a newer start of an account replaces
  * the unfinished one. Each run enters and exits through the recorder, so flowctl_running tells the
@@ -41,11 +46,14 @@ export function cancelSingletonFlow(
     {
       name: 'singleton-cancel-job',
       ...(version === undefined ? {} : { version }),
-      singleton: { key: (input: TenantInput) => input.tenant, mode: 'cancel' },
+      singleton: { key: (input: CancelInput) => input.tenant, mode: 'cancel' },
     },
-    async (ctx, input) => {
+    async (ctx, input: CancelInput) => {
       await ctx.step('enter', () => recorder?.enter(input, process.pid));
-      await ctx.step('work', () => new Promise<void>((resolve) => setTimeout(resolve, 1_500)));
+      await ctx.step(
+        'work',
+        () => new Promise<void>((resolve) => setTimeout(resolve, input.workMs ?? 1_500)),
+      );
       await ctx.step('exit', () => recorder?.exit(input, process.pid));
       return input.id;
     },
