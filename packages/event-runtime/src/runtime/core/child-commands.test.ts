@@ -16,21 +16,10 @@ import {
   commandsOf,
   executionId,
   folded,
+  generator,
   machineOver,
 } from './machine-script.test-support.js';
 import { stepStarted } from './step-records.js';
-
-/** A seeded generator (mulberry32): the same script for the same seed. */
-function generator(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 /**
  * The shell's side of a script: numbers the appends as the journal does, and checks every start

@@ -7,7 +7,13 @@ import type { JsonValue } from '../../envelope.js';
 import { ErrorCode, LoomError } from '../../errors.js';
 import type { Claim, ExecutionMachine } from './execution-machine.js';
 import { EventType } from './kernel-events.js';
-import { type Command, commandsOf, folded, machineOver } from './machine-script.test-support.js';
+import {
+  type Command,
+  commandsOf,
+  folded,
+  generator,
+  machineOver,
+} from './machine-script.test-support.js';
 import {
   attemptThrew,
   effectReturned,
@@ -22,18 +28,6 @@ const startRecords = new Set<string>([
   EventType.stepAttemptStarted,
   EventType.stepInterrupted,
 ]);
-
-/** A seeded generator (mulberry32): the same script for the same seed. */
-function generator(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 /**
  * The shell's side of a script: carries out the machine's commands the way the node does (each

@@ -107,3 +107,15 @@ export function drained(machine: ExecutionMachine): [string, JsonValue][] {
     return [command.type, command.payload];
   });
 }
+
+/** A seeded generator (mulberry32): the same script for the same seed. */
+export function generator(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
