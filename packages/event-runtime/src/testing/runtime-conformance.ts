@@ -1103,6 +1103,87 @@ export function runtimeConformance(
         await sibling?.release();
       });
 
+      /**
+       * A handed-off start (due at once) that `claimer` claimed through a store whose claim
+       * committed and whose answer was then lost (`STORE_UNAVAILABLE`): running in the index,
+       * leased by nobody, driven by nobody. `web` (the starter) stays alive, so no node is alone.
+       */
+      const lostClaim = async (claimer: KernelRuntime, flaky: FlakyEventStore, flow: Flow) => {
+        const sender = runtime({ nodeId: 'web', handOffStarts: true, leases: harness.leases });
+        const handle = await sender.start(flow, { tag: 'lost' });
+        const id = handle.executionId;
+        flaky.failNext({ claimsAfter: 1 });
+        expect(await codeOf(claimer.wakeDue())).toBe(ErrorCode.STORE_UNAVAILABLE);
+        expect(flaky.failed.claims).toBe(1);
+        const [row] = (await harness.store.findExecutions({ status: 'running' })).filter(
+          (summary) => summary.executionId === id,
+        );
+        expect(row?.claimedBy).toBe(claimer.nodeId);
+        expect(await harness.leases.get(id)).toBeUndefined();
+        expect(claimer.activeExecutions).toEqual([]);
+        return handle;
+      };
+      // Ten minutes: what is recovered within the test was not recovered for its quiet log.
+      const quietForeverMs = 600_000;
+
+      it("a claim whose answer was lost is resumed by its claimer's next recovery round, not after recoverQuietMs", async () => {
+        const ran: string[] = [];
+        const flow = stepsFlow('claim-lost-ack', 2, ran);
+        const flaky = new FlakyEventStore(harness.store);
+        const claimer = runtime({
+          nodeId: 'claimer',
+          store: flaky,
+          leases: harness.leases,
+          recoverQuietMs: quietForeverMs,
+          recoverEveryMs: 1_000,
+          flows: [flow as Flow<never, unknown>],
+        });
+        const recovered: string[] = [];
+        claimer.events.on('execution:recovered', (event) => recovered.push(event.executionId));
+        // Its boot round ran before anything was due.
+        await claimer.recover();
+        const handle = await lostClaim(claimer, flaky, flow as Flow);
+        const id = handle.executionId;
+        // Another live node leaves it alone while the claimer lives: the claimer's to take.
+        const peer = runtime({
+          nodeId: 'peer',
+          leases: harness.leases,
+          recoverQuietMs: quietForeverMs,
+          flows: [flow as Flow<never, unknown>],
+        });
+        expect(await peer.recover()).toEqual([]);
+        expect(recovered).toEqual([]);
+        await harness.clock.advance(1_000);
+        await until(() => recovered.includes(id), 'the claimer recovering its lost claim');
+        expect(await handle.result()).toEqual(['lost-0', 'lost-1']);
+        expect(ran).toEqual([`${id}:0`, `${id}:1`]);
+        expect(recovered).toEqual([id]);
+        expect(await harness.countRows(id)).toBe(6);
+      });
+
+      it('a lost claim of a dead claimer is taken over at once by another node', async () => {
+        const flow = stepsFlow('claim-lost-dead', 1);
+        const flaky = new FlakyEventStore(harness.store);
+        const claimer = runtime({
+          nodeId: 'doomed-claimer',
+          store: flaky,
+          leases: harness.leases,
+          recoverQuietMs: quietForeverMs,
+          flows: [flow as Flow<never, unknown>],
+        });
+        const handle = await lostClaim(claimer, flaky, flow as Flow);
+        await claimer.shutdown();
+        // Never seen alive by the rescuer: dead at once. `web` lives: not alone either.
+        const rescuer = runtime({
+          nodeId: 'rescuer',
+          leases: harness.leases,
+          recoverQuietMs: quietForeverMs,
+          flows: [flow as Flow<never, unknown>],
+        });
+        expect(await rescuer.recover()).toEqual([handle.executionId]);
+        expect(await handle.result()).toEqual(['lost-0']);
+      });
+
       it('a live node keeps its lazily started executions: another node recovers none of them', async () => {
         const hang = deferred();
         const flow = hangingOn(hang.promise);
