@@ -67,12 +67,13 @@ export class ExecutionRecovery implements RecoveryPort {
     // placement) stays due for a node that has it, instead of being claimed and stranded here.
     // (Past claimFlowsMax flows a claim takes every due execution, as before the filter.)
     const flows = this.kernel.flows.runnable();
+    // Only a node that claims its id names itself: one without (no lease store, `leaseMode:
+    // 'off'`) reads as dead to the others, who would then take what it drives at once.
+    const claimer = this.kernel.presence === undefined ? {} : { claimedBy: this.kernel.nodeId };
     const claimed = await store.claimDue(
       clock.now(),
       limit,
-      flows.length > Limits.claimFlowsMax
-        ? { claimedBy: this.kernel.nodeId }
-        : { flows, claimedBy: this.kernel.nodeId },
+      flows.length > Limits.claimFlowsMax ? claimer : { flows, ...claimer },
     );
     if (claimed.length === 0) return [];
     const { events, nodeId } = this.kernel;

@@ -1161,6 +1161,65 @@ export function runtimeConformance(
         expect(await harness.countRows(id)).toBe(6);
       });
 
+      it('a recovery round on the claimer while its timer poll is still leasing what it claimed leaves that to the poll: driven once', async () => {
+        const ran: string[] = [];
+        const flow = stepsFlow('claim-slow-ack', 1, ran);
+        const claimedInside = deferred();
+        const answer = deferred();
+        /** A claim that commits, then answers only once the test says so. */
+        class SlowClaimAnswer extends CountingEventStore {
+          override async claimDue(...args: Parameters<EventStore['claimDue']>) {
+            const claimed = await super.claimDue(...args);
+            claimedInside.resolve();
+            await answer.promise;
+            return claimed;
+          }
+        }
+        // The round's look at the lease (the execution is unleased then) lets the claim answer:
+        // the poll then leases it while the round decides.
+        let looked: ((executionId: string) => void) | undefined;
+        const leases: LeaseStore = {
+          acquireMany: (...args) => harness.leases.acquireMany(...args),
+          renewMany: (...args) => harness.leases.renewMany(...args),
+          releaseMany: (...args) => harness.leases.releaseMany(...args),
+          claimNode: (...args) => harness.leases.claimNode(...args),
+          liveNodes: (...args) => harness.leases.liveNodes(...args),
+          countLiveNodes: () => harness.leases.countLiveNodes(),
+          close: async () => undefined,
+          get: async (executionId) => {
+            const lease = await harness.leases.get(executionId);
+            looked?.(executionId);
+            return lease;
+          },
+        };
+        const claimer = runtime({
+          nodeId: 'slow-claimer',
+          store: new SlowClaimAnswer(harness.store),
+          leases,
+          recoverQuietMs: quietForeverMs,
+          flows: [flow as Flow<never, unknown>],
+        });
+        const sender = runtime({ nodeId: 'web', handOffStarts: true, leases: harness.leases });
+        const handle = await sender.start(flow, { tag: 'slow' });
+        const id = handle.executionId;
+        const waking = claimer.wakeDue();
+        await claimedInside.promise;
+        // Running and claimed here, not leased yet: what a lost answer leaves, but the poll lives.
+        const [row] = (await harness.store.findExecutions({ status: 'running' })).filter(
+          (summary) => summary.executionId === id,
+        );
+        expect(row?.claimedBy).toBe('slow-claimer');
+        looked = (executionId) => {
+          if (executionId === id) answer.resolve();
+        };
+        const round = claimer.recover();
+        expect(await waking).toEqual([id]);
+        expect(await round).toEqual([]);
+        expect(await handle.result()).toEqual(['slow-0']);
+        expect(ran).toEqual([`${id}:0`]);
+        expect(await harness.countRows(id)).toBe(4);
+      });
+
       it('a lost claim of a dead claimer is taken over at once by another node', async () => {
         const flow = stepsFlow('claim-lost-dead', 1);
         const flaky = new FlakyEventStore(harness.store);
