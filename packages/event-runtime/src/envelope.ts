@@ -121,6 +121,12 @@ export interface ExecutionSummary {
    * when that node is dead, rather than waiting for its log to go quiet.
    */
   startedBy: string | null;
+  /**
+   * The node whose `claimDue` (with `claimedBy`) flipped it to running, while no status change
+   * followed the claim; absent otherwise. Recovery treats such an unleased execution as that
+   * node's (ADR 0063).
+   */
+  claimedBy?: string;
   wakeAtMs: number | null;
   /**
    * While suspended: what it waits for, when the writer that suspended it said so (every kind
@@ -221,6 +227,13 @@ export interface ClaimDueOptions {
    * placement). Omitted: every due execution. At most `Limits.claimFlowsMax` entries.
    */
   readonly flows?: readonly FlowKey[];
+  /**
+   * The claiming node's id, recorded on each claimed row (`claimedBy` in the index) until the
+   * row's next status change: recovery treats a claimed execution that nobody leased as that
+   * node's, so a claim whose answer was lost is taken at once by the claimer or, once it is
+   * dead, by anyone (ADR 0063). Omitted: recorded as null (recovered as before).
+   */
+  readonly claimedBy?: string;
 }
 
 export interface ReadSignalsOptions {

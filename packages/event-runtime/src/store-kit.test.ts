@@ -29,6 +29,8 @@ import {
   checkExecutionId,
   checkPrune,
   checkUnclaimDue,
+  claimedByField,
+  claimedByOf,
   decodePayload,
   findExecutionsOptions,
   guardedWakeAtMs,
@@ -69,6 +71,8 @@ class MapEventStore implements EventStore {
   private readonly log: Array<StoredRow | undefined> = [];
   private readonly epochs = new Map<string, number>();
   private readonly index = new Map<string, IndexUpdate>();
+  /** claimDue's claimer per execution, until the next status change. */
+  private readonly claimedBy = new Map<string, string>();
   private readonly inboxes = new Map<string, Inbox>();
   private readonly appended = new AppendSignal();
   private readonly subscriptions: StoreSubscriptions;
@@ -116,6 +120,7 @@ class MapEventStore implements EventStore {
       const newest = this.inboxes.get(id)?.signals.length ?? 0;
       const wakeAtMs = guardedWakeAtMs(prepared.status, prepared.wakeOnSignalsAfter, newest);
       this.index.set(id, mergeIndexUpdate(this.index.get(id), { ...prepared.status, wakeAtMs }));
+      this.claimedBy.delete(id);
     }
     this.appended.emit(id);
     return stored;
@@ -158,6 +163,7 @@ class MapEventStore implements EventStore {
         return {
           ...{ executionId, createdAtMs, flow, settledAs, status, updatedAtMs, version, wakeAtMs },
           startedBy,
+          ...claimedByField(this.claimedBy.get(executionId)),
           ...waitingForOf(status, entry.waitingFor),
           lastEventAt: (rows[rows.length - 1] as StoredRow).at,
           nextSequence: rows.length,
@@ -213,6 +219,7 @@ class MapEventStore implements EventStore {
   async claimDue(nowMs: number, limit: number, options?: ClaimDueOptions): Promise<string[]> {
     this.assertOpen();
     const flows = checkClaimDue(nowMs, limit, options);
+    const claimedBy = claimedByOf(options);
     const runs = (flow: string | null, version: string | null) =>
       flows === undefined ||
       flow === null ||
@@ -229,6 +236,8 @@ class MapEventStore implements EventStore {
     const updatedAtMs = this.clock.now();
     for (const [id, entry] of due) {
       this.index.set(id, { ...entry, status: 'running', wakeAtMs: null, updatedAtMs });
+      if (claimedBy === null) this.claimedBy.delete(id);
+      else this.claimedBy.set(id, claimedBy);
     }
     return due.map(([id]) => id);
   }
@@ -240,6 +249,7 @@ class MapEventStore implements EventStore {
       const entry = this.index.get(id);
       if (entry?.status !== 'running') return false;
       this.index.set(id, { ...entry, status: 'suspended', wakeAtMs: nowMs, updatedAtMs });
+      this.claimedBy.delete(id);
       return true;
     });
   }

@@ -18,6 +18,7 @@
  *   are the errors of the `EventStore` contract, with their messages and fields.
  * - **argument checks** shared by every call: {@link readOptions}, {@link readAllOptions},
  *   {@link findExecutionsOptions}, {@link prepareSignal}, {@link checkClaimDue},
+ *   {@link claimedByOf} (the claimer a claim records, {@link claimedByField} to report it),
  *   {@link checkUnclaimDue}, …
  *
  * The conformance suites a backend must pass live in `@loom/event-runtime/testing`
@@ -35,7 +36,12 @@ export {
   admitAppend,
 } from './internal/admit-append.js';
 export { AppendSignal } from './internal/append-signal.js';
-export { checkClaimDue, checkUnclaimDue } from './internal/claim-due-arguments.js';
+export {
+  checkClaimDue,
+  checkUnclaimDue,
+  claimedByOf,
+} from './internal/claim-due-arguments.js';
+export { claimedByField } from './internal/claimed-by-field.js';
 export {
   type FindExecutionsWhere,
   findExecutionsWhere,

@@ -2,6 +2,7 @@ import type { ClaimDueOptions, FlowKey } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { Limits } from '../limits.js';
 import { checkExecutionId } from './check-execution-id.js';
+import { checkLeaseOwner } from './lease-input.js';
 
 /**
  * Checks `claimDue`'s arguments before they reach a `bigint` parameter (where a fraction or a
@@ -10,9 +11,10 @@ import { checkExecutionId } from './check-execution-id.js';
  */
 export function checkClaimDue(nowMs: number, limit: number): void;
 /**
- * The same checks, and `options.flows` (at most `Limits.claimFlowsMax` name/version pairs of
- * strings, version null for an unversioned flow); returns the flows to filter by, or undefined
- * for every due execution. Throws `INVALID_ARGUMENT`.
+ * The same checks, `options.claimedBy` (see {@link claimedByOf}) and `options.flows` (at most
+ * `Limits.claimFlowsMax` name/version pairs of strings, version null for an unversioned flow);
+ * returns the flows to filter by, or undefined for every due execution. Throws
+ * `INVALID_ARGUMENT`.
  */
 export function checkClaimDue(
   nowMs: number,
@@ -38,6 +40,7 @@ export function checkClaimDue(
       { path: 'limit', limit: 'readLimitMax', actual: limit },
     );
   }
+  claimedByOf(options);
   return claimFlows(options?.flows);
 }
 
@@ -70,6 +73,15 @@ export function claimFlows(
     }
   }
   return flows;
+}
+
+/**
+ * Checks `claimDue`'s `options.claimedBy` (a node id, as a lease owner) and returns it, or null
+ * when omitted. Throws `INVALID_ARGUMENT`.
+ */
+export function claimedByOf(options: ClaimDueOptions | undefined): string | null {
+  const claimedBy = options?.claimedBy;
+  return claimedBy === undefined ? null : checkLeaseOwner(claimedBy, 'options.claimedBy');
 }
 
 /**

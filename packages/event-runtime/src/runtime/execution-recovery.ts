@@ -42,11 +42,24 @@ export class ExecutionRecovery implements RecoveryPort {
   /** When this node last claimed its id again after losing it (clock ms). */
   private regainedAtMs: number | undefined;
   private confirmTimer: CancelTimer | undefined;
+  /** The `wakeDue` calls in flight here: what they claimed is theirs to resume until they end. */
+  private readonly waking = new Set<Promise<unknown>>();
 
   constructor(private readonly kernel: KernelContext) {}
 
-  /** Claims up to `limit` due suspended executions and resumes them; returns the ids resumed. */
-  async wakeDue(limit: number = wakeDueLimitDefault): Promise<string[]> {
+  /**
+   * Claims up to `limit` due suspended executions and resumes them; returns the ids resumed. The
+   * claim records this node as their claimer, so one whose answer never arrives (the connection
+   * or the primary was lost after the commit) is this node's to recover at once (ADR 0063).
+   */
+  wakeDue(limit: number = wakeDueLimitDefault): Promise<string[]> {
+    const waking = this.claimAndResume(limit);
+    this.waking.add(waking);
+    void waking.finally(() => this.waking.delete(waking)).catch(() => undefined);
+    return waking;
+  }
+
+  private async claimAndResume(limit: number): Promise<string[]> {
     const { store, clock } = this.kernel;
     // Others read this node as dead while its claim is lost: it takes no new work (ADR 0044).
     if (this.kernel.presence?.lost === true) return [];
@@ -54,10 +67,13 @@ export class ExecutionRecovery implements RecoveryPort {
     // placement) stays due for a node that has it, instead of being claimed and stranded here.
     // (Past claimFlowsMax flows a claim takes every due execution, as before the filter.)
     const flows = this.kernel.flows.runnable();
+    // Only a node that claims its id names itself: one without (no lease store, `leaseMode:
+    // 'off'`) reads as dead to the others, who would then take what it drives at once.
+    const claimer = this.kernel.presence === undefined ? {} : { claimedBy: this.kernel.nodeId };
     const claimed = await store.claimDue(
       clock.now(),
       limit,
-      flows.length > Limits.claimFlowsMax ? {} : { flows },
+      flows.length > Limits.claimFlowsMax ? claimer : { flows, ...claimer },
     );
     if (claimed.length === 0) return [];
     const { events, nodeId } = this.kernel;
@@ -144,6 +160,7 @@ export class ExecutionRecovery implements RecoveryPort {
       if (page.length === 0) break;
       after = page[page.length - 1]?.executionId as string;
       const orphans = await this.orphansOf(page, nowMs, alone);
+      orphans.push(...(await this.lostClaims(page)));
       for (const executionId of await this.resumeLeased(orphans, 'recovery')) {
         resumed.push(executionId);
         this.kernel.events.emit('execution:recovered', { nodeId: this.kernel.nodeId, executionId });
@@ -160,6 +177,7 @@ export class ExecutionRecovery implements RecoveryPort {
       flow: string | null;
       version: string | null;
       startedBy: string | null;
+      claimedBy?: string;
     }>,
     nowMs: number,
     alone: Alone,
@@ -187,9 +205,13 @@ export class ExecutionRecovery implements RecoveryPort {
       const lease: Lease | undefined = await leaseStore?.get(executionId);
       if (lease === undefined) {
         if (summary.lastEventAt <= nowMs - recoverQuietMs) quiet.add(executionId);
-        const starter = summary.startedBy;
+        // A claimed one suspended after its start: its claimer answers for it, not its starter.
+        const starter = summary.claimedBy ?? summary.startedBy;
         if (starter === null || presence?.claimed !== true) {
           if (quiet.has(executionId) || (await alone.isAlone())) orphans.push(executionId);
+        } else if (summary.claimedBy === nodeId) {
+          // Claimed here and not driven here: a claim whose answer was lost, unless a wakeDue
+          // still in flight holds it ({@link lostClaims} decides once those ended).
         } else if (starter === nodeId) {
           // A lazy start of our id, not driven here: an earlier incarnation of this node started
           // it and died before leasing it (this process holds the claim on the id now).
@@ -214,8 +236,9 @@ export class ExecutionRecovery implements RecoveryPort {
       const { live, dead } = await this.judgeOwners([...byOwner.keys()], nowMs);
       for (const [owner, { leased, started }] of byOwner) {
         if (live.has(owner)) {
-          // A live starter leases its lazy starts within lazyGraceMs: one unleased and quiet
-          // for recoverQuietMs is no longer driven there (as for a start of unknown origin).
+          // A live starter leases its lazy starts within lazyGraceMs (a live claimer its claims
+          // at once, or takes them back itself, see lostClaims): one unleased and quiet for
+          // recoverQuietMs is no longer driven there (as for a start of unknown origin).
           for (const executionId of started) if (quiet.has(executionId)) orphans.push(executionId);
         } else if (dead.has(owner)) {
           await this.releaseFor(owner, leased);
@@ -224,6 +247,41 @@ export class ExecutionRecovery implements RecoveryPort {
       }
     }
     return orphans;
+  }
+
+  /**
+   * The executions of `page` this node claimed (`claimedBy`) that nobody leased and that are not
+   * driven here: claims whose answer was lost (ADR 0063). The `wakeDue` calls in flight when the
+   * page was judged may still lease and resume what they claimed, so this waits for them to end,
+   * then checks each one again: a later claim cannot take a running execution, so what is still
+   * unleased and not driven here then is nobody's.
+   */
+  private async lostClaims(
+    page: ReadonlyArray<{
+      executionId: string;
+      flow: string | null;
+      version: string | null;
+      claimedBy?: string;
+    }>,
+  ): Promise<string[]> {
+    const { executions, leaseStore, presence, nodeId, flows } = this.kernel;
+    if (presence?.claimed !== true) return [];
+    const candidates = page
+      .filter(
+        (summary) =>
+          summary.claimedBy === nodeId &&
+          !executions.has(summary.executionId) &&
+          (summary.flow === null || flows.runs(summary.flow, summary.version)),
+      )
+      .map((summary) => summary.executionId);
+    if (candidates.length === 0) return [];
+    if (this.waking.size > 0) await Promise.allSettled([...this.waking]);
+    const lost: string[] = [];
+    for (const executionId of candidates) {
+      if (executions.has(executionId)) continue;
+      if ((await leaseStore?.get(executionId)) === undefined) lost.push(executionId);
+    }
+    return lost;
   }
 
   /**

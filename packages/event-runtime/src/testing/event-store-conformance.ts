@@ -1059,6 +1059,49 @@ export function eventStoreConformance(
         const running = await store.findExecutions({ status: 'running' });
         expect(running.map((row) => row.executionId)).toContain(id);
       });
+
+      it('claimDue records options.claimedBy until the next status change; unclaimDue clears it; omitted, none', async () => {
+        const kept = freshId('claimed-by-kept');
+        const appended = freshId('claimed-by-appended');
+        const given = freshId('claimed-by-given-back');
+        const anonymous = freshId('claimed-by-none');
+        const ids = [kept, appended, given, anonymous];
+        for (const id of ids) {
+          const wakeAtMs = id === anonymous ? 500 : 1_000;
+          await store.append([env(id, 0)], { status: 'suspended', wakeAtMs });
+        }
+        const claimedBy = async () =>
+          Object.fromEntries(
+            (await store.findExecutions({ limit: Limits.readLimitMax }))
+              .filter((row) => ids.includes(row.executionId))
+              .map((row) => [row.executionId, row.claimedBy]),
+          );
+        expect(await codeOf(store.claimDue(5_000, 100, { claimedBy: '' }))).toBe(
+          ErrorCode.INVALID_ARGUMENT,
+        );
+        expect(await codeOf(store.claimDue(5_000, 100, { claimedBy: 7 as never }))).toBe(
+          ErrorCode.INVALID_ARGUMENT,
+        );
+        expect(await claimedBy()).toEqual(Object.fromEntries(ids.map((id) => [id, undefined])));
+        expect(await store.claimDue(700, 100)).toContain(anonymous);
+        const claimed = await store.claimDue(5_000, 100, { claimedBy: 'node-a' });
+        expect(claimed.filter((id) => ids.includes(id)).sort()).toEqual(
+          [kept, appended, given].sort(),
+        );
+        // An append without a status change keeps the mark; one with a status change clears it.
+        await store.append([env(kept, 1)]);
+        await store.append([env(appended, 1)], { status: 'running' });
+        await store.unclaimDue([given], 6_000);
+        expect(await claimedBy()).toEqual({
+          [kept]: 'node-a',
+          [appended]: undefined,
+          [given]: undefined,
+          [anonymous]: undefined,
+        });
+        // Claimed again without a claimer: none recorded.
+        expect(await store.claimDue(6_000, 100)).toContain(given);
+        expect((await claimedBy())[given]).toBeUndefined();
+      });
     });
 
     section('claimDue kept to the flows a node runs (options.flows)', () => {

@@ -20,6 +20,11 @@ export interface FlakyPlan {
   transactions?: number;
   /** `read` calls to fail with `STORE_UNAVAILABLE` (a store that is still down). */
   reads?: number;
+  /**
+   * `claimDue` calls that claim (commit) and then fail with `STORE_UNAVAILABLE`: the
+   * acknowledgement is lost, as when the primary fails over after the commit.
+   */
+  claimsAfter?: number;
   /** The code the failures carry: a lost connection (default) or a lock timeout. */
   code?: 'STORE_UNAVAILABLE' | 'STORE_BUSY';
 }
@@ -32,7 +37,7 @@ export interface FlakyPlan {
  * offers no `appendBatch`, so every append meets the plan.
  */
 export class FlakyEventStore extends CountingEventStore {
-  private plan: Required<Pick<FlakyPlan, 'transactions' | 'reads' | 'code'>> & {
+  private plan: Required<Pick<FlakyPlan, 'transactions' | 'reads' | 'claimsAfter' | 'code'>> & {
     appends: Required<Omit<NonNullable<FlakyPlan['appends']>, 'executionId'>> & {
       executionId?: string;
     };
@@ -40,10 +45,11 @@ export class FlakyEventStore extends CountingEventStore {
     appends: { count: 0, mode: 'before', fromSequence: 0 },
     transactions: 0,
     reads: 0,
+    claimsAfter: 0,
     code: ErrorCode.STORE_UNAVAILABLE,
   };
   /** Calls failed so far, by kind. */
-  readonly failed = { appends: 0, transactions: 0, reads: 0 };
+  readonly failed = { appends: 0, transactions: 0, reads: 0, claims: 0 };
   declare readonly transact: TransactionalEventStore['transact'] | undefined;
 
   constructor(inner: ConstructorParameters<typeof CountingEventStore>[0]) {
@@ -69,6 +75,7 @@ export class FlakyEventStore extends CountingEventStore {
       appends: { fromSequence: 0, ...(plan.appends ?? { count: 0, mode: 'before' }) },
       transactions: plan.transactions ?? 0,
       reads: plan.reads ?? 0,
+      claimsAfter: plan.claimsAfter ?? 0,
       code: plan.code ?? ErrorCode.STORE_UNAVAILABLE,
     };
   }
@@ -88,6 +95,14 @@ export class FlakyEventStore extends CountingEventStore {
     this.failed.appends += 1;
     if (appends.mode === 'after') await super.append(envelopes, guard);
     throw this.failure('append');
+  }
+
+  override async claimDue(...args: Parameters<CountingEventStore['claimDue']>) {
+    const claimed = await super.claimDue(...args);
+    if (this.plan.claimsAfter === 0) return claimed;
+    this.plan.claimsAfter -= 1;
+    this.failed.claims += 1;
+    throw this.failure('claimDue');
   }
 
   override read(...args: Parameters<CountingEventStore['read']>) {

@@ -1103,6 +1103,146 @@ export function runtimeConformance(
         await sibling?.release();
       });
 
+      /**
+       * A handed-off start (due at once) that `claimer` claimed through a store whose claim
+       * committed and whose answer was then lost (`STORE_UNAVAILABLE`): running in the index,
+       * leased by nobody, driven by nobody. `web` (the starter) stays alive, so no node is alone.
+       */
+      const lostClaim = async (claimer: KernelRuntime, flaky: FlakyEventStore, flow: Flow) => {
+        const sender = runtime({ nodeId: 'web', handOffStarts: true, leases: harness.leases });
+        const handle = await sender.start(flow, { tag: 'lost' });
+        const id = handle.executionId;
+        flaky.failNext({ claimsAfter: 1 });
+        expect(await codeOf(claimer.wakeDue())).toBe(ErrorCode.STORE_UNAVAILABLE);
+        expect(flaky.failed.claims).toBe(1);
+        const [row] = (await harness.store.findExecutions({ status: 'running' })).filter(
+          (summary) => summary.executionId === id,
+        );
+        expect(row?.claimedBy).toBe(claimer.nodeId);
+        expect(await harness.leases.get(id)).toBeUndefined();
+        expect(claimer.activeExecutions).toEqual([]);
+        return handle;
+      };
+      // Ten minutes: what is recovered within the test was not recovered for its quiet log.
+      const quietForeverMs = 600_000;
+
+      it("a claim whose answer was lost is resumed by its claimer's next recovery round, not after recoverQuietMs", async () => {
+        const ran: string[] = [];
+        const flow = stepsFlow('claim-lost-ack', 2, ran);
+        const flaky = new FlakyEventStore(harness.store);
+        const claimer = runtime({
+          nodeId: 'claimer',
+          store: flaky,
+          leases: harness.leases,
+          recoverQuietMs: quietForeverMs,
+          recoverEveryMs: 1_000,
+          flows: [flow as Flow<never, unknown>],
+        });
+        const recovered: string[] = [];
+        claimer.events.on('execution:recovered', (event) => recovered.push(event.executionId));
+        // Its boot round ran before anything was due.
+        await claimer.recover();
+        const handle = await lostClaim(claimer, flaky, flow as Flow);
+        const id = handle.executionId;
+        // Another live node leaves it alone while the claimer lives: the claimer's to take.
+        const peer = runtime({
+          nodeId: 'peer',
+          leases: harness.leases,
+          recoverQuietMs: quietForeverMs,
+          flows: [flow as Flow<never, unknown>],
+        });
+        expect(await peer.recover()).toEqual([]);
+        expect(recovered).toEqual([]);
+        await harness.clock.advance(1_000);
+        await until(() => recovered.includes(id), 'the claimer recovering its lost claim');
+        expect(await handle.result()).toEqual(['lost-0', 'lost-1']);
+        expect(ran).toEqual([`${id}:0`, `${id}:1`]);
+        expect(recovered).toEqual([id]);
+        expect(await harness.countRows(id)).toBe(6);
+      });
+
+      it('a recovery round on the claimer while its timer poll is still leasing what it claimed leaves that to the poll: driven once', async () => {
+        const ran: string[] = [];
+        const flow = stepsFlow('claim-slow-ack', 1, ran);
+        const claimedInside = deferred();
+        const answer = deferred();
+        /** A claim that commits, then answers only once the test says so. */
+        class SlowClaimAnswer extends CountingEventStore {
+          override async claimDue(...args: Parameters<EventStore['claimDue']>) {
+            const claimed = await super.claimDue(...args);
+            claimedInside.resolve();
+            await answer.promise;
+            return claimed;
+          }
+        }
+        // The round's look at the lease (the execution is unleased then) lets the claim answer:
+        // the poll then leases it while the round decides.
+        let looked: ((executionId: string) => void) | undefined;
+        const leases: LeaseStore = {
+          acquireMany: (...args) => harness.leases.acquireMany(...args),
+          renewMany: (...args) => harness.leases.renewMany(...args),
+          releaseMany: (...args) => harness.leases.releaseMany(...args),
+          claimNode: (...args) => harness.leases.claimNode(...args),
+          liveNodes: (...args) => harness.leases.liveNodes(...args),
+          countLiveNodes: () => harness.leases.countLiveNodes(),
+          close: async () => undefined,
+          get: async (executionId) => {
+            const lease = await harness.leases.get(executionId);
+            looked?.(executionId);
+            return lease;
+          },
+        };
+        const claimer = runtime({
+          nodeId: 'slow-claimer',
+          store: new SlowClaimAnswer(harness.store),
+          leases,
+          recoverQuietMs: quietForeverMs,
+          flows: [flow as Flow<never, unknown>],
+        });
+        const sender = runtime({ nodeId: 'web', handOffStarts: true, leases: harness.leases });
+        const handle = await sender.start(flow, { tag: 'slow' });
+        const id = handle.executionId;
+        const waking = claimer.wakeDue();
+        await claimedInside.promise;
+        // Running and claimed here, not leased yet: what a lost answer leaves, but the poll lives.
+        const [row] = (await harness.store.findExecutions({ status: 'running' })).filter(
+          (summary) => summary.executionId === id,
+        );
+        expect(row?.claimedBy).toBe('slow-claimer');
+        looked = (executionId) => {
+          if (executionId === id) answer.resolve();
+        };
+        const round = claimer.recover();
+        expect(await waking).toEqual([id]);
+        expect(await round).toEqual([]);
+        expect(await handle.result()).toEqual(['slow-0']);
+        expect(ran).toEqual([`${id}:0`]);
+        expect(await harness.countRows(id)).toBe(4);
+      });
+
+      it('a lost claim of a dead claimer is taken over at once by another node', async () => {
+        const flow = stepsFlow('claim-lost-dead', 1);
+        const flaky = new FlakyEventStore(harness.store);
+        const claimer = runtime({
+          nodeId: 'doomed-claimer',
+          store: flaky,
+          leases: harness.leases,
+          recoverQuietMs: quietForeverMs,
+          flows: [flow as Flow<never, unknown>],
+        });
+        const handle = await lostClaim(claimer, flaky, flow as Flow);
+        await claimer.shutdown();
+        // Never seen alive by the rescuer: dead at once. `web` lives: not alone either.
+        const rescuer = runtime({
+          nodeId: 'rescuer',
+          leases: harness.leases,
+          recoverQuietMs: quietForeverMs,
+          flows: [flow as Flow<never, unknown>],
+        });
+        expect(await rescuer.recover()).toEqual([handle.executionId]);
+        expect(await handle.result()).toEqual(['lost-0']);
+      });
+
       it('a live node keeps its lazily started executions: another node recovers none of them', async () => {
         const hang = deferred();
         const flow = hangingOn(hang.promise);

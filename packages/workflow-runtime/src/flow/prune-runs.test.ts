@@ -120,9 +120,12 @@ for (const [backend, open] of backends) {
       // Once the parent has settled, its child goes too, in the next receipt of the chain.
       await clock.advance(3_600_000);
       await runtime.wakeDue();
+      // The poll resumes what it claimed one after the other: w-1 may end after p-1.
       await until(
-        async () => (await runtime.status('p-1')) === 'completed',
-        'the parent p-1 to complete after its sleep',
+        async () =>
+          (await runtime.status('p-1')) === 'completed' &&
+          (await runtime.status('w-1')) === 'completed',
+        'the parent p-1 and w-1 to complete after their sleeps',
         10_000,
       );
       const later = await runtime.prune({ endedBefore: clock.now() + 1 });

@@ -29,7 +29,8 @@ import type {
 } from '../../event-store.js';
 import { admitAppend } from '../../internal/admit-append.js';
 import { AppendSignal } from '../../internal/append-signal.js';
-import { checkClaimDue, checkUnclaimDue } from '../../internal/claim-due-arguments.js';
+import { checkClaimDue, checkUnclaimDue, claimedByOf } from '../../internal/claim-due-arguments.js';
+import { claimedByField } from '../../internal/claimed-by-field.js';
 import { matchesIndexFilter, mergeIndexUpdate } from '../../internal/index-filter.js';
 import { decodePayload } from '../../internal/json-codec.js';
 import {
@@ -79,6 +80,8 @@ export class InMemoryEventStore implements BatchAppendingEventStore {
   private readonly log: Array<StoredRow | undefined> = [];
   private readonly epochs = new Map<string, number>();
   private readonly index = new Map<string, IndexUpdate>();
+  /** The claimer of each execution a claim flipped to running, until its next status change. */
+  private readonly claimedBy = new Map<string, string>();
   private readonly signal = new AppendSignal();
   private readonly inboxes = new Map<string, Array<StoredSignal & { payloadText: string }>>();
   private readonly signalKeys = new Map<string, number>();
@@ -158,6 +161,7 @@ export class InMemoryEventStore implements BatchAppendingEventStore {
       const wakeAtMs = guardedWakeAtMs(prepared.status, prepared.wakeOnSignalsAfter, newest);
       const update = { ...prepared.status, wakeAtMs };
       this.index.set(executionId, mergeIndexUpdate(this.index.get(executionId), update));
+      this.claimedBy.delete(executionId);
     }
     this.signal.emit(executionId);
     return stored;
@@ -196,6 +200,7 @@ export class InMemoryEventStore implements BatchAppendingEventStore {
         flow: entry.flow,
         version: entry.version,
         startedBy: entry.startedBy,
+        ...claimedByField(this.claimedBy.get(executionId)),
         wakeAtMs: entry.wakeAtMs,
         ...waitingForOf(entry.status, entry.waitingFor),
         createdAtMs: entry.createdAtMs,
@@ -273,6 +278,7 @@ export class InMemoryEventStore implements BatchAppendingEventStore {
   async claimDue(nowMs: number, limit: number, options?: ClaimDueOptions): Promise<string[]> {
     this.assertOpen();
     const flows = checkClaimDue(nowMs, limit, options);
+    const claimedBy = claimedByOf(options);
     const runnable = flows === undefined ? undefined : flowsByName(flows);
     const due: Array<[string, number]> = [];
     for (const [executionId, entry] of this.index) {
@@ -298,6 +304,8 @@ export class InMemoryEventStore implements BatchAppendingEventStore {
         wakeAtMs: null,
         updatedAtMs: claimedAtMs,
       });
+      if (claimedBy === null) this.claimedBy.delete(executionId);
+      else this.claimedBy.set(executionId, claimedBy);
     }
     return claimed;
   }
@@ -311,6 +319,7 @@ export class InMemoryEventStore implements BatchAppendingEventStore {
       const entry = this.index.get(executionId);
       if (entry?.status !== 'running') continue;
       this.index.set(executionId, { ...entry, status: 'suspended', wakeAtMs: nowMs, updatedAtMs });
+      this.claimedBy.delete(executionId);
       unclaimed.push(executionId);
     }
     return unclaimed;
@@ -336,6 +345,7 @@ export class InMemoryEventStore implements BatchAppendingEventStore {
     for (const row of rows) this.log[row.position - 1] = undefined;
     this.executions.delete(executionId);
     this.index.delete(executionId);
+    this.claimedBy.delete(executionId);
     this.epochs.delete(executionId);
     this.inboxes.delete(executionId);
     const keyPrefix = `${executionId}\u0000`;

@@ -77,7 +77,7 @@ export function appendBatchStatement(quotedSchema: string, schema: string): PgSt
     a.version, a.created_at_ms, a.started_by, a.waiting_for
   FROM admitted a WHERE a.status IS NOT NULL
   ON CONFLICT (execution_id) DO UPDATE
-    SET status = excluded.status, waiting_for = excluded.waiting_for,
+    SET status = excluded.status, waiting_for = excluded.waiting_for, claimed_by = NULL,
         wake_at_ms = ${guardedWake(`(SELECT a.signals_after FROM admitted a WHERE a.execution_id = excluded.execution_id)`)},
         updated_at_ms = excluded.updated_at_ms, settled_as = excluded.settled_as
 )

@@ -40,7 +40,8 @@ export function appendStatement(
                        WHERE f.execution_id = $1::text FOR SHARE), 0) = $${next++}::bigint`
     : '';
   // flow, version, started_by and created_at_ms come from the append that starts the
-  // execution; a later status change keeps them (they are not in the DO UPDATE).
+  // execution; a later status change keeps them (they are not in the DO UPDATE). It clears
+  // claimed_by: a claim's mark lasts until the row's next status change (ADR 0063).
   const indexUpsert = shape.indexed
     ? `, indexed AS (
   INSERT INTO ${quotedSchema}.executions AS x
@@ -52,7 +53,7 @@ export function appendStatement(
   FROM inserted
   HAVING count(*) > 0
   ON CONFLICT (execution_id) DO UPDATE
-    SET status = excluded.status, waiting_for = excluded.waiting_for,
+    SET status = excluded.status, waiting_for = excluded.waiting_for, claimed_by = NULL,
         wake_at_ms = ${guardedWake(`$${next + 7}::bigint`)},
         updated_at_ms = excluded.updated_at_ms, settled_as = excluded.settled_as
 )`

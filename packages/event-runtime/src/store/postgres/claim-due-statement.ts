@@ -13,6 +13,9 @@ import { type PgStatement, statementName } from './pg-statement.js';
  * sequential scan of the whole index table against the candidates, and nothing would forbid a
  * plan that re-runs a LIMIT … SKIP LOCKED subquery (which could claim more than `$3`).
  *
+ * `$6` is the claiming node, recorded in `claimed_by` until the row's next status change (null:
+ * not recorded): recovery treats a claimed execution nobody leased as the claimer's (ADR 0063).
+ *
  * `$4`/`$5` (flow names and versions, side by side; null for every flow) keep to the executions
  * of flows the claimer runs, and to those whose flow the index does not know: a node never claims
  * what it cannot run, so the execution stays due for one that can. `IS NOT DISTINCT FROM`
@@ -25,7 +28,7 @@ export function claimDueStatement(quotedSchema: string, schema: string): PgState
   return {
     name: statementName(schema, 'claim-due'),
     text: `UPDATE ${quotedSchema}.executions x
-SET status = 'running', wake_at_ms = NULL, updated_at_ms = $1::bigint
+SET status = 'running', wake_at_ms = NULL, updated_at_ms = $1::bigint, claimed_by = $6::text
 WHERE x.execution_id = ANY (ARRAY(
     SELECT d.execution_id FROM ${quotedSchema}.executions d
     WHERE d.status = 'suspended' AND d.wake_at_ms <= $2::bigint
@@ -53,7 +56,7 @@ export function unclaimDueStatement(quotedSchema: string, schema: string): PgSta
   return {
     name: statementName(schema, 'unclaim-due'),
     text: `UPDATE ${quotedSchema}.executions
-SET status = 'suspended', wake_at_ms = $2::bigint, updated_at_ms = $1::bigint
+SET status = 'suspended', wake_at_ms = $2::bigint, updated_at_ms = $1::bigint, claimed_by = NULL
 WHERE execution_id = ANY ($3::text[]) AND status = 'running'
 RETURNING execution_id`,
   };

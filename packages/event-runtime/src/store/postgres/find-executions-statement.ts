@@ -1,4 +1,5 @@
 import type { ExecutionStatus, ExecutionSummary, SettledAs } from '../../envelope.js';
+import { claimedByField } from '../../internal/claimed-by-field.js';
 import { findExecutionsWhere } from '../../internal/find-executions-query.js';
 import type { FindExecutionsFilter } from '../../internal/read-options.js';
 import { waitingForOf } from '../../internal/waiting-for-of.js';
@@ -12,6 +13,7 @@ export interface PgExecutionRow {
   flow: string | null;
   version: string | null;
   started_by: string | null;
+  claimed_by: string | null;
   wake_at_ms: string | null;
   waiting_for: number | null;
   created_at_ms: string;
@@ -29,6 +31,7 @@ export function summaryFromPg(row: PgExecutionRow): ExecutionSummary {
     flow: row.flow,
     version: row.version,
     startedBy: row.started_by,
+    ...claimedByField(row.claimed_by),
     wakeAtMs: row.wake_at_ms === null ? null : Number(row.wake_at_ms),
     ...waitingForOf(row.status as ExecutionStatus, row.waiting_for),
     createdAtMs: Number(row.created_at_ms),
@@ -60,7 +63,7 @@ export function findExecutionsQuery(
     statement: {
       name: statementName(schema, `find-${where.shape}`),
       text: `SELECT x.execution_id, x.status, x.settled_as, x.flow, x.version, x.started_by,
-  x.wake_at_ms, x.waiting_for, x.created_at_ms, x.updated_at_ms, tail.at, tail.sequence
+  x.claimed_by, x.wake_at_ms, x.waiting_for, x.created_at_ms, x.updated_at_ms, tail.at, tail.sequence
 FROM ${quotedSchema}.executions x
 CROSS JOIN LATERAL (
   SELECT e.at, e.sequence FROM ${quotedSchema}.events e

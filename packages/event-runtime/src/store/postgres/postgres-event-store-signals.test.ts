@@ -325,8 +325,9 @@ describe('PostgresEventStore: claimDue', () => {
       await client.query('SET LOCAL enable_seqscan = off');
       const statement = claimDueStatement(quoteIdent(schema), schema);
       await client.query(`PREPARE claim_plan AS ${statement.text}`);
-      // Every flow, and kept to the flows a node runs (ADR 0043): the same scan either way.
-      for (const flows of ['NULL, NULL', "'{billing}', '{NULL}'"]) {
+      // Every flow, and kept to the flows a node runs (ADR 0043), with the claimer named or not
+      // (ADR 0063): the same scan either way.
+      for (const flows of ['NULL, NULL, NULL', "'{billing}', '{NULL}', 'node-a'"]) {
         const plan = await client.query(
           `EXPLAIN (COSTS OFF) EXECUTE claim_plan(1, 2, 3, ${flows})`,
         );

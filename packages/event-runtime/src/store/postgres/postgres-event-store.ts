@@ -26,7 +26,7 @@ import type {
   TransactionalEventStore,
   VerifyResult,
 } from '../../event-store.js';
-import { checkClaimDue, checkUnclaimDue } from '../../internal/claim-due-arguments.js';
+import { checkClaimDue, checkUnclaimDue, claimedByOf } from '../../internal/claim-due-arguments.js';
 import {
   chainEvents,
   checkExecutionId,
@@ -556,6 +556,7 @@ export class PostgresEventStore implements TransactionalEventStore, BatchAppendi
         limit,
         flows === undefined ? null : flows.map((flow) => flow.name),
         flows === undefined ? null : flows.map((flow) => flow.version),
+        claimedByOf(options),
       ],
       'claimDue',
     );

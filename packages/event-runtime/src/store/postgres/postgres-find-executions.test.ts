@@ -228,6 +228,7 @@ describe('PostgresEventStore: who started an execution, on an upgraded schema', 
         '0012-queue-flow-control',
         '0013-queue-debounce',
         '0014-waiting-for',
+        '0015-claimed-by',
       ],
     });
     const store = await PostgresEventStore.open({ connectionString: url, schema });
@@ -269,6 +270,7 @@ describe('PostgresEventStore: migration 10, the runs page orders', () => {
         '0012-queue-flow-control',
         '0013-queue-debounce',
         '0014-waiting-for',
+        '0015-claimed-by',
       ],
     });
     const indexes = await db.admin.query<{ indexname: string }>(
@@ -441,6 +443,7 @@ describe('PostgresEventStore: the signal mark on an upgraded schema', () => {
       '0012-queue-flow-control',
       '0013-queue-debounce',
       '0014-waiting-for',
+      '0015-claimed-by',
     ]);
     const marks = await db.admin.query(
       `SELECT execution_id, last_signal_id::int AS mark FROM ${quoted}.executions ORDER BY 1`,
@@ -497,6 +500,7 @@ describe('PostgresQueueStore: outcomes and stats on an upgraded schema', () => {
       '0012-queue-flow-control',
       '0013-queue-debounce',
       '0014-waiting-for',
+      '0015-claimed-by',
     ]);
     const queues = await PostgresQueueStore.open({ connectionString: url, schema });
     try {
@@ -537,6 +541,7 @@ describe('PostgresQueueStore: outcomes and stats on an upgraded schema', () => {
         '0012-queue-flow-control',
         '0013-queue-debounce',
         '0014-waiting-for',
+        '0015-claimed-by',
       ],
     });
     const queues = await PostgresQueueStore.open({ connectionString: url, schema });

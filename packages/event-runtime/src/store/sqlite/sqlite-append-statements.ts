@@ -12,7 +12,7 @@ const insertSql =
 /**
  * The execution index row an append writes. flow, version, created_at_ms and started_by come from
  * the append that starts the execution and are kept by later status changes (they are not in the
- * DO UPDATE).
+ * DO UPDATE). A status change clears claimed_by (a claim's mark lasts until then: ADR 0063).
  * waiting_for is a suspension's wait kinds as bits (null: not said, or not suspended).
  * The last two parameters are a suspension's `wakeOnSignalsAfter` (null without one), twice: with
  * a signal newer than it in the inbox, the suspension is due at once, its append's time (ADR
@@ -24,7 +24,7 @@ const upsertExecutionSql =
   'settled_as, flow, version, created_at_ms, started_by, waiting_for) ' +
   'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ' +
   'ON CONFLICT (execution_id) DO UPDATE SET status = excluded.status, ' +
-  'waiting_for = excluded.waiting_for, ' +
+  'waiting_for = excluded.waiting_for, claimed_by = NULL, ' +
   'wake_at_ms = CASE WHEN ? IS NOT NULL AND EXISTS (SELECT 1 FROM loom_signals s ' +
   'WHERE s.execution_id = excluded.execution_id AND s.signal_id > ?) ' +
   'THEN min(coalesce(excluded.wake_at_ms, excluded.updated_at_ms), excluded.updated_at_ms) ' +

@@ -2,13 +2,15 @@ import type Database from 'better-sqlite3';
 
 /**
  * Flips up to `limit` suspended executions due at `nowMs` (oldest wake first) to running, in one
- * statement under SQLite's write lock: each is claimed once. Parameters: claimed-at, now, the
+ * statement under SQLite's write lock: each is claimed once, its claimer recorded in `claimed_by`
+ * (null when not given; ADR 0063). Parameters: claimed-at, claimer, now, the
  * flows to claim (a JSON array of `[name, version]`, or null for every flow), limit. An execution
  * whose flow the index does not know (null) is claimed whatever the filter. `IS` compares
  * versions null-safely (an unversioned flow has version null).
  */
 const claimDueSql =
-  "UPDATE loom_executions SET status = 'running', wake_at_ms = NULL, updated_at_ms = @claimedAtMs " +
+  "UPDATE loom_executions SET status = 'running', wake_at_ms = NULL, updated_at_ms = @claimedAtMs, " +
+  'claimed_by = @claimedBy ' +
   'WHERE execution_id IN (SELECT d.execution_id FROM loom_executions d ' +
   "WHERE d.status = 'suspended' AND d.wake_at_ms <= @nowMs " +
   'AND (@flows IS NULL OR d.flow IS NULL OR EXISTS (SELECT 1 FROM json_each(@flows) f ' +
@@ -19,6 +21,8 @@ const claimDueSql =
 /** What the claimDue statement binds. */
 export interface ClaimDueParameters {
   claimedAtMs: number;
+  /** The claiming node (null: not recorded). */
+  claimedBy: string | null;
   nowMs: number;
   /** JSON `[[name, version], …]`, or null for every flow. */
   flows: string | null;
@@ -38,7 +42,7 @@ export function prepareClaimDueStatement(
  */
 const unclaimDueSql =
   "UPDATE loom_executions SET status = 'suspended', wake_at_ms = @nowMs, " +
-  'updated_at_ms = @unclaimedAtMs ' +
+  'updated_at_ms = @unclaimedAtMs, claimed_by = NULL ' +
   "WHERE execution_id IN (SELECT value FROM json_each(@ids)) AND status = 'running' " +
   'RETURNING execution_id';
 

@@ -30,7 +30,7 @@ import type {
 } from '../../event-store.js';
 import { admitAppend } from '../../internal/admit-append.js';
 import { AppendSignal } from '../../internal/append-signal.js';
-import { checkClaimDue, checkUnclaimDue } from '../../internal/claim-due-arguments.js';
+import { checkClaimDue, checkUnclaimDue, claimedByOf } from '../../internal/claim-due-arguments.js';
 import { findExecutionsWhere } from '../../internal/find-executions-query.js';
 import { decodePayload } from '../../internal/json-codec.js';
 import {
@@ -522,9 +522,11 @@ export class SqliteEventStore implements TransactionalEventStore, BatchAppending
   async claimDue(nowMs: number, limit: number, options?: ClaimDueOptions): Promise<string[]> {
     const statements = this.ready('claim due executions');
     const flows = checkClaimDue(nowMs, limit, options);
+    const claimedBy = claimedByOf(options);
     try {
       const rows = statements.claimDue.all({
         claimedAtMs: this.clock.now(),
+        claimedBy,
         nowMs,
         flows:
           flows === undefined

@@ -1,4 +1,5 @@
 import type { ExecutionStatus, ExecutionSummary, SettledAs } from '../../envelope.js';
+import { claimedByField } from '../../internal/claimed-by-field.js';
 import { waitingForOf } from '../../internal/waiting-for-of.js';
 
 /** A findExecutions row as better-sqlite3 returns it. */
@@ -9,6 +10,7 @@ export interface SqliteExecutionRow {
   flow: string | null;
   version: string | null;
   started_by: string | null;
+  claimed_by: string | null;
   wake_at_ms: number | null;
   waiting_for: number | null;
   created_at_ms: number;
@@ -25,7 +27,7 @@ export function findExecutionsSql(conditions: readonly string[]): string {
   // The tail row gives lastEventAt and nextSequence: one index probe per execution found.
   return (
     'SELECT x.execution_id, x.status, x.settled_as, x.flow, x.version, x.started_by, ' +
-    'x.wake_at_ms, x.waiting_for, x.created_at_ms, x.updated_at_ms, e.at, e.sequence FROM loom_executions x ' +
+    'x.claimed_by, x.wake_at_ms, x.waiting_for, x.created_at_ms, x.updated_at_ms, e.at, e.sequence FROM loom_executions x ' +
     'JOIN loom_events e ON e.execution_id = x.execution_id AND e.sequence = ' +
     '(SELECT max(sequence) FROM loom_events WHERE execution_id = x.execution_id) ' +
     `WHERE ${conditions.join(' AND ')} ORDER BY x.execution_id LIMIT ?`
@@ -41,6 +43,7 @@ export function summaryFromSqlite(row: SqliteExecutionRow): ExecutionSummary {
     flow: row.flow,
     version: row.version,
     startedBy: row.started_by,
+    ...claimedByField(row.claimed_by),
     wakeAtMs: row.wake_at_ms,
     ...waitingForOf(row.status as ExecutionStatus, row.waiting_for),
     createdAtMs: row.created_at_ms,

@@ -336,6 +336,18 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       -- it was no faster (page 0.53 vs 0.43 ms, counts 13 vs 10 ms): it would only cost writes.
     `,
   },
+  {
+    version: 14,
+    name: 'claimed-by',
+    sql: `
+      -- The node whose claimDue flipped a suspended execution to running (ADR 0063), cleared by
+      -- the row's next status change (an append's upsert, unclaimDue): recovery treats a claimed
+      -- execution nobody leased as the claimer's, so a claim whose answer was lost is taken at
+      -- once by the claimer, or by anyone once it is dead. NULL on older rows: recovered as before.
+      ALTER TABLE loom_executions ADD COLUMN claimed_by TEXT;
+      -- No index: recovery reads it on the running rows it already pages through.
+    `,
+  },
 ];
 
 /** The newest schema version this code knows. */

@@ -12,6 +12,7 @@ import { queuePartitionLimitsMigration } from './0011-queue-partition-limits.js'
 import { queueFlowControlMigration } from './0012-queue-flow-control.js';
 import { queueDebounceMigration } from './0013-queue-debounce.js';
 import { waitingForMigration } from './0014-waiting-for.js';
+import { claimedByMigration } from './0015-claimed-by.js';
 import type { PostgresMigration } from './postgres-migration.js';
 
 /** Every Postgres migration, oldest first. Append only: a shipped migration is never edited. */
@@ -30,6 +31,7 @@ export const postgresMigrations: readonly PostgresMigration[] = [
   queueFlowControlMigration,
   queueDebounceMigration,
   waitingForMigration,
+  claimedByMigration,
 ];
 
 /** The schema version this code writes and reads: the number of the newest migration. */
