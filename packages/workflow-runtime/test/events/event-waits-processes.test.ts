@@ -60,7 +60,7 @@ for (const [name, make] of databases) {
         await publisher.shutdown();
         await database.drop();
       }
-    }, 60_000);
+    });
 
     it('an event published in another process cancels the matching run in a worker, and no other', async () => {
       const database = await make();
@@ -97,7 +97,7 @@ for (const [name, make] of databases) {
         await publisher.shutdown();
         await database.drop();
       }
-    }, 60_000);
+    });
 
     it('a wait whose start write is held in its worker while another process delivers a matching event takes it once the write goes through', async () => {
       const database = await make();
@@ -133,6 +133,6 @@ for (const [name, make] of databases) {
         await deliverer.shutdown();
         await database.drop();
       }
-    }, 60_000);
+    });
   });
 }

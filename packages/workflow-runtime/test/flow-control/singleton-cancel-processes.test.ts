@@ -97,7 +97,7 @@ for (const [name, make] of processTargets(directory, 'sgcancel')) {
         await backend.close().catch(() => undefined);
         await drop();
       }
-    }, 60_000);
+    });
 
     it('the enqueuer SIGKILLed before its cancel, the older worker SIGKILLed too, recovery resuming the older run: it is cancelled before the newer starts, and never finishes', async () => {
       const { target, drop } = make();
@@ -172,6 +172,6 @@ for (const [name, make] of processTargets(directory, 'sgcancel')) {
         await backend.close().catch(() => undefined);
         await drop();
       }
-    }, 60_000);
+    });
   });
 }
