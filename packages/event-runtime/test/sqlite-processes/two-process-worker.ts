@@ -128,8 +128,9 @@ const sends = Array.from({ length: count }, async (_, index) => {
   }
 });
 await Promise.all([...starts, ...sends]);
-say({ fact: 'sent', ...counts });
-
+// The handler goes in before 'sent' is printed: the test sends SIGTERM once it reads 'sent', and a
+// SIGTERM that came between the two (this process descheduled after its write, on a loaded
+// machine) ended it by the signal's default action instead of a clean shutdown.
 process.on('SIGTERM', () => {
   void runtime
     .shutdown()
@@ -138,5 +139,10 @@ process.on('SIGTERM', () => {
     .then(() => {
       say({ fact: 'closed', ...counts });
       process.exit(0);
+    })
+    .catch((error: unknown) => {
+      process.stderr.write(`shutdown failed: ${String(error)}\n`);
+      process.exit(1);
     });
 });
+say({ fact: 'sent', ...counts });
