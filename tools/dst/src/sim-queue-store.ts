@@ -52,12 +52,13 @@ export class SimQueueStore implements QueueStore {
     return this.link.pass('claim', async () => {
       const items = await this.inner.claim(queue, options);
       const stats = await this.inner.queueStats(queue);
+      const all = await this.itemsOf(queue);
       this.link.recorder.claims.push({
         queue,
         claimedNow: stats.claimed,
         concurrencyMax: options.concurrencyMax,
-        keys: await this.keyedClaims(queue),
-        throttles: await this.throttledClaims(queue),
+        keys: this.keyedClaims(all),
+        throttles: this.throttledClaims(all),
         debounced: this.debouncedClaims(items),
         atMs: this.nowMs(),
       });
@@ -65,13 +66,32 @@ export class SimQueueStore implements QueueStore {
     });
   }
 
-  /** Items of each limited key under a live claim now, read straight from the shared store. */
-  private async keyedClaims(queue: string): Promise<ClaimObservation['keys']> {
+  /**
+   * Every item enqueued into `queue` so far, read straight from the shared store; an item read
+   * `done` is remembered (a done row never changes), so a long run does not decode its whole
+   * history again at every claim.
+   */
+  private async itemsOf(queue: string): Promise<QueueItem[]> {
+    const { finishedItems } = this.link.recorder;
+    const items: QueueItem[] = [];
+    for (const itemId of this.link.recorder.enqueued.get(queue) ?? []) {
+      let item = finishedItems.get(itemId);
+      if (item === undefined) {
+        item = await this.inner.get(queue, itemId);
+        if (item === undefined) continue;
+        if (item.status === 'done') finishedItems.set(itemId, item);
+      }
+      items.push(item);
+    }
+    return items;
+  }
+
+  /** Items of each limited key under a live claim now, among `items` (the queue's, just read). */
+  private keyedClaims(items: readonly QueueItem[]): ClaimObservation['keys'] {
     const byKey = new Map<string, { claimed: number; limit: number }>();
     const nowMs = this.nowMs();
-    for (const itemId of this.link.recorder.enqueued.get(queue) ?? []) {
-      const item = await this.inner.get(queue, itemId);
-      if (item?.partitionKey == null || item.partitionConcurrencyMax === null) continue;
+    for (const item of items) {
+      if (item.partitionKey === null || item.partitionConcurrencyMax === null) continue;
       const seen = byKey.get(item.partitionKey) ?? {
         claimed: 0,
         limit: item.partitionConcurrencyMax,
@@ -103,16 +123,10 @@ export class SimQueueStore implements QueueStore {
 
   /**
    * Items of each throttle key whose latest claim is within the key's window now (the shortest
-   * window and lowest count among its items), read straight from the shared store.
+   * window and lowest count among its items), among `all` (the queue's, just read).
    */
-  private async throttledClaims(
-    queue: string,
-  ): Promise<NonNullable<ClaimObservation['throttles']>> {
-    const items: QueueItem[] = [];
-    for (const itemId of this.link.recorder.enqueued.get(queue) ?? []) {
-      const item = await this.inner.get(queue, itemId);
-      if (item?.throttle != null) items.push(item);
-    }
+  private throttledClaims(all: readonly QueueItem[]): NonNullable<ClaimObservation['throttles']> {
+    const items = all.filter((item) => item.throttle !== null);
     const nowMs = this.nowMs();
     const byKey = new Map<string, { windowMs: number; limit: number }>();
     for (const { throttle } of items) {

@@ -1,4 +1,4 @@
-import type { AppendGuard, EventEnvelope, StoredEvent } from '@loom/event-runtime';
+import type { AppendGuard, EventEnvelope, QueueItem, StoredEvent } from '@loom/event-runtime';
 import type { FaultCounts } from '../faults.js';
 import { emptyFaultCounts } from '../faults.js';
 
@@ -68,6 +68,11 @@ export class Recorder {
   readonly claims: ClaimObservation[] = [];
   /** Queue → the ids of the items enqueued into it (by any node), for the per-key counts. */
   readonly enqueued = new Map<string, Set<string>>();
+  /**
+   * Items read back in the store's final state, `done` (the memory store never changes a done row
+   * again), by item id: the claim observations read each of them once instead of at every claim.
+   */
+  readonly finishedItems = new Map<string, QueueItem>();
   /**
    * Debounced item → the input (JSON) of the last enqueue the store applied to it, whether a
    * claim took it, and how many enqueues were applied to it after that (a store that updates a
