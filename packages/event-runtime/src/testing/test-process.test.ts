@@ -283,6 +283,42 @@ describe('TypeScript scripts run as their bundle', () => {
     expect(JSON.parse(await ran.line('{'))).toMatchObject({ value: 8 });
   });
 
+  it("a workspace package (@loom/*) is bundled in with its own import.meta; a package it imports resolves from where it lives, not from the script's package", async () => {
+    // @loom/fake-lib, installed in the script's package, imports only-beside-lib, which only
+    // fake-lib's own node_modules holds (as pnpm lays out a package's dependencies).
+    const lib = join(home, 'node_modules', '@loom', 'fake-lib');
+    const beside = join(lib, 'node_modules', 'only-beside-lib');
+    mkdirSync(beside, { recursive: true });
+    writeFileSync(
+      join(lib, 'package.json'),
+      '{ "name": "@loom/fake-lib", "type": "module", "main": "index.js" }',
+    );
+    writeFileSync(
+      join(lib, 'index.js'),
+      "import { answer } from 'only-beside-lib';\nexport const libDir = import.meta.dirname;\nexport const fromBeside = answer;\n",
+    );
+    writeFileSync(
+      join(beside, 'package.json'),
+      '{ "name": "only-beside-lib", "type": "module", "main": "index.js" }',
+    );
+    writeFileSync(join(beside, 'index.js'), 'export const answer = 42;\n');
+    const script = join(home, 'uses-lib.ts');
+    writeFileSync(
+      script,
+      "import { fromBeside, libDir } from '@loom/fake-lib';\nconsole.log(JSON.stringify({ libDir, fromBeside }));\n",
+    );
+    const child = spawnTestProcess(script);
+    expect(JSON.parse(await child.line('{'))).toEqual({ libDir: lib, fromBeside: 42 });
+    expect((await child.ended()).code).toBe(0);
+    const out = bundledTestScript(script) as string;
+    const inputs = JSON.parse(readFileSync(`${out}.inputs.json`, 'utf8')) as BundleInput[];
+    expect(inputs.map((input) => input.path)).toContain(join(lib, 'index.js'));
+    const bundle = readFileSync(out, 'utf8');
+    expect(bundle).not.toContain("'@loom/fake-lib'");
+    expect(bundle).not.toContain('"@loom/fake-lib"');
+    expect(bundle).toContain(JSON.stringify(join(beside, 'index.js')));
+  });
+
   it('a script that does not compile is an error naming it, before anything is spawned', () => {
     const broken = join(home, 'broken.ts');
     writeFileSync(broken, 'const x: number = ;\n');
