@@ -24,10 +24,15 @@ const reconnectDelayMaxMs = 5_000;
  */
 export class BucketListener {
   private readonly retained = new Map<string, number>();
-  /** What the current connection has been told to LISTEN to (possibly still in flight). */
+  /** What the current connection listens to (its LISTENs done, or the one in flight). */
   private readonly listening = new Set<string>();
   private client: PoolClient | undefined;
-  private lastSync: Promise<boolean> = Promise.resolve(true);
+  /**
+   * Settles once every query issued on the current connection has: the next one waits for it.
+   * One query at a time per connection: pg 8 queues a client's concurrent queries, but warns
+   * (a DeprecationWarning in the user's process) and pg 9 drops the queue.
+   */
+  private tail: Promise<unknown> = Promise.resolve();
   private connecting = false;
   private everConnected = false;
   private failures = 0;
@@ -69,9 +74,8 @@ export class BucketListener {
   async channelsOnServer(): Promise<string[]> {
     const client = this.client;
     if (client === undefined) return [];
-    await this.lastSync;
-    const result = await client.query<{ channel: string }>(
-      'SELECT pg_listening_channels() AS channel',
+    const result = await this.serial(() =>
+      client.query<{ channel: string }>('SELECT pg_listening_channels() AS channel'),
     );
     return result.rows.map((row) => row.channel).sort();
   }
@@ -89,31 +93,43 @@ export class BucketListener {
     if (client !== undefined) client.release(true);
   }
 
-  /** Brings the server's LISTEN set in line with `retained`, in one query. */
+  /**
+   * Brings the server's LISTEN set in line with `retained`, in one query, once the connection's
+   * earlier queries are done: true once it is (false if the connection was lost or replaced).
+   */
   private sync(): Promise<boolean> {
     const client = this.client;
     if (client === undefined) return Promise.resolve(false);
-    const statements: string[] = [];
-    for (const channel of this.retained.keys()) {
-      if (this.listening.has(channel)) continue;
-      this.listening.add(channel);
-      statements.push(`LISTEN "${channel}"`);
-    }
-    for (const channel of this.listening) {
-      if (this.retained.has(channel)) continue;
-      this.listening.delete(channel);
-      statements.push(`UNLISTEN "${channel}"`);
-    }
-    // pg runs a client's queries in order, so waiting for the latest one covers all before it.
-    if (statements.length === 0) return this.lastSync;
-    this.lastSync = client.query(statements.join('; ')).then(
-      () => true,
-      (error: unknown) => {
+    return this.serial(async () => {
+      if (this.client !== client) return false;
+      const statements: string[] = [];
+      for (const channel of this.retained.keys()) {
+        if (this.listening.has(channel)) continue;
+        this.listening.add(channel);
+        statements.push(`LISTEN "${channel}"`);
+      }
+      for (const channel of this.listening) {
+        if (this.retained.has(channel)) continue;
+        this.listening.delete(channel);
+        statements.push(`UNLISTEN "${channel}"`);
+      }
+      // Nothing to change: the queries before this one, which did it, are done.
+      if (statements.length === 0) return true;
+      try {
+        await client.query(statements.join('; '));
+        return true;
+      } catch (error) {
         this.lost(client, error);
         return false;
-      },
-    );
-    return this.lastSync;
+      }
+    });
+  }
+
+  /** Runs `work` once every query issued before it on this connection has settled. */
+  private serial<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.tail.then(work, work);
+    this.tail = next.catch(() => undefined);
+    return next;
   }
 
   private connect(): void {
@@ -144,6 +160,8 @@ export class BucketListener {
     client.on('end', () => this.lost(client, new Error('listener connection ended')));
     this.client = client;
     this.listening.clear();
+    // A new connection: nothing is in flight on it (what was, was on the lost one).
+    this.tail = Promise.resolve();
     const listening = await this.sync();
     if (!listening || this.client !== client) return;
     this.failures = 0;
