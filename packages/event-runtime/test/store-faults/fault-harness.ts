@@ -13,13 +13,17 @@ export interface FaultResult {
   timedOut: boolean;
   stillRunning: number;
   errors: string[];
+  /** Every error the worker saw, by code. */
+  errorCounts: Record<string, number>;
+  /** The first ten errors other than STORE_UNAVAILABLE, with their messages. */
+  rareErrors: string[];
   /** Times the worker's node claim ended under it (`node:claim_lost`), and was made again. */
   claimsLost: number;
   claimsRegained: number;
   /** Whether the claim was lost still when the worker ended. */
   claimLostAtEnd: boolean;
-  /** Up to 5 executions whose handle never settled: driven here?, their events. */
-  stranded: Array<{ id: string; driving: boolean; events: string[] }>;
+  /** Up to 5 executions whose handle never settled: driven here?, what the runtime said of them, their events. */
+  stranded: Array<{ id: string; driving: boolean; said: string[]; events: string[] }>;
 }
 
 export interface FaultRun {

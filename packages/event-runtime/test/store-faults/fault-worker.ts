@@ -51,19 +51,44 @@ const transactional: Flow<{ index: number }, number> = {
 
 const flow = (mode === 'plain' ? plain : transactional) as Flow<{ index: number }, number>;
 const errors: string[] = [];
+/** Every error by code (`errors` keeps only the first ten), and the messages of the rare ones. */
+const errorCounts: Record<string, number> = {};
+const rareErrors: string[] = [];
+const noteError = (error: unknown, where = '') => {
+  const code = String((error as { code?: string }).code ?? 'no code');
+  errors.push(`${where}${String((error as { code?: string }).code ?? error)}`);
+  errorCounts[code] = (errorCounts[code] ?? 0) + 1;
+  if (code !== 'STORE_UNAVAILABLE' && rareErrors.length < 10) {
+    rareErrors.push(`${code}: ${(error as Error).message ?? String(error)}`);
+  }
+};
 const store = await PostgresEventStore.open({ connectionString: url, schema, pollIntervalMs: 200 });
 const runtime = createKernelRuntime({
   store,
   flows: [flow as Flow<never, unknown>],
   storeRetryDelayMs: 20,
   storeRetryDelayMaxMs: 250,
-  onError: (error) => errors.push(String((error as { code?: string }).code ?? error)),
+  onError: noteError,
 });
 
 let claimsLost = 0;
 let claimsRegained = 0;
 runtime.events.on('node:claim_lost', () => claimsLost++);
 runtime.events.on('node:claimed', () => claimsRegained++);
+/** What the runtime said about each execution (leases lost, resumes, recoveries, retried appends). */
+const history = new Map<string, string[]>();
+for (const type of [
+  'lease:lost',
+  'execution:resumed',
+  'execution:recovered',
+  'append:retried',
+] as const) {
+  runtime.events.on(type, (event: { executionId: string }) => {
+    const seen = history.get(event.executionId) ?? [];
+    seen.push(type);
+    history.set(event.executionId, seen);
+  });
+}
 
 /** start(), again with the same id while the store is unavailable (idempotent start). */
 async function startWithRetry(index: number): Promise<{ done: Promise<number> }> {
@@ -96,7 +121,7 @@ const outcomes = results.map(({ done }, index) =>
     (error: unknown) => {
       failed++;
       unsettled.delete(`fault-${index}`);
-      errors.push(`result: ${String((error as { code?: string }).code ?? error)}`);
+      noteError(error, 'result: ');
     },
   ),
 );
@@ -117,11 +142,12 @@ const stranded = await Promise.all(
   [...unsettled].slice(0, 5).map(async (id) => ({
     id,
     driving: runtime.activeExecutions.includes(id),
+    said: history.get(id) ?? [],
     events: (await store.read(id).catch(() => [])).map((event) => event.type),
   })),
 );
 process.stdout.write(
-  `result ${JSON.stringify({ execs, settled, failed, timedOut, stillRunning, claimsLost, claimsRegained, claimLostAtEnd: runtime.claimLost, errors: errors.slice(0, 10), stranded })}\n`,
+  `result ${JSON.stringify({ execs, settled, failed, timedOut, stillRunning, claimsLost, claimsRegained, claimLostAtEnd: runtime.claimLost, errors: errors.slice(0, 10), errorCounts, rareErrors, stranded })}\n`,
 );
 await runtime.shutdown();
 await store.close();
