@@ -11,7 +11,8 @@ import type { Scenario } from '../scenario.js';
  * singletons, event waits as child executions: 5,247 events per 20 seeds against 3,893 before the
  * last two, and more simulated time): 120 seeds took 39 s of CPU on 2026-12-07 against 9–12 s of
  * wall on 2026-12-01. 2 × 60 keeps the CI budget near what it was; the campaigns in
- * docs/reliability.md run the hundreds.
+ * docs/reliability.md run the hundreds. Since then a claim's observation no longer decodes every
+ * item the run enqueued (twice) at each claim: 20 seeds 14.1 -> 5.3 s of CPU, same trace.
  */
 export const ciSeedsPerFile = 60;
 
