@@ -289,16 +289,22 @@ describe.each(targets)('the new-user trial of issue 29 on $name', (target) => {
           })(),
           `the question '${text}' pending`,
         );
+        // Waited for from this process (a `loom show` spawned every 50 ms cost a process start
+        // each, and most of a loaded box's time); then seen once as a person sees it.
+        const flows = watcher as ReturnType<typeof createRuntime>;
         await within(
           (async () => {
             for (;;) {
-              const { stdout } = await loom(['show', 'chat-ana/1', '--json'], target.db);
-              if (JSON.parse(stdout).run.status === 'suspended') return;
+              const { executions } = await flows.findExecutions({ status: 'suspended' });
+              if (executions.some((execution) => execution.id === 'chat-ana/1')) return;
               await new Promise((resolve) => setTimeout(resolve, 50));
             }
           })(),
           `run chat-ana/1 suspended on '${text}'`,
         );
+        const showed = await loom(['show', 'chat-ana/1', '--json'], target.db);
+        expect(showed.code, showed.stderr).toBe(0);
+        expect(JSON.parse(showed.stdout).run.status).toBe('suspended');
         // What a person sees from a shell: the one question waiting, across runs.
         const { code, stdout } = await loom(['questions', '--json'], target.db);
         expect(code).toBe(0);
