@@ -199,10 +199,21 @@ describe('useChat in Chromium against a Loom thread (loom chat + two loom worker
 
       // The run waits for the person with no process holding it; the worker that asked is
       // SIGKILLed and a second one started: whatever the page shows from here on, worker 2 ran.
-      await until(async () => {
-        const shown = await loom(['show', 'chat-ana/1', '--json']);
-        return shown.code === 0 && JSON.parse(shown.stdout).run.status === 'suspended';
-      }, 'run chat-ana/1 suspended on the question');
+      // Waited for from this process (a `loom show` spawned every 25 ms cost a process start
+      // each, most of a loaded box's time), then seen once as a person sees it from a shell.
+      const { openSqlite } = await import('@loom/workflow-runtime/sqlite');
+      const backend = await openSqlite({ path: join(dir, 'loom.db') });
+      try {
+        await until(async () => {
+          const suspended = await backend.events.findExecutions({ status: 'suspended' });
+          return suspended.some((execution) => execution.executionId === 'chat-ana/1');
+        }, 'run chat-ana/1 suspended on the question');
+      } finally {
+        await backend.close();
+      }
+      const shown = await loom(['show', 'chat-ana/1', '--json']);
+      expect(shown.code, shown.stderr).toBe(0);
+      expect(JSON.parse(shown.stdout).run.status).toBe('suspended');
       expect((await worker1.kill()).signal).toBe('SIGKILL');
       const worker = startWorker(2);
       await worker.line('loom: worker ', waitMs);
