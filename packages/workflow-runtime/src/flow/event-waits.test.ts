@@ -294,7 +294,7 @@ for (const [name, make] of databases) {
         const [wait] = await runtime.store.findExecutions({ flow: eventWaitFlowName });
         const [started] = await runtime.store.read(wait?.executionId as string, { limit: 1 });
         // The wait's record: any event of the name (an empty match), and no timeout.
-        expect((started?.payload as { input: unknown }).input).toEqual({
+        expect(started?.payload).toHaveProperty('input', {
           event: 'a/b',
           match: {},
           timeoutMs: null,
