@@ -3,7 +3,7 @@
 // then lowest id, none from before the wait), which waits a delivery wakes (only its name's, by id
 // prefix), what a failed signal does, and a cancelOn that names another event. The end-to-end
 // behaviour through ctx.waitForEvent is in event-waits.test.ts.
-import { ErrorCode, type Flow, LoomError } from '@loom/event-runtime';
+import { ErrorCode, type Flow, InMemoryEventStore, LoomError } from '@loom/event-runtime';
 import { createKernelRuntime } from '@loom/event-runtime/kernel';
 import { ManualClock } from '@loom/event-runtime/testing';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -175,3 +175,43 @@ for (const [backend, open] of testBackends('waitscan')) {
     });
   });
 }
+
+describe('a catch-up over more deliveries than one page', () => {
+  it('reads on past the first page and finds a match only the second page has', async () => {
+    const clock = new ManualClock();
+    const store = new InMemoryEventStore({ clock });
+    const kernel = createKernelRuntime({
+      store,
+      clock,
+      flows: [waitStandIn, deliveryStandIn],
+      inlineWaitMs: 0,
+      timerPollMs: 0,
+      recoverEveryMs: 0,
+    });
+    try {
+      const waitId = eventWaitId(paid, 'parent', 0);
+      const input = { event: paid, match: { 'data.orderId': 'wanted' }, timeoutMs: null };
+      await kernel.start(waitStandIn, input, { executionId: waitId });
+      await clock.advance(1);
+      // 500 deliveries of other orders (one page), then the one the wait matches.
+      for (let n = 0; n < 501; n++) {
+        const orderId = n === 500 ? 'wanted' : `other-${n}`;
+        await kernel.start(
+          deliveryStandIn,
+          { name: paid, id: `e-${n}`, data: { orderId }, publishedAtMs: clock.now() },
+          { executionId: `d-${String(n).padStart(3, '0')}` },
+        );
+      }
+      const signal = (
+        id: string,
+        name: string,
+        payload: unknown,
+        options: { idempotencyKey: string },
+      ) => kernel.signal(id, name, payload as never, options);
+      expect(await catchUpOnEvents({ store, signal }, waitId, input)).toBe('e-500');
+    } finally {
+      await kernel.shutdown();
+      await store.close();
+    }
+  });
+});
