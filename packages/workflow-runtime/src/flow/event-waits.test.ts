@@ -264,6 +264,48 @@ for (const [name, make] of databases) {
         await database.drop();
       }
     });
+
+    it('options null is INVALID_ARGUMENT; no options waits for any event of the name, without a deadline', async () => {
+      const database = await make();
+      const bare = defineFlow(
+        { name: 'bare', waitsForEvents: ['a/b'] },
+        async (ctx, input: { nullOptions: boolean }) => {
+          try {
+            const got = input.nullOptions
+              ? await ctx.waitForEvent('a/b', null as never)
+              : await ctx.waitForEvent('a/b');
+            return got.received ? got.event.id : 'timed out';
+          } catch (error) {
+            return (error as { code?: string }).code ?? 'no code';
+          }
+        },
+      );
+      const runtime = createRuntime({
+        ...(await onDatabase(database, name)),
+        flows: [bare],
+        eventDelivery: { pollMs: 20 },
+      });
+      try {
+        const refused = await runtime.start(bare, { nullOptions: true });
+        expect(await refused.result()).toBe(WorkflowErrorCode.INVALID_ARGUMENT);
+        expect(await runtime.store.findExecutions({ flow: eventWaitFlowName })).toHaveLength(0);
+        const handle = await runtime.start(bare, { nullOptions: false }, { executionId: 'b-1' });
+        await waitsStarted(runtime, 1);
+        const [wait] = await runtime.store.findExecutions({ flow: eventWaitFlowName });
+        const [started] = await runtime.store.read(wait?.executionId as string, { limit: 1 });
+        // The wait's record: any event of the name (an empty match), and no timeout.
+        expect(started?.payload).toHaveProperty('input', {
+          event: 'a/b',
+          match: {},
+          timeoutMs: null,
+        });
+        await runtime.publish({ name: 'a/b', id: 'any-1', data: { whatever: true } });
+        expect(await handle.result()).toBe('any-1');
+      } finally {
+        await runtime.shutdown();
+        await database.drop();
+      }
+    });
   });
 
   describe(`cancelOn on ${name}`, () => {

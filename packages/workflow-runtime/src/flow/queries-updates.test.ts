@@ -123,6 +123,39 @@ const wrongAnswer = defineFlow({ name: 'wrong-answer' }, async (ctx) => {
   return 'answered';
 });
 
+/** Answers per its argument: a number, a value its result schema refuses, or a throw. */
+const pick = defineQuery<string, number>('pick', {
+  result: schemaOf<number>((value) => (typeof value === 'number' ? undefined : 'a number')),
+});
+const picky = defineFlow({ name: 'picky', version: '3' }, async (ctx) => {
+  ctx.onQuery(pick, (arg) => {
+    if (arg === 'throw') throw new Error('no such field');
+    if (arg === 'throw-string') throw 'plain refusal';
+    if (arg === 'text') return 'forty-two' as never;
+    return 42;
+  });
+  await ctx.waitForSignal('never');
+});
+/** An update whose validator throws (an Error, or not one) instead of returning a refusal. */
+const guarded = defineUpdate<string, string>('guarded', {
+  validate: (arg) => {
+    if (arg === 'error') throw new Error('validator crashed');
+    throw 'validator threw a string';
+  },
+});
+const raw = defineUpdate<void, unknown>('raw');
+/** Answers its update with a value that is not JSON: the answer's step fails, the flow goes on. */
+const badAnswer = defineFlow({ name: 'bad-answer' }, async (ctx) => {
+  const request = await ctx.waitForUpdate(raw);
+  if (!request.received) return 'none';
+  try {
+    await request.answer({ big: 10n });
+  } catch (error) {
+    return (error as { code: string }).code;
+  }
+  return 'answered';
+});
+
 /** Compile-time checks, never run: each `@ts-expect-error` fails the build if its line compiles. */
 export function callerTypes(runtime: Runtime): void {
   void runtime.query(itemCount, 'c').then((count: number) => count);
@@ -147,7 +180,7 @@ for (const [backend, open] of testBackends('queries')) {
       const runtime = createRuntime({
         store,
         clock,
-        flows: [cart, gated, drifted[0], wrongAnswer, recovers],
+        flows: [cart, gated, drifted[0], wrongAnswer, recovers, picky, badAnswer],
         timerPollMs: 0,
         inlineWaitMs: 0,
       });
@@ -353,6 +386,132 @@ for (const [backend, open] of testBackends('queries')) {
       await until('r-1 wakes', async () => (await runtime.wakeDue(10)).includes('r-1'));
       await suspended('r-1');
       expect(await runtime.query(stage, 'r-1')).toBe('STEP_FAILED true, timed out, true');
+    });
+
+    it('a query names what it cannot answer: an unregistered flow, no handlers, a throwing handler, a refused result', async () => {
+      const { runtime, store, clock, suspended, events } = await make();
+      await runtime.start(cart, undefined as never, { executionId: 'c-7' });
+      await runtime.start(picky, undefined as never, { executionId: 'p-1' });
+      await runtime.start(wrongAnswer, undefined as never, { executionId: 'w-2' });
+      await suspended('c-7');
+      await suspended('p-1');
+      await suspended('w-2');
+      const before = await events('p-1');
+      // Another process that registers neither flow cannot replay them.
+      const elsewhere = createRuntime({
+        store,
+        clock,
+        flows: [gated],
+        timerPollMs: 0,
+        recoverEveryMs: 0,
+      });
+      try {
+        const unversioned = await elsewhere.query(itemCount, 'c-7').catch((error) => error);
+        expect(unversioned).toMatchObject({
+          code: 'FLOW_NOT_REGISTERED',
+          fields: { executionId: 'c-7', flow: 'cart', version: null },
+        });
+        expect(unversioned.message).toContain("runs flow 'cart', which is not registered here");
+        const versioned = await elsewhere.query(pick, 'p-1', 'ok').catch((error) => error);
+        expect(versioned).toMatchObject({
+          code: 'FLOW_NOT_REGISTERED',
+          fields: { flow: 'picky', version: '3' },
+        });
+        expect(versioned.message).toContain("runs flow 'picky' version 3, which");
+      } finally {
+        await elsewhere.shutdown();
+      }
+      // A flow that registered no handler at all.
+      const none = await runtime.query(stage, 'w-2').catch((error) => error);
+      expect(none).toMatchObject({
+        code: WorkflowErrorCode.QUERY_NOT_HANDLED,
+        fields: { query: 'stage', registered: [] },
+      });
+      expect(none.message).toContain('(it registered none)');
+      // The handler's answers, through the query's result schema.
+      expect(await runtime.query(pick, 'p-1', 'ok')).toBe(42);
+      const threw = await runtime.query(pick, 'p-1', 'throw').catch((error) => error);
+      expect(threw).toMatchObject({
+        code: WorkflowErrorCode.INVALID_QUERY,
+        fields: { query: 'pick', executionId: 'p-1', reason: 'handler threw' },
+      });
+      expect(threw.message).toBe("the handler of query 'pick' threw: no such field");
+      const threwString = await runtime.query(pick, 'p-1', 'throw-string').catch((error) => error);
+      expect(threwString.message).toBe("the handler of query 'pick' threw: plain refusal");
+      await expect(runtime.query(pick, 'p-1', 'text')).rejects.toMatchObject({
+        code: WorkflowErrorCode.INVALID_QUERY,
+        fields: { query: 'pick', executionId: 'p-1', issues: ['a number'] },
+      });
+      // No query wrote anything.
+      expect(await events('p-1')).toBe(before);
+    });
+
+    it('update refusals before anything is written: options not an object, a throwing validator, no such execution', async () => {
+      const { runtime, store, suspended, events } = await make();
+      await runtime.start(cart, undefined as never, { executionId: 'c-8' });
+      await suspended('c-8');
+      const before = await events('c-8');
+      const asArray = await runtime
+        .update(addItem, 'c-8', { sku: 'a' }, [] as never)
+        .catch((error) => error);
+      expect(asArray).toMatchObject({
+        code: WorkflowErrorCode.INVALID_ARGUMENT,
+        fields: { update: 'add-item', path: 'options' },
+      });
+      expect(asArray.message).toContain('got an array');
+      const asString = await runtime
+        .update(addItem, 'c-8', { sku: 'a' }, 'u-1' as never)
+        .catch((error) => error);
+      expect(asString.message).toContain('got string');
+      const crashed = await runtime.update(guarded, 'c-8', 'error').catch((error) => error);
+      expect(crashed).toMatchObject({
+        code: WorkflowErrorCode.INVALID_UPDATE,
+        fields: { update: 'guarded', executionId: 'c-8', reason: 'validator crashed' },
+      });
+      expect(crashed.message).toContain('refused by its validator: validator crashed');
+      await expect(runtime.update(guarded, 'c-8', 'string')).rejects.toMatchObject({
+        code: WorkflowErrorCode.INVALID_UPDATE,
+        fields: { reason: 'validator threw a string' },
+      });
+      expect(await store.readSignals('c-8')).toEqual([]);
+      expect(await events('c-8')).toBe(before);
+      // An accepted update to an execution the log does not have: the send's own error.
+      expect(await codeOf(runtime.update(addItem, 'nobody', { sku: 'a' }))).toBe(
+        'EXECUTION_NOT_FOUND',
+      );
+    });
+
+    it('an answer that cannot be journaled (step.failed) is UPDATE_NOT_ANSWERED, live and when asked again', async () => {
+      const { runtime, store, suspended } = await make();
+      const handle = await runtime.start(badAnswer, undefined as never, { executionId: 'b-1' });
+      await suspended('b-1');
+      const sent = runtime.update(raw, 'b-1', undefined, { updateId: 'raw-1' });
+      let answered = false;
+      const outcome = sent
+        .catch((error: unknown) => error)
+        .finally(() => {
+          answered = true;
+        });
+      await until(
+        'the update is journaled',
+        async () => (await store.readSignals('b-1')).length === 1,
+      );
+      // A run that took the update and ended before wakeDue looked is not listed: its (refused)
+      // answer counts as woken, as in `updated`.
+      await until('b-1 wakes', async () => answered || (await runtime.wakeDue(10)).includes('b-1'));
+      expect(await handle.result()).toBe('STEP_FAILED');
+      const reason = 'its answer could not be journaled (step.failed)';
+      expect(await outcome).toMatchObject({
+        code: WorkflowErrorCode.UPDATE_NOT_ANSWERED,
+        fields: { update: 'raw', updateId: 'raw-1', executionId: 'b-1', status: reason },
+      });
+      // Asked again after the fact, the log's failed answer says the same.
+      await expect(
+        runtime.update(raw, 'b-1', undefined, { updateId: 'raw-1' }),
+      ).rejects.toMatchObject({
+        code: WorkflowErrorCode.UPDATE_NOT_ANSWERED,
+        fields: { status: reason },
+      });
     });
 
     it('an unanswered update times out at its deadline and stays journaled', async () => {

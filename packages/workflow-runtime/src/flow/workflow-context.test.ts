@@ -1,0 +1,163 @@
+// The flow context's own checks and variants on memory, SQLite and Postgres: sleepUntil takes a
+// Date and refuses what is no instant, onQuery and waitForUpdate refuse what defineQuery and
+// defineUpdate did not make, a waitForUpdate times out, a plain signal under an update's name is
+// refused, and an answer of undefined reaches the caller as null.
+import { ManualClock } from '@loom/event-runtime/testing';
+import { afterEach, describe, expect, it } from 'vitest';
+import { WorkflowErrorCode } from '../errors.js';
+import { testBackends, until } from './backends.test-support.js';
+import { defineFlow } from './define-flow.js';
+import { defineQuery } from './define-query.js';
+import { defineUpdate, updateSignalName } from './define-update.js';
+import { createRuntime } from './flow-runtime.js';
+
+const ping = defineUpdate<void, undefined>('ping');
+const stage = defineQuery<void, string>('stage');
+
+/** What a context call threw: its code, or 'no throw'. */
+async function codeOfCall(call: () => unknown): Promise<string> {
+  try {
+    await call();
+  } catch (error) {
+    return (error as { code?: string }).code ?? 'no code';
+  }
+  return 'no throw';
+}
+
+/** Sleeps until the Date its input names, then reports the time it woke at. */
+const sleeper = defineFlow({ name: 'ctx-sleeper' }, async (ctx, input: { atMs: number }) => {
+  await ctx.sleepUntil(new Date(input.atMs));
+  return ctx.now();
+});
+
+/** Calls the context with what it must refuse; returns each call's code. */
+const misuse = defineFlow({ name: 'ctx-misuse' }, async (ctx) => {
+  const codes: Record<string, string> = {};
+  for (const [label, at] of [
+    ['NaN', Number.NaN],
+    ['negative', -1],
+    ['fraction', 1.5],
+    ['invalid date', new Date('not a date')],
+  ] as const) {
+    codes[`sleepUntil ${label}`] = await codeOfCall(() => ctx.sleepUntil(at));
+  }
+  codes['onQuery no function'] = await codeOfCall(() => ctx.onQuery(stage, 'x' as never));
+  codes['onQuery no query'] = await codeOfCall(() => ctx.onQuery('stage' as never, () => 'x'));
+  codes['waitForUpdate no update'] = await codeOfCall(() => ctx.waitForUpdate('ping' as never));
+  return codes;
+});
+
+/** Waits for one `ping` update (with a timeout when asked to), answers it with undefined. */
+const pinged = defineFlow(
+  { name: 'ctx-pinged' },
+  async (ctx, input: { timeout?: string }): Promise<string> => {
+    try {
+      const request = await ctx.waitForUpdate(
+        ping,
+        input.timeout === undefined ? undefined : { timeout: input.timeout },
+      );
+      if (!request.received) return 'timed out';
+      await request.answer(undefined);
+      return `answered ${request.updateId}`;
+    } catch (error) {
+      return (error as { code?: string }).code ?? 'no code';
+    }
+  },
+);
+
+for (const [backend, open] of testBackends('ctxchecks')) {
+  describe(`the flow context on ${backend}`, () => {
+    const cleanups: Array<() => Promise<void>> = [];
+    afterEach(async () => {
+      for (const cleanup of cleanups.splice(0)) await cleanup();
+    });
+    const make = async () => {
+      const clock = new ManualClock();
+      const made = await open(clock);
+      const runtime = createRuntime({
+        store: made.store,
+        clock,
+        flows: [sleeper, misuse, pinged],
+        timerPollMs: 0,
+        inlineWaitMs: 0,
+      });
+      cleanups.push(async () => {
+        await runtime.shutdown();
+        await made.drop();
+        await made.store.close();
+      });
+      const suspended = (id: string) =>
+        until(`${id} suspends`, () => !runtime.activeExecutions.includes(id));
+      return { runtime, store: made.store, clock, suspended };
+    };
+
+    it('sleepUntil takes a Date: the timer is armed at its instant and wakes there', async () => {
+      const { runtime, store, clock, suspended } = await make();
+      const atMs = clock.now() + 5_000;
+      const handle = await runtime.start(sleeper, { atMs }, { executionId: 's-1' });
+      await suspended('s-1');
+      const scheduled = (await store.read('s-1')).find((event) => event.type === 'timer.scheduled');
+      expect(scheduled?.payload).toMatchObject({ wakeAtMs: atMs });
+      expect(await runtime.status('s-1')).toBe('running');
+      await clock.advance(5_000);
+      await until('s-1 wakes', async () => (await runtime.wakeDue(10)).includes('s-1'));
+      expect(await handle.result()).toBe(atMs);
+    });
+
+    it('refuses what is no instant, query or update with INVALID_ARGUMENT, writing no operation', async () => {
+      const { runtime, store } = await make();
+      const handle = await runtime.start(misuse, undefined as never, { executionId: 'm-1' });
+      const refused = WorkflowErrorCode.INVALID_ARGUMENT;
+      expect(await handle.result()).toEqual({
+        'sleepUntil NaN': refused,
+        'sleepUntil negative': refused,
+        'sleepUntil fraction': refused,
+        'sleepUntil invalid date': refused,
+        'onQuery no function': refused,
+        'onQuery no query': refused,
+        'waitForUpdate no update': refused,
+      });
+      const types = new Set((await store.read('m-1')).map((event) => event.type));
+      expect(types.has('timer.scheduled')).toBe(false);
+      expect(types.has('signal.waiting')).toBe(false);
+    });
+
+    it('a waitForUpdate times out as received: false', async () => {
+      const { runtime, clock, suspended } = await make();
+      const handle = await runtime.start(pinged, { timeout: '1m' }, { executionId: 'p-1' });
+      await suspended('p-1');
+      await clock.advance(60_000);
+      await until('p-1 wakes', async () => (await runtime.wakeDue(10)).includes('p-1'));
+      expect(await handle.result()).toBe('timed out');
+    });
+
+    it("a plain signal under an update's name is INVALID_UPDATE in the flow; an answer of undefined reaches the caller as null", async () => {
+      const { runtime, store, suspended } = await make();
+      const plain = await runtime.start(pinged, {}, { executionId: 'p-2' });
+      await suspended('p-2');
+      await runtime.signal('p-2', updateSignalName('ping'), { arg: null });
+      await until('p-2 wakes', async () => (await runtime.wakeDue(10)).includes('p-2'));
+      expect(await plain.result()).toBe(WorkflowErrorCode.INVALID_UPDATE);
+
+      const answered = await runtime.start(pinged, {}, { executionId: 'p-3' });
+      await suspended('p-3');
+      let settled = false;
+      const reply = runtime.update(ping, 'p-3', undefined, { updateId: 'u-1' });
+      reply.then(
+        () => {
+          settled = true;
+        },
+        () => {
+          settled = true;
+        },
+      );
+      await until(
+        'the update is journaled',
+        async () => (await store.readSignals('p-3')).length === 1,
+      );
+      await until('p-3 wakes', async () => settled || (await runtime.wakeDue(10)).includes('p-3'));
+      expect(await reply).toBeNull();
+      expect(await answered.result()).toBe('answered u-1');
+    });
+  });
+}
