@@ -110,6 +110,23 @@ describe('renderHistory', () => {
     expect(noCallId).toMatchObject({ code: 'INVALID_HISTORY', fields: { step: 0 } });
   });
 
+  it('refuses a malformed call or observation with INVALID_HISTORY naming the step and what is wrong', () => {
+    const cases: [unknown, RegExp][] = [
+      [{ calls: [null] }, /each call needs a string callId and tool/],
+      [{ calls: [{ callId: 7, tool: 't', input: null }] }, /each call needs a string callId/],
+      [{ calls: [{ callId: 'a', input: null }] }, /each call needs a string callId and tool/],
+      [{ observations: [null] }, /an observation must be an object/],
+      [{ observations: ['ok'] }, /an observation must be an object/],
+    ];
+    for (const [bad, message] of cases) {
+      const error = thrown(() => renderHistory([{ text: 'fine' }, bad as HistoryStep]));
+      expect(isLoomError(error, RenderErrorCode.INVALID_HISTORY)).toBe(true);
+      expect(error).toMatchObject({ fields: { step: 1 } });
+      expect((error as Error).message).toMatch(message);
+      expect((error as Error).message).toMatch(/^step 1 of the history/);
+    }
+  });
+
   it('refuses an observation renderer that returns something other than a string', () => {
     const error = thrown(() =>
       renderHistory([{ observations: [{ kind: 'invalid_decision', message: 'x' }] }], {
