@@ -11,9 +11,21 @@ import {
 import { openPostgres, PostgresEventStore } from '@loom/event-runtime/postgres';
 import { openSqlite, SqliteEventStore } from '@loom/event-runtime/sqlite';
 import type { ManualClock } from '@loom/event-runtime/testing';
-import { afterAll } from 'vitest';
+import { afterAll, afterEach } from 'vitest';
 import { isLoomError, WorkflowErrorCode } from '../errors.js';
 import { defineFlow } from './define-flow.js';
+
+/**
+ * A list a test pushes its cleanups to (closing runtimes and stores, dropping schemas); an
+ * `afterEach` registered here runs them in order and empties it. Call it inside a `describe`.
+ */
+export function cleanupsAfterEach(): Array<() => Promise<void>> {
+  const cleanups: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0)) await cleanup();
+  });
+  return cleanups;
+}
 
 /** One test's event store on a backend, and how to drop what it made. */
 export interface TestBackend {

@@ -1,9 +1,9 @@
 import { kernelRuntimeSlot } from '@loom/event-runtime/kernel';
 import { CountingEventStore, ManualClock } from '@loom/event-runtime/testing';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { nextOccurrence } from '../cron/next-occurrence.js';
 import { parseCron } from '../cron/parse-cron.js';
-import { testBackends } from './backends.test-support.js';
+import { cleanupsAfterEach, testBackends } from './backends.test-support.js';
 import {
   type CronScheduleInput,
   cronRunsPerGeneration,
@@ -27,10 +27,7 @@ const job = defineFlow({ name: 'job' }, async (ctx) => ctx.step('work', () => ct
 
 for (const [backend, open] of backends) {
   describe(`cron schedules on ${backend}`, () => {
-    const cleanups: Array<() => Promise<void>> = [];
-    afterEach(async () => {
-      for (const cleanup of cleanups.splice(0)) await cleanup();
-    });
+    const cleanups = cleanupsAfterEach();
 
     const make = async () => {
       const clock = new ManualClock();

@@ -6,8 +6,8 @@
 import { ErrorCode, type Flow, InMemoryEventStore, LoomError } from '@loom/event-runtime';
 import { createKernelRuntime } from '@loom/event-runtime/kernel';
 import { ManualClock } from '@loom/event-runtime/testing';
-import { afterEach, describe, expect, it } from 'vitest';
-import { testBackends, until } from './backends.test-support.js';
+import { describe, expect, it } from 'vitest';
+import { cleanupsAfterEach, testBackends, until } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
 import {
   cancelOnEvent,
@@ -36,10 +36,7 @@ const storeDown = () => new LoomError(ErrorCode.STORE_UNAVAILABLE, 'the database
 
 for (const [backend, open] of testBackends('waitscan')) {
   describe(`wait scans on ${backend}`, () => {
-    const cleanups: Array<() => Promise<void>> = [];
-    afterEach(async () => {
-      for (const cleanup of cleanups.splice(0)) await cleanup();
-    });
+    const cleanups = cleanupsAfterEach();
     const make = async () => {
       const clock = new ManualClock();
       const made = await open(clock);

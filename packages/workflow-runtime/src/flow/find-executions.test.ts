@@ -1,6 +1,6 @@
 import { ManualClock } from '@loom/event-runtime/testing';
-import { afterEach, describe, expect, it } from 'vitest';
-import { codeOf, testBackends } from './backends.test-support.js';
+import { describe, expect, it } from 'vitest';
+import { cleanupsAfterEach, codeOf, testBackends } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
 import { createRuntime, type Runtime } from './flow-runtime.js';
 
@@ -26,10 +26,7 @@ const rolling = defineFlow({ name: 'rolling' }, async (ctx, generation: number) 
 
 for (const [backend, open] of backends) {
   describe(`runtime.findExecutions on ${backend}`, () => {
-    const cleanups: Array<() => Promise<void>> = [];
-    afterEach(async () => {
-      for (const cleanup of cleanups.splice(0)) await cleanup();
-    });
+    const cleanups = cleanupsAfterEach();
 
     const make = async (): Promise<{ clock: ManualClock; runtime: Runtime }> => {
       const clock = new ManualClock(1_000);

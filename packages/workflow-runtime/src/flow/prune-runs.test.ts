@@ -2,8 +2,8 @@ import { type EventStore, InMemoryEventStore, pruneReceiptLogId } from '@loom/ev
 import { PostgresEventStore } from '@loom/event-runtime/postgres';
 import { SqliteEventStore } from '@loom/event-runtime/sqlite';
 import { ManualClock, storedRows, until } from '@loom/event-runtime/testing';
-import { afterEach, describe, expect, it } from 'vitest';
-import { codeOf, testBackends } from './backends.test-support.js';
+import { describe, expect, it } from 'vitest';
+import { cleanupsAfterEach, codeOf, testBackends } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
 import { createRuntime, type Runtime } from './flow-runtime.js';
 
@@ -47,10 +47,7 @@ async function tamper(store: EventStore, executionId: string, sequence: number):
 
 for (const [backend, open] of backends) {
   describe(`runtime.prune on ${backend}`, () => {
-    const cleanups: Array<() => Promise<void>> = [];
-    afterEach(async () => {
-      for (const cleanup of cleanups.splice(0)) await cleanup();
-    });
+    const cleanups = cleanupsAfterEach();
 
     const make = async (): Promise<{ clock: ManualClock; runtime: Runtime; store: EventStore }> => {
       const clock = new ManualClock(1_000);

@@ -1,7 +1,7 @@
 import { ManualClock } from '@loom/event-runtime/testing';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WorkflowErrorCode } from '../errors.js';
-import { codeOf, testBackends, until } from './backends.test-support.js';
+import { cleanupsAfterEach, codeOf, testBackends, until } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
 import { defineQuery } from './define-query.js';
 import { defineUpdate } from './define-update.js';
@@ -169,10 +169,7 @@ export function callerTypes(runtime: Runtime): void {
 
 for (const [backend, open] of testBackends('queries')) {
   describe(`queries and updates on ${backend}`, () => {
-    const cleanups: Array<() => Promise<void>> = [];
-    afterEach(async () => {
-      for (const cleanup of cleanups.splice(0)) await cleanup();
-    });
+    const cleanups = cleanupsAfterEach();
     const make = async () => {
       const clock = new ManualClock();
       const made = await open(clock);

@@ -1,9 +1,9 @@
 import type { LoomError } from '@loom/event-runtime';
 import { kernelRuntimeSlot } from '@loom/event-runtime/kernel';
 import { ManualClock } from '@loom/event-runtime/testing';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WorkflowErrorCode } from '../errors.js';
-import { codeOf, testBackends } from './backends.test-support.js';
+import { cleanupsAfterEach, codeOf, testBackends } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
 import { defineSignal } from './define-signal.js';
 import { createRuntime, type Runtime } from './flow-runtime.js';
@@ -105,10 +105,7 @@ export function receiverTypes(ctx: Parameters<Parameters<typeof defineFlow>[1]>[
 
 for (const [backend, open] of testBackends('signals')) {
   describe(`typed signals on ${backend}`, () => {
-    const cleanups: Array<() => Promise<void>> = [];
-    afterEach(async () => {
-      for (const cleanup of cleanups.splice(0)) await cleanup();
-    });
+    const cleanups = cleanupsAfterEach();
     const make = async () => {
       const clock = new ManualClock();
       const made = await open(clock);

@@ -3,9 +3,9 @@
 // defineUpdate did not make, a waitForUpdate times out, a plain signal under an update's name is
 // refused, and an answer of undefined reaches the caller as null.
 import { ManualClock } from '@loom/event-runtime/testing';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WorkflowErrorCode } from '../errors.js';
-import { testBackends, until } from './backends.test-support.js';
+import { cleanupsAfterEach, testBackends, until } from './backends.test-support.js';
 import { defineFlow } from './define-flow.js';
 import { defineQuery } from './define-query.js';
 import { defineUpdate, updateSignalName } from './define-update.js';
@@ -67,10 +67,7 @@ const pinged = defineFlow(
 
 for (const [backend, open] of testBackends('ctxchecks')) {
   describe(`the flow context on ${backend}`, () => {
-    const cleanups: Array<() => Promise<void>> = [];
-    afterEach(async () => {
-      for (const cleanup of cleanups.splice(0)) await cleanup();
-    });
+    const cleanups = cleanupsAfterEach();
     const make = async () => {
       const clock = new ManualClock();
       const made = await open(clock);
