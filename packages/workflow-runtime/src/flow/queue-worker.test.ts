@@ -296,6 +296,53 @@ describe('queues on Runtime', () => {
     expect(g.state.order).toEqual(['a']);
   });
 
+  it("a start the store refuses for a moment is retried: the item's run happens and the item ends done long before its claim expires", async () => {
+    // Seen in the agent failover campaign (depth 1, completed 15 at the end): the worker's start
+    // of an item met the lost primary; the error was reported and the item dropped by its
+    // worker, neither run nor completed until its claim expired.
+    class StartFailsOnce extends InMemoryEventStore {
+      refused = 0;
+      override append(
+        envelopes: Parameters<InMemoryEventStore['append']>[0],
+        guard?: Parameters<InMemoryEventStore['append']>[1],
+      ) {
+        const first = envelopes[0];
+        if (
+          this.refused === 0 &&
+          first?.type === 'execution.started' &&
+          first.executionId.startsWith('queue:')
+        ) {
+          this.refused += 1;
+          return Promise.reject(
+            new LoomError(ErrorCode.STORE_UNAVAILABLE, 'append failed: connection lost'),
+          );
+        }
+        return super.append(envelopes, guard);
+      }
+    }
+    const store = new StartFailsOnce();
+    const queues = new InMemoryQueueStore();
+    const errors: unknown[] = [];
+    const runtime = createRuntime({
+      store,
+      queues,
+      timerPollMs: 0,
+      onError: (error) => errors.push(error),
+    });
+    cleanups.push(() => runtime.shutdown());
+    const g = gauge();
+    const flow = defineFlow({ name: 'starts' }, async (ctx, id: string) =>
+      ctx.step('run', () => g.run(id, 'all', 1)),
+    );
+    await runtime.enqueue('starts', flow, 'a', { itemId: 'a' });
+    work(runtime, 'starts', { claimTtlMs: 600_000 });
+    await eventually(async () => (await queues.get('starts', 'a'))?.status === 'done', 'the item');
+    expect(store.refused).toBe(1);
+    expect((await queues.get('starts', 'a'))?.outcome).toBe('completed');
+    expect(errors.map((error) => (error as LoomError).code)).toEqual([ErrorCode.STORE_UNAVAILABLE]);
+    expect(g.state.order).toEqual(['a']);
+  });
+
   it('enqueue and work without a queue store are QUEUE_STORE_MISSING', async () => {
     const runtime = createRuntime({ store: new InMemoryEventStore(), timerPollMs: 0 });
     cleanups.push(() => runtime.shutdown());

@@ -268,33 +268,7 @@ export class QueueWorkerLoop implements QueueWorker {
   private async run(item: QueueItem): Promise<void> {
     let settled: QueueItemOutcome | undefined;
     try {
-      const { kernel } = this.deps;
-      const flow = this.deps.lookup(item.flow, item.version);
-      const executionId = queueExecutionId(this.queue, item.itemId);
-      // Singleton mode 'cancel': a newer start of the key replaced this one before it began.
-      const { newer, older } = await singletonPeers(this.deps.queues, item);
-      if (newer !== undefined) {
-        settled = await this.supersede(item, newer.itemId);
-      } else {
-        // Older items of the key still unfinished: their enqueuer-side cancel never happened (the
-        // enqueuing process died after writing this item) and their claims expired (their worker
-        // died too), which is how this one was admitted. Their executions may still be resumed by
-        // recovery elsewhere: end them now, before this run starts, so the two never overlap.
-        // (Their items are completed `cancelled` by whichever worker claims them next.)
-        await cancelRuns((id, reason) => kernel.cancel(id, reason), older, item.itemId);
-        let handle = await kernel.start(flow, item.input as never, { executionId });
-        // A newer start written between the check and the start found no execution to cancel.
-        const newerNow = await newerOfSingleton(this.deps.queues, item);
-        if (newerNow !== undefined) await this.supersede(item, newerNow.itemId);
-        // Started before (a restart, or a claim that expired): drive it here if nobody finished it.
-        if (handle.existing && (await kernel.status(executionId)) === 'running') {
-          handle = await kernel.resume(executionId);
-        }
-        settled = await handle.result().then(
-          () => 'completed' as const,
-          (error: unknown) => (isShutDown(error) ? undefined : outcomeOf(error)),
-        );
-      }
+      settled = await this.settle(item);
     } catch (error) {
       this.deps.onError(error);
     } finally {
@@ -308,6 +282,59 @@ export class QueueWorkerLoop implements QueueWorker {
       this.completing.delete(completing);
     }
     this.wake?.();
+  }
+
+  /**
+   * Starts (or finds) the item's execution and waits for how it ends: undefined when the runtime
+   * shut down under it. A transient store error on the way (a lost connection, a failover) is
+   * retried with the kernel's backoff until it takes or the worker stops, as `complete` is: the
+   * start is idempotent by execution id. Without it the item was reported and dropped, neither
+   * run nor completed until its claim expired (and left waiting if every worker stopped first).
+   */
+  private async settle(item: QueueItem): Promise<QueueItemOutcome | undefined> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.startAndAwait(item);
+      } catch (error) {
+        // The runtime shut down under a retry: the item is handed back, nothing to report.
+        if (attempt > 0 && isShutDown(error)) return undefined;
+        if (!this.retrying || !isTransientStoreError(error)) throw error;
+        this.deps.onError(error);
+      }
+      await this.retryPause(attempt);
+    }
+  }
+
+  private async startAndAwait(item: QueueItem): Promise<QueueItemOutcome | undefined> {
+    const { kernel } = this.deps;
+    const flow = this.deps.lookup(item.flow, item.version);
+    const executionId = queueExecutionId(this.queue, item.itemId);
+    // Singleton mode 'cancel': a newer start of the key replaced this one before it began.
+    const { newer, older } = await singletonPeers(this.deps.queues, item);
+    if (newer !== undefined) return this.supersede(item, newer.itemId);
+    // Older items of the key still unfinished: their enqueuer-side cancel never happened (the
+    // enqueuing process died after writing this item) and their claims expired (their worker
+    // died too), which is how this one was admitted. Their executions may still be resumed by
+    // recovery elsewhere: end them now, before this run starts, so the two never overlap.
+    // (Their items are completed `cancelled` by whichever worker claims them next.)
+    await cancelRuns((id, reason) => kernel.cancel(id, reason), older, item.itemId);
+    let handle = await kernel.start(flow, item.input as never, { executionId });
+    // A newer start written between the check and the start found no execution to cancel.
+    const newerNow = await newerOfSingleton(this.deps.queues, item);
+    if (newerNow !== undefined) await this.supersede(item, newerNow.itemId);
+    // Started before (a restart, or a claim that expired): drive it here if nobody finished it.
+    if (handle.existing && (await kernel.status(executionId)) === 'running') {
+      handle = await kernel.resume(executionId);
+    }
+    return await handle.result().then(
+      () => 'completed' as const,
+      (error: unknown) => {
+        if (isShutDown(error)) return undefined;
+        // The store, not the run: the result is not known yet (settle retries).
+        if (isTransientStoreError(error)) throw error;
+        return outcomeOf(error);
+      },
+    );
   }
 
   /**
@@ -328,22 +355,27 @@ export class QueueWorkerLoop implements QueueWorker {
         this.deps.onError(error);
         if (!this.retrying || !isTransientStoreError(error)) return;
       }
-      await new Promise<void>((resolve) => {
-        const cancel = this.deps.kernel.clock.setTimer(
-          () => {
-            this.retryWakes.delete(wake);
-            resolve();
-          },
-          retryDelayMs(runtimeDefaults, attempt),
-          { keepAlive: true },
-        );
-        const wake = () => {
-          cancel();
-          resolve();
-        };
-        this.retryWakes.add(wake);
-      });
+      await this.retryPause(attempt);
     }
+  }
+
+  /** The kernel's backoff before retry `attempt` (0-based); `stop` ends it at once. */
+  private retryPause(attempt: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const cancel = this.deps.kernel.clock.setTimer(
+        () => {
+          this.retryWakes.delete(wake);
+          resolve();
+        },
+        retryDelayMs(runtimeDefaults, attempt),
+        { keepAlive: true },
+      );
+      const wake = () => {
+        cancel();
+        resolve();
+      };
+      this.retryWakes.add(wake);
+    });
   }
 
   private async renew(): Promise<void> {
