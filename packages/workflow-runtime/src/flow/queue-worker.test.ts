@@ -10,6 +10,7 @@ import {
   type QueueStore,
 } from '@loom/event-runtime';
 import { SqliteEventStore, SqliteQueueStore } from '@loom/event-runtime/sqlite';
+import { FlakyEventStore } from '@loom/event-runtime/testing';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { WorkflowErrorCode } from '../errors.js';
 import { defineFlow } from './define-flow.js';
@@ -300,27 +301,10 @@ describe('queues on Runtime', () => {
     // Seen in the agent failover campaign (depth 1, completed 15 at the end): the worker's start
     // of an item met the lost primary; the error was reported and the item dropped by its
     // worker, neither run nor completed until its claim expired.
-    class StartFailsOnce extends InMemoryEventStore {
-      refused = 0;
-      override append(
-        envelopes: Parameters<InMemoryEventStore['append']>[0],
-        guard?: Parameters<InMemoryEventStore['append']>[1],
-      ) {
-        const first = envelopes[0];
-        if (
-          this.refused === 0 &&
-          first?.type === 'execution.started' &&
-          first.executionId.startsWith('queue:')
-        ) {
-          this.refused += 1;
-          return Promise.reject(
-            new LoomError(ErrorCode.STORE_UNAVAILABLE, 'append failed: connection lost'),
-          );
-        }
-        return super.append(envelopes, guard);
-      }
-    }
-    const store = new StartFailsOnce();
+    const store = new FlakyEventStore(new InMemoryEventStore());
+    store.failNext({
+      appends: { count: 1, mode: 'before', executionId: queueExecutionId('starts', 'a') },
+    });
     const queues = new InMemoryQueueStore();
     const errors: unknown[] = [];
     const runtime = createRuntime({
@@ -337,7 +321,7 @@ describe('queues on Runtime', () => {
     await runtime.enqueue('starts', flow, 'a', { itemId: 'a' });
     work(runtime, 'starts', { claimTtlMs: 600_000 });
     await eventually(async () => (await queues.get('starts', 'a'))?.status === 'done', 'the item');
-    expect(store.refused).toBe(1);
+    expect(store.failed.appends).toBe(1);
     expect((await queues.get('starts', 'a'))?.outcome).toBe('completed');
     expect(errors.map((error) => (error as LoomError).code)).toEqual([ErrorCode.STORE_UNAVAILABLE]);
     expect(g.state.order).toEqual(['a']);
