@@ -299,7 +299,14 @@ export function runtimeStoreFaults(
       }
       const store = new FirstInboxReadFails(harness.store);
       const errors: unknown[] = [];
-      const created = runtime({ store, onError: (error) => errors.push(error), timerPollMs: 5 });
+      // The harness's runtimes do not poll (timerPollMs 0); the signal below makes the execution
+      // due and a poll wakes it. Every round moves the clock 60 s: a 5 ms poll fired 12,000 store
+      // reads per round (0.7-1 s of a test on SQLite, 14 s on a loaded box), a 1 s poll fires 60.
+      const created = runtime({
+        store,
+        onError: (error) => errors.push(error),
+        timerPollMs: 1_000,
+      });
       const waits: Flow<null, string> = {
         name: 'inbox-read-fails',
         run: async (ctx) => {
@@ -345,7 +352,11 @@ export function runtimeStoreFaults(
       }
       const store = new InboxFailsOnce(harness.store);
       const errors: unknown[] = [];
-      const created = runtime({ store, onError: (error) => errors.push(error), timerPollMs: 5 });
+      const created = runtime({
+        store,
+        onError: (error) => errors.push(error),
+        timerPollMs: 1_000,
+      });
       const waits: Flow<null, string> = {
         name: 'inbox-look',
         run: async (ctx) => {
