@@ -25,10 +25,15 @@ import { markdownTable } from './markdown-table.js';
 import { backendsKnob, formatNumber, intKnob } from './script-knobs.js';
 import { summarize } from './stats.js';
 
-/** What a worker thread is asked to do. */
-type Job =
-  | { kind: 'cell'; backend: Backend; directory: string; name: string; runs: number; inFlight: number }
-  | { kind: 'echo' };
+/** What a worker thread is: a cell runner (`cell`) or an echo of messages (`echo`). */
+type Role = { kind: 'cell'; backend: Backend; directory: string } | { kind: 'echo' };
+
+/** One cell for a cell runner: `runs` runs, `inFlight` at a time, on a store named `name`. */
+interface CellJob {
+  name: string;
+  runs: number;
+  inFlight: number;
+}
 
 function storeOf(backend: Backend, directory: string, name: string): AgentStore {
   if (backend === 'memory') return { kind: 'memory' };
@@ -36,24 +41,42 @@ function storeOf(backend: Backend, directory: string, name: string): AgentStore 
   throw new Error(`bench:agents:threads measures memory and sqlite, not ${backend}`);
 }
 
-async function workerMain(job: Job): Promise<void> {
+/**
+ * A worker on this file as `tsc -b` built it (`dist/`, which the script's `tsc -b` refreshes): Node
+ * 20 does not carry the main thread's `--import tsx` hooks into a worker thread.
+ */
+function spawnWorker(role: Role): Worker {
+  const built = import.meta.url.endsWith('.ts')
+    ? new URL('../dist/bench-agents-threads.js', import.meta.url)
+    : new URL(import.meta.url);
+  return new Worker(built, { workerData: role, execArgv: [] });
+}
+
+function workerMain(role: Role): void {
   const port = parentPort;
   if (port === null) throw new Error('a worker of bench:agents:threads has no parent port');
-  if (job.kind === 'echo') {
+  if (role.kind === 'echo') {
     port.on('message', (message: Uint8Array | 'stop') => {
       if (message === 'stop') port.close();
       else port.postMessage(message.byteLength);
     });
     return;
   }
-  // Wait for the go, so every thread's cell starts together (its runtime already open).
-  await new Promise<void>((resolve) => port.once('message', () => resolve()));
-  const result = await runFanoutCell(storeOf(job.backend, job.directory, job.name), {
-    runs: job.runs,
-    inFlight: job.inFlight,
-    latencyMs: 0,
+  // One cell per message, for as long as the pool lives: the thread stays warm between cells.
+  port.on('message', (job: CellJob | 'stop') => {
+    if (job === 'stop') {
+      port.close();
+      return;
+    }
+    runFanoutCell(storeOf(role.backend, role.directory, job.name), {
+      runs: job.runs,
+      inFlight: job.inFlight,
+      latencyMs: 0,
+    }).then(
+      (result) => port.postMessage({ completed: result.completed }),
+      (error: unknown) => port.postMessage({ error: String(error) }),
+    );
   });
-  port.postMessage({ runs: result.runs, completed: result.completed });
 }
 
 interface Measured {
@@ -62,64 +85,78 @@ interface Measured {
 }
 
 /** All `runs` on this thread. */
-async function oneThread(backend: Backend, directory: string, name: string, runs: number, inFlight: number): Promise<Measured> {
+async function oneThread(
+  backend: Backend,
+  directory: string,
+  name: string,
+  runs: number,
+  inFlight: number,
+): Promise<Measured> {
   const cpuBefore = process.cpuUsage();
   const startMs = performance.now();
-  const result = await runFanoutCell(storeOf(backend, directory, name), { runs, inFlight, latencyMs: 0 });
+  const result = await runFanoutCell(storeOf(backend, directory, name), {
+    runs,
+    inFlight,
+    latencyMs: 0,
+  });
   const wallMs = performance.now() - startMs;
   const cpu = process.cpuUsage(cpuBefore);
   if (result.completed !== runs) throw new Error(`${result.completed} of ${runs} runs completed`);
   return { runsPerSec: runs / (wallMs / 1000), cpuUsPerRun: (cpu.user + cpu.system) / runs };
 }
 
-/** `runs` split over `threads` worker threads, each its own runtime and store. */
-async function workerThreads(
-  backend: Backend,
-  directory: string,
-  name: string,
-  runs: number,
-  inFlight: number,
-  threads: number,
-): Promise<Measured> {
-  const workers = Array.from({ length: threads }, (_, index) => {
-    const job: Job = {
-      kind: 'cell',
-      backend,
-      directory,
-      name: `${name}-t${index}`,
-      runs: Math.floor(runs / threads) + (index < runs % threads ? 1 : 0),
-      inFlight: Math.max(1, Math.floor(inFlight / threads)),
-    };
-    return new Worker(new URL(import.meta.url), { workerData: job });
-  });
-  try {
-    // Every worker loaded (its first turn of I/O) before the clock starts: the spawn and the
-    // module load are paid once per process, not per run.
-    await Promise.all(workers.map((worker) => new Promise((resolve) => worker.once('online', resolve))));
-    const done = workers.map(
+/** `threads` worker threads kept for a backend's whole series, each its own runtime and store per cell. */
+class ThreadPool {
+  private readonly workers: Worker[];
+
+  constructor(backend: Backend, directory: string, threads: number) {
+    this.workers = Array.from({ length: threads }, () =>
+      spawnWorker({ kind: 'cell', backend, directory }),
+    );
+  }
+
+  /** `runs` split evenly over the threads (and `inFlight` too), all started together. */
+  async run(name: string, runs: number, inFlight: number): Promise<Measured> {
+    const threads = this.workers.length;
+    const done = this.workers.map(
       (worker) =>
-        new Promise<{ runs: number; completed: number }>((resolve, reject) => {
+        new Promise<{ completed?: number; error?: string }>((resolve, reject) => {
           worker.once('message', resolve);
           worker.once('error', reject);
         }),
     );
     const cpuBefore = process.cpuUsage();
     const startMs = performance.now();
-    for (const worker of workers) worker.postMessage('go');
+    for (const [index, worker] of this.workers.entries()) {
+      const job: CellJob = {
+        name: `${name}-t${index}`,
+        runs: Math.floor(runs / threads) + (index < runs % threads ? 1 : 0),
+        inFlight: Math.max(1, Math.floor(inFlight / threads)),
+      };
+      worker.postMessage(job);
+    }
     const results = await Promise.all(done);
     const wallMs = performance.now() - startMs;
     const cpu = process.cpuUsage(cpuBefore);
-    const completed = results.reduce((sum, result) => sum + result.completed, 0);
-    if (completed !== runs) throw new Error(`${completed} of ${runs} runs completed over ${threads} threads`);
+    const failed = results.find((result) => result.error !== undefined);
+    if (failed !== undefined) throw new Error(`a worker thread's cell failed: ${failed.error}`);
+    const completed = results.reduce((sum, result) => sum + (result.completed ?? 0), 0);
+    if (completed !== runs)
+      throw new Error(`${completed} of ${runs} runs completed over ${threads} threads`);
     return { runsPerSec: runs / (wallMs / 1000), cpuUsPerRun: (cpu.user + cpu.system) / runs };
-  } finally {
-    await Promise.all(workers.map((worker) => worker.terminate()));
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.workers.map((worker) => worker.terminate()));
   }
 }
 
 /** Round trips of a `bytes`-long message to a worker that answers it: µs of wall and CPU each. */
-async function roundTrips(bytes: number, count: number): Promise<{ wallUs: number; cpuUs: number }> {
-  const worker = new Worker(new URL(import.meta.url), { workerData: { kind: 'echo' } satisfies Job });
+async function roundTrips(
+  bytes: number,
+  count: number,
+): Promise<{ wallUs: number; cpuUs: number }> {
+  const worker = spawnWorker({ kind: 'echo' });
   await new Promise((resolve) => worker.once('online', resolve));
   const payload = new Uint8Array(bytes).fill(7);
   let answered = 0;
@@ -153,21 +190,26 @@ async function main(): Promise<void> {
   try {
     for (const backend of backends) {
       const seen = new Map<string, Measured[]>(variants.map((variant) => [variant, []]));
-      // A warm-up of each variant, not counted.
-      await oneThread(backend, directory, 'warm-1', Math.min(runs, 500), inFlight);
-      await workerThreads(backend, directory, 'warm-n', Math.min(runs, 500), inFlight, threads);
-      for (let repeat = 0; repeat < repeats; repeat++) {
-        for (const variant of rotatingOrder(variants, repeat)) {
-          const name = `${backend}-${repeat}-${variant === '1 thread' ? 'one' : 'many'}`;
-          const measured =
-            variant === '1 thread'
-              ? await oneThread(backend, directory, name, runs, inFlight)
-              : await workerThreads(backend, directory, name, runs, inFlight, threads);
-          seen.get(variant)?.push(measured);
-          console.error(
-            `${backend} ${variant} repeat ${repeat + 1}/${repeats}: ${formatNumber(measured.runsPerSec, 0)} runs/s, ${formatNumber(measured.cpuUsPerRun, 0)} µs CPU/run`,
-          );
+      const pool = new ThreadPool(backend, directory, threads);
+      try {
+        // A warm-up of each variant, not counted: the threads stay warm from here on.
+        await oneThread(backend, directory, 'warm-1', runs, inFlight);
+        await pool.run('warm-n', runs, inFlight);
+        for (let repeat = 0; repeat < repeats; repeat++) {
+          for (const variant of rotatingOrder(variants, repeat)) {
+            const name = `${backend}-${repeat}-${variant === '1 thread' ? 'one' : 'many'}`;
+            const measured =
+              variant === '1 thread'
+                ? await oneThread(backend, directory, name, runs, inFlight)
+                : await pool.run(name, runs, inFlight);
+            seen.get(variant)?.push(measured);
+            console.error(
+              `${backend} ${variant} repeat ${repeat + 1}/${repeats}: ${formatNumber(measured.runsPerSec, 0)} runs/s, ${formatNumber(measured.cpuUsPerRun, 0)} µs CPU/run`,
+            );
+          }
         }
+      } finally {
+        await pool.close();
       }
       for (const variant of variants) {
         const cells = seen.get(variant) ?? [];
@@ -196,7 +238,8 @@ async function main(): Promise<void> {
     ]),
   );
   const trips = [];
-  for (let repeat = 0; repeat < repeats; repeat++) trips.push(await roundTrips(messageBytes, 20_000));
+  for (let repeat = 0; repeat < repeats; repeat++)
+    trips.push(await roundTrips(messageBytes, 20_000));
   const wall = summarize(trips.map((trip) => trip.wallUs));
   const cpu = summarize(trips.map((trip) => trip.cpuUs));
   console.log(
@@ -210,8 +253,5 @@ if (isMainThread) {
     process.exitCode = 1;
   });
 } else {
-  workerMain(workerData as Job).catch((error) => {
-    console.error(error);
-    process.exitCode = 1;
-  });
+  workerMain(workerData as Role);
 }
