@@ -1,16 +1,18 @@
-import { systemClock as kernelSystemClock } from '@loom/event-runtime';
+import {
+  type CancelTimer,
+  type Clock,
+  systemClock as kernelSystemClock,
+} from '@loom/event-runtime';
 
 /**
- * Where middleware reads time from: only `now()`. Any kernel `Clock` is one, so is
- * {@link monotonicClock}. Named apart from the kernel's `Clock`, which also arms timers.
+ * Where middleware reads time from: the kernel's `Clock`, of which it needs only `now()`, so any
+ * `Clock` is one (`runtime.clock`, `ManualClock`), and so is {@link monotonicClock}. One notion of
+ * time in Loom, not a second interface beside the kernel's (ADR 0064).
  */
-export interface NowClock {
-  /** Milliseconds since the Unix epoch. */
-  now(): number;
-}
+export type NowClock = Pick<Clock, 'now'>;
 
-/** Calls `fn` once after `ms` milliseconds; the returned function cancels it. */
-export type SetTimer = (fn: () => void, ms: number) => () => void;
+/** A `Clock`'s `setTimer` as one function: calls `fn` once after `ms`; the returned function cancels it. */
+export type SetTimer = (fn: () => void, ms: number) => CancelTimer;
 
 /**
  * Injected so tests and simulation (`@loom/dst`) own time. A `clock` that also arms timers (the
