@@ -93,6 +93,12 @@ for (const [name, make] of shared) {
         const worker = one.work('previews', { pollMs: 5, claimTtlMs: 1_000 });
         const firstRun = queueExecutionId('previews', first.itemId);
         await until('the first run entered', async () => entered.includes(0));
+        // The worker claims nothing more from here (the first run goes on, and its item is completed
+        // when it ends): the second must still be waiting when the third comes. Paused only after
+        // the second's enqueue, a worker that got the first run's cancel first claimed the second
+        // and ran it to the end before the third came (a clean-clone CI run on Postgres,
+        // 2026-12-07: 'completed', not 'cancelled').
+        await worker.pause();
         // The newer start, from the other runtime: the first run is cancelled, naming it.
         const second = await two.enqueue('previews', render, { doc: 'd1', n: 1 });
         expect(second.duplicate).toBe(false);
@@ -102,7 +108,6 @@ for (const [name, make] of shared) {
           second.itemId,
         );
         // A third start while the second waits: the second finishes cancelled without starting.
-        await worker.pause();
         const third = await two.enqueue('previews', render, { doc: 'd1', n: 2 });
         const resumed = one.work('previews', { pollMs: 5, claimTtlMs: 1_000 });
         await until(
