@@ -2,8 +2,8 @@ import { ErrorCode, LoomError } from '../../errors.js';
 
 /**
  * Lower-case identifiers only, so a name never needs case folding rules to match, and at most 40
- * characters, so `<schema>_<bucket>` channels and `loom:<schema>:<statement>` names stay under
- * Postgres' 63-byte identifier limit.
+ * characters, so `<schema>_<bucket>` channels stay under Postgres' 63-byte identifier limit
+ * (statement names put a digest of a long schema in its place: `statementName`).
  */
 const schemaNamePattern = /^[a-z_][a-z0-9_]{0,39}$/;
 
