@@ -51,8 +51,8 @@ export interface UpdateOptions {
    */
   updateId?: string;
   /**
-   * How long to wait for the answer (`'30s'`, `5_000`); past it `UPDATE_TIMEOUT` (the update
-   * stays journaled). Default: no deadline.
+   * How long to wait for the answer (`'30s'`, `5_000`), counted from the call (sending the update
+   * included); past it `UPDATE_TIMEOUT` (the update stays journaled). Default: no deadline.
    */
   timeout?: Duration;
 }
@@ -170,6 +170,8 @@ export async function updateExecution<A, R>(
   }
   const timeoutMs =
     options.timeout === undefined ? undefined : parseDuration(options.timeout, 'timeout');
+  // The deadline counts from the call: sending the update and reading the log come out of it.
+  const deadlineAtMs = timeoutMs === undefined ? undefined : host.clock.now() + timeoutMs;
   const value = await checkUpdate(update, executionId, arg);
   try {
     await host.signal(
@@ -182,7 +184,14 @@ export async function updateExecution<A, R>(
     // A settled execution may have answered this update before it ended: its log says.
     if (!isLoomError(error, KernelErrorCode.EXECUTION_SETTLED)) throw error;
   }
-  return (await awaitAnswer(host, update.name, executionId, updateId, timeoutMs)) as R;
+  return (await awaitAnswer(
+    host,
+    update.name,
+    executionId,
+    updateId,
+    timeoutMs,
+    deadlineAtMs,
+  )) as R;
 }
 
 /** The argument after the update's schema and validator; a refusal is INVALID_UPDATE. */
@@ -265,13 +274,17 @@ function answerIn(event: StoredEvent, step: string): Answer | undefined {
 /** How often the timer that keeps a waiting caller's process alive ticks (it does nothing). */
 const keepAliveMs = 60_000;
 
-/** The answer once the log has it (through the store's subscription), within `timeoutMs`. */
+/**
+ * The answer once the log has it (through the store's subscription), by `deadlineAtMs` on the
+ * host's clock (`timeoutMs` after the call began), else `UPDATE_TIMEOUT`.
+ */
 async function awaitAnswer(
   host: ExecutionQueryHost,
   update: string,
   executionId: string,
   updateId: string,
   timeoutMs: number | undefined,
+  deadlineAtMs: number | undefined,
 ): Promise<JsonValue> {
   const step = updateAnswerStep(updateId);
   const state = await fullState(host.store, executionId);
@@ -325,19 +338,21 @@ async function awaitAnswer(
     );
     // A batch delivered before `subscribe` returned may have finished already.
     if (done) void subscription.close();
-    if (timeoutMs === undefined || done) return;
-    cancelTimer = host.clock.setTimer(
-      () =>
-        finish(() => {
-          throw new LoomError(
-            WorkflowErrorCode.UPDATE_TIMEOUT,
-            `no answer to update '${update}' (${updateId}) of execution ${executionId} within ` +
-              `${timeoutMs} ms; it stays journaled: call update again with the same updateId to keep waiting`,
-            { update, updateId, executionId, timeoutMs },
-          );
-        }),
-      timeoutMs,
-      { keepAlive: true },
-    );
+    if (timeoutMs === undefined || deadlineAtMs === undefined || done) return;
+    const timedOut = () =>
+      finish(() => {
+        throw new LoomError(
+          WorkflowErrorCode.UPDATE_TIMEOUT,
+          `no answer to update '${update}' (${updateId}) of execution ${executionId} within ` +
+            `${timeoutMs} ms; it stays journaled: call update again with the same updateId to keep waiting`,
+          { update, updateId, executionId, timeoutMs },
+        );
+      });
+    // What is left of the deadline: the time the send and the read took is not added to the wait
+    // (a timer armed here for the whole timeout ran that long past the deadline; on a test's
+    // clock, moved past the deadline in between, it never fired). Already past: at once.
+    const leftMs = deadlineAtMs - host.clock.now();
+    if (leftMs <= 0) return timedOut();
+    cancelTimer = host.clock.setTimer(timedOut, leftMs, { keepAlive: true });
   });
 }

@@ -1,3 +1,4 @@
+import { ForwardingEventStore, InMemoryEventStore, type ReadOptions } from '@loom/event-runtime';
 import { ManualClock } from '@loom/event-runtime/testing';
 import { describe, expect, it } from 'vitest';
 import { WorkflowErrorCode } from '../errors.js';
@@ -547,6 +548,60 @@ for (const [backend, open] of testBackends('queries')) {
     });
   });
 }
+
+describe("an update's deadline", () => {
+  it('counts from the call: a clock moved past it while the log was read still times the update out', async () => {
+    // Found by a clean-clone CI run on Postgres (the test above hung 60 s): the caller's timer was
+    // armed for the whole timeout only after the update was sent and the log read, so a clock
+    // moved past the deadline in between left it armed past the clock's new time, for good.
+    let hold: Promise<void> | undefined;
+    let release: () => void = () => undefined;
+    class HeldReads extends ForwardingEventStore {
+      override async read(executionId: string, options?: ReadOptions) {
+        if (hold !== undefined && executionId === 'held') await hold;
+        return super.read(executionId, options);
+      }
+    }
+    const clock = new ManualClock();
+    const inner = new InMemoryEventStore({ clock });
+    const runtime = createRuntime({
+      store: new HeldReads(inner),
+      clock,
+      flows: [cart],
+      timerPollMs: 0,
+      inlineWaitMs: 0,
+    });
+    try {
+      await runtime.start(cart, undefined as never, { executionId: 'held' });
+      await until('held suspends', () => !runtime.activeExecutions.includes('held'));
+      hold = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const outcome = runtime
+        .update(addItem, 'held', { sku: 'fig' }, { updateId: 'late', timeout: '1s' })
+        .catch((error: unknown) => error);
+      await until(
+        'the update is journaled',
+        async () => (await inner.readSignals('held')).length === 1,
+      );
+      // The caller now reads the log (held here); meanwhile the deadline passes.
+      await clock.advance(1_000);
+      release();
+      // Before the fix its timer was armed for 1 s from here, on a clock nobody moves again.
+      const settled = await Promise.race([
+        outcome,
+        new Promise((resolve) => setTimeout(() => resolve('no answer within 10 s'), 10_000)),
+      ]);
+      expect(settled).toMatchObject({
+        code: WorkflowErrorCode.UPDATE_TIMEOUT,
+        fields: { updateId: 'late', timeoutMs: 1_000 },
+      });
+    } finally {
+      release();
+      await runtime.shutdown();
+    }
+  });
+});
 
 describe('defineQuery and defineUpdate', () => {
   it('refuse a bad name, a schema that is not one, or a validator that is not a function', () => {
