@@ -23,19 +23,17 @@ export function postgresBinDir(tool = 'initdb'): string {
   return join(root, version, 'bin');
 }
 
-/** Where the OS hands out the local ports of outgoing connections (Linux's default if unreadable). */
-function ephemeralPorts(): { low: number; high: number } {
+/** The first port the OS hands out as an outgoing connection's local port (Linux's default if unreadable). */
+function ephemeralLow(): number {
   try {
-    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8')
-      .trim()
-      .split(/\s+/)
-      .map(Number);
-    if (Number.isInteger(low) && Number.isInteger(high))
-      return { low, high } as { low: number; high: number };
+    const low = Number(
+      readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').split(/\s+/)[0],
+    );
+    if (Number.isInteger(low)) return low;
   } catch {
     // Not Linux, or no /proc: the usual range.
   }
-  return { low: 32_768, high: 60_999 };
+  return 32_768;
 }
 
 /** The lowest port a test server is given: above the registered services most machines run. */
@@ -66,7 +64,7 @@ async function canListen(port: number): Promise<boolean> {
  * same one in the same seconds is the remaining, far smaller, chance.
  */
 export async function freePort(): Promise<number> {
-  const { low } = ephemeralPorts();
+  const low = ephemeralLow();
   const high = low - 1;
   if (high - serverPortLow < 1_000) {
     throw new Error(
