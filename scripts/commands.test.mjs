@@ -1,6 +1,6 @@
 // The root commands do what the README says (issue 18): `pnpm bench` runs the vitest
 // micro-benchmarks of every package and never the sustained sweeps of @loom/bench-throughput,
-// `pnpm test` every package's tests (the longest suites first), no turbo run prints (or sends)
+// `pnpm test` every package's tests (the longest suites first, the failed tests named last), no turbo run prints (or sends)
 // telemetry, and LOOM_* overrides reach the tasks; `pnpm demo`
 // (the README's first command) runs the agent demo and its contract holds, `pnpm demo:openai`
 // without settings says how to set them, `pnpm demo:flow` still runs the flow demo. Run by `bash scripts/dev.sh test`:
@@ -10,6 +10,7 @@ import { execFileSync } from 'node:child_process';
 import {
   cpSync,
   existsSync,
+  mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
@@ -335,6 +336,80 @@ test('test-summary.mjs prints the slowest tests with their package and each pack
   assert.match(lines[2], /^ +40\.0 s {2}packages\/slow {2}src\/a\.test\.ts > case 0$/);
   assert.match(lines[3], /^ +0\.0 s {2}plugins\/quick {2}src\/c\.test\.ts > case 24$/);
   assert.equal(lines.length, 1 + 20 + 2);
+});
+
+test('`pnpm test` names each failed test last, with its message, so a log tail shows it', () => {
+  const tree = join(scratch, 'failing');
+  cpSync(join(root, 'scripts/test-packages.mjs'), join(tree, 'scripts/test-packages.mjs'));
+  // Each package's `test` writes the report its vitest would, from the file named by its script.
+  const pkg = (dir, script, report) => {
+    const full = join(tree, dir);
+    mkdirSync(full, { recursive: true });
+    writeFileSync(
+      join(full, 'package.json'),
+      JSON.stringify({ name: `@fake/${dir.split('/').at(-1)}`, scripts: { test: script } }),
+    );
+    if (report !== undefined) {
+      writeFileSync(
+        join(full, 'report.mjs'),
+        `import { writeFileSync } from 'node:fs';
+writeFileSync('.vitest-report.json', ${JSON.stringify(JSON.stringify(report(full)))});
+process.exit(${JSON.stringify(report(full).numFailedTests > 0 ? 1 : 0)});`,
+      );
+    }
+  };
+  const result = (full, status, failureMessages = []) => ({
+    numFailedTests: status === 'failed' ? 1 : 0,
+    testResults: [
+      {
+        name: join(full, 'src/a.test.ts'),
+        status,
+        assertionResults: [
+          { fullName: 'works', status: 'passed', failureMessages: [] },
+          { fullName: 'kills and resumes', status, failureMessages },
+        ],
+      },
+    ],
+  });
+  pkg('packages/good', 'node report.mjs', (full) => result(full, 'passed'));
+  pkg('packages/bad', 'node report.mjs', (full) =>
+    result(full, 'failed', [
+      `AssertionError: expected 128 to be 0\n    at a.test.ts:12:3\n${'x\n'.repeat(20)}`,
+    ]),
+  );
+  pkg('plugins/crashed', 'node -e "process.exit(3)"');
+  let output = '';
+  assert.throws(
+    () => {
+      try {
+        execFileSync('node', [join(tree, 'scripts/test-packages.mjs')], {
+          cwd: tree,
+          encoding: 'utf8',
+          env: { ...process.env, LOOM_TEST_CONCURRENCY: '1' },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+      } catch (error) {
+        output = error.stdout;
+        throw error;
+      }
+    },
+    (error) => error.status === 1,
+  );
+  const closing = output.slice(output.indexOf('test-packages: failed: ')).trimEnd();
+  const message = [
+    'AssertionError: expected 128 to be 0',
+    '    at a.test.ts:12:3',
+    ...Array(6).fill('x'),
+  ];
+  assert.equal(
+    closing,
+    [
+      'test-packages: failed: @fake/bad, @fake/crashed',
+      'test-packages: @fake/bad: FAILED src/a.test.ts > kills and resumes',
+      `    ${message.join('\n    ')}`,
+      'test-packages: @fake/crashed: this run wrote no report (it ended before vitest wrote one)',
+    ].join('\n'),
+  );
 });
 
 test('ensure-postgres.sh vacuums the catalogs of database test that a run left full of dead rows', () => {

@@ -4,14 +4,15 @@
 // minute; no turbo option orders tasks, so this script does: a package starts when a slot frees,
 // in order of its expected test time (the seconds below, measured in clean-clone runs; a package
 // not listed weighs its number of test files). Every package runs even when one fails, and the
-// exit code is 1 if any did. Output lines are prefixed `<package>:test: ` as turbo's were.
+// exit code is 1 if any did. Output lines are prefixed `<package>:test: ` as turbo's were. The
+// last lines name each failed test and its message's start, since a CI log keeps only its tail.
 //
 //   node scripts/test-packages.mjs [--dry]     LOOM_TEST_CONCURRENCY (default 2)
 //
 // `--dry` prints the plan as JSON (the order, the concurrency, the LOOM_* settings the packages
 // will see) and runs nothing.
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 const root = join(import.meta.dirname, '..');
@@ -69,6 +70,7 @@ if (!Number.isInteger(concurrency) || concurrency < 1) {
   process.exit(2);
 }
 const queue = packagesWithTests();
+const queueByName = new Map(queue.map((pkg) => [pkg.name, pkg]));
 
 if (process.argv.some((arg) => arg === '--dry' || arg.startsWith('--dry='))) {
   const settings = Object.fromEntries(
@@ -106,13 +108,14 @@ function run(pkg) {
   return new Promise((resolve) => {
     child.on('error', (error) => {
       console.error(`${prefix}could not start: ${error.message}`);
-      resolve({ name: pkg.name, code: 1, seconds: 0 });
+      resolve({ name: pkg.name, code: 1, seconds: 0, startedMs });
     });
     child.on('close', (code, signal) =>
       resolve({
         name: pkg.name,
         code: code ?? (signal === null ? 1 : 128),
         seconds: (Date.now() - startedMs) / 1000,
+        startedMs,
       }),
     );
   });
@@ -137,5 +140,54 @@ console.log(
 );
 if (failed.length > 0) {
   console.log(`test-packages: failed: ${failed.map((result) => result.name).join(', ')}`);
+  // A CI log keeps only its tail, and vitest names a failure where it happens, among the other
+  // packages' lines. The failed tests are named again here, last, with their messages' first
+  // lines, from each failed package's JSON report.
+  for (const result of failed) {
+    for (const line of failureLines(queueByName.get(result.name), result.startedMs)) {
+      console.log(line);
+    }
+  }
   process.exit(1);
+}
+
+/** The failed tests in the `.vitest-report.json` one package's run wrote, a few lines each. */
+function failureLines(pkg, startedMs) {
+  const prefix = `test-packages: ${pkg.name}`;
+  const report = join(pkg.dir, '.vitest-report.json');
+  if (!existsSync(report) || statSync(report).mtimeMs < startedMs) {
+    return [`${prefix}: this run wrote no report (it ended before vitest wrote one)`];
+  }
+  let json;
+  try {
+    json = JSON.parse(readFileSync(report, 'utf8'));
+  } catch (error) {
+    return [`${prefix}: its report could not be read: ${error.message}`];
+  }
+  const lines = [];
+  for (const file of json.testResults ?? []) {
+    const path = relative(pkg.dir, file.name);
+    const failedTests = (file.assertionResults ?? []).filter((test) => test.status === 'failed');
+    if (failedTests.length === 0 && file.status === 'failed') {
+      lines.push(`${prefix}: ${path} failed outside a test: ${firstLines(file.message)}`);
+    }
+    for (const test of failedTests) {
+      lines.push(`${prefix}: FAILED ${path} > ${test.fullName}`);
+      for (const message of (test.failureMessages ?? []).slice(0, 1)) {
+        lines.push(`    ${firstLines(message)}`);
+      }
+    }
+  }
+  if (lines.length === 0)
+    lines.push(`${prefix}: exited non-zero with no failed test in its report`);
+  return lines;
+}
+
+/** The first lines of a failure message, at most 8 and 1,200 characters. */
+function firstLines(message) {
+  return String(message ?? '')
+    .split('\n')
+    .slice(0, 8)
+    .join('\n    ')
+    .slice(0, 1_200);
 }
