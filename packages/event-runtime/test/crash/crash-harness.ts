@@ -17,37 +17,36 @@ export function seededRandom(seed: number): () => number {
 
 const worker = join(import.meta.dirname, 'crash-worker.ts');
 
-export interface CrashRun {
-  seed: number;
-  kills: number;
-  finalOutput: string;
-}
-
 /**
- * Starts the worker `kills` times, each time killing it (SIGKILL) a random 20..`maxDelayMs`
- * ms after it said ready, then runs it once more to completion.
+ * Starts the worker `kills` times, each time killing it (SIGKILL) a random 20..`maxDelayMs` ms
+ * after it said ready (the delays drawn from `random`). Returns how many kills landed: a worker
+ * that had finished everything is not killed.
  */
-export async function runWithKills(
+export async function killRounds(
   env: Record<string, string>,
-  killsWanted: number,
-  seed: number,
+  kills: number,
+  random: () => number,
   maxDelayMs: number,
-): Promise<CrashRun> {
-  const random = seededRandom(seed);
-  let kills = 0;
-  for (let round = 0; round < killsWanted; round++) {
+): Promise<number> {
+  let landed = 0;
+  for (let round = 0; round < kills; round++) {
     const run = spawnTestProcess(worker, { env });
     // A worker that finished everything before saying ready has nothing left to kill.
     await run.line('ready', testProcessDeadlineMs).catch(() => undefined);
     const delayMs = 20 + Math.floor(random() * (maxDelayMs - 20));
     await new Promise((resolve) => setTimeout(resolve, delayMs));
-    if (!run.exited() && run.child.kill('SIGKILL')) kills += 1;
+    if (!run.exited() && run.child.kill('SIGKILL')) landed += 1;
     const { code } = await run.exit;
     if (code !== null && code !== 0)
       throw new Error(`worker failed (exit ${code}):\n${run.output()}`);
   }
+  return landed;
+}
+
+/** Runs the worker once more, unkilled, to completion; returns what it printed. */
+export async function runToCompletion(env: Record<string, string>): Promise<string> {
   const last = spawnTestProcess(worker, { env });
   const { code } = await last.exit;
   if (code !== 0) throw new Error(`final worker failed (exit ${code}):\n${last.output()}`);
-  return { seed, kills, finalOutput: last.output() };
+  return last.output();
 }
