@@ -8,12 +8,12 @@
 // renders: the question the agent asks, the answer streaming in (each piece is written by the
 // model only once the page shows the one before), the structured answer, the page reloaded
 // mid-answer and `resume: true` picking the turn back up with no piece twice, and a failed model
-// call as useChat's `error`.
+// call as useChat's `error`. The session runs in four phases, a test each.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { killTestProcesses, spawnTestProcess } from '@loom/event-runtime/testing';
+import { killTestProcesses, spawnTestProcess, type TestProcess } from '@loom/event-runtime/testing';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
@@ -104,27 +104,87 @@ async function shownText(page: Page): Promise<string> {
 }
 
 describe('useChat in Chromium against a Loom thread (loom chat + two loom workers, SQLite)', () => {
-  it('streams the answer into the page from a second worker after the first is SIGKILLed, shows the question and the structured answer, resumes after a reload with no piece twice, and shows a failed model call as useChat’s error', async () => {
-    let page: Page | undefined;
-    let reloadDone: () => void = () => undefined;
-    const reloaded = new Promise<void>((resolve) => {
-      reloadDone = resolve;
+  // One session of a person at the page, in four phases, each a test within the default timeout
+  // (nine processes and a browser: 29-44 s in one test on a loaded 2-core box). A phase runs only
+  // when the one before it passed: `phase` counts the phases that did.
+  let phase = 0;
+  const after = (done: number, what: string) => {
+    if (phase !== done) throw new Error(`skipped: ${what} did not pass`);
+  };
+  let page: Page | undefined;
+  let reloadDone: () => void = () => undefined;
+  const reloaded = new Promise<void>((resolve) => {
+    reloadDone = resolve;
+  });
+  let gatesOpened = 0;
+  // Resolves once the page shows `length` characters of the answer.
+  const seen = async (length: number) => {
+    await until(
+      async () => page !== undefined && (await shownText(page)).length >= length,
+      `the page showing ${length} characters of the answer`,
+    );
+    gatesOpened++;
+  };
+  let model: ChatCompletionsServer | undefined;
+  let browser: Browser | undefined;
+  let web: SameOriginServer | undefined;
+  let worker1: TestProcess | undefined;
+  let worker2: TestProcess | undefined;
+  let chat: TestProcess | undefined;
+  let questionId = '';
+  const pageErrors: string[] = [];
+  const resumePath = '/api/chat/chat-ana/stream';
+  const forwarded = (method: string, path: string, status: number) =>
+    (web?.forwarded ?? []).filter(
+      (f) => f.method === method && f.path === path && f.status === status,
+    ).length;
+  const startWorker = (n: number) =>
+    spawnTestProcess(loomBin, {
+      nodeArgs: [],
+      args: [
+        'worker',
+        '--db',
+        db,
+        '--flows',
+        join(trial, 'support.ts'),
+        '--poll',
+        '50',
+        ...(n === 1 ? ['--migrate'] : []),
+      ],
+      env: {
+        LOOM_OPENAI_BASE_URL: (model as ChatCompletionsServer).baseUrl,
+        LOOM_OPENAI_MODEL: 'trial-model',
+      },
+      name: `loom worker ${n}`,
     });
-    let gatesOpened = 0;
-    // Resolves once the page shows `length` characters of the answer.
-    const seen = async (length: number) => {
-      await until(
-        async () => page !== undefined && (await shownText(page)).length >= length,
-        `the page showing ${length} characters of the answer`,
+  /** Runs one phase; a failure says what the page and the chat endpoint were doing. */
+  const phaseOf = async (done: number, what: string, work: (opened: Page) => Promise<void>) => {
+    after(done, what);
+    try {
+      await work(page as Page);
+    } catch (error) {
+      const shown = page === undefined ? '' : await page.locator('main').innerHTML().catch(String);
+      const calls = (web?.forwarded ?? []).map((f) => `${f.method} ${f.path} ${f.status}`);
+      throw new Error(
+        `${error instanceof Error ? error.message : String(error)}\npage: ${shown}\nforwarded: ${calls.join(', ')}`,
+        { cause: error },
       );
-      gatesOpened++;
-    };
+    }
+    phase = done + 1;
+  };
+  afterAll(async () => {
+    await browser?.close();
+    await web?.close();
+    await model?.close();
+  });
+
+  it('the page mounts (resume: 204), sends a message, and shows the question the agent asks', async () => {
     // The model: the first call asks a person, the second answers piece by piece (each once the
     // page shows the one before; after the third, once the page was reloaded), any later call is
     // refused as an overloaded provider refuses it.
-    const model = await ChatCompletionsServer.start({
+    const started = await ChatCompletionsServer.start({
       move: (): ChatMove => {
-        const calls = model.requests.length;
+        const calls = started.requests.length;
         if (calls === 1) return { tool: 'ask_human', input: { question } };
         if (calls === 2) return { text: answerText };
         return { refuse: { status: 400, message: refusal } };
@@ -139,49 +199,24 @@ describe('useChat in Chromium against a Loom thread (loom chat + two loom worker
         }
       },
     });
-    const modelEnv = { LOOM_OPENAI_BASE_URL: model.baseUrl, LOOM_OPENAI_MODEL: 'trial-model' };
-    let browser: Browser | undefined;
-    let web: SameOriginServer | undefined;
-    const startWorker = (n: number) =>
-      spawnTestProcess(loomBin, {
-        nodeArgs: [],
-        args: [
-          'worker',
-          '--db',
-          db,
-          '--flows',
-          join(trial, 'support.ts'),
-          '--poll',
-          '50',
-          ...(n === 1 ? ['--migrate'] : []),
-        ],
-        env: modelEnv,
-        name: `loom worker ${n}`,
-      });
-    try {
-      const worker1 = startWorker(1);
-      const [script] = await Promise.all([bundlePage(), worker1.line('loom: worker ', waitMs)]);
-      const chat = spawnTestProcess(loomBin, {
-        nodeArgs: [],
-        args: ['chat', '--db', db, '--flows', join(trial, 'support.ts'), '--port', '0'],
-        env: modelEnv,
-        name: 'loom chat',
-      });
-      const chatUrl = (await chat.match(/on (http:\S+)/, 'loom chat to listen', waitMs))[1];
-      web = await startSameOriginServer(chatUrl as string, html, script);
-      browser = await openChromium();
-      const pageErrors: string[] = [];
-      const opened = await browser.newPage();
-      opened.on('pageerror', (error) => pageErrors.push(error.message));
-      page = opened;
-      const forwarded = (method: string, path: string, status: number) =>
-        (web?.forwarded ?? []).filter(
-          (f) => f.method === method && f.path === path && f.status === status,
-        ).length;
-      const resumePath = '/api/chat/chat-ana/stream';
-
+    model = started;
+    worker1 = startWorker(1);
+    const [script] = await Promise.all([bundlePage(), worker1.line('loom: worker ', waitMs)]);
+    chat = spawnTestProcess(loomBin, {
+      nodeArgs: [],
+      args: ['chat', '--db', db, '--flows', join(trial, 'support.ts'), '--port', '0'],
+      env: { LOOM_OPENAI_BASE_URL: started.baseUrl, LOOM_OPENAI_MODEL: 'trial-model' },
+      name: 'loom chat',
+    });
+    const chatUrl = (await chat.match(/on (http:\S+)/, 'loom chat to listen', waitMs))[1];
+    web = await startSameOriginServer(chatUrl as string, html, script);
+    browser = await openChromium();
+    const opened = await browser.newPage();
+    opened.on('pageerror', (error) => pageErrors.push(error.message));
+    page = opened;
+    await phaseOf(0, 'nothing', async () => {
       // On mount, resume: true asks for a running turn: none yet (204).
-      await opened.goto(web.url);
+      await opened.goto((web as SameOriginServer).url);
       await until(
         () => forwarded('GET', resumePath, 204) === 1,
         'the page’s resume request answered 204',
@@ -193,14 +228,17 @@ describe('useChat in Chromium against a Loom thread (loom chat + two loom worker
       const asked = opened.locator('p.question');
       await asked.waitFor({ timeout: waitMs });
       expect(await asked.textContent()).toBe(question);
-      const questionId = await asked.getAttribute('data-question-id');
+      questionId = (await asked.getAttribute('data-question-id')) ?? '';
       expect(questionId).toBe('chat-ana/1~1.0');
       expect(forwarded('POST', '/api/chat', 200)).toBe(1);
+    });
+  });
 
-      // The run waits for the person with no process holding it; the worker that asked is
-      // SIGKILLed and a second one started: whatever the page shows from here on, worker 2 ran.
-      // Waited for from this process (a `loom show` spawned every 25 ms cost a process start
-      // each, most of a loaded box's time), then seen once as a person sees it from a shell.
+  it('the run waits with no process holding it; worker 1 is SIGKILLed and worker 2 starts', async () => {
+    await phaseOf(1, 'the question', async () => {
+      // Whatever the page shows from here on, worker 2 ran. Waited for from this process (a
+      // `loom show` spawned every 25 ms cost a process start each, most of a loaded box's
+      // time), then seen once as a person sees it from a shell.
       const { openSqlite } = await import('@loom/workflow-runtime/sqlite');
       const backend = await openSqlite({ path: join(dir, 'loom.db') });
       try {
@@ -214,13 +252,17 @@ describe('useChat in Chromium against a Loom thread (loom chat + two loom worker
       const shown = await loom(['show', 'chat-ana/1', '--json']);
       expect(shown.code, shown.stderr).toBe(0);
       expect(JSON.parse(shown.stdout).run.status).toBe('suspended');
-      expect((await worker1.kill()).signal).toBe('SIGKILL');
-      const worker = startWorker(2);
-      await worker.line('loom: worker ', waitMs);
+      expect((await (worker1 as TestProcess).kill()).signal).toBe('SIGKILL');
+      worker2 = startWorker(2);
+      await worker2.line('loom: worker ', waitMs);
+    });
+  });
 
+  it('after loom answer the answer streams into the page from worker 2; a reload mid-answer resumes it with no piece twice; the structured answer shows', async () => {
+    await phaseOf(2, 'the SIGKILL', async (opened) => {
       // A person answers from another process; the run goes on in worker 2 and its answer
       // streams into the same page, a piece at a time.
-      const answered = await loom(['answer', questionId as string, 'A-17', '--by', 'ana']);
+      const answered = await loom(['answer', questionId, 'A-17', '--by', 'ana']);
       expect(answered.code, answered.stderr).toBe(0);
       const beforeReload = pieces.slice(0, piecesBeforeReload).join('');
       await until(
@@ -250,11 +292,14 @@ describe('useChat in Chromium against a Loom thread (loom chat + two loom worker
       expect(await opened.locator('section.assistant').count()).toBe(1);
       expect(await opened.locator('[role=alert]').count()).toBe(0);
       // The model was asked twice (the question, the answer): the reload asked it nothing again.
-      expect(model.requests).toHaveLength(2);
+      expect((model as ChatCompletionsServer).requests).toHaveLength(2);
       // Nothing runs on the thread now: the resume GET is 204.
-      expect((await fetch(new URL(resumePath, web.url))).status).toBe(204);
+      expect((await fetch(new URL(resumePath, (web as SameOriginServer).url))).status).toBe(204);
+    });
+  });
 
-      // A second message; the model call fails: useChat's error, the run's reason first.
+  it('a second message whose model call fails shows useChat’s error, the run’s reason first; the processes stop cleanly', async () => {
+    await phaseOf(3, 'the answer', async (opened) => {
       await opened.locator('input').fill('Cancel it, please.');
       await opened.locator('button[type=submit]').click();
       const alert = opened.locator('[role=alert]');
@@ -265,27 +310,17 @@ describe('useChat in Chromium against a Loom thread (loom chat + two loom worker
       expect(await opened.locator('output.status').textContent()).toBe('error');
       expect(forwarded('POST', '/api/chat', 200)).toBe(2);
       // Every call after the first turn's two was refused.
-      expect(model.requests.every((r) => r.path === '/v1/chat/completions')).toBe(true);
-      expect(model.requests.length).toBeGreaterThanOrEqual(3);
+      const requests = (model as ChatCompletionsServer).requests;
+      expect(requests.every((r) => r.path === '/v1/chat/completions')).toBe(true);
+      expect(requests.length).toBeGreaterThanOrEqual(3);
       expect(pageErrors).toEqual([]);
 
-      worker.child.kill('SIGTERM');
-      expect((await worker.ended(waitMs)).code).toBe(0);
-      chat.child.kill('SIGTERM');
-      expect((await chat.ended(waitMs)).code).toBe(0);
-    } catch (error) {
-      // What the page and the chat endpoint were doing, for the reader of a failure.
-      const shown = page === undefined ? '' : await page.locator('main').innerHTML().catch(String);
-      const calls = (web?.forwarded ?? []).map((f) => `${f.method} ${f.path} ${f.status}`);
-      throw new Error(
-        `${error instanceof Error ? error.message : String(error)}\npage: ${shown}\nforwarded: ${calls.join(', ')}`,
-        { cause: error },
-      );
-    } finally {
-      await browser?.close();
-      await web?.close();
-      await model.close();
-    }
+      const stopping = worker2 as TestProcess;
+      stopping.child.kill('SIGTERM');
+      expect((await stopping.ended(waitMs)).code).toBe(0);
+      (chat as TestProcess).child.kill('SIGTERM');
+      expect((await (chat as TestProcess).ended(waitMs)).code).toBe(0);
+    });
   });
 
   it('docs/agents.md shows the page this test runs', () => {
