@@ -168,10 +168,8 @@ export async function updateExecution<A, R>(
       { update: update.name, path: 'updateId' },
     );
   }
-  const timeoutMs =
-    options.timeout === undefined ? undefined : parseDuration(options.timeout, 'timeout');
   // The deadline counts from the call: sending the update and reading the log come out of it.
-  const deadlineAtMs = timeoutMs === undefined ? undefined : host.clock.now() + timeoutMs;
+  const deadline = deadlineOf(host, options.timeout);
   const value = await checkUpdate(update, executionId, arg);
   try {
     await host.signal(
@@ -184,14 +182,22 @@ export async function updateExecution<A, R>(
     // A settled execution may have answered this update before it ended: its log says.
     if (!isLoomError(error, KernelErrorCode.EXECUTION_SETTLED)) throw error;
   }
-  return (await awaitAnswer(
-    host,
-    update.name,
-    executionId,
-    updateId,
-    timeoutMs,
-    deadlineAtMs,
-  )) as R;
+  return (await awaitAnswer(host, update.name, executionId, updateId, deadline)) as R;
+}
+
+/** An update's deadline: its timeout, and when it ends on the host's clock. */
+interface UpdateDeadline {
+  timeoutMs: number;
+  atMs: number;
+}
+
+function deadlineOf(
+  host: ExecutionQueryHost,
+  timeout: Duration | undefined,
+): UpdateDeadline | undefined {
+  if (timeout === undefined) return undefined;
+  const timeoutMs = parseDuration(timeout, 'timeout');
+  return { timeoutMs, atMs: host.clock.now() + timeoutMs };
 }
 
 /** The argument after the update's schema and validator; a refusal is INVALID_UPDATE. */
@@ -275,16 +281,15 @@ function answerIn(event: StoredEvent, step: string): Answer | undefined {
 const keepAliveMs = 60_000;
 
 /**
- * The answer once the log has it (through the store's subscription), by `deadlineAtMs` on the
- * host's clock (`timeoutMs` after the call began), else `UPDATE_TIMEOUT`.
+ * The answer once the log has it (through the store's subscription), by the deadline's `atMs`
+ * on the host's clock (its `timeoutMs` after the call began), else `UPDATE_TIMEOUT`.
  */
 async function awaitAnswer(
   host: ExecutionQueryHost,
   update: string,
   executionId: string,
   updateId: string,
-  timeoutMs: number | undefined,
-  deadlineAtMs: number | undefined,
+  deadline: UpdateDeadline | undefined,
 ): Promise<JsonValue> {
   const step = updateAnswerStep(updateId);
   const state = await fullState(host.store, executionId);
@@ -338,7 +343,8 @@ async function awaitAnswer(
     );
     // A batch delivered before `subscribe` returned may have finished already.
     if (done) void subscription.close();
-    if (timeoutMs === undefined || deadlineAtMs === undefined || done) return;
+    if (deadline === undefined || done) return;
+    const { timeoutMs } = deadline;
     const timedOut = () =>
       finish(() => {
         throw new LoomError(
@@ -351,7 +357,7 @@ async function awaitAnswer(
     // What is left of the deadline: the time the send and the read took is not added to the wait
     // (a timer armed here for the whole timeout ran that long past the deadline; on a test's
     // clock, moved past the deadline in between, it never fired). Already past: at once.
-    const leftMs = deadlineAtMs - host.clock.now();
+    const leftMs = deadline.atMs - host.clock.now();
     if (leftMs <= 0) return timedOut();
     cancelTimer = host.clock.setTimer(timedOut, leftMs, { keepAlive: true });
   });

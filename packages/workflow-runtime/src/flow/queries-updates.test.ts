@@ -588,10 +588,13 @@ describe("an update's deadline", () => {
       await clock.advance(1_000);
       release();
       // Before the fix its timer was armed for 1 s from here, on a clock nobody moves again.
+      let late: NodeJS.Timeout | undefined;
       const settled = await Promise.race([
         outcome,
-        new Promise((resolve) => setTimeout(() => resolve('no answer within 10 s'), 10_000)),
-      ]);
+        new Promise((resolve) => {
+          late = setTimeout(() => resolve('no answer within 10 s'), 10_000);
+        }),
+      ]).finally(() => clearTimeout(late));
       expect(settled).toMatchObject({
         code: WorkflowErrorCode.UPDATE_TIMEOUT,
         fields: { updateId: 'late', timeoutMs: 1_000 },
