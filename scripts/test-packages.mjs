@@ -70,7 +70,6 @@ if (!Number.isInteger(concurrency) || concurrency < 1) {
   process.exit(2);
 }
 const queue = packagesWithTests();
-const queueByName = new Map(queue.map((pkg) => [pkg.name, pkg]));
 
 if (process.argv.some((arg) => arg === '--dry' || arg.startsWith('--dry='))) {
   const settings = Object.fromEntries(
@@ -108,10 +107,11 @@ function run(pkg) {
   return new Promise((resolve) => {
     child.on('error', (error) => {
       console.error(`${prefix}could not start: ${error.message}`);
-      resolve({ name: pkg.name, code: 1, seconds: 0, startedMs });
+      resolve({ pkg, name: pkg.name, code: 1, seconds: 0, startedMs });
     });
     child.on('close', (code, signal) =>
       resolve({
+        pkg,
         name: pkg.name,
         code: code ?? (signal === null ? 1 : 128),
         seconds: (Date.now() - startedMs) / 1000,
@@ -144,7 +144,7 @@ if (failed.length > 0) {
   // packages' lines. The failed tests are named again here, last, with their messages' first
   // lines, from each failed package's JSON report.
   for (const result of failed) {
-    for (const line of failureLines(queueByName.get(result.name), result.startedMs)) {
+    for (const line of failureLines(result.pkg, result.startedMs)) {
       console.log(line);
     }
   }
