@@ -96,6 +96,7 @@ export type {
   Flow,
   FlowContext,
   KernelStepOptions,
+  RecordEffectContext,
   SignalWaitKind,
   StepEffectContext,
   TransactionHandle,

@@ -30,10 +30,12 @@ const charge = defineFlow(
 let gatewayUp = false;
 const refund = defineFlow({ name: 'refund' }, async (ctx, orderId: string) => {
   const order = await ctx.step('load-order', () => ({ id: orderId, cents: 1200 }));
+  // A decision over what the flow has: recorded (a replay keeps it), with no barrier of its own.
+  const route = await ctx.record('route', () => (order.cents > 1000 ? 'manual' : 'auto'));
   // No `retry` here: the runtime's `stepRetry` applies.
   return ctx.step('refund-card', () => {
     if (!gatewayUp) throw new Error('refund gateway down');
-    return `refunded ${order.cents} on ${order.id}`;
+    return `refunded ${order.cents} on ${order.id} (${route})`;
   });
 });
 

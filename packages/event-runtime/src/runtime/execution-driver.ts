@@ -479,6 +479,7 @@ export class ExecutionDriver implements DriverScope, CommandSink {
         return abort.signal;
       },
       step: (name, fn, options) => this.steps.step(name, fn, options),
+      record: (name, fn) => this.steps.record(name, fn),
       transaction: (name, work) => this.steps.transaction(name, work),
       sleep: (ms, name) => this.waits.sleepUntil(undefined, ms, name),
       sleepUntil: (atMs, name) => this.waits.sleepUntil(atMs, undefined, name),

@@ -56,6 +56,11 @@ interface Waiter {
 export class ExecutionJournal implements GroupCommitMember {
   private pending: EventEnvelope[] = [];
   private waiters: Waiter[] = [];
+  /**
+   * Callbacks waiting for a sequence to be durable without asking for a write (`whenDurable`):
+   * made on first use, dropped when the journal breaks.
+   */
+  private watchers: { upTo: number; fn: () => void }[] | undefined;
   private inFlight = false;
   private scheduled = false;
   private broken: unknown;
@@ -201,6 +206,20 @@ export class ExecutionJournal implements GroupCommitMember {
     if (!this.inFlight) this.pump();
   }
 
+  /**
+   * Calls `fn` once every event up to sequence `upTo` is durable, by whatever write makes it so
+   * (this asks for none); never if the journal breaks first. Never called back synchronously.
+   */
+  whenDurable(upTo: number, fn: () => void): void {
+    if (this.broken !== undefined) return;
+    if (upTo <= this.durableUpTo) {
+      Promise.resolve().then(fn);
+      return;
+    }
+    this.watchers ??= [];
+    this.watchers.push({ upTo, fn });
+  }
+
   /** Asks the group commit for a turn, once: it sends what is pending when the turn is over. */
   private pump(): void {
     if (this.scheduled) return;
@@ -274,6 +293,7 @@ export class ExecutionJournal implements GroupCommitMember {
     const waiters = this.waiters;
     this.waiters = [];
     for (const waiter of waiters) waiter.reject(error);
+    this.watchers = undefined;
   }
 
   /** Puts `sent` back in front of what is pending and asks for a turn after the backoff. */
@@ -364,6 +384,7 @@ export class ExecutionJournal implements GroupCommitMember {
         const waiters = this.waiters;
         this.waiters = [];
         for (const waiter of waiters) waiter.reject(error);
+        this.watchers = undefined;
       }
       throw error;
     } finally {
@@ -379,6 +400,7 @@ export class ExecutionJournal implements GroupCommitMember {
   }
 
   private settleWaiters(): void {
+    if (this.watchers !== undefined) this.settleWatchers();
     // The common case: every waiter is durable now (no array of the ones still waiting).
     if (this.waiters.every((waiter) => waiter.upTo <= this.durableUpTo)) {
       const waiters = this.waiters;
@@ -393,5 +415,18 @@ export class ExecutionJournal implements GroupCommitMember {
       else still.push(waiter);
     }
     this.waiters = still;
+  }
+
+  private settleWatchers(): void {
+    const watchers = this.watchers as { upTo: number; fn: () => void }[];
+    if (this.broken !== undefined) {
+      this.watchers = undefined;
+      return;
+    }
+    const due = watchers.filter((watcher) => watcher.upTo <= this.durableUpTo);
+    if (due.length === 0) return;
+    this.watchers =
+      due.length === watchers.length ? undefined : watchers.filter((w) => !due.includes(w));
+    for (const watcher of due) watcher.fn();
   }
 }

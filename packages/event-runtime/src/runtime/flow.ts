@@ -29,6 +29,17 @@ export interface StepEffectContext {
   clock: Clock;
 }
 
+/** What a record's function receives (`ctx.record`): a step's context, and `onDurable`. */
+export interface RecordEffectContext extends StepEffectContext {
+  /**
+   * Calls `fn` once this record's outcome is durable (in the log), which the execution's next
+   * write makes it: for announcing what the record decided only once it holds. Never on a
+   * replay (a replayed record does not run its function), and never if this node stops driving
+   * the execution before that write. What `fn` throws is dropped.
+   */
+  onDurable(fn: () => void): void;
+}
+
 /** Options of the kernel's `ctx.step` (the workflow layer's `StepOptions` adds retries and timeouts). */
 export interface KernelStepOptions {
   /**
@@ -76,6 +87,23 @@ export interface FlowContext {
     fn: (effect: StepEffectContext) => T | Promise<T>,
     options?: KernelStepOptions,
   ): Promise<T>;
+  /**
+   * A record of something the flow decided: `fn` runs at once, with no start record and no
+   * durability barrier before it, and its result is recorded as the step's `step.completed` (a
+   * throw as `step.failed`), made durable with the execution's next write, which comes before
+   * anything that depends on it leaves the execution (the next step's effect, a suspension, the
+   * end). A replay returns the record, as for `step`; a log that has it as a step replays too.
+   *
+   * Use it for what may be decided twice: a crash before the record is durable leaves nothing of
+   * it, so `fn` runs again on resume, and, with no start record, such a run is not counted as
+   * interrupted (ADR 0066). A decision over values the flow already has (a policy's verdict, a
+   * plan, the answer to an update) fits; an effect on the outside world is a `step`. Never
+   * retried; `fn` gets the step's context (its `attempt` is always 1) and `onDurable`, which runs
+   * a callback once the record is in the log.
+   *
+   * Error codes: those of `step`.
+   */
+  record<T>(name: string, fn: (effect: RecordEffectContext) => T | Promise<T>): Promise<T>;
   /**
    * A step whose writes go to the log's own database: `work` runs inside the database
    * transaction that also appends `step.completed`, so the step happens exactly once.

@@ -19,7 +19,13 @@ import {
 import { type ResolvedRetry, resolveRetry } from './core/step-retry-policy.js';
 import type { DriverScope } from './driver-scope.js';
 import { never } from './driver-support.js';
-import type { KernelStepOptions, StepEffectContext, TransactionHandle } from './flow.js';
+import type { ExecutionJournal } from './execution-journal.js';
+import type {
+  KernelStepOptions,
+  RecordEffectContext,
+  StepEffectContext,
+  TransactionHandle,
+} from './flow.js';
 import type { LazyAbort } from './lazy-abort.js';
 
 /**
@@ -100,23 +106,11 @@ export class StepOperations {
     // and a first run's attempts are the step's promise (one async frame per step, not two).
     // What the checks throw still reaches the caller as a rejection.
     try {
-      const { executionId, machine } = this.scope;
-      this.scope.ensureOpen('step', name);
-      if (machine.suspending) return never();
+      if (!this.opened('step', name)) return never();
       // Checked before the claim: a bad policy is the caller's mistake, like a bad name.
       const retry = this.retryOf(options);
-      const claim = machine.claim('step', name);
-      if (claim.recorded !== undefined && claim.recorded.status !== 'started')
-        return Promise.resolve(replayStep(machine, claim) as T);
-      if (typeof fn !== 'function') {
-        throw new LoomError(
-          ErrorCode.INVALID_STEP_NAME,
-          `step '${claim.name}' needs an effect function`,
-          {
-            executionId,
-          },
-        );
-      }
+      const claim = this.claimed<T>('step', name, fn);
+      if (claim instanceof Promise) return claim;
       if (
         claim.recorded !== undefined &&
         claim.recorded.retryAtMs === undefined &&
@@ -129,6 +123,109 @@ export class StepOperations {
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /**
+   * What `step` and `record` check first: the context is open (else `CONTEXT_CLOSED`), and false
+   * when the execution is suspending (the operation then never settles).
+   */
+  private opened(operation: 'step' | 'record', name: string): boolean {
+    this.scope.ensureOpen(operation, name);
+    return !this.scope.machine.suspending;
+  }
+
+  /**
+   * The claim `step` and `record` make: a step the log has an outcome for answers with it (a
+   * promise), else the claim of the step to run, whose `fn` must be a function.
+   */
+  private claimed<T>(operation: 'step' | 'record', name: string, fn: unknown): Claim | Promise<T> {
+    const { executionId, machine } = this.scope;
+    const claim = machine.claim('step', name);
+    if (claim.recorded !== undefined && claim.recorded.status !== 'started')
+      return Promise.resolve(replayStep(machine, claim) as T);
+    if (typeof fn !== 'function') {
+      throw new LoomError(
+        ErrorCode.INVALID_STEP_NAME,
+        `${operation} '${claim.name}' needs ${operation === 'step' ? 'an effect function' : 'a function'}`,
+        { executionId },
+      );
+    }
+    return claim;
+  }
+
+  /**
+   * `ctx.record`: `fn` runs now, and only its outcome is recorded (`step.completed` or
+   * `step.failed`), durable with the execution's next write (ADR 0066). A replay answers from the
+   * log; a step of the name left in flight by an older writer runs again as a record.
+   */
+  record<T>(name: string, fn: (effect: RecordEffectContext) => T | Promise<T>): Promise<T> {
+    try {
+      const { executionId, abort } = this.scope;
+      if (!this.opened('record', name)) return never();
+      const claim = this.claimed<T>('record', name, fn);
+      if (claim instanceof Promise) return claim;
+      const context = new RecordContext(
+        executionId,
+        claim.index,
+        claim.name,
+        abort,
+        this.scope.kernel.clock,
+      );
+      let ran: T | Promise<T>;
+      try {
+        ran = fn(context);
+      } catch (thrown) {
+        throw this.recordThrew(claim, context, thrown);
+      }
+      if (isPromiseLike(ran)) return this.recordLater(claim, context, ran);
+      return Promise.resolve(this.recordReturned(claim, context, ran) as T);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** A record whose function answered with a promise: in flight until it settles. */
+  private async recordLater<T>(
+    claim: Claim,
+    context: RecordContext,
+    ran: PromiseLike<T>,
+  ): Promise<T> {
+    const { suspension } = this.scope;
+    suspension.beginInFlight();
+    try {
+      let result: T;
+      try {
+        result = await ran;
+      } catch (thrown) {
+        // The flow returned without awaiting it: nothing may follow the terminal in the log.
+        if (this.scope.machine.flowEnded) return never();
+        throw this.recordThrew(claim, context, thrown);
+      }
+      if (this.scope.machine.flowEnded) return never();
+      return this.recordReturned(claim, context, result) as T;
+    } finally {
+      suspension.settleInFlight();
+    }
+  }
+
+  /** Records a record's result; returns the value the flow gets (decoded from its record). */
+  private recordReturned(claim: Claim, context: RecordContext, result: unknown): unknown {
+    this.scope.interrupt();
+    try {
+      return effectReturned(this.scope.machine, claim, result, undefined, true);
+    } finally {
+      this.scope.carryOut();
+      context.recorded(this.scope.journal);
+    }
+  }
+
+  /** Records a record's failure; returns the `STEP_FAILED` the flow gets. */
+  private recordThrew(claim: Claim, context: RecordContext, thrown: unknown): LoomError {
+    this.scope.interrupt();
+    const failed = failStep(this.scope.machine, claim, thrown, undefined, true);
+    this.scope.carryOut();
+    context.recorded(this.scope.journal);
+    return failed;
   }
 
   /**
@@ -387,5 +484,62 @@ class EffectContext implements StepEffectContext {
 
   get signal(): AbortSignal {
     return this.#abort.signal;
+  }
+}
+
+function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
+}
+
+/**
+ * What a record's function is handed: a step's context (attempt 1) and `onDurable`, whose
+ * callbacks wait for the journal to make the record's outcome durable.
+ */
+class RecordContext extends EffectContext implements RecordEffectContext {
+  #callbacks: (() => void)[] | undefined;
+  #journal: ExecutionJournal | undefined;
+  #upTo = -1;
+
+  constructor(
+    executionId: string,
+    stepIndex: number,
+    stepName: string,
+    abort: LazyAbort,
+    clock: Clock,
+  ) {
+    super(executionId, stepIndex, stepName, 1, abort, clock);
+  }
+
+  onDurable(fn: () => void): void {
+    if (this.#journal === undefined) {
+      this.#callbacks ??= [];
+      this.#callbacks.push(fn);
+    } else {
+      this.#journal.whenDurable(this.#upTo, () => runDropping(fn));
+    }
+  }
+
+  /** The outcome is recorded in `journal` (its last sequence): the callbacks wait for it. */
+  recorded(journal: ExecutionJournal): void {
+    this.#journal = journal;
+    this.#upTo = journal.sequence - 1;
+    const callbacks = this.#callbacks;
+    if (callbacks === undefined) return;
+    this.#callbacks = undefined;
+    journal.whenDurable(this.#upTo, () => {
+      for (const fn of callbacks) runDropping(fn);
+    });
+  }
+}
+
+function runDropping(fn: () => void): void {
+  try {
+    fn();
+  } catch {
+    // Documented: what an onDurable callback throws is dropped (the record holds either way).
   }
 }

@@ -48,6 +48,7 @@ export const runtimeSections = [
   'lease batches',
   'durations judged by the runtime clock',
   'recorded values: limits, first run equals replay, closed contexts, hostile throws',
+  'records (ctx.record)',
 ] as const;
 
 /** One section of `runtimeConformance`. */

@@ -43,6 +43,7 @@ describe('conformance sections', () => {
         'runtime-retry-conformance.ts',
         'runtime-log-checks.ts',
         'runtime-events-conformance.ts',
+        'runtime-record-conformance.ts',
       ).sort(),
     ).toEqual([...runtimeSections].sort());
   });

@@ -30,6 +30,7 @@ import { logTails } from './log-tails.js';
 import { runtimeEventsConformance } from './runtime-events-conformance.js';
 import type { RuntimeHarness } from './runtime-harness.js';
 import { runtimeLogChecks } from './runtime-log-checks.js';
+import { runtimeRecords } from './runtime-record-conformance.js';
 import { runtimeRetries } from './runtime-retry-conformance.js';
 import { runtimeStoreFaults } from './runtime-store-faults.js';
 import { until as untilSeen } from './until.js';
@@ -138,6 +139,7 @@ export function runtimeConformance(
     runtimeStoreFaults(() => harness, runtime, section);
     runtimeRetries(() => harness, runtime, section);
     runtimeLogChecks(() => harness, runtime, section);
+    runtimeRecords(() => harness, runtime, section);
     runtimeEventsConformance(() => harness, runtime, section);
 
     section('steps and barriers', () => {

@@ -1,7 +1,7 @@
 // A worker process for the crash test: drives LOOM_CRASH_EXECS executions of a
 // LOOM_CRASH_STEPS-step flow, at most LOOM_CRASH_CONCURRENCY at a time, and records every
 // effect run in LOOM_CRASH_EFFECTS (one line per run, appended synchronously before the
-// effect returns). The test SIGKILLs it at random moments and starts it again.
+// effect returns), then records the total. The test SIGKILLs it at random moments and starts it again.
 import { appendFileSync } from 'node:fs';
 import type { Flow } from '../../src/index.js';
 import { createKernelRuntime } from '../../src/kernel.js';
@@ -25,7 +25,9 @@ const flow: Flow<{ index: number }, number> = {
         return step;
       });
     }
-    return total;
+    // A record (`ctx.record`, no start record): durable in the same write as the end, so a kill
+    // leaves both or neither, and the check finds its completion once.
+    return ctx.record('total', () => total);
   },
 };
 

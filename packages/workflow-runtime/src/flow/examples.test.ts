@@ -6,7 +6,7 @@ import { expect, it } from 'vitest';
 const directory = join(import.meta.dirname, '../../examples');
 const expected: Record<string, RegExp> = {
   'steps-and-retries.ts':
-    /receipt for order-7 .*attempt 3\) after 3 calls\nEXECUTION_FAILED: step 'refund-card' after 2 attempts: refund gateway down\nrefunded 1200 on order-7/,
+    /receipt for order-7 .*attempt 3\) after 3 calls\nEXECUTION_FAILED: step 'refund-card' after 2 attempts: refund gateway down\nrefunded 1200 on order-7 \(manual\)/,
   'durable-sleep.ts': /active while sleeping: 0\nreminded ada, \d+ ms later/,
   'signals.ts': /refused: INVALID_SIGNAL\n120 approved by grace/,
   'children-and-continue-as-new.ts': /= 30/,

@@ -139,6 +139,7 @@ class ReadOnlyReplay {
       executionId: state.executionId,
       signal: this.abort.signal,
       step: (name) => this.step(name) as Promise<never>,
+      record: (name) => this.step(name) as Promise<never>,
       transaction: (name) => this.step(name) as Promise<never>,
       sleep: (_ms, name = 'sleep') => this.timer(name),
       sleepUntil: (_atMs, name = 'sleep') => this.timer(name),

@@ -1,6 +1,7 @@
 import type {
   FlowContext,
   JsonValue,
+  RecordEffectContext,
   SignalWaitKind,
   StepEffectContext,
   StepRetryPolicy,
@@ -92,6 +93,23 @@ export interface WorkflowContext {
         effect: StepEffectContext & { attempt: number },
       ) => Json<Awaited<T>> | Promise<Json<Awaited<T>>>),
     options?: StepOptions,
+  ): Promise<Awaited<T>>;
+  /**
+   * A record of something the flow decided: `fn` runs at once, with no start record and no
+   * durability barrier before it; its result is recorded as the step's outcome and made durable
+   * with the execution's next write, before anything that depends on it leaves the execution. A
+   * replay returns the record. A crash before it is durable runs `fn` again, so use it for
+   * decisions that may be made twice (a verdict, a plan over values the flow has), never for
+   * an effect on the outside world: that is a `step`. Never retried; no middleware (ADR 0066).
+   * `fn`'s `effect.onDurable(callback)` runs the callback once the record is in the log.
+   *
+   * @example
+   * const plan = await ctx.record('plan', () => (input.total > 100 ? 'review' : 'ship'));
+   */
+  record<T>(
+    name: string,
+    fn: ((effect: RecordEffectContext) => T | Promise<Awaited<T>>) &
+      ((effect: RecordEffectContext) => Json<Awaited<T>> | Promise<Json<Awaited<T>>>),
   ): Promise<Awaited<T>>;
   /** An exactly-once step writing to the log's own database (SQLite, Postgres). */
   transaction<T>(name: string, work: (tx: TransactionHandle) => T | Promise<T>): Promise<T>;
@@ -223,6 +241,8 @@ export function workflowContext(
               wrapEffect(chain, (attempt) => fn(stepAttempt(attempt, effect)))(effect);
       return ctx.step(name, effect, kernelStepOptions(options));
     }) as WorkflowContext['step'],
+    record: ((name: string, fn: (effect: RecordEffectContext) => unknown) =>
+      ctx.record(name, fn)) as WorkflowContext['record'],
     transaction: (name, work) => ctx.transaction(name, work),
     sleep: (duration) => ctx.sleep(parseDuration(duration, 'sleep')),
     sleepUntil: (at) => ctx.sleepUntil(instant(at)),

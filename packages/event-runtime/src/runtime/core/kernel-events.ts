@@ -126,12 +126,16 @@ export interface StepStartedPayload {
 export interface StepCompletedPayload {
   index: number;
   name: string;
+  /** A record (`ctx.record`): no `step.started` precedes it (ADR 0066). */
+  record?: true;
   result: JsonValue;
 }
 
 export interface StepFailedPayload {
   index: number;
   name: string;
+  /** A record (`ctx.record`): no `step.started` precedes it (ADR 0066). */
+  record?: true;
   error: RecordedError;
   /** Attempts made in the step's last budget (omitted when it was not retried: one). */
   attempts?: number;

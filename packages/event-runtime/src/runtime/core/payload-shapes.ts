@@ -136,9 +136,15 @@ export const payloadShapes: { readonly [T in KernelEventType]: ShapeOf<KernelPay
   },
   'step.attempt_started': { index: 'index', attempt: 'number', name: 'string' },
   'step.interrupted': { index: 'index', name: 'string', interruptions: 'number' },
-  'step.completed': { index: 'index', name: 'string', result: 'json' },
+  'step.completed': { index: 'index', name: 'string', record: 'unread', result: 'json' },
   // (In the order the hand-written fold checked them, so each corrupt log is reported as before.)
-  'step.failed': { name: 'string', error: 'error', attempts: 'number?', index: 'index' },
+  'step.failed': {
+    name: 'string',
+    error: 'error',
+    attempts: 'number?',
+    index: 'index',
+    record: 'unread',
+  },
   'execution.completed': { output: 'json' },
   'execution.failed': { error: 'error' },
   'execution.cancelled': { reason: 'string' },

@@ -11,6 +11,7 @@ import {
   EventType,
   type KernelEventType,
   type StepAttemptStartedPayload,
+  type StepCompletedPayload,
   type StepFailedPayload,
   type StepInterruptedPayload,
 } from './kernel-events.js';
@@ -124,7 +125,8 @@ export function attemptThrew(
 }
 
 /**
- * Attempt `attempts` (undefined: a step without retries) of a step returned `result`: queues
+ * Attempt `attempts` (undefined: a step without retries) of a step returned `result` (`record`:
+ * a `ctx.record`, marked so in its payload): queues
  * `step.completed` and returns the value the flow gets. A result the log cannot hold fails the
  * step instead (durably, so a replay fails it the same way rather than run the effect again):
  * throws that `STEP_FAILED`.
@@ -134,15 +136,19 @@ export function effectReturned(
   claim: Claim,
   result: unknown,
   attempts: number | undefined,
+  record?: true,
 ): JsonValue {
-  const payload = { index: claim.index, name: claim.name, result: (result ?? null) as JsonValue };
+  const payload: StepCompletedPayload =
+    record === undefined
+      ? { index: claim.index, name: claim.name, result: (result ?? null) as JsonValue }
+      : { index: claim.index, name: claim.name, record, result: (result ?? null) as JsonValue };
   let text: string;
   try {
-    text = encodeResult(machine, claim, payload);
+    text = encodeResult(machine, claim, payload as never);
   } catch (refused) {
-    throw failStep(machine, claim, refused, attempts);
+    throw failStep(machine, claim, refused, attempts, record);
   }
-  machine.record(EventType.stepCompleted, payload, text);
+  machine.record(EventType.stepCompleted, payload as never, text);
   stepCommitted(machine, claim, text);
   machine.flushBesideOthers();
   return recordedValue(payload.result, text, 'result');
@@ -185,9 +191,13 @@ export function failStep(
   claim: Claim,
   thrown: unknown,
   attempts: number | undefined,
+  asRecord?: true,
 ): LoomError {
   const error = recordError(thrown);
-  const payload: StepFailedPayload = { index: claim.index, name: claim.name, error };
+  const payload: StepFailedPayload =
+    asRecord === undefined
+      ? { index: claim.index, name: claim.name, error }
+      : { index: claim.index, name: claim.name, record: asRecord, error };
   const record: StepRecord = { name: claim.name, status: 'failed', error };
   if (attempts !== undefined) {
     payload.attempts = attempts;
