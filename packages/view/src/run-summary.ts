@@ -18,7 +18,7 @@ export interface RunSummary {
    * failed flow's error message, a cancel's reason, `continued as <id>`; null while it runs.
    */
   readonly terminalReason: string | null;
-  /** Steps started (every attempt's first `step.started`, one per step). */
+  /** Steps, one each: its first `step.started`, or a record's outcome (`ctx.record`: no start). */
   readonly steps: number;
   /** Approvals of an agent run that wait for a person (0 for flows). */
   readonly pendingApprovals: number;

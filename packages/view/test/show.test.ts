@@ -56,3 +56,45 @@ it('a retried step is one entry with its failed attempts; sleeps and timed-out w
     await view.close();
   }
 });
+
+it('a record (ctx.record: no start) is one step entry, opened and closed by its outcome, and counted once', async () => {
+  const path = join(dir, 'records.db');
+  const decided = defineFlow({ name: 'decided' }, async (ctx) => {
+    const route = await ctx.record('route', () => 'manual');
+    const shipped = await ctx.step('ship', () => `shipped ${route}`);
+    let verdict = 'none';
+    try {
+      await ctx.record('verdict', () => {
+        throw new Error('no verdict');
+      });
+    } catch {
+      verdict = 'failed';
+    }
+    return { shipped, verdict };
+  });
+  const runtime = createRuntime({ backend: openSqlite({ path, migrate: true }), flows: [decided] });
+  try {
+    const handle = await runtime.start(decided, null, { executionId: 'decided-1' });
+    expect(await handle.result()).toEqual({ shipped: 'shipped manual', verdict: 'failed' });
+  } finally {
+    await runtime.shutdown();
+  }
+  const view = await openView({ db: `sqlite:${path}` });
+  try {
+    const detail = await view.show('decided-1');
+    expect(detail.timeline.map((e) => [e.kind, e.name, e.status])).toEqual([
+      ['step', 'route', 'completed'],
+      ['step', 'ship', 'completed'],
+      ['step', 'verdict', 'failed'],
+    ]);
+    const [route] = detail.timeline;
+    expect(route?.result).toBe('manual');
+    expect(route?.durationMs).toBe(0);
+    expect(detail.run).toMatchObject({ status: 'completed', steps: 3 });
+    // The runs list agrees (the projections' batch fold is checked against it in projections.test.ts).
+    const { runs } = await view.runs();
+    expect(runs.find((run) => run.id === 'decided-1')?.steps).toBe(3);
+  } finally {
+    await view.close();
+  }
+});

@@ -104,6 +104,21 @@ export function foldRun(
     folded.timeline.push(entry);
     open.set(key, { entry, at: folded.timeline.length - 1 });
   };
+  // A step's entry, opened by its first start (a retry's next attempt keeps it), or by its
+  // outcome when it has none (a record).
+  const openStep = (event: StoredEvent, p: Payload, index: number) => {
+    const stepKey = `step:${index}`;
+    if (open.has(stepKey)) return;
+    folded.steps += 1;
+    const name = text(p.name) ?? '';
+    const role = agent ? agentRoles.find(([prefix]) => name.startsWith(prefix)) : undefined;
+    openEntry(stepKey, event, {
+      kind: 'step',
+      name,
+      index,
+      ...(role === undefined ? {} : { agentRole: role[1], agentKey: name.slice(role[0].length) }),
+    });
+  };
   const close = (key: string, at: number, patch: Partial<TimelineEntry>) => {
     const found = open.get(key);
     if (found === undefined) return;
@@ -128,23 +143,9 @@ export function foldRun(
         agent = isAgent(folded.flow);
         break;
       }
-      case EventType.stepStarted: {
-        const stepKey = `step:${index}`;
-        const previous = open.get(stepKey);
-        if (previous !== undefined) break; // a retry's next attempt: same entry
-        folded.steps += 1;
-        const name = text(p.name) ?? '';
-        const role = agent ? agentRoles.find(([prefix]) => name.startsWith(prefix)) : undefined;
-        openEntry(stepKey, event, {
-          kind: 'step',
-          name,
-          index,
-          ...(role === undefined
-            ? {}
-            : { agentRole: role[1], agentKey: name.slice(role[0].length) }),
-        });
+      case EventType.stepStarted:
+        openStep(event, p, index);
         break;
-      }
       case EventType.stepAttemptFailed:
       case EventType.stepInterrupted: {
         const found = open.get(`step:${index}`);
@@ -159,12 +160,15 @@ export function foldRun(
         break;
       }
       case EventType.stepCompleted:
+        // A record (`ctx.record`) has no start: its entry opens and closes with its outcome.
+        openStep(event, p, index);
         close(`step:${index}`, event.at, {
           status: 'completed',
           ...(p.result === undefined ? {} : { result: p.result }),
         });
         break;
       case EventType.stepFailed:
+        openStep(event, p, index);
         close(`step:${index}`, event.at, { status: 'failed', error: errorOf(p.error).message });
         break;
       case EventType.timerScheduled:

@@ -174,6 +174,8 @@ export function foldBatch(events: readonly StoredEvent[], input: FoldInput): Fol
         const index = num(p.index) ?? -1;
         const open = JSON.parse(run.open_steps) as number[];
         if (open.includes(index)) run.open_steps = JSON.stringify(open.filter((i) => i !== index));
+        // A record (`ctx.record`) has no start: its outcome counts it.
+        else if (p.record === true) run.steps += 1;
         if (event.type === EventType.stepFailed || run.kind !== 'agent') break;
         const name = text(p.name) ?? '';
         if (name.startsWith(approvalPrefix)) {
