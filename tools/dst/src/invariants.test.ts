@@ -66,6 +66,23 @@ describe('the invariant checker', () => {
     expect(invariants(await check(log))).toContain('plain-2n+2');
   });
 
+  it('passes a record (its outcome alone, marked) beside a step, and reports one recorded twice', async () => {
+    const record = ['step.completed', { index: 0, name: 'plan', record: true, result: 1 }] as [
+      string,
+      JsonValue,
+    ];
+    const log = [
+      [...started] as [string, JsonValue],
+      record,
+      step('step.started', 1),
+      step('step.completed', 1),
+      completed,
+    ];
+    expect(await check(log)).toEqual([]);
+    const twice = [[...started] as [string, JsonValue], record, record, completed];
+    expect(invariants(await check(twice))).toContain('plain-2n+2');
+  });
+
   it('reports a timer that fired before it was due', async () => {
     const clock = new ManualClock();
     const dueMs = clock.now() + 5_000;

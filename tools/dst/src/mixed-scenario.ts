@@ -37,21 +37,27 @@ export const plainFlow = defineFlow(
   },
 );
 
-/** A step, a durable sleep, a step: the timer must never fire before it is due. */
+/**
+ * A record, a durable sleep, a step: the timer must never fire before it is due. The record
+ * (`ctx.record`, no start record of its own) is made durable by the sleep's suspension.
+ */
 export const sleepFlow = defineFlow(
   { name: 'dst.sleep' },
   async (ctx, input: { sleepMs: number }) => {
-    await ctx.step('before', () => 'before');
+    await ctx.record('before', () => 'before');
     await ctx.sleep(input.sleepMs);
     await ctx.step('after', () => 'after');
     return input.sleepMs;
   },
 );
 
-/** Waits for signal `go` (sent once or twice with one idempotency key), then a step. */
+/**
+ * Waits for signal `go` (sent once or twice with one idempotency key), then records what it got
+ * (`ctx.record`: durable in the same write as the end).
+ */
 export const signalFlow = defineFlow({ name: 'dst.signal' }, async (ctx) => {
   const go = await ctx.waitForSignal<{ n: number }>('go');
-  return ctx.step('after-go', () => (go.received ? go.payload.n : -1));
+  return ctx.record('after-go', () => (go.received ? go.payload.n : -1));
 });
 
 /** One step: what a queue item and a cron occurrence run. */
