@@ -1,16 +1,23 @@
 // The log an agent run writes, byte for byte: every event (type, payload, time, hash chain) and
-// the run's result, for a few runs that cover the loop's records, compared with a golden file
-// written by the code before the agent loop's per-turn costs were cut (issue 28). A change to
-// what a run records fails here; when it is meant, rewrite the golden with LOOM_UPDATE_GOLDEN=1
-// and say why in the commit.
+// the run's result, for a few runs that cover the loop's records, compared with a golden file.
+// A change to what a run records fails here; when it is meant, rewrite the golden with
+// LOOM_UPDATE_GOLDEN=1 and say why in the commit. The golden of the code before records lost
+// their start (ADR 0066) is kept: those logs must still replay to the same end.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { StoredEvent } from '@loom/event-runtime';
 import { StubModel, type StubTurn } from '@loom/reasoning';
 import { describe, expect, it } from 'vitest';
 import { eventually, harness } from './agent.test-support.js';
 import { type Agent, defineAgent, defineTool, type RunResult } from './index.js';
 
 const goldenPath = join(import.meta.dirname, '__golden__', 'agent-logs.golden.jsonl');
+/** The same runs' logs as the code wrote them before ADR 0066 (records as step pairs). */
+const beforeRecordsPath = join(
+  import.meta.dirname,
+  '__golden__',
+  'agent-logs.before-records.golden.jsonl',
+);
 
 const noop = defineTool({
   name: 'noop',
@@ -84,41 +91,44 @@ function agentOf(name: string, turns: StubTurn[], tools = [noop, lookup, broken,
 }
 
 /** Runs whose logs are pinned: the fan-out bench's shape and the loop's other records. */
-const cases: { name: string; agent: Agent; input: string }[] = [
+const cases: { name: string; agent: () => Agent; input: string }[] = [
   {
     name: 'fanout',
-    agent: agentOf('fanout', [{ toolCalls: [{ tool: 'noop', input: {} }] }, { text: 'done' }]),
+    agent: () =>
+      agentOf('fanout', [{ toolCalls: [{ tool: 'noop', input: {} }] }, { text: 'done' }]),
     input: 'go',
   },
   {
     name: 'parallel-calls',
-    agent: agentOf('parallel', [
-      {
-        text: 'Looking.',
-        toolCalls: [
-          { tool: 'lookup', input: { order: 'A-1', fields: ['status', 'eta'] } },
-          { tool: 'lookup', input: { order: 7 } },
-          { tool: 'nope', input: {} },
-          { tool: 'broken', input: {} },
-          { tool: 'wipe', input: { all: true } },
-        ],
-      },
-      { toolCalls: [{ tool: 'lookup', input: { fields: [], order: 'B-2' } }] },
-      { text: 'Order A-1 shipped; B-2 too.' },
-    ]),
+    agent: () =>
+      agentOf('parallel', [
+        {
+          text: 'Looking.',
+          toolCalls: [
+            { tool: 'lookup', input: { order: 'A-1', fields: ['status', 'eta'] } },
+            { tool: 'lookup', input: { order: 7 } },
+            { tool: 'nope', input: {} },
+            { tool: 'broken', input: {} },
+            { tool: 'wipe', input: { all: true } },
+          ],
+        },
+        { toolCalls: [{ tool: 'lookup', input: { fields: [], order: 'B-2' } }] },
+        { text: 'Order A-1 shipped; B-2 too.' },
+      ]),
     input: 'Where are orders A-1 and B-2? Ünïcödé ✓',
   },
   {
     name: 'empty-then-fail',
-    agent: agentOf('quitter', [
-      { text: '' },
-      { toolCalls: [{ tool: 'fail_goal', input: { reason: 'no such order' } }] },
-    ]),
+    agent: () =>
+      agentOf('quitter', [
+        { text: '' },
+        { toolCalls: [{ tool: 'fail_goal', input: { reason: 'no such order' } }] },
+      ]),
     input: 'find order Z',
   },
   {
     name: 'loop',
-    agent: agentOf('looper', [{ toolCalls: [{ tool: 'noop', input: { x: 1 } }] }]),
+    agent: () => agentOf('looper', [{ toolCalls: [{ tool: 'noop', input: { x: 1 } }] }]),
     input: 'spin',
   },
 ];
@@ -136,13 +146,17 @@ async function pinnedRun(agent: Agent, input: string, runId: string): Promise<Pi
   return { result, log };
 }
 
-async function approvalRun(): Promise<Pinned> {
-  const mailer = defineAgent({
+function mailerAgent(): Agent {
+  return defineAgent({
     name: 'mailer',
     model: scripted({ toolCalls: [{ tool: 'send_mail', input: { to: 'ana' } }] }, { text: 'ok' }),
     instructions: 'Mail people.',
     tools: [mail],
   });
+}
+
+async function approvalRun(): Promise<Pinned> {
+  const mailer = mailerAgent();
   const h = harness([mailer]);
   const run = await h.agents.start(mailer, 'mail ana', { runId: 'run-approval' });
   const approval = await eventually(async () => {
@@ -166,7 +180,7 @@ describe('the log an agent run writes', () => {
   it('is byte for byte the golden one, events, payloads and hashes', async () => {
     const actual: Record<string, Pinned> = {};
     for (const { name, agent, input } of cases) {
-      actual[name] = await pinnedRun(agent, input, `run-${name}`);
+      actual[name] = await pinnedRun(agent(), input, `run-${name}`);
     }
     actual.approval = await approvalRun();
     // One line per event and per result: a change shows as the lines it touched.
@@ -185,5 +199,48 @@ describe('the log an agent run writes', () => {
     const golden = readFileSync(goldenPath, 'utf8');
     // Compared as text: the same events in the same order with the same bytes.
     expect(text).toBe(golden);
+  });
+
+  it('logs written before records lost their start (ADR 0066) replay to the same end, calling nothing', async () => {
+    const lines = readFileSync(beforeRecordsPath, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { run: string; event?: StoredEvent });
+    const agents: Record<string, () => Agent> = { approval: mailerAgent };
+    for (const { name, agent } of cases) agents[name] = agent;
+    let pairs = 0;
+    for (const [name, makeAgent] of Object.entries(agents)) {
+      const log = lines.flatMap((line) => (line.run === name && line.event ? [line.event] : []));
+      pairs += log.filter(
+        (event) =>
+          event.type === 'step.started' &&
+          /^(policy|start|approval):/.test((event.payload as { name: string }).name),
+      ).length;
+      const terminal = log.at(-1) as StoredEvent;
+      expect(terminal.type, name).toBe('execution.completed');
+      const agent = makeAgent();
+      const { flows, clock } = harness([agent]);
+      // The log up to its end, as the older code wrote it (the store chains it anew).
+      await flows.store.append(
+        log.slice(0, -1).map(({ executionId, sequence, type, payload }) => ({
+          executionId,
+          sequence,
+          type,
+          payload,
+        })),
+      );
+      const handle = await flows.resume(terminal.executionId);
+      await clock.runUntilSettled(handle.result());
+      const replayed = await flows.store.read(terminal.executionId);
+      await flows.shutdown();
+      // Nothing new but the end, and the same end: no model call ran again.
+      expect(
+        replayed.map((event) => [event.type, event.payload]),
+        name,
+      ).toEqual(log.map((event) => [event.type, event.payload]));
+      expect((agent.model as StubModel).calls, name).toBe(0);
+    }
+    // The old logs do hold records as step pairs (policy, start and approval starts).
+    expect(pairs).toBeGreaterThanOrEqual(8);
   });
 });

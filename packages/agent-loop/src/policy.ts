@@ -46,8 +46,10 @@ export type ApprovalExpiry = 'end' | 're-ask';
 export const asksMaxDefault = 3;
 
 /**
- * Decides each tool request. A plain function, called inside a recorded step: its answer is
- * journaled, so a replay under changed policy code keeps what was decided.
+ * Decides each tool request. A plain function, called inside the turn's `policy:<t>` record
+ * (`ctx.record`): its answer is journaled, so a replay under changed policy code keeps what was
+ * decided. It runs again if the process dies before that record is durable (ADR 0066), so it
+ * decides and must not act on the world: what must happen once is a tool.
  */
 export type Policy = (request: ToolRequest, view: RunView) => PolicyDecision;
 

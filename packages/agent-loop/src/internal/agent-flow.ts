@@ -29,7 +29,7 @@ import type { ToolRetry } from '../tool-retry.js';
 import type { AgentTransition } from '../transition.js';
 import { AgentSpanAttribute, AgentSpans, responseAttributes } from './agent-spans.js';
 import { runChildCall } from './child-call.js';
-import type { StepOptions, TurnContext } from './flow-host.js';
+import type { RecordEffect, StepOptions, TurnContext } from './flow-host.js';
 import type { LiveTextPublisher, LiveTextWriter } from './live-text-writer.js';
 import { hashOf } from './request-hash.js';
 import type { RunCallsHandoff } from './run-calls.js';
@@ -59,9 +59,6 @@ const askHumanToolSpec: ToolSpec = {
     required: ['question'],
   },
 };
-
-/** The options of a record's step: never retried. */
-const recordOptions: StepOptions = Object.freeze({ retry: false });
 
 /** The options of a model call's step without a wall-time limit: the runtime's stepRetry applies. */
 const modelStepOptions: StepOptions = Object.freeze({});
@@ -107,16 +104,36 @@ type CallOutcome =
   | { kind: 'ended'; reason: TerminalReason; error: string };
 
 /**
- * A step that only records what the run decided (policy verdicts, approvals, questions, start
- * marks): never retried, whatever the runtime's `stepRetry`. Its function is pure but for a
- * transition it announces, which a retry would announce twice.
+ * A record of what the run decided (policy verdicts, approvals, questions): the runtime's
+ * `ctx.record`, never retried. Its function is pure; what it announces waits for `onDurable`.
+ * It runs with no start record and no barrier before it, and is durable with the run's next
+ * write, which comes before anything that depends on it leaves the run (the start mark's start,
+ * a model call's, the wait for an approval, the end). A crash before that runs it again
+ * (ADR 0066).
  */
 function recordStep<T extends JsonValue | null>(
   ctx: TurnContext,
   name: string,
-  fn: (effect: { signal: AbortSignal; nowMs: () => number }) => T | Promise<T>,
+  fn: (effect: RecordEffect) => T | Promise<T>,
 ): Promise<T> {
-  return ctx.step(name, fn, recordOptions);
+  return ctx.record(name, fn);
+}
+
+/** The options of a start mark's step: never retried. */
+const markOptions: StepOptions = Object.freeze({ retry: false });
+
+/**
+ * A start mark (`start:<t>`, a re-run's `start:<key>.r<n>`): a step, never retried, whose
+ * `step.started` is durable before its function runs: the point after which the turn's calls run
+ * without asking anyone on a restart, which the calls' own starts come after. Its function is
+ * pure but for a transition it announces, which a retry would announce twice.
+ */
+function markStep(
+  ctx: TurnContext,
+  name: string,
+  fn: () => JsonValue | null,
+): Promise<JsonValue | null> {
+  return ctx.step(name, fn, markOptions);
 }
 
 /** Names of the records a run writes; `agent-runtime` reads approvals back by these. */
@@ -474,9 +491,11 @@ async function toolTurn(
   budget: WallBudget | undefined,
 ): Promise<RunOutput | undefined> {
   const { runId } = ctx;
-  const verdicts = (await recordStep(ctx, RecordName.policy(turn), () =>
-    spansOf(ctx).around(
-      () => policyVerdicts(ctx, agent, run, notify, turn, calls),
+  const verdicts = (await recordStep(ctx, RecordName.policy(turn), (effect) => {
+    // The model's answer is in the log once this record is: it was recorded before it.
+    effect.onDurable(() => notify({ type: 'decided', runId, turn }));
+    return spansOf(ctx).around(
+      () => policyVerdicts(ctx, agent, run, turn, calls),
       () => ({
         name: `loom.policy ${agent.name}`,
         attributes: {
@@ -486,8 +505,8 @@ async function toolTurn(
         },
       }),
       (out) => ({ [AgentSpanAttribute.verdicts]: (out as Verdict[]).map(verdictName) }),
-    ),
-  )) as unknown as Verdict[];
+    );
+  })) as unknown as Verdict[];
 
   const aborted = verdicts.find((v) => v.kind === 'decided' && v.decision.kind === 'abort');
   if (aborted?.kind === 'decided' && aborted.decision.kind === 'abort') {
@@ -598,7 +617,9 @@ async function toolTurn(
   const failedInOrder: boolean[] = [];
   if (allowed.size > 0) {
     let fresh = false;
-    await recordStep(ctx, RecordName.start(String(turn)), () => {
+    // A step, not a record: its start is the durable point between the verdicts and the calls,
+    // so a crash there runs the calls without asking anyone (ADR 0066).
+    await markStep(ctx, RecordName.start(String(turn)), () => {
       notify({ type: 'policy_decided', runId, turn });
       fresh = true;
       return null;
@@ -656,12 +677,10 @@ async function policyVerdicts(
   ctx: TurnContext,
   agent: Agent,
   run: RunMemory,
-  notify: (transition: AgentTransition) => void,
   turn: number,
   calls: readonly ToolCall[],
 ): Promise<JsonValue> {
   const { runId } = ctx;
-  notify({ type: 'decided', runId, turn });
   const out: Verdict[] = [];
   for (const call of calls) {
     if (agent.askHuman && call.tool === askHumanToolName) {
@@ -963,7 +982,7 @@ async function resolveInterrupted(
     }
     const rerunKey = `${key}.r${attempt + 1}`;
     let marked = false;
-    await recordStep(ctx, RecordName.start(rerunKey), () => {
+    await markStep(ctx, RecordName.start(rerunKey), () => {
       marked = true;
       return null;
     });

@@ -4,6 +4,7 @@
 import type {
   Clock,
   JsonValue,
+  RecordEffectContext,
   StepRetryPolicy,
   StoredEvent,
   StoredSignal,
@@ -29,6 +30,15 @@ export interface TurnContext {
     fn: (effect: { signal: AbortSignal; nowMs: () => number }) => T | Promise<T>,
     options: StepOptions,
   ): Promise<T>;
+  /**
+   * A record of what the run decided (`ctx.record`): `fn` runs at once, with no start record and
+   * no barrier before it; its result is durable with the run's next write. A crash before that
+   * runs `fn` again, so it must be pure but for what it announces. A replay returns the record.
+   */
+  record<T extends JsonValue | null>(
+    name: string,
+    fn: (effect: RecordEffect) => T | Promise<T>,
+  ): Promise<T>;
   /** The runtime clock's time, recorded in the log the first time and read back on replay. */
   now(): number;
   /**
@@ -46,6 +56,14 @@ export interface TurnContext {
    * `CHILD_FAILED` when the child failed or was cancelled.
    */
   child(flowName: string, input: JsonValue, executionId: string): Promise<JsonValue>;
+}
+
+/** What a {@link TurnContext} record's function gets: a step's, and `onDurable`. */
+export interface RecordEffect {
+  readonly signal: AbortSignal;
+  nowMs(): number;
+  /** Runs `fn` once the record is in the log (never on a replay). */
+  onDurable(fn: () => void): void;
 }
 
 /** What a {@link TurnContext} step takes. */
@@ -76,6 +94,17 @@ class TurnEffect {
   readonly nowMs = (): number => this.effect.clock.now();
 }
 
+/** A record's {@link TurnEffect}, with the runtime's `onDurable`. */
+class TurnRecordEffect extends TurnEffect implements RecordEffect {
+  constructor(private readonly record: RecordEffectContext) {
+    super(record);
+  }
+
+  onDurable(fn: () => void): void {
+    this.record.onDurable(fn);
+  }
+}
+
 function turnContext(ctx: WorkflowContext, flowOf: FlowLookup): TurnContext {
   return {
     runId: ctx.executionId,
@@ -104,6 +133,9 @@ function turnContext(ctx: WorkflowContext, flowOf: FlowLookup): TurnContext {
         stepOptions,
       ) as never;
     },
+    record: (name, fn) =>
+      ctx.record(name, ((effect: RecordEffectContext) =>
+        fn(new TurnRecordEffect(effect))) as never) as never,
     now: () => ctx.now(),
     waitForSignal: async (name, timeoutMs, kind) => {
       const wait = await ctx.waitForSignal(name, {
