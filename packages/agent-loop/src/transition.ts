@@ -4,9 +4,10 @@
  * kill the process at an exact point.
  *
  * - `decided`: the model's answer of `turn` is recorded (reported for a turn whose answer calls
- *   tools; a turn that ends the run reports nothing more), and the policy's verdicts with it: they
- *   are a record (`ctx.record`, ADR 0066), in the log with the turn's next write (the start of
- *   `start:<t>`, or the wait for an approval or an answer).
+ *   tools; a turn that ends the run reports nothing more). It is reported once the turn's policy
+ *   record (`ctx.record`, ADR 0066: its verdicts, or the policy's failure) is in the log too,
+ *   which the turn's next write makes it (the start of `start:<t>`, the wait for an approval or
+ *   an answer, or the run's end).
  * - `policy_decided`: the policy's verdicts (and any approvals) of `turn` are recorded.
  * - `tool_started`: the call is marked started; the tool is about to be called.
  * - `observed`: the results of `turn`'s calls are recorded (reported when the next turn starts).

@@ -374,6 +374,8 @@ export class ExecutionJournal implements GroupCommitMember {
         { fenceEpoch: this.fenceEpoch },
       );
       this.durableUpTo = lastSequence;
+      // Before `onAppended`, which may throw: what the transaction made durable is durable.
+      if (this.watchers !== undefined) this.settleWatchers();
       this.onAppended?.(stored);
       return result;
     } catch (error) {
@@ -427,6 +429,12 @@ export class ExecutionJournal implements GroupCommitMember {
     if (due.length === 0) return;
     this.watchers =
       due.length === watchers.length ? undefined : watchers.filter((w) => !due.includes(w));
-    for (const watcher of due) watcher.fn();
+    for (const watcher of due) {
+      try {
+        watcher.fn();
+      } catch {
+        // Dropped: a watcher that throws must not keep the flushes behind it from settling.
+      }
+    }
   }
 }

@@ -215,7 +215,7 @@ export class StepOperations {
       return effectReturned(this.scope.machine, claim, result, undefined, true);
     } finally {
       this.scope.carryOut();
-      context.recorded(this.scope.journal);
+      context.recorded(this.scope.journal, this.scope.machine.lastSequence);
     }
   }
 
@@ -224,7 +224,7 @@ export class StepOperations {
     this.scope.interrupt();
     const failed = failStep(this.scope.machine, claim, thrown, undefined, true);
     this.scope.carryOut();
-    context.recorded(this.scope.journal);
+    context.recorded(this.scope.journal, this.scope.machine.lastSequence);
     return failed;
   }
 
@@ -523,10 +523,14 @@ class RecordContext extends EffectContext implements RecordEffectContext {
     }
   }
 
-  /** The outcome is recorded in `journal` (its last sequence): the callbacks wait for it. */
-  recorded(journal: ExecutionJournal): void {
+  /**
+   * The outcome is queued as sequence `upTo` (the machine's numbering, which the journal's
+   * follows: read from the machine, since a drain already under way may not have handed it to
+   * the journal yet): the callbacks wait for the journal to make it durable.
+   */
+  recorded(journal: ExecutionJournal, upTo: number): void {
     this.#journal = journal;
-    this.#upTo = journal.sequence - 1;
+    this.#upTo = upTo;
     const callbacks = this.#callbacks;
     if (callbacks === undefined) return;
     this.#callbacks = undefined;

@@ -277,10 +277,18 @@ export function foldBatch(events: readonly StoredEvent[], input: FoldInput): Fol
       case EventType.executionContinuedAsNew:
         ending('continued', `continued as ${text(p.successorId) ?? '?'}`);
         break;
-      case EventType.executionRetried:
+      case EventType.executionRetried: {
         run.status = 'running';
         run.terminal_reason = null;
+        // The failed step runs again: open, so its next outcome closes it without counting it
+        // again (a record's outcome counts only a step that is not open).
+        const stepIndex = num(p.stepIndex);
+        if (stepIndex !== null) {
+          const open = JSON.parse(run.open_steps) as number[];
+          if (!open.includes(stepIndex)) run.open_steps = JSON.stringify([...open, stepIndex]);
+        }
         break;
+      }
       default:
         break;
     }
