@@ -1,7 +1,8 @@
 // The flow context's own checks and variants on memory, SQLite and Postgres: sleepUntil takes a
 // Date and refuses what is no instant, onQuery and waitForUpdate refuse what defineQuery and
 // defineUpdate did not make, a waitForUpdate times out, a plain signal under an update's name is
-// refused, and an answer of undefined reaches the caller as null.
+// refused, an answer of undefined reaches the caller as null, and a record (ctx.record) is
+// written alone and answered from the log by a query and by a resume.
 import { ManualClock } from '@loom/event-runtime/testing';
 import { describe, expect, it } from 'vitest';
 import { WorkflowErrorCode } from '../errors.js';
@@ -65,6 +66,20 @@ const pinged = defineFlow(
   },
 );
 
+/** Counts how often its record's function ran: a replay (a resume, a query) must not run it. */
+let routed = 0;
+/** Records a route over its input, then sleeps an hour: the query reads the route from the log. */
+const router = defineFlow({ name: 'ctx-router' }, async (ctx, cents: number) => {
+  let at = 'unrouted';
+  ctx.onQuery(stage, () => at);
+  at = await ctx.record('route', (effect) => {
+    routed += 1;
+    return `${cents > 1000 ? 'manual' : 'auto'} (attempt ${effect.attempt})`;
+  });
+  await ctx.sleep('1h');
+  return at;
+});
+
 for (const [backend, open] of testBackends('ctxchecks')) {
   describe(`the flow context on ${backend}`, () => {
     const cleanups = cleanupsAfterEach();
@@ -74,7 +89,7 @@ for (const [backend, open] of testBackends('ctxchecks')) {
       const runtime = createRuntime({
         store: made.store,
         clock,
-        flows: [sleeper, misuse, pinged],
+        flows: [sleeper, misuse, pinged, router],
         timerPollMs: 0,
         inlineWaitMs: 0,
       });
@@ -117,6 +132,27 @@ for (const [backend, open] of testBackends('ctxchecks')) {
       const types = new Set((await store.read('m-1')).map((event) => event.type));
       expect(types.has('timer.scheduled')).toBe(false);
       expect(types.has('signal.waiting')).toBe(false);
+    });
+
+    it('a record is written alone, answered from the log by a query and by the resume after a sleep', async () => {
+      const { runtime, store, clock, suspended } = await make();
+      routed = 0;
+      const handle = await runtime.start(router, 1_200, { executionId: 'r-1' });
+      await suspended('r-1');
+      const [, record] = await store.read('r-1');
+      expect(record?.type).toBe('step.completed');
+      expect(record?.payload).toEqual({
+        index: 0,
+        name: 'route',
+        record: true,
+        result: 'manual (attempt 1)',
+      });
+      // The query replays the log read-only: the record answers without running its function.
+      expect(await runtime.query(stage, 'r-1')).toBe('manual (attempt 1)');
+      await clock.advance(3_600_000);
+      await until('r-1 wakes', async () => (await runtime.wakeDue(10)).includes('r-1'));
+      expect(await handle.result()).toBe('manual (attempt 1)');
+      expect(routed).toBe(1);
     });
 
     it('a waitForUpdate times out as received: false', async () => {
