@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import type { EventEnvelope, JsonValue, StoredEvent } from '../envelope.js';
 import { ErrorCode, type LoomError } from '../errors.js';
-import type { Flow } from '../runtime/flow.js';
+import type { Flow, RecordEffectContext } from '../runtime/flow.js';
 import type { KernelRuntime, KernelRuntimeOptions } from '../runtime/runtime.js';
 import type { RuntimeSection, SectionDescribe } from './conformance-sections.js';
 import { CountingEventStore } from './counting-event-store.js';
@@ -86,7 +86,9 @@ export function runtimeRecords(
       const flow: Flow<null, string[]> = {
         name: 'record-on-durable',
         run: async (ctx) => {
+          let kept: RecordEffectContext | undefined;
           await ctx.record('plan', (effect) => {
+            kept = effect;
             effect.onDurable(() => order.push('durable'));
             // A throwing callback is dropped: the record and the flow go on.
             effect.onDurable(() => {
@@ -96,6 +98,8 @@ export function runtimeRecords(
             return 1;
           });
           order.push('recorded');
+          // Asked for after the outcome was queued: heard with the same write, after the others.
+          kept?.onDurable(() => order.push('late'));
           await ctx.step('next', async () => {
             order.push(`effect saw ${typesOf(await harness.store.read(id)).length} events`);
           });
@@ -103,7 +107,13 @@ export function runtimeRecords(
         },
       };
       const handle = await runtime().start(flow, null, { executionId: id });
-      expect(await handle.result()).toEqual(['ran', 'recorded', 'durable', 'effect saw 3 events']);
+      expect(await handle.result()).toEqual([
+        'ran',
+        'recorded',
+        'durable',
+        'late',
+        'effect saw 3 events',
+      ]);
     });
 
     it('a resume answers a record from the log without running its function again', async () => {
