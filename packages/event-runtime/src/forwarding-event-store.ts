@@ -18,6 +18,7 @@ import type {
   TransactionalEventStore,
 } from './event-store.js';
 import { encodedTextOf } from './internal/encoded-payloads.js';
+import { isThenable } from './internal/is-thenable.js';
 import type { LeaseStore } from './lease-store.js';
 
 /**
@@ -92,14 +93,6 @@ export async function transactRewriting<T>(
   };
   const { result, stored } = await inner.transact(wrapped, (done) => done.envelopes, guard);
   return { result: result.value, stored };
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (
-    value !== null &&
-    (typeof value === 'object' || typeof value === 'function') &&
-    typeof (value as { then?: unknown }).then === 'function'
-  );
 }
 
 /**

@@ -2,6 +2,7 @@ import type { Clock } from '../clock.js';
 import type { JsonValue } from '../envelope.js';
 import { ErrorCode, LoomError } from '../errors.js';
 import { isTransactional, type TransactionalEventStore } from '../event-store.js';
+import { isThenable } from '../internal/is-thenable.js';
 import type { Claim } from './core/execution-machine.js';
 import type { StepRecord } from './core/execution-state.js';
 import { recordedValue } from './core/recorded-values.js';
@@ -177,7 +178,7 @@ export class StepOperations {
       } catch (thrown) {
         throw this.recordThrew(claim, context, thrown);
       }
-      if (isPromiseLike(ran)) return this.recordLater(claim, context, ran);
+      if (isThenable(ran)) return this.recordLater(claim, context, ran as PromiseLike<T>);
       return Promise.resolve(this.recordReturned(claim, context, ran) as T);
     } catch (error) {
       return Promise.reject(error);
@@ -485,14 +486,6 @@ class EffectContext implements StepEffectContext {
   get signal(): AbortSignal {
     return this.#abort.signal;
   }
-}
-
-function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
-  return (
-    (typeof value === 'object' || typeof value === 'function') &&
-    value !== null &&
-    typeof (value as { then?: unknown }).then === 'function'
-  );
 }
 
 /**

@@ -23,6 +23,7 @@ import {
 } from './conformance-sections.js';
 import { CountingEventStore } from './counting-event-store.js';
 import { CountingSnapshotStore } from './counting-snapshot-store.js';
+import { deferred } from './deferred.js';
 import { expectIllFormed, freshId, illFormedTexts } from './event-store-conformance.js';
 import { FlakyEventStore } from './flaky-event-store.js';
 import { leaseCalls, tickLeases } from './lease-calls.js';
@@ -36,14 +37,6 @@ import { runtimeStoreFaults } from './runtime-store-faults.js';
 import { until as untilSeen } from './until.js';
 
 export type { RuntimeHarness } from './runtime-harness.js';
-
-function deferred<T = void>() {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
 
 async function codeOf(promise: Promise<unknown>): Promise<string> {
   try {

@@ -4,6 +4,7 @@ import type { Flow } from '../runtime/flow.js';
 import type { KernelRuntime, KernelRuntimeOptions } from '../runtime/runtime.js';
 import type { RuntimeEventMap, RuntimeEventName } from '../runtime/runtime-events.js';
 import type { RuntimeSection, SectionDescribe } from './conformance-sections.js';
+import { deferred } from './deferred.js';
 import { freshId } from './event-store-conformance.js';
 import { tickLeases } from './lease-calls.js';
 import type { RuntimeHarness } from './runtime-harness.js';
@@ -27,14 +28,6 @@ function record(runtime: KernelRuntime): Seen {
     runtime.events.on(event, (payload) => seen.push({ event, ...payload } as Seen[number]));
   }
   return seen;
-}
-
-function deferred() {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
 }
 
 /**

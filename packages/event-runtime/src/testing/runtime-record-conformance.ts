@@ -5,17 +5,10 @@ import type { Flow, RecordEffectContext } from '../runtime/flow.js';
 import type { KernelRuntime, KernelRuntimeOptions } from '../runtime/runtime.js';
 import type { RuntimeSection, SectionDescribe } from './conformance-sections.js';
 import { CountingEventStore } from './counting-event-store.js';
+import { deferred } from './deferred.js';
 import { freshId } from './event-store-conformance.js';
 import type { RuntimeHarness } from './runtime-harness.js';
 import { until } from './until.js';
-
-function gate<T = void>() {
-  let open!: (value: T) => void;
-  const promise = new Promise<T>((resolve) => {
-    open = resolve;
-  });
-  return { promise, open };
-}
 
 const typesOf = (events: readonly StoredEvent[]) => events.map((event) => event.type);
 
@@ -118,7 +111,7 @@ export function runtimeRecords(
 
     it('a resume answers a record from the log without running its function again', async () => {
       const id = freshId('record-resume');
-      const hang = gate();
+      const hang = deferred();
       const calls: string[] = [];
       const flow: Flow<null, string> = {
         name: 'record-resume',
@@ -141,13 +134,13 @@ export function runtimeRecords(
       const survivor = runtime({ nodeId: 'survivor', flows: [flow as Flow<never, unknown>] });
       expect(await (await survivor.resume<string>(id)).result()).toBe('PS');
       expect(calls).toEqual(['plan', 'ship', 'ship']);
-      hang.open();
+      hang.resolve();
     });
 
     it('a record that throws is a step.failed marked record; the flow gets STEP_FAILED, again on replay', async () => {
       const harness = getHarness();
       const id = freshId('record-throws');
-      const hang = gate();
+      const hang = deferred();
       let calls = 0;
       let shipped = 0;
       const flow: Flow<null, string> = {
@@ -184,7 +177,7 @@ export function runtimeRecords(
       const result = await (await survivor.resume<string>(id)).result();
       expect(result).toMatch(/^STEP_FAILED: .*verdict.*no verdict/);
       expect(calls).toBe(1);
-      hang.open();
+      hang.resolve();
     });
 
     it("an older writer's step pair of the record's name replays; one it left in flight runs again as a record", async () => {
@@ -237,14 +230,14 @@ export function runtimeRecords(
     it('an execution does not suspend while a record it started is still running', async () => {
       const harness = getHarness();
       const id = freshId('record-in-flight');
-      const slow = gate<string>();
-      const blocked = gate();
+      const slow = deferred<string>();
+      const blocked = deferred();
       const flow: Flow<null, string> = {
         name: 'record-beside-sleep',
         run: async (ctx) => {
           const recorded = ctx.record('slow', () => slow.promise);
           const slept = ctx.sleep(3_600_000, 'long');
-          blocked.open();
+          blocked.resolve();
           const [value] = await Promise.all([recorded, slept]);
           return value;
         },
@@ -255,7 +248,7 @@ export function runtimeRecords(
       // The turn ends (the runtime's deferred suspension check runs) with the record running:
       // were it not counted in flight, the execution would suspend here, before its record.
       await harness.clock.advance(0);
-      slow.open('done');
+      slow.resolve('done');
       await until(
         async () => typesOf(await harness.store.read(id)).includes('execution.suspended'),
         'the execution to suspend once the record is written',
