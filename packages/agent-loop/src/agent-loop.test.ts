@@ -162,6 +162,43 @@ describe('the turn loop', () => {
     expect(shown(model.requests[1])).toContain('waited');
   });
 
+  it("a tool's context names its run, turn, call and key; signal is a getter on its prototype", async () => {
+    const seen: Array<Record<string, unknown>> = [];
+    const probe = defineTool({
+      name: 'probe',
+      description: '',
+      input: { type: 'object' },
+      sideEffect: 'read_only',
+      run: async (_input, context) => {
+        seen.push({
+          runId: context.runId,
+          turn: context.turn,
+          callId: context.callId,
+          idempotencyKey: context.idempotencyKey,
+          // One class, not a literal with a getter (a hash table per call).
+          ownSignal: Object.getOwnPropertyDescriptor(context, 'signal') !== undefined,
+          aborted: context.signal.aborted,
+        });
+        return 'seen';
+      },
+    });
+    const model = scripted({ toolCalls: [{ tool: 'probe', input: {} }] }, { text: 'done' });
+    const agent = defineAgent({ name: 'a', model, instructions: '', tools: [probe] });
+    const { agents } = harness([agent]);
+    const run = await agents.start(agent, 'go', { runId: 'probe-run' });
+    expect((await run.result()).reason).toBe('goal_completed');
+    expect(seen).toEqual([
+      {
+        runId: 'probe-run',
+        turn: 1,
+        callId: expect.any(String),
+        idempotencyKey: 'probe-run/1.0',
+        ownSignal: false,
+        aborted: false,
+      },
+    ]);
+  });
+
   it('a tool past its timeoutMs is a tool_error observation, and the run goes on', async () => {
     const hang = defineTool({
       name: 'hang',

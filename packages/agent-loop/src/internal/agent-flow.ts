@@ -21,7 +21,7 @@ import {
   type Resolution,
 } from '../approval.js';
 import { type Agent, askHumanToolName, failToolName } from '../define-agent.js';
-import type { Tool } from '../define-tool.js';
+import type { Tool, ToolContext } from '../define-tool.js';
 import { asksMaxDefault, type PolicyDecision, type ToolRequest } from '../policy.js';
 import type { TerminalReason } from '../run-result.js';
 import { isRerunnable } from '../side-effect.js';
@@ -881,16 +881,10 @@ async function toolAttempt(
         });
         const output = await spansOf(ctx).around(
           () =>
-            tool.run(request.input as never, {
-              runId,
-              turn: request.turn,
-              callId: request.callId,
-              idempotencyKey: `${runId}/${key}`,
-              // Read when the tool reads it: the step makes its AbortSignal on that first read.
-              get signal() {
-                return effect.signal;
-              },
-            }),
+            tool.run(
+              request.input as never,
+              new ToolCallContext(runId, request.turn, request.callId, `${runId}/${key}`, effect),
+            ),
           () => ({
             name: `execute_tool ${tool.name}`,
             attributes: {
@@ -1095,4 +1089,26 @@ async function checkedAnswer(
   }
   const problem = await output.check(value);
   return problem === undefined ? { ok: true, value } : { ok: false, problem };
+}
+
+/**
+ * What a tool's `run` gets: one class, so the object keeps fast properties (a literal with a
+ * getter is a dictionary); `signal` is read when the tool reads it, and the step makes its
+ * AbortSignal on that first read.
+ */
+class ToolCallContext implements ToolContext {
+  readonly #effect: { readonly signal: AbortSignal };
+  constructor(
+    readonly runId: string,
+    readonly turn: number,
+    readonly callId: string,
+    readonly idempotencyKey: string,
+    effect: { readonly signal: AbortSignal },
+  ) {
+    this.#effect = effect;
+  }
+
+  get signal(): AbortSignal {
+    return this.#effect.signal;
+  }
 }

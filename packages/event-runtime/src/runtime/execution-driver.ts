@@ -75,12 +75,14 @@ export class ExecutionDriver implements DriverScope, CommandSink {
     this.steps = new StepOperations(this);
   }
 
-  private get waits(): WaitOperations {
+  /** The waits' operations (made on first use: most flows never wait). */
+  get waits(): WaitOperations {
     this.waitOps ??= new WaitOperations(this);
     return this.waitOps;
   }
 
-  private get children(): ChildOperations {
+  /** The children's operations (made on first use). */
+  get children(): ChildOperations {
     this.childOps ??= new ChildOperations(this);
     return this.childOps;
   }
@@ -471,40 +473,69 @@ export class ExecutionDriver implements DriverScope, CommandSink {
   }
 
   private context(): FlowContext {
-    const abort = this.abort;
-    return {
-      executionId: this.executionId,
-      // A getter: the execution's AbortSignal is made only for a flow that reads it.
-      get signal() {
-        return abort.signal;
-      },
-      step: (name, fn, options) => this.steps.step(name, fn, options),
-      record: (name, fn) => this.steps.record(name, fn),
-      transaction: (name, work) => this.steps.transaction(name, work),
-      sleep: (ms, name) => this.waits.sleepUntil(undefined, ms, name),
-      sleepUntil: (atMs, name) => this.waits.sleepUntil(atMs, undefined, name),
-      waitForSignal: (name, options) =>
-        this.waits.waitForSignal(name, options?.timeoutMs, options?.kind),
-      child: (flow, input, options) =>
-        this.children.child(flow as Flow<never, unknown>, input, options?.executionId) as never,
-      continueAsNew: (input) => this.children.continueAsNew(input),
-      now: () => this.recordValue('now', () => this.kernel.clock.now()) as number,
-      random: () => this.recordValue('random', () => Math.random()) as number,
-      uuid: () => this.recordValue('uuid', () => randomUUID()) as string,
-      patched: (id) => {
-        this.ensureOpen('patched', id);
-        const patched = this.machine.patched(id);
-        this.carryOut();
-        return patched;
-      },
-    };
+    return new DriverFlowContext(this, this.steps);
+  }
+
+  /** `ctx.patched`: recorded on first run, returned from the log on replay. */
+  patched(id: string): boolean {
+    this.ensureOpen('patched', id);
+    const patched = this.machine.patched(id);
+    this.carryOut();
+    return patched;
   }
 
   /** `now`, `random`, `uuid`: recorded on first run, returned from the log on replay. */
-  private recordValue(name: string, make: () => JsonValue): JsonValue {
+  recordValue(name: string, make: () => JsonValue): JsonValue {
     this.ensureOpen(name);
     const value = this.machine.recordValue(name, make);
     this.carryOut();
     return value;
+  }
+}
+
+/**
+ * The flow's context: one class, so its object keeps fast properties (an object literal with a
+ * getter is a dictionary: a hash table per execution, each `ctx.step` a lookup in it). The
+ * operations stay own closures, so a flow may take one off its context (`const { step } = ctx`);
+ * `signal` is a getter on the prototype: the execution's AbortSignal is made only for a flow
+ * that reads it.
+ */
+class DriverFlowContext implements FlowContext {
+  readonly executionId: string;
+  readonly #abort: LazyAbort;
+  readonly step: FlowContext['step'];
+  readonly record: FlowContext['record'];
+  readonly transaction: FlowContext['transaction'];
+  readonly sleep: FlowContext['sleep'];
+  readonly sleepUntil: FlowContext['sleepUntil'];
+  readonly waitForSignal: FlowContext['waitForSignal'];
+  readonly child: FlowContext['child'];
+  readonly continueAsNew: FlowContext['continueAsNew'];
+  readonly now: FlowContext['now'];
+  readonly random: FlowContext['random'];
+  readonly uuid: FlowContext['uuid'];
+  readonly patched: FlowContext['patched'];
+
+  constructor(driver: ExecutionDriver, steps: StepOperations) {
+    this.executionId = driver.executionId;
+    this.#abort = driver.abort;
+    this.step = (name, fn, options) => steps.step(name, fn, options);
+    this.record = (name, fn) => steps.record(name, fn);
+    this.transaction = (name, work) => steps.transaction(name, work);
+    this.sleep = (ms, name) => driver.waits.sleepUntil(undefined, ms, name);
+    this.sleepUntil = (atMs, name) => driver.waits.sleepUntil(atMs, undefined, name);
+    this.waitForSignal = (name, options) =>
+      driver.waits.waitForSignal(name, options?.timeoutMs, options?.kind);
+    this.child = (flow, input, options) =>
+      driver.children.child(flow as Flow<never, unknown>, input, options?.executionId) as never;
+    this.continueAsNew = (input) => driver.children.continueAsNew(input);
+    this.now = () => driver.recordValue('now', () => driver.kernel.clock.now()) as number;
+    this.random = () => driver.recordValue('random', () => Math.random()) as number;
+    this.uuid = () => driver.recordValue('uuid', () => randomUUID()) as string;
+    this.patched = (id) => driver.patched(id);
+  }
+
+  get signal(): AbortSignal {
+    return this.#abort.signal;
   }
 }

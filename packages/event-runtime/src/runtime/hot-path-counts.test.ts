@@ -77,6 +77,36 @@ describe('the in-memory hot path', () => {
     await runtime.shutdown();
   });
 
+  it("the flow's context: signal a getter on its prototype, its operations own functions that work taken off it", async () => {
+    const runtime = createKernelRuntime({ store: new InMemoryEventStore(), timerPollMs: 0 });
+    const made = await countControllers(async () => {
+      const handle = await runtime.start(
+        {
+          name: 'detached',
+          run: async (ctx) => {
+            // An object literal with a getter is a dictionary (a hash table per execution): the
+            // context is one class, with `signal` on its prototype.
+            const ownSignal = Object.getOwnPropertyDescriptor(ctx, 'signal');
+            const { step, record, now } = ctx;
+            const charged = await step('charge', () => 'charged');
+            const routed = await record('route', () => 'auto');
+            return { ownSignal: ownSignal !== undefined, charged, routed, now: now() > 0 };
+          },
+        } as Flow<unknown, unknown>,
+        null,
+        { executionId: 'detached' },
+      );
+      await expect(handle.result()).resolves.toEqual({
+        ownSignal: false,
+        charged: 'charged',
+        routed: 'auto',
+        now: true,
+      });
+    });
+    expect(made).toBe(0);
+    await runtime.shutdown();
+  });
+
   it('JSON.stringify runs once per event: each payload is encoded once, input included', async () => {
     const runtime = createKernelRuntime({ store: new InMemoryEventStore(), timerPollMs: 0 });
     const stringify = vi.spyOn(JSON, 'stringify');

@@ -149,6 +149,31 @@ describe('timeoutMiddleware', () => {
     expect(caller.signal.aborted).toBe(false);
   });
 
+  it("hands down the caller's own fields, symbol keys too, with signal a getter on the prototype", async () => {
+    const tag = Symbol('tag');
+    const ctx = { ...testEffectContext(), note: 'kept', [tag]: 7 } as AttemptContext;
+    let seen: AttemptContext | undefined;
+    const timeout = timeoutMiddleware({ ms: 1_000, setTimer: () => () => {} });
+    await wrapEffect(timeout, (attempt) => {
+      seen = attempt;
+      return 'ok';
+    })(ctx);
+    const down = seen as AttemptContext & Record<PropertyKey, unknown>;
+    expect(down).toMatchObject({
+      executionId: ctx.executionId,
+      stepIndex: ctx.stepIndex,
+      stepName: ctx.stepName,
+      attempt: ctx.attempt,
+      note: 'kept',
+    });
+    expect(down[tag]).toBe(7);
+    // A getter on the prototype (one class: fast properties, no hash table per call), never an
+    // own copy of the caller's signal; it is the derived one, not the caller's.
+    expect(Object.getOwnPropertyDescriptor(down, 'signal')).toBeUndefined();
+    expect(down.signal).not.toBe(ctx.signal);
+    expect(down.signal.aborted).toBe(false);
+  });
+
   it('inside retry, gives each attempt its own timeout', async () => {
     const time = new ManualClock();
     const signals: AbortSignal[] = [];

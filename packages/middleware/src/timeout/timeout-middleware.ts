@@ -75,12 +75,7 @@ export function timeoutMiddleware(options: TimeoutOptions): EffectMiddleware {
 
       let running: ReturnType<typeof next>;
       try {
-        running = next({
-          ...ctx,
-          get signal() {
-            return derived();
-          },
-        });
+        running = next(new TimedContext(ctx, derived) as unknown as AttemptContext);
       } catch (error) {
         running = Promise.reject(error);
       }
@@ -116,4 +111,29 @@ function timeoutError(ctx: AttemptContext, timeoutMs: number): LoomError {
       timeoutMs,
     },
   );
+}
+
+/**
+ * What the timeout hands down: the caller's context's own fields (as a spread copies them, but
+ * never reading its `signal`) and the derived `signal`, a getter on the prototype as on the
+ * kernel's effect context: one class, so the object keeps fast properties (a literal with a
+ * getter is a dictionary, a hash table per call).
+ */
+class TimedContext {
+  readonly #derived: () => AbortSignal;
+  constructor(ctx: AttemptContext, derived: () => AbortSignal) {
+    const fields = this as unknown as Record<PropertyKey, unknown>;
+    const from = ctx as unknown as Record<PropertyKey, unknown>;
+    for (const key in ctx) {
+      if (key !== 'signal' && Object.hasOwn(ctx, key)) fields[key] = from[key];
+    }
+    for (const key of Object.getOwnPropertySymbols(ctx)) {
+      if (Object.prototype.propertyIsEnumerable.call(ctx, key)) fields[key] = from[key];
+    }
+    this.#derived = derived;
+  }
+
+  get signal(): AbortSignal {
+    return this.#derived();
+  }
 }

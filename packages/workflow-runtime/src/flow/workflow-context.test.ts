@@ -2,7 +2,8 @@
 // Date and refuses what is no instant, onQuery and waitForUpdate refuse what defineQuery and
 // defineUpdate did not make, a waitForUpdate times out, a plain signal under an update's name is
 // refused, an answer of undefined reaches the caller as null, and a record (ctx.record) is
-// written alone and answered from the log by a query and by a resume.
+// written alone and answered from the log by a query and by a resume, and the context's operations
+// work taken off it.
 import { ManualClock } from '@loom/event-runtime/testing';
 import { describe, expect, it } from 'vitest';
 import { WorkflowErrorCode } from '../errors.js';
@@ -80,6 +81,28 @@ const router = defineFlow({ name: 'ctx-router' }, async (ctx, cents: number) => 
   return at;
 });
 
+/**
+ * Takes its operations off the context (`const { step } = ctx`) and reports where `signal`
+ * lives: on the prototypes of the context and of a step's effect behind middleware (a timeout),
+ * never an own getter (an object literal with a getter is a hash table per execution).
+ */
+const detached = defineFlow({ name: 'ctx-detached' }, async (ctx) => {
+  const { step, record, now } = ctx;
+  const ownSignal = Object.getOwnPropertyDescriptor(ctx, 'signal') !== undefined;
+  const effect = await step(
+    'timed',
+    (attempt) => ({
+      ownSignal: Object.getOwnPropertyDescriptor(attempt, 'signal') !== undefined,
+      aborted: attempt.signal.aborted,
+      attempt: attempt.attempt,
+      stepName: attempt.stepName,
+    }),
+    { timeout: '1m' },
+  );
+  const route = await record('route', () => 'auto');
+  return { ownSignal, effect, route, now: now() > 0 };
+});
+
 for (const [backend, open] of testBackends('ctxchecks')) {
   describe(`the flow context on ${backend}`, () => {
     const cleanups = cleanupsAfterEach();
@@ -89,7 +112,7 @@ for (const [backend, open] of testBackends('ctxchecks')) {
       const runtime = createRuntime({
         store: made.store,
         clock,
-        flows: [sleeper, misuse, pinged, router],
+        flows: [sleeper, misuse, pinged, router, detached],
         timerPollMs: 0,
         inlineWaitMs: 0,
       });
@@ -153,6 +176,17 @@ for (const [backend, open] of testBackends('ctxchecks')) {
       await until('r-1 wakes', async () => (await runtime.wakeDue(10)).includes('r-1'));
       expect(await handle.result()).toBe('manual (attempt 1)');
       expect(routed).toBe(1);
+    });
+
+    it('its operations work taken off it; signal is a getter on the prototypes, not an own one', async () => {
+      const { runtime } = await make();
+      const handle = await runtime.start(detached, undefined as never, { executionId: 'd-1' });
+      expect(await handle.result()).toEqual({
+        ownSignal: false,
+        effect: { ownSignal: false, aborted: false, attempt: 1, stepName: 'timed' },
+        route: 'auto',
+        now: true,
+      });
     });
 
     it('a waitForUpdate times out as received: false', async () => {

@@ -217,16 +217,41 @@ export function workflowContext(
   flow = '',
   waitsForEvents: readonly string[] = [],
 ): WorkflowContext {
-  // Numbers this run's event waits (their ids), in call order: a replay counts them the same way.
-  let waitCount = 0;
-  return {
-    executionId: ctx.executionId,
-    // A getter: the kernel makes the execution's AbortSignal only when someone reads it.
-    get signal() {
-      return ctx.signal;
-    },
+  return new FlowAuthorContext(ctx, flow, waitsForEvents);
+}
+
+/**
+ * The flow author's context: one class, so its object keeps fast properties (an object literal
+ * with a getter is a dictionary, a hash table per execution). The operations stay own closures,
+ * so a flow may take one off its context (`const { step } = ctx`); `signal` is a getter on the
+ * prototype: the kernel makes the execution's AbortSignal only when someone reads it.
+ */
+class FlowAuthorContext implements WorkflowContext {
+  readonly executionId: string;
+  readonly #kernel: FlowContext;
+  readonly step: WorkflowContext['step'];
+  readonly record: WorkflowContext['record'];
+  readonly transaction: WorkflowContext['transaction'];
+  readonly sleep: WorkflowContext['sleep'];
+  readonly sleepUntil: WorkflowContext['sleepUntil'];
+  readonly waitForSignal: WorkflowContext['waitForSignal'];
+  readonly onQuery: WorkflowContext['onQuery'];
+  readonly waitForUpdate: WorkflowContext['waitForUpdate'];
+  readonly waitForEvent: WorkflowContext['waitForEvent'];
+  readonly child: WorkflowContext['child'];
+  readonly continueAsNew: WorkflowContext['continueAsNew'];
+  readonly now: WorkflowContext['now'];
+  readonly random: WorkflowContext['random'];
+  readonly uuid: WorkflowContext['uuid'];
+  readonly patched: WorkflowContext['patched'];
+
+  constructor(ctx: FlowContext, flow: string, waitsForEvents: readonly string[]) {
+    this.executionId = ctx.executionId;
+    this.#kernel = ctx;
+    // Numbers this run's event waits (their ids), in call order: a replay counts them the same way.
+    let waitCount = 0;
     // The Json check is the signature's job; the kernel checks the value again when it records it.
-    step: ((
+    this.step = ((
       name: string,
       fn: (effect: StepEffectContext & { attempt: number }) => unknown,
       options?: StepOptions,
@@ -240,42 +265,15 @@ export function workflowContext(
               // attempt (counted by the kernel, from the log) stay.
               wrapEffect(chain, (attempt) => fn(stepAttempt(attempt, effect)))(effect);
       return ctx.step(name, effect, kernelStepOptions(options));
-    }) as WorkflowContext['step'],
-    record: ((name: string, fn: (effect: RecordEffectContext) => unknown) =>
-      ctx.record(name, fn)) as WorkflowContext['record'],
-    transaction: (name, work) => ctx.transaction(name, work),
-    sleep: (duration) => ctx.sleep(parseDuration(duration, 'sleep')),
-    sleepUntil: (at) => ctx.sleepUntil(instant(at)),
-    waitForSignal: (async <T>(
-      target: string | SignalDefinition,
-      options?: {
-        timeout?: Duration;
-        schema?: StandardSchemaV1<unknown, T>;
-        kind?: SignalWaitKind;
-      },
-    ): Promise<Received<T>> => {
-      const name = isSignalDefinition(target) ? target.name : target;
-      const schema = (isSignalDefinition(target) ? target.schema : options?.schema) as
-        | StandardSchemaV1<unknown, T>
-        | undefined;
-      const wait = await ctx.waitForSignal(name, {
-        ...(options?.timeout === undefined
-          ? {}
-          : { timeoutMs: parseDuration(options.timeout, 'timeout') }),
-        ...(options?.kind === undefined ? {} : { kind: options.kind }),
-      });
-      if (!wait.received || schema === undefined) return wait as Received<T>;
-      const checked = await validate(schema, wait.payload);
-      if (!checked.ok) {
-        throw new LoomError(
-          WorkflowErrorCode.INVALID_SIGNAL,
-          `signal '${name}' #${wait.signalId} has a payload its schema refuses: ${checked.message}`,
-          { signal: name, signalId: wait.signalId, issues: checked.issues },
-        );
-      }
-      return { received: true, payload: checked.value, signalId: wait.signalId };
-    }) as WorkflowContext['waitForSignal'],
-    onQuery: (query, handler) => {
+    }) as WorkflowContext['step'];
+    this.record = ((name: string, fn: (effect: RecordEffectContext) => unknown) =>
+      ctx.record(name, fn)) as WorkflowContext['record'];
+    this.transaction = (name, work) => ctx.transaction(name, work);
+    this.sleep = (duration) => ctx.sleep(parseDuration(duration, 'sleep'));
+    this.sleepUntil = (at) => ctx.sleepUntil(instant(at));
+    this.waitForSignal = ((target: string | SignalDefinition, options?: SignalWaitOptions) =>
+      waitForSignal(ctx, target, options)) as WorkflowContext['waitForSignal'];
+    this.onQuery = (query, handler) => {
       if (typeof handler !== 'function' || typeof query?.name !== 'string') {
         throw new LoomError(
           WorkflowErrorCode.INVALID_ARGUMENT,
@@ -284,17 +282,56 @@ export function workflowContext(
         );
       }
       registerQueryHandler(ctx, query.name, handler as (arg: unknown) => unknown);
-    },
-    waitForUpdate: (update, options) => waitForUpdate(ctx, update, options),
-    waitForEvent: (name, options) =>
-      waitForEvent(ctx, () => waitCount++, waitsForEvents, flow, name, options),
-    child: (flow, input, options) => ctx.child(flow, input, options),
-    continueAsNew: (input) => ctx.continueAsNew(input),
-    now: () => ctx.now(),
-    random: () => ctx.random(),
-    uuid: () => ctx.uuid(),
-    patched: (id) => ctx.patched(id),
-  };
+    };
+    this.waitForUpdate = (update, options) => waitForUpdate(ctx, update, options);
+    this.waitForEvent = (name, options) =>
+      waitForEvent(ctx, () => waitCount++, waitsForEvents, flow, name, options);
+    this.child = (flow, input, options) => ctx.child(flow, input, options);
+    this.continueAsNew = (input) => ctx.continueAsNew(input);
+    this.now = () => ctx.now();
+    this.random = () => ctx.random();
+    this.uuid = () => ctx.uuid();
+    this.patched = (id) => ctx.patched(id);
+  }
+
+  get signal(): AbortSignal {
+    return this.#kernel.signal;
+  }
+}
+
+/** What `ctx.waitForSignal` takes besides its signal. */
+interface SignalWaitOptions {
+  timeout?: Duration;
+  schema?: StandardSchemaV1<unknown, unknown>;
+  kind?: SignalWaitKind;
+}
+
+/** `ctx.waitForSignal`: the kernel's wait, its payload checked by the signal's schema. */
+async function waitForSignal<T>(
+  ctx: FlowContext,
+  target: string | SignalDefinition,
+  options: SignalWaitOptions | undefined,
+): Promise<Received<T>> {
+  const name = isSignalDefinition(target) ? target.name : target;
+  const schema = (isSignalDefinition(target) ? target.schema : options?.schema) as
+    | StandardSchemaV1<unknown, T>
+    | undefined;
+  const wait = await ctx.waitForSignal(name, {
+    ...(options?.timeout === undefined
+      ? {}
+      : { timeoutMs: parseDuration(options.timeout, 'timeout') }),
+    ...(options?.kind === undefined ? {} : { kind: options.kind }),
+  });
+  if (!wait.received || schema === undefined) return wait as Received<T>;
+  const checked = await validate(schema, wait.payload);
+  if (!checked.ok) {
+    throw new LoomError(
+      WorkflowErrorCode.INVALID_SIGNAL,
+      `signal '${name}' #${wait.signalId} has a payload its schema refuses: ${checked.message}`,
+      { signal: name, signalId: wait.signalId, issues: checked.issues },
+    );
+  }
+  return { received: true, payload: checked.value, signalId: wait.signalId };
 }
 
 /** `ctx.waitForUpdate`: an inbox signal carrying `{ updateId, arg }`, answered by a step. */
@@ -358,11 +395,7 @@ function stepAttempt(
   from: AttemptContext,
   step: StepEffectContext,
 ): StepEffectContext & { attempt: number } {
-  const context: Record<string, unknown> = {
-    get signal() {
-      return from.signal;
-    },
-  };
+  const context = new AttemptEffect(from) as unknown as Record<string, unknown>;
   for (const key in from) {
     if (key !== 'signal' && Object.hasOwn(from, key)) {
       context[key] = (from as unknown as Record<string, unknown>)[key];
@@ -371,6 +404,21 @@ function stepAttempt(
   context.clock = from.clock ?? step.clock;
   context.attempt = step.attempt;
   return context as unknown as StepEffectContext & { attempt: number };
+}
+
+/**
+ * The object `stepAttempt` fills: `signal` is a getter on the prototype, as on the kernel's own
+ * effect context, so the object keeps fast properties (a literal with a getter is a dictionary).
+ */
+class AttemptEffect {
+  readonly #from: AttemptContext;
+  constructor(from: AttemptContext) {
+    this.#from = from;
+  }
+
+  get signal(): AbortSignal {
+    return this.#from.signal;
+  }
 }
 
 /** The kernel's options for a step: its idempotence and its retry policy (a terminalError() stops it). */
