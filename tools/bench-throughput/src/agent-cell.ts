@@ -77,6 +77,19 @@ export interface FanoutOptions {
   onProgress?: (done: number) => void;
   /** Also count the heap bytes the runs allocated (V8's GC profiler around the runs). */
   countAllocation?: boolean;
+  /**
+   * Runs of the same agent on the same runtime, `inFlight` at a time, after the heap's baseline
+   * and before the measured runs: not counted in the wall time, CPU, allocations or events
+   * (default 0). The baseline's forced GC, with no run in flight, lets V8 collect the maps of a
+   * run's objects and throw away the optimized code that depends on them (`--trace-deopt`:
+   * "weak objects"), and leaves the heap's limits small: the runs right after it pay for
+   * re-optimizing and for frequent major GCs, which a process under steady load does not. The
+   * peak and retained heap deltas still count from the baseline, so they include what the
+   * warm-up runs keep (their logs, in memory).
+   */
+  warmupRuns?: number;
+  /** Awaited after the warm-up, right before the measured runs start (a profiler's start). */
+  onMeasure?: () => Promise<void>;
 }
 
 export interface FanoutResult {
@@ -96,7 +109,7 @@ export interface FanoutResult {
   peakHeapDeltaBytes: number;
   /** Heap in use after the cell and a GC (the runtime and its store still open) minus before. */
   retainedHeapDeltaBytes: number;
-  /** Log events the cell's runs wrote, counted in the store, and per run. */
+  /** Log events the cell's measured runs wrote, counted in the store, and per run. */
   events: number;
   eventsPerRun: number;
   /** CPU time of this process (user + system, `process.cpuUsage`) per run, in ms. */
@@ -182,6 +195,16 @@ export async function runFanoutCell(
     const sampler = setInterval(() => {
       peakHeap = Math.max(peakHeap, getHeapStatistics().used_heap_size);
     }, 10);
+    const warmupRuns = options.warmupRuns ?? 0;
+    let warmStarted = 0;
+    const warm = async () => {
+      while (warmStarted < warmupRuns) {
+        warmStarted++;
+        await agents.run(agent, 'go');
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(inFlight, warmupRuns) }, warm));
+    await options.onMeasure?.();
     let started = 0;
     let finished = 0;
     let completed = 0;
@@ -214,7 +237,8 @@ export async function runFanoutCell(
     peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed);
     gc();
     const retained = process.memoryUsage().heapUsed - heapBefore;
-    const events = (await countEvents(flows.store)) - before;
+    // The warm-up's runs write as many events each as the measured ones (checked below).
+    const events = (((await countEvents(flows.store)) - before) * runs) / (runs + warmupRuns);
     const result: FanoutResult = {
       runs,
       inFlight,
@@ -232,9 +256,10 @@ export async function runFanoutCell(
       turnsPerRun: turns / runs,
       ...(allocatedBytes === undefined ? {} : { allocatedBytesPerRun: allocatedBytes / runs }),
     };
-    if (completed !== runs || model.calls !== 2 * runs || toolCalls !== runs) {
+    const allRuns = runs + warmupRuns;
+    if (completed !== runs || model.calls !== 2 * allRuns || toolCalls !== allRuns) {
       throw new Error(
-        `P6 cell on ${store.kind}: ${completed}/${runs} runs completed, ${model.calls} model calls and ${toolCalls} tool calls (expected ${2 * runs} and ${runs})`,
+        `P6 cell on ${store.kind}: ${completed}/${runs} runs completed, ${model.calls} model calls and ${toolCalls} tool calls (expected ${2 * allRuns} and ${allRuns}, ${warmupRuns} of each warm-up)`,
       );
     }
     if (!Number.isInteger(result.eventsPerRun)) {

@@ -38,6 +38,27 @@ describe('bench:agents cells (counts, not times)', () => {
     expect(sqlite.completed).toBe(8);
   });
 
+  it('P6 with a warm-up counts only the measured runs and calls onMeasure once, between them', async () => {
+    let measuring = -1;
+    const plain = await runFanoutCell({ kind: 'memory' }, { runs: 6, inFlight: 3, latencyMs: 0 });
+    const warmed = await runFanoutCell(
+      { kind: 'memory' },
+      {
+        runs: 6,
+        inFlight: 3,
+        latencyMs: 0,
+        warmupRuns: 5,
+        onMeasure: async () => {
+          measuring++;
+        },
+      },
+    );
+    expect(measuring).toBe(0);
+    expect(warmed).toMatchObject({ runs: 6, completed: 6, modelCalls: 22, toolCalls: 11 });
+    expect(warmed.eventsPerRun).toBe(plain.eventsPerRun);
+    expect(warmed.events).toBe(plain.events);
+  });
+
   it('P7: a run of n turns makes n model calls and n − 1 tool calls; events per turn do not grow with n', async () => {
     const short = await runLengthCell(
       { kind: 'sqlite', directory: dir, name: 'p7-10' },

@@ -3,7 +3,8 @@
  * cell without model latency (stub model, 2 model calls and 1 read-only tool call per run,
  * `LOOM_BENCH_IN_FLIGHT` runs in flight, default 256): CPU µs per run and per turn
  * (`process.cpuUsage`), heap bytes allocated per run and per turn (V8's GC profiler), events per
- * run. With `LOOM_BENCH_BASELINE` (the root of an older checkout, built, or several as
+ * run. Each measured cell first runs `LOOM_BENCH_WARMUP_RUNS` uncounted runs on its own runtime
+ * (default: as many as it measures; 0 for none), after the forced GC of its heap baseline. With `LOOM_BENCH_BASELINE` (the root of an older checkout, built, or several as
  * `name=path,name=path`) the same cells run on its packages too, interleaved in a rotating order
  * within every repeat, with the ratios paired per repeat. `LOOM_BENCH_AGENT_PROFILE=cpu` (or
  * `alloc`) then runs one more memory cell per variant (`LOOM_BENCH_AGENT_PROFILE_BACKEND=sqlite`:
@@ -27,7 +28,7 @@ import { collectGarbage } from './closed-loop.js';
 import { rotatingOrder } from './interleave.js';
 import type { Backend } from './knobs.js';
 import { markdownTable } from './markdown-table.js';
-import { backendsKnob, formatNumber, intKnob, profileKnob } from './script-knobs.js';
+import { backendsKnob, countKnob, formatNumber, intKnob, profileKnob } from './script-knobs.js';
 import { median, summarize } from './stats.js';
 
 interface Variant {
@@ -111,13 +112,22 @@ async function runCell(
   backend: Backend,
   runs: number,
   inFlight: number,
+  warmupRuns: number,
+  onMeasure?: () => Promise<void>,
 ): Promise<Omit<Cell, 'backend' | 'variant' | 'repeat'>> {
   const store = await storeFor(places, backend);
   try {
     collectGarbage();
     const result = await runFanoutCell(
       store,
-      { runs, inFlight, latencyMs: 0, countAllocation: true },
+      {
+        runs,
+        inFlight,
+        latencyMs: 0,
+        countAllocation: true,
+        warmupRuns,
+        ...(onMeasure === undefined ? {} : { onMeasure }),
+      },
       variant.loom,
     );
     return {
@@ -197,6 +207,7 @@ async function profiled(
   runs: number,
   inFlight: number,
 ): Promise<void> {
+  const warmupRuns = warmupRunsOf(runs);
   const session = new Session();
   session.connect();
   const byFunction = new Map<string, number>();
@@ -213,8 +224,17 @@ async function profiled(
   if (kind === 'cpu') {
     await session.post('Profiler.enable');
     await session.post('Profiler.setSamplingInterval', { interval: 100 });
-    await session.post('Profiler.start');
-    ({ cpuUsPerRun: perRun } = await runCell(variant, places, backend, runs, inFlight));
+    ({ cpuUsPerRun: perRun } = await runCell(
+      variant,
+      places,
+      backend,
+      runs,
+      inFlight,
+      warmupRuns,
+      async () => {
+        await session.post('Profiler.start');
+      },
+    ));
     const { profile } = (await session.post('Profiler.stop')) as unknown as {
       profile: { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
     };
@@ -230,12 +250,21 @@ async function profiled(
     }
   } else {
     await session.post('HeapProfiler.enable');
-    await session.post('HeapProfiler.startSampling', {
-      samplingInterval: 256,
-      includeObjectsCollectedByMajorGC: true,
-      includeObjectsCollectedByMinorGC: true,
-    } as never);
-    ({ bytesPerRun: perRun } = await runCell(variant, places, backend, runs, inFlight));
+    ({ bytesPerRun: perRun } = await runCell(
+      variant,
+      places,
+      backend,
+      runs,
+      inFlight,
+      warmupRuns,
+      async () => {
+        await session.post('HeapProfiler.startSampling', {
+          samplingInterval: 256,
+          includeObjectsCollectedByMajorGC: true,
+          includeObjectsCollectedByMinorGC: true,
+        } as never);
+      },
+    ));
     const { profile } = (await session.post('HeapProfiler.stopSampling')) as unknown as {
       profile: { head: ProfileNode };
     };
@@ -300,11 +329,22 @@ async function promisesPerRun(
   collectGarbage();
   hook.enable();
   try {
-    await runCell(variant, places, 'memory', runs, inFlight);
+    // No warm-up: the hook would count its promises too, and the count does not depend on it.
+    await runCell(variant, places, 'memory', runs, inFlight, 0);
   } finally {
     hook.disable();
   }
   return made / runs;
+}
+
+/**
+ * The runs of warm-up before each measured cell (and the profiled one), on its own runtime after
+ * the heap's baseline GC: `LOOM_BENCH_WARMUP_RUNS`, default as many as the cell measures; 0
+ * measures right after the forced GC, as this bench did before 2026-12-07 (see
+ * `FanoutOptions.warmupRuns` for why that costs the first runs more).
+ */
+function warmupRunsOf(cellRuns: number): number {
+  return countKnob('LOOM_BENCH_WARMUP_RUNS', cellRuns);
 }
 
 /** The backend the profiled cell runs on: `LOOM_BENCH_AGENT_PROFILE_BACKEND`, default memory. */
@@ -382,19 +422,27 @@ async function sweep(
   knobs: { runs: number; durableRuns: number; repeats: number; inFlight: number },
 ): Promise<void> {
   const { repeats, inFlight } = knobs;
-  const started = new Date().toISOString();
   const countFor = (backend: Backend) => (backend === 'memory' ? knobs.runs : knobs.durableRuns);
+  const warmupFor = (backend: Backend) => warmupRunsOf(countFor(backend));
+  const started = new Date().toISOString();
   // One warm-up cell per variant and backend (the JIT, the store's first writes), not counted.
   for (const backend of backends) {
     for (const variant of variants) {
-      await runCell(variant, places, backend, Math.min(countFor(backend), 1_000), inFlight);
+      await runCell(variant, places, backend, Math.min(countFor(backend), 1_000), inFlight, 0);
     }
   }
   const cells: Cell[] = [];
   for (const backend of backends) {
     for (let repeat = 0; repeat < repeats; repeat++) {
       for (const variant of rotatingOrder(variants, repeat)) {
-        const measured = await runCell(variant, places, backend, countFor(backend), inFlight);
+        const measured = await runCell(
+          variant,
+          places,
+          backend,
+          countFor(backend),
+          inFlight,
+          warmupFor(backend),
+        );
         cells.push({ backend, variant: variant.name, repeat, ...measured });
         process.stderr.write(
           `${backend} ${variant.name} repeat ${repeat + 1}/${repeats}: ${measured.runsPerSec.toFixed(0)} runs/s, ${measured.cpuUsPerRun.toFixed(0)} µs, ${measured.bytesPerRun.toFixed(0)} B, ${measured.eventsPerRun} events per run\n`,
@@ -441,7 +489,7 @@ async function sweep(
     }
   }
   console.log(
-    `\nP18 agent runs, ${started}, ${repeats} repeats, ${inFlight} in flight, no model latency, ${variants.map((v) => v.name).join(' / ')}\n`,
+    `\nP18 agent runs, ${started}, ${repeats} repeats, ${inFlight} in flight, no model latency, ${backends.map((backend) => `${backend} ${formatNumber(warmupFor(backend), 0)} warm-up runs per cell`).join(', ')}, ${variants.map((v) => v.name).join(' / ')}\n`,
   );
   console.log(
     markdownTable(

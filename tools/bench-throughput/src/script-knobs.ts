@@ -16,6 +16,17 @@ export function intKnob(name: string, fallback: number): number {
   return value;
 }
 
+/** A count knob: a non-negative integer (0 allowed), or `fallback` when unset or empty. */
+export function countKnob(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new Error(`${name} must be a non-negative integer, got ${JSON.stringify(raw)}`);
+  }
+  return value;
+}
+
 /** A comma-separated list of positive integers, or `fallback` when unset or empty. */
 export function listKnob(name: string, fallback: number[]): number[] {
   const raw = process.env[name];
