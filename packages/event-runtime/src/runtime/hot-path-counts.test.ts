@@ -1,6 +1,8 @@
+import { createHook } from 'node:async_hooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ErrorCode } from '../errors.js';
 import { InMemoryEventStore } from '../store/memory/in-memory-event-store.js';
+import { deferred } from '../testing/deferred.js';
 import { ManualClock } from '../testing/manual-clock.js';
 import type { Flow } from './flow.js';
 import { LazyAbort } from './lazy-abort.js';
@@ -104,6 +106,42 @@ describe('the in-memory hot path', () => {
       });
     });
     expect(made).toBe(0);
+    await runtime.shutdown();
+  });
+
+  it('result() of an execution this node drives is one reaction on its end here: one promise, no async frame per hop', async () => {
+    const runtime = createKernelRuntime({ store: new InMemoryEventStore(), timerPollMs: 0 });
+    const gate = deferred();
+    const handle = await runtime.start(
+      {
+        name: 'gated',
+        run: async (ctx) =>
+          ctx.step('wait', async () => {
+            await gate.promise;
+            return 'done';
+          }),
+      } as Flow<unknown, unknown>,
+      null,
+      { executionId: 'gated' },
+    );
+    let made = 0;
+    const hook = createHook({
+      init(_id, type) {
+        if (type === 'PROMISE') made++;
+      },
+    });
+    hook.enable();
+    let result: Promise<unknown>;
+    try {
+      result = handle.result();
+    } finally {
+      hook.disable();
+    }
+    expect(made).toBe(1);
+    gate.resolve();
+    await expect(result).resolves.toBe('done');
+    // Resolved after the node let the driver go.
+    expect(runtime.activeExecutions).toEqual([]);
     await runtime.shutdown();
   });
 
