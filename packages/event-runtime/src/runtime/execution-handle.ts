@@ -94,41 +94,7 @@ export async function settledOutcomeOrMissing(
   return undefined;
 }
 
-/**
- * The outcome's promise. While this node drives the execution, one reaction on its end here
- * (after the node let the driver go and released its lease, as the log-following path below
- * also resolves only later) gives the common end (completed, failed, cancelled, shut down) with
- * no async frame of its own; any other end (suspended, stopped, continued) is followed as
- * {@link followResult} does, from the start.
- */
-function awaitResult<O>(source: OutcomeSource, executionId: string): Promise<O> {
-  const settled = source.executions.settledHere(executionId);
-  if (settled === undefined) return followResult<O>(source, executionId);
-  const release = keepAlive(source.clock);
-  return settled.then((outcome) => {
-    release();
-    const final = localFinal(outcome);
-    if (final === undefined) return followResult<O>(source, executionId);
-    return resultOf(executionId, final) as O;
-  });
-}
-
-/**
- * A local driver's outcome if it is the execution's end here (completed, failed, cancelled, or
- * stopped by this runtime's shutdown), else undefined: a suspended execution, or one this node
- * stopped driving for another reason, settles elsewhere (or later), and a continued one goes on
- * in its successor.
- */
-function localFinal(outcome: ExecutionOutcome): FinalOutcome | undefined {
-  if (outcome.status === 'stopped') {
-    return isLoomError(outcome.error, ErrorCode.RUNTIME_SHUT_DOWN) ? outcome : undefined;
-  }
-  if (outcome.status === 'suspended' || outcome.status === 'continued') return undefined;
-  return outcome;
-}
-
-/** The outcome, followed through the log and continue-as-new successors. */
-async function followResult<O>(source: OutcomeSource, executionId: string): Promise<O> {
+async function awaitResult<O>(source: OutcomeSource, executionId: string): Promise<O> {
   // Someone waits for this outcome (perhaps a sleeping execution's): keep the process alive
   // until it arrives, as an open server would. The runtime's own pollers never do.
   const release = keepAlive(source.clock);
@@ -179,9 +145,11 @@ async function outcomeOf(
     const outcome = await local.done;
     // A suspended execution, or one this node stopped driving for another reason than shutdown,
     // settles elsewhere (or later): its log says when.
-    if (outcome.status === 'continued') return outcome;
-    const final = localFinal(outcome);
-    if (final !== undefined) return final;
+    if (outcome.status === 'stopped') {
+      if (isLoomError(outcome.error, ErrorCode.RUNTIME_SHUT_DOWN)) return outcome;
+    } else if (outcome.status !== 'suspended') {
+      return outcome;
+    }
   }
   return followLog(source, executionId);
 }

@@ -28,11 +28,6 @@ export interface ExecutionsPort {
   /** The driver of `executionId` if this node drives it: `done` settles when it stops driving. */
   driver(executionId: string): { readonly done: Promise<ExecutionOutcome> } | undefined;
   /**
-   * The outcome of the driver of `executionId` on this node once what follows its end was
-   * arranged (the driver let go, its lease released); undefined if this node does not drive it.
-   */
-  settledHere(executionId: string): Promise<ExecutionOutcome> | undefined;
-  /**
    * Starts an execution of `flow` under `requestedId` or a minted id, linked as `links` says;
    * resolves once sequence 0 is durable. `existing` is true when it already existed.
    */

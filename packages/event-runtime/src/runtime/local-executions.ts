@@ -41,11 +41,8 @@ interface Running {
   driver: ExecutionDriver;
   lastSnapshotSequence: number;
   savingSnapshot: boolean;
-  /**
-   * Resolves, with the driver's outcome, once the driver ended and what follows (lease release,
-   * retry) was arranged.
-   */
-  ended?: Promise<ExecutionOutcome>;
+  /** Resolves once the driver ended and what follows (lease release, retry) was arranged. */
+  ended?: Promise<void>;
 }
 
 /**
@@ -80,15 +77,6 @@ export class LocalExecutions implements ExecutionsPort {
   /** The driver of `executionId` if this node drives it. */
   driver(executionId: string): ExecutionDriver | undefined {
     return this.running.get(executionId)?.driver;
-  }
-
-  /**
-   * The outcome of the driver of `executionId` on this node, once what follows its end (the
-   * driver let go, the lease released, links told) was arranged; undefined if this node does not
-   * drive it.
-   */
-  settledHere(executionId: string): Promise<ExecutionOutcome> | undefined {
-    return this.running.get(executionId)?.ended;
   }
 
   /**
@@ -542,10 +530,7 @@ export class LocalExecutions implements ExecutionsPort {
     };
     this.running.set(state.executionId, running);
     journal.onAppended = () => this.maybeSnapshot(running);
-    running.ended = driver.run(flow).then((outcome) => {
-      this.settled(running, outcome);
-      return outcome;
-    });
+    running.ended = driver.run(flow).then((outcome) => this.settled(running, outcome));
     return running;
   }
 
