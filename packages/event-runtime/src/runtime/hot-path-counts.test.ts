@@ -2,7 +2,6 @@ import { createHook } from 'node:async_hooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ErrorCode } from '../errors.js';
 import { InMemoryEventStore } from '../store/memory/in-memory-event-store.js';
-import { deferred } from '../testing/deferred.js';
 import { ManualClock } from '../testing/manual-clock.js';
 import type { Flow } from './flow.js';
 import { LazyAbort } from './lazy-abort.js';
@@ -15,6 +14,9 @@ import { createKernelRuntime } from './runtime.js';
  */
 
 const input = { order: 'A-1', lines: [{ sku: 'loom', qty: 2 }] };
+
+/** Promises one in-memory 1-step execution makes, start to result (an `async_hooks` count). */
+const PROMISES_PER_ONE_STEP = 40;
 
 const oneStep: Flow<typeof input, { ok: boolean }> = {
   name: 'one-step',
@@ -109,42 +111,6 @@ describe('the in-memory hot path', () => {
     await runtime.shutdown();
   });
 
-  it('result() of an execution this node drives is one reaction on its end here: one promise, no async frame per hop', async () => {
-    const runtime = createKernelRuntime({ store: new InMemoryEventStore(), timerPollMs: 0 });
-    const gate = deferred();
-    const handle = await runtime.start(
-      {
-        name: 'gated',
-        run: async (ctx) =>
-          ctx.step('wait', async () => {
-            await gate.promise;
-            return 'done';
-          }),
-      } as Flow<unknown, unknown>,
-      null,
-      { executionId: 'gated' },
-    );
-    let made = 0;
-    const hook = createHook({
-      init(_id, type) {
-        if (type === 'PROMISE') made++;
-      },
-    });
-    hook.enable();
-    let result: Promise<unknown>;
-    try {
-      result = handle.result();
-    } finally {
-      hook.disable();
-    }
-    expect(made).toBe(1);
-    gate.resolve();
-    await expect(result).resolves.toBe('done');
-    // Resolved after the node let the driver go.
-    expect(runtime.activeExecutions).toEqual([]);
-    await runtime.shutdown();
-  });
-
   it('JSON.stringify runs once per event: each payload is encoded once, input included', async () => {
     const runtime = createKernelRuntime({ store: new InMemoryEventStore(), timerPollMs: 0 });
     const stringify = vi.spyOn(JSON, 'stringify');
@@ -155,6 +121,88 @@ describe('the in-memory hot path', () => {
     // execution.started, step.started, step.completed, execution.completed.
     expect((await runtime.store.read('encoded-once')).length).toBe(4);
     expect(calls).toBe(4);
+    await runtime.shutdown();
+  });
+});
+
+describe("a step's first attempt, driven by the machine's commands", () => {
+  it('an effect that returns a value, a promise, a foreign thenable, or throws: each outcome as an awaited effect would give it', async () => {
+    const runtime = createKernelRuntime({ store: new InMemoryEventStore(), timerPollMs: 0 });
+    const failed = (error: unknown) => (error as { code?: string }).code ?? String(error);
+    const flow: Flow<null, unknown> = {
+      name: 'outcomes',
+      run: async (ctx) => {
+        const noRetry = { retry: false as const };
+        const value = await ctx.step('value', () => 'v', noRetry);
+        const promised = await ctx.step('promised', async () => 'p', noRetry);
+        const thenable = await ctx.step(
+          'thenable',
+          // biome-ignore lint/suspicious/noThenProperty: a foreign thenable is what this step returns
+          () => ({ then: (resolve: (value: string) => void) => resolve('t') }) as never,
+          noRetry,
+        );
+        const thrown = await ctx
+          .step(
+            'thrown',
+            () => {
+              throw new Error('sync');
+            },
+            noRetry,
+          )
+          .catch(failed);
+        const rejected = await ctx
+          .step('rejected', () => Promise.reject(new Error('async')), noRetry)
+          .catch(failed);
+        const badThen = await ctx
+          .step(
+            'bad-then',
+            () =>
+              ({
+                // biome-ignore lint/suspicious/noThenProperty: a thenable whose then throws
+                then: () => {
+                  throw new Error('then threw');
+                },
+              }) as never,
+            noRetry,
+          )
+          .catch(failed);
+        return { value, promised, thenable, thrown, rejected, badThen };
+      },
+    };
+    const handle = await runtime.start(flow, null, { executionId: 'outcomes' });
+    await expect(handle.result()).resolves.toEqual({
+      value: 'v',
+      promised: 'p',
+      thenable: 't',
+      thrown: 'STEP_FAILED',
+      rejected: 'STEP_FAILED',
+      badThen: 'STEP_FAILED',
+    });
+    const failures = (await runtime.store.read('outcomes'))
+      .filter((event) => event.type === 'step.failed')
+      .map((event) => (event.payload as { error: { message: string } }).error.message);
+    expect(failures).toEqual(['sync', 'async', 'then threw']);
+    await runtime.shutdown();
+  });
+
+  it('a 1-step execution makes a fixed number of promises from start to result', async () => {
+    const runtime = createKernelRuntime({ store: new InMemoryEventStore(), timerPollMs: 0 });
+    // Warm: the first execution also makes the runtime's one-off promises.
+    await (await runtime.start(oneStep, input, { executionId: 'warm' })).result();
+    let made = 0;
+    const hook = createHook({
+      init(_id, type) {
+        if (type === 'PROMISE') made++;
+      },
+    });
+    hook.enable();
+    try {
+      const handle = await runtime.start(oneStep, input, { executionId: 'counted' });
+      await handle.result();
+    } finally {
+      hook.disable();
+    }
+    expect(made).toBe(PROMISES_PER_ONE_STEP);
     await runtime.shutdown();
   });
 });

@@ -38,7 +38,7 @@ export class StepOperations {
    * The steps waiting for the machine's `runEffect` / `runTransaction` (made on first use, few
    * at a time: one per step in flight, found by their op).
    */
-  private awaiting: AwaitedEffect[] | undefined;
+  private awaiting: PendingEffect[] | undefined;
 
   constructor(private readonly scope: DriverScope) {}
 
@@ -56,23 +56,23 @@ export class StepOperations {
       awaited.threw = true;
       awaited.thrown = thrown;
     }
-    awaited.resolve(awaited);
+    awaited.grant();
   }
 
   /** Command `runTransaction`: starts transactional step `op`'s work with its `step.completed`. */
   runTransaction(op: number): void {
-    const awaited = this.take(op);
+    const awaited = this.take(op) as AwaitedEffect;
     awaited.ran = this.scope.journal.transact(
       this.scope.kernel.store as TransactionalEventStore,
       awaited.work as (tx: unknown) => unknown,
       awaited.completion as (result: unknown) => { type: string; payload: JsonValue },
     );
-    awaited.resolve(awaited);
+    awaited.grant();
   }
 
   /** Command `failOperation`: step `op` will not run its effect; it throws `error`. */
   failOperation(op: number, error: unknown): void {
-    this.take(op).reject(error);
+    this.take(op).refuse(error);
   }
 
   /** Step `op` waits for its effect's command: `granted` settles on it. */
@@ -83,12 +83,12 @@ export class StepOperations {
     return awaited;
   }
 
-  private take(op: number): AwaitedEffect {
-    const awaiting = this.awaiting as AwaitedEffect[];
+  private take(op: number): PendingEffect {
+    const awaiting = this.awaiting as PendingEffect[];
     let at = 0;
-    while ((awaiting[at] as AwaitedEffect).op !== op) at++;
-    const awaited = awaiting[at] as AwaitedEffect;
-    awaiting[at] = awaiting[awaiting.length - 1] as AwaitedEffect;
+    while ((awaiting[at] as PendingEffect).op !== op) at++;
+    const awaited = awaiting[at] as PendingEffect;
+    awaiting[at] = awaiting[awaiting.length - 1] as PendingEffect;
     awaiting.pop();
     return awaited;
   }
@@ -120,10 +120,116 @@ export class StepOperations {
       ) {
         return this.interrupted(name, claim, fn, options, retry);
       }
-      return this.attempts(claim, fn, options, retry, undefined);
+      if (claim.recorded === undefined) return this.firstAttempt(claim, fn, options, retry);
+      return this.attempts(claim, fn, options, retry, undefined, true);
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /**
+   * A step the log knows nothing of: its start record, then its first attempt driven by the
+   * machine's commands with no async frame of its own (the step's promise, settled from the
+   * effect's); a failed attempt that may be retried goes on as {@link attempts} does.
+   */
+  private firstAttempt<T>(
+    claim: Claim,
+    fn: (effect: StepEffectContext) => T | Promise<T>,
+    options: KernelStepOptions | undefined,
+    retry: ResolvedRetry | undefined,
+  ): Promise<T> {
+    const { machine, suspension } = this.scope;
+    stepStarted(machine, claim, options?.idempotent === true ? 'idempotent' : undefined);
+    this.scope.carryOut();
+    const attempt = nextAttempt(machine, claim);
+    const first = new FirstAttempt<T>(this, claim, fn, options, retry, attempt);
+    this.awaiting ??= [];
+    this.awaiting.push(first);
+    // In flight before the barrier is asked for: a refusal may come before this returns.
+    suspension.beginInFlight();
+    try {
+      machine.requestEffect(claim.index, attempt);
+      this.scope.carryOut();
+    } catch (error) {
+      suspension.settleInFlight();
+      throw error;
+    }
+    return first.promise;
+  }
+
+  /** The first attempt's effect returned `result` (its promise resolved): recorded, and the value the flow gets. */
+  firstReturned<T>(first: FirstAttempt<T>, result: unknown): void {
+    const { machine, suspension } = this.scope;
+    let value: unknown;
+    try {
+      this.scope.interrupt();
+      try {
+        value = effectReturned(
+          machine,
+          first.claim,
+          result,
+          first.retry === undefined ? undefined : first.attempt,
+        );
+      } finally {
+        this.scope.carryOut();
+      }
+    } catch (error) {
+      suspension.settleInFlight();
+      first.rejectStep(error);
+      return;
+    }
+    suspension.settleInFlight();
+    first.resolveStep(value as T);
+  }
+
+  /**
+   * The first attempt's effect threw `thrown`: recorded as the step's failure, or as a failed
+   * attempt whose retry goes on in {@link attempts} once the failure is durable.
+   */
+  firstThrew<T>(first: FirstAttempt<T>, thrown: unknown): void {
+    const { machine, suspension } = this.scope;
+    const { claim, retry, attempt } = first;
+    try {
+      this.scope.interrupt();
+      const mayRetry = retry !== undefined && this.retryable(retry, attempt, thrown);
+      const failed = attemptThrew(
+        machine,
+        claim,
+        attempt,
+        thrown,
+        retry,
+        mayRetry,
+        this.scope.kernel.clock.now(),
+      );
+      this.scope.carryOut();
+      if (failed !== undefined) throw failed;
+    } catch (error) {
+      suspension.settleInFlight();
+      first.rejectStep(error);
+      return;
+    }
+    first.resolveStep(this.retried(claim, first.fn, first.options, retry));
+  }
+
+  /** The machine refused the first attempt's effect (`failOperation`): the step throws `error`. */
+  firstRefused<T>(first: FirstAttempt<T>, error: unknown): void {
+    this.scope.suspension.settleInFlight();
+    first.rejectStep(error);
+  }
+
+  /** After a failed attempt that may be retried: durable first (a crash in the backoff must not forget it), then the next attempts. */
+  private async retried<T>(
+    claim: Claim,
+    fn: (effect: StepEffectContext) => T | Promise<T>,
+    options: KernelStepOptions | undefined,
+    retry: ResolvedRetry | undefined,
+  ): Promise<T> {
+    try {
+      await this.awaitDurable(claim.index);
+    } finally {
+      this.scope.suspension.settleInFlight();
+    }
+    return this.attempts(claim, fn, options, retry, undefined, true);
   }
 
   /**
@@ -264,7 +370,7 @@ export class StepOperations {
       throw error;
     }
     try {
-      return await this.attempts(claim, fn, options, retry, releaseLane);
+      return await this.attempts(claim, fn, options, retry, releaseLane, true);
     } finally {
       releaseLane();
     }
@@ -277,9 +383,10 @@ export class StepOperations {
     options: KernelStepOptions | undefined,
     retry: ResolvedRetry | undefined,
     releaseLane: (() => void) | undefined,
+    started: boolean,
   ): Promise<T> {
     const { machine, state, suspension } = this.scope;
-    if (claim.recorded === undefined) {
+    if (!started) {
       stepStarted(machine, claim, options?.idempotent === true ? 'idempotent' : undefined);
       this.scope.carryOut();
     }
@@ -435,30 +542,97 @@ export class StepOperations {
 
 /**
  * A step waiting for the machine's command to run its effect (`runEffect`) or its transaction
- * (`runTransaction`): `granted` resolves, with this record, once the effect was called (what it
- * returned or threw is kept here), or rejects with why it will not run (`failOperation`).
+ * (`runTransaction`): `grant` is called once the effect was called (what it returned or threw is
+ * kept here), `refuse` with why it will not run (`failOperation`).
  */
-class AwaitedEffect {
+abstract class PendingEffect {
   /** What the effect returned (a promise, for an async one), or the transaction's promise. */
   ran: unknown = undefined;
   threw = false;
   thrown: unknown = undefined;
-  /** A transaction's `step.completed`, made of its work's result inside the transaction. */
-  completion: ((result: unknown) => unknown) | undefined = undefined;
-  readonly granted: Promise<AwaitedEffect>;
-  resolve!: (awaited: AwaitedEffect) => void;
-  reject!: (error: unknown) => void;
 
   constructor(
     readonly op: number,
     readonly name: string,
     /** The step's effect function, or the transaction's work. */
     readonly work: unknown,
-  ) {
+  ) {}
+
+  abstract grant(): void;
+  abstract refuse(error: unknown): void;
+}
+
+/**
+ * A {@link PendingEffect} awaited by an async operation: `granted` resolves, with this record,
+ * once the effect was called, or rejects with why it will not run.
+ */
+class AwaitedEffect extends PendingEffect {
+  /** A transaction's `step.completed`, made of its work's result inside the transaction. */
+  completion: ((result: unknown) => unknown) | undefined = undefined;
+  readonly granted: Promise<AwaitedEffect>;
+  private resolve!: (awaited: AwaitedEffect) => void;
+  private reject!: (error: unknown) => void;
+
+  constructor(op: number, name: string, work: unknown) {
+    super(op, name, work);
     this.granted = new Promise<AwaitedEffect>((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;
     });
+  }
+
+  grant(): void {
+    this.resolve(this);
+  }
+
+  refuse(error: unknown): void {
+    this.reject(error);
+  }
+}
+
+/**
+ * A fresh step's first attempt, driven by the machine's commands: the step's own promise,
+ * settled from its effect's outcome through {@link StepOperations} (no async frame, no promise
+ * for the grant).
+ */
+class FirstAttempt<T> extends PendingEffect {
+  readonly promise: Promise<T>;
+  resolveStep!: (value: T | PromiseLike<T>) => void;
+  rejectStep!: (error: unknown) => void;
+
+  constructor(
+    private readonly steps: StepOperations,
+    readonly claim: Claim,
+    readonly fn: (effect: StepEffectContext) => T | Promise<T>,
+    readonly options: KernelStepOptions | undefined,
+    readonly retry: ResolvedRetry | undefined,
+    readonly attempt: number,
+  ) {
+    super(claim.index, claim.name, fn);
+    this.promise = new Promise<T>((resolve, reject) => {
+      this.resolveStep = resolve;
+      this.rejectStep = reject;
+    });
+  }
+
+  /** The effect was called: its outcome is recorded a turn later, as an awaited one would be. */
+  grant(): void {
+    if (this.threw) {
+      queueMicrotask(() => this.steps.firstThrew(this, this.thrown));
+    } else if (isThenable(this.ran)) {
+      // Promise.resolve: a native promise as it is, any other thenable adopted as `await` would
+      // (its `then` called later, once, whatever it does).
+      Promise.resolve(this.ran).then(
+        (result) => this.steps.firstReturned(this, result),
+        (thrown: unknown) => this.steps.firstThrew(this, thrown),
+      );
+    } else {
+      queueMicrotask(() => this.steps.firstReturned(this, this.ran));
+    }
+  }
+
+  refuse(error: unknown): void {
+    this.steps.firstRefused(this, error);
   }
 }
 
