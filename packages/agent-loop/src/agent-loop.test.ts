@@ -162,7 +162,7 @@ describe('the turn loop', () => {
     expect(shown(model.requests[1])).toContain('waited');
   });
 
-  it("a tool's context names its run, turn, call and key; signal is a getter on its prototype", async () => {
+  it("a tool's context names its run, turn, call and key; signal is an own accessor a spread carries", async () => {
     const seen: Array<Record<string, unknown>> = [];
     const probe = defineTool({
       name: 'probe',
@@ -175,8 +175,10 @@ describe('the turn loop', () => {
           turn: context.turn,
           callId: context.callId,
           idempotencyKey: context.idempotencyKey,
-          // One class, not a literal with a getter (a hash table per call).
-          ownSignal: Object.getOwnPropertyDescriptor(context, 'signal') !== undefined,
+          // One class, not a literal with a getter (a hash table per call); signal an own
+          // enumerable accessor, so a spread of the context carries it.
+          accessor: Object.getOwnPropertyDescriptor(context, 'signal')?.enumerable === true,
+          spread: { ...context }.signal === context.signal,
           aborted: context.signal.aborted,
         });
         return 'seen';
@@ -193,7 +195,8 @@ describe('the turn loop', () => {
         turn: 1,
         callId: expect.any(String),
         idempotencyKey: 'probe-run/1.0',
-        ownSignal: false,
+        accessor: true,
+        spread: true,
         aborted: false,
       },
     ]);

@@ -1091,12 +1091,26 @@ async function checkedAnswer(
   return problem === undefined ? { ok: true, value } : { ok: false, problem };
 }
 
+/** `signal` of every ToolCallContext: one accessor, so their objects share one shape. */
+let toolCallContextSignal: PropertyDescriptor;
+
 /**
  * What a tool's `run` gets: one class, so the object keeps fast properties (a literal with a
  * getter is a dictionary); `signal` is read when the tool reads it, and the step makes its
  * AbortSignal on that first read.
  */
 class ToolCallContext implements ToolContext {
+  /** An own enumerable accessor (one getter for all), read only when asked for: a spread (`{ ...ctx }`, as middleware pass contexts on) copies it, and the object keeps fast properties (a literal with a getter would be a dictionary). */
+  declare readonly signal: AbortSignal;
+  static {
+    toolCallContextSignal = {
+      get(this: ToolCallContext): AbortSignal {
+        return this.#effect.signal;
+      },
+      enumerable: true,
+      configurable: true,
+    };
+  }
   readonly #effect: { readonly signal: AbortSignal };
   constructor(
     readonly runId: string,
@@ -1106,9 +1120,6 @@ class ToolCallContext implements ToolContext {
     effect: { readonly signal: AbortSignal },
   ) {
     this.#effect = effect;
-  }
-
-  get signal(): AbortSignal {
-    return this.#effect.signal;
+    Object.defineProperty(this, 'signal', toolCallContextSignal);
   }
 }

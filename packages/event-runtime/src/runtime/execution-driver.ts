@@ -493,6 +493,9 @@ export class ExecutionDriver implements DriverScope, CommandSink {
   }
 }
 
+/** `signal` of every DriverFlowContext: one accessor, so their objects share one shape. */
+let driverFlowContextSignal: PropertyDescriptor;
+
 /**
  * The flow's context: one class, so its object keeps fast properties (an object literal with a
  * getter is a dictionary: a hash table per execution, each `ctx.step` a lookup in it). The
@@ -501,6 +504,17 @@ export class ExecutionDriver implements DriverScope, CommandSink {
  * that reads it.
  */
 class DriverFlowContext implements FlowContext {
+  /** An own enumerable accessor (one getter for all), read only when asked for: a spread (`{ ...ctx }`, as middleware pass contexts on) copies it, and the object keeps fast properties (a literal with a getter would be a dictionary). */
+  declare readonly signal: AbortSignal;
+  static {
+    driverFlowContextSignal = {
+      get(this: DriverFlowContext): AbortSignal {
+        return this.#abort.signal;
+      },
+      enumerable: true,
+      configurable: true,
+    };
+  }
   readonly executionId: string;
   readonly #abort: LazyAbort;
   readonly step: FlowContext['step'];
@@ -519,6 +533,7 @@ class DriverFlowContext implements FlowContext {
   constructor(driver: ExecutionDriver, steps: StepOperations) {
     this.executionId = driver.executionId;
     this.#abort = driver.abort;
+    Object.defineProperty(this, 'signal', driverFlowContextSignal);
     this.step = (name, fn, options) => steps.step(name, fn, options);
     this.record = (name, fn) => steps.record(name, fn);
     this.transaction = (name, work) => steps.transaction(name, work);
@@ -533,9 +548,5 @@ class DriverFlowContext implements FlowContext {
     this.random = () => driver.recordValue('random', () => Math.random()) as number;
     this.uuid = () => driver.recordValue('uuid', () => randomUUID()) as string;
     this.patched = (id) => driver.patched(id);
-  }
-
-  get signal(): AbortSignal {
-    return this.#abort.signal;
   }
 }

@@ -636,12 +636,26 @@ class FirstAttempt<T> extends PendingEffect {
   }
 }
 
+/** `signal` of every EffectContext: one accessor, so their objects share one shape. */
+let effectContextSignal: PropertyDescriptor;
+
 /**
  * What an effect is handed: one class, so each step's context is a plain object of one shape
  * with no closure of its own; `signal` is read through the execution's lazy abort, so the
  * AbortSignal is made only for an effect that reads it.
  */
 class EffectContext implements StepEffectContext {
+  /** An own enumerable accessor (one getter for all), read only when asked for: a spread (`{ ...ctx }`, as middleware pass contexts on) copies it, and the object keeps fast properties (a literal with a getter would be a dictionary). */
+  declare readonly signal: AbortSignal;
+  static {
+    effectContextSignal = {
+      get(this: EffectContext): AbortSignal {
+        return this.#abort.signal;
+      },
+      enumerable: true,
+      configurable: true,
+    };
+  }
   readonly idempotencyKey: string;
   // Private (#): the context's own keys stay those of StepEffectContext.
   readonly #abort: LazyAbort;
@@ -655,10 +669,7 @@ class EffectContext implements StepEffectContext {
   ) {
     this.idempotencyKey = `${executionId}/${stepIndex}`;
     this.#abort = abort;
-  }
-
-  get signal(): AbortSignal {
-    return this.#abort.signal;
+    Object.defineProperty(this, 'signal', effectContextSignal);
   }
 }
 

@@ -149,7 +149,7 @@ describe('timeoutMiddleware', () => {
     expect(caller.signal.aborted).toBe(false);
   });
 
-  it("hands down the caller's own fields, symbol keys too, with signal a getter on the prototype", async () => {
+  it("hands down the caller's own fields, symbol keys too, with signal an own accessor a spread carries", async () => {
     const tag = Symbol('tag');
     const ctx = { ...testEffectContext(), note: 'kept', [tag]: 7 } as AttemptContext;
     let seen: AttemptContext | undefined;
@@ -167,10 +167,13 @@ describe('timeoutMiddleware', () => {
       note: 'kept',
     });
     expect(down[tag]).toBe(7);
-    // A getter on the prototype (one class: fast properties, no hash table per call), never an
-    // own copy of the caller's signal; it is the derived one, not the caller's.
-    expect(Object.getOwnPropertyDescriptor(down, 'signal')).toBeUndefined();
+    // An own enumerable accessor (one class: fast properties, no hash table per call), so a
+    // spread downstream carries it; it is the derived signal, not the caller's.
+    const descriptor = Object.getOwnPropertyDescriptor(down, 'signal');
+    expect(descriptor?.get).toBeTypeOf('function');
+    expect(descriptor?.enumerable).toBe(true);
     expect(down.signal).not.toBe(ctx.signal);
+    expect({ ...down }.signal).toBe(down.signal);
     expect(down.signal.aborted).toBe(false);
   });
 

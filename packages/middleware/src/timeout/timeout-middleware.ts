@@ -113,6 +113,9 @@ function timeoutError(ctx: AttemptContext, timeoutMs: number): LoomError {
   );
 }
 
+/** `signal` of every TimedContext: one accessor, so their objects share one shape. */
+let timedContextSignal: PropertyDescriptor;
+
 /**
  * What the timeout hands down: the caller's context's own fields (as a spread copies them, but
  * never reading its `signal`) and the derived `signal`, a getter on the prototype as on the
@@ -120,6 +123,17 @@ function timeoutError(ctx: AttemptContext, timeoutMs: number): LoomError {
  * getter is a dictionary, a hash table per call).
  */
 class TimedContext {
+  /** An own enumerable accessor (one getter for all), read only when asked for: a spread (`{ ...ctx }`, as middleware pass contexts on) copies it, and the object keeps fast properties (a literal with a getter would be a dictionary). */
+  declare readonly signal: AbortSignal;
+  static {
+    timedContextSignal = {
+      get(this: TimedContext): AbortSignal {
+        return this.#derived();
+      },
+      enumerable: true,
+      configurable: true,
+    };
+  }
   readonly #derived: () => AbortSignal;
   constructor(ctx: AttemptContext, derived: () => AbortSignal) {
     const fields = this as unknown as Record<PropertyKey, unknown>;
@@ -131,9 +145,6 @@ class TimedContext {
       if (Object.prototype.propertyIsEnumerable.call(ctx, key)) fields[key] = from[key];
     }
     this.#derived = derived;
-  }
-
-  get signal(): AbortSignal {
-    return this.#derived();
+    Object.defineProperty(this, 'signal', timedContextSignal);
   }
 }

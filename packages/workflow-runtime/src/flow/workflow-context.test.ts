@@ -5,6 +5,7 @@
 // written alone and answered from the log by a query and by a resume, and the context's operations
 // work taken off it.
 import { ManualClock } from '@loom/event-runtime/testing';
+import type { EffectMiddleware } from '@loom/middleware';
 import { describe, expect, it } from 'vitest';
 import { WorkflowErrorCode } from '../errors.js';
 import { cleanupsAfterEach, testBackends, until } from './backends.test-support.js';
@@ -81,26 +82,45 @@ const router = defineFlow({ name: 'ctx-router' }, async (ctx, cents: number) => 
   return at;
 });
 
+/** Where `signal` is: an own enumerable accessor (a spread carries it), else how it is not. */
+function signalShape(target: object): string {
+  const descriptor = Object.getOwnPropertyDescriptor(target, 'signal');
+  if (descriptor === undefined) return 'not own';
+  return descriptor.get !== undefined && descriptor.enumerable === true ? 'accessor' : 'other';
+}
+
+/** A middleware that passes the context on as the middleware README says: with a spread. */
+const spreading: EffectMiddleware = (next) => (context) => next({ ...context, seen: true });
+
 /**
  * Takes its operations off the context (`const { step } = ctx`) and reports where `signal`
- * lives: on the prototypes of the context and of a step's effect behind middleware (a timeout),
- * never an own getter (an object literal with a getter is a hash table per execution).
+ * lives on the context and on a step's effect behind middleware (one class each: a literal with
+ * a getter would be a hash table per execution), and what an effect behind a middleware that
+ * spreads its context, under a timeout, sees of its signal.
  */
 const detached = defineFlow({ name: 'ctx-detached' }, async (ctx) => {
   const { step, record, now } = ctx;
-  const ownSignal = Object.getOwnPropertyDescriptor(ctx, 'signal') !== undefined;
+  const context = signalShape(ctx);
   const effect = await step(
     'timed',
     (attempt) => ({
-      ownSignal: Object.getOwnPropertyDescriptor(attempt, 'signal') !== undefined,
+      signal: signalShape(attempt),
       aborted: attempt.signal.aborted,
       attempt: attempt.attempt,
       stepName: attempt.stepName,
     }),
     { timeout: '1m' },
   );
+  const spread = await step(
+    'spread',
+    (attempt) => ({
+      live: attempt.signal instanceof AbortSignal && !attempt.signal.aborted,
+      seen: (attempt as unknown as { seen?: boolean }).seen === true,
+    }),
+    { middleware: [spreading], timeout: '1m' },
+  );
   const route = await record('route', () => 'auto');
-  return { ownSignal, effect, route, now: now() > 0 };
+  return { context, effect, spread, route, now: now() > 0 };
 });
 
 for (const [backend, open] of testBackends('ctxchecks')) {
@@ -178,12 +198,14 @@ for (const [backend, open] of testBackends('ctxchecks')) {
       expect(routed).toBe(1);
     });
 
-    it('its operations work taken off it; signal is a getter on the prototypes, not an own one', async () => {
+    it("its operations work taken off it; signal is an own accessor that a middleware's spread carries", async () => {
       const { runtime } = await make();
       const handle = await runtime.start(detached, undefined as never, { executionId: 'd-1' });
       expect(await handle.result()).toEqual({
-        ownSignal: false,
-        effect: { ownSignal: false, aborted: false, attempt: 1, stepName: 'timed' },
+        context: 'accessor',
+        effect: { signal: 'accessor', aborted: false, attempt: 1, stepName: 'timed' },
+        // Before: the spread dropped the kernel context's signal and the timeout threw a TypeError.
+        spread: { live: true, seen: true },
         route: 'auto',
         now: true,
       });

@@ -220,6 +220,9 @@ export function workflowContext(
   return new FlowAuthorContext(ctx, flow, waitsForEvents);
 }
 
+/** `signal` of every FlowAuthorContext: one accessor, so their objects share one shape. */
+let flowAuthorContextSignal: PropertyDescriptor;
+
 /**
  * The flow author's context: one class, so its object keeps fast properties (an object literal
  * with a getter is a dictionary, a hash table per execution). The operations stay own closures,
@@ -227,6 +230,17 @@ export function workflowContext(
  * prototype: the kernel makes the execution's AbortSignal only when someone reads it.
  */
 class FlowAuthorContext implements WorkflowContext {
+  /** An own enumerable accessor (one getter for all), read only when asked for: a spread (`{ ...ctx }`, as middleware pass contexts on) copies it, and the object keeps fast properties (a literal with a getter would be a dictionary). */
+  declare readonly signal: AbortSignal;
+  static {
+    flowAuthorContextSignal = {
+      get(this: FlowAuthorContext): AbortSignal {
+        return this.#kernel.signal;
+      },
+      enumerable: true,
+      configurable: true,
+    };
+  }
   readonly executionId: string;
   readonly #kernel: FlowContext;
   readonly step: WorkflowContext['step'];
@@ -248,6 +262,7 @@ class FlowAuthorContext implements WorkflowContext {
   constructor(ctx: FlowContext, flow: string, waitsForEvents: readonly string[]) {
     this.executionId = ctx.executionId;
     this.#kernel = ctx;
+    Object.defineProperty(this, 'signal', flowAuthorContextSignal);
     // Numbers this run's event waits (their ids), in call order: a replay counts them the same way.
     let waitCount = 0;
     // The Json check is the signature's job; the kernel checks the value again when it records it.
@@ -292,10 +307,6 @@ class FlowAuthorContext implements WorkflowContext {
     this.random = () => ctx.random();
     this.uuid = () => ctx.uuid();
     this.patched = (id) => ctx.patched(id);
-  }
-
-  get signal(): AbortSignal {
-    return this.#kernel.signal;
   }
 }
 
@@ -406,18 +417,29 @@ function stepAttempt(
   return context as unknown as StepEffectContext & { attempt: number };
 }
 
+/** `signal` of every AttemptEffect: one accessor, so their objects share one shape. */
+let attemptEffectSignal: PropertyDescriptor;
+
 /**
  * The object `stepAttempt` fills: `signal` is a getter on the prototype, as on the kernel's own
  * effect context, so the object keeps fast properties (a literal with a getter is a dictionary).
  */
 class AttemptEffect {
+  /** An own enumerable accessor (one getter for all), read only when asked for: a spread (`{ ...ctx }`, as middleware pass contexts on) copies it, and the object keeps fast properties (a literal with a getter would be a dictionary). */
+  declare readonly signal: AbortSignal;
+  static {
+    attemptEffectSignal = {
+      get(this: AttemptEffect): AbortSignal {
+        return this.#from.signal;
+      },
+      enumerable: true,
+      configurable: true,
+    };
+  }
   readonly #from: AttemptContext;
   constructor(from: AttemptContext) {
     this.#from = from;
-  }
-
-  get signal(): AbortSignal {
-    return this.#from.signal;
+    Object.defineProperty(this, 'signal', attemptEffectSignal);
   }
 }
 
