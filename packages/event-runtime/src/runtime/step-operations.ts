@@ -187,21 +187,10 @@ export class StepOperations {
    * attempt whose retry goes on in {@link attempts} once the failure is durable.
    */
   firstThrew<T>(first: FirstAttempt<T>, thrown: unknown): void {
-    const { machine, suspension } = this.scope;
+    const { suspension } = this.scope;
     const { claim, retry, attempt } = first;
     try {
-      this.scope.interrupt();
-      const mayRetry = retry !== undefined && this.retryable(retry, attempt, thrown);
-      const failed = attemptThrew(
-        machine,
-        claim,
-        attempt,
-        thrown,
-        retry,
-        mayRetry,
-        this.scope.kernel.clock.now(),
-      );
-      this.scope.carryOut();
+      const failed = this.attemptFailed(claim, attempt, thrown, retry);
       if (failed !== undefined) throw failed;
     } catch (error) {
       suspension.settleInFlight();
@@ -209,6 +198,32 @@ export class StepOperations {
       return;
     }
     first.resolveStep(this.retried(claim, first.fn, first.options, retry));
+  }
+
+  /**
+   * Attempt `attempt` threw `thrown`: recorded (the machine decides: a failed attempt with a retry
+   * to come, or the step's failure); returns the `STEP_FAILED` to throw, or undefined when the
+   * policy retries. Throws if the execution must not go on.
+   */
+  private attemptFailed(
+    claim: Claim,
+    attempt: number,
+    thrown: unknown,
+    retry: ResolvedRetry | undefined,
+  ): LoomError | undefined {
+    this.scope.interrupt();
+    const mayRetry = retry !== undefined && this.retryable(retry, attempt, thrown);
+    const failed = attemptThrew(
+      this.scope.machine,
+      claim,
+      attempt,
+      thrown,
+      retry,
+      mayRetry,
+      this.scope.kernel.clock.now(),
+    );
+    this.scope.carryOut();
+    return failed;
   }
 
   /** The machine refused the first attempt's effect (`failOperation`): the step throws `error`. */
@@ -413,18 +428,7 @@ export class StepOperations {
           if (awaited.threw) throw awaited.thrown;
           result = await (awaited.ran as T | Promise<T>);
         } catch (thrown) {
-          this.scope.interrupt();
-          const mayRetry = retry !== undefined && this.retryable(retry, attempt, thrown);
-          const failed = attemptThrew(
-            machine,
-            claim,
-            attempt,
-            thrown,
-            retry,
-            mayRetry,
-            this.scope.kernel.clock.now(),
-          );
-          this.scope.carryOut();
+          const failed = this.attemptFailed(claim, attempt, thrown, retry);
           if (failed !== undefined) throw failed;
           // Durable before the backoff: a crash while it waits must not forget this attempt.
           await this.awaitDurable(claim.index);
