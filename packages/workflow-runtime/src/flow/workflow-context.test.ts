@@ -90,7 +90,10 @@ function signalShape(target: object): string {
 }
 
 /** A middleware that passes the context on as the middleware README says: with a spread. */
-const spreading: EffectMiddleware = (next) => (context) => next({ ...context, seen: true });
+const spreading: EffectMiddleware = (next) => (context) => {
+  const passed = { ...context, seen: true };
+  return next(passed);
+};
 
 /**
  * Takes its operations off the context (`const { step } = ctx`) and reports where `signal`
