@@ -118,10 +118,10 @@ export class StepOperations {
         claim.recorded.reopened !== true &&
         !this.scope.afterStoreFailure
       ) {
-        return this.interrupted(name, claim, fn, options, retry);
+        return this.interrupted(name, claim, fn, retry);
       }
       if (claim.recorded === undefined) return this.firstAttempt(claim, fn, options, retry);
-      return this.attempts(claim, fn, options, retry, undefined, true);
+      return this.attempts(claim, fn, retry, undefined);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -142,7 +142,7 @@ export class StepOperations {
     stepStarted(machine, claim, options?.idempotent === true ? 'idempotent' : undefined);
     this.scope.carryOut();
     const attempt = nextAttempt(machine, claim);
-    const first = new FirstAttempt<T>(this, claim, fn, options, retry, attempt);
+    const first = new FirstAttempt<T>(this, claim, fn, retry, attempt);
     this.awaiting ??= [];
     this.awaiting.push(first);
     // In flight before the barrier is asked for: a refusal may come before this returns.
@@ -157,22 +157,12 @@ export class StepOperations {
     return first.promise;
   }
 
-  /** The first attempt's effect returned `result` (its promise resolved): recorded, and the value the flow gets. */
+  /** The first attempt's effect returned `result`: recorded, and the step resolves with its value. */
   firstReturned<T>(first: FirstAttempt<T>, result: unknown): void {
-    const { machine, suspension } = this.scope;
+    const { suspension } = this.scope;
     let value: unknown;
     try {
-      this.scope.interrupt();
-      try {
-        value = effectReturned(
-          machine,
-          first.claim,
-          result,
-          first.retry === undefined ? undefined : first.attempt,
-        );
-      } finally {
-        this.scope.carryOut();
-      }
+      value = this.attemptReturned(first.claim, first.attempt, result, first.retry);
     } catch (error) {
       suspension.settleInFlight();
       first.rejectStep(error);
@@ -197,7 +187,30 @@ export class StepOperations {
       first.rejectStep(error);
       return;
     }
-    first.resolveStep(this.retried(claim, first.fn, first.options, retry));
+    first.resolveStep(this.retried(claim, first.fn, retry));
+  }
+
+  /**
+   * Attempt `attempt` returned `result`: recorded; returns the value the flow gets (decoded from
+   * its record). Throws if the execution must not go on.
+   */
+  private attemptReturned(
+    claim: Claim,
+    attempt: number,
+    result: unknown,
+    retry: ResolvedRetry | undefined,
+  ): unknown {
+    this.scope.interrupt();
+    try {
+      return effectReturned(
+        this.scope.machine,
+        claim,
+        result,
+        retry === undefined ? undefined : attempt,
+      );
+    } finally {
+      this.scope.carryOut();
+    }
   }
 
   /**
@@ -232,11 +245,13 @@ export class StepOperations {
     first.rejectStep(error);
   }
 
-  /** After a failed attempt that may be retried: durable first (a crash in the backoff must not forget it), then the next attempts. */
+  /**
+   * After a failed attempt that may be retried: durable first (a crash in the backoff must not
+   * forget it), then the attempts that follow.
+   */
   private async retried<T>(
     claim: Claim,
     fn: (effect: StepEffectContext) => T | Promise<T>,
-    options: KernelStepOptions | undefined,
     retry: ResolvedRetry | undefined,
   ): Promise<T> {
     try {
@@ -244,7 +259,7 @@ export class StepOperations {
     } finally {
       this.scope.suspension.settleInFlight();
     }
-    return this.attempts(claim, fn, options, retry, undefined, true);
+    return this.attempts(claim, fn, retry, undefined);
   }
 
   /**
@@ -361,7 +376,6 @@ export class StepOperations {
     name: string,
     claim: Claim,
     fn: (effect: StepEffectContext) => T | Promise<T>,
-    options: KernelStepOptions | undefined,
     retry: ResolvedRetry | undefined,
   ): Promise<T> {
     const { machine } = this.scope;
@@ -385,26 +399,23 @@ export class StepOperations {
       throw error;
     }
     try {
-      return await this.attempts(claim, fn, options, retry, releaseLane, true);
+      return await this.attempts(claim, fn, retry, releaseLane);
     } finally {
       releaseLane();
     }
   }
 
-  /** Runs the step's attempts (after the first one's effect settled, gives the lane back). */
+  /**
+   * Runs the attempts of a step whose start is recorded (a retry, a replayed start, an interrupted
+   * step); after the first one's effect settled, gives the lane back.
+   */
   private async attempts<T>(
     claim: Claim,
     fn: (effect: StepEffectContext) => T | Promise<T>,
-    options: KernelStepOptions | undefined,
     retry: ResolvedRetry | undefined,
     releaseLane: (() => void) | undefined,
-    started: boolean,
   ): Promise<T> {
     const { machine, state, suspension } = this.scope;
-    if (!started) {
-      stepStarted(machine, claim, options?.idempotent === true ? 'idempotent' : undefined);
-      this.scope.carryOut();
-    }
     for (;;) {
       const retryAtMs = (state.steps[claim.index] as StepRecord).retryAtMs;
       if (retryAtMs !== undefined) {
@@ -435,13 +446,7 @@ export class StepOperations {
           releaseLane?.();
           continue;
         }
-        this.scope.interrupt();
-        let value: unknown;
-        try {
-          value = effectReturned(machine, claim, result, retry === undefined ? undefined : attempt);
-        } finally {
-          this.scope.carryOut();
-        }
+        const value = this.attemptReturned(claim, attempt, result, retry);
         if (releaseLane !== undefined) {
           // The next interrupted step may crash the process: this completion is durable first.
           await this.awaitDurable(claim.index);
@@ -608,7 +613,6 @@ class FirstAttempt<T> extends PendingEffect {
     private readonly steps: StepOperations,
     readonly claim: Claim,
     readonly fn: (effect: StepEffectContext) => T | Promise<T>,
-    readonly options: KernelStepOptions | undefined,
     readonly retry: ResolvedRetry | undefined,
     readonly attempt: number,
   ) {
@@ -649,7 +653,11 @@ let effectContextSignal: PropertyDescriptor;
  * AbortSignal is made only for an effect that reads it.
  */
 class EffectContext implements StepEffectContext {
-  /** An own enumerable accessor (one getter for all), read only when asked for: a spread (`{ ...ctx }`, as middleware pass contexts on) copies it, and the object keeps fast properties (a literal with a getter would be a dictionary). */
+  /**
+   * An own enumerable accessor, one getter for every object of the class (so they share one
+   * shape), called only when read: a spread (`{ ...ctx }`, as middleware pass contexts on)
+   * carries it.
+   */
   declare readonly signal: AbortSignal;
   static {
     effectContextSignal = {
