@@ -1100,7 +1100,11 @@ let toolCallContextSignal: PropertyDescriptor;
  * AbortSignal on that first read.
  */
 class ToolCallContext implements ToolContext {
-  /** An own enumerable accessor (one getter for all), read only when asked for: a spread (`{ ...ctx }`, as middleware pass contexts on) copies it, and the object keeps fast properties (a literal with a getter would be a dictionary). */
+  /**
+   * An own enumerable accessor, one getter for every object of the class (so they share one
+   * shape), called only when read: a spread (`{ ...ctx }`, as middleware pass contexts on)
+   * carries it.
+   */
   declare readonly signal: AbortSignal;
   static {
     toolCallContextSignal = {

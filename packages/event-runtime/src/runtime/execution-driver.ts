@@ -500,11 +500,14 @@ let driverFlowContextSignal: PropertyDescriptor;
  * The flow's context: one class, so its object keeps fast properties (an object literal with a
  * getter is a dictionary: a hash table per execution, each `ctx.step` a lookup in it). The
  * operations stay own closures, so a flow may take one off its context (`const { step } = ctx`);
- * `signal` is a getter on the prototype: the execution's AbortSignal is made only for a flow
- * that reads it.
+ * the execution's AbortSignal is made only for a flow that reads `signal`.
  */
 class DriverFlowContext implements FlowContext {
-  /** An own enumerable accessor (one getter for all), read only when asked for: a spread (`{ ...ctx }`, as middleware pass contexts on) copies it, and the object keeps fast properties (a literal with a getter would be a dictionary). */
+  /**
+   * An own enumerable accessor, one getter for every object of the class (so they share one
+   * shape), called only when read: a spread (`{ ...ctx }`, as middleware pass contexts on)
+   * carries it.
+   */
   declare readonly signal: AbortSignal;
   static {
     driverFlowContextSignal = {

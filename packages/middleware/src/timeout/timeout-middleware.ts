@@ -118,12 +118,15 @@ let timedContextSignal: PropertyDescriptor;
 
 /**
  * What the timeout hands down: the caller's context's own fields (as a spread copies them, but
- * never reading its `signal`) and the derived `signal`, a getter on the prototype as on the
- * kernel's effect context: one class, so the object keeps fast properties (a literal with a
- * getter is a dictionary, a hash table per call).
+ * never reading its `signal`) and the derived `signal`: one class, so the object keeps fast
+ * properties (a literal with a getter is a dictionary, a hash table per call).
  */
 class TimedContext {
-  /** An own enumerable accessor (one getter for all), read only when asked for: a spread (`{ ...ctx }`, as middleware pass contexts on) copies it, and the object keeps fast properties (a literal with a getter would be a dictionary). */
+  /**
+   * An own enumerable accessor, one getter for every object of the class (so they share one
+   * shape), called only when read: a spread (`{ ...ctx }`, as middleware pass contexts on)
+   * carries it.
+   */
   declare readonly signal: AbortSignal;
   static {
     timedContextSignal = {

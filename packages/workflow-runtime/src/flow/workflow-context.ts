@@ -226,11 +226,15 @@ let flowAuthorContextSignal: PropertyDescriptor;
 /**
  * The flow author's context: one class, so its object keeps fast properties (an object literal
  * with a getter is a dictionary, a hash table per execution). The operations stay own closures,
- * so a flow may take one off its context (`const { step } = ctx`); `signal` is a getter on the
- * prototype: the kernel makes the execution's AbortSignal only when someone reads it.
+ * so a flow may take one off its context (`const { step } = ctx`); the kernel makes the
+ * execution's AbortSignal only when someone reads `signal`.
  */
 class FlowAuthorContext implements WorkflowContext {
-  /** An own enumerable accessor (one getter for all), read only when asked for: a spread (`{ ...ctx }`, as middleware pass contexts on) copies it, and the object keeps fast properties (a literal with a getter would be a dictionary). */
+  /**
+   * An own enumerable accessor, one getter for every object of the class (so they share one
+   * shape), called only when read: a spread (`{ ...ctx }`, as middleware pass contexts on)
+   * carries it.
+   */
   declare readonly signal: AbortSignal;
   static {
     flowAuthorContextSignal = {
@@ -421,11 +425,15 @@ function stepAttempt(
 let attemptEffectSignal: PropertyDescriptor;
 
 /**
- * The object `stepAttempt` fills: `signal` is a getter on the prototype, as on the kernel's own
- * effect context, so the object keeps fast properties (a literal with a getter is a dictionary).
+ * The object `stepAttempt` fills: one class, so it keeps fast properties (a literal with a getter
+ * is a dictionary); its `signal` reads the context the chain handed down.
  */
 class AttemptEffect {
-  /** An own enumerable accessor (one getter for all), read only when asked for: a spread (`{ ...ctx }`, as middleware pass contexts on) copies it, and the object keeps fast properties (a literal with a getter would be a dictionary). */
+  /**
+   * An own enumerable accessor, one getter for every object of the class (so they share one
+   * shape), called only when read: a spread (`{ ...ctx }`, as middleware pass contexts on)
+   * carries it.
+   */
   declare readonly signal: AbortSignal;
   static {
     attemptEffectSignal = {
