@@ -219,22 +219,27 @@ async function profiled(
     byPackage.set(pkg, (byPackage.get(pkg) ?? 0) + value);
   };
   let total = 0;
-  let perRun = 0;
   let raw: unknown;
+  // The profiler starts after the cell's warm-up, right before its measured runs.
   if (kind === 'cpu') {
     await session.post('Profiler.enable');
     await session.post('Profiler.setSamplingInterval', { interval: 100 });
-    ({ cpuUsPerRun: perRun } = await runCell(
-      variant,
-      places,
-      backend,
-      runs,
-      inFlight,
-      warmupRuns,
-      async () => {
-        await session.post('Profiler.start');
-      },
-    ));
+  } else {
+    await session.post('HeapProfiler.enable');
+  }
+  const measured = await runCell(variant, places, backend, runs, inFlight, warmupRuns, async () => {
+    if (kind === 'cpu') {
+      await session.post('Profiler.start');
+    } else {
+      await session.post('HeapProfiler.startSampling', {
+        samplingInterval: 256,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      } as never);
+    }
+  });
+  const perRun = kind === 'cpu' ? measured.cpuUsPerRun : measured.bytesPerRun;
+  if (kind === 'cpu') {
     const { profile } = (await session.post('Profiler.stop')) as unknown as {
       profile: { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
     };
@@ -249,22 +254,6 @@ async function profiled(
       add(node, delta);
     }
   } else {
-    await session.post('HeapProfiler.enable');
-    ({ bytesPerRun: perRun } = await runCell(
-      variant,
-      places,
-      backend,
-      runs,
-      inFlight,
-      warmupRuns,
-      async () => {
-        await session.post('HeapProfiler.startSampling', {
-          samplingInterval: 256,
-          includeObjectsCollectedByMajorGC: true,
-          includeObjectsCollectedByMinorGC: true,
-        } as never);
-      },
-    ));
     const { profile } = (await session.post('HeapProfiler.stopSampling')) as unknown as {
       profile: { head: ProfileNode };
     };
