@@ -15,8 +15,8 @@ import { createKernelRuntime } from './runtime.js';
 
 const input = { order: 'A-1', lines: [{ sku: 'loom', qty: 2 }] };
 
-/** Promises one in-memory 1-step execution makes, from its start until the runtime is idle again (an `async_hooks` count). */
-const PROMISES_PER_ONE_STEP = 44;
+/** Promises a fresh step's `ctx.step` call makes before it returns (an `async_hooks` count). */
+const PROMISES_PER_STEP_CALL = 1;
 
 const oneStep: Flow<typeof input, { ok: boolean }> = {
   name: 'one-step',
@@ -187,28 +187,37 @@ describe("a step's first attempt, driven by the machine's commands", () => {
     await runtime.shutdown();
   });
 
-  it('a 1-step execution makes a fixed number of promises from start to result', async () => {
+  it("a fresh step's call makes one promise, the step's own: no async frame, no grant promise", async () => {
     const runtime = createKernelRuntime({ store: new InMemoryEventStore(), timerPollMs: 0 });
-    // Warm: the first execution also makes the runtime's one-off promises. Idle before and
-    // after the counted one: what follows an execution's end (the driver let go, background
-    // work) is counted whole, whatever the order it interleaves with the result in.
-    await (await runtime.start(oneStep, input, { executionId: 'warm' })).result();
-    await runtime.idle();
     let made = 0;
     const hook = createHook({
       init(_id, type) {
         if (type === 'PROMISE') made++;
       },
     });
-    hook.enable();
-    try {
-      const handle = await runtime.start(oneStep, input, { executionId: 'counted' });
-      await handle.result();
-      await runtime.idle();
-    } finally {
-      hook.disable();
-    }
-    expect(made).toBe(PROMISES_PER_ONE_STEP);
+    const counts: number[] = [];
+    const flow: Flow<null, string> = {
+      name: 'counted-call',
+      run: async (ctx) => {
+        // Both steps' start records are queued before any barrier is answered: the calls make
+        // what they make whatever the group commit is doing.
+        const calls: Promise<string>[] = [];
+        for (const name of ['first', 'second']) {
+          made = 0;
+          hook.enable();
+          try {
+            calls.push(ctx.step(name, () => name));
+          } finally {
+            hook.disable();
+          }
+          counts.push(made);
+        }
+        return (await Promise.all(calls)).join('+');
+      },
+    };
+    const handle = await runtime.start(flow, null, { executionId: 'counted-call' });
+    await expect(handle.result()).resolves.toBe('first+second');
+    expect(counts).toEqual([PROMISES_PER_STEP_CALL, PROMISES_PER_STEP_CALL]);
     await runtime.shutdown();
   });
 });
